@@ -1,0 +1,440 @@
+//! The W3C RDF 1.1 conformance suites (N-Triples, N-Quads, Turtle, TriG,
+//! RDF/XML), run through the store: every input is loaded into a fresh
+//! in-memory plain dataset, and eval tests compare the store's N-Quads dump
+//! with the expected result as isomorphic datasets. So these tests check
+//! the parsers as wired into the loader, the all-or-nothing load, and that
+//! the term encoding and the dump round-trip every term exactly. Beyond
+//! the W3C rules, a positive syntax test also checks that the dump equals
+//! what the parser alone reads, and an eval failure says whether the parser
+//! alone gets the expected result (store bug) or not (parser bug).
+//!
+//! The test data is the `rdf-tests` checkout described in
+//! `shared/conformance/README.md`: `$RHIZOME_CONFORMANCE`, or else
+//! `shared/conformance` beside the repository. Missing data fails the test.
+//!
+//! Known failures: `tests/w3c/known-failures-<suite>.txt`, one test IRI per
+//! line followed by ` # reason`. A failure not listed fails the run, and so
+//! does a listed test that passes (the lists must stay true).
+
+use oxrdf::dataset::CanonicalizationAlgorithm;
+use oxrdf::vocab::rdf;
+use oxrdf::{Dataset, Graph, NamedNode, NamedNodeRef, NamedOrBlankNode, Term, TermRef};
+use oxrdfio::{RdfFormat, RdfParser};
+use rhizome_rdf::{dump, DatasetMode, DumpOptions, Error, LoadInput, LoadOptions, Store};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+/// Every input is parsed with this base plus its path under `rdf-tests/`.
+const W3C_BASE: &str = "https://w3c.github.io/rdf-tests/";
+const MF: &str = "http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#";
+const RDFT: &str = "http://www.w3.org/ns/rdftest#";
+const DAWGT: &str = "http://www.w3.org/2001/sw/DataAccess/tests/test-dawg#";
+
+struct Suite {
+    name: &'static str,
+    /// Entry manifest, under `rdf-tests/`.
+    manifest: &'static str,
+    format: RdfFormat,
+    /// The number of tests the manifests list (README of the test data): a
+    /// guard against a manifest read wrongly, or truncated data.
+    expected_tests: usize,
+}
+
+const SUITES: &[Suite] = &[
+    Suite { name: "ntriples", manifest: "rdf/rdf11/rdf-n-triples/manifest.ttl", format: RdfFormat::NTriples, expected_tests: 70 },
+    Suite { name: "nquads", manifest: "rdf/rdf11/rdf-n-quads/manifest.ttl", format: RdfFormat::NQuads, expected_tests: 87 },
+    Suite { name: "turtle", manifest: "rdf/rdf11/rdf-turtle/manifest.ttl", format: RdfFormat::Turtle, expected_tests: 313 },
+    Suite { name: "trig", manifest: "rdf/rdf11/rdf-trig/manifest.ttl", format: RdfFormat::TriG, expected_tests: 356 },
+    Suite { name: "rdfxml", manifest: "rdf/rdf11/rdf-xml/manifest.ttl", format: RdfFormat::RdfXml, expected_tests: 166 },
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    PositiveSyntax,
+    NegativeSyntax,
+    /// Loading must fail (a negative eval test: syntactically fine, but not
+    /// valid RDF, e.g. a bad IRI after resolution).
+    NegativeEval,
+    Eval,
+}
+
+struct TestCase {
+    iri: String,
+    name: String,
+    kind: Kind,
+    action: String,
+    result: Option<String>,
+    /// NotApproved or Withdrawn.
+    skip: bool,
+}
+
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+    known: usize,
+    /// Failures that are not on the known list, and listed tests that pass.
+    unexpected: Vec<String>,
+}
+
+#[test]
+fn w3c_rdf11_conformance() {
+    let root = conformance_root();
+    let lists = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/w3c");
+    let mut totals = Tally::default();
+    let mut problems: Vec<String> = Vec::new();
+    for suite in SUITES {
+        let known = read_known_failures(&lists.join(format!("known-failures-{}.txt", suite.name)));
+        let tests = match read_manifest(&root, suite.manifest) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(format!("{}: cannot read the manifest: {e}", suite.name));
+                continue;
+            }
+        };
+        if tests.len() != suite.expected_tests {
+            problems.push(format!("{}: the manifests list {} tests, expected {}", suite.name, tests.len(), suite.expected_tests));
+        }
+        let tally = run_suite(&root, suite, &tests, &known);
+        println!(
+            "{}: {} passed, {} failed, {} skipped ({} known failures)",
+            suite.name, tally.passed, tally.failed, tally.skipped, tally.known
+        );
+        let ids: BTreeSet<&str> = tests.iter().map(|t| t.iri.as_str()).collect();
+        for iri in known.keys() {
+            if !ids.contains(iri.as_str()) {
+                problems.push(format!("{}: {iri} is on the known-failure list but is not a test of the suite", suite.name));
+            }
+        }
+        totals.passed += tally.passed;
+        totals.failed += tally.failed;
+        totals.skipped += tally.skipped;
+        totals.known += tally.known;
+        problems.extend(tally.unexpected);
+    }
+    println!("{} passed, {} failed", totals.passed, totals.failed);
+    if !problems.is_empty() {
+        panic!("{} unexpected results:\n  {}", problems.len(), problems.join("\n  "));
+    }
+}
+
+/// The `rdf-tests` folder. Missing data is an error, never a silent pass.
+fn conformance_root() -> PathBuf {
+    let dir = match std::env::var_os("RHIZOME_CONFORMANCE") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
+    };
+    // Accept the conformance folder or the `rdf-tests` folder inside it.
+    for candidate in [dir.join("rdf-tests"), dir.clone()] {
+        if candidate.join(SUITES[0].manifest).is_file() {
+            return candidate;
+        }
+    }
+    panic!(
+        "the W3C conformance data is missing: no {} under {} (set RHIZOME_CONFORMANCE to the folder holding rdf-tests/, \
+         or put shared/conformance beside the repository)",
+        SUITES[0].manifest,
+        dir.display()
+    );
+}
+
+fn read_known_failures(path: &Path) -> BTreeMap<String, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return BTreeMap::new(),
+        Err(e) => panic!("cannot read {}: {e}", path.display()),
+    };
+    let mut known = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (iri, reason) = match line.split_once(" #") {
+            Some((i, r)) => (i.trim(), r.trim()),
+            None => (line, ""),
+        };
+        known.insert(iri.to_owned(), reason.to_owned());
+    }
+    known
+}
+
+// ---------------------------------------------------------------- manifests
+
+fn iri_to_path(root: &Path, iri: &str) -> Result<PathBuf, String> {
+    let rel = iri.strip_prefix(W3C_BASE).ok_or_else(|| format!("{iri} is not under {W3C_BASE}"))?;
+    Ok(root.join(rel))
+}
+
+/// The tests of a manifest and of the manifests it includes, in order.
+fn read_manifest(root: &Path, rel: &str) -> Result<Vec<TestCase>, String> {
+    let mut tests = Vec::new();
+    let mut seen = BTreeSet::new();
+    read_manifest_into(root, &format!("{W3C_BASE}{rel}"), &mut tests, &mut seen)?;
+    Ok(tests)
+}
+
+fn read_manifest_into(root: &Path, iri: &str, tests: &mut Vec<TestCase>, seen: &mut BTreeSet<String>) -> Result<(), String> {
+    if !seen.insert(iri.to_owned()) {
+        return Ok(());
+    }
+    let path = iri_to_path(root, iri)?;
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut graph = Graph::new();
+    let parser = RdfParser::from_format(RdfFormat::Turtle).with_base_iri(iri).map_err(|e| e.to_string())?;
+    for t in parser.for_slice(&bytes) {
+        let q = t.map_err(|e| format!("{}: {e}", path.display()))?;
+        graph.insert(&oxrdf::Triple::from(q));
+    }
+    let mf = |local: &str| NamedNode::new_unchecked(format!("{MF}{local}"));
+    let manifest_type = mf("Manifest");
+    let manifests: Vec<NamedOrBlankNode> =
+        graph.subjects_for_predicate_object(rdf::TYPE, &manifest_type).map(|s| s.into_owned()).collect();
+    if manifests.is_empty() {
+        return Err(format!("{}: no mf:Manifest", path.display()));
+    }
+    for m in &manifests {
+        if let Some(list) = graph.object_for_subject_predicate(m, &mf("include")) {
+            for inc in rdf_list(&graph, list.into_owned())? {
+                match inc {
+                    Term::NamedNode(n) => read_manifest_into(root, n.as_str(), tests, seen)?,
+                    other => return Err(format!("mf:include of {other}")),
+                }
+            }
+        }
+        if let Some(list) = graph.object_for_subject_predicate(m, &mf("entries")) {
+            for entry in rdf_list(&graph, list.into_owned())? {
+                tests.push(test_case(&graph, &entry)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn rdf_list(graph: &Graph, mut node: Term) -> Result<Vec<Term>, String> {
+    let mut items = Vec::new();
+    while node != Term::NamedNode(rdf::NIL.into_owned()) {
+        let subject: NamedOrBlankNode = match &node {
+            Term::NamedNode(n) => n.clone().into(),
+            Term::BlankNode(b) => b.clone().into(),
+            other => return Err(format!("bad RDF list node {other}")),
+        };
+        let first = graph.object_for_subject_predicate(&subject, rdf::FIRST).ok_or("RDF list without rdf:first")?;
+        items.push(first.into_owned());
+        node = graph.object_for_subject_predicate(&subject, rdf::REST).ok_or("RDF list without rdf:rest")?.into_owned();
+        if items.len() > 100_000 {
+            return Err("cyclic RDF list".into());
+        }
+    }
+    Ok(items)
+}
+
+fn test_case(graph: &Graph, entry: &Term) -> Result<TestCase, String> {
+    let subject: NamedOrBlankNode = match entry {
+        Term::NamedNode(n) => n.clone().into(),
+        Term::BlankNode(b) => b.clone().into(),
+        other => return Err(format!("bad test entry {other}")),
+    };
+    let iri = match entry {
+        Term::NamedNode(n) => n.as_str().to_owned(),
+        other => other.to_string(),
+    };
+    let get = |ns: &str, local: &str| graph.object_for_subject_predicate(&subject, NamedNodeRef::new_unchecked(&format!("{ns}{local}"))).map(|t| t.into_owned());
+    let iri_of = |t: Option<Term>| -> Option<String> {
+        match t {
+            Some(Term::NamedNode(n)) => Some(n.into_string()),
+            _ => None,
+        }
+    };
+    let mut kind = None;
+    let mut types = Vec::new();
+    for t in graph.objects_for_subject_predicate(&subject, rdf::TYPE) {
+        let TermRef::NamedNode(t) = t else { continue };
+        types.push(t.as_str().to_owned());
+        let Some(local) = t.as_str().strip_prefix(RDFT) else { continue };
+        let k = match local {
+            "TestNTriplesPositiveSyntax" | "TestNQuadsPositiveSyntax" | "TestTurtlePositiveSyntax" | "TestTrigPositiveSyntax" => {
+                Kind::PositiveSyntax
+            }
+            "TestNTriplesNegativeSyntax" | "TestNQuadsNegativeSyntax" | "TestTurtleNegativeSyntax" | "TestTrigNegativeSyntax"
+            | "TestXMLNegativeSyntax" => Kind::NegativeSyntax,
+            "TestTurtleNegativeEval" | "TestTrigNegativeEval" => Kind::NegativeEval,
+            "TestTurtleEval" | "TestTrigEval" | "TestXMLEval" => Kind::Eval,
+            _ => continue,
+        };
+        kind = Some(k);
+    }
+    let kind = kind.ok_or_else(|| format!("{iri}: unknown test type {types:?}"))?;
+    let action = iri_of(get(MF, "action")).ok_or_else(|| format!("{iri}: no mf:action"))?;
+    let result = iri_of(get(MF, "result"));
+    if kind == Kind::Eval && result.is_none() {
+        return Err(format!("{iri}: an eval test without mf:result"));
+    }
+    let approval = iri_of(get(RDFT, "approval")).or_else(|| iri_of(get(DAWGT, "approval"))).unwrap_or_default();
+    let skip = ["NotApproved", "Withdrawn"].iter().any(|s| approval == format!("{RDFT}{s}") || approval == format!("{DAWGT}{s}"));
+    let name = match get(MF, "name") {
+        Some(Term::Literal(l)) => l.value().to_owned(),
+        _ => String::new(),
+    };
+    Ok(TestCase { iri, name, kind, action, result, skip })
+}
+
+// ---------------------------------------------------------------- running
+
+fn run_suite(root: &Path, suite: &Suite, tests: &[TestCase], known: &BTreeMap<String, String>) -> Tally {
+    let mut tally = Tally::default();
+    for test in tests {
+        if test.skip {
+            tally.skipped += 1;
+            continue;
+        }
+        let outcome = catch_unwind(AssertUnwindSafe(|| run_test(root, suite.format, test)))
+            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&p))));
+        match (outcome, known.get(&test.iri)) {
+            (Ok(()), None) => tally.passed += 1,
+            (Ok(()), Some(reason)) => {
+                tally.passed += 1;
+                tally.unexpected.push(format!("{}: {} passes but is on the known-failure list ({reason})", suite.name, test.iri));
+            }
+            (Err(why), listed) => {
+                tally.failed += 1;
+                println!("  FAIL {} ({}): {}{}", test.iri, test.name, why, if listed.is_some() { " [known]" } else { "" });
+                if listed.is_some() {
+                    tally.known += 1;
+                } else {
+                    tally.unexpected.push(format!("{}: {} failed: {}", suite.name, test.iri, first_line(&why)));
+                }
+            }
+        }
+    }
+    tally
+}
+
+fn run_test(root: &Path, format: RdfFormat, test: &TestCase) -> Result<(), String> {
+    let path = iri_to_path(root, &test.action)?;
+    if !path.is_file() {
+        return Err(format!("the action {} is missing", path.display()));
+    }
+    // N-Triples and N-Quads have no base: relative IRIs in them are errors.
+    let base = match format {
+        RdfFormat::NTriples | RdfFormat::NQuads => None,
+        _ => Some(test.action.clone()),
+    };
+    let store = Store::memory(DatasetMode::Plain);
+    let options = LoadOptions { format: Some(format), base_iri: base.clone(), ..Default::default() };
+    let loaded = store.load(&[LoadInput { path: path.clone() }], &options);
+    match test.kind {
+        Kind::PositiveSyntax => {
+            if let Err(e) = loaded {
+                return Err(format!("the load failed: {e}"));
+            }
+            // Beyond the W3C test: the store gives back exactly what the
+            // parser read (every term round-trips).
+            let parsed = parse_file(&path, format, base.as_deref()).map_err(|e| format!("the parser alone fails: {e}"))?;
+            let dumped = dump_nquads(&store)?;
+            let actual = parse_dataset(&dumped, RdfFormat::NQuads).map_err(|e| format!("the dump does not parse back: {e}"))?;
+            compare(actual, parsed).map_err(|e| format!("the store does not give back what the parser read: {e}"))
+        }
+        Kind::NegativeSyntax | Kind::NegativeEval => {
+            match loaded {
+                Ok(s) => return Err(format!("the load succeeded ({} quads) but must fail", s.quads_read)),
+                Err(Error::Syntax(_)) => {}
+                Err(e) => return Err(format!("the load failed, but not with a syntax error: {e}")),
+            }
+            let dumped = dump_nquads(&store)?;
+            if !dumped.is_empty() {
+                return Err(format!("the failed load left quads in the store:\n{}", String::from_utf8_lossy(&dumped)));
+            }
+            Ok(())
+        }
+        Kind::Eval => {
+            if let Err(e) = loaded {
+                return Err(format!("the load failed: {e}"));
+            }
+            let dumped = dump_nquads(&store)?;
+            let actual = parse_dataset(&dumped, RdfFormat::NQuads).map_err(|e| format!("the dump does not parse back: {e}"))?;
+            let result = test.result.as_ref().expect("eval tests have a result");
+            let expected_path = iri_to_path(root, result)?;
+            let expected_format = if format == RdfFormat::TriG || result.ends_with(".nq") { RdfFormat::NQuads } else { RdfFormat::NTriples };
+            let bytes = std::fs::read(&expected_path).map_err(|e| format!("cannot read {}: {e}", expected_path.display()))?;
+            let expected = parse_dataset(&bytes, expected_format).map_err(|e| format!("the expected result does not parse: {e}"))?;
+            compare(actual, expected.clone()).map_err(|why| {
+                // Say whose fault it is: the parser's, or the store's.
+                let blame = match parse_file(&path, format, base.as_deref()) {
+                    Ok(parsed) if compare(parsed.clone(), expected).is_ok() => "the parser alone gives the expected result: the store changed it",
+                    Ok(_) => "the parser alone does not give the expected result either: a parser issue",
+                    Err(_) => "the parser alone fails",
+                };
+                format!("{why}\n      ({blame})")
+            })
+        }
+    }
+}
+
+fn dump_nquads(store: &Store) -> Result<Vec<u8>, String> {
+    let snapshot = store.snapshot().map_err(|e| format!("snapshot: {e}"))?;
+    let mut out = Vec::new();
+    dump(&snapshot, &DumpOptions { format: RdfFormat::NQuads, graph: None }, &mut out).map_err(|e| format!("the dump failed: {e}"))?;
+    Ok(out)
+}
+
+/// The input read by the parser alone, not through the store.
+fn parse_file(path: &Path, format: RdfFormat, base: Option<&str>) -> Result<Dataset, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut parser = RdfParser::from_format(format);
+    if let Some(base) = base {
+        parser = parser.with_base_iri(base).map_err(|e| e.to_string())?;
+    }
+    let mut dataset = Dataset::new();
+    for q in parser.for_slice(&bytes) {
+        dataset.insert(&q.map_err(|e| e.to_string())?);
+    }
+    Ok(dataset)
+}
+
+fn parse_dataset(bytes: &[u8], format: RdfFormat) -> Result<Dataset, String> {
+    let mut dataset = Dataset::new();
+    for q in RdfParser::from_format(format).for_slice(bytes) {
+        dataset.insert(&q.map_err(|e| e.to_string())?);
+    }
+    Ok(dataset)
+}
+
+/// Isomorphism: equal once blank nodes are canonically relabelled.
+fn compare(mut actual: Dataset, mut expected: Dataset) -> Result<(), String> {
+    actual.canonicalize(CanonicalizationAlgorithm::Unstable);
+    expected.canonicalize(CanonicalizationAlgorithm::Unstable);
+    if actual == expected {
+        return Ok(());
+    }
+    let a: BTreeSet<String> = actual.iter().map(|q| q.to_string()).collect();
+    let e: BTreeSet<String> = expected.iter().map(|q| q.to_string()).collect();
+    let mut why = format!("not isomorphic to the expected result ({} quads, expected {})", a.len(), e.len());
+    const SHOWN: usize = 8;
+    for (label, diff) in [("missing", e.difference(&a).collect::<Vec<_>>()), ("unexpected", a.difference(&e).collect())] {
+        for q in diff.iter().take(SHOWN) {
+            let _ = write!(why, "\n      {label}: {q}");
+        }
+        if diff.len() > SHOWN {
+            let _ = write!(why, "\n      ... and {} more {label}", diff.len() - SHOWN);
+        }
+    }
+    Err(why)
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".into()
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
