@@ -1,0 +1,40 @@
+pub mod bench_lookups;
+pub mod dump;
+pub mod init;
+pub mod load;
+pub mod quads;
+pub mod stats;
+pub mod write_probe;
+
+use anyhow::{bail, Context, Result};
+use oxrdf::Term;
+use rhizome_rdf::{Store, StoreSnapshot, TermId};
+use std::path::Path;
+use std::str::FromStr;
+
+pub fn compact(data: &Path) -> Result<()> {
+    let store = Store::open(data)?;
+    store.compact()?;
+    let stats = store.stats()?;
+    println!("compacted: {} quads, {} bytes on disk", stats.quads, stats.bytes_on_disk);
+    Ok(())
+}
+
+/// A term in N-Triples syntax: `<iri>`, `"text"@en`, `"5"^^<...>`, `_:b1`.
+pub fn parse_term(text: &str) -> Result<Term> {
+    Term::from_str(text).with_context(|| format!("{text:?} is not a term in N-Triples syntax (<iri>, \"text\"@en, \"5\"^^<datatype>, _:b)"))
+}
+
+/// The id of a term given on the command line; `Ok(None)` when the store
+/// does not have it (so nothing can match).
+pub fn term_id(snapshot: &StoreSnapshot, text: &str) -> Result<Option<TermId>> {
+    let term = parse_term(text)?;
+    Ok(snapshot.lookup(term.as_ref())?)
+}
+
+pub fn parse_format(name: &str) -> Result<rhizome_rdf::RdfFormat> {
+    match rhizome_rdf::format_from_name(name) {
+        Some(f) => Ok(f),
+        None => bail!("unknown format {name:?} (ntriples, nquads, turtle, trig, rdfxml, jsonld)"),
+    }
+}

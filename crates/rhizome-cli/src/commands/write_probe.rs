@@ -1,0 +1,40 @@
+//! Small committed writes, one per line of output, for the crash tests:
+//! transaction `i` inserts two quads and prints `committed i` only after its
+//! commit returned. A test kills the process and checks that every printed
+//! commit is in the store with both its quads, and no transaction is there
+//! in part.
+
+use anyhow::Result;
+use oxrdf::{Literal, NamedNode, Quad};
+use rhizome_rdf::Store;
+use std::io::Write;
+use std::path::Path;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Number of transactions.
+    #[arg(long, default_value_t = 1000)]
+    count: u64,
+    /// First transaction number (to continue after a kill).
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+}
+
+pub fn run(data: &Path, args: Args) -> Result<()> {
+    let store = Store::open_or_create(data, None)?;
+    let stdout = std::io::stdout();
+    for i in args.start..args.start + args.count {
+        let subject = NamedNode::new(format!("http://probe.example/tx{i}"))?;
+        let mut txn = store.transaction()?;
+        for (p, value) in [("a", format!("first half of {i}")), ("b", format!("second half of {i}"))] {
+            let quad = Quad::new(subject.clone(), NamedNode::new(format!("http://probe.example/{p}"))?, Literal::new_simple_literal(value), oxrdf::GraphName::DefaultGraph);
+            let ids = txn.encode_quad(quad.as_ref())?;
+            txn.insert(&ids)?;
+        }
+        txn.commit()?;
+        let mut out = stdout.lock();
+        writeln!(out, "committed {i}")?;
+        out.flush()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,63 @@
+//! `rhizome`: the command line. Each subcommand lives in `commands/`.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "rhizome", version, about = "Rhizome: CouchDB for linked data. A document and RDF store on one engine.")]
+struct Cli {
+    /// The store's folder (created by `init` or the first `load`).
+    #[arg(long, global = true, env = "RHIZOME_DATA", default_value = "./rhizome-data")]
+    data: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create an empty store.
+    Init(commands::init::Args),
+    /// Load RDF files (N-Triples, N-Quads, Turtle, TriG, RDF/XML, JSON-LD; gzip too), all or nothing.
+    Load(commands::load::Args),
+    /// Print the quads matching a pattern, as N-Quads.
+    Quads(commands::quads::Args),
+    /// Write the store, or one graph, in an RDF format.
+    Dump(commands::dump::Args),
+    /// Print statistics as JSON.
+    Stats(commands::stats::Args),
+    /// Compact the store and recompute its statistics exactly.
+    Compact,
+    /// Time pattern lookups from a file of queries (for bench/seed-load).
+    #[command(hide = true)]
+    BenchLookups(commands::bench_lookups::Args),
+    /// Small committed writes that report each commit (for crash tests).
+    #[command(hide = true)]
+    WriteProbe(commands::write_probe::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Init(args) => commands::init::run(&cli.data, args),
+        Command::Load(args) => commands::load::run(&cli.data, args),
+        Command::Quads(args) => commands::quads::run(&cli.data, args),
+        Command::Dump(args) => commands::dump::run(&cli.data, args),
+        Command::Stats(args) => commands::stats::run(&cli.data, args),
+        Command::Compact => commands::compact(&cli.data),
+        Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),
+        Command::WriteProbe(args) => commands::write_probe::run(&cli.data, args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The command line as a user meets it: help, errors, and the commands'
+//! output formats.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn rhizome(data: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rhizome"));
+    c.arg("--data").arg(data);
+    c
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("rhizome runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn sample() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/faculty.ttl")
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["init", "load", "quads", "dump", "stats", "compact"] {
+        let o = run(rhizome(dir.path()).args([sub, "--help"]));
+        assert!(o.status.success(), "{sub} --help failed");
+        assert!(stdout(&o).contains("Usage: rhizome"), "{sub} --help: {}", stdout(&o));
+    }
+    let o = run(rhizome(dir.path()).arg("--help"));
+    for sub in ["init", "load", "quads", "dump", "stats", "compact"] {
+        assert!(stdout(&o).contains(sub));
+    }
+}
+
+fn assert_clean_failure(o: &Output, needle: &str) {
+    assert!(!o.status.success(), "expected a failure");
+    let err = stderr(o);
+    assert!(err.contains(needle), "stderr lacks {needle:?}: {err}");
+    assert!(!err.contains("panicked"), "a panic: {err}");
+}
+
+#[test]
+fn bad_invocations_fail_with_clear_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("db");
+    assert_clean_failure(&run(rhizome(&data).args(["load", "--bogus", "x.nt"])), "--bogus");
+    assert_clean_failure(&run(rhizome(&data).args(["load", "/no/such/file.nt"])), "/no/such/file.nt");
+    assert_clean_failure(&run(rhizome(&dir.path().join("none")).args(["quads"])), "no Rhizome store");
+    assert_clean_failure(&run(rhizome(&data).args(["load", "--format", "klingon", "x"])), "unknown format");
+    output_ok(rhizome(&data).args(["init"]));
+    assert_clean_failure(&run(rhizome(&data).args(["quads", "-s", "not a term"])), "N-Triples syntax");
+    assert_clean_failure(&run(rhizome(&data).args(["init"])), "already");
+}
+
+fn output_ok(cmd: &mut Command) -> String {
+    let o = run(cmd);
+    assert!(o.status.success(), "failed: {}", stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn a_syntax_error_names_the_place_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("db");
+    output_ok(rhizome(&data).arg("load").arg(sample()));
+    let before = output_ok(rhizome(&data).args(["quads", "--count"]));
+    let bad = dir.path().join("bad.ttl");
+    std::fs::write(&bad, "@prefix e: <http://e/> .\ne:a e:b e:c .\ne:a e:b \"oops .\n").unwrap();
+    let o = run(rhizome(&data).arg("load").arg(&bad));
+    assert_clean_failure(&o, "bad.ttl:3:");
+    assert_eq!(output_ok(rhizome(&data).args(["quads", "--count"])), before);
+    let o = run(rhizome(&data).args(["load", "--lenient"]).arg(&bad));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("skipped 1 bad statement"), "{}", stderr(&o));
+}
+
+#[test]
+fn load_quads_dump_and_stats_work_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("db");
+    let summary = output_ok(rhizome(&data).arg("load").arg(sample()));
+    assert!(summary.starts_with("loaded "), "{summary}");
+    let teaches = output_ok(rhizome(&data).args(["quads", "-p", "<http://www.unifr.ch/faculty.owl#teaches>"]));
+    assert_eq!(teaches.lines().count(), 3, "{teaches}");
+    for line in teaches.lines() {
+        // Subject-graph triples are quads in their subject's graph.
+        let parts: Vec<&str> = line.split(' ').collect();
+        assert_eq!(parts[0], parts[3], "{line}");
+        assert!(line.ends_with(" ."));
+    }
+    let ects = output_ok(rhizome(&data).args(["quads", "-o", "\"5\"^^<http://www.w3.org/2001/XMLSchema#integer>"]));
+    assert!(ects.contains("#Databases>"), "{ects}");
+    let fr = output_ok(rhizome(&data).args(["quads", "-o", "\"Bases de données\"@fr", "--count"]));
+    assert_eq!(fr.trim(), "1");
+    let stats: serde_json::Value = serde_json::from_str(&output_ok(rhizome(&data).arg("stats"))).unwrap();
+    for k in ["quads", "terms", "graphs", "bytes_on_disk"] {
+        assert!(stats[k].as_u64().is_some_and(|v| v > 0), "stats lacks {k}: {stats}");
+    }
+    let total = stats["quads"].as_u64().unwrap();
+    for format in ["nquads", "trig", "ntriples", "turtle", "rdfxml"] {
+        let out = dir.path().join(format!("dump.{format}"));
+        output_ok(rhizome(&data).args(["dump", "--format", format, "--output"]).arg(&out));
+        let copy = dir.path().join(format!("copy-{format}"));
+        let loaded = output_ok(rhizome(&copy).args(["load", "--json", "--format", format]).arg(&out));
+        let loaded: serde_json::Value = serde_json::from_str(&loaded).unwrap();
+        assert_eq!(loaded["quads_added"].as_u64(), Some(total), "{format} dump does not load back");
+    }
+    let graph = output_ok(rhizome(&data).args(["dump", "--format", "ntriples", "--graph", "http://www.unifr.ch/faculty.owl#Databases"]));
+    assert_eq!(graph.lines().count(), 7, "{graph}");
+    output_ok(rhizome(&data).arg("compact"));
+    assert_eq!(output_ok(rhizome(&data).args(["quads", "--count"])).trim(), total.to_string());
+}
+
+#[test]
+fn stdin_loads_with_a_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("db");
+    let mut child = rhizome(&data)
+        .args(["load", "--format", "ntriples", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"<http://e/a> <http://e/p> <http://e/b> .\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert!(stdout(&o).starts_with("loaded 1 quads"), "{}", stdout(&o));
+    assert_clean_failure(&run(rhizome(&data).args(["load", "-"]).stdin(Stdio::null())), "--format");
+}
+
+#[test]
+fn plain_stores_keep_a_default_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("db");
+    output_ok(rhizome(&data).args(["init", "--plain"]));
+    output_ok(rhizome(&data).arg("load").arg(sample()));
+    let all = output_ok(rhizome(&data).args(["quads", "--count"]));
+    let default = output_ok(rhizome(&data).args(["quads", "-g", "default", "--count"]));
+    assert_eq!(all, default);
+    let nq = output_ok(rhizome(&data).args(["quads", "--limit", "1"]));
+    assert_eq!(nq.split(' ').count(), 4, "default-graph quads have no graph term: {nq}");
+}

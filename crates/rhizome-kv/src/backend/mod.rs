@@ -1,0 +1,105 @@
+//! The backend trait: what a storage engine must provide.
+
+pub mod memory;
+#[cfg(feature = "rocksdb")]
+pub mod rocks;
+
+use crate::{Keyspace, Result};
+use std::sync::Arc;
+
+/// One write of a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteOp {
+    Put(Keyspace, Vec<u8>, Vec<u8>),
+    Delete(Keyspace, Vec<u8>),
+}
+
+/// Writes applied all together or not at all.
+#[derive(Clone, Debug, Default)]
+pub struct WriteBatch {
+    pub ops: Vec<WriteOp>,
+}
+
+impl WriteBatch {
+    pub fn put(&mut self, ks: Keyspace, key: &[u8], value: &[u8]) {
+        self.ops.push(WriteOp::Put(ks, key.to_vec(), value.to_vec()));
+    }
+    pub fn delete(&mut self, ks: Keyspace, key: &[u8]) {
+        self.ops.push(WriteOp::Delete(ks, key.to_vec()));
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+}
+
+/// A storage engine. Implementations must make `commit` and `ingest` atomic
+/// and durable when they return.
+pub trait Backend: Send + Sync + 'static {
+    /// A consistent read view of everything committed so far.
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>>;
+    /// Applies the batch atomically; durable (fsynced) when it returns.
+    fn commit(&self, batch: WriteBatch) -> Result<()>;
+    /// Starts a sorted run for `ingest`. Keys must be added in strictly
+    /// increasing order.
+    fn sorted_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>>;
+    /// Makes all the runs visible at once, or none of them. Runs of one call
+    /// must not overlap each other within a keyspace. Keys already present
+    /// are overwritten.
+    fn ingest(&self, runs: Vec<SortedRun>) -> Result<()>;
+    /// Rewrites the store to reclaim space and speed up reads.
+    fn compact(&self) -> Result<()>;
+    /// Bytes the store takes on disk (0 for memory).
+    fn size_on_disk(&self) -> Result<u64>;
+}
+
+/// Reads: what snapshots and transactions both offer.
+pub trait KvRead {
+    fn get(&self, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// A cursor over the keys of `ks` in `[lower, upper)`; `upper = None`
+    /// means to the end of the keyspace. The cursor starts unpositioned:
+    /// call `seek` or `seek_for_prev` (or `seek_first`/`seek_last`).
+    fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_>;
+}
+
+/// A consistent read view of committed data.
+pub trait Snapshot: KvRead + Send + Sync {}
+
+/// A positioned scan over one keyspace. Keys and values are borrowed until
+/// the cursor moves, so scans allocate nothing per row.
+pub trait Cursor {
+    /// Positions at the first key `>= key` (within the cursor's bounds).
+    fn seek(&mut self, key: &[u8]);
+    /// Positions at the last key `<= key` (within the cursor's bounds).
+    fn seek_for_prev(&mut self, key: &[u8]);
+    fn seek_first(&mut self);
+    fn seek_last(&mut self);
+    fn valid(&self) -> bool;
+    /// The current key, without any backend prefix. Only when `valid()`.
+    fn key(&self) -> &[u8];
+    fn value(&self) -> &[u8];
+    fn next(&mut self);
+    fn prev(&mut self);
+    /// The error that made the cursor invalid, if any.
+    fn status(&self) -> Result<()>;
+}
+
+/// Writes one sorted run.
+pub trait SortedRunWriter: Send {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Number of entries written so far.
+    fn len(&self) -> u64;
+    fn finish(self: Box<Self>) -> Result<SortedRun>;
+}
+
+/// A finished run, ready to ingest.
+pub enum SortedRun {
+    /// A file the engine can adopt (RocksDB SST).
+    File { path: std::path::PathBuf },
+    /// Entries kept in memory (the in-memory backend).
+    Memory { ks: Keyspace, entries: Vec<(Vec<u8>, Vec<u8>)> },
+    /// A run with no entries.
+    Empty,
+}

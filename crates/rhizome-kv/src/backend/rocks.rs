@@ -1,0 +1,315 @@
+//! The embedded backend on RocksDB.
+//!
+//! All keyspaces live in RocksDB's default column family, each behind a
+//! one-byte prefix: a bulk load then ingests every keyspace's sorted file in
+//! one `IngestExternalFile` call, which RocksDB applies atomically (one
+//! MANIFEST edit), so a load is all or nothing across keyspaces.
+
+use super::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteOp};
+use crate::{Error, Keyspace, Result};
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompressionType, DBRawIteratorWithThreadMode, IngestExternalFileOptions,
+    Options, ReadOptions, SnapshotWithThreadMode, SstFileWriter, WriteOptions, DB,
+};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Tuning of the embedded engine.
+#[derive(Clone, Debug)]
+pub struct RocksOptions {
+    /// Bytes of the shared block cache.
+    pub block_cache_bytes: usize,
+    /// Background compaction and flush threads.
+    pub background_jobs: i32,
+}
+
+impl Default for RocksOptions {
+    fn default() -> Self {
+        RocksOptions { block_cache_bytes: 256 << 20, background_jobs: 2 }
+    }
+}
+
+pub struct RocksBackend {
+    // Field order matters: `db` must outlive everything that borrows it.
+    db: Arc<DB>,
+    options: Arc<Options>,
+    path: PathBuf,
+    ingest_dir: PathBuf,
+    next_run: AtomicU64,
+}
+
+fn engine_options(tuning: &RocksOptions) -> Options {
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.set_max_background_jobs(tuning.background_jobs);
+    opts.set_keep_log_file_num(2);
+    opts.set_level_compaction_dynamic_level_bytes(true);
+    // Upper levels are rewritten often: cheap LZ4. The bottom level holds
+    // nearly everything and ingested runs land there: ZSTD for size.
+    opts.set_compression_type(DBCompressionType::Lz4);
+    opts.set_bottommost_compression_type(DBCompressionType::Zstd);
+    // window_bits, level, strategy, max_dict_bytes
+    opts.set_bottommost_compression_options(-14, 3, 0, 0, true);
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(&Cache::new_lru_cache(tuning.block_cache_bytes));
+    // Larger blocks compress better; our scans are sequential.
+    table.set_block_size(32 << 10);
+    table.set_bloom_filter(10.0, false);
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_format_version(6);
+    opts.set_block_based_table_factory(&table);
+    // Bulk-loaded data is found by lookups far more often than missed:
+    // no bloom filter on the bottom level, which holds most of the keys.
+    opts.set_optimize_filters_for_hits(true);
+    opts
+}
+
+impl RocksBackend {
+    pub fn open(path: &Path, tuning: &RocksOptions) -> Result<Self> {
+        std::fs::create_dir_all(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        let options = engine_options(tuning);
+        let db = DB::open(&options, path).map_err(|e| {
+            let msg = e.into_string();
+            if msg.contains("lock") || msg.contains("Resource temporarily unavailable") {
+                Error::Locked(path.to_owned())
+            } else {
+                Error::Engine(msg)
+            }
+        })?;
+        let ingest_dir = path.join("ingest");
+        // Runs left by a load that was killed before ingesting: never part of
+        // the store, so they go.
+        if ingest_dir.exists() {
+            std::fs::remove_dir_all(&ingest_dir).map_err(|source| Error::Io { path: ingest_dir.clone(), source })?;
+        }
+        Ok(RocksBackend {
+            db: Arc::new(db),
+            options: Arc::new(options),
+            path: path.to_owned(),
+            ingest_dir,
+            next_run: AtomicU64::new(0),
+        })
+    }
+}
+
+fn prefixed(ks: Keyspace, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(ks.0);
+    k.extend_from_slice(key);
+    k
+}
+
+impl Backend for RocksBackend {
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
+        let snapshot = self.db.snapshot();
+        // SAFETY: the snapshot borrows the DB; `RocksSnapshot` keeps an Arc of
+        // the same DB and drops the snapshot first (field order), so the
+        // borrow never outlives the DB.
+        let snapshot: SnapshotWithThreadMode<'static, DB> = unsafe { std::mem::transmute(snapshot) };
+        Ok(Arc::new(RocksSnapshot { snapshot, _db: self.db.clone() }))
+    }
+
+    fn commit(&self, batch: WriteBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut wb = rocksdb::WriteBatch::default();
+        for op in batch.ops {
+            match op {
+                WriteOp::Put(ks, k, v) => wb.put(prefixed(ks, &k), v),
+                WriteOp::Delete(ks, k) => wb.delete(prefixed(ks, &k)),
+            }
+        }
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db.write_opt(wb, &wo)?;
+        Ok(())
+    }
+
+    fn sorted_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
+        std::fs::create_dir_all(&self.ingest_dir).map_err(|source| Error::Io { path: self.ingest_dir.clone(), source })?;
+        let n = self.next_run.fetch_add(1, Ordering::Relaxed);
+        let path = self.ingest_dir.join(format!("run-{}-{n}.sst", std::process::id()));
+        let options = self.options.clone();
+        let writer = SstFileWriter::create(&options);
+        // SAFETY: the writer borrows `options`, which `RocksRunWriter` owns
+        // through an Arc and drops after the writer (field order).
+        let writer: SstFileWriter<'static> = unsafe { std::mem::transmute(writer) };
+        Ok(Box::new(RocksRunWriter { writer, _options: options, path, ks, opened: false, len: 0, key: Vec::new() }))
+    }
+
+    fn ingest(&self, runs: Vec<SortedRun>) -> Result<()> {
+        let mut paths = Vec::new();
+        let mut memory = Vec::new();
+        for run in runs {
+            match run {
+                SortedRun::File { path } => paths.push(path),
+                SortedRun::Empty => {}
+                SortedRun::Memory { ks, entries } => memory.push((ks, entries)),
+            }
+        }
+        if paths.is_empty() {
+            // Small runs only: one write batch is just as atomic.
+            let mut batch = WriteBatch::default();
+            for (ks, entries) in memory {
+                for (k, v) in entries {
+                    batch.ops.push(WriteOp::Put(ks, k, v));
+                }
+            }
+            return self.commit(batch);
+        }
+        // Mixed: the small runs become files too, so one ingestion covers all.
+        for (ks, entries) in memory {
+            let mut w = self.sorted_run_writer(ks)?;
+            for (k, v) in &entries {
+                w.put(k, v)?;
+            }
+            if let SortedRun::File { path } = w.finish()? {
+                paths.push(path);
+            }
+        }
+        let mut io = IngestExternalFileOptions::default();
+        io.set_move_files(true);
+        self.db.ingest_external_file_opts(&io, paths)?;
+        Ok(())
+    }
+
+    fn compact(&self) -> Result<()> {
+        self.db.flush()?;
+        let mut opts = rocksdb::CompactOptions::default();
+        opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &opts);
+        Ok(())
+    }
+
+    fn size_on_disk(&self) -> Result<u64> {
+        dir_size(&self.path)
+    }
+}
+
+/// Bytes of every file under `path`: SST, WAL, MANIFEST and logs alike.
+fn dir_size(path: &Path) -> Result<u64> {
+    let mut total = 0;
+    let entries = std::fs::read_dir(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+    for entry in entries {
+        let entry = entry.map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        let meta = entry.metadata().map_err(|source| Error::Io { path: entry.path(), source })?;
+        if meta.is_dir() {
+            total += dir_size(&entry.path())?;
+        } else {
+            total += meta.len();
+        }
+    }
+    Ok(total)
+}
+
+struct RocksSnapshot {
+    snapshot: SnapshotWithThreadMode<'static, DB>,
+    _db: Arc<DB>,
+}
+
+impl Snapshot for RocksSnapshot {}
+
+impl KvRead for RocksSnapshot {
+    fn get(&self, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.snapshot.get(prefixed(ks, key))?)
+    }
+
+    fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
+        let mut ro = ReadOptions::default();
+        let lower = prefixed(ks, lower);
+        let upper = match upper {
+            Some(u) => prefixed(ks, u),
+            None => vec![ks.0 + 1],
+        };
+        ro.set_iterate_lower_bound(lower);
+        ro.set_iterate_upper_bound(upper);
+        Box::new(RocksCursor { iter: self.snapshot.raw_iterator_opt(ro), seek_key: Vec::new(), ks })
+    }
+}
+
+struct RocksCursor<'a> {
+    iter: DBRawIteratorWithThreadMode<'a, DB>,
+    seek_key: Vec<u8>,
+    ks: Keyspace,
+}
+
+impl RocksCursor<'_> {
+    fn with_prefix(&mut self, key: &[u8]) -> &[u8] {
+        self.seek_key.clear();
+        self.seek_key.push(self.ks.0);
+        self.seek_key.extend_from_slice(key);
+        &self.seek_key
+    }
+}
+
+impl Cursor for RocksCursor<'_> {
+    fn seek(&mut self, key: &[u8]) {
+        self.with_prefix(key);
+        self.iter.seek(&self.seek_key);
+    }
+    fn seek_for_prev(&mut self, key: &[u8]) {
+        self.with_prefix(key);
+        self.iter.seek_for_prev(&self.seek_key);
+    }
+    fn seek_first(&mut self) {
+        self.iter.seek_to_first();
+    }
+    fn seek_last(&mut self) {
+        self.iter.seek_to_last();
+    }
+    fn valid(&self) -> bool {
+        self.iter.valid()
+    }
+    fn key(&self) -> &[u8] {
+        &self.iter.key().expect("cursor is valid")[1..]
+    }
+    fn value(&self) -> &[u8] {
+        self.iter.value().expect("cursor is valid")
+    }
+    fn next(&mut self) {
+        self.iter.next()
+    }
+    fn prev(&mut self) {
+        self.iter.prev()
+    }
+    fn status(&self) -> Result<()> {
+        Ok(self.iter.status()?)
+    }
+}
+
+struct RocksRunWriter {
+    writer: SstFileWriter<'static>,
+    _options: Arc<Options>,
+    path: PathBuf,
+    ks: Keyspace,
+    opened: bool,
+    len: u64,
+    key: Vec<u8>,
+}
+
+impl SortedRunWriter for RocksRunWriter {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if !self.opened {
+            self.writer.open(&self.path)?;
+            self.opened = true;
+        }
+        self.key.clear();
+        self.key.push(self.ks.0);
+        self.key.extend_from_slice(key);
+        self.writer.put(&self.key, value)?;
+        self.len += 1;
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn finish(mut self: Box<Self>) -> Result<SortedRun> {
+        if !self.opened {
+            return Ok(SortedRun::Empty);
+        }
+        self.writer.finish()?;
+        Ok(SortedRun::File { path: self.path.clone() })
+    }
+}

@@ -1,0 +1,94 @@
+//! `Kv`: a backend plus the single-writer lock.
+//!
+//! Readers never wait: each works on its own snapshot. Writers take turns
+//! (as in SQLite and LMDB): a transaction or a bulk ingestion holds the
+//! writer lock from its first read to its commit, so read-modify-write
+//! sequences (counters, dictionary ids, revision trees) need no retry logic.
+
+use crate::backend::{Backend, Snapshot, SortedRun, SortedRunWriter, WriteBatch};
+use crate::{Keyspace, MemoryBackend, Result, Transaction};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+pub struct Kv {
+    backend: Arc<dyn Backend>,
+    writer: Mutex<()>,
+}
+
+impl Kv {
+    pub fn new(backend: Arc<dyn Backend>) -> Self {
+        Kv { backend, writer: Mutex::new(()) }
+    }
+
+    /// Opens (creating if missing) the embedded store at `path`.
+    #[cfg(feature = "rocksdb")]
+    pub fn open(path: &Path) -> Result<Self> {
+        use crate::{RocksBackend, RocksOptions};
+        Ok(Self::new(Arc::new(RocksBackend::open(path, &RocksOptions::default())?)))
+    }
+
+    /// Without the embedded backend there is nothing on disk to open.
+    #[cfg(not(feature = "rocksdb"))]
+    pub fn open(path: &Path) -> Result<Self> {
+        Err(crate::Error::Engine(format!("built without the embedded backend; cannot open {}", path.display())))
+    }
+
+    pub fn memory() -> Self {
+        Self::new(Arc::new(MemoryBackend::new()))
+    }
+
+    pub fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
+        self.backend.snapshot()
+    }
+
+    /// Starts a read-write transaction; waits for the writer lock.
+    pub fn transaction(&self) -> Result<Transaction<'_>> {
+        let guard = self.lock_writer();
+        Transaction::new(guard, self.backend.as_ref())
+    }
+
+    /// Takes the writer lock for a bulk job that writes through ingestion.
+    pub fn bulk_writer(&self) -> Result<BulkWriter<'_>> {
+        let guard = self.lock_writer();
+        let snapshot = self.backend.snapshot()?;
+        Ok(BulkWriter { _guard: guard, backend: self.backend.as_ref(), snapshot })
+    }
+
+    pub fn compact(&self) -> Result<()> {
+        self.backend.compact()
+    }
+
+    pub fn size_on_disk(&self) -> Result<u64> {
+        self.backend.size_on_disk()
+    }
+
+    fn lock_writer(&self) -> MutexGuard<'_, ()> {
+        // A writer that panicked holds no partial state here (its batch was
+        // never committed), so a poisoned lock is safe to take over.
+        self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Exclusive write access for bulk jobs: sorted runs plus small batches.
+pub struct BulkWriter<'a> {
+    _guard: MutexGuard<'a, ()>,
+    backend: &'a dyn Backend,
+    snapshot: Arc<dyn Snapshot>,
+}
+
+impl BulkWriter<'_> {
+    /// The state as it was when the writer lock was taken.
+    pub fn snapshot(&self) -> &Arc<dyn Snapshot> {
+        &self.snapshot
+    }
+    pub fn sorted_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
+        self.backend.sorted_run_writer(ks)
+    }
+    /// Makes all runs visible at once, or none.
+    pub fn ingest(&self, runs: Vec<SortedRun>) -> Result<()> {
+        self.backend.ingest(runs)
+    }
+    pub fn commit(&self, batch: WriteBatch) -> Result<()> {
+        self.backend.commit(batch)
+    }
+}

@@ -1,0 +1,45 @@
+//! `rhizome-kv`: the storage layer under Rhizome.
+//!
+//! Owns: ordered keyspaces of byte keys, point reads, range scans in both
+//! directions, atomic and durable write batches, read snapshots, ingestion of
+//! sorted runs (bulk loads that never go through the write path), compaction
+//! and size on disk. Does not own: what the keys mean (that is `rhizome-rdf`
+//! and above).
+//!
+//! Main types: [`Kv`] (a store with its single-writer lock), [`Snapshot`]
+//! (a consistent read view), [`Cursor`] (a positioned scan), [`Transaction`]
+//! (a snapshot plus uncommitted writes it can read back), [`SortedRunWriter`]
+//! and [`SortedRun`] (bulk ingestion). Backends: [`RocksBackend`] (embedded,
+//! default) and [`MemoryBackend`] (tests).
+
+mod backend;
+mod error;
+mod kv;
+mod transaction;
+
+pub use backend::memory::{memory_run_writer, MemoryBackend};
+#[cfg(feature = "rocksdb")]
+pub use backend::rocks::{RocksBackend, RocksOptions};
+pub use backend::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteOp};
+pub use error::{Error, Result};
+pub use kv::Kv;
+pub use transaction::Transaction;
+
+/// A keyspace: an independent ordered map of keys. Backends map keyspaces to
+/// whatever they have (a key prefix byte on RocksDB, a table on Cassandra).
+/// Keyspaces are numbered by the layer above, which names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Keyspace(pub u8);
+
+/// The smallest key strictly greater than every key starting with `prefix`,
+/// or `None` when no such key exists (prefix empty or all 0xFF).
+pub fn prefix_upper_bound(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}

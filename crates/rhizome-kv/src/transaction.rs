@@ -1,0 +1,346 @@
+//! A transaction: a snapshot plus the writes made so far, which the
+//! transaction reads back (gets and scans see them merged with the snapshot).
+
+use crate::backend::{Backend, Cursor, KvRead, Snapshot, WriteBatch, WriteOp};
+use crate::{Keyspace, Result};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::{Arc, MutexGuard};
+
+type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+pub struct Transaction<'a> {
+    _guard: MutexGuard<'a, ()>,
+    backend: &'a dyn Backend,
+    snapshot: Arc<dyn Snapshot>,
+    overlay: HashMap<Keyspace, Overlay>,
+    empty: Overlay,
+}
+
+impl<'a> Transaction<'a> {
+    pub(crate) fn new(guard: MutexGuard<'a, ()>, backend: &'a dyn Backend) -> Result<Self> {
+        let snapshot = backend.snapshot()?;
+        Ok(Transaction { _guard: guard, backend, snapshot, overlay: HashMap::new(), empty: Overlay::new() })
+    }
+
+    /// The committed state the transaction started from, without its writes.
+    pub fn base(&self) -> &Arc<dyn Snapshot> {
+        &self.snapshot
+    }
+
+    pub fn get(&self, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(entry) = self.overlay.get(&ks).and_then(|o| o.get(key)) {
+            return Ok(entry.clone());
+        }
+        self.snapshot.get(ks, key)
+    }
+
+    pub fn put(&mut self, ks: Keyspace, key: &[u8], value: &[u8]) {
+        self.overlay.entry(ks).or_default().insert(key.to_vec(), Some(value.to_vec()));
+    }
+
+    pub fn delete(&mut self, ks: Keyspace, key: &[u8]) {
+        self.overlay.entry(ks).or_default().insert(key.to_vec(), None);
+    }
+
+    /// Number of keys written so far.
+    pub fn write_count(&self) -> usize {
+        self.overlay.values().map(|o| o.len()).sum()
+    }
+
+    /// A cursor over `[lower, upper)` that sees this transaction's writes.
+    pub fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
+        let base = self.snapshot.cursor(ks, lower, upper);
+        let overlay = self.overlay.get(&ks).unwrap_or(&self.empty);
+        if overlay.is_empty() {
+            return base;
+        }
+        Box::new(MergedCursor {
+            base,
+            overlay,
+            lower: lower.to_vec(),
+            upper: upper.map(|u| u.to_vec()),
+            ov: None,
+            forward: true,
+            on_overlay: false,
+        })
+    }
+
+    /// Writes everything atomically and durably.
+    pub fn commit(self) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        for (ks, overlay) in self.overlay {
+            for (k, v) in overlay {
+                batch.ops.push(match v {
+                    Some(v) => WriteOp::Put(ks, k, v),
+                    None => WriteOp::Delete(ks, k),
+                });
+            }
+        }
+        self.backend.commit(batch)
+    }
+}
+
+impl KvRead for Transaction<'_> {
+    fn get(&self, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Transaction::get(self, ks, key)
+    }
+    fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
+        Transaction::cursor(self, ks, lower, upper)
+    }
+}
+
+/// Merges the snapshot's cursor with the overlay; the overlay wins on equal
+/// keys and its `None` entries hide the snapshot's keys.
+struct MergedCursor<'a> {
+    base: Box<dyn Cursor + 'a>,
+    overlay: &'a Overlay,
+    lower: Vec<u8>,
+    upper: Option<Vec<u8>>,
+    ov: Option<(&'a Vec<u8>, &'a Option<Vec<u8>>)>,
+    forward: bool,
+    on_overlay: bool,
+}
+
+impl<'a> MergedCursor<'a> {
+    fn upper_bound(&self) -> Bound<&[u8]> {
+        match &self.upper {
+            Some(u) => Bound::Excluded(u.as_slice()),
+            None => Bound::Unbounded,
+        }
+    }
+    fn ov_from(&mut self, from: Bound<&[u8]>) {
+        let from = match from {
+            Bound::Included(k) | Bound::Excluded(k) if k < self.lower.as_slice() => Bound::Included(self.lower.as_slice()),
+            b => b,
+        };
+        let upper = self.upper_bound();
+        let overlay: &'a Overlay = self.overlay;
+        self.ov = overlay.range::<[u8], _>((from, upper)).next();
+    }
+    fn ov_until(&mut self, until: Bound<&[u8]>) {
+        let until = match (until, &self.upper) {
+            (Bound::Included(k) | Bound::Excluded(k), Some(u)) if k >= u.as_slice() => Bound::Excluded(u.as_slice()),
+            (b, _) => b,
+        };
+        if let Bound::Included(k) | Bound::Excluded(k) = until {
+            if k < self.lower.as_slice() {
+                self.ov = None;
+                return;
+            }
+        }
+        let overlay: &'a Overlay = self.overlay;
+        self.ov = overlay.range::<[u8], _>((Bound::Included(self.lower.as_slice()), until)).next_back();
+    }
+    /// Picks the current entry, skipping deletions.
+    fn settle(&mut self) {
+        loop {
+            let (ok, ov) = match self.ov {
+                Some(o) => (true, o),
+                None => {
+                    self.on_overlay = false;
+                    return;
+                }
+            };
+            debug_assert!(ok);
+            let take_overlay = if self.base.valid() {
+                let bk = self.base.key();
+                if self.forward {
+                    ov.0.as_slice() <= bk
+                } else {
+                    ov.0.as_slice() >= bk
+                }
+            } else {
+                true
+            };
+            if !take_overlay {
+                self.on_overlay = false;
+                return;
+            }
+            if ov.1.is_some() {
+                self.on_overlay = true;
+                return;
+            }
+            // A deletion: skip it and the base key it hides.
+            let key = ov.0.clone();
+            if self.base.valid() && self.base.key() == key.as_slice() {
+                self.step_base();
+            }
+            self.step_ov(&key);
+        }
+    }
+    fn step_base(&mut self) {
+        if self.forward {
+            self.base.next()
+        } else {
+            self.base.prev()
+        }
+    }
+    fn step_ov(&mut self, key: &[u8]) {
+        if self.forward {
+            self.ov_from(Bound::Excluded(key))
+        } else {
+            self.ov_until(Bound::Excluded(key))
+        }
+    }
+    fn step(&mut self) {
+        if self.on_overlay {
+            let key = self.ov.expect("on overlay").0.clone();
+            if self.base.valid() && self.base.key() == key.as_slice() {
+                self.step_base();
+            }
+            self.step_ov(&key);
+        } else {
+            self.step_base();
+        }
+        self.settle();
+    }
+    fn current_key(&self) -> Option<Vec<u8>> {
+        self.valid().then(|| self.key().to_vec())
+    }
+}
+
+impl Cursor for MergedCursor<'_> {
+    fn seek(&mut self, key: &[u8]) {
+        self.forward = true;
+        self.base.seek(key);
+        self.ov_from(Bound::Included(key));
+        self.settle();
+    }
+    fn seek_for_prev(&mut self, key: &[u8]) {
+        self.forward = false;
+        self.base.seek_for_prev(key);
+        self.ov_until(Bound::Included(key));
+        self.settle();
+    }
+    fn seek_first(&mut self) {
+        let lower = self.lower.clone();
+        self.seek(&lower);
+    }
+    fn seek_last(&mut self) {
+        self.forward = false;
+        self.base.seek_last();
+        self.ov_until(Bound::Unbounded);
+        self.settle();
+    }
+    fn valid(&self) -> bool {
+        self.on_overlay || self.base.valid()
+    }
+    fn key(&self) -> &[u8] {
+        if self.on_overlay {
+            self.ov.expect("on overlay").0
+        } else {
+            self.base.key()
+        }
+    }
+    fn value(&self) -> &[u8] {
+        if self.on_overlay {
+            self.ov.expect("on overlay").1.as_deref().expect("settled on a put")
+        } else {
+            self.base.value()
+        }
+    }
+    fn next(&mut self) {
+        if !self.forward {
+            // Change of direction: re-seek just after the current key.
+            if let Some(k) = self.current_key() {
+                self.seek(&k);
+                if self.valid() && self.key() == k.as_slice() {
+                    self.step();
+                }
+            }
+            return;
+        }
+        self.step();
+    }
+    fn prev(&mut self) {
+        if self.forward {
+            if let Some(k) = self.current_key() {
+                self.seek_for_prev(&k);
+                if self.valid() && self.key() == k.as_slice() {
+                    self.step();
+                }
+            }
+            return;
+        }
+        self.step();
+    }
+    fn status(&self) -> Result<()> {
+        self.base.status()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Kv, Keyspace};
+
+    const KS: Keyspace = Keyspace(3);
+
+    fn keys(c: &mut dyn crate::Cursor, forward: bool) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while c.valid() {
+            out.push(c.key().to_vec());
+            if forward {
+                c.next()
+            } else {
+                c.prev()
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn transaction_scans_see_own_puts_and_deletes_in_both_directions() {
+        let kv = Kv::memory();
+        let mut t = kv.transaction().unwrap();
+        for k in [b"a", b"c", b"e", b"g"] {
+            t.put(KS, k, b"base");
+        }
+        t.commit().unwrap();
+        let mut t = kv.transaction().unwrap();
+        t.put(KS, b"b", b"new");
+        t.delete(KS, b"c");
+        t.put(KS, b"e", b"changed");
+        t.put(KS, b"h", b"new");
+        t.put(Keyspace(4), b"d", b"other keyspace");
+        let mut c = t.cursor(KS, b"", None);
+        c.seek_first();
+        assert_eq!(keys(c.as_mut(), true), vec![b"a".to_vec(), b"b".to_vec(), b"e".to_vec(), b"g".to_vec(), b"h".to_vec()]);
+        c.seek_last();
+        assert_eq!(keys(c.as_mut(), false), vec![b"h".to_vec(), b"g".to_vec(), b"e".to_vec(), b"b".to_vec(), b"a".to_vec()]);
+        c.seek(b"c");
+        assert_eq!(c.key(), b"e");
+        assert_eq!(c.value(), b"changed");
+        let mut bounded = t.cursor(KS, b"b", Some(b"g"));
+        bounded.seek_first();
+        assert_eq!(keys(bounded.as_mut(), true), vec![b"b".to_vec(), b"e".to_vec()]);
+        assert_eq!(t.get(KS, b"c").unwrap(), None);
+        assert_eq!(t.get(KS, b"a").unwrap(), Some(b"base".to_vec()));
+        drop(c);
+        drop(bounded);
+        t.commit().unwrap();
+        let s = kv.snapshot().unwrap();
+        assert_eq!(s.get(KS, b"c").unwrap(), None);
+        assert_eq!(s.get(KS, b"h").unwrap(), Some(b"new".to_vec()));
+    }
+
+    #[test]
+    fn dropped_transaction_writes_nothing() {
+        let kv = Kv::memory();
+        let mut t = kv.transaction().unwrap();
+        t.put(KS, b"x", b"1");
+        drop(t);
+        assert_eq!(kv.snapshot().unwrap().get(KS, b"x").unwrap(), None);
+    }
+
+    #[test]
+    fn snapshot_is_isolated_from_later_commits() {
+        let kv = Kv::memory();
+        let before = kv.snapshot().unwrap();
+        let mut t = kv.transaction().unwrap();
+        t.put(KS, b"x", b"1");
+        t.commit().unwrap();
+        assert_eq!(before.get(KS, b"x").unwrap(), None);
+        assert_eq!(kv.snapshot().unwrap().get(KS, b"x").unwrap(), Some(b"1".to_vec()));
+    }
+}

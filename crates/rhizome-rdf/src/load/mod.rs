@@ -1,0 +1,471 @@
+//! The bulk loader: a pipeline of parse (parallel where the format allows),
+//! encode, sort runs, write sorted files, ingest.
+//!
+//! A load holds the store's writer lock and makes its data visible in one
+//! atomic ingestion at the end (one RocksDB MANIFEST edit covering every
+//! keyspace), so a failed or killed load leaves the store exactly as it was.
+//! Memory: the run buffer (`run_buffer_bytes`, default 1 GiB; beyond it runs
+//! spill to a temporary folder beside the store) plus about 100 bytes per
+//! distinct new term. A file larger than memory loads; what must fit is the
+//! set of its distinct new terms.
+
+mod dictionary;
+mod input;
+mod parse;
+mod runs;
+
+pub use input::{format_from_name, format_from_path, LoadInput};
+
+use crate::index::layout::{self, meta, ID2TERM, META, PREDICATE_STATS, TERM2ID};
+use crate::store::Store;
+use crate::term::TermId;
+use crate::{Error, Result, SyntaxIssue};
+use dictionary::LoadDictionary;
+use indicatif::{ProgressBar, ProgressStyle};
+use oxrdf::NamedNode;
+use oxrdfio::RdfFormat;
+use parse::{EncodedChunk, Slot};
+use runs::{merge_into, sorted_keys, Family, Observe, Observed};
+use rhizome_kv::{Keyspace, SortedRun, SortedRunWriter};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
+
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Format of every input; `None` guesses from each file's extension.
+    pub format: Option<RdfFormat>,
+    pub base_iri: Option<String>,
+    /// Graph for triples (and default-graph quads) of the inputs.
+    pub graph: Option<NamedNode>,
+    /// Skip bad statements instead of failing the load.
+    pub lenient: bool,
+    /// Show a progress bar (the caller decides: a terminal, not a pipe).
+    pub progress: bool,
+    pub run_buffer_bytes: usize,
+    pub parse_threads: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            format: None,
+            base_iri: None,
+            graph: None,
+            lenient: false,
+            progress: false,
+            run_buffer_bytes: 1 << 30,
+            parse_threads: std::thread::available_parallelism().map_or(2, |n| n.get()).min(8),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct LoadSummary {
+    pub quads_read: u64,
+    pub quads_added: u64,
+    pub terms_added: u64,
+    pub graphs_added: u64,
+    pub bytes_read: u64,
+    pub seconds: f64,
+    /// Statements skipped by `lenient`, and the first few of them.
+    pub skipped: u64,
+    pub skipped_examples: Vec<SyntaxIssue>,
+}
+
+/// Marks a phase on stderr when RHIZOME_LOAD_TRACE is set, so that crash
+/// tests can kill a load in each phase rather than at random times.
+fn trace(phase: &str) {
+    if std::env::var_os("RHIZOME_LOAD_TRACE").is_some() {
+        eprintln!("rhizome-load-phase: {phase}");
+    }
+}
+
+/// Loads in one write of fewer keys than this go through a write batch
+/// rather than sorted files (no tiny files for the engine to compact).
+const SMALL_LOAD_KEYS: u64 = 100_000;
+const MAX_EXAMPLES: usize = 5;
+
+impl Store {
+    /// Loads the inputs, all or nothing.
+    pub fn load(&self, inputs: &[LoadInput], options: &LoadOptions) -> Result<LoadSummary> {
+        let started = Instant::now();
+        let mut formats = Vec::with_capacity(inputs.len());
+        for input in inputs {
+            let format = match options.format {
+                Some(f) => f,
+                None if input.is_stdin() => {
+                    return Err(Error::Invalid("reading stdin needs --format".into()));
+                }
+                None => format_from_path(&input.path).ok_or_else(|| {
+                    Error::Invalid(format!("cannot tell the format of {} from its extension; use --format", input.path.display()))
+                })?,
+            };
+            if !input.is_stdin() && !input.path.exists() {
+                return Err(Error::Io {
+                    path: input.path.clone(),
+                    source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+                });
+            }
+            formats.push(format);
+        }
+
+        let bulk = self.kv().bulk_writer()?;
+        let snapshot = bulk.snapshot().clone();
+        let read = |k| crate::store::read_u64(snapshot.as_ref(), k);
+        let first_new_id = read(meta::NEXT_ID)?.max(1);
+        let quads_before = read(meta::QUADS)?;
+        let terms_before = read(meta::TERMS)?;
+        let graphs_before = read(meta::GRAPHS)?;
+        let store_had_quads = quads_before > 0;
+        let mut dict = LoadDictionary::new(snapshot.as_ref(), first_new_id, terms_before > 0);
+
+        let total_bytes: Option<u64> = inputs.iter().map(|i| i.size()).sum();
+        let bar = if options.progress {
+            let bar = match total_bytes {
+                Some(t) => ProgressBar::new(t),
+                None => ProgressBar::new_spinner(),
+            };
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {bytes}/{total_bytes} {msg} (ETA {eta})")
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+
+        let bytes_read = Arc::new(AtomicU64::new(0));
+        let cancel = AtomicBool::new(false);
+        let mut triples: Family<3> = Family::new(&layout::TRIPLE_ORDERINGS);
+        let mut quads: Family<4> = Family::new(&layout::QUAD_ORDERINGS);
+        let spill_parent = self.path().map(|p| p.to_path_buf()).unwrap_or_else(std::env::temp_dir);
+        let mut spill_dir: Option<tempfile::TempDir> = None;
+        let mut summary = LoadSummary::default();
+        let forced_graph = match &options.graph {
+            Some(g) => Some(dict.resolve(&parse::LocalTerm {
+                tag: crate::term::tag::IRI,
+                hash: crate::term::TermKey::hash(crate::term::tag::IRI, g.as_str().as_bytes()),
+                bytes: g.as_str().as_bytes().into(),
+            })?),
+            None => None,
+        };
+        let plain = self.mode() == crate::DatasetMode::Plain;
+        let existing: Option<(&dyn rhizome_kv::KvRead, u64)> = store_had_quads.then_some((snapshot.as_ref() as &dyn rhizome_kv::KvRead, first_new_id));
+
+        // Parse in worker threads; assign ids and buffer quads here.
+        let outcome: Result<()> = std::thread::scope(|scope| {
+            let (chunk_tx, chunk_rx) = mpsc::sync_channel::<EncodedChunk>(options.parse_threads * 2);
+            let (line_tx, line_rx) = mpsc::sync_channel::<parse::LineChunk>(options.parse_threads * 2);
+            let line_rx = Arc::new(Mutex::new(line_rx));
+            for _ in 0..options.parse_threads.max(1) {
+                let rx = line_rx.clone();
+                let tx = chunk_tx.clone();
+                scope.spawn(move || parse::parse_line_chunks(&rx, &tx));
+            }
+            let reader = {
+                let chunk_tx = chunk_tx.clone();
+                let bytes_read = bytes_read.clone();
+                let cancel = &cancel;
+                let formats = &formats;
+                scope.spawn(move || -> Result<()> {
+                    for (file, input) in inputs.iter().enumerate() {
+                        match formats[file] {
+                            RdfFormat::NTriples | RdfFormat::NQuads => parse::split_lines(
+                                file,
+                                input,
+                                formats[file] == RdfFormat::NQuads,
+                                bytes_read.clone(),
+                                cancel,
+                                &line_tx,
+                            )?,
+                            format => parse::parse_sequential(
+                                file,
+                                input,
+                                format,
+                                options.base_iri.as_deref(),
+                                bytes_read.clone(),
+                                cancel,
+                                &chunk_tx,
+                            )?,
+                        }
+                        if cancel.load(Ordering::Relaxed) {
+                            break;
+                        }
+                    }
+                    Ok(())
+                })
+            };
+            drop(chunk_tx);
+            let mut ids: Vec<TermId> = Vec::new();
+            let mut blank_ids: Vec<TermId> = Vec::new();
+            let mut result = Ok(());
+            for chunk in chunk_rx.iter() {
+                if result.is_err() {
+                    continue; // drain so the workers can finish
+                }
+                if let Some(e) = chunk.fatal {
+                    result = Err(e);
+                    cancel.store(true, Ordering::Relaxed);
+                    continue;
+                }
+                if !chunk.errors.is_empty() {
+                    if !options.lenient {
+                        let first = chunk.errors.iter().min_by_key(|e| (e.line, e.column)).expect("not empty").clone();
+                        result = Err(Error::Syntax(first));
+                        cancel.store(true, Ordering::Relaxed);
+                        continue;
+                    }
+                    // A statement can raise several errors: count lines.
+                    let mut lines: Vec<(u64, u64)> = chunk.errors.iter().map(|e| (e.line, e.column)).collect();
+                    lines.dedup_by_key(|l| l.0);
+                    summary.skipped += if chunk.errors.iter().all(|e| e.line > 0) { lines.len() } else { chunk.errors.len() } as u64;
+                    let mut last_line = None;
+                    for e in chunk.errors {
+                        if e.line > 0 && last_line == Some(e.line) {
+                            continue;
+                        }
+                        last_line = Some(e.line);
+                        if summary.skipped_examples.len() < MAX_EXAMPLES {
+                            summary.skipped_examples.push(e);
+                        }
+                    }
+                }
+                ids.clear();
+                for t in &chunk.terms {
+                    match dict.resolve(t) {
+                        Ok(id) => ids.push(id),
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
+                    }
+                }
+                if result.is_err() {
+                    cancel.store(true, Ordering::Relaxed);
+                    continue;
+                }
+                blank_ids.clear();
+                for b in &chunk.blanks {
+                    blank_ids.push(dict.blank(chunk.file, b));
+                }
+                let id = |slot: Slot| match slot {
+                    Slot::Id(id) => id,
+                    Slot::Term(i) => ids[i as usize],
+                    Slot::Blank(i) => blank_ids[i as usize],
+                    Slot::DefaultGraph => TermId::DEFAULT_GRAPH,
+                };
+                for q in &chunk.quads {
+                    let (s, p, o) = (id(q[0]), id(q[1]), id(q[2]));
+                    let g = match q[3] {
+                        Slot::DefaultGraph => match forced_graph {
+                            Some(g) => g,
+                            None if plain => TermId::DEFAULT_GRAPH,
+                            None => s,
+                        },
+                        other => id(other),
+                    };
+                    if g == s {
+                        triples.buffer.push([s.0, p.0, o.0]);
+                    } else {
+                        quads.buffer.push([s.0, p.0, o.0, g.0]);
+                    }
+                }
+                summary.quads_read += chunk.quads.len() as u64;
+                if triples.bytes() + quads.bytes() > options.run_buffer_bytes {
+                    let spilled = (|| -> Result<()> {
+                        if spill_dir.is_none() {
+                            spill_dir = Some(
+                                tempfile::Builder::new()
+                                    .prefix("load-tmp-")
+                                    .tempdir_in(&spill_parent)
+                                    .map_err(|source| Error::Io { path: spill_parent.clone(), source })?,
+                            );
+                        }
+                        let dir = spill_dir.as_ref().expect("just made").path();
+                        triples.spill(dir, existing)?;
+                        quads.spill(dir, existing)
+                    })();
+                    if let Err(e) = spilled {
+                        result = Err(e);
+                        cancel.store(true, Ordering::Relaxed);
+                        continue;
+                    }
+                }
+                let done = bytes_read.load(Ordering::Relaxed);
+                bar.set_position(done);
+                let secs = started.elapsed().as_secs_f64().max(1e-3);
+                bar.set_message(format!("{} quads, {:.0} quads/s", summary.quads_read, summary.quads_read as f64 / secs));
+            }
+            let reader_result = reader.join().unwrap_or_else(|_| Err(Error::Invalid("the reader thread panicked".into())));
+            result.and(reader_result)
+        });
+        if let Err(e) = outcome {
+            bar.finish_and_clear();
+            return Err(e);
+        }
+        summary.bytes_read = bytes_read.load(Ordering::Relaxed);
+        bar.set_message("sorting and writing indexes");
+        trace("parsed");
+
+        // Sort each ordering, merge with spilled runs, write sorted files.
+        triples.prepare(existing)?;
+        quads.prepare(existing)?;
+        let estimated_keys = (triples.buffer.len() * 3 + quads.buffer.len() * 6) as u64
+            + triples.spills.iter().chain(&quads.spills).map(|s| s.len() as u64).sum::<u64>() * SMALL_LOAD_KEYS;
+        let small = estimated_keys < SMALL_LOAD_KEYS;
+        let writer = |ks: Keyspace| -> Result<Box<dyn SortedRunWriter>> {
+            Ok(if small { rhizome_kv::memory_run_writer(ks) } else { bulk.sorted_run_writer(ks)? })
+        };
+        let mut jobs: Vec<(Ordering3or4, Observe)> = Vec::new();
+        for (i, o) in layout::TRIPLE_ORDERINGS.iter().enumerate() {
+            let observe = match i {
+                0 => Observe::Subjects { graphs: true },
+                1 => Observe::Objects,
+                _ => Observe::Nothing,
+            };
+            jobs.push((Ordering3or4::Triple(i, *o), observe));
+        }
+        for (i, o) in layout::QUAD_ORDERINGS.iter().enumerate() {
+            let observe = match o.name().as_str() {
+                "SPOG" => Observe::Subjects { graphs: false },
+                "POSG" => Observe::Objects,
+                "GSPO" => Observe::Graphs,
+                _ => Observe::Nothing,
+            };
+            jobs.push((Ordering3or4::Quad(i, *o), observe));
+        }
+        let jobs = Mutex::new(jobs);
+        let results: Mutex<Vec<Result<(SortedRun, Observed, bool)>>> = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..options.parse_threads.clamp(1, 4) {
+                scope.spawn(|| loop {
+                    let Some((job, observe)) = jobs.lock().expect("job list").pop() else { return };
+                    let r = match job {
+                        Ordering3or4::Triple(i, o) => writer(o.ks).and_then(|w| {
+                            merge_into(sorted_keys(&triples.buffer, &o), &triples.spills[i], w, observe).map(|(r, ob)| (r, ob, true))
+                        }),
+                        Ordering3or4::Quad(i, o) => writer(o.ks).and_then(|w| {
+                            merge_into(sorted_keys(&quads.buffer, &o), &quads.spills[i], w, observe).map(|(r, ob)| (r, ob, false))
+                        }),
+                    };
+                    results.lock().expect("results").push(r);
+                });
+            }
+        });
+        let mut runs = Vec::new();
+        let mut per_predicate: FxHashMap<u64, [u64; 3]> = FxHashMap::default();
+        let mut triple_graphs = Vec::new();
+        let mut quad_graphs = Vec::new();
+        let mut triples_added = 0;
+        let mut quads_added = 0;
+        for r in results.into_inner().expect("results") {
+            let (run, observed, is_triple) = r?;
+            runs.push(run);
+            for (p, c) in observed.per_predicate {
+                let e = per_predicate.entry(p).or_default();
+                for k in 0..3 {
+                    e[k] += c[k];
+                }
+            }
+            // Every ordering of a family holds the same new quads.
+            if is_triple {
+                triples_added = observed.keys;
+                triple_graphs.extend(observed.graphs);
+            } else {
+                quads_added = observed.keys;
+                quad_graphs.extend(observed.graphs);
+            }
+        }
+        drop(spill_dir);
+
+        // Graphs that did not exist before.
+        let mut graphs: Vec<u64> = triple_graphs;
+        graphs.extend(quad_graphs);
+        graphs.sort_unstable();
+        graphs.dedup();
+        let graphs_added = if store_had_quads {
+            let mut n = 0;
+            for g in &graphs {
+                if !crate::store::graph_exists_in(snapshot.as_ref(), TermId(*g))? {
+                    n += 1;
+                }
+            }
+            n
+        } else {
+            graphs.len() as u64
+        };
+
+        // Dictionary, statistics and counters.
+        let next_id = dict.next_id();
+        let terms_added = dict.new_terms;
+        let mut new_terms = dict.into_new_terms(first_new_id);
+        // Ids sort by tag first, then sequence: not allocation order.
+        new_terms.sort_unstable_by_key(|t| t.id);
+        let mut w = writer(ID2TERM)?;
+        for t in &new_terms {
+            w.put(&t.id.to_be_bytes(), &t.bytes)?;
+        }
+        runs.push(w.finish()?);
+        let mut by_hash: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+        for t in &new_terms {
+            by_hash.entry(t.hash).or_default().extend_from_slice(&t.id.to_be_bytes());
+        }
+        let mut w = writer(TERM2ID)?;
+        for (hash, ids) in &mut by_hash {
+            if terms_before > 0 {
+                if let Some(existing) = snapshot.get(TERM2ID, &hash.to_be_bytes())? {
+                    let mut all = existing;
+                    all.extend_from_slice(ids);
+                    *ids = all;
+                }
+            }
+            w.put(&hash.to_be_bytes(), ids)?;
+        }
+        runs.push(w.finish()?);
+        let mut stats: BTreeMap<u64, [u64; 3]> = BTreeMap::new();
+        for (p, c) in per_predicate {
+            let mut total = c;
+            if let Some(old) = snapshot.get(PREDICATE_STATS, &p.to_be_bytes())? {
+                let old = crate::stats::decode_predicate_stats(&old)?;
+                for k in 0..3 {
+                    total[k] += old[k];
+                }
+            }
+            stats.insert(p, total);
+        }
+        let mut w = writer(PREDICATE_STATS)?;
+        for (p, c) in &stats {
+            w.put(&p.to_be_bytes(), &crate::stats::encode_predicate_stats(c))?;
+        }
+        runs.push(w.finish()?);
+        summary.quads_added = triples_added + quads_added;
+        summary.terms_added = terms_added;
+        summary.graphs_added = graphs_added;
+        let mut counters: BTreeMap<&[u8], u64> = BTreeMap::new();
+        counters.insert(meta::NEXT_ID, next_id);
+        counters.insert(meta::QUADS, quads_before + summary.quads_added);
+        counters.insert(meta::TERMS, terms_before + terms_added);
+        counters.insert(meta::GRAPHS, graphs_before + graphs_added);
+        let mut w = writer(META)?;
+        for (k, v) in counters {
+            w.put(k, &v.to_be_bytes())?;
+        }
+        runs.push(w.finish()?);
+        trace("written");
+        bulk.ingest(runs)?;
+        trace("ingested");
+        summary.seconds = started.elapsed().as_secs_f64();
+        bar.finish_and_clear();
+        Ok(summary)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Ordering3or4 {
+    Triple(usize, layout::Ordering),
+    Quad(usize, layout::Ordering),
+}

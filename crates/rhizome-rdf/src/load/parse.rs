@@ -1,0 +1,277 @@
+//! Parsing and local encoding, in worker threads.
+//!
+//! N-Triples and N-Quads are split at line ends into chunks that workers
+//! parse in parallel; other formats are parsed by one thread. Either way a
+//! worker turns each chunk into `EncodedChunk`: inlined literals become ids
+//! right there, dictionary terms are serialized, hashed and deduplicated
+//! within the chunk, so the single thread that assigns ids does one map
+//! lookup per distinct term of a chunk and nothing else.
+
+use super::input::{self, LoadInput};
+use crate::term::{term_key, TermId, TermKey};
+use crate::{Error, Result, SyntaxIssue};
+use oxrdf::{GraphNameRef, NamedOrBlankNodeRef, QuadRef, TermRef};
+use oxrdfio::{RdfFormat, RdfParseError, RdfParser};
+use oxttl::{NQuadsParser, NTriplesParser};
+use rustc_hash::FxHashMap;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+/// A term of an encoded quad.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Slot {
+    Id(TermId),
+    /// Index into the chunk's dictionary terms.
+    Term(u32),
+    /// Index into the chunk's blank node labels.
+    Blank(u32),
+    DefaultGraph,
+}
+
+pub(crate) struct LocalTerm {
+    pub tag: u8,
+    pub hash: u64,
+    pub bytes: Box<[u8]>,
+}
+
+pub(crate) struct EncodedChunk {
+    pub file: usize,
+    pub terms: Vec<LocalTerm>,
+    pub blanks: Vec<Box<str>>,
+    pub quads: Vec<[Slot; 4]>,
+    pub errors: Vec<SyntaxIssue>,
+    /// An error that ends the input (I/O, or a parser that cannot go on).
+    pub fatal: Option<Error>,
+}
+
+struct ChunkEncoder {
+    chunk: EncodedChunk,
+    by_hash: FxHashMap<u64, u32>,
+    blank_index: FxHashMap<Box<str>, u32>,
+}
+
+impl ChunkEncoder {
+    fn new(file: usize) -> Self {
+        ChunkEncoder {
+            chunk: EncodedChunk { file, terms: Vec::new(), blanks: Vec::new(), quads: Vec::new(), errors: Vec::new(), fatal: None },
+            by_hash: FxHashMap::default(),
+            blank_index: FxHashMap::default(),
+        }
+    }
+
+    fn term(&mut self, term: TermRef<'_>) -> Slot {
+        match term_key(term) {
+            TermKey::Inline(id) => Slot::Id(id),
+            TermKey::Blank(label) => {
+                if let Some(i) = self.blank_index.get(label) {
+                    return Slot::Blank(*i);
+                }
+                let i = self.chunk.blanks.len() as u32;
+                self.chunk.blanks.push(label.into());
+                self.blank_index.insert(label.into(), i);
+                Slot::Blank(i)
+            }
+            TermKey::Dictionary { tag, bytes } => {
+                let hash = TermKey::hash(tag, &bytes);
+                if let Some(&i) = self.by_hash.get(&hash) {
+                    let t = &self.chunk.terms[i as usize];
+                    if t.tag == tag && *t.bytes == *bytes {
+                        return Slot::Term(i);
+                    }
+                    // A hash collision inside the chunk: keep both; the id
+                    // assigner tells them apart by their bytes.
+                }
+                let i = self.chunk.terms.len() as u32;
+                self.chunk.terms.push(LocalTerm { tag, hash, bytes: bytes.into_owned().into_boxed_slice() });
+                self.by_hash.entry(hash).or_insert(i);
+                Slot::Term(i)
+            }
+        }
+    }
+
+    fn quad(&mut self, q: QuadRef<'_>) {
+        let s = match q.subject {
+            NamedOrBlankNodeRef::NamedNode(n) => self.term(n.into()),
+            NamedOrBlankNodeRef::BlankNode(b) => self.term(b.into()),
+            #[allow(unreachable_patterns)]
+            _ => return,
+        };
+        let p = self.term(q.predicate.into());
+        let o = self.term(q.object);
+        let g = match q.graph_name {
+            GraphNameRef::DefaultGraph => Slot::DefaultGraph,
+            GraphNameRef::NamedNode(n) => self.term(n.into()),
+            GraphNameRef::BlankNode(b) => self.term(b.into()),
+        };
+        self.chunk.quads.push([s, p, o, g]);
+    }
+}
+
+fn issue(file: &str, line0: Option<u64>, column0: u64, message: impl Into<String>) -> SyntaxIssue {
+    SyntaxIssue {
+        file: file.to_owned(),
+        line: line0.map_or(0, |l| l + 1),
+        column: line0.map_or(0, |_| column0 + 1),
+        message: message.into(),
+    }
+}
+
+/// A line-aligned piece of an N-Triples or N-Quads file.
+pub(crate) struct LineChunk {
+    pub file: usize,
+    pub name: Arc<str>,
+    pub quads: bool,
+    pub first_line: u64,
+    pub bytes: Vec<u8>,
+}
+
+const CHUNK_BYTES: usize = 4 << 20;
+
+/// Reads a line-based file into line-aligned chunks.
+pub(crate) fn split_lines(
+    file: usize,
+    input: &LoadInput,
+    quads: bool,
+    read: Arc<AtomicU64>,
+    cancel: &AtomicBool,
+    out: &SyncSender<LineChunk>,
+) -> Result<()> {
+    let name: Arc<str> = input.display_name().into();
+    let mut reader = input::open(input, read)?;
+    let mut line = 0u64;
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut buf = std::mem::take(&mut carry);
+        let start = buf.len();
+        buf.resize(start + CHUNK_BYTES, 0);
+        let mut filled = start;
+        while filled < buf.len() {
+            let n = reader.read(&mut buf[filled..]).map_err(|source| Error::Io { path: input.path.clone(), source })?;
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        buf.truncate(filled);
+        let eof = filled < start + CHUNK_BYTES;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if !eof {
+            match memchr::memrchr(b'\n', &buf) {
+                Some(end) => carry = buf.split_off(end + 1),
+                // A line longer than a chunk: keep reading until it ends.
+                None => {
+                    carry = buf;
+                    continue;
+                }
+            }
+        }
+        let lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
+        let chunk = LineChunk { file, name: name.clone(), quads, first_line: line, bytes: buf };
+        line += lines;
+        if out.send(chunk).is_err() {
+            return Ok(());
+        }
+        if eof {
+            return Ok(());
+        }
+    }
+}
+
+/// Parses line chunks taken from `rx` until it closes.
+pub(crate) fn parse_line_chunks(rx: &Mutex<Receiver<LineChunk>>, out: &SyncSender<EncodedChunk>) {
+    loop {
+        let chunk = match rx.lock().map(|r| r.recv()) {
+            Ok(Ok(c)) => c,
+            _ => return,
+        };
+        let mut enc = ChunkEncoder::new(chunk.file);
+        if chunk.quads {
+            for r in NQuadsParser::new().for_slice(&chunk.bytes) {
+                match r {
+                    Ok(q) => enc.quad(q.as_ref()),
+                    Err(e) => {
+                        let loc = e.location();
+                        enc.chunk.errors.push(issue(&chunk.name, Some(chunk.first_line + loc.start.line), loc.start.column, e.message()))
+                    }
+                }
+            }
+        } else {
+            for r in NTriplesParser::new().for_slice(&chunk.bytes) {
+                match r {
+                    Ok(t) => enc.quad(t.as_ref().in_graph(GraphNameRef::DefaultGraph)),
+                    Err(e) => {
+                        let loc = e.location();
+                        enc.chunk.errors.push(issue(&chunk.name, Some(chunk.first_line + loc.start.line), loc.start.column, e.message()))
+                    }
+                }
+            }
+        }
+        if out.send(enc.chunk).is_err() {
+            return;
+        }
+    }
+}
+
+const QUADS_PER_CHUNK: usize = 16 * 1024;
+
+/// Parses a file of any format in this thread.
+pub(crate) fn parse_sequential(
+    file: usize,
+    input: &LoadInput,
+    format: RdfFormat,
+    base_iri: Option<&str>,
+    read: Arc<AtomicU64>,
+    cancel: &AtomicBool,
+    out: &SyncSender<EncodedChunk>,
+) -> Result<()> {
+    let name = input.display_name();
+    let reader = input::open(input, read)?;
+    let mut parser = RdfParser::from_format(format);
+    if let Some(base) = base_iri {
+        parser = parser.with_base_iri(base).map_err(|e| Error::Invalid(format!("invalid base IRI {base}: {e}")))?;
+    }
+    let mut enc = ChunkEncoder::new(file);
+    let mut consecutive_errors = 0;
+    for r in parser.for_reader(reader) {
+        match r {
+            Ok(q) => {
+                consecutive_errors = 0;
+                enc.quad(q.as_ref());
+            }
+            Err(RdfParseError::Syntax(e)) => {
+                let loc = e.location();
+                enc.chunk.errors.push(match loc {
+                    Some(l) => issue(&name, Some(l.start.line), l.start.column, e.to_string()),
+                    None => issue(&name, None, 0, e.to_string()),
+                });
+                consecutive_errors += 1;
+                // Some parsers cannot resynchronize; do not spin on them.
+                if consecutive_errors > 1000 {
+                    break;
+                }
+            }
+            Err(RdfParseError::Io(source)) => {
+                enc.chunk.fatal = Some(Error::Io { path: input.path.clone(), source });
+                break;
+            }
+        }
+        if enc.chunk.quads.len() >= QUADS_PER_CHUNK || !enc.chunk.errors.is_empty() {
+            if cancel.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let full = std::mem::replace(&mut enc, ChunkEncoder::new(file));
+            if out.send(full.chunk).is_err() {
+                return Ok(());
+            }
+        }
+    }
+    let _ = out.send(enc.chunk);
+    Ok(())
+}

@@ -1,0 +1,212 @@
+//! Sorted runs: quads are buffered as ids, sorted in every index ordering
+//! and spilled to temporary files when the buffer is full; at the end each
+//! ordering's runs are merged (removing duplicates) straight into the
+//! storage engine's sorted files. Memory is the run buffer, whatever the
+//! input size.
+
+use crate::index::layout::Ordering;
+use crate::term::TermId;
+use crate::{Error, Result};
+use rhizome_kv::{KvRead, SortedRun, SortedRunWriter};
+use rustc_hash::FxHashMap;
+use std::collections::BinaryHeap;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Quads of one family, each as N ids in `[s, p, o, g]` order (N = 3 for
+/// subject-graph triples, whose graph is the subject).
+pub(crate) struct Family<const N: usize> {
+    pub orderings: &'static [Ordering],
+    pub buffer: Vec<[u64; N]>,
+    /// Spilled runs: per ordering, the files in key order of that ordering.
+    pub spills: Vec<Vec<PathBuf>>,
+}
+
+fn permute<const N: usize>(q: &[u64; N], ordering: &Ordering) -> [u64; N] {
+    let mut k = [0u64; N];
+    for (i, c) in ordering.components.iter().enumerate() {
+        k[i] = q[*c];
+    }
+    k
+}
+
+fn as_quad<const N: usize>(q: &[u64; N]) -> [TermId; 4] {
+    let g = if N == 4 { q[3] } else { q[0] };
+    [TermId(q[0]), TermId(q[1]), TermId(q[2]), TermId(g)]
+}
+
+impl<const N: usize> Family<N> {
+    pub fn new(orderings: &'static [Ordering]) -> Self {
+        Family { orderings, buffer: Vec::new(), spills: vec![Vec::new(); orderings.len()] }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.buffer.len() * N * 8
+    }
+
+    /// Sorts, removes duplicates and, when the store had quads, the quads
+    /// it already has; what is left is new.
+    pub fn prepare(&mut self, existing: Option<(&dyn KvRead, u64)>) -> Result<()> {
+        self.buffer.sort_unstable();
+        self.buffer.dedup();
+        if let Some((snapshot, first_new_id)) = existing {
+            let is_new_id = |id: u64| {
+                let t = TermId(id);
+                (t.is_in_dictionary() || t.is_blank()) && t.payload() >= first_new_id
+            };
+            let ordering = self.orderings[0];
+            let mut key = Vec::with_capacity(32);
+            let mut keep = Vec::with_capacity(self.buffer.len());
+            for q in &self.buffer {
+                if !q.iter().any(|id| is_new_id(*id)) {
+                    ordering.encode(&as_quad(q), &mut key);
+                    if snapshot.get(ordering.ks, &key)?.is_some() {
+                        continue;
+                    }
+                }
+                keep.push(*q);
+            }
+            self.buffer = keep;
+        }
+        Ok(())
+    }
+
+    /// Writes the (prepared) buffer as one sorted run file per ordering.
+    pub fn spill(&mut self, dir: &Path, existing: Option<(&dyn KvRead, u64)>) -> Result<()> {
+        self.prepare(existing)?;
+        let buffer = std::mem::take(&mut self.buffer);
+        for (i, ordering) in self.orderings.iter().enumerate() {
+            let mut keys: Vec<[u64; N]> = buffer.iter().map(|q| permute(q, ordering)).collect();
+            keys.sort_unstable();
+            let path = dir.join(format!("{}-{}.run", ordering.name(), self.spills[i].len()));
+            let io = |source| Error::Io { path: path.clone(), source };
+            let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&path).map_err(io)?);
+            for k in &keys {
+                for id in k {
+                    w.write_all(&id.to_le_bytes()).map_err(io)?;
+                }
+            }
+            w.flush().map_err(io)?;
+            self.spills[i].push(path);
+        }
+        Ok(())
+    }
+}
+
+/// A source of sorted keys for the merge.
+enum Source<const N: usize> {
+    Memory(std::vec::IntoIter<[u64; N]>),
+    File(BufReader<std::fs::File>, PathBuf),
+}
+
+impl<const N: usize> Source<N> {
+    fn next(&mut self) -> Result<Option<[u64; N]>> {
+        match self {
+            Source::Memory(it) => Ok(it.next()),
+            Source::File(r, path) => {
+                let mut buf = [0u8; 32];
+                let buf = &mut buf[..N * 8];
+                match r.read_exact(buf) {
+                    Ok(()) => {
+                        let mut k = [0u64; N];
+                        for (i, c) in buf.chunks_exact(8).enumerate() {
+                            k[i] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+                        }
+                        Ok(Some(k))
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+                    Err(source) => Err(Error::Io { path: path.clone(), source }),
+                }
+            }
+        }
+    }
+}
+
+/// What to count while writing an ordering (for statistics).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Observe {
+    Nothing,
+    /// SPO-like keys: quads and distinct subjects per predicate, and the
+    /// distinct subjects (graphs of subject-graph triples).
+    Subjects { graphs: bool },
+    /// POS-like keys: distinct objects per predicate.
+    Objects,
+    /// GSPO-like keys: the distinct graphs.
+    Graphs,
+}
+
+#[derive(Default)]
+pub(crate) struct Observed {
+    pub keys: u64,
+    pub per_predicate: FxHashMap<u64, [u64; 3]>,
+    pub graphs: Vec<u64>,
+}
+
+/// Merges the runs of one ordering (spilled files plus the sorted buffer)
+/// into a storage run, dropping duplicates.
+pub(crate) fn merge_into<const N: usize>(
+    buffer_keys: Vec<[u64; N]>,
+    files: &[PathBuf],
+    mut writer: Box<dyn SortedRunWriter>,
+    observe: Observe,
+) -> Result<(SortedRun, Observed)> {
+    let mut sources: Vec<Source<N>> = vec![Source::Memory(buffer_keys.into_iter())];
+    for f in files {
+        let file = std::fs::File::open(f).map_err(|source| Error::Io { path: f.clone(), source })?;
+        sources.push(Source::File(BufReader::with_capacity(1 << 20, file), f.clone()));
+    }
+    let mut heap = BinaryHeap::new();
+    for (i, s) in sources.iter_mut().enumerate() {
+        if let Some(k) = s.next()? {
+            heap.push(std::cmp::Reverse((k, i)));
+        }
+    }
+    let mut observed = Observed::default();
+    let mut last: Option<[u64; N]> = None;
+    let mut key = [0u8; 32];
+    while let Some(std::cmp::Reverse((k, i))) = heap.pop() {
+        if let Some(next) = sources[i].next()? {
+            heap.push(std::cmp::Reverse((next, i)));
+        }
+        if last == Some(k) {
+            continue;
+        }
+        match observe {
+            Observe::Nothing => {}
+            Observe::Subjects { graphs } => {
+                let e = observed.per_predicate.entry(k[1]).or_default();
+                e[0] += 1;
+                if last.is_none_or(|l| l[0] != k[0] || l[1] != k[1]) {
+                    e[1] += 1;
+                }
+                if graphs && last.is_none_or(|l| l[0] != k[0]) {
+                    observed.graphs.push(k[0]);
+                }
+            }
+            Observe::Objects => {
+                if last.is_none_or(|l| l[0] != k[0] || l[1] != k[1]) {
+                    observed.per_predicate.entry(k[0]).or_default()[2] += 1;
+                }
+            }
+            Observe::Graphs => {
+                if last.is_none_or(|l| l[0] != k[0]) {
+                    observed.graphs.push(k[0]);
+                }
+            }
+        }
+        for (j, id) in k.iter().enumerate() {
+            key[j * 8..j * 8 + 8].copy_from_slice(&id.to_be_bytes());
+        }
+        writer.put(&key[..N * 8], &[])?;
+        observed.keys += 1;
+        last = Some(k);
+    }
+    Ok((writer.finish()?, observed))
+}
+
+/// The sorted keys of the buffer in one ordering.
+pub(crate) fn sorted_keys<const N: usize>(buffer: &[[u64; N]], ordering: &Ordering) -> Vec<[u64; N]> {
+    let mut keys: Vec<[u64; N]> = buffer.iter().map(|q| permute(q, ordering)).collect();
+    keys.sort_unstable();
+    keys
+}

@@ -1,0 +1,158 @@
+//! Statistics: store-wide counters and per-predicate counts, kept by every
+//! write and recomputed exactly by `compact`. The SPARQL planner reads them.
+
+use crate::index::layout::{self, meta, GRAPHS, ID2TERM, META, PREDICATE_STATS};
+use crate::store::{read_u64, DatasetMode, Store};
+use crate::term::TermId;
+use crate::{Error, Result};
+use rhizome_kv::KvRead;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PredicateStats {
+    pub predicate: TermId,
+    pub quads: u64,
+    pub distinct_subjects: u64,
+    pub distinct_objects: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Stats {
+    pub mode: DatasetMode,
+    pub quads: u64,
+    pub terms: u64,
+    pub graphs: u64,
+    pub bytes_on_disk: u64,
+    pub predicates: Vec<PredicateStats>,
+}
+
+pub(crate) fn encode_predicate_stats(c: &[u64; 3]) -> [u8; 24] {
+    let mut b = [0; 24];
+    for k in 0..3 {
+        b[k * 8..k * 8 + 8].copy_from_slice(&c[k].to_be_bytes());
+    }
+    b
+}
+
+pub(crate) fn decode_predicate_stats(b: &[u8]) -> Result<[u64; 3]> {
+    if b.len() != 24 {
+        return Err(Error::Corrupt("predicate statistics entry is not 24 bytes".into()));
+    }
+    let mut c = [0; 3];
+    for k in 0..3 {
+        c[k] = u64::from_be_bytes(b[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+    }
+    Ok(c)
+}
+
+impl Store {
+    pub fn stats(&self) -> Result<Stats> {
+        let snapshot = self.snapshot()?;
+        let kv = snapshot.kv();
+        let mut predicates = Vec::new();
+        let mut cursor = kv.cursor(PREDICATE_STATS, &[], None);
+        cursor.seek_first();
+        while cursor.valid() {
+            let c = decode_predicate_stats(cursor.value())?;
+            predicates.push(PredicateStats {
+                predicate: TermId::from_be_slice(cursor.key()),
+                quads: c[0],
+                distinct_subjects: c[1],
+                distinct_objects: c[2],
+            });
+            cursor.next();
+        }
+        cursor.status()?;
+        Ok(Stats {
+            mode: self.mode(),
+            quads: read_u64(kv, meta::QUADS)?,
+            terms: read_u64(kv, meta::TERMS)?,
+            graphs: read_u64(kv, meta::GRAPHS)?,
+            bytes_on_disk: self.kv().size_on_disk()?,
+            predicates,
+        })
+    }
+}
+
+fn count_keys(snapshot: &dyn KvRead, ks: rhizome_kv::Keyspace, mut each: impl FnMut(&[u8])) -> Result<u64> {
+    let mut cursor = snapshot.cursor(ks, &[], None);
+    cursor.seek_first();
+    let mut n = 0;
+    while cursor.valid() {
+        each(cursor.key());
+        n += 1;
+        cursor.next();
+    }
+    cursor.status()?;
+    Ok(n)
+}
+
+fn id_at(key: &[u8], i: usize) -> u64 {
+    u64::from_be_bytes(key[i * 8..i * 8 + 8].try_into().expect("key holds ids"))
+}
+
+/// Recomputes every counter exactly with full index scans.
+pub(crate) fn refresh(store: &Store) -> Result<()> {
+    let mut txn = store.kv().transaction()?;
+    let snapshot = txn.base().clone();
+    let snapshot = snapshot.as_ref();
+    let mut per_p: BTreeMap<u64, [u64; 3]> = BTreeMap::new();
+    let mut graphs: Vec<u64> = Vec::new();
+    let mut last: Option<(u64, u64)> = None;
+    let triples = count_keys(snapshot, layout::SPO, |k| {
+        let (s, p) = (id_at(k, 0), id_at(k, 1));
+        let e = per_p.entry(p).or_default();
+        e[0] += 1;
+        if last != Some((s, p)) {
+            e[1] += 1;
+        }
+        if last.map(|l| l.0) != Some(s) {
+            graphs.push(s);
+        }
+        last = Some((s, p));
+    })?;
+    let mut last = None;
+    let quads = count_keys(snapshot, layout::SPOG, |k| {
+        let (s, p) = (id_at(k, 0), id_at(k, 1));
+        let e = per_p.entry(p).or_default();
+        e[0] += 1;
+        if last != Some((s, p)) {
+            e[1] += 1;
+        }
+        last = Some((s, p));
+    })?;
+    for ks in [layout::POS, layout::POSG] {
+        let mut last = None;
+        count_keys(snapshot, ks, |k| {
+            let (p, o) = (id_at(k, 0), id_at(k, 1));
+            if last != Some((p, o)) {
+                per_p.entry(p).or_default()[2] += 1;
+            }
+            last = Some((p, o));
+        })?;
+    }
+    let mut last = None;
+    count_keys(snapshot, layout::GSPO, |k| {
+        let g = id_at(k, 0);
+        if last != Some(g) {
+            graphs.push(g);
+        }
+        last = Some(g);
+    })?;
+    count_keys(snapshot, GRAPHS, |k| graphs.push(id_at(k, 0)))?;
+    graphs.sort_unstable();
+    graphs.dedup();
+    let terms = count_keys(snapshot, ID2TERM, |_| {})?;
+    let mut old = Vec::new();
+    count_keys(snapshot, PREDICATE_STATS, |k| old.push(k.to_vec()))?;
+    for k in old {
+        txn.delete(PREDICATE_STATS, &k);
+    }
+    for (p, c) in &per_p {
+        txn.put(PREDICATE_STATS, &p.to_be_bytes(), &encode_predicate_stats(c));
+    }
+    txn.put(META, meta::QUADS, &(triples + quads).to_be_bytes());
+    txn.put(META, meta::GRAPHS, &(graphs.len() as u64).to_be_bytes());
+    txn.put(META, meta::TERMS, &terms.to_be_bytes());
+    Ok(txn.commit()?)
+}

@@ -1,0 +1,189 @@
+//! The store: opening, modes, snapshots and the META counters.
+
+use crate::index::layout::{self, meta, GRAPHS, META};
+use crate::index::{QuadPattern, QuadScan};
+use crate::term::{Dictionary, TermId};
+use crate::{Error, Result};
+use oxrdf::{Term, TermRef};
+use rhizome_kv::{Kv, KvRead, Snapshot};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What the default graph is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatasetMode {
+    /// The document model: triples without a graph go to their subject's
+    /// graph, and the default graph is the union of all graphs.
+    Union,
+    /// A plain RDF dataset: the default graph is a graph of its own.
+    Plain,
+}
+
+impl DatasetMode {
+    fn as_bytes(self) -> &'static [u8] {
+        match self {
+            DatasetMode::Union => b"union",
+            DatasetMode::Plain => b"plain",
+        }
+    }
+}
+
+pub struct Store {
+    kv: Kv,
+    mode: DatasetMode,
+    path: Option<PathBuf>,
+}
+
+fn is_store_dir(path: &Path) -> bool {
+    path.join("CURRENT").exists()
+}
+
+pub(crate) fn read_u64(snapshot: &dyn KvRead, key: &[u8]) -> Result<u64> {
+    Ok(match snapshot.get(META, key)? {
+        Some(v) if v.len() == 8 => u64::from_be_bytes(v.try_into().expect("8 bytes")),
+        Some(_) => return Err(Error::Corrupt(format!("META {} is not a u64", String::from_utf8_lossy(key)))),
+        None => 0,
+    })
+}
+
+impl Store {
+    /// Opens the store at `path`; it must exist.
+    pub fn open(path: &Path) -> Result<Store> {
+        if !is_store_dir(path) {
+            return Err(Error::NoStore(path.to_owned()));
+        }
+        Self::open_kv(Kv::open(path)?, Some(path.to_owned()), None)
+    }
+
+    /// Opens the store at `path`, creating it in `mode` if it does not exist.
+    /// An existing store keeps its mode; asking for another is an error.
+    pub fn open_or_create(path: &Path, mode: Option<DatasetMode>) -> Result<Store> {
+        Self::open_kv(Kv::open(path)?, Some(path.to_owned()), mode)
+    }
+
+    /// A store in memory (tests, one-shot tools).
+    pub fn memory(mode: DatasetMode) -> Store {
+        Self::open_kv(Kv::memory(), None, Some(mode)).expect("a new memory store opens")
+    }
+
+    fn open_kv(kv: Kv, path: Option<PathBuf>, wanted: Option<DatasetMode>) -> Result<Store> {
+        let snapshot = kv.snapshot()?;
+        let mode = match snapshot.get(META, meta::MODE)? {
+            Some(m) => {
+                let version = read_u64(snapshot.as_ref(), meta::FORMAT_VERSION)?;
+                if version != layout::FORMAT_VERSION {
+                    return Err(Error::FormatVersion { found: version, expected: layout::FORMAT_VERSION });
+                }
+                let mode = match m.as_slice() {
+                    b"union" => DatasetMode::Union,
+                    b"plain" => DatasetMode::Plain,
+                    other => return Err(Error::Corrupt(format!("unknown mode {}", String::from_utf8_lossy(other)))),
+                };
+                if let Some(w) = wanted {
+                    if w != mode {
+                        return Err(Error::Invalid(format!(
+                            "the store is a {} dataset; it cannot be reopened as {}",
+                            String::from_utf8_lossy(mode.as_bytes()),
+                            String::from_utf8_lossy(w.as_bytes())
+                        )));
+                    }
+                }
+                mode
+            }
+            None => {
+                let mode = wanted.unwrap_or(DatasetMode::Union);
+                let mut txn = kv.transaction()?;
+                txn.put(META, meta::FORMAT_VERSION, &layout::FORMAT_VERSION.to_be_bytes());
+                txn.put(META, meta::MODE, mode.as_bytes());
+                // Dictionary ids start at 1 so that no id is 0 in any tag.
+                txn.put(META, meta::NEXT_ID, &1u64.to_be_bytes());
+                txn.commit()?;
+                mode
+            }
+        };
+        Ok(Store { kv, mode, path })
+    }
+
+    pub fn mode(&self) -> DatasetMode {
+        self.mode
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub(crate) fn kv(&self) -> &Kv {
+        &self.kv
+    }
+
+    pub fn snapshot(&self) -> Result<StoreSnapshot> {
+        Ok(StoreSnapshot { snapshot: self.kv.snapshot()?, mode: self.mode })
+    }
+
+    pub fn compact(&self) -> Result<()> {
+        self.kv.compact()?;
+        crate::stats::refresh(self)
+    }
+}
+
+/// A consistent read view of the store.
+pub struct StoreSnapshot {
+    snapshot: Arc<dyn Snapshot>,
+    mode: DatasetMode,
+}
+
+impl StoreSnapshot {
+    pub fn mode(&self) -> DatasetMode {
+        self.mode
+    }
+
+    pub fn kv(&self) -> &dyn Snapshot {
+        self.snapshot.as_ref()
+    }
+
+    /// The graph pattern that means "the default graph" in this mode.
+    pub fn default_graph(&self) -> Option<TermId> {
+        match self.mode {
+            DatasetMode::Union => None,
+            DatasetMode::Plain => Some(TermId::DEFAULT_GRAPH),
+        }
+    }
+
+    pub fn scan(&self, pattern: QuadPattern) -> QuadScan<'_> {
+        QuadScan::new(self.snapshot.as_ref(), pattern)
+    }
+
+    /// Quads from subject `start` on, in subject id order.
+    pub fn scan_from_subject(&self, start: TermId) -> QuadScan<'_> {
+        QuadScan::subjects_from(self.snapshot.as_ref(), start)
+    }
+
+    /// The id of a term if the store has it.
+    pub fn lookup(&self, term: TermRef<'_>) -> Result<Option<TermId>> {
+        Dictionary::lookup(self.snapshot.as_ref(), term)
+    }
+
+    /// The term of an id (`None` for the default graph).
+    pub fn decode(&self, id: TermId) -> Result<Option<Term>> {
+        Dictionary::decode(self.snapshot.as_ref(), id)
+    }
+
+    pub fn contains(&self, quad: &[TermId; 4]) -> Result<bool> {
+        let mut key = Vec::with_capacity(32);
+        let ordering = if layout::is_subject_graph(quad) { layout::TRIPLE_SPO } else { layout::QUAD_SPOG };
+        ordering.encode(quad, &mut key);
+        Ok(self.snapshot.get(ordering.ks, &key)?.is_some())
+    }
+
+    /// Whether a graph has quads or was created empty.
+    pub fn graph_exists(&self, graph: TermId) -> Result<bool> {
+        graph_exists_in(self.snapshot.as_ref(), graph)
+    }
+}
+
+pub(crate) fn graph_exists_in(snapshot: &dyn KvRead, graph: TermId) -> Result<bool> {
+    if snapshot.get(GRAPHS, &graph.to_be_bytes())?.is_some() {
+        return Ok(true);
+    }
+    Ok(QuadScan::new(snapshot, QuadPattern { g: Some(graph), ..Default::default() }).next_quad()?.is_some())
+}

@@ -1,0 +1,228 @@
+//! Small writes: a transaction that encodes terms (adding new ones to the
+//! dictionary), inserts and removes quads in every index, and keeps the
+//! counters true. Durable when `commit` returns; nothing of it is visible or
+//! kept if it is dropped instead. SPARQL Update and document writes go
+//! through here; bulk loads go through `load`.
+
+use crate::index::layout::{self, meta, GRAPHS, ID2TERM, META, PREDICATE_STATS, TERM2ID};
+use crate::index::{QuadPattern, QuadScan};
+use crate::store::{graph_exists_in, read_u64, DatasetMode, Store};
+use crate::term::{tag, term_key, Dictionary, TermId, TermKey};
+use crate::Result;
+use oxrdf::{GraphNameRef, QuadRef, TermRef};
+use rhizome_kv::{prefix_upper_bound, KvRead, Transaction};
+use rustc_hash::FxHashMap;
+
+pub struct StoreTransaction<'a> {
+    txn: Transaction<'a>,
+    mode: DatasetMode,
+    next_id: u64,
+    quads: u64,
+    terms: u64,
+    graphs: u64,
+    /// Blank node labels of this transaction's input, scoped to it.
+    blanks: FxHashMap<String, TermId>,
+    key: Vec<u8>,
+}
+
+impl Store {
+    /// Starts a write transaction (waits for other writers).
+    pub fn transaction(&self) -> Result<StoreTransaction<'_>> {
+        let txn = self.kv().transaction()?;
+        let read = |k| read_u64(&txn, k);
+        let (next_id, quads, terms, graphs) = (read(meta::NEXT_ID)?.max(1), read(meta::QUADS)?, read(meta::TERMS)?, read(meta::GRAPHS)?);
+        Ok(StoreTransaction { txn, mode: self.mode(), next_id, quads, terms, graphs, blanks: FxHashMap::default(), key: Vec::new() })
+    }
+}
+
+impl StoreTransaction<'_> {
+    /// Reads that see this transaction's own writes.
+    pub fn reader(&self) -> &dyn KvRead {
+        &self.txn
+    }
+
+    pub fn scan(&self, pattern: QuadPattern) -> QuadScan<'_> {
+        QuadScan::new(&self.txn, pattern)
+    }
+
+    /// The id of a term, adding it to the dictionary if it is new. Blank
+    /// nodes get fresh ids, one per label within this transaction.
+    pub fn encode(&mut self, term: TermRef<'_>) -> Result<TermId> {
+        match term_key(term) {
+            TermKey::Inline(id) => Ok(id),
+            TermKey::Blank(label) => {
+                if let Some(id) = self.blanks.get(label) {
+                    return Ok(*id);
+                }
+                let id = TermId::new(tag::BLANK, self.next_id);
+                self.next_id += 1;
+                self.blanks.insert(label.to_owned(), id);
+                Ok(id)
+            }
+            TermKey::Dictionary { tag, bytes } => {
+                if let Some(id) = Dictionary::lookup_key(&self.txn, tag, &bytes)? {
+                    return Ok(id);
+                }
+                let id = TermId::new(tag, self.next_id);
+                self.next_id += 1;
+                self.terms += 1;
+                let hash = TermKey::hash(tag, &bytes).to_be_bytes();
+                let mut ids = self.txn.get(TERM2ID, &hash)?.unwrap_or_default();
+                ids.extend_from_slice(&id.to_be_bytes());
+                self.txn.put(TERM2ID, &hash, &ids);
+                self.txn.put(ID2TERM, &id.to_be_bytes(), &bytes);
+                Ok(id)
+            }
+        }
+    }
+
+    /// The id of a term if the store (with this transaction's writes) has it.
+    pub fn lookup(&self, term: TermRef<'_>) -> Result<Option<TermId>> {
+        Dictionary::lookup(&self.txn, term)
+    }
+
+    /// Encodes a quad; a quad in the default graph goes to its subject's
+    /// graph in a union store, to the default graph in a plain one.
+    pub fn encode_quad(&mut self, quad: QuadRef<'_>) -> Result<[TermId; 4]> {
+        let s = self.encode(quad.subject.into())?;
+        let p = self.encode(quad.predicate.into())?;
+        let o = self.encode(quad.object)?;
+        let g = match quad.graph_name {
+            GraphNameRef::DefaultGraph => match self.mode {
+                DatasetMode::Union => s,
+                DatasetMode::Plain => TermId::DEFAULT_GRAPH,
+            },
+            GraphNameRef::NamedNode(n) => self.encode(n.into())?,
+            GraphNameRef::BlankNode(b) => self.encode(b.into())?,
+        };
+        Ok([s, p, o, g])
+    }
+
+    fn orderings(quad: &[TermId; 4]) -> &'static [layout::Ordering] {
+        if layout::is_subject_graph(quad) {
+            &layout::TRIPLE_ORDERINGS
+        } else {
+            &layout::QUAD_ORDERINGS
+        }
+    }
+
+    pub fn contains(&mut self, quad: &[TermId; 4]) -> Result<bool> {
+        let ordering = Self::orderings(quad)[0];
+        ordering.encode(quad, &mut self.key);
+        Ok(self.txn.get(ordering.ks, &self.key)?.is_some())
+    }
+
+    fn has_prefix(&self, ks: rhizome_kv::Keyspace, prefix: &[u8]) -> bool {
+        let upper = prefix_upper_bound(prefix);
+        let mut c = self.txn.cursor(ks, prefix, upper.as_deref());
+        c.seek_first();
+        c.valid()
+    }
+
+    /// Whether (s, p) or (p, o) occurs anywhere, for distinct counts.
+    fn pair_exists(&self, a: TermId, b: TermId, triple_ks: rhizome_kv::Keyspace, quad_ks: rhizome_kv::Keyspace) -> bool {
+        let prefix = [a.to_be_bytes(), b.to_be_bytes()].concat();
+        self.has_prefix(triple_ks, &prefix) || self.has_prefix(quad_ks, &prefix)
+    }
+
+    fn bump_predicate(&mut self, quad: &[TermId; 4], delta: i64, new_s: bool, new_o: bool) -> Result<()> {
+        let key = quad[1].to_be_bytes();
+        let mut c = match self.txn.get(PREDICATE_STATS, &key)? {
+            Some(v) => crate::stats::decode_predicate_stats(&v)?,
+            None => [0; 3],
+        };
+        let apply = |v: u64, d: i64| if d < 0 { v.saturating_sub(d.unsigned_abs()) } else { v + d as u64 };
+        c[0] = apply(c[0], delta);
+        if new_s {
+            c[1] = apply(c[1], delta);
+        }
+        if new_o {
+            c[2] = apply(c[2], delta);
+        }
+        if c[0] == 0 {
+            self.txn.delete(PREDICATE_STATS, &key);
+        } else {
+            self.txn.put(PREDICATE_STATS, &key, &crate::stats::encode_predicate_stats(&c));
+        }
+        Ok(())
+    }
+
+    /// Adds a quad; `false` if it was there already.
+    pub fn insert(&mut self, quad: &[TermId; 4]) -> Result<bool> {
+        if self.contains(quad)? {
+            return Ok(false);
+        }
+        let graph_is_new = !graph_exists_in(&self.txn, quad[3])?;
+        let new_s = !self.pair_exists(quad[0], quad[1], layout::SPO, layout::SPOG);
+        let new_o = !self.pair_exists(quad[1], quad[2], layout::POS, layout::POSG);
+        for ordering in Self::orderings(quad) {
+            ordering.encode(quad, &mut self.key);
+            self.txn.put(ordering.ks, &self.key, &[]);
+        }
+        self.quads += 1;
+        if graph_is_new {
+            self.graphs += 1;
+        }
+        self.bump_predicate(quad, 1, new_s, new_o)?;
+        Ok(true)
+    }
+
+    /// Removes a quad; `false` if it was not there.
+    pub fn remove(&mut self, quad: &[TermId; 4]) -> Result<bool> {
+        if !self.contains(quad)? {
+            return Ok(false);
+        }
+        for ordering in Self::orderings(quad) {
+            ordering.encode(quad, &mut self.key);
+            self.txn.delete(ordering.ks, &self.key);
+        }
+        self.quads -= 1;
+        let gone_s = !self.pair_exists(quad[0], quad[1], layout::SPO, layout::SPOG);
+        let gone_o = !self.pair_exists(quad[1], quad[2], layout::POS, layout::POSG);
+        if !graph_exists_in(&self.txn, quad[3])? {
+            self.graphs = self.graphs.saturating_sub(1);
+        }
+        self.bump_predicate(quad, -1, gone_s, gone_o)?;
+        Ok(true)
+    }
+
+    /// Makes an empty graph exist (SPARQL CREATE).
+    pub fn create_graph(&mut self, graph: TermId) -> Result<bool> {
+        if graph_exists_in(&self.txn, graph)? {
+            return Ok(false);
+        }
+        self.txn.put(GRAPHS, &graph.to_be_bytes(), &[]);
+        self.graphs += 1;
+        Ok(true)
+    }
+
+    /// Removes every quad of a graph and the graph itself.
+    pub fn drop_graph(&mut self, graph: TermId) -> Result<u64> {
+        let explicit = self.txn.get(GRAPHS, &graph.to_be_bytes())?.is_some();
+        if explicit {
+            self.txn.delete(GRAPHS, &graph.to_be_bytes());
+        }
+        let quads: Vec<[TermId; 4]> = self.scan(QuadPattern { g: Some(graph), ..Default::default() }).collect::<Result<_>>()?;
+        // Without its GRAPHS entry, the graph stops existing (and is
+        // uncounted) with its last quad.
+        let mut n = 0;
+        for q in &quads {
+            if self.remove(q)? {
+                n += 1;
+            }
+        }
+        if explicit && quads.is_empty() {
+            self.graphs = self.graphs.saturating_sub(1);
+        }
+        Ok(n)
+    }
+
+    /// Durable when it returns.
+    pub fn commit(mut self) -> Result<()> {
+        self.txn.put(META, meta::NEXT_ID, &self.next_id.to_be_bytes());
+        self.txn.put(META, meta::QUADS, &self.quads.to_be_bytes());
+        self.txn.put(META, meta::TERMS, &self.terms.to_be_bytes());
+        self.txn.put(META, meta::GRAPHS, &self.graphs.to_be_bytes());
+        Ok(self.txn.commit()?)
+    }
+}

@@ -1,0 +1,264 @@
+//! Black-box tests of the store: loads, scans, dumps, counters, bad input.
+
+use oxrdf::{Dataset, GraphName, Quad, Term};
+use oxrdfio::{RdfFormat, RdfParser};
+use rhizome_rdf::{dump, DatasetMode, DumpOptions, LoadInput, LoadOptions, QuadPattern, Store, TermId};
+use std::collections::BTreeSet;
+use std::io::Write;
+
+const TRIG: &str = r#"
+@prefix : <http://example.org/> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+:alice :knows :bob ; :age 42 ; :name "Alice"@en, "Alice" ; :height "1.70"^^xsd:decimal .
+:bob :knows :alice, :carol ; :age "042"^^xsd:integer ; :born "1990-02-03"^^xsd:date .
+:carol :knows [ :name "anonymous friend with a long name" ] .
+:g1 { :alice :likes :bob . :dave :knows :alice . :g1 :about :alice }
+:g2 { :bob :likes :carol ; :score 3.5 ; :ok true . }
+"#;
+
+fn write_file(dir: &std::path::Path, name: &str, content: &[u8]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::File::create(&path).unwrap().write_all(content).unwrap();
+    path
+}
+
+fn load_str(store: &Store, dir: &std::path::Path, name: &str, content: &str, options: &LoadOptions) -> rhizome_rdf::Result<rhizome_rdf::LoadSummary> {
+    let path = write_file(dir, name, content.as_bytes());
+    store.load(&[LoadInput { path }], options)
+}
+
+fn all_quads(store: &Store) -> Vec<Quad> {
+    let snapshot = store.snapshot().unwrap();
+    let mut cache = rhizome_rdf::DecodeCache::new(&snapshot);
+    snapshot.scan(QuadPattern::default()).map(|q| cache.quad(&q.unwrap()).unwrap()).collect()
+}
+
+/// The expected quads: triples without a graph go to their subject's graph
+/// in union mode.
+fn expected(mode: DatasetMode) -> Vec<Quad> {
+    RdfParser::from_format(RdfFormat::TriG)
+        .for_slice(TRIG.as_bytes())
+        .map(|q| {
+            let mut q = q.unwrap();
+            if q.graph_name.is_default_graph() && mode == DatasetMode::Union {
+                q.graph_name = match &q.subject {
+                    oxrdf::NamedOrBlankNode::NamedNode(n) => GraphName::NamedNode(n.clone()),
+                    oxrdf::NamedOrBlankNode::BlankNode(b) => GraphName::BlankNode(b.clone()),
+                };
+            }
+            q
+        })
+        .collect()
+}
+
+fn canonical(quads: impl IntoIterator<Item = Quad>) -> Dataset {
+    let mut d: Dataset = quads.into_iter().collect();
+    d.canonicalize(oxrdf::dataset::CanonicalizationAlgorithm::Unstable);
+    d
+}
+
+fn stores() -> Vec<(Store, tempfile::TempDir)> {
+    let mut out = Vec::new();
+    for mode in [DatasetMode::Union, DatasetMode::Plain] {
+        out.push((Store::memory(mode), tempfile::tempdir().unwrap()));
+        let dir = tempfile::tempdir().unwrap();
+        out.push((Store::open_or_create(&dir.path().join("db"), Some(mode)).unwrap(), dir));
+    }
+    out
+}
+
+#[test]
+fn load_then_scan_everything_gives_back_the_dataset() {
+    for (store, dir) in stores() {
+        let summary = load_str(&store, dir.path(), "data.trig", TRIG, &LoadOptions::default()).unwrap();
+        let expected = expected(store.mode());
+        assert_eq!(summary.quads_added as usize, expected.len());
+        assert_eq!(canonical(all_quads(&store)), canonical(expected));
+        let stats = store.stats().unwrap();
+        assert_eq!(stats.quads as usize, summary.quads_added as usize);
+    }
+}
+
+#[test]
+fn every_pattern_answers_exactly_like_filtering_all_quads() {
+    for (store, dir) in stores() {
+        load_str(&store, dir.path(), "data.trig", TRIG, &LoadOptions::default()).unwrap();
+        let snapshot = store.snapshot().unwrap();
+        let ids: Vec<[TermId; 4]> = snapshot.scan(QuadPattern::default()).map(|q| q.unwrap()).collect();
+        // Every combination of bound positions, with values taken from
+        // real quads, plus a value that matches nothing.
+        for q in ids.iter().chain([&[TermId(12345), TermId(12345), TermId(12345), TermId(12345)]]) {
+            for mask in 0..16u8 {
+                let pick = |i: usize| (mask & (1 << i) != 0).then_some(q[i]);
+                let pattern = QuadPattern { s: pick(0), p: pick(1), o: pick(2), g: pick(3) };
+                let got: Vec<[TermId; 4]> = snapshot.scan(pattern).map(|r| r.unwrap()).collect();
+                let want: BTreeSet<[TermId; 4]> = ids
+                    .iter()
+                    .filter(|c| (0..4).all(|i| mask & (1 << i) == 0 || c[i] == q[i]))
+                    .copied()
+                    .collect();
+                assert_eq!(got.iter().copied().collect::<BTreeSet<_>>(), want, "pattern {pattern:?}");
+                assert_eq!(got.len(), want.len(), "no duplicates for {pattern:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn non_canonical_literals_round_trip_exactly() {
+    let nt = "<http://e/s> <http://e/p> \"01\"^^<http://www.w3.org/2001/XMLSchema#integer> .\n\
+              <http://e/s> <http://e/p> \"1\"^^<http://www.w3.org/2001/XMLSchema#integer> .\n\
+              <http://e/s> <http://e/p> \"1.50\"^^<http://www.w3.org/2001/XMLSchema#decimal> .\n\
+              <http://e/s> <http://e/p> \"2005-09-19+00:00\"^^<http://www.w3.org/2001/XMLSchema#date> .\n\
+              <http://e/s> <http://e/p> \"2005-09-19Z\"^^<http://www.w3.org/2001/XMLSchema#date> .\n\
+              <http://e/s> <http://e/p> \"a longer plain string\" .\n\
+              <http://e/s> <http://e/p> \"short\" .\n\
+              <http://e/s> <http://e/p> \"1e3\"^^<http://www.w3.org/2001/XMLSchema#double> .\n";
+    let store = Store::memory(DatasetMode::Plain);
+    let dir = tempfile::tempdir().unwrap();
+    let summary = load_str(&store, dir.path(), "x.nt", nt, &LoadOptions::default()).unwrap();
+    assert_eq!(summary.quads_added, 8);
+    let mut out = Vec::new();
+    dump(&store.snapshot().unwrap(), &DumpOptions { format: RdfFormat::NTriples, graph: None }, &mut out).unwrap();
+    let got: BTreeSet<&str> = std::str::from_utf8(&out).unwrap().lines().collect();
+    let want: BTreeSet<&str> = nt.lines().collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_syntax_error_names_file_line_and_column_and_loads_nothing() {
+    for (store, dir) in stores() {
+        load_str(&store, dir.path(), "ok.nt", "<http://e/a> <http://e/p> <http://e/b> .\n", &LoadOptions::default()).unwrap();
+        let before = store.stats().unwrap().quads;
+        let bad = "<http://e/c> <http://e/p> <http://e/d> .\n<http://e/c> <http://e/p> \"unterminated .\n<http://e/x> <http://e/p> <http://e/y> .\n";
+        let err = load_str(&store, dir.path(), "bad.nt", bad, &LoadOptions::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("bad.nt:2:"), "{msg}");
+        assert_eq!(store.stats().unwrap().quads, before);
+        assert_eq!(all_quads(&store).len() as u64, before);
+    }
+}
+
+#[test]
+fn lenient_skips_bad_statements_and_reports_them() {
+    let store = Store::memory(DatasetMode::Union);
+    let dir = tempfile::tempdir().unwrap();
+    let bad = "<http://e/c> <http://e/p> <http://e/d> .\nthis is not rdf\n<http://e/x> <http://e/p> <http://e/y> .\n<http://e/x> <http://e/p> .\n";
+    let options = LoadOptions { lenient: true, ..Default::default() };
+    let summary = load_str(&store, dir.path(), "bad.nt", bad, &options).unwrap();
+    assert_eq!(summary.quads_added, 2);
+    assert_eq!(summary.skipped, 2);
+    assert_eq!(summary.skipped_examples[0].line, 2);
+    assert_eq!(summary.skipped_examples[1].line, 4);
+}
+
+#[test]
+fn a_second_load_counts_only_new_quads_and_terms() {
+    for (store, dir) in stores() {
+        let a = "<http://e/a> <http://e/p> <http://e/b> .\n<http://e/a> <http://e/q> \"v\" .\n";
+        let b = "<http://e/a> <http://e/p> <http://e/b> .\n<http://e/b> <http://e/p> <http://e/c> .\n";
+        let s1 = load_str(&store, dir.path(), "a.nt", a, &LoadOptions::default()).unwrap();
+        assert_eq!((s1.quads_added, s1.terms_added), (2, 4));
+        let s2 = load_str(&store, dir.path(), "b.nt", b, &LoadOptions::default()).unwrap();
+        assert_eq!((s2.quads_added, s2.terms_added), (1, 1));
+        let stats = store.stats().unwrap();
+        assert_eq!((stats.quads, stats.terms), (3, 5));
+        store.compact().unwrap();
+        let stats = store.stats().unwrap();
+        assert_eq!((stats.quads, stats.terms), (3, 5));
+        let graphs = if store.mode() == DatasetMode::Union { 2 } else { 1 };
+        assert_eq!(stats.graphs, graphs);
+    }
+}
+
+#[test]
+fn spilled_runs_give_the_same_store_as_one_run() {
+    let mut nt = String::new();
+    for i in 0..3000 {
+        nt.push_str(&format!("<http://e/s{}> <http://e/p{}> \"{}\" .\n", i % 97, i % 7, i % 1013));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let one = Store::open_or_create(&dir.path().join("one"), None).unwrap();
+    let many = Store::open_or_create(&dir.path().join("many"), None).unwrap();
+    let s1 = load_str(&one, dir.path(), "x.nt", &nt, &LoadOptions::default()).unwrap();
+    let s2 = load_str(&many, dir.path(), "x.nt", &nt, &LoadOptions { run_buffer_bytes: 4096, ..Default::default() }).unwrap();
+    assert_eq!(s1.quads_added, s2.quads_added);
+    assert_eq!(canonical(all_quads(&one)), canonical(all_quads(&many)));
+    assert_eq!(one.stats().unwrap().predicates, many.stats().unwrap().predicates);
+}
+
+#[test]
+fn gzip_and_several_files_load_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(b"<http://e/a> <http://e/p> <http://e/b> .\n").unwrap();
+    let a = write_file(dir.path(), "a.nt.gz", &gz.finish().unwrap());
+    let b = write_file(dir.path(), "b.ttl", b"@prefix e: <http://e/> . e:b e:p e:c .");
+    let store = Store::memory(DatasetMode::Union);
+    let s = store.load(&[LoadInput { path: a }, LoadInput { path: b }], &LoadOptions::default()).unwrap();
+    assert_eq!(s.quads_added, 2);
+}
+
+#[test]
+fn missing_file_and_unknown_extension_are_clear_errors() {
+    let store = Store::memory(DatasetMode::Union);
+    let err = store.load(&[LoadInput { path: "/nonexistent/file.nt".into() }], &LoadOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/file.nt"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_file(dir.path(), "data.weird", b"");
+    let err = store.load(&[LoadInput { path: p }], &LoadOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("--format"), "{err}");
+}
+
+#[test]
+fn transactions_insert_and_remove_with_true_counters() {
+    for (store, _dir) in stores() {
+        let q = |s: &str, o: &str, g: Option<&str>| {
+            let term = |x: &str| oxrdf::NamedNode::new(format!("http://e/{x}")).unwrap();
+            Quad::new(term(s), term("p"), Term::from(term(o)), g.map_or(GraphName::DefaultGraph, |g| term(g).into()))
+        };
+        let quads = [q("a", "b", None), q("a", "c", Some("g")), q("b", "c", Some("b"))];
+        let mut txn = store.transaction().unwrap();
+        for quad in &quads {
+            let ids = txn.encode_quad(quad.as_ref()).unwrap();
+            assert!(txn.insert(&ids).unwrap());
+            assert!(!txn.insert(&ids).unwrap());
+        }
+        drop(txn); // not committed: nothing happened
+        assert_eq!(store.stats().unwrap().quads, 0);
+        assert!(all_quads(&store).is_empty());
+        let mut txn = store.transaction().unwrap();
+        let mut ids = Vec::new();
+        for quad in &quads {
+            let i = txn.encode_quad(quad.as_ref()).unwrap();
+            txn.insert(&i).unwrap();
+            ids.push(i);
+        }
+        txn.commit().unwrap();
+        assert_eq!(store.stats().unwrap().quads, 3);
+        let mut txn = store.transaction().unwrap();
+        assert!(txn.remove(&ids[0]).unwrap());
+        assert!(!txn.remove(&ids[0]).unwrap());
+        txn.commit().unwrap();
+        let stats = store.stats().unwrap();
+        store.compact().unwrap();
+        let exact = store.stats().unwrap();
+        assert_eq!((stats.quads, stats.graphs, stats.terms), (exact.quads, exact.graphs, exact.terms));
+        assert_eq!(stats.quads, 2);
+    }
+}
+
+#[test]
+fn a_store_reopens_with_its_data_and_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    {
+        let store = Store::open_or_create(&path, Some(DatasetMode::Plain)).unwrap();
+        load_str(&store, dir.path(), "d.trig", TRIG, &LoadOptions::default()).unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.mode(), DatasetMode::Plain);
+    assert_eq!(canonical(all_quads(&store)), canonical(expected(DatasetMode::Plain)));
+    assert!(Store::open_or_create(&path, Some(DatasetMode::Union)).is_err());
+    assert!(Store::open(&dir.path().join("nothing-here")).is_err());
+}
