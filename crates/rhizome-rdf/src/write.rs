@@ -186,6 +186,12 @@ impl StoreTransaction<'_> {
         Ok(true)
     }
 
+    /// Whether a graph has quads or was created empty, with this
+    /// transaction's writes (SPARQL CLEAR and DROP without SILENT).
+    pub fn graph_exists(&self, graph: TermId) -> Result<bool> {
+        graph_exists_in(&self.txn, graph)
+    }
+
     /// Makes an empty graph exist (SPARQL CREATE).
     pub fn create_graph(&mut self, graph: TermId) -> Result<bool> {
         if graph_exists_in(&self.txn, graph)? {

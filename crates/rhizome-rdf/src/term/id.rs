@@ -36,6 +36,10 @@ pub mod tag {
     pub const DATE_TIME: u8 = 0x24;
     /// Any other literal: dictionary.
     pub const TYPED: u8 = 0x2F;
+    /// Reserved for terms that live only in one query's memory (constants
+    /// and computed values the store does not hold): never written to the
+    /// store, so no stored id has this tag.
+    pub const QUERY_LOCAL: u8 = 0xF0;
 }
 
 pub(crate) const PAYLOAD_BITS: u32 = 56;

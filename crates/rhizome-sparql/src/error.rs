@@ -1,0 +1,27 @@
+//! The one error type of the crate boundary.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum SparqlError {
+    /// The request does not parse; the message names line, column and what
+    /// was expected (spargebra's parser).
+    #[error("SPARQL syntax error: {0}")]
+    Syntax(#[from] spargebra::SparqlSyntaxError),
+    #[error(transparent)]
+    Store(#[from] rhizome_rdf::Error),
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    Evaluation(String),
+    #[error("cannot load {iri}: {reason}")]
+    Load { iri: String, reason: String },
+    #[error("graph {0} does not exist")]
+    NoSuchGraph(String),
+    #[error("graph {0} already exists")]
+    GraphExists(String),
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub type Result<T, E = SparqlError> = std::result::Result<T, E>;

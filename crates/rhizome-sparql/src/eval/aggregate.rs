@@ -1,0 +1,171 @@
+//! GROUP BY and aggregates (SPARQL 1.1 section 18.5): groups are hashed on
+//! the term ids of their keys; an aggregate whose input errs makes the
+//! aggregate unbound (except COUNT, which skips errors).
+
+use super::{fail, Evaluator, Rows};
+use crate::error::Result;
+use crate::expression::value::{arithmetic, order, Num};
+use crate::plan::{Aggregate, AggregateKind, Plan, Row, Var};
+use oxrdf::{Literal, Term};
+use rhizome_rdf::TermId;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::rc::Rc;
+
+#[derive(Default)]
+struct Accumulator {
+    count: u64,
+    sum: Option<Term>,
+    best: Option<Term>,
+    concat: Option<(String, Option<Option<String>>)>,
+    sample: Option<Term>,
+    failed: bool,
+    seen: FxHashSet<Option<TermId>>,
+}
+
+impl<'a> Evaluator<'a> {
+    pub(super) fn group(self: &Rc<Self>, inner: &'a Plan, keys: &'a [Var], aggregates: &'a [(Var, Aggregate)]) -> Rows<'a> {
+        match self.group_rows(inner, keys, aggregates) {
+            Ok(rows) => Box::new(rows.into_iter().map(Ok)),
+            Err(e) => fail(e),
+        }
+    }
+
+    fn group_rows(self: &Rc<Self>, inner: &'a Plan, keys: &'a [Var], aggregates: &'a [(Var, Aggregate)]) -> Result<Vec<Row>> {
+        let mut order_of: Vec<Vec<Option<TermId>>> = Vec::new();
+        let mut groups: FxHashMap<Vec<Option<TermId>>, Vec<Accumulator>> = FxHashMap::default();
+        if keys.is_empty() {
+            // No GROUP BY: one group, even over no rows.
+            order_of.push(Vec::new());
+            groups.insert(Vec::new(), aggregates.iter().map(|_| Accumulator::default()).collect());
+        }
+        for r in self.eval(inner, self.empty_row()) {
+            let row = r?;
+            let key: Vec<Option<TermId>> = keys.iter().map(|v| row[*v]).collect();
+            let accs = groups.entry(key.clone()).or_insert_with(|| {
+                order_of.push(key);
+                aggregates.iter().map(|_| Accumulator::default()).collect()
+            });
+            for ((_, agg), acc) in aggregates.iter().zip(accs.iter_mut()) {
+                self.accumulate(agg, acc, &row)?;
+            }
+        }
+        let mut out = Vec::with_capacity(order_of.len());
+        for key in order_of {
+            let accs = groups.remove(&key).expect("every ordered key has a group");
+            let mut row = self.empty_row();
+            for (v, id) in keys.iter().zip(&key) {
+                row[*v] = *id;
+            }
+            for ((v, agg), acc) in aggregates.iter().zip(accs) {
+                if let Some(t) = finish(agg, acc) {
+                    row[*v] = Some(self.encode(&t)?);
+                }
+            }
+            out.push(row);
+        }
+        Ok(out)
+    }
+
+    fn accumulate(self: &Rc<Self>, agg: &'a Aggregate, acc: &mut Accumulator, row: &Row) -> Result<()> {
+        if acc.failed {
+            return Ok(());
+        }
+        let Some(e) = &agg.expr else {
+            // COUNT(*): DISTINCT counts distinct rows.
+            if agg.distinct {
+                let id = Some(self.encode(&Literal::new_simple_literal(format!("{row:?}")).into())?);
+                if !acc.seen.insert(id) {
+                    return Ok(());
+                }
+            }
+            acc.count += 1;
+            return Ok(());
+        };
+        let value = self.expr(e, row);
+        if agg.distinct {
+            let id = value.as_ref().map(|t| self.encode(t)).transpose()?;
+            if !acc.seen.insert(id) {
+                return Ok(());
+            }
+        }
+        let Some(t) = value else {
+            if !matches!(agg.kind, AggregateKind::Count | AggregateKind::Sample) {
+                acc.failed = true;
+            }
+            return Ok(());
+        };
+        match &agg.kind {
+            AggregateKind::Count => acc.count += 1,
+            AggregateKind::Sum | AggregateKind::Avg => {
+                acc.count += 1;
+                acc.sum = match acc.sum.take() {
+                    None => crate::expression::value::numeric(&t).map(|_| t),
+                    Some(s) => arithmetic('+', &s, &t),
+                };
+                if acc.sum.is_none() {
+                    acc.failed = true;
+                }
+            }
+            AggregateKind::Min | AggregateKind::Max => {
+                let better = match &acc.best {
+                    None => true,
+                    Some(b) => {
+                        let o = order(Some(&t), Some(b));
+                        if matches!(agg.kind, AggregateKind::Min) {
+                            o.is_lt()
+                        } else {
+                            o.is_gt()
+                        }
+                    }
+                };
+                if better {
+                    acc.best = Some(t);
+                }
+            }
+            AggregateKind::GroupConcat(sep) => {
+                let Term::Literal(l) = &t else {
+                    acc.failed = true;
+                    return Ok(());
+                };
+                let lang = l.language().map(str::to_owned);
+                match &mut acc.concat {
+                    None => acc.concat = Some((l.value().to_owned(), Some(lang))),
+                    Some((s, common)) => {
+                        s.push_str(sep);
+                        s.push_str(l.value());
+                        if common.as_ref() != Some(&lang) {
+                            *common = None;
+                        }
+                    }
+                }
+            }
+            AggregateKind::Sample => {
+                if acc.sample.is_none() {
+                    acc.sample = Some(t);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn finish(agg: &Aggregate, acc: Accumulator) -> Option<Term> {
+    if acc.failed {
+        return None;
+    }
+    match &agg.kind {
+        AggregateKind::Count => Some(Literal::from(acc.count as i64).into()),
+        AggregateKind::Sum => Some(acc.sum.unwrap_or_else(|| Literal::from(0).into())),
+        AggregateKind::Avg => match acc.sum {
+            None => Some(Literal::from(0).into()),
+            Some(s) => arithmetic('/', &s, &Num::Integer((acc.count as i64).into()).into_term()),
+        },
+        AggregateKind::Min | AggregateKind::Max => acc.best,
+        AggregateKind::GroupConcat(_) => Some(match acc.concat {
+            None => Literal::new_simple_literal("").into(),
+            Some((s, Some(Some(lang)))) => Literal::new_language_tagged_literal_unchecked(s, lang).into(),
+            Some((s, _)) => Literal::new_simple_literal(s).into(),
+        }),
+        AggregateKind::Sample => acc.sample,
+    }
+}

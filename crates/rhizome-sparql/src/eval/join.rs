@@ -1,0 +1,123 @@
+//! Joins: index nested loops when the right side accepts bindings, else a
+//! hash join on the variables every right row binds; OPTIONAL and MINUS.
+
+use super::{fail, merge, Evaluator, Rows};
+use crate::error::Result;
+use crate::expression::Expr;
+use crate::plan::{Plan, Row, Var};
+use rhizome_rdf::TermId;
+use rustc_hash::FxHashMap;
+use std::rc::Rc;
+
+/// The right side of a join, evaluated once and hashed.
+pub(super) struct HashedSide {
+    keys: Vec<Var>,
+    buckets: FxHashMap<Vec<TermId>, Vec<Row>>,
+    all: Vec<Row>,
+}
+
+impl HashedSide {
+    pub(super) fn build(rows: Vec<Row>, width: usize) -> HashedSide {
+        let keys: Vec<Var> = (0..width).filter(|v| !rows.is_empty() && rows.iter().all(|r| r[*v].is_some())).collect();
+        let mut buckets: FxHashMap<Vec<TermId>, Vec<Row>> = FxHashMap::default();
+        for r in &rows {
+            let k = keys.iter().map(|v| r[*v].expect("key vars are bound in every row")).collect();
+            buckets.entry(k).or_default().push(r.clone());
+        }
+        HashedSide { keys, buckets, all: rows }
+    }
+
+    /// The right rows that may be compatible with `left`.
+    pub(super) fn candidates<'s>(&'s self, left: &Row) -> &'s [Row] {
+        let bound: Option<Vec<TermId>> = self.keys.iter().map(|v| left[*v]).collect();
+        match bound {
+            Some(k) if !self.keys.is_empty() => self.buckets.get(&k).map_or(&[], |v| v.as_slice()),
+            _ => &self.all,
+        }
+    }
+}
+
+impl<'a> Evaluator<'a> {
+    fn hashed(self: &Rc<Self>, plan: &'a Plan) -> Result<Rc<HashedSide>> {
+        let rows: Vec<Row> = self.eval(plan, self.empty_row()).collect::<Result<_>>()?;
+        Ok(Rc::new(HashedSide::build(rows, self.width)))
+    }
+
+    pub(super) fn join(self: &Rc<Self>, a: &'a Plan, b: &'a Plan, input: Row) -> Rows<'a> {
+        let left = self.eval(a, input);
+        if b.accepts_bindings() {
+            let ev = self.clone();
+            return Box::new(left.flat_map(move |r| match r {
+                Ok(row) => ev.eval(b, row),
+                Err(e) => fail(e),
+            }));
+        }
+        let right = match self.hashed(b) {
+            Ok(h) => h,
+            Err(e) => return fail(e),
+        };
+        Box::new(left.flat_map(move |r| -> Rows<'a> {
+            let row = match r {
+                Ok(row) => row,
+                Err(e) => return fail(e),
+            };
+            let out: Vec<Result<Row>> = right.candidates(&row).iter().filter_map(|b| merge(&row, b)).map(Ok).collect();
+            Box::new(out.into_iter())
+        }))
+    }
+
+    pub(super) fn left_join(self: &Rc<Self>, a: &'a Plan, b: &'a Plan, e: Option<&'a Expr>, input: Row) -> Rows<'a> {
+        let left = self.eval(a, input);
+        let ev = self.clone();
+        let right = if b.accepts_bindings() {
+            None
+        } else {
+            match self.hashed(b) {
+                Ok(h) => Some(h),
+                Err(e) => return fail(e),
+            }
+        };
+        Box::new(left.flat_map(move |r| -> Rows<'a> {
+            let row = match r {
+                Ok(row) => row,
+                Err(e) => return fail(e),
+            };
+            let extended: Vec<Row> = match &right {
+                None => match ev.eval(b, row.clone()).collect::<Result<Vec<_>>>() {
+                    Ok(rows) => rows,
+                    Err(e) => return fail(e),
+                },
+                Some(h) => h.candidates(&row).iter().filter_map(|b| merge(&row, b)).collect(),
+            };
+            let kept: Vec<Result<Row>> =
+                extended.into_iter().filter(|r| e.is_none_or(|e| ev.filter_true(e, r))).map(Ok).collect();
+            if kept.is_empty() {
+                Box::new(std::iter::once(Ok(row)))
+            } else {
+                Box::new(kept.into_iter())
+            }
+        }))
+    }
+
+    pub(super) fn minus(self: &Rc<Self>, a: &'a Plan, b: &'a Plan, input: Row) -> Rows<'a> {
+        let right: Vec<Row> = match self.eval(b, self.empty_row()).collect::<Result<_>>() {
+            Ok(r) => r,
+            Err(e) => return fail(e),
+        };
+        Box::new(self.eval(a, input).filter(move |r| match r {
+            Ok(row) => !right.iter().any(|b| {
+                let mut shared = false;
+                for (x, y) in row.iter().zip(b) {
+                    if let (Some(x), Some(y)) = (x, y) {
+                        if x != y {
+                            return false;
+                        }
+                        shared = true;
+                    }
+                }
+                shared
+            }),
+            Err(_) => true,
+        }))
+    }
+}

@@ -1,0 +1,215 @@
+//! Plan execution: iterators of rows of term ids. Every operator takes the
+//! bindings of its left context (`input`) and yields compatible extensions
+//! of it: patterns that accept bindings use them to bind their scans (index
+//! nested loops); the others are evaluated alone and joined.
+
+mod aggregate;
+mod join;
+mod path;
+mod pattern;
+
+use crate::error::{Result, SparqlError};
+use crate::expression::{evaluate, value};
+use crate::plan::{Plan, Row};
+use crate::terms::TermSpace;
+use oxrdf::Term;
+use oxsdatatypes::DateTime;
+use rhizome_rdf::TermId;
+use rustc_hash::FxHashSet;
+use std::rc::Rc;
+
+pub type Rows<'a> = Box<dyn Iterator<Item = Result<Row>> + 'a>;
+
+/// Which graphs the query reads.
+#[derive(Clone, Debug, Default)]
+pub struct QueryDataset {
+    /// FROM graphs; `None` is the store's default graph.
+    pub default: Option<Vec<TermId>>,
+    /// FROM NAMED graphs; `None` is every named graph of the store.
+    pub named: Option<Vec<TermId>>,
+}
+
+pub struct Evaluator<'a> {
+    pub space: TermSpace<'a>,
+    pub dataset: QueryDataset,
+    pub width: usize,
+    pub now: DateTime,
+    pub base_iri: Option<oxiri::Iri<String>>,
+}
+
+fn one<'a>(row: Row) -> Rows<'a> {
+    Box::new(std::iter::once(Ok(row)))
+}
+
+fn fail<'a>(e: SparqlError) -> Rows<'a> {
+    Box::new(std::iter::once(Err(e)))
+}
+
+/// The union of two compatible rows, or `None` if they disagree.
+pub fn merge(a: &Row, b: &Row) -> Option<Row> {
+    let mut out = a.clone();
+    for (i, v) in b.iter().enumerate() {
+        if let Some(v) = v {
+            match out[i] {
+                Some(x) if x != *v => return None,
+                _ => out[i] = Some(*v),
+            }
+        }
+    }
+    Some(out)
+}
+
+impl<'a> Evaluator<'a> {
+    pub fn empty_row(&self) -> Row {
+        vec![None; self.width]
+    }
+
+    pub fn expr(self: &Rc<Self>, e: &'a crate::expression::Expr, row: &Row) -> Option<Term> {
+        evaluate(self, e, row)
+    }
+
+    fn filter_true(self: &Rc<Self>, e: &'a crate::expression::Expr, row: &Row) -> bool {
+        self.expr(e, row).as_ref().and_then(value::ebv) == Some(true)
+    }
+
+    pub fn encode(&self, t: &Term) -> Result<TermId> {
+        self.space.encode(t.as_ref())
+    }
+
+    pub fn eval(self: &Rc<Self>, plan: &'a Plan, input: Row) -> Rows<'a> {
+        match plan {
+            Plan::Bgp(patterns) => self.bgp(patterns, input),
+            Plan::Path { s, path, o, g } => self.path(*s, path, *o, *g, input),
+            Plan::Join(a, b) => self.join(a, b, input),
+            Plan::LeftJoin(a, b, e) => self.left_join(a, b, e.as_ref(), input),
+            Plan::Filter(e, inner) => {
+                if !plan.accepts_bindings() {
+                    return self.alone(plan, input);
+                }
+                let ev = self.clone();
+                Box::new(self.eval(inner, input).filter(move |r| match r {
+                    Ok(row) => ev.filter_true(e, row),
+                    Err(_) => true,
+                }))
+            }
+            Plan::Union(a, b) => Box::new(self.eval(a, input.clone()).chain(self.eval(b, input))),
+            Plan::GraphVar(v, inner) => self.graph_var(*v, inner, input),
+            Plan::Extend(inner, v, e) => {
+                if !plan.accepts_bindings() && input.iter().any(Option::is_some) {
+                    return self.alone(plan, input);
+                }
+                let (ev, v) = (self.clone(), *v);
+                Box::new(self.eval(inner, input).filter_map(move |r| {
+                    let mut row = match r {
+                        Ok(row) => row,
+                        Err(e) => return Some(Err(e)),
+                    };
+                    if let Some(t) = ev.expr(e, &row) {
+                        let id = match ev.encode(&t) {
+                            Ok(id) => id,
+                            Err(e) => return Some(Err(e)),
+                        };
+                        match row[v] {
+                            Some(x) if x != id => return None,
+                            _ => row[v] = Some(id),
+                        }
+                    }
+                    Some(Ok(row))
+                }))
+            }
+            Plan::Minus(a, b) => self.minus(a, b, input),
+            Plan::Values(rows) => {
+                let width = self.width;
+                Box::new(rows.iter().filter_map(move |r| {
+                    let mut r = r.clone();
+                    r.resize(width, None);
+                    merge(&input, &r).map(Ok)
+                }))
+            }
+            Plan::OrderBy(inner, keys) => {
+                if input.iter().any(Option::is_some) {
+                    return self.alone(plan, input);
+                }
+                let rows: Vec<Row> = match self.eval(inner, input).collect() {
+                    Ok(r) => r,
+                    Err(e) => return fail(e),
+                };
+                let mut keyed: Vec<(Vec<Option<Term>>, Row)> =
+                    rows.into_iter().map(|r| (keys.iter().map(|(e, _)| self.expr(e, &r)).collect(), r)).collect();
+                keyed.sort_by(|(a, _), (b, _)| {
+                    for (i, (_, desc)) in keys.iter().enumerate() {
+                        let o = value::order(a[i].as_ref(), b[i].as_ref());
+                        let o = if *desc { o.reverse() } else { o };
+                        if o != std::cmp::Ordering::Equal {
+                            return o;
+                        }
+                    }
+                    std::cmp::Ordering::Equal
+                });
+                Box::new(keyed.into_iter().map(|(_, r)| Ok(r)))
+            }
+            Plan::Project(inner, vars) => {
+                if input.iter().any(Option::is_some) {
+                    return self.alone(plan, input);
+                }
+                let width = self.width;
+                Box::new(self.eval(inner, input).map(move |r| {
+                    let r = r?;
+                    let mut out = vec![None; width];
+                    for v in vars {
+                        out[*v] = r[*v];
+                    }
+                    Ok(out)
+                }))
+            }
+            Plan::Distinct(inner) | Plan::Reduced(inner) => {
+                let mut seen = FxHashSet::default();
+                Box::new(self.eval(inner, input).filter(move |r| match r {
+                    Ok(row) => seen.insert(row.clone()),
+                    Err(_) => true,
+                }))
+            }
+            Plan::Slice(inner, start, length) => {
+                if input.iter().any(Option::is_some) {
+                    return self.alone(plan, input);
+                }
+                let rows = self.eval(inner, input).skip(*start);
+                match length {
+                    Some(n) => Box::new(rows.take(*n)),
+                    None => Box::new(rows),
+                }
+            }
+            Plan::Group(inner, keys, aggregates) => {
+                if input.iter().any(Option::is_some) {
+                    return self.alone(plan, input);
+                }
+                self.group(inner, keys, aggregates)
+            }
+        }
+    }
+
+    /// Evaluates a plan that does not accept bindings on its own, then
+    /// keeps the rows compatible with the input.
+    fn alone(self: &Rc<Self>, plan: &'a Plan, input: Row) -> Rows<'a> {
+        let empty = self.empty_row();
+        Box::new(self.eval_unbound(plan, empty).filter_map(move |r| match r {
+            Ok(row) => merge(&input, &row).map(Ok),
+            Err(e) => Some(Err(e)),
+        }))
+    }
+
+    /// Evaluation with no outer bindings, bypassing the `accepts_bindings`
+    /// check of the top operator.
+    fn eval_unbound(self: &Rc<Self>, plan: &'a Plan, empty: Row) -> Rows<'a> {
+        match plan {
+            Plan::Filter(e, inner) => {
+                let ev = self.clone();
+                Box::new(self.eval(inner, empty).filter(move |r| match r {
+                    Ok(row) => ev.filter_true(e, row),
+                    Err(_) => true,
+                }))
+            }
+            _ => self.eval(plan, empty),
+        }
+    }
+}

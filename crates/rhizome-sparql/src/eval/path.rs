@@ -1,0 +1,153 @@
+//! Property paths (SPARQL 1.1 section 9): sequences and alternatives as
+//! joins and unions of their steps, `*` `+` `?` as breadth-first closures
+//! with set semantics, negated property sets as filtered scans. Results of
+//! a path are materialized per input row (a known cost, see ARCHITECTURE).
+
+use super::{fail, Evaluator, Rows};
+use crate::error::Result;
+use crate::plan::{GraphSlot, PathPlan, Row, Slot};
+use rhizome_rdf::{QuadPattern, TermId};
+use rustc_hash::FxHashSet;
+use std::rc::Rc;
+
+type Pairs = Vec<(TermId, TermId)>;
+
+impl<'a> Evaluator<'a> {
+    pub(super) fn path(self: &Rc<Self>, s: Slot, path: &'a PathPlan, o: Slot, g: GraphSlot, input: Row) -> Rows<'a> {
+        match self.path_rows(s, path, o, g, &input) {
+            Ok(rows) => Box::new(rows.into_iter().map(Ok)),
+            Err(e) => fail(e),
+        }
+    }
+
+    fn path_rows(&self, s: Slot, path: &PathPlan, o: Slot, g: GraphSlot, input: &Row) -> Result<Vec<Row>> {
+        let (sv, ov) = (s.value(input), o.value(input));
+        let (mut graphs, all_named) = self.graphs_of(g, input);
+        if all_named {
+            graphs = self.named_graphs()?.into_iter().map(Some).collect();
+        }
+        let graph_var = match g {
+            GraphSlot::Named(Slot::Var(v)) => Some(v),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        for graph in graphs {
+            for (x, y) in self.pairs(path, sv, ov, graph)? {
+                let mut r = input.clone();
+                let mut ok = true;
+                for (slot, value) in [(s.var(), Some(x)), (o.var(), Some(y)), (graph_var, graph)] {
+                    if let (Some(v), Some(value)) = (slot, value) {
+                        match r[v] {
+                            Some(old) if old != value => ok = false,
+                            _ => r[v] = Some(value),
+                        }
+                    }
+                }
+                if ok {
+                    out.push(r);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn scan_pairs(&self, s: Option<TermId>, p: Option<TermId>, o: Option<TermId>, g: Option<TermId>, not: &[TermId]) -> Result<Pairs> {
+        let mut out = Vec::new();
+        for q in self.space.scan(QuadPattern { s, p, o, g }) {
+            let q = q?;
+            if !not.contains(&q[1]) {
+                out.push((q[0], q[2]));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every subject and object of a graph (the nodes zero-length paths reach).
+    fn nodes(&self, g: Option<TermId>) -> Result<Vec<TermId>> {
+        let mut seen = FxHashSet::default();
+        for q in self.space.scan(QuadPattern { g, ..Default::default() }) {
+            let q = q?;
+            seen.insert(q[0]);
+            seen.insert(q[2]);
+        }
+        let mut v: Vec<TermId> = seen.into_iter().collect();
+        v.sort_unstable();
+        Ok(v)
+    }
+
+    fn pairs(&self, path: &PathPlan, s: Option<TermId>, o: Option<TermId>, g: Option<TermId>) -> Result<Pairs> {
+        Ok(match path {
+            PathPlan::Link(p) => self.scan_pairs(s, Some(*p), o, g, &[])?,
+            PathPlan::Negated(not) => self.scan_pairs(s, None, o, g, not)?,
+            PathPlan::Reverse(x) => self.pairs(x, o, s, g)?.into_iter().map(|(a, b)| (b, a)).collect(),
+            PathPlan::Alternative(x, y) => {
+                let mut v = self.pairs(x, s, o, g)?;
+                v.extend(self.pairs(y, s, o, g)?);
+                v
+            }
+            PathPlan::Sequence(x, y) => {
+                let mut out = Vec::new();
+                if s.is_some() || o.is_none() {
+                    for (a, m) in self.pairs(x, s, None, g)? {
+                        for (_, b) in self.pairs(y, Some(m), o, g)? {
+                            out.push((a, b));
+                        }
+                    }
+                } else {
+                    for (m, b) in self.pairs(y, None, o, g)? {
+                        for (a, _) in self.pairs(x, None, Some(m), g)? {
+                            out.push((a, b));
+                        }
+                    }
+                }
+                out
+            }
+            PathPlan::ZeroOrMore(x) | PathPlan::OneOrMore(x) | PathPlan::ZeroOrOne(x) => {
+                let zero = !matches!(path, PathPlan::OneOrMore(_));
+                let many = !matches!(path, PathPlan::ZeroOrOne(_));
+                match (s, o) {
+                    (Some(s), _) => {
+                        self.closure(x, s, zero, many, false, g)?.into_iter().filter(|b| o.is_none_or(|o| o == *b)).map(|b| (s, b)).collect()
+                    }
+                    (None, Some(o)) => self.closure(x, o, zero, many, true, g)?.into_iter().map(|a| (a, o)).collect(),
+                    (None, None) => {
+                        let mut out = Vec::new();
+                        for n in self.nodes(g)? {
+                            out.extend(self.closure(x, n, zero, many, false, g)?.into_iter().map(|b| (n, b)));
+                        }
+                        out
+                    }
+                }
+            }
+        })
+    }
+
+    /// The nodes reachable from `start` by one step (`many`: or more) of
+    /// `x`, plus `start` itself when `zero`; backwards when `reverse`.
+    fn closure(&self, x: &PathPlan, start: TermId, zero: bool, many: bool, reverse: bool, g: Option<TermId>) -> Result<Vec<TermId>> {
+        let mut seen = FxHashSet::default();
+        let mut out = Vec::new();
+        if zero {
+            seen.insert(start);
+            out.push(start);
+        }
+        let mut frontier = vec![start];
+        let mut first = true;
+        while !frontier.is_empty() && (many || first) {
+            first = false;
+            let mut next = Vec::new();
+            for n in frontier {
+                let steps = if reverse { self.pairs(x, None, Some(n), g)? } else { self.pairs(x, Some(n), None, g)? };
+                for (a, b) in steps {
+                    let reached = if reverse { a } else { b };
+                    if seen.insert(reached) {
+                        out.push(reached);
+                        next.push(reached);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        Ok(out)
+    }
+}

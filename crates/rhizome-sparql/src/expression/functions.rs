@@ -1,0 +1,494 @@
+//! The built-in functions of SPARQL 1.1 (section 17.4) and the XSD casts.
+
+use super::eval::evaluate;
+use super::value::{boolean, ebv, numeric, Num};
+use super::Expr;
+use crate::eval::Evaluator;
+use crate::plan::Row;
+use oxrdf::vocab::{rdf, xsd};
+use oxrdf::{BlankNode, Literal, NamedNode, Term};
+use oxsdatatypes::*;
+use spargebra::algebra::Function;
+use std::rc::Rc;
+
+/// A string argument: its lexical form and language, if any.
+fn string_arg(t: &Term) -> Option<(&str, Option<&str>)> {
+    match t {
+        Term::Literal(l) if l.datatype() == xsd::STRING || l.language().is_some() => Some((l.value(), l.language())),
+        _ => None,
+    }
+}
+
+fn string_like(value: impl Into<String>, lang: Option<&str>) -> Term {
+    match lang {
+        Some(lang) => Literal::new_language_tagged_literal_unchecked(value, lang).into(),
+        None => Literal::new_simple_literal(value).into(),
+    }
+}
+
+/// Argument compatibility of STRSTARTS and friends (17.4.3.1.4).
+fn compatible<'t>(a: &'t Term, b: &'t Term) -> Option<((&'t str, Option<&'t str>), &'t str)> {
+    let (x, lx) = string_arg(a)?;
+    let (y, ly) = string_arg(b)?;
+    match (lx, ly) {
+        (_, None) => Some(((x, lx), y)),
+        (Some(p), Some(q)) if p == q => Some(((x, lx), y)),
+        _ => None,
+    }
+}
+
+fn regex(pattern: &str, flags: Option<&str>) -> Option<regex::Regex> {
+    let mut b = String::new();
+    let mut literal = false;
+    for f in flags.unwrap_or("").chars() {
+        match f {
+            'i' | 's' | 'm' | 'x' => b.push(f),
+            'q' => literal = true,
+            _ => return None,
+        }
+    }
+    let pattern = if literal { regex::escape(pattern) } else { pattern.to_owned() };
+    let full = if b.is_empty() { pattern } else { format!("(?{b}){pattern}") };
+    regex::RegexBuilder::new(&full).size_limit(1 << 20).build().ok()
+}
+
+fn date_time_part(t: &Term) -> Option<(Option<DateTime>, Option<Date>, Option<Time>)> {
+    let Term::Literal(l) = t else { return None };
+    let dt = l.datatype();
+    if dt == xsd::DATE_TIME {
+        Some((Some(l.value().parse().ok()?), None, None))
+    } else if dt == xsd::DATE {
+        Some((None, Some(l.value().parse().ok()?), None))
+    } else if dt == xsd::TIME {
+        Some((None, None, Some(l.value().parse().ok()?)))
+    } else {
+        None
+    }
+}
+
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64));
+    h.finish()
+}
+
+fn uuid() -> String {
+    let (a, b) = (random_u64(), random_u64());
+    let b = (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    let a = (a & 0xffff_ffff_ffff_0fff) | 0x4000;
+    format!("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xffff, b >> 48, b & 0xffff_ffff_ffff)
+}
+
+pub fn call<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr], row: &Row) -> Option<Term> {
+    let arg = |i: usize| -> Option<Term> { evaluate(ev, args.get(i)?, row) };
+    match f {
+        Function::Str => Some(match arg(0)? {
+            Term::NamedNode(n) => Literal::new_simple_literal(n.into_string()).into(),
+            Term::Literal(l) => Literal::new_simple_literal(l.value()).into(),
+            _ => return None,
+        }),
+        Function::Lang => match arg(0)? {
+            Term::Literal(l) => Some(Literal::new_simple_literal(l.language().unwrap_or("")).into()),
+            _ => None,
+        },
+        Function::LangMatches => {
+            let (tag, _) = string_arg(&arg(0)?).map(|(a, b)| (a.to_owned(), b.map(str::to_owned)))?;
+            let (range, _) = string_arg(&arg(1)?).map(|(a, b)| (a.to_owned(), b.map(str::to_owned)))?;
+            let (tag, range) = (tag.to_ascii_lowercase(), range.to_ascii_lowercase());
+            Some(boolean(if range == "*" {
+                !tag.is_empty()
+            } else {
+                tag == range || (tag.starts_with(&range) && tag.as_bytes().get(range.len()) == Some(&b'-'))
+            }))
+        }
+        Function::Datatype => match arg(0)? {
+            Term::Literal(l) => Some(l.datatype().into_owned().into()),
+            _ => None,
+        },
+        Function::Iri => match arg(0)? {
+            Term::NamedNode(n) => Some(n.into()),
+            Term::Literal(l) if l.datatype() == xsd::STRING => {
+                let iri = match &ev.base_iri {
+                    Some(base) => base.resolve(l.value()).ok()?.into_inner(),
+                    None => oxiri::Iri::parse(l.value().to_owned()).ok()?.into_inner(),
+                };
+                Some(NamedNode::new_unchecked(iri).into())
+            }
+            _ => None,
+        },
+        Function::BNode => match args.first() {
+            None => Some(BlankNode::default().into()),
+            Some(_) => {
+                let (s, _) = string_arg(&arg(0)?).map(|(a, b)| (a.to_owned(), b.is_some()))?;
+                // Same string, same row: same blank node.
+                let key = format!("{s}\u{0}{row:?}");
+                Some(BlankNode::new_unchecked(format!("q{:x}", xxh(&key))).into())
+            }
+        },
+        Function::Rand => Some(Literal::from(Double::from((random_u64() >> 11) as f64 / (1u64 << 53) as f64)).into()),
+        Function::Abs => num1(arg(0)?, |n| {
+            Some(match n {
+                Num::Integer(i) => Num::Integer(i.checked_abs()?),
+                Num::Decimal(d) => Num::Decimal(d.checked_abs()?),
+                Num::Float(f) => Num::Float(f.abs()),
+                Num::Double(d) => Num::Double(d.abs()),
+            })
+        }),
+        Function::Ceil => num1(arg(0)?, |n| {
+            Some(match n {
+                Num::Integer(i) => Num::Integer(i),
+                Num::Decimal(d) => Num::Decimal(d.checked_ceil()?),
+                Num::Float(f) => Num::Float(f.ceil()),
+                Num::Double(d) => Num::Double(d.ceil()),
+            })
+        }),
+        Function::Floor => num1(arg(0)?, |n| {
+            Some(match n {
+                Num::Integer(i) => Num::Integer(i),
+                Num::Decimal(d) => Num::Decimal(d.checked_floor()?),
+                Num::Float(f) => Num::Float(f.floor()),
+                Num::Double(d) => Num::Double(d.floor()),
+            })
+        }),
+        Function::Round => num1(arg(0)?, |n| {
+            Some(match n {
+                Num::Integer(i) => Num::Integer(i),
+                Num::Decimal(d) => Num::Decimal(d.checked_round()?),
+                Num::Float(f) => Num::Float(f.round()),
+                Num::Double(d) => Num::Double(d.round()),
+            })
+        }),
+        Function::Concat => {
+            let mut out = String::new();
+            let mut lang: Option<Option<String>> = None;
+            for i in 0..args.len() {
+                let t = arg(i)?;
+                let (s, l) = string_arg(&t)?;
+                out.push_str(s);
+                let l = l.map(str::to_owned);
+                lang = Some(match lang {
+                    None => l,
+                    Some(prev) if prev == l => prev,
+                    Some(_) => None,
+                });
+            }
+            Some(string_like(out, lang.flatten().as_deref()))
+        }
+        Function::SubStr => {
+            let t = arg(0)?;
+            let (s, lang) = string_arg(&t)?;
+            let start = numeric(&arg(1)?)?.to_double();
+            let start: f64 = start.into();
+            let chars: Vec<char> = s.chars().collect();
+            let (from, to) = match args.get(2) {
+                Some(_) => {
+                    let len: f64 = numeric(&arg(2)?)?.to_double().into();
+                    (start.round(), start.round() + len.round())
+                }
+                None => (start.round(), f64::INFINITY),
+            };
+            if from.is_nan() || to.is_nan() {
+                return Some(string_like("", lang));
+            }
+            let out: String = chars
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| {
+                    let p = (*i + 1) as f64;
+                    p >= from && p < to
+                })
+                .map(|(_, c)| *c)
+                .collect();
+            Some(string_like(out, lang))
+        }
+        Function::StrLen => Some(Literal::from(string_arg(&arg(0)?)?.0.chars().count() as i64).into()),
+        Function::Replace => {
+            let t = arg(0)?;
+            let (s, lang) = string_arg(&t)?;
+            let p = arg(1)?;
+            let r = arg(2)?;
+            let flags = match args.get(3) {
+                Some(_) => Some(string_arg(&arg(3)?)?.0.to_owned()),
+                None => None,
+            };
+            let re = regex(string_arg(&p)?.0, flags.as_deref())?;
+            if re.is_match("") {
+                return None;
+            }
+            let replacement = string_arg(&r)?.0.replace("$$", "\u{0}").replace('$', "$").replace('\u{0}', "$$");
+            // XPath uses $1; regex uses ${1} to avoid name ambiguity.
+            let replacement = fix_groups(&replacement);
+            Some(string_like(re.replace_all(s, replacement.as_str()).into_owned(), lang))
+        }
+        Function::UCase => {
+            let t = arg(0)?;
+            let (s, l) = string_arg(&t)?;
+            Some(string_like(s.to_uppercase(), l))
+        }
+        Function::LCase => {
+            let t = arg(0)?;
+            let (s, l) = string_arg(&t)?;
+            Some(string_like(s.to_lowercase(), l))
+        }
+        Function::EncodeForUri => {
+            let t = arg(0)?;
+            let (s, _) = string_arg(&t)?;
+            let mut out = String::new();
+            for b in s.bytes() {
+                if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+                    out.push(b as char);
+                } else {
+                    out.push_str(&format!("%{b:02X}"));
+                }
+            }
+            Some(Literal::new_simple_literal(out).into())
+        }
+        Function::Contains => {
+            let (a, b) = (arg(0)?, arg(1)?);
+            let ((x, _), y) = compatible(&a, &b)?;
+            Some(boolean(x.contains(y)))
+        }
+        Function::StrStarts => {
+            let (a, b) = (arg(0)?, arg(1)?);
+            let ((x, _), y) = compatible(&a, &b)?;
+            Some(boolean(x.starts_with(y)))
+        }
+        Function::StrEnds => {
+            let (a, b) = (arg(0)?, arg(1)?);
+            let ((x, _), y) = compatible(&a, &b)?;
+            Some(boolean(x.ends_with(y)))
+        }
+        Function::StrBefore => {
+            let (a, b) = (arg(0)?, arg(1)?);
+            let ((x, lang), y) = compatible(&a, &b)?;
+            Some(match x.find(y) {
+                Some(i) => string_like(&x[..i], if i == 0 && y.is_empty() { lang } else if i == 0 { None } else { lang }),
+                None => string_like("", None),
+            })
+        }
+        Function::StrAfter => {
+            let (a, b) = (arg(0)?, arg(1)?);
+            let ((x, lang), y) = compatible(&a, &b)?;
+            Some(match x.find(y) {
+                Some(i) => string_like(&x[i + y.len()..], if x.len() == i + y.len() && !y.is_empty() { None } else { lang }),
+                None => string_like("", None),
+            })
+        }
+        Function::Year => match date_time_part(&arg(0)?)? {
+            (Some(d), _, _) => Some(Literal::from(d.year()).into()),
+            (_, Some(d), _) => Some(Literal::from(d.year()).into()),
+            _ => None,
+        },
+        Function::Month => match date_time_part(&arg(0)?)? {
+            (Some(d), _, _) => Some(Literal::from(i64::from(d.month())).into()),
+            (_, Some(d), _) => Some(Literal::from(i64::from(d.month())).into()),
+            _ => None,
+        },
+        Function::Day => match date_time_part(&arg(0)?)? {
+            (Some(d), _, _) => Some(Literal::from(i64::from(d.day())).into()),
+            (_, Some(d), _) => Some(Literal::from(i64::from(d.day())).into()),
+            _ => None,
+        },
+        Function::Hours => match date_time_part(&arg(0)?)? {
+            (Some(d), _, _) => Some(Literal::from(i64::from(d.hour())).into()),
+            (_, _, Some(t)) => Some(Literal::from(i64::from(t.hour())).into()),
+            _ => None,
+        },
+        Function::Minutes => match date_time_part(&arg(0)?)? {
+            (Some(d), _, _) => Some(Literal::from(i64::from(d.minute())).into()),
+            (_, _, Some(t)) => Some(Literal::from(i64::from(t.minute())).into()),
+            _ => None,
+        },
+        Function::Seconds => match date_time_part(&arg(0)?)? {
+            (Some(d), _, _) => Some(Literal::from(d.second()).into()),
+            (_, _, Some(t)) => Some(Literal::from(t.second()).into()),
+            _ => None,
+        },
+        Function::Timezone => {
+            let tz = match date_time_part(&arg(0)?)? {
+                (Some(d), _, _) => d.timezone(),
+                (_, Some(d), _) => d.timezone(),
+                (_, _, Some(t)) => t.timezone(),
+                _ => None,
+            }?;
+            Some(Literal::from(tz).into())
+        }
+        Function::Tz => {
+            let t = arg(0)?;
+            let Term::Literal(l) = &t else { return None };
+            date_time_part(&t)?;
+            let v = l.value();
+            let tz = if v.ends_with('Z') {
+                "Z".to_owned()
+            } else if v.len() > 6 && (v.as_bytes()[v.len() - 6] == b'+' || v.as_bytes()[v.len() - 6] == b'-') && v.as_bytes()[v.len() - 3] == b':' {
+                v[v.len() - 6..].to_owned()
+            } else {
+                String::new()
+            };
+            Some(Literal::new_simple_literal(tz).into())
+        }
+        Function::Now => Some(Literal::from(ev.now).into()),
+        Function::Uuid => Some(NamedNode::new_unchecked(format!("urn:uuid:{}", uuid())).into()),
+        Function::StrUuid => Some(Literal::new_simple_literal(uuid()).into()),
+        Function::StrLang => {
+            let t = arg(0)?;
+            let Term::Literal(l) = &t else { return None };
+            if l.datatype() != xsd::STRING {
+                return None;
+            }
+            let lang = arg(1)?;
+            let (lang, None) = string_arg(&lang)? else { return None };
+            Literal::new_language_tagged_literal(l.value(), lang).ok().map(Into::into)
+        }
+        Function::StrDt => {
+            let t = arg(0)?;
+            let Term::Literal(l) = &t else { return None };
+            if l.datatype() != xsd::STRING {
+                return None;
+            }
+            let Term::NamedNode(dt) = arg(1)? else { return None };
+            Some(Literal::new_typed_literal(l.value(), dt).into())
+        }
+        Function::IsIri => Some(boolean(matches!(arg(0)?, Term::NamedNode(_)))),
+        Function::IsBlank => Some(boolean(matches!(arg(0)?, Term::BlankNode(_)))),
+        Function::IsLiteral => Some(boolean(matches!(arg(0)?, Term::Literal(_)))),
+        Function::IsNumeric => Some(boolean(numeric(&arg(0)?).is_some())),
+        Function::Regex => {
+            let t = arg(0)?;
+            let (s, _) = string_arg(&t)?;
+            let p = arg(1)?;
+            let flags = match args.get(2) {
+                Some(_) => Some(string_arg(&arg(2)?)?.0.to_owned()),
+                None => None,
+            };
+            let (pattern, None) = string_arg(&p)? else { return None };
+            Some(boolean(regex(pattern, flags.as_deref())?.is_match(s)))
+        }
+        Function::Custom(name) => cast(name, arg(0)?),
+        _ => None,
+    }
+}
+
+fn fix_groups(r: &str) -> String {
+    let mut out = String::new();
+    let mut chars = r.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' {
+            let mut digits = String::new();
+            while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                digits.push(*d);
+                chars.next();
+            }
+            if digits.is_empty() {
+                out.push('$');
+            } else {
+                out.push_str(&format!("${{{digits}}}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn xxh(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    s.hash(&mut h);
+    h.finish()
+}
+
+fn num1(t: Term, f: impl Fn(Num) -> Option<Num>) -> Option<Term> {
+    f(numeric(&t)?).map(Num::into_term)
+}
+
+/// XSD constructor functions (`xsd:integer(?x)` and friends).
+fn cast(name: &NamedNode, t: Term) -> Option<Term> {
+    let dt = name.as_ref();
+    let lexical = match &t {
+        Term::Literal(l) if l.language().is_some() => return None,
+        Term::Literal(l) => l.value().to_owned(),
+        Term::NamedNode(n) if dt == xsd::STRING => n.as_str().to_owned(),
+        _ => return None,
+    };
+    let num = numeric(&t);
+    let is_bool = matches!(&t, Term::Literal(l) if l.datatype() == xsd::BOOLEAN);
+    let from_string = matches!(&t, Term::Literal(l) if l.datatype() == xsd::STRING);
+    let lit: Literal = if dt == xsd::STRING {
+        Literal::new_simple_literal(lexical)
+    } else if dt == xsd::BOOLEAN {
+        if let Some(n) = num {
+            Literal::from(!n.is_zero_or_nan())
+        } else if is_bool || from_string {
+            Literal::from(lexical.trim().parse::<Boolean>().ok()?)
+        } else {
+            return None;
+        }
+    } else if dt == xsd::INTEGER {
+        match num {
+            Some(Num::Integer(i)) => Literal::from(i),
+            Some(Num::Decimal(d)) => Literal::from(Integer::try_from(d).ok()?),
+            Some(Num::Float(f)) => Literal::from(Integer::try_from(f).ok()?),
+            Some(Num::Double(d)) => Literal::from(Integer::try_from(d).ok()?),
+            None if is_bool => Literal::from(Integer::from(ebv(&t)?)),
+            None if from_string => Literal::from(lexical.trim().parse::<Integer>().ok()?),
+            None => return None,
+        }
+    } else if dt == xsd::DECIMAL {
+        match num {
+            Some(Num::Integer(i)) => Literal::from(Decimal::from(i)),
+            Some(Num::Decimal(d)) => Literal::from(d),
+            Some(Num::Float(f)) => Literal::from(Decimal::try_from(f).ok()?),
+            Some(Num::Double(d)) => Literal::from(Decimal::try_from(d).ok()?),
+            None if is_bool => Literal::from(Decimal::from(ebv(&t)?)),
+            None if from_string => Literal::from(lexical.trim().parse::<Decimal>().ok()?),
+            None => return None,
+        }
+    } else if dt == xsd::FLOAT {
+        match num {
+            Some(Num::Double(d)) => Literal::from(Float::from(d)),
+            Some(n) => Literal::from(match Num::promote(n, Num::Float(Float::from(0u8)))?.0 {
+                Num::Float(f) => f,
+                _ => return None,
+            }),
+            None if is_bool => Literal::from(Float::from(Boolean::from(ebv(&t)?))),
+            None if from_string => Literal::from(lexical.trim().parse::<Float>().ok()?),
+            None => return None,
+        }
+    } else if dt == xsd::DOUBLE {
+        match num {
+            Some(n) => Literal::from(n.to_double()),
+            None if is_bool => Literal::from(Double::from(Boolean::from(ebv(&t)?))),
+            None if from_string => Literal::from(lexical.trim().parse::<Double>().ok()?),
+            None => return None,
+        }
+    } else if dt == xsd::DATE_TIME {
+        let src_dt = if let Term::Literal(l) = &t { l.datatype() } else { return None };
+        if src_dt == xsd::DATE {
+            Literal::from(DateTime::try_from(lexical.parse::<Date>().ok()?).ok()?)
+        } else if src_dt == xsd::DATE_TIME || from_string {
+            Literal::from(lexical.trim().parse::<DateTime>().ok()?)
+        } else {
+            return None;
+        }
+    } else if dt == xsd::DATE {
+        let src_dt = if let Term::Literal(l) = &t { l.datatype() } else { return None };
+        if src_dt == xsd::DATE_TIME {
+            Literal::from(Date::try_from(lexical.parse::<DateTime>().ok()?).ok()?)
+        } else if src_dt == xsd::DATE || from_string {
+            Literal::from(lexical.trim().parse::<Date>().ok()?)
+        } else {
+            return None;
+        }
+    } else if dt == xsd::TIME {
+        Literal::from(lexical.trim().parse::<Time>().ok()?)
+    } else if dt == xsd::DURATION {
+        Literal::from(lexical.trim().parse::<Duration>().ok()?)
+    } else if dt == rdf::LANG_STRING {
+        return None;
+    } else {
+        return None;
+    };
+    Some(lit.into())
+}

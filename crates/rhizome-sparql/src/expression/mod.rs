@@ -1,0 +1,169 @@
+//! Expressions: the plan's form (variables numbered), their evaluation over
+//! terms, XSD values (oxsdatatypes) and the built-in functions.
+
+mod eval;
+mod functions;
+pub mod value;
+
+pub use eval::evaluate;
+
+use crate::error::Result;
+use crate::plan::{Plan, Translator, Var};
+use oxrdf::Term;
+use spargebra::algebra::{Expression, Function};
+
+#[derive(Clone, Debug)]
+pub enum Expr {
+    Const(Term),
+    Var(Var),
+    Or(Box<Expr>, Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Equal(Box<Expr>, Box<Expr>),
+    SameTerm(Box<Expr>, Box<Expr>),
+    Greater(Box<Expr>, Box<Expr>),
+    GreaterOrEqual(Box<Expr>, Box<Expr>),
+    Less(Box<Expr>, Box<Expr>),
+    LessOrEqual(Box<Expr>, Box<Expr>),
+    In(Box<Expr>, Vec<Expr>),
+    Add(Box<Expr>, Box<Expr>),
+    Subtract(Box<Expr>, Box<Expr>),
+    Multiply(Box<Expr>, Box<Expr>),
+    Divide(Box<Expr>, Box<Expr>),
+    UnaryPlus(Box<Expr>),
+    UnaryMinus(Box<Expr>),
+    Not(Box<Expr>),
+    Exists(Box<Plan>),
+    Bound(Var),
+    If(Box<Expr>, Box<Expr>, Box<Expr>),
+    Coalesce(Vec<Expr>),
+    Call(Function, Vec<Expr>),
+}
+
+impl Expr {
+    /// Variables the expression reads (not inside EXISTS).
+    pub fn vars(&self) -> Vec<Var> {
+        let mut out = Vec::new();
+        self.visit(&mut |e| match e {
+            Expr::Var(v) | Expr::Bound(v) => out.push(*v),
+            _ => {}
+        });
+        out
+    }
+
+    pub fn has_exists(&self) -> bool {
+        let mut found = false;
+        self.visit(&mut |e| found |= matches!(e, Expr::Exists(_)));
+        found
+    }
+
+    fn visit(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Const(_) | Expr::Var(_) | Expr::Exists(_) | Expr::Bound(_) => {}
+            Expr::Or(a, b)
+            | Expr::And(a, b)
+            | Expr::Equal(a, b)
+            | Expr::SameTerm(a, b)
+            | Expr::Greater(a, b)
+            | Expr::GreaterOrEqual(a, b)
+            | Expr::Less(a, b)
+            | Expr::LessOrEqual(a, b)
+            | Expr::Add(a, b)
+            | Expr::Subtract(a, b)
+            | Expr::Multiply(a, b)
+            | Expr::Divide(a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::UnaryPlus(a) | Expr::UnaryMinus(a) | Expr::Not(a) => a.visit(f),
+            Expr::In(a, list) => {
+                a.visit(f);
+                list.iter().for_each(|e| e.visit(f));
+            }
+            Expr::If(a, b, c) => {
+                a.visit(f);
+                b.visit(f);
+                c.visit(f);
+            }
+            Expr::Coalesce(list) | Expr::Call(_, list) => list.iter().for_each(|e| e.visit(f)),
+        }
+    }
+}
+
+pub fn translate_expression(t: &mut Translator<'_, '_>, e: &Expression) -> Result<Expr> {
+    use Expression as E;
+    let two = |t: &mut Translator<'_, '_>, a: &Expression, b: &Expression| -> Result<(Box<Expr>, Box<Expr>)> {
+        Ok((Box::new(translate_expression(t, a)?), Box::new(translate_expression(t, b)?)))
+    };
+    Ok(match e {
+        E::NamedNode(n) => Expr::Const(n.clone().into()),
+        E::Literal(l) => Expr::Const(l.clone().into()),
+        E::Variable(v) => Expr::Var(t.var(v)),
+        E::Or(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::Or(a, b)
+        }
+        E::And(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::And(a, b)
+        }
+        E::Equal(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::Equal(a, b)
+        }
+        E::SameTerm(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::SameTerm(a, b)
+        }
+        E::Greater(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::Greater(a, b)
+        }
+        E::GreaterOrEqual(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::GreaterOrEqual(a, b)
+        }
+        E::Less(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::Less(a, b)
+        }
+        E::LessOrEqual(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::LessOrEqual(a, b)
+        }
+        E::Add(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::Add(a, b)
+        }
+        E::Subtract(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::Subtract(a, b)
+        }
+        E::Multiply(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::Multiply(a, b)
+        }
+        E::Divide(a, b) => {
+            let (a, b) = two(t, a, b)?;
+            Expr::Divide(a, b)
+        }
+        E::In(a, list) => Expr::In(
+            Box::new(translate_expression(t, a)?),
+            list.iter().map(|e| translate_expression(t, e)).collect::<Result<_>>()?,
+        ),
+        E::UnaryPlus(a) => Expr::UnaryPlus(Box::new(translate_expression(t, a)?)),
+        E::UnaryMinus(a) => Expr::UnaryMinus(Box::new(translate_expression(t, a)?)),
+        E::Not(a) => Expr::Not(Box::new(translate_expression(t, a)?)),
+        E::Exists(p) => Expr::Exists(Box::new(t.pattern(p)?)),
+        E::Bound(v) => Expr::Bound(t.var(v)),
+        E::If(a, b, c) => Expr::If(
+            Box::new(translate_expression(t, a)?),
+            Box::new(translate_expression(t, b)?),
+            Box::new(translate_expression(t, c)?),
+        ),
+        E::Coalesce(list) => Expr::Coalesce(list.iter().map(|e| translate_expression(t, e)).collect::<Result<_>>()?),
+        E::FunctionCall(f, args) => {
+            Expr::Call(f.clone(), args.iter().map(|e| translate_expression(t, e)).collect::<Result<_>>()?)
+        }
+    })
+}

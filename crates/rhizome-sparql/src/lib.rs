@@ -1,0 +1,27 @@
+//! `rhizome-sparql`: SPARQL 1.1 query and update over the encoded store.
+//!
+//! Owns: the translation of spargebra's algebra to a plan over term ids
+//! (`plan`), its execution as iterators of rows of ids with index nested
+//! loop and hash joins (`eval`), expressions and built-in functions over XSD
+//! values (`expression`), SPARQL Update as one store transaction per request
+//! (`update`) and result serialization (`results`).
+//! Does not own: parsing (spargebra), result formats (sparesults), storage
+//! and term encoding (`rhizome-rdf`).
+//!
+//! Main types: [`PreparedQuery`], [`QueryResults`], [`SparqlError`];
+//! functions [`parse_query`], [`execute_update`], [`write_results`].
+
+mod error;
+mod eval;
+mod expression;
+mod plan;
+mod query;
+mod results;
+mod terms;
+mod update;
+
+pub use error::{Result, SparqlError};
+pub use plan::Statistics;
+pub use query::{parse_query, PreparedQuery, QueryResults};
+pub use results::{write_results, ResultFormat};
+pub use update::{execute_update, parse_update};

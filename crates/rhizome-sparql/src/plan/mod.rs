@@ -1,0 +1,187 @@
+//! The plan: spargebra's algebra with variables numbered, constants encoded
+//! to term ids, the active graph pushed into every quad pattern, and the
+//! patterns of each basic graph pattern ordered from the store's statistics.
+
+mod order;
+mod translate;
+
+pub use order::Statistics;
+pub use translate::Translator;
+
+use crate::expression::Expr;
+use rhizome_rdf::TermId;
+
+/// A variable's position in a row.
+pub type Var = usize;
+
+/// A solution: one optional term id per variable of the query.
+pub type Row = Vec<Option<TermId>>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Const(TermId),
+    Var(Var),
+}
+
+impl Slot {
+    pub fn var(self) -> Option<Var> {
+        match self {
+            Slot::Var(v) => Some(v),
+            Slot::Const(_) => None,
+        }
+    }
+    /// The value of the slot in a row, if known.
+    pub fn value(self, row: &Row) -> Option<TermId> {
+        match self {
+            Slot::Const(id) => Some(id),
+            Slot::Var(v) => row[v],
+        }
+    }
+}
+
+/// Which graph a pattern matches in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphSlot {
+    /// The query's default graph (the store's, or the FROM graphs).
+    Default,
+    /// A named graph (GRAPH); never the default graph of a plain store.
+    Named(Slot),
+}
+
+#[derive(Clone, Debug)]
+pub struct QuadPlan {
+    pub s: Slot,
+    pub p: Slot,
+    pub o: Slot,
+    pub g: GraphSlot,
+}
+
+#[derive(Clone, Debug)]
+pub enum PathPlan {
+    Link(TermId),
+    Reverse(Box<PathPlan>),
+    Sequence(Box<PathPlan>, Box<PathPlan>),
+    Alternative(Box<PathPlan>, Box<PathPlan>),
+    ZeroOrMore(Box<PathPlan>),
+    OneOrMore(Box<PathPlan>),
+    ZeroOrOne(Box<PathPlan>),
+    Negated(Vec<TermId>),
+}
+
+#[derive(Clone, Debug)]
+pub enum AggregateKind {
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+    GroupConcat(String),
+    Sample,
+}
+
+#[derive(Clone, Debug)]
+pub struct Aggregate {
+    pub kind: AggregateKind,
+    /// `None` is `COUNT(*)`.
+    pub expr: Option<Expr>,
+    pub distinct: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum Plan {
+    /// Patterns in evaluation order (index nested loops).
+    Bgp(Vec<QuadPlan>),
+    Path { s: Slot, path: PathPlan, o: Slot, g: GraphSlot },
+    Join(Box<Plan>, Box<Plan>),
+    LeftJoin(Box<Plan>, Box<Plan>, Option<Expr>),
+    Filter(Expr, Box<Plan>),
+    Union(Box<Plan>, Box<Plan>),
+    /// `GRAPH ?g { inner }`: rows where the inner pattern left `?g` unbound
+    /// (no pattern inside) get one row per named graph.
+    GraphVar(Var, Box<Plan>),
+    Extend(Box<Plan>, Var, Expr),
+    Minus(Box<Plan>, Box<Plan>),
+    Values(Vec<Row>),
+    OrderBy(Box<Plan>, Vec<(Expr, bool)>),
+    Project(Box<Plan>, Vec<Var>),
+    Distinct(Box<Plan>),
+    Reduced(Box<Plan>),
+    Slice(Box<Plan>, usize, Option<usize>),
+    Group(Box<Plan>, Vec<Var>, Vec<(Var, Aggregate)>),
+}
+
+impl Plan {
+    /// Whether evaluating with bindings injected from the left gives the
+    /// same rows as evaluating alone and joining: true for patterns whose
+    /// meaning does not depend on which variables are bound around them.
+    pub fn accepts_bindings(&self) -> bool {
+        match self {
+            Plan::Bgp(_) | Plan::Path { .. } | Plan::Values(_) => true,
+            Plan::Join(a, b) | Plan::Union(a, b) => a.accepts_bindings() && b.accepts_bindings(),
+            Plan::GraphVar(_, inner) => inner.accepts_bindings(),
+            Plan::Filter(e, inner) | Plan::Extend(inner, _, e) => {
+                inner.accepts_bindings() && !e.has_exists() && e.vars().iter().all(|v| inner.certain_vars().contains(v))
+            }
+            _ => false,
+        }
+    }
+
+    /// Variables bound in every row the plan gives.
+    pub fn certain_vars(&self) -> Vec<Var> {
+        let mut out = Vec::new();
+        self.certain_into(&mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn certain_into(&self, out: &mut Vec<Var>) {
+        match self {
+            Plan::Bgp(ps) => {
+                for p in ps {
+                    for s in [p.s, p.p, p.o] {
+                        out.extend(s.var());
+                    }
+                    if let GraphSlot::Named(Slot::Var(v)) = p.g {
+                        out.push(v);
+                    }
+                }
+            }
+            Plan::Path { s, o, g, .. } => {
+                out.extend(s.var());
+                out.extend(o.var());
+                if let GraphSlot::Named(Slot::Var(v)) = g {
+                    out.push(*v);
+                }
+            }
+            Plan::Join(a, b) => {
+                a.certain_into(out);
+                b.certain_into(out);
+            }
+            Plan::LeftJoin(a, _, _) | Plan::Minus(a, _) | Plan::Filter(_, a) | Plan::Extend(a, _, _) => a.certain_into(out),
+            Plan::Union(a, b) => {
+                let (x, y) = (a.certain_vars(), b.certain_vars());
+                out.extend(x.into_iter().filter(|v| y.contains(v)));
+            }
+            Plan::GraphVar(v, inner) => {
+                out.push(*v);
+                inner.certain_into(out);
+            }
+            Plan::Values(rows) => {
+                if let Some(first) = rows.first() {
+                    for v in 0..first.len() {
+                        if rows.iter().all(|r| r[v].is_some()) {
+                            out.push(v);
+                        }
+                    }
+                }
+            }
+            Plan::OrderBy(a, _) | Plan::Distinct(a) | Plan::Reduced(a) | Plan::Slice(a, _, _) => a.certain_into(out),
+            Plan::Project(a, vars) => {
+                let inner = a.certain_vars();
+                out.extend(vars.iter().copied().filter(|v| inner.contains(v)));
+            }
+            Plan::Group(_, keys, _) => out.extend(keys.iter().copied()),
+        }
+    }
+}

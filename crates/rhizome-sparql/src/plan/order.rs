@@ -1,0 +1,100 @@
+//! Join order of a basic graph pattern: greedily the pattern with the fewest
+//! expected rows given what is bound so far, preferring patterns connected
+//! to the bound variables (no cartesian products while a connected pattern
+//! is left). Estimates come from the store's per-predicate statistics.
+
+use super::{QuadPlan, Slot};
+use rhizome_rdf::{Stats, TermId};
+use rustc_hash::FxHashMap;
+
+#[derive(Clone, Debug, Default)]
+pub struct Statistics {
+    pub quads: u64,
+    /// Per predicate: quads, distinct subjects, distinct objects.
+    pub predicates: FxHashMap<TermId, [u64; 3]>,
+}
+
+impl Statistics {
+    pub fn from_store(stats: &Stats) -> Self {
+        Statistics {
+            quads: stats.quads,
+            predicates: stats.predicates.iter().map(|p| (p.predicate, [p.quads, p.distinct_subjects, p.distinct_objects])).collect(),
+        }
+    }
+
+    /// Expected rows of a pattern when the flagged positions are bound.
+    fn estimate(&self, p: &QuadPlan, bound: &[bool; 3]) -> f64 {
+        let total = self.quads.max(1) as f64;
+        match p.p {
+            Slot::Const(pred) => {
+                let [q, ds, dobj] = self.predicates.get(&pred).copied().unwrap_or([0, 1, 1]);
+                let q = q as f64;
+                match (bound[0], bound[2]) {
+                    (true, true) => 1.0_f64.min(q),
+                    (true, false) => q / ds.max(1) as f64,
+                    (false, true) => q / dobj.max(1) as f64,
+                    (false, false) => q,
+                }
+            }
+            Slot::Var(_) => match (bound[0], bound[1], bound[2]) {
+                (true, _, true) => 2.0,
+                (true, _, _) | (_, _, true) => 20.0,
+                (_, true, _) => total / 10.0,
+                _ => total,
+            },
+        }
+    }
+}
+
+pub fn order_patterns(mut patterns: Vec<QuadPlan>, stats: &Statistics) -> Vec<QuadPlan> {
+    let mut bound_vars: Vec<usize> = Vec::new();
+    let mut out = Vec::with_capacity(patterns.len());
+    while !patterns.is_empty() {
+        let mut best = 0;
+        let mut best_key = (true, f64::INFINITY);
+        for (i, p) in patterns.iter().enumerate() {
+            let is_bound = |s: Slot| match s {
+                Slot::Const(_) => true,
+                Slot::Var(v) => bound_vars.contains(&v),
+            };
+            let bound = [is_bound(p.s), is_bound(p.p), is_bound(p.o)];
+            let connected = [p.s, p.p, p.o].iter().any(|s| matches!(s, Slot::Var(v) if bound_vars.contains(v)));
+            let key = (!(connected || bound_vars.is_empty()), stats.estimate(p, &bound));
+            if key.0 < best_key.0 || (key.0 == best_key.0 && key.1 < best_key.1) {
+                best = i;
+                best_key = key;
+            }
+        }
+        let p = patterns.remove(best);
+        for s in [p.s, p.p, p.o] {
+            if let Slot::Var(v) = s {
+                bound_vars.push(v);
+            }
+        }
+        if let super::GraphSlot::Named(Slot::Var(v)) = p.g {
+            bound_vars.push(v);
+        }
+        out.push(p);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::GraphSlot;
+
+    #[test]
+    fn the_rare_predicate_goes_first_and_the_join_stays_connected() {
+        let (common, rare, other) = (TermId(0x0200_0000_0000_0001), TermId(0x0200_0000_0000_0002), TermId(0x0200_0000_0000_0003));
+        let mut stats = Statistics { quads: 1000, ..Default::default() };
+        stats.predicates.insert(common, [900, 900, 10]);
+        stats.predicates.insert(rare, [5, 5, 5]);
+        stats.predicates.insert(other, [100, 100, 100]);
+        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default };
+        // ?a common ?b . ?c other ?d . ?a rare ?e
+        let ordered = order_patterns(vec![q(0, common, 1), q(2, other, 3), q(0, rare, 4)], &stats);
+        let preds: Vec<Slot> = ordered.iter().map(|p| p.p).collect();
+        assert_eq!(preds, vec![Slot::Const(rare), Slot::Const(common), Slot::Const(other)]);
+    }
+}

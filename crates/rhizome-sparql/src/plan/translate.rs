@@ -1,0 +1,219 @@
+//! spargebra algebra -> plan.
+
+use super::order::{order_patterns, Statistics};
+use super::*;
+use crate::error::{Result, SparqlError};
+use crate::expression::{translate_expression, Expr};
+use crate::terms::TermSpace;
+use oxrdf::Variable;
+use rustc_hash::FxHashMap;
+use spargebra::algebra::{AggregateExpression, AggregateFunction, GraphPattern, OrderExpression, PropertyPathExpression};
+use spargebra::term::{GroundTerm, NamedNodePattern, TermPattern, TriplePattern};
+
+pub struct Translator<'s, 'a> {
+    pub space: &'s TermSpace<'a>,
+    stats: Statistics,
+    names: Vec<String>,
+    ids: FxHashMap<String, Var>,
+    graph: GraphSlot,
+}
+
+impl<'s, 'a> Translator<'s, 'a> {
+    pub fn new(space: &'s TermSpace<'a>, stats: Statistics) -> Self {
+        Translator { space, stats, names: Vec::new(), ids: FxHashMap::default(), graph: GraphSlot::Default }
+    }
+
+    /// The number of variables (the width of every row).
+    pub fn width(&self) -> usize {
+        self.names.len()
+    }
+
+
+    pub fn var(&mut self, v: &Variable) -> Var {
+        self.var_named(v.as_str())
+    }
+
+    fn var_named(&mut self, name: &str) -> Var {
+        if let Some(v) = self.ids.get(name) {
+            return *v;
+        }
+        let v = self.names.len();
+        self.names.push(name.to_owned());
+        self.ids.insert(name.to_owned(), v);
+        v
+    }
+
+    pub fn term(&mut self, t: &TermPattern) -> Result<Slot> {
+        Ok(match t {
+            TermPattern::Variable(v) => Slot::Var(self.var(v)),
+            // Blank nodes in patterns are variables that are never projected.
+            TermPattern::BlankNode(b) => Slot::Var(self.var_named(&format!("_:{}", b.as_str()))),
+            TermPattern::NamedNode(n) => Slot::Const(self.space.encode(n.as_ref().into())?),
+            TermPattern::Literal(l) => Slot::Const(self.space.encode(l.as_ref().into())?),
+            #[allow(unreachable_patterns)]
+            _ => return Err(SparqlError::Unsupported("RDF 1.2 triple terms".into())),
+        })
+    }
+
+    fn named(&mut self, n: &NamedNodePattern) -> Result<Slot> {
+        Ok(match n {
+            NamedNodePattern::Variable(v) => Slot::Var(self.var(v)),
+            NamedNodePattern::NamedNode(n) => Slot::Const(self.space.encode(n.as_ref().into())?),
+        })
+    }
+
+    pub fn ground(&mut self, t: &GroundTerm) -> Result<TermId> {
+        match t {
+            GroundTerm::NamedNode(n) => self.space.encode(n.as_ref().into()),
+            GroundTerm::Literal(l) => self.space.encode(l.as_ref().into()),
+            #[allow(unreachable_patterns)]
+            _ => Err(SparqlError::Unsupported("RDF 1.2 triple terms".into())),
+        }
+    }
+
+    fn triple(&mut self, t: &TriplePattern) -> Result<QuadPlan> {
+        Ok(QuadPlan { s: self.term(&t.subject)?, p: self.named(&t.predicate)?, o: self.term(&t.object)?, g: self.graph })
+    }
+
+    fn path(&mut self, p: &PropertyPathExpression) -> Result<PathPlan> {
+        use PropertyPathExpression as P;
+        let b = |x: PathPlan| Box::new(x);
+        Ok(match p {
+            P::NamedNode(n) => PathPlan::Link(self.space.encode(n.as_ref().into())?),
+            P::Reverse(x) => PathPlan::Reverse(b(self.path(x)?)),
+            P::Sequence(x, y) => PathPlan::Sequence(b(self.path(x)?), b(self.path(y)?)),
+            P::Alternative(x, y) => PathPlan::Alternative(b(self.path(x)?), b(self.path(y)?)),
+            P::ZeroOrMore(x) => PathPlan::ZeroOrMore(b(self.path(x)?)),
+            P::OneOrMore(x) => PathPlan::OneOrMore(b(self.path(x)?)),
+            P::ZeroOrOne(x) => PathPlan::ZeroOrOne(b(self.path(x)?)),
+            P::NegatedPropertySet(ns) => {
+                PathPlan::Negated(ns.iter().map(|n| self.space.encode(n.as_ref().into())).collect::<Result<_>>()?)
+            }
+        })
+    }
+
+    pub fn expression(&mut self, e: &spargebra::algebra::Expression) -> Result<Expr> {
+        translate_expression(self, e)
+    }
+
+    pub fn pattern(&mut self, p: &GraphPattern) -> Result<Plan> {
+        let b = Box::new;
+        Ok(match p {
+            GraphPattern::Bgp { patterns } => {
+                let quads = patterns.iter().map(|t| self.triple(t)).collect::<Result<Vec<_>>>()?;
+                Plan::Bgp(order_patterns(quads, &self.stats))
+            }
+            GraphPattern::Path { subject, path, object } => {
+                Plan::Path { s: self.term(subject)?, path: self.path(path)?, o: self.term(object)?, g: self.graph }
+            }
+            GraphPattern::Join { left, right } => Plan::Join(b(self.pattern(left)?), b(self.pattern(right)?)),
+            GraphPattern::LeftJoin { left, right, expression } => {
+                let (l, r) = (self.pattern(left)?, self.pattern(right)?);
+                let e = expression.as_ref().map(|e| self.expression(e)).transpose()?;
+                Plan::LeftJoin(b(l), b(r), e)
+            }
+            GraphPattern::Filter { expr, inner } => {
+                let inner = self.pattern(inner)?;
+                Plan::Filter(self.expression(expr)?, b(inner))
+            }
+            GraphPattern::Union { left, right } => Plan::Union(b(self.pattern(left)?), b(self.pattern(right)?)),
+            GraphPattern::Graph { name, inner } => {
+                let slot = self.named(name)?;
+                let outer = std::mem::replace(&mut self.graph, GraphSlot::Named(slot));
+                let inner = self.pattern(inner);
+                self.graph = outer;
+                match slot {
+                    Slot::Var(v) => Plan::GraphVar(v, b(inner?)),
+                    Slot::Const(_) => inner?,
+                }
+            }
+            GraphPattern::Extend { inner, variable, expression } => {
+                let inner = self.pattern(inner)?;
+                let v = self.var(variable);
+                Plan::Extend(b(inner), v, self.expression(expression)?)
+            }
+            GraphPattern::Minus { left, right } => Plan::Minus(b(self.pattern(left)?), b(self.pattern(right)?)),
+            GraphPattern::Values { variables, bindings } => {
+                let vars: Vec<Var> = variables.iter().map(|v| self.var(v)).collect();
+                let mut rows = Vec::with_capacity(bindings.len());
+                for binding in bindings {
+                    let mut row: Vec<(Var, TermId)> = Vec::new();
+                    for (v, t) in vars.iter().zip(binding) {
+                        if let Some(t) = t {
+                            row.push((*v, self.ground(t)?));
+                        }
+                    }
+                    rows.push(row);
+                }
+                // Rows are widened to the final width at evaluation.
+                Plan::Values(rows.into_iter().map(sparse_row).collect())
+            }
+            GraphPattern::OrderBy { inner, expression } => {
+                let inner = self.pattern(inner)?;
+                let mut keys = Vec::new();
+                for o in expression {
+                    keys.push(match o {
+                        OrderExpression::Asc(e) => (self.expression(e)?, false),
+                        OrderExpression::Desc(e) => (self.expression(e)?, true),
+                    });
+                }
+                Plan::OrderBy(b(inner), keys)
+            }
+            GraphPattern::Project { inner, variables } => {
+                // A subquery sees no outer active graph variable binding,
+                // but does see the active graph.
+                let inner = self.pattern(inner)?;
+                Plan::Project(b(inner), variables.iter().map(|v| self.var(v)).collect())
+            }
+            GraphPattern::Distinct { inner } => Plan::Distinct(b(self.pattern(inner)?)),
+            GraphPattern::Reduced { inner } => Plan::Reduced(b(self.pattern(inner)?)),
+            GraphPattern::Slice { inner, start, length } => Plan::Slice(b(self.pattern(inner)?), *start, *length),
+            GraphPattern::Group { inner, variables, aggregates } => {
+                let inner = self.pattern(inner)?;
+                let keys = variables.iter().map(|v| self.var(v)).collect();
+                let mut aggs = Vec::new();
+                for (v, a) in aggregates {
+                    let var = self.var(v);
+                    aggs.push((var, self.aggregate(a)?));
+                }
+                Plan::Group(b(inner), keys, aggs)
+            }
+            GraphPattern::Service { .. } => return Err(SparqlError::Unsupported("SERVICE (federated query)".into())),
+            #[allow(unreachable_patterns)]
+            _ => return Err(SparqlError::Unsupported("this graph pattern".into())),
+        })
+    }
+
+    fn aggregate(&mut self, a: &AggregateExpression) -> Result<Aggregate> {
+        Ok(match a {
+            AggregateExpression::CountSolutions { distinct } => Aggregate { kind: AggregateKind::Count, expr: None, distinct: *distinct },
+            AggregateExpression::FunctionCall { name, expr, distinct } => {
+                let kind = match name {
+                    AggregateFunction::Count => AggregateKind::Count,
+                    AggregateFunction::Sum => AggregateKind::Sum,
+                    AggregateFunction::Avg => AggregateKind::Avg,
+                    AggregateFunction::Min => AggregateKind::Min,
+                    AggregateFunction::Max => AggregateKind::Max,
+                    AggregateFunction::GroupConcat { separator } => {
+                        AggregateKind::GroupConcat(separator.clone().unwrap_or_else(|| " ".into()))
+                    }
+                    AggregateFunction::Sample => AggregateKind::Sample,
+                    AggregateFunction::Custom(n) => return Err(SparqlError::Unsupported(format!("custom aggregate {n}"))),
+                };
+                Aggregate { kind, expr: Some(self.expression(expr)?), distinct: *distinct }
+            }
+        })
+    }
+}
+
+/// Values rows before the final width is known: (var, id) pairs packed in a
+/// row that evaluation pads.
+fn sparse_row(pairs: Vec<(Var, TermId)>) -> Row {
+    let width = pairs.iter().map(|(v, _)| v + 1).max().unwrap_or(0);
+    let mut row = vec![None; width];
+    for (v, id) in pairs {
+        row[v] = Some(id);
+    }
+    row
+}
+

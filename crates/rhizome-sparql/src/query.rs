@@ -1,0 +1,224 @@
+//! Preparing and running a query against one snapshot.
+
+use crate::error::{Result, SparqlError};
+use crate::eval::{Evaluator, QueryDataset};
+use crate::plan::{Plan, Row, Statistics, Translator, Var};
+use crate::terms::TermSpace;
+use oxrdf::{BlankNode, NamedOrBlankNode, Term, Triple, Variable};
+use rhizome_kv::KvRead;
+use rhizome_rdf::{DatasetMode, QuadPattern, StoreSnapshot, TermId};
+use rustc_hash::{FxHashMap, FxHashSet};
+use spargebra::algebra::GraphPattern;
+use spargebra::term::{NamedNodePattern, TermPattern};
+use spargebra::Query;
+use std::rc::Rc;
+
+/// Parses a query; errors carry line, column and what was expected.
+pub fn parse_query(text: &str, base_iri: Option<&str>) -> Result<Query> {
+    let mut parser = spargebra::SparqlParser::new();
+    if let Some(base) = base_iri {
+        parser = parser.with_base_iri(base).map_err(|e| SparqlError::Evaluation(format!("bad base IRI: {e}")))?;
+    }
+    Ok(parser.parse_query(text)?)
+}
+
+enum TemplateTerm {
+    Var(Var),
+    Blank(String),
+    Term(Term),
+}
+
+enum Form {
+    Select(Vec<(Variable, Var)>),
+    Ask,
+    Construct(Vec<[TemplateTerm; 3]>),
+    Describe(Vec<Var>),
+}
+
+/// A query bound to a snapshot, ready to run (possibly several times).
+pub struct PreparedQuery<'s> {
+    ev: Rc<Evaluator<'s>>,
+    plan: Plan,
+    form: Form,
+}
+
+/// What a query answers.
+pub enum QueryResults<'q> {
+    Solutions { variables: Vec<Variable>, solutions: Box<dyn Iterator<Item = Result<Vec<Option<Term>>>> + 'q> },
+    Boolean(bool),
+    Graph(Box<dyn Iterator<Item = Result<Triple>> + 'q>),
+}
+
+fn projected(p: &GraphPattern) -> Option<&[Variable]> {
+    match p {
+        GraphPattern::Project { variables, .. } => Some(variables),
+        GraphPattern::Slice { inner, .. } | GraphPattern::Distinct { inner } | GraphPattern::Reduced { inner } => projected(inner),
+        _ => None,
+    }
+}
+
+fn in_scope(p: &GraphPattern) -> Vec<Variable> {
+    let mut vars = Vec::new();
+    p.on_in_scope_variable(|v| {
+        if !vars.contains(v) {
+            vars.push(v.clone());
+        }
+    });
+    vars
+}
+
+impl<'s> PreparedQuery<'s> {
+    pub fn new(snapshot: &'s StoreSnapshot, stats: Statistics, query: &Query) -> Result<Self> {
+        Self::over(snapshot.kv(), snapshot.mode(), stats, query)
+    }
+
+    /// A query over any reader of the store (a write transaction's, for
+    /// the WHERE clause of an update).
+    pub fn over(reader: &'s dyn KvRead, mode: DatasetMode, stats: Statistics, query: &Query) -> Result<Self> {
+        let space = TermSpace::new(reader, mode);
+        let (dataset, pattern, base_iri) = match query {
+            Query::Select { dataset, pattern, base_iri }
+            | Query::Ask { dataset, pattern, base_iri }
+            | Query::Construct { dataset, pattern, base_iri, .. }
+            | Query::Describe { dataset, pattern, base_iri } => (dataset, pattern, base_iri),
+        };
+        let mut query_dataset = QueryDataset::default();
+        if let Some(d) = dataset {
+            let encode = |n: &oxrdf::NamedNode| space.encode(n.as_ref().into());
+            query_dataset.default = Some(d.default.iter().map(encode).collect::<Result<_>>()?);
+            query_dataset.named = Some(d.named.as_deref().unwrap_or_default().iter().map(encode).collect::<Result<_>>()?);
+        }
+        let mut t = Translator::new(&space, stats);
+        let plan = t.pattern(pattern)?;
+        let form = match query {
+            Query::Select { pattern, .. } => {
+                let vars = projected(pattern).map(<[Variable]>::to_vec).unwrap_or_else(|| in_scope(pattern));
+                Form::Select(vars.into_iter().map(|v| (v.clone(), t.var(&v))).collect())
+            }
+            Query::Ask { .. } => Form::Ask,
+            Query::Construct { template, .. } => {
+                let mut triples = Vec::new();
+                for tp in template {
+                    let term = |t: &mut Translator<'_, '_>, p: &TermPattern| -> Result<TemplateTerm> {
+                        Ok(match p {
+                            TermPattern::Variable(v) => TemplateTerm::Var(t.var(v)),
+                            TermPattern::BlankNode(b) => TemplateTerm::Blank(b.as_str().to_owned()),
+                            TermPattern::NamedNode(n) => TemplateTerm::Term(n.clone().into()),
+                            TermPattern::Literal(l) => TemplateTerm::Term(l.clone().into()),
+                            #[allow(unreachable_patterns)]
+                            _ => return Err(SparqlError::Unsupported("RDF 1.2 triple terms".into())),
+                        })
+                    };
+                    let p = match &tp.predicate {
+                        NamedNodePattern::Variable(v) => TemplateTerm::Var(t.var(v)),
+                        NamedNodePattern::NamedNode(n) => TemplateTerm::Term(n.clone().into()),
+                    };
+                    triples.push([term(&mut t, &tp.subject)?, p, term(&mut t, &tp.object)?]);
+                }
+                Form::Construct(triples)
+            }
+            Query::Describe { pattern, .. } => {
+                let vars = projected(pattern).map(<[Variable]>::to_vec).unwrap_or_else(|| in_scope(pattern));
+                Form::Describe(vars.iter().map(|v| t.var(v)).collect())
+            }
+        };
+        let width = t.width();
+        drop(t);
+        let ev = Evaluator {
+            space,
+            dataset: query_dataset,
+            width,
+            now: oxsdatatypes::DateTime::now(),
+            base_iri: base_iri.clone(),
+        };
+        Ok(PreparedQuery { ev: Rc::new(ev), plan, form })
+    }
+
+    pub fn execute(&self) -> Result<QueryResults<'_>> {
+        let ev = self.ev.clone();
+        let rows = ev.eval(&self.plan, ev.empty_row());
+        Ok(match &self.form {
+            Form::Select(vars) => {
+                let variables = vars.iter().map(|(v, _)| v.clone()).collect();
+                let ev = self.ev.clone();
+                let solutions = rows.map(move |r| {
+                    let r = r?;
+                    vars.iter().map(|(_, i)| r[*i].map(|id| ev.space.decode(id)).transpose()).collect()
+                });
+                QueryResults::Solutions { variables, solutions: Box::new(solutions) }
+            }
+            Form::Ask => {
+                let mut rows = rows;
+                QueryResults::Boolean(match rows.next() {
+                    Some(r) => r.map(|_| true)?,
+                    None => false,
+                })
+            }
+            Form::Construct(template) => QueryResults::Graph(Box::new(self.construct(rows, template)?.into_iter().map(Ok))),
+            Form::Describe(vars) => QueryResults::Graph(Box::new(self.describe(rows, vars)?.into_iter().map(Ok))),
+        })
+    }
+
+    fn construct(&self, rows: crate::eval::Rows<'_>, template: &[[TemplateTerm; 3]]) -> Result<Vec<Triple>> {
+        let mut out = Vec::new();
+        let mut seen = FxHashSet::default();
+        for r in rows {
+            let row: Row = r?;
+            let mut blanks: FxHashMap<String, BlankNode> = FxHashMap::default();
+            for [s, p, o] in template {
+                let mut get = |t: &TemplateTerm| -> Result<Option<Term>> {
+                    Ok(match t {
+                        TemplateTerm::Var(v) => row[*v].map(|id| self.ev.space.decode(id)).transpose()?,
+                        TemplateTerm::Blank(label) => Some(blanks.entry(label.clone()).or_default().clone().into()),
+                        TemplateTerm::Term(t) => Some(t.clone()),
+                    })
+                };
+                let (Some(s), Some(p), Some(o)) = (get(s)?, get(p)?, get(o)?) else { continue };
+                let subject: NamedOrBlankNode = match s {
+                    Term::NamedNode(n) => n.into(),
+                    Term::BlankNode(b) => b.into(),
+                    _ => continue,
+                };
+                let Term::NamedNode(predicate) = p else { continue };
+                let triple = Triple::new(subject, predicate, o);
+                if seen.insert(triple.clone()) {
+                    out.push(triple);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// DESCRIBE: the triples whose subject is a described resource, in the
+    /// query's default graph, following blank node objects.
+    fn describe(&self, rows: crate::eval::Rows<'_>, vars: &[Var]) -> Result<Vec<Triple>> {
+        let mut todo: Vec<TermId> = Vec::new();
+        for r in rows {
+            let row = r?;
+            todo.extend(vars.iter().filter_map(|v| row[*v]));
+        }
+        let mut done = FxHashSet::default();
+        let mut out = Vec::new();
+        let graph = self.ev.space.default_graph();
+        while let Some(id) = todo.pop() {
+            if !done.insert(id) {
+                continue;
+            }
+            for q in self.ev.space.scan(QuadPattern { s: Some(id), g: graph, ..Default::default() }) {
+                let q = q?;
+                let [s, p, o] = [q[0], q[1], q[2]].map(|id| self.ev.space.decode(id));
+                let subject: NamedOrBlankNode = match s? {
+                    Term::NamedNode(n) => n.into(),
+                    Term::BlankNode(b) => b.into(),
+                    _ => continue,
+                };
+                let Term::NamedNode(predicate) = p? else { continue };
+                if q[2].is_blank() {
+                    todo.push(q[2]);
+                }
+                out.push(Triple::new(subject, predicate, o?));
+            }
+        }
+        Ok(out)
+    }
+}

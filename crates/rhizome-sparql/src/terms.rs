@@ -1,0 +1,114 @@
+//! The term space of one query: stored terms keep their store ids; terms
+//! the store does not hold (constants of the query, computed values) get
+//! ids under the reserved `QUERY_LOCAL` tag, in memory only. Every term has
+//! exactly one id (stored terms are looked up first, inlinable literals are
+//! inlined), so id equality is term equality and joins compare ids.
+
+use crate::error::Result;
+use oxrdf::{Term, TermRef};
+use rhizome_kv::KvRead;
+use rhizome_rdf::term::{tag, term_key, Dictionary, TermKey};
+use rhizome_rdf::{DatasetMode, QuadPattern, QuadScan, TermId};
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+
+pub struct TermSpace<'a> {
+    reader: &'a dyn KvRead,
+    mode: DatasetMode,
+    local: RefCell<LocalTerms>,
+    decoded: RefCell<FxHashMap<TermId, Term>>,
+}
+
+#[derive(Default)]
+struct LocalTerms {
+    terms: Vec<Term>,
+    ids: FxHashMap<Term, TermId>,
+}
+
+impl<'a> TermSpace<'a> {
+    /// Terms of a store read through `reader` (a snapshot, or a write
+    /// transaction that sees its own writes).
+    pub fn new(reader: &'a dyn KvRead, mode: DatasetMode) -> Self {
+        TermSpace { reader, mode, local: RefCell::default(), decoded: RefCell::default() }
+    }
+
+    pub fn scan(&self, pattern: QuadPattern) -> QuadScan<'a> {
+        QuadScan::new(self.reader, pattern)
+    }
+
+    /// The graph pattern of the store's default graph.
+    pub fn default_graph(&self) -> Option<TermId> {
+        match self.mode {
+            DatasetMode::Union => None,
+            DatasetMode::Plain => Some(TermId::DEFAULT_GRAPH),
+        }
+    }
+
+    /// The id of a term: the store's if it has it, else a query-local one.
+    pub fn encode(&self, term: TermRef<'_>) -> Result<TermId> {
+        match term_key(term) {
+            TermKey::Inline(id) => return Ok(id),
+            TermKey::Blank(_) => {}
+            TermKey::Dictionary { .. } => {
+                if let Some(id) = Dictionary::lookup(self.reader, term)? {
+                    return Ok(id);
+                }
+            }
+        }
+        Ok(self.local_id(term.into_owned()))
+    }
+
+    fn local_id(&self, term: Term) -> TermId {
+        let mut local = self.local.borrow_mut();
+        if let Some(id) = local.ids.get(&term) {
+            return *id;
+        }
+        let id = TermId::new(tag::QUERY_LOCAL, local.terms.len() as u64);
+        local.terms.push(term.clone());
+        local.ids.insert(term, id);
+        id
+    }
+
+    pub fn decode(&self, id: TermId) -> Result<Term> {
+        if id.tag() == tag::QUERY_LOCAL {
+            let local = self.local.borrow();
+            return local
+                .terms
+                .get(id.payload() as usize)
+                .cloned()
+                .ok_or_else(|| crate::SparqlError::Evaluation(format!("unknown query-local term {:#x}", id.0)));
+        }
+        if let Some(t) = self.decoded.borrow().get(&id) {
+            return Ok(t.clone());
+        }
+        let term = Dictionary::decode(self.reader, id)?
+            .ok_or_else(|| crate::SparqlError::Evaluation("the default graph is not a term".into()))?;
+        let mut cache = self.decoded.borrow_mut();
+        if cache.len() > 1 << 16 {
+            cache.clear();
+        }
+        cache.insert(id, term.clone());
+        Ok(term)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxrdf::{Literal, NamedNode};
+    use rhizome_rdf::{DatasetMode, Store};
+
+    #[test]
+    fn terms_outside_the_store_get_stable_local_ids_that_decode_back() {
+        let store = Store::memory(DatasetMode::Plain);
+        let snapshot = store.snapshot().unwrap();
+        let space = TermSpace::new(snapshot.kv(), snapshot.mode());
+        let iri: Term = NamedNode::new_unchecked("http://example.com/not-stored").into();
+        let a = space.encode(iri.as_ref()).unwrap();
+        assert_eq!(a.tag(), tag::QUERY_LOCAL);
+        assert_eq!(space.encode(iri.as_ref()).unwrap(), a);
+        assert_eq!(space.decode(a).unwrap(), iri);
+        let small: Term = Literal::from(42).into();
+        assert_eq!(space.encode(small.as_ref()).unwrap().tag(), tag::INTEGER);
+    }
+}

@@ -1,0 +1,2 @@
+pub mod compare;
+pub mod manifest;
