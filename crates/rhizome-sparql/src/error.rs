@@ -6,8 +6,10 @@ use thiserror::Error;
 pub enum SparqlError {
     /// The request does not parse; the message names line, column and what
     /// was expected (spargebra's parser).
+    /// Not a `source`: the message already holds it, and error chains
+    /// would print it twice.
     #[error("SPARQL syntax error: {0}")]
-    Syntax(#[from] spargebra::SparqlSyntaxError),
+    Syntax(spargebra::SparqlSyntaxError),
     #[error(transparent)]
     Store(#[from] rhizome_rdf::Error),
     #[error("not supported: {0}")]
@@ -22,6 +24,12 @@ pub enum SparqlError {
     GraphExists(String),
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl From<spargebra::SparqlSyntaxError> for SparqlError {
+    fn from(e: spargebra::SparqlSyntaxError) -> Self {
+        SparqlError::Syntax(e)
+    }
 }
 
 pub type Result<T, E = SparqlError> = std::result::Result<T, E>;

@@ -24,4 +24,4 @@ pub use error::{Result, SparqlError};
 pub use plan::Statistics;
 pub use query::{parse_query, PreparedQuery, QueryResults};
 pub use results::{write_results, ResultFormat};
-pub use update::{execute_update, parse_update};
+pub use update::{execute_update, parse_update, UpdateSummary};

@@ -416,7 +416,15 @@ fn cast(name: &NamedNode, t: Term) -> Option<Term> {
     let is_bool = matches!(&t, Term::Literal(l) if l.datatype() == xsd::BOOLEAN);
     let from_string = matches!(&t, Term::Literal(l) if l.datatype() == xsd::STRING);
     let lit: Literal = if dt == xsd::STRING {
-        Literal::new_simple_literal(lexical)
+        // Numbers become their canonical form.
+        let canonical = match num {
+            Some(Num::Integer(i)) => i.to_string(),
+            Some(Num::Decimal(d)) => d.to_string(),
+            Some(Num::Float(f)) => f.to_string(),
+            Some(Num::Double(d)) => d.to_string(),
+            None => lexical,
+        };
+        Literal::new_simple_literal(canonical)
     } else if dt == xsd::BOOLEAN {
         if let Some(n) = num {
             Literal::from(!n.is_zero_or_nan())

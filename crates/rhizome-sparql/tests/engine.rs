@@ -1,0 +1,99 @@
+//! Black-box behaviour of the engine on both dataset modes.
+
+use rhizome_rdf::{DatasetMode, Store};
+use rhizome_sparql::{execute_update, parse_query, parse_update, PreparedQuery, QueryResults, SparqlError, Statistics};
+
+fn update(store: &Store, text: &str) {
+    execute_update(store, &parse_update(text, None).unwrap()).unwrap();
+}
+
+/// Rows as N-Triples strings ("" when unbound), sorted.
+fn select(store: &Store, text: &str) -> Vec<Vec<String>> {
+    let snapshot = store.snapshot().unwrap();
+    let stats = Statistics::from_store(&store.stats().unwrap());
+    let prepared = PreparedQuery::new(&snapshot, stats, &parse_query(text, None).unwrap()).unwrap();
+    let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
+    let mut rows: Vec<Vec<String>> =
+        solutions.map(|s| s.unwrap().into_iter().map(|t| t.map(|t| t.to_string()).unwrap_or_default()).collect()).collect();
+    rows.sort();
+    rows
+}
+
+const DATA: &str = "PREFIX : <http://ex/> INSERT DATA { :a :knows :b . :b :knows :c . :a :age 30 . :b :age 41 . GRAPH :g { :c :knows :a } }";
+
+#[test]
+fn union_mode_puts_triples_in_their_subject_graph_and_queries_see_all_graphs() {
+    let store = Store::memory(DatasetMode::Union);
+    update(&store, DATA);
+    let rows = select(&store, "PREFIX : <http://ex/> SELECT ?s ?o { ?s :knows ?o }");
+    assert_eq!(rows.len(), 3, "the default graph is the union of all graphs: {rows:?}");
+    let graphs = select(&store, "PREFIX : <http://ex/> SELECT ?g { GRAPH ?g { :a :knows :b } }");
+    assert_eq!(graphs, vec![vec!["<http://ex/a>".to_owned()]]);
+}
+
+#[test]
+fn plain_mode_keeps_a_default_graph_apart_from_named_graphs() {
+    let store = Store::memory(DatasetMode::Plain);
+    update(&store, DATA);
+    assert_eq!(select(&store, "PREFIX : <http://ex/> SELECT ?s { ?s :knows ?o }").len(), 2);
+    let named = select(&store, "SELECT ?g ?s { GRAPH ?g { ?s ?p ?o } }");
+    assert_eq!(named, vec![vec!["<http://ex/g>".to_owned(), "<http://ex/c>".to_owned()]]);
+}
+
+#[test]
+fn joins_filters_optional_and_paths_work_on_ids() {
+    let store = Store::memory(DatasetMode::Plain);
+    update(&store, DATA);
+    let rows = select(&store, "PREFIX : <http://ex/> SELECT ?x ?age { ?x :knows ?y . OPTIONAL { ?y :age ?age } FILTER(!BOUND(?age) || ?age > 40) }");
+    assert_eq!(rows, vec![vec!["<http://ex/a>".to_owned(), "\"41\"^^<http://www.w3.org/2001/XMLSchema#integer>".to_owned()], vec!["<http://ex/b>".to_owned(), String::new()]]);
+    let reach = select(&store, "PREFIX : <http://ex/> SELECT ?y { :a :knows+ ?y }");
+    assert_eq!(reach, vec![vec!["<http://ex/b>".to_owned()], vec!["<http://ex/c>".to_owned()]]);
+}
+
+#[test]
+fn constants_the_store_lacks_match_nothing_and_bind_values_decode() {
+    let store = Store::memory(DatasetMode::Plain);
+    update(&store, DATA);
+    assert!(select(&store, "SELECT ?o { <http://ex/nobody> ?p ?o }").is_empty());
+    let rows = select(&store, "SELECT ?v { BIND(CONCAT(\"long string \", \"not in the store\") AS ?v) }");
+    assert_eq!(rows, vec![vec!["\"long string not in the store\"".to_owned()]]);
+}
+
+#[test]
+fn limit_stops_a_huge_cross_product_early() {
+    let store = Store::memory(DatasetMode::Plain);
+    let mut text = String::from("INSERT DATA {");
+    for i in 0..300 {
+        text.push_str(&format!(" <http://ex/s{i}> <http://ex/p> {i} ."));
+    }
+    text.push('}');
+    update(&store, &text);
+    // 300^3 rows if evaluated fully; LIMIT must stop after one.
+    let started = std::time::Instant::now();
+    let rows = select(&store, "SELECT * { ?a ?p ?x . ?b ?q ?y . ?c ?r ?z } LIMIT 1");
+    assert_eq!(rows.len(), 1);
+    assert!(started.elapsed().as_secs() < 5, "LIMIT did not stop the evaluation early");
+}
+
+#[test]
+fn an_update_request_is_all_or_nothing() {
+    let store = Store::memory(DatasetMode::Plain);
+    let request = parse_update("INSERT DATA { <http://ex/a> <http://ex/p> 1 } ; CREATE GRAPH <http://ex/g> ; CREATE GRAPH <http://ex/g>", None).unwrap();
+    assert!(matches!(execute_update(&store, &request), Err(SparqlError::GraphExists(_))));
+    assert!(select(&store, "SELECT * { ?s ?p ?o }").is_empty(), "the failed request left data behind");
+}
+
+#[test]
+fn service_is_refused_clearly() {
+    let store = Store::memory(DatasetMode::Plain);
+    let snapshot = store.snapshot().unwrap();
+    let query = parse_query("SELECT * { SERVICE <http://ex/sparql> { ?s ?p ?o } }", None).unwrap();
+    let err = PreparedQuery::new(&snapshot, Statistics::default(), &query).err().expect("SERVICE is refused");
+    assert!(err.to_string().contains("SERVICE"), "{err}");
+}
+
+#[test]
+fn a_syntax_error_names_line_and_column() {
+    let err = parse_query("SELECT ?x\nWHERE { ?x ?p }", None).unwrap_err();
+    assert!(err.to_string().contains("2:"), "{err}");
+}
