@@ -26,6 +26,10 @@ enum Command {
     Quads(commands::quads::Args),
     /// Write the store, or one graph, in an RDF format.
     Dump(commands::dump::Args),
+    /// Run a SPARQL query (SELECT, ASK, CONSTRUCT, DESCRIBE).
+    Query(commands::query::Args),
+    /// Run a SPARQL update request, atomically.
+    Update(commands::update::Args),
     /// Print statistics as JSON.
     Stats(commands::stats::Args),
     /// Compact the store and recompute its statistics exactly.
@@ -45,6 +49,8 @@ fn main() -> ExitCode {
         Command::Load(args) => commands::load::run(&cli.data, args),
         Command::Quads(args) => commands::quads::run(&cli.data, args),
         Command::Dump(args) => commands::dump::run(&cli.data, args),
+        Command::Query(args) => commands::query::run(&cli.data, args),
+        Command::Update(args) => commands::update::run(&cli.data, args),
         Command::Stats(args) => commands::stats::run(&cli.data, args),
         Command::Compact => commands::compact(&cli.data),
         Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),

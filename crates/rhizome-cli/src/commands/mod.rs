@@ -3,7 +3,9 @@ pub mod dump;
 pub mod init;
 pub mod load;
 pub mod quads;
+pub mod query;
 pub mod stats;
+pub mod update;
 pub mod write_probe;
 
 use anyhow::{bail, Context, Result};
@@ -30,6 +32,16 @@ pub fn parse_term(text: &str) -> Result<Term> {
 pub fn term_id(snapshot: &StoreSnapshot, text: &str) -> Result<Option<TermId>> {
     let term = parse_term(text)?;
     Ok(snapshot.lookup(term.as_ref())?)
+}
+
+/// A SPARQL request from the command line: the text itself, or a file.
+pub fn request_text(inline: Option<String>, file: Option<&Path>) -> Result<String> {
+    match (inline, file) {
+        (Some(text), None) => Ok(text),
+        (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display())),
+        (Some(_), Some(_)) => bail!("give the request either inline or with --file, not both"),
+        (None, None) => bail!("no request: give it inline or with --file"),
+    }
 }
 
 pub fn parse_format(name: &str) -> Result<rhizome_rdf::RdfFormat> {
