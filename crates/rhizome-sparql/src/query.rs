@@ -130,6 +130,7 @@ impl<'s> PreparedQuery<'s> {
             width,
             now: oxsdatatypes::DateTime::now(),
             base_iri: base_iri.clone(),
+            graph_context: Default::default(),
         };
         Ok(PreparedQuery { ev: Rc::new(ev), plan, form })
     }

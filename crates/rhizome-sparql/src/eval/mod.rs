@@ -35,6 +35,9 @@ pub struct Evaluator<'a> {
     pub width: usize,
     pub now: DateTime,
     pub base_iri: Option<oxiri::Iri<String>>,
+    /// The graph of each hidden graph variable of a `GraphLoop` being
+    /// evaluated (set around every pull of its inner rows).
+    pub graph_context: std::cell::RefCell<rustc_hash::FxHashMap<crate::plan::Var, TermId>>,
 }
 
 fn one<'a>(row: Row) -> Rows<'a> {
@@ -94,6 +97,12 @@ impl<'a> Evaluator<'a> {
             }
             Plan::Union(a, b) => Box::new(self.eval(a, input.clone()).chain(self.eval(b, input))),
             Plan::GraphVar(v, inner) => self.graph_var(*v, inner, input),
+            Plan::GraphLoop(v, hidden, inner) => self.graph_loop(*v, *hidden, inner, input),
+            Plan::GraphConst(g, inner) => match self.graph_in_dataset(*g) {
+                Ok(true) => self.eval(inner, input),
+                Ok(false) => Box::new(std::iter::empty()),
+                Err(e) => fail(e),
+            },
             Plan::Extend(inner, v, e) => {
                 if !plan.accepts_bindings() && input.iter().any(Option::is_some) {
                     return self.alone(plan, input);

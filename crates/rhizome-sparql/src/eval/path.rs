@@ -6,6 +6,7 @@
 use super::{fail, Evaluator, Rows};
 use crate::error::Result;
 use crate::plan::{GraphSlot, PathPlan, Row, Slot};
+
 use rhizome_rdf::{QuadPattern, TermId};
 use rustc_hash::FxHashSet;
 use std::rc::Rc;
@@ -26,13 +27,10 @@ impl<'a> Evaluator<'a> {
         if all_named {
             graphs = self.named_graphs()?.into_iter().map(Some).collect();
         }
-        let graph_var = match g {
-            GraphSlot::Named(Slot::Var(v)) => Some(v),
-            _ => None,
-        };
+        let graph_var = self.graph_var_to_bind(g);
         let mut out = Vec::new();
         for graph in graphs {
-            for (x, y) in self.pairs(path, sv, ov, graph)? {
+            for (x, y) in self.pairs(path, sv, ov, graph, [matches!(s, Slot::Const(_)), matches!(o, Slot::Const(_))])? {
                 let mut r = input.clone();
                 let mut ok = true;
                 for (slot, value) in [(s.var(), Some(x)), (o.var(), Some(y)), (graph_var, graph)] {
@@ -62,6 +60,11 @@ impl<'a> Evaluator<'a> {
         Ok(out)
     }
 
+    fn in_graph(&self, t: TermId, g: Option<TermId>) -> Result<bool> {
+        Ok(self.space.scan(QuadPattern { s: Some(t), g, ..Default::default() }).next().transpose()?.is_some()
+            || self.space.scan(QuadPattern { o: Some(t), g, ..Default::default() }).next().transpose()?.is_some())
+    }
+
     /// Every subject and object of a graph (the nodes zero-length paths reach).
     fn nodes(&self, g: Option<TermId>) -> Result<Vec<TermId>> {
         let mut seen = FxHashSet::default();
@@ -75,27 +78,30 @@ impl<'a> Evaluator<'a> {
         Ok(v)
     }
 
-    fn pairs(&self, path: &PathPlan, s: Option<TermId>, o: Option<TermId>, g: Option<TermId>) -> Result<Pairs> {
+    /// `constant`: whether each end is a constant of the query (a zero-length
+    /// path reaches a constant even when the graph lacks it, but reaches a
+    /// bound variable's value only if the graph has it).
+    fn pairs(&self, path: &PathPlan, s: Option<TermId>, o: Option<TermId>, g: Option<TermId>, constant: [bool; 2]) -> Result<Pairs> {
         Ok(match path {
             PathPlan::Link(p) => self.scan_pairs(s, Some(*p), o, g, &[])?,
             PathPlan::Negated(not) => self.scan_pairs(s, None, o, g, not)?,
-            PathPlan::Reverse(x) => self.pairs(x, o, s, g)?.into_iter().map(|(a, b)| (b, a)).collect(),
+            PathPlan::Reverse(x) => self.pairs(x, o, s, g, [constant[1], constant[0]])?.into_iter().map(|(a, b)| (b, a)).collect(),
             PathPlan::Alternative(x, y) => {
-                let mut v = self.pairs(x, s, o, g)?;
-                v.extend(self.pairs(y, s, o, g)?);
+                let mut v = self.pairs(x, s, o, g, constant)?;
+                v.extend(self.pairs(y, s, o, g, constant)?);
                 v
             }
             PathPlan::Sequence(x, y) => {
                 let mut out = Vec::new();
                 if s.is_some() || o.is_none() {
-                    for (a, m) in self.pairs(x, s, None, g)? {
-                        for (_, b) in self.pairs(y, Some(m), o, g)? {
+                    for (a, m) in self.pairs(x, s, None, g, [constant[0], false])? {
+                        for (_, b) in self.pairs(y, Some(m), o, g, [false, constant[1]])? {
                             out.push((a, b));
                         }
                     }
                 } else {
-                    for (m, b) in self.pairs(y, None, o, g)? {
-                        for (a, _) in self.pairs(x, None, Some(m), g)? {
+                    for (m, b) in self.pairs(y, None, o, g, [false, constant[1]])? {
+                        for (a, _) in self.pairs(x, None, Some(m), g, [constant[0], false])? {
                             out.push((a, b));
                         }
                     }
@@ -107,13 +113,13 @@ impl<'a> Evaluator<'a> {
                 let many = !matches!(path, PathPlan::ZeroOrOne(_));
                 match (s, o) {
                     (Some(s), _) => {
-                        self.closure(x, s, zero, many, false, g)?.into_iter().filter(|b| o.is_none_or(|o| o == *b)).map(|b| (s, b)).collect()
+                        self.closure(x, s, zero, many, false, g, constant[0])?.into_iter().filter(|b| o.is_none_or(|o| o == *b)).map(|b| (s, b)).collect()
                     }
-                    (None, Some(o)) => self.closure(x, o, zero, many, true, g)?.into_iter().map(|a| (a, o)).collect(),
+                    (None, Some(o)) => self.closure(x, o, zero, many, true, g, constant[1])?.into_iter().map(|a| (a, o)).collect(),
                     (None, None) => {
                         let mut out = Vec::new();
                         for n in self.nodes(g)? {
-                            out.extend(self.closure(x, n, zero, many, false, g)?.into_iter().map(|b| (n, b)));
+                            out.extend(self.closure(x, n, zero, many, false, g, false)?.into_iter().map(|b| (n, b)));
                         }
                         out
                     }
@@ -124,10 +130,13 @@ impl<'a> Evaluator<'a> {
 
     /// The nodes reachable from `start` by one step (`many`: or more) of
     /// `x`, plus `start` itself when `zero`; backwards when `reverse`.
-    fn closure(&self, x: &PathPlan, start: TermId, zero: bool, many: bool, reverse: bool, g: Option<TermId>) -> Result<Vec<TermId>> {
+    #[allow(clippy::too_many_arguments)]
+    fn closure(&self, x: &PathPlan, start: TermId, zero: bool, many: bool, reverse: bool, g: Option<TermId>, constant: bool) -> Result<Vec<TermId>> {
         let mut seen = FxHashSet::default();
         let mut out = Vec::new();
-        if zero {
+        // The zero-length path reaches only terms of the graph (the W3C
+        // test values_and_path).
+        if zero && (constant || self.in_graph(start, g)?) {
             seen.insert(start);
             out.push(start);
         }
@@ -137,7 +146,7 @@ impl<'a> Evaluator<'a> {
             first = false;
             let mut next = Vec::new();
             for n in frontier {
-                let steps = if reverse { self.pairs(x, None, Some(n), g)? } else { self.pairs(x, Some(n), None, g)? };
+                let steps = if reverse { self.pairs(x, None, Some(n), g, [false; 2])? } else { self.pairs(x, Some(n), None, g, [false; 2])? };
                 for (a, b) in steps {
                     let reached = if reverse { a } else { b };
                     if seen.insert(reached) {

@@ -33,13 +33,23 @@ impl<'a> Evaluator<'a> {
                 None => (vec![self.space.default_graph()], false),
                 Some(list) => (list.iter().map(|g| Some(*g)).collect(), false),
             },
-            GraphSlot::Named(slot) => match slot.value(row) {
+            GraphSlot::Named(slot) => match slot.value(row).or_else(|| slot.var().and_then(|v| self.graph_context.borrow().get(&v).copied())) {
                 Some(g) => (if self.named_allowed(g) { vec![Some(g)] } else { vec![] }, false),
                 None => match &self.dataset.named {
                     Some(list) => (list.iter().map(|g| Some(*g)).collect(), false),
                     None => (vec![None], true),
                 },
             },
+        }
+    }
+
+    /// The variable a pattern binds to its quads' graph; not the hidden
+    /// variable of a `GraphLoop`, whose graph is set by the loop (binding it
+    /// would make MINUS and joins inside see a variable they do not have).
+    pub(super) fn graph_var_to_bind(&self, g: GraphSlot) -> Option<Var> {
+        match g {
+            GraphSlot::Named(Slot::Var(v)) if !self.graph_context.borrow().contains_key(&v) => Some(v),
+            _ => None,
         }
     }
 
@@ -63,10 +73,7 @@ impl<'a> Evaluator<'a> {
     fn scan_quad(self: &Rc<Self>, p: &'a QuadPlan, row: Row) -> Rows<'a> {
         let (s, pr, o) = (p.s.value(&row), p.p.value(&row), p.o.value(&row));
         let (graphs, skip_default) = self.graphs_of(p.g, &row);
-        let graph_var = match p.g {
-            GraphSlot::Named(Slot::Var(v)) => Some(v),
-            _ => None,
-        };
+        let graph_var = self.graph_var_to_bind(p.g);
         let ev = self.clone();
         Box::new(graphs.into_iter().flat_map(move |g| {
             let row = row.clone();
@@ -103,6 +110,81 @@ impl<'a> Evaluator<'a> {
                 Ok(r)
             }))
         }))
+    }
+}
+
+/// Pulls rows of a `GraphLoop`'s inner pattern with its graph set, so that
+/// scans opened or materialized during the pull read that graph.
+struct InGraph<'a> {
+    ev: Rc<Evaluator<'a>>,
+    hidden: Var,
+    graph: TermId,
+    rows: Rows<'a>,
+}
+
+impl<'a> InGraph<'a> {
+    fn with<T>(ev: &Evaluator<'a>, hidden: Var, graph: TermId, f: impl FnOnce() -> T) -> T {
+        let previous = ev.graph_context.borrow_mut().insert(hidden, graph);
+        let out = f();
+        let mut context = ev.graph_context.borrow_mut();
+        match previous {
+            Some(p) => context.insert(hidden, p),
+            None => context.remove(&hidden),
+        };
+        out
+    }
+}
+
+impl Iterator for InGraph<'_> {
+    type Item = Result<Row>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let rows = &mut self.rows;
+        Self::with(&self.ev, self.hidden, self.graph, || rows.next())
+    }
+}
+
+impl<'a> Evaluator<'a> {
+    /// SPARQL's GRAPH ?g: the inner pattern once per named graph.
+    pub(super) fn graph_loop(self: &Rc<Self>, v: Var, hidden: Var, inner: &'a Plan, input: Row) -> Rows<'a> {
+        let graphs = match input[v] {
+            Some(g) => {
+                if self.named_allowed(g) {
+                    vec![g]
+                } else {
+                    vec![]
+                }
+            }
+            None => match self.named_graphs() {
+                Ok(g) => g,
+                Err(e) => return super::fail(e),
+            },
+        };
+        let ev = self.clone();
+        Box::new(graphs.into_iter().flat_map(move |g| {
+            let mut start = input.clone();
+            start[v] = None;
+            let rows = InGraph::with(&ev, hidden, g, || ev.eval(inner, start));
+            let input = input.clone();
+            InGraph { ev: ev.clone(), hidden, graph: g, rows }.filter_map(move |r| {
+                let mut row = match r {
+                    Ok(row) => row,
+                    Err(e) => return Some(Err(e)),
+                };
+                match row[v] {
+                    Some(x) if x != g => return None,
+                    _ => row[v] = Some(g),
+                }
+                super::merge(&input, &row).map(Ok)
+            })
+        }))
+    }
+
+    /// Whether a graph of the given name is in the dataset and has quads.
+    pub(super) fn graph_in_dataset(&self, g: TermId) -> Result<bool> {
+        if !self.named_allowed(g) {
+            return Ok(false);
+        }
+        Ok(self.space.scan(QuadPattern { g: Some(g), ..Default::default() }).next().transpose()?.is_some())
     }
 }
 

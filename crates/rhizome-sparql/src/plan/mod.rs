@@ -99,6 +99,14 @@ pub enum Plan {
     /// `GRAPH ?g { inner }`: rows where the inner pattern left `?g` unbound
     /// (no pattern inside) get one row per named graph.
     GraphVar(Var, Box<Plan>),
+    /// `GRAPH ?g { inner }` with SPARQL's own semantics: the inner pattern
+    /// evaluated once per named graph, its patterns reading the graph from
+    /// the hidden variable (second), the graph then joined as `?g` (first).
+    /// Used when the inner pattern would see `?g` differently if it were
+    /// pushed into its scans (subqueries, MINUS, `?g` used inside).
+    GraphLoop(Var, Var, Box<Plan>),
+    /// `GRAPH <g> { inner }`: nothing if the dataset has no such graph.
+    GraphConst(TermId, Box<Plan>),
     Extend(Box<Plan>, Var, Expr),
     Minus(Box<Plan>, Box<Plan>),
     Values(Vec<Row>),
@@ -118,7 +126,8 @@ impl Plan {
         match self {
             Plan::Bgp(_) | Plan::Path { .. } | Plan::Values(_) => true,
             Plan::Join(a, b) | Plan::Union(a, b) => a.accepts_bindings() && b.accepts_bindings(),
-            Plan::GraphVar(_, inner) => inner.accepts_bindings(),
+            Plan::GraphVar(_, inner) | Plan::GraphConst(_, inner) => inner.accepts_bindings(),
+            Plan::GraphLoop(..) => true,
             Plan::Filter(e, inner) | Plan::Extend(inner, _, e) => {
                 inner.accepts_bindings() && !e.has_exists() && e.vars().iter().all(|v| inner.certain_vars().contains(v))
             }
@@ -163,10 +172,11 @@ impl Plan {
                 let (x, y) = (a.certain_vars(), b.certain_vars());
                 out.extend(x.into_iter().filter(|v| y.contains(v)));
             }
-            Plan::GraphVar(v, inner) => {
+            Plan::GraphVar(v, inner) | Plan::GraphLoop(v, _, inner) => {
                 out.push(*v);
                 inner.certain_into(out);
             }
+            Plan::GraphConst(_, inner) => inner.certain_into(out),
             Plan::Values(rows) => {
                 if let Some(first) = rows.first() {
                     for v in 0..first.len() {

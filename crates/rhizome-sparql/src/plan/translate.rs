@@ -16,11 +16,12 @@ pub struct Translator<'s, 'a> {
     names: Vec<String>,
     ids: FxHashMap<String, Var>,
     graph: GraphSlot,
+    hidden: usize,
 }
 
 impl<'s, 'a> Translator<'s, 'a> {
     pub fn new(space: &'s TermSpace<'a>, stats: Statistics) -> Self {
-        Translator { space, stats, names: Vec::new(), ids: FxHashMap::default(), graph: GraphSlot::Default }
+        Translator { space, stats, names: Vec::new(), ids: FxHashMap::default(), graph: GraphSlot::Default, hidden: 0 }
     }
 
     /// The number of variables (the width of every row).
@@ -119,12 +120,24 @@ impl<'s, 'a> Translator<'s, 'a> {
             GraphPattern::Union { left, right } => Plan::Union(b(self.pattern(left)?), b(self.pattern(right)?)),
             GraphPattern::Graph { name, inner } => {
                 let slot = self.named(name)?;
-                let outer = std::mem::replace(&mut self.graph, GraphSlot::Named(slot));
+                let pushed = match (name, slot) {
+                    (NamedNodePattern::Variable(v), Slot::Var(_)) => pushable(inner, v),
+                    _ => true,
+                };
+                let (hidden, graph_slot) = if pushed {
+                    (None, slot)
+                } else {
+                    self.hidden += 1;
+                    let h = self.var_named(&format!("#graph{}", self.hidden));
+                    (Some(h), Slot::Var(h))
+                };
+                let outer = std::mem::replace(&mut self.graph, GraphSlot::Named(graph_slot));
                 let inner = self.pattern(inner);
                 self.graph = outer;
-                match slot {
-                    Slot::Var(v) => Plan::GraphVar(v, b(inner?)),
-                    Slot::Const(_) => inner?,
+                match (slot, hidden) {
+                    (Slot::Var(v), None) => Plan::GraphVar(v, b(inner?)),
+                    (Slot::Var(v), Some(h)) => Plan::GraphLoop(v, h, b(inner?)),
+                    (Slot::Const(g), _) => Plan::GraphConst(g, b(inner?)),
                 }
             }
             GraphPattern::Extend { inner, variable, expression } => {
@@ -217,3 +230,23 @@ fn sparse_row(pairs: Vec<(Var, TermId)>) -> Row {
     row
 }
 
+
+/// Whether `GRAPH ?v { p }` may push `?v` into the scans of `p`: true when
+/// `p` holds only operators that join their parts (so binding the graph
+/// early changes nothing) and does not use `?v` itself.
+fn pushable(p: &GraphPattern, v: &Variable) -> bool {
+    fn simple(p: &GraphPattern) -> bool {
+        match p {
+            GraphPattern::Bgp { patterns } => !patterns.is_empty(),
+            GraphPattern::Path { .. } => true,
+            GraphPattern::Join { left, right } | GraphPattern::Union { left, right } | GraphPattern::LeftJoin { left, right, .. } => {
+                simple(left) && simple(right)
+            }
+            GraphPattern::Filter { inner, .. } | GraphPattern::Extend { inner, .. } => simple(inner),
+            _ => false,
+        }
+    }
+    let mut uses = false;
+    p.on_in_scope_variable(|x| uses |= x == v);
+    simple(p) && !uses
+}
