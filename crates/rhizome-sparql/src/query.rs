@@ -75,6 +75,17 @@ impl<'s> PreparedQuery<'s> {
     /// A query over any reader of the store (a write transaction's, for
     /// the WHERE clause of an update).
     pub fn over(reader: &'s dyn KvRead, mode: DatasetMode, stats: Statistics, query: &Query) -> Result<Self> {
+        Self::build(reader, mode, stats, query, false)
+    }
+
+    /// The WHERE clause of an update: `WITH <g>` (a dataset without a
+    /// named part) keeps the store's named graphs, where a query's FROM
+    /// without FROM NAMED has none.
+    pub(crate) fn for_update(reader: &'s dyn KvRead, mode: DatasetMode, stats: Statistics, query: &Query) -> Result<Self> {
+        Self::build(reader, mode, stats, query, true)
+    }
+
+    fn build(reader: &'s dyn KvRead, mode: DatasetMode, stats: Statistics, query: &Query, update: bool) -> Result<Self> {
         let space = TermSpace::new(reader, mode);
         let (dataset, pattern, base_iri) = match query {
             Query::Select { dataset, pattern, base_iri }
@@ -86,7 +97,10 @@ impl<'s> PreparedQuery<'s> {
         if let Some(d) = dataset {
             let encode = |n: &oxrdf::NamedNode| space.encode(n.as_ref().into());
             query_dataset.default = Some(d.default.iter().map(encode).collect::<Result<_>>()?);
-            query_dataset.named = Some(d.named.as_deref().unwrap_or_default().iter().map(encode).collect::<Result<_>>()?);
+            query_dataset.named = match (&d.named, update) {
+                (None, true) => None,
+                (named, _) => Some(named.as_deref().unwrap_or_default().iter().map(encode).collect::<Result<_>>()?),
+            };
         }
         let mut t = Translator::new(&space, stats);
         let plan = t.pattern(pattern)?;

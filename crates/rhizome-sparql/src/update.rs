@@ -5,7 +5,7 @@
 use crate::error::{Result, SparqlError};
 use crate::plan::Statistics;
 use crate::query::{PreparedQuery, QueryResults};
-use oxrdf::{BlankNode, GraphNameRef, NamedNode, NamedOrBlankNode, Quad, QuadRef, Term, Variable};
+use oxrdf::{BlankNode, GraphNameRef, NamedNode, NamedOrBlankNode, Quad, QuadRef, Term, TermRef, Variable};
 use oxrdfio::RdfParser;
 use rhizome_rdf::{DatasetMode, QuadPattern, Store, StoreTransaction, TermId};
 use rustc_hash::FxHashMap;
@@ -90,7 +90,7 @@ impl Operation<'_, '_> {
             GraphUpdateOperation::DeleteInsert { delete, insert, using, pattern } => {
                 let query = Query::Select { dataset: using.clone(), pattern: (**pattern).clone(), base_iri: None };
                 let (variables, solutions) = {
-                    let prepared = PreparedQuery::over(self.txn.reader(), self.mode, self.stats.clone(), &query)?;
+                    let prepared = PreparedQuery::for_update(self.txn.reader(), self.mode, self.stats.clone(), &query)?;
                     let out = match prepared.execute()? {
                         QueryResults::Solutions { variables, solutions } => (variables, solutions.collect::<Result<Vec<_>>>()?),
                         _ => unreachable!("a SELECT gives solutions"),
@@ -181,8 +181,31 @@ impl Operation<'_, '_> {
         Ok(())
     }
 
+    /// A term's id: a blank node the store gave out (read by the WHERE
+    /// clause) keeps its id; any other term is encoded (new blank nodes
+    /// get fresh ids).
+    fn encode(&mut self, t: TermRef<'_>) -> Result<TermId> {
+        if let TermRef::BlankNode(_) = t {
+            if let Some(id) = self.txn.lookup(t)? {
+                return Ok(id);
+            }
+        }
+        Ok(self.txn.encode(t)?)
+    }
+
     fn insert(&mut self, quad: QuadRef<'_>) -> Result<()> {
-        let ids = self.txn.encode_quad(quad)?;
+        let s = self.encode(quad.subject.into())?;
+        let p = self.encode(quad.predicate.into())?;
+        let o = self.encode(quad.object)?;
+        let g = match quad.graph_name {
+            GraphNameRef::DefaultGraph => match self.mode {
+                DatasetMode::Union => s,
+                DatasetMode::Plain => TermId::DEFAULT_GRAPH,
+            },
+            GraphNameRef::NamedNode(n) => self.encode(n.into())?,
+            GraphNameRef::BlankNode(b) => self.encode(b.into())?,
+        };
+        let ids = [s, p, o, g];
         if self.txn.insert(&ids)? {
             self.summary.quads_inserted += 1;
         }

@@ -253,46 +253,63 @@ pub fn compare(a: &Term, b: &Term) -> Option<Ordering> {
     }
 }
 
-fn is_known_datatype(l: &Literal) -> bool {
+/// How `=` treats a term (SPARQL 1.1 section 17.4.1.7, as Oxigraph reads
+/// it): IRIs, blank nodes and language strings compare as terms; literals
+/// of known datatypes with valid lexical forms by value; other literals
+/// (unknown datatypes, ill-typed values) only equal themselves, and are
+/// otherwise incomparable with values.
+#[derive(PartialEq, Eq)]
+enum EqClass {
+    Term,
+    Value,
+    Other,
+}
+
+fn eq_class(t: &Term) -> EqClass {
+    let Term::Literal(l) = t else { return EqClass::Term };
+    if l.language().is_some() {
+        return EqClass::Term;
+    }
     let dt = l.datatype();
-    l.language().is_some()
-        || dt == xsd::STRING
-        || dt == xsd::BOOLEAN
-        || dt == xsd::DATE_TIME
-        || dt == xsd::DATE
-        || dt == xsd::TIME
-        || is_numeric_datatype(dt.as_str())
+    let v = l.value();
+    let valid = if dt == xsd::STRING {
+        true
+    } else if is_numeric_datatype(dt.as_str()) {
+        numeric(t).is_some()
+    } else if dt == xsd::BOOLEAN {
+        v.parse::<Boolean>().is_ok()
+    } else if dt == xsd::DATE_TIME {
+        v.parse::<DateTime>().is_ok()
+    } else if dt == xsd::DATE {
+        v.parse::<Date>().is_ok()
+    } else if dt == xsd::TIME {
+        v.parse::<Time>().is_ok()
+    } else if dt == xsd::DURATION || dt == xsd::DAY_TIME_DURATION || dt == xsd::YEAR_MONTH_DURATION {
+        v.parse::<Duration>().is_ok()
+    } else {
+        false
+    };
+    if valid {
+        EqClass::Value
+    } else {
+        EqClass::Other
+    }
 }
 
 /// RDFterm-equal with value equality for known datatypes; `None` is an error.
 pub fn equals(a: &Term, b: &Term) -> Option<bool> {
-    if a == b {
-        // NaN is not equal to itself.
-        if let Some(n) = numeric(a) {
-            return Some(Num::partial_cmp(n, n) == Some(Ordering::Equal));
-        }
-        return Some(true);
-    }
-    match (a, b) {
-        (Term::Literal(x), Term::Literal(y)) => {
-            if let Some(o) = compare(a, b) {
-                return Some(o == Ordering::Equal);
-            }
-            if (numeric(a).is_some() || numeric(b).is_some()) && x.datatype() == y.datatype() {
-                return None; // ill-typed numbers
-            }
-            if x.language().is_some() && y.language().is_some() {
-                return Some(false);
-            }
-            if is_known_datatype(x) && is_known_datatype(y) && x.datatype() != y.datatype() {
-                return Some(false);
-            }
-            if x.datatype() == y.datatype() && is_known_datatype(x) {
-                return None;
-            }
-            None
-        }
-        _ => Some(false),
+    match (eq_class(a), eq_class(b)) {
+        (EqClass::Term, _) | (_, EqClass::Term) => Some(a == b),
+        (EqClass::Other, EqClass::Other) if a == b => Some(true),
+        (EqClass::Other, _) | (_, EqClass::Other) => None,
+        (EqClass::Value, EqClass::Value) => match compare(a, b) {
+            Some(o) => Some(o == Ordering::Equal),
+            // NaN is unequal to everything.
+            None if numeric(a).is_some() && numeric(b).is_some() => Some(false),
+            // Same type, no order: a date with and one without a timezone.
+            None if matches!((a, b), (Term::Literal(x), Term::Literal(y)) if x.datatype() == y.datatype()) => None,
+            None => Some(false),
+        },
     }
 }
 
