@@ -121,8 +121,11 @@ pub fn call<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr], row: 
             None => Some(BlankNode::default().into()),
             Some(_) => {
                 let (s, _) = string_arg(&arg(0)?).map(|(a, b)| (a.to_owned(), b.is_some()))?;
-                // Same string, same row: same blank node.
-                let key = format!("{s}\u{0}{row:?}");
+                // Same string, same solution: same blank node. Values this
+                // query made up (earlier BNODE results of the same solution)
+                // are left out of the solution's identity.
+                let solution: Vec<u64> = row.iter().flatten().filter(|id| id.tag() != rhizome_rdf::term::tag::QUERY_LOCAL).map(|id| id.0).collect();
+                let key = format!("{s}\u{0}{solution:?}");
                 Some(BlankNode::new_unchecked(format!("q{:x}", xxh(&key))).into())
             }
         },
@@ -365,8 +368,36 @@ pub fn call<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr], row: 
             let (pattern, None) = string_arg(&p)? else { return None };
             Some(boolean(regex(pattern, flags.as_deref())?.is_match(s)))
         }
+        Function::Md5 => hash::<md5::Md5>(&arg(0)?),
+        Function::Sha1 => hash::<sha1::Sha1>(&arg(0)?),
+        Function::Sha256 => hash::<sha2::Sha256>(&arg(0)?),
+        Function::Sha384 => hash::<sha2::Sha384>(&arg(0)?),
+        Function::Sha512 => hash::<sha2::Sha512>(&arg(0)?),
         Function::Custom(name) => cast(name, arg(0)?),
+        // RDF 1.2 functions, behind spargebra features we do not enable.
+        #[allow(unreachable_patterns)]
         _ => None,
+    }
+}
+
+/// MD5 and SHA of a string's UTF-8 bytes, as lower-case hex.
+fn hash<H: sha2::Digest>(t: &Term) -> Option<Term> {
+    let Term::Literal(l) = t else { return None };
+    if l.datatype() != xsd::STRING {
+        return None;
+    }
+    let digest = H::digest(l.value().as_bytes());
+    Some(Literal::new_simple_literal(digest.iter().map(|b| format!("{b:02x}")).collect::<String>()).into())
+}
+
+/// XPath's cast of a double to a string: plain decimal notation between
+/// 1e-6 and 1e6 ("1", "1.25"), scientific notation outside.
+fn xpath_double_string(v: f64, scientific: String) -> String {
+    let a = v.abs();
+    if v.is_finite() && (a == 0.0 || (1e-6..1e6).contains(&a)) {
+        format!("{v}")
+    } else {
+        scientific
     }
 }
 
@@ -420,8 +451,9 @@ fn cast(name: &NamedNode, t: Term) -> Option<Term> {
         let canonical = match num {
             Some(Num::Integer(i)) => i.to_string(),
             Some(Num::Decimal(d)) => d.to_string(),
-            Some(Num::Float(f)) => f.to_string(),
-            Some(Num::Double(d)) => d.to_string(),
+            Some(Num::Float(f)) => xpath_double_string(f64::from(f32::from(f)), f.to_string()),
+            Some(Num::Double(d)) => xpath_double_string(f64::from(d), d.to_string()),
+            None if is_bool => (ebv(&t)? ).to_string(),
             None => lexical,
         };
         Literal::new_simple_literal(canonical)
