@@ -218,7 +218,7 @@ fn run_query(store: &Store, query: &Query) -> Result<Outcome, String> {
             }
             Outcome::Solutions(out)
         }
-        QueryResults::Graph(triples) => Outcome::Graph(triples.collect::<Result<_, _>>().map_err(|e| e.to_string())?),
+        QueryResults::Graph(triples) => Outcome::Graph(Box::new(triples.collect::<Result<_, _>>().map_err(|e| e.to_string())?)),
     };
     Ok(outcome)
 }

@@ -5,7 +5,7 @@ use super::value::{boolean, ebv, numeric, Num};
 use super::Expr;
 use crate::eval::Evaluator;
 use crate::plan::Row;
-use oxrdf::vocab::{rdf, xsd};
+use oxrdf::vocab::xsd;
 use oxrdf::{BlankNode, Literal, NamedNode, Term};
 use oxsdatatypes::*;
 use spargebra::algebra::Function;
@@ -219,9 +219,7 @@ pub fn call<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr], row: 
             if re.is_match("") {
                 return None;
             }
-            let replacement = string_arg(&r)?.0.replace("$$", "\u{0}").replace('$', "$").replace('\u{0}', "$$");
-            // XPath uses $1; regex uses ${1} to avoid name ambiguity.
-            let replacement = fix_groups(&replacement);
+            let replacement = xpath_replacement(string_arg(&r)?.0)?;
             Some(string_like(re.replace_all(s, replacement.as_str()).into_owned(), lang))
         }
         Function::UCase => {
@@ -401,26 +399,34 @@ fn xpath_double_string(v: f64, scientific: String) -> String {
     }
 }
 
-fn fix_groups(r: &str) -> String {
+/// An XPath replacement string in the regex crate's syntax: `$1` becomes
+/// `${1}` (no ambiguity with names), `\$` and `\\` are literal; a lone `$`
+/// or `\` is an error.
+fn xpath_replacement(r: &str) -> Option<String> {
     let mut out = String::new();
     let mut chars = r.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '$' {
-            let mut digits = String::new();
-            while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
-                digits.push(*d);
-                chars.next();
-            }
-            if digits.is_empty() {
-                out.push('$');
-            } else {
+        match c {
+            '\\' => match chars.next()? {
+                '$' => out.push_str("$$"),
+                '\\' => out.push('\\'),
+                _ => return None,
+            },
+            '$' => {
+                let mut digits = String::new();
+                while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                    digits.push(*d);
+                    chars.next();
+                }
+                if digits.is_empty() {
+                    return None;
+                }
                 out.push_str(&format!("${{{digits}}}"));
             }
-        } else {
-            out.push(c);
+            c => out.push(c),
         }
     }
-    out
+    Some(out)
 }
 
 fn xxh(s: &str) -> u64 {
@@ -525,10 +531,27 @@ fn cast(name: &NamedNode, t: Term) -> Option<Term> {
         Literal::from(lexical.trim().parse::<Time>().ok()?)
     } else if dt == xsd::DURATION {
         Literal::from(lexical.trim().parse::<Duration>().ok()?)
-    } else if dt == rdf::LANG_STRING {
-        return None;
     } else {
         return None;
     };
     Some(lit.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xpath_replacements_become_regex_syntax() {
+        assert_eq!(xpath_replacement("$1-$10").as_deref(), Some("${1}-${10}"));
+        assert_eq!(xpath_replacement("\\$5").as_deref(), Some("$$5"));
+        assert_eq!(xpath_replacement("a$"), None);
+    }
+
+    #[test]
+    fn doubles_cast_to_plain_decimals_in_the_middle_range() {
+        assert_eq!(xpath_double_string(1.0, "1E0".into()), "1");
+        assert_eq!(xpath_double_string(-7.875, String::new()), "-7.875");
+        assert_eq!(xpath_double_string(1e7, "1E7".into()), "1E7");
+    }
 }

@@ -60,7 +60,7 @@ pub fn order_patterns(mut patterns: Vec<QuadPlan>, stats: &Statistics) -> Vec<Qu
             let bound = [is_bound(p.s), is_bound(p.p), is_bound(p.o)];
             let connected = [p.s, p.p, p.o].iter().any(|s| matches!(s, Slot::Var(v) if bound_vars.contains(v)));
             let key = (!(connected || bound_vars.is_empty()), stats.estimate(p, &bound));
-            if key.0 < best_key.0 || (key.0 == best_key.0 && key.1 < best_key.1) {
+            if (!key.0 && best_key.0) || (key.0 == best_key.0 && key.1 < best_key.1) {
                 best = i;
                 best_key = key;
             }

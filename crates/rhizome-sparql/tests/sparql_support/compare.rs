@@ -14,10 +14,13 @@ const RS: &str = "http://www.w3.org/2001/sw/DataAccess/tests/result-set#";
 
 #[derive(Debug)]
 pub enum Outcome {
-    Solutions(Vec<Vec<(String, Term)>>),
+    Solutions(Vec<Solution>),
     Boolean(bool),
-    Graph(Graph),
+    Graph(Box<Graph>),
 }
+
+/// A solution's bindings, by variable name.
+pub type Solution = Vec<(String, Term)>;
 
 pub fn parse_rdf(bytes: &[u8], format: RdfFormat, base: &str) -> Result<Dataset, String> {
     let parser = RdfParser::from_format(format).with_base_iri(base).map_err(|e| e.to_string())?;
@@ -59,12 +62,12 @@ pub fn read_expected(bytes: &[u8], iri: &str) -> Result<Outcome, String> {
     let dataset = parse_rdf(bytes, rdf_format, iri)?;
     let graph: Graph = dataset.iter().map(|q| Triple::from(q.into_owned())).collect();
     let result_set = graph.subject_for_predicate_object(rdf::TYPE, NamedNodeRef::new_unchecked(&format!("{RS}ResultSet"))).map(|s| s.into_owned());
-    let Some(rset) = result_set else { return Ok(Outcome::Graph(graph)) };
+    let Some(rset) = result_set else { return Ok(Outcome::Graph(Box::new(graph))) };
     let rs = |local: &str| NamedNode::new_unchecked(format!("{RS}{local}"));
     if let Some(TermRef::Literal(b)) = graph.object_for_subject_predicate(&rset, &rs("boolean")) {
         return Ok(Outcome::Boolean(b.value() == "true"));
     }
-    let mut solutions: Vec<(Option<i64>, Vec<(String, Term)>)> = Vec::new();
+    let mut solutions: Vec<(Option<i64>, Solution)> = Vec::new();
     for s in graph.objects_for_subject_predicate(&rset, &rs("solution")) {
         let s: NamedOrBlankNode = match s {
             TermRef::BlankNode(b) => b.into_owned().into(),
@@ -152,7 +155,7 @@ pub fn compare_outcomes(actual: Outcome, expected: Outcome, ordered: bool, lax: 
                 .map_err(|why| format!("solutions differ ({n} rows, expected {m}): {why}"))
         }
         (Outcome::Graph(a), Outcome::Graph(e)) => {
-            let to_dataset = |g: Graph| -> Dataset {
+            let to_dataset = |g: Box<Graph>| -> Dataset {
                 g.iter()
                     .map(|t| {
                         let t = t.into_owned();
