@@ -97,3 +97,22 @@ fn a_syntax_error_names_line_and_column() {
     let err = parse_query("SELECT ?x\nWHERE { ?x ?p }", None).unwrap_err();
     assert!(err.to_string().contains("2:"), "{err}");
 }
+
+#[test]
+fn order_by_with_limit_keeps_the_true_first_rows() {
+    let store = Store::memory(DatasetMode::Plain);
+    let mut text = String::from("INSERT DATA {");
+    // Values in a scrambled order, many more than the top-k buffer.
+    for i in 0..5000u64 {
+        text.push_str(&format!(" <http://ex/s{i}> <http://ex/v> {} .", (i * 7919) % 5000));
+    }
+    text.push('}');
+    update(&store, &text);
+    let snapshot = store.snapshot().unwrap();
+    let query = parse_query("SELECT ?v { ?s <http://ex/v> ?v } ORDER BY DESC(?v) LIMIT 3 OFFSET 2", None).unwrap();
+    let prepared = PreparedQuery::new(&snapshot, Statistics::default(), &query).unwrap();
+    let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
+    let values: Vec<String> = solutions.map(|s| s.unwrap()[0].as_ref().unwrap().to_string()).collect();
+    let int = |n: u32| format!("\"{n}\"^^<http://www.w3.org/2001/XMLSchema#integer>");
+    assert_eq!(values, vec![int(4997), int(4996), int(4995)]);
+}

@@ -135,27 +135,14 @@ impl<'a> Evaluator<'a> {
                     merge(&input, &r).map(Ok)
                 }))
             }
-            Plan::OrderBy(inner, keys) => {
+            Plan::OrderBy(inner, keys, top) => {
                 if input.iter().any(Option::is_some) {
                     return self.alone(plan, input);
                 }
-                let rows: Vec<Row> = match self.eval(inner, input).collect() {
-                    Ok(r) => r,
-                    Err(e) => return fail(e),
-                };
-                let mut keyed: Vec<(Vec<Option<Term>>, Row)> =
-                    rows.into_iter().map(|r| (keys.iter().map(|(e, _)| self.expr(e, &r)).collect(), r)).collect();
-                keyed.sort_by(|(a, _), (b, _)| {
-                    for (i, (_, desc)) in keys.iter().enumerate() {
-                        let o = value::order(a[i].as_ref(), b[i].as_ref());
-                        let o = if *desc { o.reverse() } else { o };
-                        if o != std::cmp::Ordering::Equal {
-                            return o;
-                        }
-                    }
-                    std::cmp::Ordering::Equal
-                });
-                Box::new(keyed.into_iter().map(|(_, r)| Ok(r)))
+                match self.sorted(inner, keys, *top) {
+                    Ok(rows) => Box::new(rows.into_iter().map(Ok)),
+                    Err(e) => fail(e),
+                }
             }
             Plan::Project(inner, vars) => {
                 if input.iter().any(Option::is_some) {
@@ -195,6 +182,37 @@ impl<'a> Evaluator<'a> {
                 self.group(inner, keys, aggregates)
             }
         }
+    }
+
+    /// The rows of `inner` in ORDER BY order; with `top`, only that many
+    /// first rows, keeping at most twice as many in memory.
+    fn sorted(self: &Rc<Self>, inner: &'a Plan, keys: &'a [(crate::expression::Expr, bool)], top: Option<usize>) -> Result<Vec<Row>> {
+        let cmp = |a: &(Vec<Option<Term>>, Row), b: &(Vec<Option<Term>>, Row)| {
+            for (i, (_, desc)) in keys.iter().enumerate() {
+                let o = value::order(a.0[i].as_ref(), b.0[i].as_ref());
+                let o = if *desc { o.reverse() } else { o };
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        };
+        let mut keyed: Vec<(Vec<Option<Term>>, Row)> = Vec::new();
+        for r in self.eval(inner, self.empty_row()) {
+            let r = r?;
+            keyed.push((keys.iter().map(|(e, _)| self.expr(e, &r)).collect(), r));
+            if let Some(k) = top {
+                if k > 0 && keyed.len() >= 2 * k.max(512) {
+                    keyed.select_nth_unstable_by(k - 1, cmp);
+                    keyed.truncate(k);
+                }
+            }
+        }
+        keyed.sort_by(cmp);
+        if let Some(k) = top {
+            keyed.truncate(k);
+        }
+        Ok(keyed.into_iter().map(|(_, r)| r).collect())
     }
 
     /// Evaluates a plan that does not accept bindings on its own, then

@@ -110,7 +110,9 @@ pub enum Plan {
     Extend(Box<Plan>, Var, Expr),
     Minus(Box<Plan>, Box<Plan>),
     Values(Vec<Row>),
-    OrderBy(Box<Plan>, Vec<(Expr, bool)>),
+    /// Sort keys (descending when true), and how many first rows are
+    /// wanted when a LIMIT above says so (a top-k instead of a full sort).
+    OrderBy(Box<Plan>, Vec<(Expr, bool)>, Option<usize>),
     Project(Box<Plan>, Vec<Var>),
     Distinct(Box<Plan>),
     Reduced(Box<Plan>),
@@ -186,7 +188,7 @@ impl Plan {
                     }
                 }
             }
-            Plan::OrderBy(a, _) | Plan::Distinct(a) | Plan::Reduced(a) | Plan::Slice(a, _, _) => a.certain_into(out),
+            Plan::OrderBy(a, _, _) | Plan::Distinct(a) | Plan::Reduced(a) | Plan::Slice(a, _, _) => a.certain_into(out),
             Plan::Project(a, vars) => {
                 let inner = a.certain_vars();
                 out.extend(vars.iter().copied().filter(|v| inner.contains(v)));

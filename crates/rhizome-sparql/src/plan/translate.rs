@@ -170,7 +170,7 @@ impl<'s, 'a> Translator<'s, 'a> {
                         OrderExpression::Desc(e) => (self.expression(e)?, true),
                     });
                 }
-                Plan::OrderBy(b(inner), keys)
+                Plan::OrderBy(b(inner), keys, None)
             }
             GraphPattern::Project { inner, variables } => {
                 // A subquery sees no outer active graph variable binding,
@@ -180,7 +180,20 @@ impl<'s, 'a> Translator<'s, 'a> {
             }
             GraphPattern::Distinct { inner } => Plan::Distinct(b(self.pattern(inner)?)),
             GraphPattern::Reduced { inner } => Plan::Reduced(b(self.pattern(inner)?)),
-            GraphPattern::Slice { inner, start, length } => Plan::Slice(b(self.pattern(inner)?), *start, *length),
+            GraphPattern::Slice { inner, start, length } => {
+                let mut inner = self.pattern(inner)?;
+                if let Some(n) = length {
+                    // ORDER BY ... LIMIT: only the first rows need sorting.
+                    let sorted = match &mut inner {
+                        Plan::Project(p, _) => &mut **p,
+                        other => other,
+                    };
+                    if let Plan::OrderBy(_, _, top) = sorted {
+                        *top = Some(start + n);
+                    }
+                }
+                Plan::Slice(b(inner), *start, *length)
+            }
             GraphPattern::Group { inner, variables, aggregates } => {
                 let inner = self.pattern(inner)?;
                 let keys = variables.iter().map(|v| self.var(v)).collect();
