@@ -22,6 +22,10 @@ pub enum SparqlError {
     NoSuchGraph(String),
     #[error("graph {0} already exists")]
     GraphExists(String),
+    #[error("the query ran past its time limit")]
+    Timeout,
+    #[error("the query was cancelled")]
+    Cancelled,
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
 }

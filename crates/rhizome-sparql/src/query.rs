@@ -145,8 +145,21 @@ impl<'s> PreparedQuery<'s> {
             now: oxsdatatypes::DateTime::now(),
             base_iri: base_iri.clone(),
             graph_context: Default::default(),
+            limits: Default::default(),
         };
         Ok(PreparedQuery { ev: Rc::new(ev), plan, form })
+    }
+
+    /// Stops the query with `SparqlError::Timeout` once `timeout` has
+    /// passed (from now).
+    pub fn set_timeout(&self, timeout: std::time::Duration) {
+        self.ev.limits.deadline.set(Some(std::time::Instant::now() + timeout));
+    }
+
+    /// Setting the flag (from any thread) stops the query with
+    /// `SparqlError::Cancelled`.
+    pub fn cancellation_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.ev.limits.cancelled.clone()
     }
 
     pub fn execute(&self) -> Result<QueryResults<'_>> {

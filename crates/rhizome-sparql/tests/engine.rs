@@ -116,3 +116,23 @@ fn order_by_with_limit_keeps_the_true_first_rows() {
     let int = |n: u32| format!("\"{n}\"^^<http://www.w3.org/2001/XMLSchema#integer>");
     assert_eq!(values, vec![int(4997), int(4996), int(4995)]);
 }
+
+#[test]
+fn a_query_past_its_time_limit_stops_with_a_timeout() {
+    let store = Store::memory(DatasetMode::Plain);
+    let mut text = String::from("INSERT DATA {");
+    for i in 0..300 {
+        text.push_str(&format!(" <http://ex/s{i}> <http://ex/p> {i} ."));
+    }
+    text.push('}');
+    update(&store, &text);
+    let snapshot = store.snapshot().unwrap();
+    let query = parse_query("SELECT * { ?a ?p ?x . ?b ?q ?y . ?c ?r ?z }", None).unwrap();
+    let prepared = PreparedQuery::new(&snapshot, Statistics::default(), &query).unwrap();
+    prepared.set_timeout(std::time::Duration::from_millis(50));
+    let started = std::time::Instant::now();
+    let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
+    let outcome: Result<Vec<_>, _> = solutions.collect();
+    assert!(matches!(outcome, Err(SparqlError::Timeout)), "27M rows cannot come out in 50 ms");
+    assert!(started.elapsed().as_secs() < 10);
+}

@@ -21,6 +21,9 @@ pub struct Args {
     /// Base IRI to resolve relative IRIs of the query against.
     #[arg(long)]
     base: Option<String>,
+    /// Stop the query after this many milliseconds.
+    #[arg(long)]
+    timeout_ms: Option<u64>,
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
@@ -38,6 +41,9 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     let stats = Statistics::from_store(&store.stats()?);
     let snapshot = store.snapshot()?;
     let prepared = PreparedQuery::new(&snapshot, stats, &query)?;
+    if let Some(ms) = args.timeout_ms {
+        prepared.set_timeout(std::time::Duration::from_millis(ms));
+    }
     let results = prepared.execute()?;
     let terminal = std::io::stdout().is_terminal();
     let format = format.unwrap_or(match (&results, terminal) {

@@ -38,6 +38,34 @@ pub struct Evaluator<'a> {
     /// The graph of each hidden graph variable of a `GraphLoop` being
     /// evaluated (set around every pull of its inner rows).
     pub graph_context: std::cell::RefCell<rustc_hash::FxHashMap<crate::plan::Var, TermId>>,
+    pub limits: Limits,
+}
+
+/// A time limit and a cancellation flag, checked as scans yield quads
+/// (every scan pull goes through `check`, so no operator runs unchecked
+/// for long).
+#[derive(Default)]
+pub struct Limits {
+    pub deadline: std::cell::Cell<Option<std::time::Instant>>,
+    pub cancelled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ticks: std::cell::Cell<u32>,
+}
+
+impl Limits {
+    pub fn check(&self) -> Result<()> {
+        let t = self.ticks.get().wrapping_add(1);
+        self.ticks.set(t);
+        if t % 1024 != 0 {
+            return Ok(());
+        }
+        if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(SparqlError::Cancelled);
+        }
+        match self.deadline.get() {
+            Some(d) if std::time::Instant::now() >= d => Err(SparqlError::Timeout),
+            _ => Ok(()),
+        }
+    }
 }
 
 fn one<'a>(row: Row) -> Rows<'a> {

@@ -53,6 +53,7 @@ impl<'a> Evaluator<'a> {
         let mut out = Vec::new();
         for q in self.space.scan(QuadPattern { s, p, o, g }) {
             let q = q?;
+            self.limits.check()?;
             if !not.contains(&q[1]) {
                 out.push((q[0], q[2]));
             }

@@ -77,11 +77,15 @@ impl<'a> Evaluator<'a> {
         let ev = self.clone();
         Box::new(graphs.into_iter().flat_map(move |g| {
             let row = row.clone();
+            let ev = ev.clone();
             ev.space.scan(QuadPattern { s, p: pr, o, g }).filter_map(move |q| {
                 let q = match q {
                     Ok(q) => q,
                     Err(e) => return Some(Err(e.into())),
                 };
+                if let Err(e) = ev.limits.check() {
+                    return Some(Err(e));
+                }
                 if skip_default && q[3] == TermId::DEFAULT_GRAPH {
                     return None;
                 }
