@@ -55,7 +55,7 @@ impl Limits {
     pub fn check(&self) -> Result<()> {
         let t = self.ticks.get().wrapping_add(1);
         self.ticks.set(t);
-        if t % 1024 != 0 {
+        if !t.is_multiple_of(1024) {
             return Ok(());
         }
         if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
@@ -112,6 +112,12 @@ impl<'a> Evaluator<'a> {
             Plan::Bgp(patterns) => self.bgp(patterns, input),
             Plan::Path { s, path, o, g } => self.path(*s, path, *o, *g, input),
             Plan::Join(a, b) => self.join(a, b, input),
+            // Bindings from outside would change what OPTIONAL, MINUS and
+            // DISTINCT see (a variable of the right side bound on the left):
+            // those run alone, then join.
+            Plan::LeftJoin(..) | Plan::Minus(..) | Plan::Distinct(_) | Plan::Reduced(_) if input.iter().any(Option::is_some) => {
+                self.alone(plan, input)
+            }
             Plan::LeftJoin(a, b, e) => self.left_join(a, b, e.as_ref(), input),
             Plan::Filter(e, inner) => {
                 if !plan.accepts_bindings() {

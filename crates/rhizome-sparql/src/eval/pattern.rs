@@ -165,7 +165,9 @@ impl<'a> Evaluator<'a> {
         };
         let ev = self.clone();
         Box::new(graphs.into_iter().flat_map(move |g| {
-            let mut start = input.clone();
+            // The inner pattern sees the outer bindings only if they cannot
+            // change its answer; the rows are joined with them below.
+            let mut start = if inner.accepts_bindings() { input.clone() } else { ev.empty_row() };
             start[v] = None;
             let rows = InGraph::with(&ev, hidden, g, || ev.eval(inner, start));
             let input = input.clone();

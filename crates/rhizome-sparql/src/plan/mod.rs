@@ -180,11 +180,11 @@ impl Plan {
             }
             Plan::GraphConst(_, inner) => inner.certain_into(out),
             Plan::Values(rows) => {
-                if let Some(first) = rows.first() {
-                    for v in 0..first.len() {
-                        if rows.iter().all(|r| r[v].is_some()) {
-                            out.push(v);
-                        }
+                // Rows are as wide as their last bound variable.
+                let width = rows.iter().map(Vec::len).max().unwrap_or(0);
+                for v in 0..width {
+                    if rows.iter().all(|r| r.get(v).copied().flatten().is_some()) {
+                        out.push(v);
                     }
                 }
             }
