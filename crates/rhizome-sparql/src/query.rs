@@ -146,6 +146,7 @@ impl<'s> PreparedQuery<'s> {
             base_iri: base_iri.clone(),
             graph_context: Default::default(),
             limits: Default::default(),
+            named_graphs: Default::default(),
         };
         Ok(PreparedQuery { ev: Rc::new(ev), plan, form })
     }

@@ -39,6 +39,8 @@ pub struct Evaluator<'a> {
     /// evaluated (set around every pull of its inner rows).
     pub graph_context: std::cell::RefCell<rustc_hash::FxHashMap<crate::plan::Var, TermId>>,
     pub limits: Limits,
+    /// The named graphs of the dataset, listed once per query.
+    pub named_graphs: std::cell::RefCell<Option<Rc<Vec<TermId>>>>,
 }
 
 /// A time limit and a cancellation flag, checked as scans yield quads

@@ -25,7 +25,7 @@ impl<'a> Evaluator<'a> {
         let (sv, ov) = (s.value(input), o.value(input));
         let (mut graphs, all_named) = self.graphs_of(g, input);
         if all_named {
-            graphs = self.named_graphs()?.into_iter().map(Some).collect();
+            graphs = self.named_graphs()?.iter().map(|g| Some(*g)).collect();
         }
         let graph_var = self.graph_var_to_bind(g);
         let mut out = Vec::new();

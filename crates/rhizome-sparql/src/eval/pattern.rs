@@ -53,21 +53,30 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Every named graph of the dataset.
-    pub(super) fn named_graphs(&self) -> Result<Vec<TermId>> {
-        if let Some(list) = &self.dataset.named {
+    /// Every named graph of the dataset (listed once per query: without
+    /// FROM NAMED, by a scan of every quad, see ARCHITECTURE).
+    pub(super) fn named_graphs(&self) -> Result<Rc<Vec<TermId>>> {
+        if let Some(list) = &*self.named_graphs.borrow() {
             return Ok(list.clone());
         }
-        let mut seen = FxHashSet::default();
-        let mut out = Vec::new();
-        for q in self.space.scan(QuadPattern::default()) {
-            let g = q?[3];
-            if g != TermId::DEFAULT_GRAPH && seen.insert(g) {
-                out.push(g);
+        let list = match &self.dataset.named {
+            Some(list) => list.clone(),
+            None => {
+                let mut seen = FxHashSet::default();
+                let mut out = Vec::new();
+                for q in self.space.scan(QuadPattern::default()) {
+                    let g = q?[3];
+                    if g != TermId::DEFAULT_GRAPH && seen.insert(g) {
+                        out.push(g);
+                    }
+                }
+                out.sort_unstable();
+                out
             }
-        }
-        out.sort_unstable();
-        Ok(out)
+        };
+        let list = Rc::new(list);
+        *self.named_graphs.borrow_mut() = Some(list.clone());
+        Ok(list)
     }
 
     fn scan_quad(self: &Rc<Self>, p: &'a QuadPlan, row: Row) -> Rows<'a> {
@@ -108,7 +117,8 @@ impl<'a> Evaluator<'a> {
                 Ok(g) => g,
                 Err(e) => return super::fail(e),
             };
-            Box::new(graphs.into_iter().map(move |g| {
+            Box::new((0..graphs.len()).map(move |i| {
+                let g = graphs[i];
                 let mut r = row.clone();
                 r[v] = Some(g);
                 Ok(r)
@@ -159,7 +169,7 @@ impl<'a> Evaluator<'a> {
                 }
             }
             None => match self.named_graphs() {
-                Ok(g) => g,
+                Ok(g) => g.to_vec(),
                 Err(e) => return super::fail(e),
             },
         };
