@@ -228,12 +228,16 @@ impl<'s> PreparedQuery<'s> {
         }
         let mut done = FxHashSet::default();
         let mut out = Vec::new();
-        let graph = self.ev.space.default_graph();
+        let graphs: Vec<Option<TermId>> = match &self.ev.dataset.default {
+            Some(list) => list.iter().map(|g| Some(*g)).collect(),
+            None => vec![self.ev.space.default_graph()],
+        };
         while let Some(id) = todo.pop() {
             if !done.insert(id) {
                 continue;
             }
-            for q in self.ev.space.scan(QuadPattern { s: Some(id), g: graph, ..Default::default() }) {
+            let quads = graphs.iter().flat_map(|g| self.ev.space.scan(QuadPattern { s: Some(id), g: *g, ..Default::default() }));
+            for q in quads {
                 let q = q?;
                 let [s, p, o] = [q[0], q[1], q[2]].map(|id| self.ev.space.decode(id));
                 let subject: NamedOrBlankNode = match s? {

@@ -86,7 +86,9 @@ pub fn write_results(results: QueryResults<'_>, format: ResultFormat, mut out: i
             Ok(n)
         }
         QueryResults::Graph(triples) => {
-            let f = format.rdf().unwrap_or(RdfFormat::NTriples);
+            let f = format
+                .rdf()
+                .ok_or_else(|| SparqlError::Unsupported(format!("{format:?} for CONSTRUCT and DESCRIBE results (use nquads, turtle or ntriples)")))?;
             let mut w = RdfSerializer::from_format(f).for_writer(&mut out);
             let mut n = 0;
             for t in triples {
@@ -130,4 +132,40 @@ fn write_table(variables: &[Variable], solutions: Box<dyn Iterator<Item = Result
         n += 1;
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxrdf::{Literal, NamedNode, Triple};
+
+    fn solutions() -> QueryResults<'static> {
+        let rows: Vec<Result<Vec<Option<Term>>>> = vec![Ok(vec![Some(NamedNode::new_unchecked("http://ex/a").into()), None]), Ok(vec![None, Some(Literal::from(7).into())])];
+        QueryResults::Solutions { variables: vec![Variable::new_unchecked("s"), Variable::new_unchecked("n")], solutions: Box::new(rows.into_iter()) }
+    }
+
+    #[test]
+    fn solutions_are_written_as_sparql_json_with_unbound_values_left_out() {
+        let mut out = Vec::new();
+        assert_eq!(write_results(solutions(), ResultFormat::Json, &mut out).unwrap(), 2);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(r#""vars":["s","n"]"#), "{text}");
+        assert!(text.contains(r#"{"s":{"type":"uri","value":"http://ex/a"}}"#), "{text}");
+    }
+
+    #[test]
+    fn a_table_has_a_header_and_one_line_per_solution() {
+        let mut out = Vec::new();
+        write_results(solutions(), ResultFormat::Table, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(text.lines().next().unwrap().contains("?s"), "{text}");
+    }
+
+    #[test]
+    fn graph_results_refuse_a_solutions_format() {
+        let t = Triple::new(NamedNode::new_unchecked("http://ex/a"), NamedNode::new_unchecked("http://ex/p"), Literal::from(1));
+        let graph = QueryResults::Graph(Box::new(std::iter::once(Ok(t))));
+        assert!(matches!(write_results(graph, ResultFormat::Json, Vec::new()), Err(SparqlError::Unsupported(_))));
+    }
 }
