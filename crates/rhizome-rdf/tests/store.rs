@@ -61,8 +61,11 @@ fn stores() -> Vec<(Store, tempfile::TempDir)> {
     let mut out = Vec::new();
     for mode in [DatasetMode::Union, DatasetMode::Plain] {
         out.push((Store::memory(mode), tempfile::tempdir().unwrap()));
-        let dir = tempfile::tempdir().unwrap();
-        out.push((Store::open_or_create(&dir.path().join("db"), Some(mode)).unwrap(), dir));
+        #[cfg(feature = "rocksdb")]
+        {
+            let dir = tempfile::tempdir().unwrap();
+            out.push((Store::open_or_create(&dir.path().join("db"), Some(mode)).unwrap(), dir));
+        }
     }
     out
 }

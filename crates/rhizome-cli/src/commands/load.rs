@@ -43,6 +43,12 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     }
     options.lenient = args.lenient;
     options.progress = !args.quiet && std::io::stderr().is_terminal();
+    // Check the inputs before creating a store a failed load would leave.
+    for f in &args.files {
+        if f.as_os_str() != "-" && !f.is_file() {
+            anyhow::bail!("cannot read {}: no such file", f.display());
+        }
+    }
     let store = Store::open_or_create(data, None)?;
     let inputs: Vec<LoadInput> = args.files.iter().map(|p| LoadInput { path: p.clone() }).collect();
     let s = store.load(&inputs, &options)?;

@@ -65,23 +65,25 @@ impl<'a> LoadDictionary<'a> {
         Ok(self.allocate(tag))
     }
 
-    pub fn resolve(&mut self, t: &LocalTerm) -> Result<TermId> {
+    pub fn resolve(&mut self, t: LocalTerm) -> Result<TermId> {
         if let Some(&i) = self.by_hash.get(&t.hash) {
             let (etag, ebytes, id, _) = &self.entries[i as usize];
             if *etag == t.tag && **ebytes == *t.bytes {
                 return Ok(*id);
             }
-            if let Some(id) = self.collisions.get(&(t.tag, t.bytes.clone())) {
+            // A 64-bit hash collision: rare, resolved by the bytes.
+            let key = (t.tag, t.bytes);
+            if let Some(id) = self.collisions.get(&key) {
                 return Ok(*id);
             }
-            let id = self.find_or_create(t.tag, &t.bytes)?;
-            self.collisions.insert((t.tag, t.bytes.clone()), id);
-            self.entries.push((t.tag, t.bytes.clone(), id, t.hash));
+            let id = self.find_or_create(key.0, &key.1)?;
+            self.entries.push((key.0, key.1.clone(), id, t.hash));
+            self.collisions.insert(key, id);
             return Ok(id);
         }
         let id = self.find_or_create(t.tag, &t.bytes)?;
         self.by_hash.insert(t.hash, self.entries.len() as u32);
-        self.entries.push((t.tag, t.bytes.clone(), id, t.hash));
+        self.entries.push((t.tag, t.bytes, id, t.hash));
         Ok(id)
     }
 

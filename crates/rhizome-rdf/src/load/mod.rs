@@ -146,7 +146,7 @@ impl Store {
         let mut spill_dir: Option<tempfile::TempDir> = None;
         let mut summary = LoadSummary::default();
         let forced_graph = match &options.graph {
-            Some(g) => Some(dict.resolve(&parse::LocalTerm {
+            Some(g) => Some(dict.resolve(parse::LocalTerm {
                 tag: crate::term::tag::IRI,
                 hash: crate::term::TermKey::hash(crate::term::tag::IRI, g.as_str().as_bytes()),
                 bytes: g.as_str().as_bytes().into(),
@@ -203,7 +203,7 @@ impl Store {
             let mut ids: Vec<TermId> = Vec::new();
             let mut blank_ids: Vec<TermId> = Vec::new();
             let mut result = Ok(());
-            for chunk in chunk_rx.iter() {
+            for mut chunk in chunk_rx.iter() {
                 if result.is_err() {
                     continue; // drain so the workers can finish
                 }
@@ -235,7 +235,7 @@ impl Store {
                     }
                 }
                 ids.clear();
-                for t in &chunk.terms {
+                for t in std::mem::take(&mut chunk.terms) {
                     match dict.resolve(t) {
                         Ok(id) => ids.push(id),
                         Err(e) => {
