@@ -26,6 +26,8 @@ pub enum SparqlError {
     Timeout,
     #[error("the query was cancelled")]
     Cancelled,
+    #[error("the query needs more than its memory limit of {limit_bytes} bytes for one sort, group or join")]
+    MemoryLimit { limit_bytes: usize },
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
 }

@@ -10,6 +10,13 @@
 //!
 //! Main types: [`PreparedQuery`], [`QueryResults`], [`SparqlError`];
 //! functions [`parse_query`], [`execute_update`], [`write_results`].
+//!
+//! Limits of this version (the next steps): rows are vectors cloned per
+//! binding and scans are boxed iterators (no batching yet); no merge
+//! joins; property paths, ORDER BY, GROUP BY and hash-join sides are
+//! materialized (bounded by the memory limit, no spilling); expressions
+//! work on decoded terms (no fast path on inlined ids yet); listing the
+//! named graphs of a union store scans every quad; no EXPLAIN.
 
 mod error;
 mod eval;

@@ -157,6 +157,12 @@ impl<'s> PreparedQuery<'s> {
         self.ev.limits.deadline.set(Some(std::time::Instant::now() + timeout));
     }
 
+    /// The most bytes one sort, group, hash table or materialized pattern
+    /// may take (1 GiB unless set); past it, `SparqlError::MemoryLimit`.
+    pub fn set_memory_limit(&self, bytes: usize) {
+        self.ev.limits.memory_bytes.set(bytes);
+    }
+
     /// Setting the flag (from any thread) stops the query with
     /// `SparqlError::Cancelled`.
     pub fn cancellation_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {

@@ -136,3 +136,21 @@ fn a_query_past_its_time_limit_stops_with_a_timeout() {
     assert!(matches!(outcome, Err(SparqlError::Timeout)), "27M rows cannot come out in 50 ms");
     assert!(started.elapsed().as_secs() < 10);
 }
+
+#[test]
+fn a_sort_past_the_memory_limit_fails_clearly() {
+    let store = Store::memory(DatasetMode::Plain);
+    let mut text = String::from("INSERT DATA {");
+    for i in 0..5000 {
+        text.push_str(&format!(" <http://ex/s{i}> <http://ex/v> {i} ."));
+    }
+    text.push('}');
+    update(&store, &text);
+    let snapshot = store.snapshot().unwrap();
+    let query = parse_query("SELECT ?v { ?s <http://ex/v> ?v } ORDER BY ?v", None).unwrap();
+    let prepared = PreparedQuery::new(&snapshot, Statistics::default(), &query).unwrap();
+    prepared.set_memory_limit(10_000);
+    let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
+    let outcome: Result<Vec<_>, _> = solutions.collect();
+    assert!(matches!(outcome, Err(SparqlError::MemoryLimit { .. })), "{:?}", outcome.map(|r| r.len()));
+}

@@ -24,6 +24,9 @@ pub struct Args {
     /// Stop the query after this many milliseconds.
     #[arg(long)]
     timeout_ms: Option<u64>,
+    /// Fail a query whose sort, group or join needs more memory than this.
+    #[arg(long)]
+    memory_limit_mb: Option<usize>,
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
@@ -43,6 +46,9 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     let prepared = PreparedQuery::new(&snapshot, stats, &query)?;
     if let Some(ms) = args.timeout_ms {
         prepared.set_timeout(std::time::Duration::from_millis(ms));
+    }
+    if let Some(mb) = args.memory_limit_mb {
+        prepared.set_memory_limit(mb.saturating_mul(1 << 20));
     }
     let results = prepared.execute()?;
     let terminal = std::io::stdout().is_terminal();

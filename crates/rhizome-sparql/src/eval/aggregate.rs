@@ -45,6 +45,9 @@ impl<'a> Evaluator<'a> {
                 order_of.push(key);
                 aggregates.iter().map(|_| Accumulator::default()).collect()
             });
+            if order_of.len().is_multiple_of(4096) {
+                self.limits.check_memory(super::rows_bytes(order_of.len(), 2 * keys.len() + 8 * aggregates.len()))?;
+            }
             for ((_, agg), acc) in aggregates.iter().zip(accs.iter_mut()) {
                 self.accumulate(agg, acc, &row)?;
             }

@@ -38,8 +38,20 @@ impl HashedSide {
 }
 
 impl<'a> Evaluator<'a> {
+    /// Every row of a plan evaluated alone, within the memory limit.
+    fn materialize(self: &Rc<Self>, plan: &'a Plan) -> Result<Vec<Row>> {
+        let mut rows = Vec::new();
+        for r in self.eval(plan, self.empty_row()) {
+            rows.push(r?);
+            if rows.len().is_multiple_of(4096) {
+                self.limits.check_memory(super::rows_bytes(2 * rows.len(), self.width))?;
+            }
+        }
+        Ok(rows)
+    }
+
     fn hashed(self: &Rc<Self>, plan: &'a Plan) -> Result<Rc<HashedSide>> {
-        let rows: Vec<Row> = self.eval(plan, self.empty_row()).collect::<Result<_>>()?;
+        let rows = self.materialize(plan)?;
         Ok(Rc::new(HashedSide::build(rows, self.width)))
     }
 
@@ -100,7 +112,7 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(super) fn minus(self: &Rc<Self>, a: &'a Plan, b: &'a Plan, input: Row) -> Rows<'a> {
-        let right: Vec<Row> = match self.eval(b, self.empty_row()).collect::<Result<_>>() {
+        let right: Vec<Row> = match self.materialize(b) {
             Ok(r) => r,
             Err(e) => return fail(e),
         };

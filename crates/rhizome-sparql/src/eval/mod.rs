@@ -46,14 +46,36 @@ pub struct Evaluator<'a> {
 /// A time limit and a cancellation flag, checked as scans yield quads
 /// (every scan pull goes through `check`, so no operator runs unchecked
 /// for long).
-#[derive(Default)]
 pub struct Limits {
     pub deadline: std::cell::Cell<Option<std::time::Instant>>,
     pub cancelled: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ticks: std::cell::Cell<u32>,
+    /// The most bytes one sort, group, hash table or MINUS side may hold
+    /// (estimated from its rows); past it the query fails with a clear
+    /// error instead of the process being killed.
+    pub memory_bytes: std::cell::Cell<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { deadline: Default::default(), cancelled: Default::default(), ticks: Default::default(), memory_bytes: std::cell::Cell::new(1 << 30) }
+    }
+}
+
+/// Estimated bytes of `n` materialized rows of `width` variables.
+pub fn rows_bytes(n: usize, width: usize) -> usize {
+    n.saturating_mul(24 + 16 * width)
 }
 
 impl Limits {
+    pub fn check_memory(&self, bytes: usize) -> Result<()> {
+        let limit = self.memory_bytes.get();
+        if bytes > limit {
+            return Err(SparqlError::MemoryLimit { limit_bytes: limit });
+        }
+        Ok(())
+    }
+
     pub fn check(&self) -> Result<()> {
         let t = self.ticks.get().wrapping_add(1);
         self.ticks.set(t);
@@ -237,6 +259,9 @@ impl<'a> Evaluator<'a> {
         for r in self.eval(inner, self.empty_row()) {
             let r = r?;
             keyed.push((keys.iter().map(|(e, _)| self.expr(e, &r)).collect(), r));
+            if keyed.len().is_multiple_of(4096) {
+                self.limits.check_memory(rows_bytes(keyed.len(), self.width + 4 * keys.len()))?;
+            }
             if let Some(k) = top {
                 if k > 0 && keyed.len() >= 2 * k.max(512) {
                     keyed.select_nth_unstable_by(k - 1, cmp);

@@ -43,6 +43,9 @@ impl<'a> Evaluator<'a> {
                 }
                 if ok {
                     out.push(r);
+                    if out.len().is_multiple_of(4096) {
+                        self.limits.check_memory(super::rows_bytes(out.len(), self.width))?;
+                    }
                 }
             }
         }
