@@ -15,8 +15,7 @@
 //! binding and scans are boxed iterators (no batching yet); no merge
 //! joins; property paths, ORDER BY, GROUP BY and hash-join sides are
 //! materialized (bounded by the memory limit, no spilling); expressions
-//! work on decoded terms (no fast path on inlined ids yet); listing the
-//! named graphs of a union store scans every quad; no EXPLAIN.
+//! work on decoded terms (no fast path on inlined ids yet); no EXPLAIN.
 
 mod error;
 mod eval;

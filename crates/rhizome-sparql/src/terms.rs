@@ -36,6 +36,11 @@ impl<'a> TermSpace<'a> {
         QuadScan::new(self.reader, pattern)
     }
 
+    /// Every graph of the store, by a skip scan of the index keys.
+    pub fn graph_names(&self) -> Result<Vec<TermId>> {
+        Ok(rhizome_rdf::index::graph_names(self.reader)?)
+    }
+
     /// The graph pattern of the store's default graph.
     pub fn default_graph(&self) -> Option<TermId> {
         match self.mode {

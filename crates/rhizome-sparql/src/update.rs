@@ -260,14 +260,7 @@ impl Operation<'_, '_> {
     }
 
     fn graphs(&self) -> Result<Vec<TermId>> {
-        let mut out: Vec<TermId> = Vec::new();
-        for q in self.txn.scan(QuadPattern::default()) {
-            let g = q?[3];
-            if !out.contains(&g) {
-                out.push(g);
-            }
-        }
-        Ok(out)
+        Ok(rhizome_rdf::index::graph_names(self.txn.reader())?)
     }
 
     fn clear(&mut self, target: &GraphTarget, silent: bool, drop: bool) -> Result<()> {
