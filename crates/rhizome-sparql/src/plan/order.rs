@@ -46,8 +46,10 @@ impl Statistics {
     }
 }
 
-pub fn order_patterns(mut patterns: Vec<QuadPlan>, stats: &Statistics) -> Vec<QuadPlan> {
-    let mut bound_vars: Vec<usize> = Vec::new();
+/// Orders patterns; `bound` are the variables the left context binds
+/// before this BGP runs (index nested loops from a join's left side).
+pub fn order_patterns(mut patterns: Vec<QuadPlan>, stats: &Statistics, bound: &[usize]) -> Vec<QuadPlan> {
+    let mut bound_vars: Vec<usize> = bound.to_vec();
     let mut out = Vec::with_capacity(patterns.len());
     while !patterns.is_empty() {
         let mut best = 0;
@@ -93,8 +95,20 @@ mod tests {
         stats.predicates.insert(other, [100, 100, 100]);
         let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default };
         // ?a common ?b . ?c other ?d . ?a rare ?e
-        let ordered = order_patterns(vec![q(0, common, 1), q(2, other, 3), q(0, rare, 4)], &stats);
+        let ordered = order_patterns(vec![q(0, common, 1), q(2, other, 3), q(0, rare, 4)], &stats, &[]);
         let preds: Vec<Slot> = ordered.iter().map(|p| p.p).collect();
         assert_eq!(preds, vec![Slot::Const(rare), Slot::Const(common), Slot::Const(other)]);
+    }
+
+    #[test]
+    fn variables_bound_on_the_left_make_their_patterns_go_first() {
+        let (big, small) = (TermId(0x0200_0000_0000_0001), TermId(0x0200_0000_0000_0002));
+        let mut stats = Statistics { quads: 100_000, ..Default::default() };
+        stats.predicates.insert(big, [90_000, 90_000, 90_000]);
+        stats.predicates.insert(small, [1000, 1000, 1000]);
+        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default };
+        // OPTIONAL { ?x small ?y . ?a big ?x } with ?a bound on the left.
+        let ordered = order_patterns(vec![q(1, small, 2), q(0, big, 1)], &stats, &[0]);
+        assert_eq!(ordered[0].p, Slot::Const(big), "the pattern on the bound ?a is one lookup per left row");
     }
 }

@@ -17,11 +17,14 @@ pub struct Translator<'s, 'a> {
     ids: FxHashMap<String, Var>,
     graph: GraphSlot,
     hidden: usize,
+    /// Variables a join's left side binds before the pattern being
+    /// translated runs (for the join order of its BGPs).
+    bound: Vec<Var>,
 }
 
 impl<'s, 'a> Translator<'s, 'a> {
     pub fn new(space: &'s TermSpace<'a>, stats: Statistics) -> Self {
-        Translator { space, stats, names: Vec::new(), ids: FxHashMap::default(), graph: GraphSlot::Default, hidden: 0 }
+        Translator { space, stats, names: Vec::new(), ids: FxHashMap::default(), graph: GraphSlot::Default, hidden: 0, bound: Vec::new() }
     }
 
     /// The number of variables (the width of every row).
@@ -102,14 +105,19 @@ impl<'s, 'a> Translator<'s, 'a> {
         Ok(match p {
             GraphPattern::Bgp { patterns } => {
                 let quads = patterns.iter().map(|t| self.triple(t)).collect::<Result<Vec<_>>>()?;
-                Plan::Bgp(order_patterns(quads, &self.stats))
+                Plan::Bgp(order_patterns(quads, &self.stats, &self.bound))
             }
             GraphPattern::Path { subject, path, object } => {
                 Plan::Path { s: self.term(subject)?, path: self.path(path)?, o: self.term(object)?, g: self.graph }
             }
-            GraphPattern::Join { left, right } => Plan::Join(b(self.pattern(left)?), b(self.pattern(right)?)),
+            GraphPattern::Join { left, right } => {
+                let l = self.pattern(left)?;
+                let r = self.right_side(&l, right)?;
+                Plan::Join(b(l), b(r))
+            }
             GraphPattern::LeftJoin { left, right, expression } => {
-                let (l, r) = (self.pattern(left)?, self.pattern(right)?);
+                let l = self.pattern(left)?;
+                let r = self.right_side(&l, right)?;
                 let e = expression.as_ref().map(|e| self.expression(e)).transpose()?;
                 Plan::LeftJoin(b(l), b(r), e)
             }
@@ -173,9 +181,12 @@ impl<'s, 'a> Translator<'s, 'a> {
                 Plan::OrderBy(b(inner), keys, None)
             }
             GraphPattern::Project { inner, variables } => {
-                // A subquery sees no outer active graph variable binding,
-                // but does see the active graph.
-                let inner = self.pattern(inner)?;
+                // A subquery runs alone (no outer bindings: order its BGPs
+                // for themselves) but in the active graph.
+                let outer = std::mem::take(&mut self.bound);
+                let inner = self.pattern(inner);
+                self.bound = outer;
+                let inner = inner?;
                 Plan::Project(b(inner), variables.iter().map(|v| self.var(v)).collect())
             }
             GraphPattern::Distinct { inner } => Plan::Distinct(b(self.pattern(inner)?)),
@@ -208,6 +219,22 @@ impl<'s, 'a> Translator<'s, 'a> {
             #[allow(unreachable_patterns)]
             _ => return Err(SparqlError::Unsupported("this graph pattern".into())),
         })
+    }
+
+    /// The right side of a join: if it will run with the left's bindings
+    /// (index nested loops), its BGPs are ordered knowing them.
+    fn right_side(&mut self, left: &Plan, right: &GraphPattern) -> Result<Plan> {
+        let outer = self.bound.len();
+        self.bound.extend(left.certain_vars());
+        let hinted = self.pattern(right);
+        self.bound.truncate(outer);
+        let hinted = hinted?;
+        if hinted.accepts_bindings() {
+            Ok(hinted)
+        } else {
+            // Evaluated alone and hashed: order it for itself.
+            self.pattern(right)
+        }
     }
 
     fn aggregate(&mut self, a: &AggregateExpression) -> Result<Aggregate> {
