@@ -15,10 +15,12 @@
 //! binding and scans are boxed iterators (no batching yet); no merge
 //! joins; property paths, ORDER BY, GROUP BY and hash-join sides are
 //! materialized (bounded by the memory limit, no spilling); expressions
-//! work on decoded terms (no fast path on inlined ids yet); no EXPLAIN.
+//! work on decoded terms (no fast path on inlined ids yet); EXPLAIN counts rows but
+//! estimates only quad patterns.
 
 mod error;
 mod eval;
+mod explain;
 mod expression;
 mod plan;
 mod query;

@@ -40,6 +40,8 @@ pub struct PreparedQuery<'s> {
     ev: Rc<Evaluator<'s>>,
     plan: Plan,
     form: Form,
+    names: Vec<String>,
+    stats: Statistics,
 }
 
 /// What a query answers.
@@ -137,7 +139,8 @@ impl<'s> PreparedQuery<'s> {
             }
         };
         let width = t.width();
-        drop(t);
+        let stats = t.statistics().clone();
+        let names = t.into_names();
         let ev = Evaluator {
             space,
             dataset: query_dataset,
@@ -147,8 +150,9 @@ impl<'s> PreparedQuery<'s> {
             graph_context: Default::default(),
             limits: Default::default(),
             named_graphs: Default::default(),
+            profile: None,
         };
-        Ok(PreparedQuery { ev: Rc::new(ev), plan, form })
+        Ok(PreparedQuery { ev: Rc::new(ev), plan, form, names, stats })
     }
 
     /// Stops the query with `SparqlError::Timeout` once `timeout` has
@@ -167,6 +171,19 @@ impl<'s> PreparedQuery<'s> {
     /// `SparqlError::Cancelled`.
     pub fn cancellation_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
         self.ev.limits.cancelled.clone()
+    }
+
+    /// Runs the query to its end, counting the rows of every operator, and
+    /// gives the plan with estimated (patterns) and actual row counts.
+    pub fn explain(mut self) -> Result<String> {
+        Rc::get_mut(&mut self.ev).expect("a prepared query's evaluator is not shared before it runs").profile = Some(Default::default());
+        match self.execute()? {
+            QueryResults::Solutions { mut solutions, .. } => solutions.try_for_each(|s| s.map(|_| ()))?,
+            QueryResults::Graph(mut triples) => triples.try_for_each(|t| t.map(|_| ()))?,
+            QueryResults::Boolean(_) => {}
+        }
+        let counts = self.ev.profile.as_ref().map(|c| c.borrow().clone()).unwrap_or_default();
+        Ok(crate::explain::render(&self.plan, &counts, &self.names, &self.stats, &self.ev.space))
     }
 
     pub fn execute(&self) -> Result<QueryResults<'_>> {

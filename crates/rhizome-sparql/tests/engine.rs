@@ -154,3 +154,15 @@ fn a_sort_past_the_memory_limit_fails_clearly() {
     let outcome: Result<Vec<_>, _> = solutions.collect();
     assert!(matches!(outcome, Err(SparqlError::MemoryLimit { .. })), "{:?}", outcome.map(|r| r.len()));
 }
+
+#[test]
+fn explain_shows_operators_with_their_row_counts() {
+    let store = Store::memory(DatasetMode::Plain);
+    update(&store, DATA);
+    let snapshot = store.snapshot().unwrap();
+    let stats = Statistics::from_store(&store.stats().unwrap());
+    let query = parse_query("PREFIX : <http://ex/> SELECT ?x { ?x :knows ?y OPTIONAL { ?y :age ?a } }", None).unwrap();
+    let text = PreparedQuery::new(&snapshot, stats, &query).unwrap().explain().unwrap();
+    assert!(text.contains("Optional: 2 rows"), "{text}");
+    assert!(text.contains("?x <http://ex/knows> ?y: about 3 rows per lookup"), "{text}");
+}

@@ -24,6 +24,10 @@ pub struct Args {
     /// Stop the query after this many milliseconds.
     #[arg(long)]
     timeout_ms: Option<u64>,
+    /// Run the query and print its plan with estimated and actual row
+    /// counts instead of its results.
+    #[arg(long)]
+    explain: bool,
     /// Fail a query whose sort, group or join needs more memory than this.
     #[arg(long)]
     memory_limit_mb: Option<usize>,
@@ -49,6 +53,10 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     }
     if let Some(mb) = args.memory_limit_mb {
         prepared.set_memory_limit(mb.saturating_mul(1 << 20));
+    }
+    if args.explain {
+        print!("{}", prepared.explain()?);
+        return Ok(());
     }
     let results = prepared.execute()?;
     let terminal = std::io::stdout().is_terminal();

@@ -39,6 +39,8 @@ pub struct Evaluator<'a> {
     /// evaluated (set around every pull of its inner rows).
     pub graph_context: std::cell::RefCell<rustc_hash::FxHashMap<crate::plan::Var, TermId>>,
     pub limits: Limits,
+    /// Rows given per plan node (by address), when explaining.
+    pub profile: Option<std::cell::RefCell<rustc_hash::FxHashMap<usize, u64>>>,
     /// The named graphs of the dataset, listed once per query.
     pub named_graphs: std::cell::RefCell<Option<Rc<Vec<TermId>>>>,
 }
@@ -132,6 +134,22 @@ impl<'a> Evaluator<'a> {
     }
 
     pub fn eval(self: &Rc<Self>, plan: &'a Plan, input: Row) -> Rows<'a> {
+        let rows = self.eval_node(plan, input);
+        match &self.profile {
+            // EXPLAIN: count the rows each operator gives.
+            Some(_) => {
+                let (ev, key) = (self.clone(), plan as *const Plan as usize);
+                Box::new(rows.inspect(move |_| {
+                    if let Some(c) = &ev.profile {
+                        *c.borrow_mut().entry(key).or_default() += 1;
+                    }
+                }))
+            }
+            None => rows,
+        }
+    }
+
+    fn eval_node(self: &Rc<Self>, plan: &'a Plan, input: Row) -> Rows<'a> {
         match plan {
             Plan::Bgp(patterns) => self.bgp(patterns, input),
             Plan::Path { s, path, o, g } => self.path(*s, path, *o, *g, input),

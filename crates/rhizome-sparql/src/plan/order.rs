@@ -23,7 +23,7 @@ impl Statistics {
     }
 
     /// Expected rows of a pattern when the flagged positions are bound.
-    fn estimate(&self, p: &QuadPlan, bound: &[bool; 3]) -> f64 {
+    pub fn estimate(&self, p: &QuadPlan, bound: &[bool; 3]) -> f64 {
         let total = self.quads.max(1) as f64;
         match p.p {
             Slot::Const(pred) => {

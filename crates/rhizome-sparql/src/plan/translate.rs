@@ -32,6 +32,15 @@ impl<'s, 'a> Translator<'s, 'a> {
         self.names.len()
     }
 
+    /// Variable names by position (for EXPLAIN).
+    pub fn into_names(self) -> Vec<String> {
+        self.names
+    }
+
+    pub fn statistics(&self) -> &Statistics {
+        &self.stats
+    }
+
 
     pub fn var(&mut self, v: &Variable) -> Var {
         self.var_named(v.as_str())
