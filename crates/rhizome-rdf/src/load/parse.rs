@@ -8,7 +8,7 @@
 //! lookup per distinct term of a chunk and nothing else.
 
 use super::input::{self, LoadInput};
-use crate::term::{term_key, TermId, TermKey};
+use crate::term::{tag, term_key, TermId, TermKey};
 use crate::{Error, Result, SyntaxIssue};
 use oxrdf::{GraphNameRef, NamedOrBlankNodeRef, QuadRef, TermRef};
 use oxrdfio::{RdfFormat, RdfParseError, RdfParser};
@@ -48,6 +48,9 @@ pub(crate) struct EncodedChunk {
 
 struct ChunkEncoder {
     chunk: EncodedChunk,
+    /// A literal holds a line break: the lenient parser may have read a raw
+    /// one that the strict parser rejects.
+    suspicious: bool,
     by_hash: FxHashMap<u64, u32>,
     blank_index: FxHashMap<Box<str>, u32>,
 }
@@ -56,12 +59,18 @@ impl ChunkEncoder {
     fn new(file: usize) -> Self {
         ChunkEncoder {
             chunk: EncodedChunk { file, terms: Vec::new(), blanks: Vec::new(), quads: Vec::new(), errors: Vec::new(), fatal: None },
+            suspicious: false,
             by_hash: FxHashMap::default(),
             blank_index: FxHashMap::default(),
         }
     }
 
     fn term(&mut self, term: TermRef<'_>) -> Slot {
+        if let TermRef::Literal(l) = term {
+            if memchr::memchr2(b'\n', b'\r', l.value().as_bytes()).is_some() {
+                self.suspicious = true;
+            }
+        }
         match term_key(term) {
             TermKey::Inline(id) => Slot::Id(id),
             TermKey::Blank(label) => {
@@ -191,32 +200,75 @@ pub(crate) fn parse_line_chunks(rx: &Mutex<Receiver<LineChunk>>, out: &SyncSende
             Ok(Ok(c)) => c,
             _ => return,
         };
-        let mut enc = ChunkEncoder::new(chunk.file);
-        if chunk.quads {
-            for r in NQuadsParser::new().for_slice(&chunk.bytes) {
-                match r {
-                    Ok(q) => enc.quad(q.as_ref()),
-                    Err(e) => {
-                        let loc = e.location();
-                        enc.chunk.errors.push(issue(&chunk.name, Some(chunk.first_line + loc.start.line), loc.start.column, e.message()))
-                    }
-                }
-            }
-        } else {
-            for r in NTriplesParser::new().for_slice(&chunk.bytes) {
-                match r {
-                    Ok(t) => enc.quad(t.as_ref().in_graph(GraphNameRef::DefaultGraph)),
-                    Err(e) => {
-                        let loc = e.location();
-                        enc.chunk.errors.push(issue(&chunk.name, Some(chunk.first_line + loc.start.line), loc.start.column, e.message()))
-                    }
-                }
-            }
-        }
-        if out.send(enc.chunk).is_err() {
+        if out.send(parse_line_chunk(&chunk)).is_err() {
             return;
         }
     }
+}
+
+/// Parses one chunk. oxttl's strict mode validates every IRI occurrence,
+/// which is most of its cost; a chunk repeats its terms many times. So the
+/// chunk is parsed leniently and its distinct terms are then validated the
+/// way strict mode does. A chunk with any error, invalid term or pattern
+/// lenient mode reads differently (a raw CR, a line break in a literal, a
+/// surrogate escape) is parsed again strictly, which gives exactly the
+/// strict result and error positions.
+fn parse_line_chunk(chunk: &LineChunk) -> EncodedChunk {
+    if !might_differ_when_lenient(&chunk.bytes) {
+        let enc = parse_with(chunk, true);
+        if enc.chunk.errors.is_empty() && !enc.suspicious && enc.chunk.terms.iter().all(is_valid_term) {
+            return enc.chunk;
+        }
+    }
+    parse_with(chunk, false).chunk
+}
+
+fn might_differ_when_lenient(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(b'\r', bytes).any(|i| bytes.get(i + 1) != Some(&b'\n'))
+        || memchr::memmem::find(bytes, b"\\uD").is_some()
+        || memchr::memmem::find(bytes, b"\\ud").is_some()
+}
+
+/// What strict N-Triples/N-Quads parsing checks and lenient parsing skips.
+fn is_valid_term(t: &LocalTerm) -> bool {
+    let Ok(text) = std::str::from_utf8(&t.bytes) else { return false };
+    let split = || text.split_once('\0');
+    match t.tag {
+        tag::IRI => oxiri::Iri::parse(text).is_ok(),
+        tag::LANG_STRING => split().is_some_and(|(lang, _)| oxilangtag::LanguageTag::parse(lang).is_ok()),
+        tag::TYPED => split().is_some_and(|(datatype, _)| {
+            datatype != "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString" && oxiri::Iri::parse(datatype).is_ok()
+        }),
+        _ => true,
+    }
+}
+
+fn parse_with(chunk: &LineChunk, lenient: bool) -> ChunkEncoder {
+    let mut enc = ChunkEncoder::new(chunk.file);
+    if chunk.quads {
+        let parser = if lenient { NQuadsParser::new().lenient() } else { NQuadsParser::new() };
+        for r in parser.for_slice(&chunk.bytes) {
+            match r {
+                Ok(q) => enc.quad(q.as_ref()),
+                Err(e) => {
+                    let loc = e.location();
+                    enc.chunk.errors.push(issue(&chunk.name, Some(chunk.first_line + loc.start.line), loc.start.column, e.message()))
+                }
+            }
+        }
+    } else {
+        let parser = if lenient { NTriplesParser::new().lenient() } else { NTriplesParser::new() };
+        for r in parser.for_slice(&chunk.bytes) {
+            match r {
+                Ok(t) => enc.quad(t.as_ref().in_graph(GraphNameRef::DefaultGraph)),
+                Err(e) => {
+                    let loc = e.location();
+                    enc.chunk.errors.push(issue(&chunk.name, Some(chunk.first_line + loc.start.line), loc.start.column, e.message()))
+                }
+            }
+        }
+    }
+    enc
 }
 
 const QUADS_PER_CHUNK: usize = 16 * 1024;
