@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::plan::{GraphSlot, PathPlan, Row, Slot};
 
 use rhizome_rdf::{QuadPattern, TermId};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::rc::Rc;
 
 type Pairs = Vec<(TermId, TermId)>;
@@ -120,16 +120,54 @@ impl<'a> Evaluator<'a> {
                         self.closure(x, s, zero, many, false, g, constant[0])?.into_iter().filter(|b| o.is_none_or(|o| o == *b)).map(|b| (s, b)).collect()
                     }
                     (None, Some(o)) => self.closure(x, o, zero, many, true, g, constant[1])?.into_iter().map(|a| (a, o)).collect(),
-                    (None, None) => {
-                        let mut out = Vec::new();
-                        for n in self.nodes(g)? {
-                            out.extend(self.closure(x, n, zero, many, false, g, false)?.into_iter().map(|b| (n, b)));
-                        }
-                        out
-                    }
+                    (None, None) => self.all_pairs_closure(x, zero, many, g)?,
                 }
             }
         })
+    }
+
+    /// `?s path* ?o` with both ends free: the one-step relation is read
+    /// once into memory and walked from every start (every node of the
+    /// graph for `*` and `?`, the first steps' sources for `+`), instead
+    /// of one index lookup per node per step.
+    fn all_pairs_closure(&self, x: &PathPlan, zero: bool, many: bool, g: Option<TermId>) -> Result<Pairs> {
+        let step = self.pairs(x, None, None, g, [false; 2])?;
+        let mut next: FxHashMap<TermId, Vec<TermId>> = FxHashMap::default();
+        for (a, b) in &step {
+            next.entry(*a).or_default().push(*b);
+        }
+        let starts: Vec<TermId> = if zero {
+            self.nodes(g)?
+        } else {
+            let mut s: Vec<TermId> = next.keys().copied().collect();
+            s.sort_unstable();
+            s
+        };
+        let mut out = Vec::new();
+        for start in starts {
+            let mut seen = FxHashSet::default();
+            if zero {
+                seen.insert(start);
+                out.push((start, start));
+            }
+            let mut frontier = vec![start];
+            let mut first = true;
+            while !frontier.is_empty() && (many || first) {
+                first = false;
+                let mut following = Vec::new();
+                for n in frontier {
+                    for b in next.get(&n).map_or(&[][..], Vec::as_slice) {
+                        if seen.insert(*b) {
+                            out.push((start, *b));
+                            following.push(*b);
+                        }
+                    }
+                }
+                frontier = following;
+            }
+            self.limits.check_memory(out.len() * 16)?;
+        }
+        Ok(out)
     }
 
     /// The nodes reachable from `start` by one step (`many`: or more) of
