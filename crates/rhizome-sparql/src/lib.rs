@@ -15,7 +15,8 @@
 //! binding and scans are boxed iterators (no batching yet); no merge
 //! joins; property paths, ORDER BY, GROUP BY and hash-join sides are
 //! materialized (bounded by the memory limit, no spilling); expressions
-//! work on decoded terms (no fast path on inlined ids yet); EXPLAIN counts rows but
+//! work on decoded terms (only comparisons of inlined integers and
+//! decimals use ids); EXPLAIN counts rows but
 //! estimates only quad patterns.
 
 mod error;

@@ -3,7 +3,8 @@
 //! BIND as leaving the variable unbound.
 
 use super::value::{arithmetic, boolean, compare, ebv, equals, numeric, Num};
-use super::Expr;
+use super::{Expr, NUMBER_TAGS};
+use rhizome_rdf::TermId;
 use crate::eval::Evaluator;
 use crate::plan::Row;
 use oxrdf::Term;
@@ -12,7 +13,7 @@ use std::rc::Rc;
 
 pub fn evaluate<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<Term> {
     match e {
-        Expr::Const(t) => Some(t.clone()),
+        Expr::Const(t) | Expr::Number(_, t) => Some(t.clone()),
         Expr::Var(v) => {
             let id = row.get(*v).copied().flatten()?;
             ev.space.decode(id).ok()
@@ -122,7 +123,48 @@ pub fn evaluate<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<Te
     }
 }
 
+/// The id of an operand that is an inlined number, if it is one.
+fn inline_number(e: &Expr, row: &Row) -> Option<TermId> {
+    let id = match e {
+        Expr::Number(id, _) => *id,
+        Expr::Var(v) => row.get(*v).copied().flatten()?,
+        _ => return None,
+    };
+    NUMBER_TAGS.contains(&id.tag()).then_some(id)
+}
+
 fn cmp<'a>(ev: &Rc<Evaluator<'a>>, a: &'a Expr, b: &'a Expr, row: &Row, test: fn(Ordering) -> bool) -> Option<Term> {
+    // Inlined numbers of one type compare by id: no decoding.
+    if let (Some(x), Some(y)) = (inline_number(a, row), inline_number(b, row)) {
+        if x.tag() == y.tag() {
+            return Some(boolean(test(x.cmp(&y))));
+        }
+    }
     let (x, y) = (evaluate(ev, a, row)?, evaluate(ev, b, row)?);
     compare(&x, &y).map(|o| boolean(test(o)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxrdf::vocab::xsd;
+    use oxrdf::Literal;
+    use rhizome_rdf::term::{term_key, TermKey};
+
+    fn id(lexical: &str, datatype: oxrdf::NamedNodeRef<'_>) -> TermId {
+        match term_key(Literal::new_typed_literal(lexical, datatype).as_ref().into()) {
+            TermKey::Inline(id) => id,
+            other => panic!("{lexical} is not inlined: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn inlined_numbers_of_one_type_order_by_id_as_by_value() {
+        let pairs = [("-5", "3", xsd::INTEGER), ("3", "100", xsd::INTEGER), ("-7", "-2", xsd::INTEGER), ("-2.25", "1.5", xsd::DECIMAL), ("0.5", "0.75", xsd::DECIMAL)];
+        for (a, b, dt) in pairs {
+            let (x, y) = (id(a, dt), id(b, dt));
+            assert!(NUMBER_TAGS.contains(&x.tag()));
+            assert_eq!(x.cmp(&y), Ordering::Less, "{a} < {b}");
+        }
+    }
 }
