@@ -84,9 +84,18 @@ impl BulkWriter<'_> {
     pub fn sorted_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
         self.backend.sorted_run_writer(ks)
     }
-    /// Makes all runs visible at once, or none.
-    pub fn ingest(&self, runs: Vec<SortedRun>) -> Result<()> {
-        self.backend.ingest(runs)
+    /// Makes all runs visible at once, or none. Consumes the writer so its
+    /// snapshot is released first: while any snapshot is alive, RocksDB
+    /// gives ingested files a sequence number, and later rewrites every one
+    /// of them in the background to zero it ("BottommostFiles"
+    /// compactions), doubling the cost of a bulk load. Callers must drop
+    /// their own clones of the snapshot before this too.
+    pub fn ingest(self, runs: Vec<SortedRun>) -> Result<()> {
+        let BulkWriter { _guard, backend, snapshot } = self;
+        drop(snapshot);
+        let result = backend.ingest(runs);
+        drop(_guard);
+        result
     }
     pub fn commit(&self, batch: WriteBatch) -> Result<()> {
         self.backend.commit(batch)

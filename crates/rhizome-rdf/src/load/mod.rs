@@ -456,6 +456,7 @@ impl Store {
         }
         runs.push(w.finish()?);
         trace("written");
+        drop(snapshot);
         bulk.ingest(runs)?;
         trace("ingested");
         summary.seconds = started.elapsed().as_secs_f64();
