@@ -81,17 +81,23 @@ impl StoreTransaction<'_> {
         Dictionary::lookup(&self.txn, term)
     }
 
-    /// Encodes a quad; a quad in the default graph goes to its subject's
-    /// graph in a union store, to the default graph in a plain one.
+    /// Where a triple given without a graph goes: its subject's graph in a
+    /// union store (the document model), the default graph in a plain one.
+    pub fn default_graph_of(&self, subject: TermId) -> TermId {
+        match self.mode {
+            DatasetMode::Union => subject,
+            DatasetMode::Plain => TermId::DEFAULT_GRAPH,
+        }
+    }
+
+    /// Encodes a quad; a quad in the default graph goes to
+    /// `default_graph_of` its subject.
     pub fn encode_quad(&mut self, quad: QuadRef<'_>) -> Result<[TermId; 4]> {
         let s = self.encode(quad.subject.into())?;
         let p = self.encode(quad.predicate.into())?;
         let o = self.encode(quad.object)?;
         let g = match quad.graph_name {
-            GraphNameRef::DefaultGraph => match self.mode {
-                DatasetMode::Union => s,
-                DatasetMode::Plain => TermId::DEFAULT_GRAPH,
-            },
+            GraphNameRef::DefaultGraph => self.default_graph_of(s),
             GraphNameRef::NamedNode(n) => self.encode(n.into())?,
             GraphNameRef::BlankNode(b) => self.encode(b.into())?,
         };

@@ -198,10 +198,7 @@ impl Operation<'_, '_> {
         let p = self.encode(quad.predicate.into())?;
         let o = self.encode(quad.object)?;
         let g = match quad.graph_name {
-            GraphNameRef::DefaultGraph => match self.mode {
-                DatasetMode::Union => s,
-                DatasetMode::Plain => TermId::DEFAULT_GRAPH,
-            },
+            GraphNameRef::DefaultGraph => self.txn.default_graph_of(s),
             GraphNameRef::NamedNode(n) => self.encode(n.into())?,
             GraphNameRef::BlankNode(b) => self.encode(b.into())?,
         };
