@@ -1,27 +1,16 @@
 //! The command line as a user meets it: help, errors, and the commands'
 //! output formats.
 
+mod common;
+
+use common::{output_ok, rhizome, run, stderr, stdout};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-fn rhizome(data: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rhizome"));
-    c.arg("--data").arg(data);
-    c
-}
 
-fn run(cmd: &mut Command) -> Output {
-    cmd.output().expect("rhizome runs")
-}
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn sample() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/faculty.ttl")
@@ -62,11 +51,6 @@ fn bad_invocations_fail_with_clear_messages() {
     assert_clean_failure(&run(rhizome(&data).args(["init"])), "already");
 }
 
-fn output_ok(cmd: &mut Command) -> String {
-    let o = run(cmd);
-    assert!(o.status.success(), "failed: {}", stderr(&o));
-    stdout(&o)
-}
 
 #[test]
 fn a_syntax_error_names_the_place_and_changes_nothing() {

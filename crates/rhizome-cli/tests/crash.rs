@@ -4,27 +4,20 @@
 //! After each kill the store reopens with every committed write and no
 //! partial one.
 
+mod common;
+
+use common::{output_ok, rhizome};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-fn rhizome(data: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rhizome"));
-    c.arg("--data").arg(data);
-    c
-}
 
-fn output(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("rhizome runs");
-    assert!(out.status.success(), "rhizome failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
 
 /// Quads counted by a full scan, and by the store's counter: they must agree.
 fn quad_count(data: &Path) -> u64 {
-    let scanned: u64 = output(rhizome(data).args(["quads", "--count"])).trim().parse().expect("a count");
-    let stats: serde_json::Value = serde_json::from_str(&output(rhizome(data).arg("stats"))).expect("stats JSON");
+    let scanned: u64 = output_ok(rhizome(data).args(["quads", "--count"])).trim().parse().expect("a count");
+    let stats: serde_json::Value = serde_json::from_str(&output_ok(rhizome(data).arg("stats"))).expect("stats JSON");
     assert_eq!(stats["quads"].as_u64(), Some(scanned), "counter and scan disagree");
     scanned
 }
@@ -76,7 +69,7 @@ fn load_is_all_or_nothing_when_killed() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("db");
     let base = write_triples(dir.path(), "base.nt", 0, 10);
-    output(rhizome(&data).args(["load", "--quiet"]).arg(&base));
+    output_ok(rhizome(&data).args(["load", "--quiet"]).arg(&base));
     let mut expected = quad_count(&data);
     assert_eq!(expected, 10);
     let n = 200_000;
@@ -101,12 +94,12 @@ fn load_is_all_or_nothing_when_killed() {
     }
     // The store still takes loads.
     let file = write_triples(dir.path(), "last.nt", 99, 1000);
-    output(rhizome(&data).args(["load", "--quiet"]).arg(&file));
+    output_ok(rhizome(&data).args(["load", "--quiet"]).arg(&file));
     assert_eq!(quad_count(&data), expected + 1000);
 }
 
 fn subjects_with(data: &Path, predicate: &str) -> std::collections::BTreeSet<u64> {
-    output(rhizome(data).args(["quads", "-p", predicate]))
+    output_ok(rhizome(data).args(["quads", "-p", predicate]))
         .lines()
         .map(|l| {
             let s = l.split_whitespace().next().expect("a subject");

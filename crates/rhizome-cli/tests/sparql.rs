@@ -1,25 +1,12 @@
 //! `rhizome query` and `rhizome update` as a user meets them.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn rhizome(data: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rhizome"));
-    c.arg("--data").arg(data);
-    c
-}
+use common::{rhizome, run, stdout, stderr};
 
-fn run(cmd: &mut Command) -> Output {
-    cmd.output().expect("rhizome runs")
-}
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+
 
 #[test]
 fn query_and_update_have_help() {
