@@ -1,16 +1,38 @@
 //! `rhizome-docs`: CouchDB's document semantics over the store.
 //!
-//! Owns (so far): revision trees exactly as CouchDB keeps them: revision
-//! ids `N-hash`, branches and conflicts, deleted leaves, the deterministic
-//! winner, merging the revision paths replication sends (`new_edits=false`)
-//! and stemming at `_revs_limit`. To come (see the server issue): document
-//! storage in the same transaction as the document's RDF graph, `_changes`,
-//! `_all_docs`, `_bulk_docs`, `_local` documents, attachments, JSON-LD
-//! projection. Does not own HTTP (`rhizome-server`) or replication
-//! (`rhizome-replication`).
+//! Owns: revision trees exactly as CouchDB keeps them ([`RevTree`]: `N-hash`
+//! ids, branches and conflicts, deleted leaves, the deterministic winner,
+//! merging replicated paths, stemming at `_revs_limit`); document storage in
+//! the same store (and transaction) as the database's quads ([`Database`]):
+//! writes with and without `new_edits`, reads with CouchDB's options,
+//! `_all_docs`, `_changes` with `_doc_ids` and Mango `_selector` filters,
+//! attachments stored by digest, `_local` documents, `_security` and
+//! `_revs_limit`; and the [`GraphProjector`] hook through which a write
+//! updates the document's graph in its own transaction. Does not own HTTP
+//! (`rhizome-server`), replication (`rhizome-replication`) or the JSON-LD
+//! projection itself (a `GraphProjector` implementation).
 //!
-//! Main types: [`RevTree`], [`Rev`], [`EditError`].
+//! Everything here is synchronous: a write returns when it is durable.
+//!
+//! Main types: [`Database`], [`RevTree`], [`Rev`], [`DocError`],
+//! [`ReadOptions`], [`AllDocsOptions`], [`ChangesOptions`].
 
+mod all_docs;
+mod changes;
+mod database;
+mod error;
+pub mod keys;
+mod projector;
+mod read;
 mod revtree;
+pub mod selector;
+mod write;
 
+pub use all_docs::{AllDocs, AllDocsOptions};
+pub use changes::{Changes, ChangesFilter, ChangesOptions};
+pub use database::{valid_db_name, Database, DbInfo, DEFAULT_REVS_LIMIT};
+pub use error::{DocError, Result};
+pub use projector::{GraphProjector, NoProjection};
+pub use read::{Attachment, OpenRev, OpenRevs, ReadOptions};
 pub use revtree::{EditError, Leaf, Rev, RevTree};
+pub use write::{attachment_digest, validate_doc_id, WriteOutcome};

@@ -244,6 +244,17 @@ impl RevTree {
         self.nodes = nodes;
     }
 
+    /// The leaves descending from `rev` (itself when it is a leaf), winner
+    /// first: what `latest=true` answers for a revision that was edited.
+    pub fn leaves_under(&self, rev: &Rev) -> Vec<Leaf> {
+        self.leaves().into_iter().filter(|l| self.path(&l.rev).contains(rev)).collect()
+    }
+
+    /// Every revision of the tree.
+    pub fn revs(&self) -> impl Iterator<Item = &Rev> {
+        self.nodes.iter().map(|n| &n.rev)
+    }
+
     /// Of `revs`, those this tree does not have (`_revs_diff`).
     pub fn missing<'a>(&self, revs: impl IntoIterator<Item = &'a Rev>) -> Vec<Rev> {
         revs.into_iter().filter(|r| !self.contains(r)).cloned().collect()

@@ -35,7 +35,7 @@ impl Store {
     }
 }
 
-impl StoreTransaction<'_> {
+impl<'a> StoreTransaction<'a> {
     /// Reads that see this transaction's own writes.
     pub fn reader(&self) -> &dyn KvRead {
         &self.txn
@@ -43,6 +43,18 @@ impl StoreTransaction<'_> {
 
     pub fn scan(&self, pattern: QuadPattern) -> QuadScan<'_> {
         QuadScan::new(&self.txn, pattern)
+    }
+
+    /// The underlying key-value transaction, for layers that keep their own
+    /// keyspaces beside the quads and must commit them atomically with
+    /// them (documents: `rhizome-docs` owns keyspaces 30-49).
+    pub fn kv(&self) -> &Transaction<'a> {
+        &self.txn
+    }
+
+    /// Mutable access to the key-value transaction; see [`Self::kv`].
+    pub fn kv_mut(&mut self) -> &mut Transaction<'a> {
+        &mut self.txn
     }
 
     /// The id of a term, adding it to the dictionary if it is new. Blank

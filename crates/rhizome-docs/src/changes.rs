@@ -1,0 +1,134 @@
+//! `_changes`: documents in the order of their last change, one entry per
+//! document (https://docs.couchdb.org/en/stable/api/database/changes.html).
+//! Sequence numbers are plain integers: CouchDB's are opaque strings, and
+//! clients (PouchDB, the replicator) only echo them back in `since`.
+
+use crate::keys::{meta, u64_value, DocInfo, DB_META, SEQS};
+use crate::read::{render, ReadOptions};
+use crate::selector::matches;
+use crate::{Database, DocError, Result};
+use rhizome_kv::KvRead;
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+
+#[derive(Clone, Debug, Default)]
+pub enum ChangesFilter {
+    #[default]
+    None,
+    /// `filter=_doc_ids`
+    DocIds(HashSet<String>),
+    /// `filter=_selector`: a Mango selector on the winning revision.
+    Selector(Value),
+    /// `filter=_design`: design documents only.
+    Design,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ChangesOptions {
+    pub since: u64,
+    pub limit: Option<usize>,
+    pub descending: bool,
+    /// `style=all_docs`: every leaf, not only the winner.
+    pub all_leaves: bool,
+    pub include_docs: bool,
+    pub conflicts: bool,
+    pub attachments: bool,
+    pub filter: ChangesFilter,
+}
+
+pub struct Changes {
+    pub rows: Vec<Value>,
+    pub last_seq: u64,
+}
+
+impl Database {
+    pub fn changes(&self, opts: &ChangesOptions) -> Result<Changes> {
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let update_seq = u64_value(kv.get(DB_META, meta::UPDATE_SEQ)?, "update_seq")?;
+        let limit = opts.limit.unwrap_or(usize::MAX);
+        let read = ReadOptions { conflicts: opts.conflicts, attachments: opts.attachments, ..Default::default() };
+        let mut rows = Vec::new();
+        let mut cursor = kv.cursor(SEQS, &[], None);
+        if opts.descending {
+            cursor.seek_last();
+        } else {
+            cursor.seek(&(opts.since.saturating_add(1)).to_be_bytes());
+        }
+        let mut last_seq = if opts.descending { 0 } else { opts.since };
+        let mut hit_limit = false;
+        while cursor.valid() {
+            if rows.len() >= limit {
+                hit_limit = true;
+                break;
+            }
+            let seq = u64::from_be_bytes(cursor.key().try_into().map_err(|_| DocError::Corrupt("a changes key is not a u64".into()))?);
+            if opts.descending && seq <= opts.since {
+                break;
+            }
+            let id = String::from_utf8_lossy(cursor.value()).into_owned();
+            if let Some(row) = change_row(kv, seq, &id, opts, &read)? {
+                rows.push(row);
+            }
+            last_seq = seq;
+            if opts.descending {
+                cursor.prev()
+            } else {
+                cursor.next()
+            }
+        }
+        cursor.status()?;
+        if !hit_limit && !opts.descending {
+            last_seq = last_seq.max(update_seq);
+        }
+        Ok(Changes { rows, last_seq })
+    }
+}
+
+fn change_row(kv: &dyn KvRead, seq: u64, id: &str, opts: &ChangesOptions, read: &ReadOptions) -> Result<Option<Value>> {
+    match &opts.filter {
+        ChangesFilter::DocIds(ids) if !ids.contains(id) => return Ok(None),
+        ChangesFilter::Design if !id.starts_with("_design/") => return Ok(None),
+        _ => {}
+    }
+    let Some(bytes) = kv.get(crate::keys::DOCS, id.as_bytes())? else {
+        return Err(DocError::Corrupt(format!("changes entry {seq} names {id:?}, which has no document")));
+    };
+    let info = DocInfo::from_bytes(id, &bytes)?;
+    let doc = if opts.include_docs || matches!(opts.filter, ChangesFilter::Selector(_)) {
+        Some(match render(kv, id, &info, &info.winner, read) {
+            Ok(doc) => doc,
+            // A deleted winner's body may be empty; CouchDB shows the stub.
+            Err(DocError::NotFound(_)) => deleted_stub(id, &info),
+            Err(e) => return Err(e),
+        })
+    } else {
+        None
+    };
+    if let (ChangesFilter::Selector(selector), Some(doc)) = (&opts.filter, &doc) {
+        if !matches(selector, &Value::Object(doc.clone())) {
+            return Ok(None);
+        }
+    }
+    let changes: Vec<Value> = if opts.all_leaves {
+        info.tree.leaves().iter().map(|l| json!({ "rev": l.rev.to_string() })).collect()
+    } else {
+        vec![json!({ "rev": info.winner.to_string() })]
+    };
+    let mut row = json!({ "seq": seq, "id": id, "changes": changes });
+    if info.deleted {
+        row["deleted"] = Value::Bool(true);
+    }
+    if opts.include_docs {
+        row["doc"] = Value::Object(doc.unwrap_or_default());
+    }
+    Ok(Some(row))
+}
+
+fn deleted_stub(id: &str, info: &DocInfo) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("_id".into(), Value::String(id.to_owned()));
+    m.insert("_rev".into(), Value::String(info.winner.to_string()));
+    m.insert("_deleted".into(), Value::Bool(true));
+    m
+}

@@ -1,0 +1,196 @@
+//! A database: one store holding documents and their graphs, its counters,
+//! `_security`, `_revs_limit` and `_local` documents.
+
+use crate::keys::{self, meta, DB_META, LOCAL};
+use crate::{DocError, GraphProjector, NoProjection, Result};
+use rhizome_rdf::{DatasetMode, Store};
+use serde_json::{json, Map, Value};
+use std::path::Path;
+use std::sync::Arc;
+
+/// CouchDB's default `_revs_limit`
+/// (https://docs.couchdb.org/en/stable/api/database/misc.html#db-revs-limit).
+pub const DEFAULT_REVS_LIMIT: u64 = 1000;
+
+pub struct Database {
+    pub(crate) store: Store,
+    pub(crate) projector: Arc<dyn GraphProjector>,
+}
+
+/// What `GET /{db}` reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DbInfo {
+    pub update_seq: u64,
+    pub doc_count: u64,
+    pub doc_del_count: u64,
+    pub bytes_on_disk: u64,
+}
+
+/// Whether a name is a valid CouchDB database name: `^[a-z][a-z0-9_$()+/-]*$`
+/// (https://docs.couchdb.org/en/stable/api/database/common.html#put--db),
+/// plus the system databases that start with `_`.
+pub fn valid_db_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    match chars.next() {
+        Some('a'..='z') => chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_' | '$' | '(' | ')' | '+' | '/' | '-')),
+        _ => matches!(name, "_users" | "_replicator"),
+    }
+}
+
+impl Database {
+    /// Opens (creating if missing) the database stored at `path`.
+    pub fn open(path: &Path, projector: Arc<dyn GraphProjector>) -> Result<Database> {
+        let store = Store::open_or_create(path, Some(DatasetMode::Union))?;
+        Self::init(store, projector)
+    }
+
+    /// A database in memory (tests).
+    pub fn memory() -> Database {
+        Self::init(Store::memory(DatasetMode::Union), Arc::new(NoProjection)).expect("a memory database opens")
+    }
+
+    fn init(store: Store, projector: Arc<dyn GraphProjector>) -> Result<Database> {
+        let db = Database { store, projector };
+        let snapshot = db.store.snapshot()?;
+        match snapshot.kv().get(DB_META, meta::FORMAT_VERSION)? {
+            Some(v) => {
+                let found = keys::u64_value(Some(v), "format_version")?;
+                if found != keys::FORMAT_VERSION {
+                    return Err(DocError::Corrupt(format!("document format {found}, expected {}", keys::FORMAT_VERSION)));
+                }
+            }
+            None => {
+                let mut txn = db.store.transaction()?;
+                txn.kv_mut().put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION.to_be_bytes());
+                txn.kv_mut().put(DB_META, meta::REVS_LIMIT, &DEFAULT_REVS_LIMIT.to_be_bytes());
+                txn.commit()?;
+            }
+        }
+        Ok(db)
+    }
+
+    /// The store under the documents (for the RDF views of the database).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn info(&self) -> Result<DbInfo> {
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let get = |k: &[u8]| -> Result<u64> { keys::u64_value(kv.get(DB_META, k)?, "counter") };
+        Ok(DbInfo {
+            update_seq: get(meta::UPDATE_SEQ)?,
+            doc_count: get(meta::DOC_COUNT)?,
+            doc_del_count: get(meta::DOC_DEL_COUNT)?,
+            bytes_on_disk: self.store.path().map(dir_size).unwrap_or(0),
+        })
+    }
+
+    pub fn update_seq(&self) -> Result<u64> {
+        let s = self.store.snapshot()?;
+        keys::u64_value(s.kv().get(DB_META, meta::UPDATE_SEQ)?, "update_seq")
+    }
+
+    pub fn revs_limit(&self) -> Result<u64> {
+        let s = self.store.snapshot()?;
+        Ok(keys::u64_value(s.kv().get(DB_META, meta::REVS_LIMIT)?, "revs_limit")?.max(1))
+    }
+
+    pub fn set_revs_limit(&self, limit: u64) -> Result<()> {
+        if limit == 0 {
+            return Err(DocError::BadRequest("revs_limit must be a positive integer".into()));
+        }
+        let mut txn = self.store.transaction()?;
+        txn.kv_mut().put(DB_META, meta::REVS_LIMIT, &limit.to_be_bytes());
+        Ok(txn.commit()?)
+    }
+
+    /// The `_security` object; `{}` until set.
+    pub fn security(&self) -> Result<Value> {
+        let s = self.store.snapshot()?;
+        match s.kv().get(DB_META, meta::SECURITY)? {
+            Some(v) => serde_json::from_slice(&v).map_err(|e| DocError::Corrupt(format!("security object: {e}"))),
+            None => Ok(json!({})),
+        }
+    }
+
+    pub fn set_security(&self, security: &Value) -> Result<()> {
+        validate_security(security)?;
+        let mut txn = self.store.transaction()?;
+        txn.kv_mut().put(DB_META, meta::SECURITY, security.to_string().as_bytes());
+        Ok(txn.commit()?)
+    }
+
+    /// Compacts the store. Bodies of non-leaf revisions are dropped by every
+    /// write already, so this only asks the engine to reclaim space.
+    pub fn compact(&self) -> Result<()> {
+        Ok(self.store.compact()?)
+    }
+
+    /// A `_local` document (`id` includes the `_local/` prefix). Local
+    /// documents are not replicated, have no history and no `_changes`
+    /// entry; their `_rev` is `0-N` (CouchDB's local revision counter).
+    pub fn get_local(&self, id: &str) -> Result<Map<String, Value>> {
+        let s = self.store.snapshot()?;
+        match s.kv().get(LOCAL, id.as_bytes())? {
+            Some(v) => serde_json::from_slice(&v).map_err(|e| DocError::Corrupt(format!("local document {id}: {e}"))),
+            None => Err(DocError::NotFound("missing")),
+        }
+    }
+
+    /// Writes (or, with `_deleted`, removes) a `_local` document; returns
+    /// the new `_rev`.
+    pub fn put_local(&self, id: &str, mut doc: Map<String, Value>) -> Result<String> {
+        let mut txn = self.store.transaction()?;
+        let current: Option<Map<String, Value>> = match txn.kv().get(LOCAL, id.as_bytes())? {
+            Some(v) => Some(serde_json::from_slice(&v).map_err(|e| DocError::Corrupt(format!("local document {id}: {e}")))?),
+            None => None,
+        };
+        let current_rev = current.as_ref().and_then(|c| c.get("_rev")).and_then(Value::as_str).map(str::to_owned);
+        let given = doc.get("_rev").and_then(Value::as_str).map(str::to_owned);
+        if current_rev.is_some() && given != current_rev {
+            return Err(DocError::Conflict);
+        }
+        let n = current_rev.as_deref().and_then(|r| r.strip_prefix("0-")).and_then(|n| n.parse::<u64>().ok()).unwrap_or(0) + 1;
+        let deleted = doc.get("_deleted").and_then(Value::as_bool).unwrap_or(false);
+        let rev = format!("0-{n}");
+        if deleted {
+            if current.is_none() {
+                return Err(DocError::NotFound("missing"));
+            }
+            txn.kv_mut().delete(LOCAL, id.as_bytes());
+        } else {
+            doc.insert("_id".into(), Value::String(id.to_owned()));
+            doc.insert("_rev".into(), Value::String(rev.clone()));
+            txn.kv_mut().put(LOCAL, id.as_bytes(), Value::Object(doc).to_string().as_bytes());
+        }
+        txn.commit()?;
+        Ok(rev)
+    }
+}
+
+fn validate_security(security: &Value) -> Result<()> {
+    let Some(obj) = security.as_object() else {
+        return Err(DocError::BadRequest("the security object must be a JSON object".into()));
+    };
+    for section in ["admins", "members"] {
+        let Some(part) = obj.get(section) else { continue };
+        let Some(part) = part.as_object() else {
+            return Err(DocError::BadRequest(format!("{section} must be an object")));
+        };
+        for list in ["names", "roles"] {
+            match part.get(list) {
+                None => {}
+                Some(Value::Array(items)) if items.iter().all(Value::is_string) => {}
+                Some(_) => return Err(DocError::BadRequest(format!("{section}.{list} must be an array of strings"))),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn dir_size(path: &Path) -> u64 {
+    std::fs::read_dir(path)
+        .map(|entries| entries.flatten().filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum())
+        .unwrap_or(0)
+}

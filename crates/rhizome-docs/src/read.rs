@@ -1,0 +1,260 @@
+//! Reading documents: `GET /{db}/{docid}` with its options, `open_revs`,
+//! attachments, `_revs_diff`.
+//! (https://docs.couchdb.org/en/stable/api/document/common.html#get--db-docid)
+
+use crate::keys::{body_key, DocInfo, ATTACHMENTS, BODIES, DOCS};
+use crate::{Database, DocError, Result, Rev};
+use base64::Engine;
+use rhizome_kv::KvRead;
+use serde_json::{json, Map, Value};
+
+/// The query options of a document read.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    pub rev: Option<Rev>,
+    pub revs: bool,
+    pub revs_info: bool,
+    pub conflicts: bool,
+    pub deleted_conflicts: bool,
+    /// Inline every attachment's data (base64) instead of stubs.
+    pub attachments: bool,
+    /// Inline only attachments changed since the newest of these revisions
+    /// that is an ancestor of the one read.
+    pub atts_since: Vec<Rev>,
+    pub latest: bool,
+    pub local_seq: bool,
+}
+
+/// Which revisions `open_revs` asks for.
+#[derive(Clone, Debug)]
+pub enum OpenRevs {
+    All,
+    List(Vec<Rev>),
+}
+
+/// One answer of `open_revs`: a document, or a revision the store lacks.
+#[derive(Clone, Debug)]
+pub enum OpenRev {
+    Ok(Map<String, Value>),
+    Missing(Rev),
+}
+
+/// An attachment's metadata and bytes.
+#[derive(Clone, Debug)]
+pub struct Attachment {
+    pub content_type: String,
+    pub digest: String,
+    pub data: Vec<u8>,
+}
+
+pub(crate) fn doc_info(kv: &dyn KvRead, id: &str) -> Result<Option<DocInfo>> {
+    match kv.get(DOCS, id.as_bytes())? {
+        Some(bytes) => Ok(Some(DocInfo::from_bytes(id, &bytes)?)),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn body(kv: &dyn KvRead, id: &str, rev: &Rev) -> Result<Option<Map<String, Value>>> {
+    match kv.get(BODIES, &body_key(id, rev))? {
+        Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?)),
+        None => Ok(None),
+    }
+}
+
+/// Renders revision `rev` of a document as CouchDB returns it.
+pub(crate) fn render(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions) -> Result<Map<String, Value>> {
+    let Some(stored) = body(kv, id, rev)? else {
+        return Err(DocError::NotFound("missing"));
+    };
+    let deleted = info.tree.is_deleted(rev).unwrap_or(false);
+    let mut doc = Map::new();
+    doc.insert("_id".into(), Value::String(id.to_owned()));
+    doc.insert("_rev".into(), Value::String(rev.to_string()));
+    if deleted {
+        doc.insert("_deleted".into(), Value::Bool(true));
+    }
+    for (k, v) in stored {
+        if k == "_attachments" {
+            doc.insert(k, render_attachments(kv, &v, inline_after(info, rev, opts))?);
+        } else {
+            doc.insert(k, v);
+        }
+    }
+    if opts.conflicts {
+        let conflicts = info.tree.conflicts();
+        if !conflicts.is_empty() {
+            doc.insert("_conflicts".into(), conflicts.iter().map(|r| Value::String(r.to_string())).collect());
+        }
+    }
+    if opts.deleted_conflicts {
+        let deleted = info.tree.deleted_conflicts();
+        if !deleted.is_empty() {
+            doc.insert("_deleted_conflicts".into(), deleted.iter().map(|r| Value::String(r.to_string())).collect());
+        }
+    }
+    let path = info.tree.path(rev);
+    if opts.revs {
+        let ids: Vec<Value> = path.iter().map(|r| Value::String(r.hash.clone())).collect();
+        doc.insert("_revisions".into(), json!({ "start": rev.pos, "ids": ids }));
+    }
+    if opts.revs_info {
+        let mut infos = Vec::with_capacity(path.len());
+        for r in &path {
+            let status = if info.tree.is_deleted(r) == Some(true) {
+                "deleted"
+            } else if kv.get(BODIES, &body_key(id, r))?.is_some() {
+                "available"
+            } else {
+                "missing"
+            };
+            infos.push(json!({ "rev": r.to_string(), "status": status }));
+        }
+        doc.insert("_revs_info".into(), Value::Array(infos));
+    }
+    if opts.local_seq {
+        doc.insert("_local_seq".into(), json!(info.seq));
+    }
+    Ok(doc)
+}
+
+/// `None`: stubs only; `Some(n)`: inline data of attachments with
+/// `revpos > n`.
+fn inline_after(info: &DocInfo, rev: &Rev, opts: &ReadOptions) -> Option<u64> {
+    if opts.attachments {
+        return Some(0);
+    }
+    if opts.atts_since.is_empty() {
+        return None;
+    }
+    let path = info.tree.path(rev);
+    // The newest revision the client has that is an ancestor; none known
+    // means the client has nothing, so everything is sent.
+    Some(opts.atts_since.iter().filter(|r| path.contains(r)).map(|r| r.pos).max().unwrap_or(0))
+}
+
+fn render_attachments(kv: &dyn KvRead, atts: &Value, inline_after: Option<u64>) -> Result<Value> {
+    let Some(atts) = atts.as_object() else { return Ok(atts.clone()) };
+    let mut out = Map::new();
+    for (name, meta) in atts {
+        let mut meta = meta.as_object().cloned().unwrap_or_default();
+        let revpos = meta.get("revpos").and_then(Value::as_u64).unwrap_or(0);
+        match inline_after {
+            Some(after) if revpos > after => {
+                let digest = meta.get("digest").and_then(Value::as_str).unwrap_or_default();
+                let data = kv.get(ATTACHMENTS, digest.as_bytes())?.ok_or_else(|| DocError::Corrupt(format!("attachment data {digest}")))?;
+                meta.insert("data".into(), Value::String(base64::engine::general_purpose::STANDARD.encode(data)));
+            }
+            _ => {
+                meta.insert("stub".into(), Value::Bool(true));
+            }
+        }
+        out.insert(name.clone(), Value::Object(meta));
+    }
+    Ok(Value::Object(out))
+}
+
+impl Database {
+    /// A document: the winner, or `opts.rev`. 404 `deleted` for a deleted
+    /// winner, `missing` for an unknown document or revision.
+    pub fn get_doc(&self, id: &str, opts: &ReadOptions) -> Result<Map<String, Value>> {
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let info = doc_info(kv, id)?.ok_or(DocError::NotFound("missing"))?;
+        let rev = match &opts.rev {
+            None => {
+                if info.deleted {
+                    return Err(DocError::NotFound("deleted"));
+                }
+                info.winner.clone()
+            }
+            Some(r) if opts.latest => info.tree.leaves_under(r).first().map(|l| l.rev.clone()).ok_or(DocError::NotFound("missing"))?,
+            Some(r) => r.clone(),
+        };
+        render(kv, id, &info, &rev, opts)
+    }
+
+    /// `open_revs=all` or a list of revisions.
+    pub fn open_revs(&self, id: &str, which: &OpenRevs, opts: &ReadOptions) -> Result<Vec<OpenRev>> {
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let info = doc_info(kv, id)?;
+        let mut out = Vec::new();
+        match which {
+            OpenRevs::All => {
+                let Some(info) = info else { return Err(DocError::NotFound("missing")) };
+                for leaf in info.tree.leaves() {
+                    out.push(OpenRev::Ok(render(kv, id, &info, &leaf.rev, opts)?));
+                }
+            }
+            OpenRevs::List(revs) => {
+                for r in revs {
+                    let Some(info) = &info else {
+                        out.push(OpenRev::Missing(r.clone()));
+                        continue;
+                    };
+                    let targets: Vec<Rev> = if opts.latest { info.tree.leaves_under(r).into_iter().map(|l| l.rev).collect() } else { vec![r.clone()] };
+                    if targets.is_empty() {
+                        out.push(OpenRev::Missing(r.clone()));
+                    }
+                    for t in targets {
+                        match render(kv, id, info, &t, opts) {
+                            Ok(doc) => out.push(OpenRev::Ok(doc)),
+                            Err(DocError::NotFound(_)) => out.push(OpenRev::Missing(t)),
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// An attachment of the winner, or of `rev`.
+    pub fn attachment(&self, id: &str, name: &str, rev: Option<&Rev>) -> Result<Attachment> {
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let info = doc_info(kv, id)?.ok_or(DocError::NotFound("missing"))?;
+        let rev = match rev {
+            Some(r) => r.clone(),
+            None if info.deleted => return Err(DocError::NotFound("deleted")),
+            None => info.winner.clone(),
+        };
+        let stored = body(kv, id, &rev)?.ok_or(DocError::NotFound("missing"))?;
+        let meta = stored.get("_attachments").and_then(|a| a.get(name)).ok_or_else(|| DocError::NotFound("Document is missing attachment"))?;
+        let digest = meta.get("digest").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let data = kv.get(ATTACHMENTS, digest.as_bytes())?.ok_or_else(|| DocError::Corrupt(format!("attachment data {digest}")))?;
+        let content_type = meta.get("content_type").and_then(Value::as_str).unwrap_or("application/octet-stream").to_owned();
+        Ok(Attachment { content_type, digest, data })
+    }
+
+    /// `_revs_diff`: for each document, the given revisions the store lacks
+    /// (https://docs.couchdb.org/en/stable/api/database/misc.html#db-revs-diff).
+    pub fn revs_diff(&self, request: &Map<String, Value>) -> Result<Map<String, Value>> {
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let mut out = Map::new();
+        for (id, revs) in request {
+            let Some(revs) = revs.as_array() else {
+                return Err(DocError::BadRequest(format!("revisions of {id} must be an array")));
+            };
+            let revs: Vec<Rev> = revs.iter().filter_map(Value::as_str).filter_map(Rev::parse).collect();
+            let info = doc_info(kv, id)?;
+            let missing: Vec<&Rev> = revs.iter().filter(|r| !info.as_ref().is_some_and(|i| i.tree.contains(r))).collect();
+            if missing.is_empty() {
+                continue;
+            }
+            let mut entry = Map::new();
+            entry.insert("missing".into(), missing.iter().map(|r| Value::String(r.to_string())).collect());
+            if let Some(info) = &info {
+                let max_pos = missing.iter().map(|r| r.pos).max().unwrap_or(0);
+                let ancestors: Vec<Value> =
+                    info.tree.leaves().into_iter().filter(|l| l.rev.pos < max_pos).map(|l| Value::String(l.rev.to_string())).collect();
+                if !ancestors.is_empty() {
+                    entry.insert("possible_ancestors".into(), Value::Array(ancestors));
+                }
+            }
+            out.insert(id.clone(), Value::Object(entry));
+        }
+        Ok(out)
+    }
+}

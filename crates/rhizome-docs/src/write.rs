@@ -1,0 +1,306 @@
+//! The document write path: `PUT`, `DELETE`, `POST` and `_bulk_docs`, with
+//! or without `new_edits`.
+//!
+//! One call is one store transaction: every document of a `_bulk_docs`
+//! request, its revision tree, body, attachments, changes entry, the
+//! database counters and the graph projection are committed together, and
+//! durably, before the call returns. A document that fails (conflict, bad
+//! member) gets its own error and the others are still written, as CouchDB
+//! does (https://docs.couchdb.org/en/stable/api/database/bulk-api.html#db-bulk-docs).
+
+use crate::keys::{self, body_key, meta, DocInfo, ATTACHMENTS, BODIES, DB_META, DOCS, SEQS};
+use crate::{Database, DocError, Result, Rev};
+use base64::Engine;
+use md5::{Digest, Md5};
+use rhizome_rdf::StoreTransaction;
+use serde_json::{json, Map, Value};
+
+/// CouchDB's special members a document may carry; any other member
+/// starting with `_` is refused with `doc_validation`.
+const SPECIAL_MEMBERS: &[&str] =
+    &["_id", "_rev", "_deleted", "_attachments", "_revisions", "_revs_info", "_conflicts", "_deleted_conflicts", "_local_seq"];
+
+/// The outcome of one document of a write.
+pub type WriteOutcome = std::result::Result<Rev, DocError>;
+
+/// Rejects ids CouchDB rejects: empty, or starting with `_` other than
+/// `_design/` (`_local/` documents take their own path).
+pub fn validate_doc_id(id: &str) -> Result<()> {
+    if id.is_empty() {
+        return Err(DocError::BadRequest("Document id must not be empty".into()));
+    }
+    if id.starts_with('_') && !id.starts_with("_design/") {
+        return Err(DocError::BadRequest("Only reserved document ids may start with underscore.".into()));
+    }
+    Ok(())
+}
+
+struct Counters {
+    update_seq: u64,
+    doc_count: u64,
+    doc_del_count: u64,
+    revs_limit: u64,
+}
+
+impl Database {
+    /// Writes `docs` (each with its `_id`) in one transaction. The outer
+    /// error is a store failure (nothing written); the inner ones are per
+    /// document.
+    pub fn update_docs(&self, docs: Vec<Map<String, Value>>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>> {
+        let mut txn = self.store.transaction()?;
+        let read = |txn: &StoreTransaction<'_>, k: &[u8]| -> Result<u64> { keys::u64_value(txn.kv().get(DB_META, k)?, "counter") };
+        let mut counters = Counters {
+            update_seq: read(&txn, meta::UPDATE_SEQ)?,
+            doc_count: read(&txn, meta::DOC_COUNT)?,
+            doc_del_count: read(&txn, meta::DOC_DEL_COUNT)?,
+            revs_limit: read(&txn, meta::REVS_LIMIT)?.max(1),
+        };
+        let mut out = Vec::with_capacity(docs.len());
+        for doc in docs {
+            let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits) {
+                Err(e @ (DocError::Store(_) | DocError::Kv(_) | DocError::Corrupt(_) | DocError::Projection { .. })) => return Err(e),
+                other => other,
+            };
+            out.push((id, outcome));
+        }
+        let kv = txn.kv_mut();
+        kv.put(DB_META, meta::UPDATE_SEQ, &counters.update_seq.to_be_bytes());
+        kv.put(DB_META, meta::DOC_COUNT, &counters.doc_count.to_be_bytes());
+        kv.put(DB_META, meta::DOC_DEL_COUNT, &counters.doc_del_count.to_be_bytes());
+        txn.commit()?;
+        Ok(out)
+    }
+
+    fn write_one(&self, txn: &mut StoreTransaction<'_>, counters: &mut Counters, id: &str, doc: Map<String, Value>, new_edits: bool) -> WriteOutcome {
+        validate_doc_id(id)?;
+        if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !SPECIAL_MEMBERS.contains(&k.as_str())) {
+            return Err(DocError::Validation(format!("Bad special document member: {bad}")));
+        }
+        let deleted = match doc.get("_deleted") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(DocError::Validation("_deleted must be a boolean".into())),
+        };
+        let info = match txn.kv().get(DOCS, id.as_bytes())? {
+            Some(bytes) => Some(DocInfo::from_bytes(id, &bytes)?),
+            None => None,
+        };
+        let mut tree = info.as_ref().map(|i| i.tree.clone()).unwrap_or_default();
+        let old_leaves = tree.leaves();
+        let mut body: Map<String, Value> = doc.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
+
+        let rev = if new_edits {
+            let base = match doc.get("_rev") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(Rev::parse(s).ok_or_else(|| DocError::BadRequest("Invalid rev format".into()))?),
+                Some(_) => return Err(DocError::BadRequest("Invalid rev format".into())),
+            };
+            let pos = match (&base, tree.winner()) {
+                (Some(b), _) => b.pos + 1,
+                (None, Some(w)) if w.deleted => w.rev.pos + 1,
+                _ => 1,
+            };
+            // Conflicts are checked before attachments are stored, so a
+            // refused edit writes nothing.
+            let is_leaf = base.as_ref().is_some_and(|b| tree.is_leaf(b));
+            if (base.is_some() && !is_leaf) || (base.is_none() && tree.winner().is_some_and(|w| !w.deleted)) {
+                return Err(DocError::Conflict);
+            }
+            let parent_atts = match &base {
+                Some(b) => read_body(txn, id, b)?.and_then(|mut p| p.remove("_attachments")),
+                None => None,
+            };
+            if let Some(atts) = process_attachments(txn, id, doc.get("_attachments"), parent_atts.as_ref(), pos, true)? {
+                body.insert("_attachments".into(), atts);
+            }
+            let hash = revision_hash(deleted, base.as_ref(), &body);
+            tree.edit(base.as_ref(), &hash, deleted).map_err(|_| DocError::Conflict)?
+        } else {
+            let path = replicated_path(&doc)?;
+            let rev = path[0].clone();
+            if tree.contains(&rev) {
+                // Already here (a replicator retrying): nothing to do.
+                return Ok(rev);
+            }
+            let known_atts = old_leaves.first().map(|l| l.rev.clone());
+            let known_atts = match known_atts {
+                Some(r) => read_body(txn, id, &r)?.and_then(|mut p| p.remove("_attachments")),
+                None => None,
+            };
+            if let Some(atts) = process_attachments(txn, id, doc.get("_attachments"), known_atts.as_ref(), rev.pos, false)? {
+                body.insert("_attachments".into(), atts);
+            }
+            tree.merge_path(&path, deleted);
+            rev
+        };
+        tree.stem(counters.revs_limit as usize);
+        txn.kv_mut().put(BODIES, &body_key(id, &rev), Value::Object(body.clone()).to_string().as_bytes());
+        // Only leaves keep bodies (CouchDB keeps older ones until compaction;
+        // we compact as we go, so a database never grows with history).
+        for old in &old_leaves {
+            if !tree.is_leaf(&old.rev) {
+                txn.kv_mut().delete(BODIES, &body_key(id, &old.rev));
+            }
+        }
+        let winner = tree.winner().expect("a tree just written to has a leaf");
+        let (was_live, existed) = match &info {
+            Some(i) => (!i.deleted, true),
+            None => (false, false),
+        };
+        match (existed, was_live, !winner.deleted) {
+            (false, _, true) => counters.doc_count += 1,
+            (false, _, false) => counters.doc_del_count += 1,
+            (true, true, false) => {
+                counters.doc_count -= 1;
+                counters.doc_del_count += 1;
+            }
+            (true, false, true) => {
+                counters.doc_count += 1;
+                counters.doc_del_count = counters.doc_del_count.saturating_sub(1);
+            }
+            _ => {}
+        }
+        counters.update_seq += 1;
+        if let Some(i) = &info {
+            txn.kv_mut().delete(SEQS, &i.seq.to_be_bytes());
+        }
+        txn.kv_mut().put(SEQS, &counters.update_seq.to_be_bytes(), id.as_bytes());
+        let old_winner = info.as_ref().map(|i| i.winner.clone());
+        let new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, tree };
+        txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes());
+        if old_winner.as_ref() != Some(&winner.rev) {
+            self.project(txn, id, &winner.rev, winner.deleted, if winner.rev == rev { Some(body) } else { None })?;
+        }
+        Ok(rev)
+    }
+
+    fn project(&self, txn: &mut StoreTransaction<'_>, id: &str, rev: &Rev, deleted: bool, body: Option<Map<String, Value>>) -> Result<()> {
+        let winner = if deleted {
+            None
+        } else {
+            let mut body = match body {
+                Some(b) => b,
+                None => read_body(txn, id, rev)?.unwrap_or_default(),
+            };
+            body.insert("_id".into(), Value::String(id.to_owned()));
+            body.insert("_rev".into(), Value::String(rev.to_string()));
+            Some(body)
+        };
+        self.projector.project(txn, id, winner.as_ref()).map_err(|reason| DocError::Projection { id: id.to_owned(), reason })
+    }
+}
+
+fn read_body(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<Option<Map<String, Value>>> {
+    match txn.kv().get(BODIES, &body_key(id, rev))? {
+        Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?)),
+        None => Ok(None),
+    }
+}
+
+/// The revision path a replicator sends: `_revisions` (newest first) or
+/// just `_rev`.
+fn replicated_path(doc: &Map<String, Value>) -> Result<Vec<Rev>> {
+    if let Some(revisions) = doc.get("_revisions") {
+        let start = revisions.get("start").and_then(Value::as_u64).ok_or_else(|| DocError::BadRequest("_revisions.start must be a positive integer".into()))?;
+        let ids = revisions.get("ids").and_then(Value::as_array).ok_or_else(|| DocError::BadRequest("_revisions.ids must be an array".into()))?;
+        if ids.is_empty() || start < ids.len() as u64 {
+            return Err(DocError::BadRequest("_revisions.ids does not fit _revisions.start".into()));
+        }
+        let path = ids
+            .iter()
+            .enumerate()
+            .map(|(i, h)| match h.as_str() {
+                Some(h) if !h.is_empty() => Ok(Rev::new(start - i as u64, h)),
+                _ => Err(DocError::BadRequest("_revisions.ids must be strings".into())),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(rev) = doc.get("_rev").and_then(Value::as_str) {
+            if Rev::parse(rev).as_ref() != Some(&path[0]) {
+                return Err(DocError::BadRequest("_rev does not match _revisions".into()));
+            }
+        }
+        return Ok(path);
+    }
+    match doc.get("_rev").and_then(Value::as_str).map(Rev::parse) {
+        Some(Some(rev)) => Ok(vec![rev]),
+        Some(None) => Err(DocError::BadRequest("Invalid rev format".into())),
+        None => Err(DocError::BadRequest("new_edits=false needs _rev or _revisions on every document".into())),
+    }
+}
+
+/// CouchDB's attachment digest: `md5-` and the base64 of the MD5.
+pub fn attachment_digest(data: &[u8]) -> String {
+    format!("md5-{}", base64::engine::general_purpose::STANDARD.encode(Md5::digest(data)))
+}
+
+/// Turns the `_attachments` of an incoming document into stored metadata,
+/// storing new data by digest. Stubs must name an attachment of the parent
+/// revision, or (replication) a digest the store has.
+fn process_attachments(
+    txn: &mut StoreTransaction<'_>,
+    id: &str,
+    atts: Option<&Value>,
+    parent: Option<&Value>,
+    pos: u64,
+    new_edits: bool,
+) -> Result<Option<Value>> {
+    let atts = match atts {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(a)) => a,
+        Some(_) => return Err(DocError::Validation("_attachments must be an object".into())),
+    };
+    let mut out = Map::new();
+    for (name, att) in atts {
+        let Some(att) = att.as_object() else {
+            return Err(DocError::Validation(format!("attachment {name} must be an object")));
+        };
+        let stored = if att.get("stub").and_then(Value::as_bool) == Some(true) {
+            let from_parent = parent.and_then(|p| p.get(name)).filter(|p| att.get("digest").is_none_or(|d| p.get("digest") == Some(d)));
+            match (from_parent, att.get("digest").and_then(Value::as_str)) {
+                (Some(p), _) => p.clone(),
+                (None, Some(digest)) if txn.kv().get(ATTACHMENTS, digest.as_bytes())?.is_some() => {
+                    let mut meta: Map<String, Value> = att.clone();
+                    meta.remove("stub");
+                    Value::Object(meta)
+                }
+                _ => return Err(DocError::MissingStub(format!("Invalid attachment stub in {id} for {name}"))),
+            }
+        } else if let Some(data) = att.get("data") {
+            let bytes = match data {
+                Value::String(s) => base64::engine::general_purpose::STANDARD
+                    .decode(s.as_bytes())
+                    .map_err(|_| DocError::Validation(format!("Invalid attachment data for {name}")))?,
+                _ => return Err(DocError::Validation(format!("Invalid attachment data for {name}"))),
+            };
+            let digest = attachment_digest(&bytes);
+            if txn.kv().get(ATTACHMENTS, digest.as_bytes())?.is_none() {
+                txn.kv_mut().put(ATTACHMENTS, digest.as_bytes(), &bytes);
+            }
+            let revpos = if new_edits { pos } else { att.get("revpos").and_then(Value::as_u64).unwrap_or(pos) };
+            let content_type = att.get("content_type").and_then(Value::as_str).unwrap_or("application/octet-stream");
+            json!({ "content_type": content_type, "digest": digest, "length": bytes.len(), "revpos": revpos })
+        } else {
+            return Err(DocError::Validation(format!("attachment {name} has neither data nor stub")));
+        };
+        out.insert(name.clone(), stored);
+    }
+    Ok(if out.is_empty() { None } else { Some(Value::Object(out)) })
+}
+
+/// A deterministic revision hash, as CouchDB's: the MD5 of the edit (the
+/// deletion flag, the parent revision, the body and the attachments'
+/// digests), so two replicas making the same edit get the same revision
+/// (https://docs.couchdb.org/en/stable/replication/conflicts.html#revision-tree).
+/// The body's members are in sorted order (serde_json's map), so the bytes
+/// are canonical.
+fn revision_hash(deleted: bool, parent: Option<&Rev>, body: &Map<String, Value>) -> String {
+    let mut md5 = Md5::new();
+    md5.update([deleted as u8]);
+    md5.update(parent.map(|p| p.to_string()).unwrap_or_default().as_bytes());
+    md5.update([0]);
+    md5.update(Value::Object(body.clone()).to_string().as_bytes());
+    let digest = md5.finalize();
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+

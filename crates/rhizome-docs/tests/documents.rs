@@ -1,0 +1,103 @@
+//! Document semantics over a memory store: writes, conflicts, replication
+//! writes, changes, all_docs, attachments, local documents.
+
+use rhizome_docs::*;
+use serde_json::{json, Map, Value};
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().expect("an object")
+}
+
+fn put(db: &Database, v: Value) -> Result<Rev, DocError> {
+    let mut out = db.update_docs(vec![obj(v)], true).expect("store ok");
+    out.remove(0).1
+}
+
+#[test]
+fn edits_conflict_on_stale_revisions_and_deletes_count() {
+    let db = Database::memory();
+    let r1 = put(&db, json!({"_id": "a", "x": 1})).unwrap();
+    assert_eq!(r1.pos, 1);
+    assert!(matches!(put(&db, json!({"_id": "a", "x": 2})), Err(DocError::Conflict)));
+    let r2 = put(&db, json!({"_id": "a", "_rev": r1.to_string(), "x": 2})).unwrap();
+    assert!(matches!(put(&db, json!({"_id": "a", "_rev": r1.to_string(), "x": 3})), Err(DocError::Conflict)));
+    // The same edit made twice gives the same revision id (deterministic).
+    let db2 = Database::memory();
+    assert_eq!(put(&db2, json!({"_id": "a", "x": 1})).unwrap(), r1);
+    let doc = db.get_doc("a", &ReadOptions { revs: true, ..Default::default() }).unwrap();
+    assert_eq!(doc["x"], 2);
+    assert_eq!(doc["_revisions"]["ids"].as_array().unwrap().len(), 2);
+    put(&db, json!({"_id": "a", "_rev": r2.to_string(), "_deleted": true})).unwrap();
+    assert!(matches!(db.get_doc("a", &ReadOptions::default()), Err(DocError::NotFound("deleted"))));
+    let info = db.info().unwrap();
+    assert_eq!((info.doc_count, info.doc_del_count, info.update_seq), (0, 1, 3));
+    assert!(matches!(put(&db, json!({"_id": "_bad"})), Err(DocError::BadRequest(_))));
+    assert!(matches!(put(&db, json!({"_id": "b", "_foo": 1})), Err(DocError::Validation(_))));
+}
+
+#[test]
+fn replicated_branches_make_conflicts_with_the_couchdb_winner() {
+    let db = Database::memory();
+    let w = |rev: &str, ids: Value| obj(json!({"_id": "d", "_rev": rev, "_revisions": {"start": rev[..1].parse::<u64>().unwrap(), "ids": ids}, "v": rev}));
+    let out = db.update_docs(vec![w("2-aaa", json!(["aaa", "root"])), w("2-bbb", json!(["bbb", "root"]))], false).unwrap();
+    assert!(out.iter().all(|(_, r)| r.is_ok()));
+    let doc = db.get_doc("d", &ReadOptions { conflicts: true, ..Default::default() }).unwrap();
+    assert_eq!(doc["_rev"], "2-bbb");
+    assert_eq!(doc["_conflicts"], json!(["2-aaa"]));
+    let all = db.open_revs("d", &OpenRevs::All, &ReadOptions::default()).unwrap();
+    assert_eq!(all.len(), 2);
+    let diff = db.revs_diff(&obj(json!({"d": ["2-aaa", "3-ccc"], "e": ["1-x"]}))).unwrap();
+    assert_eq!(diff["d"]["missing"], json!(["3-ccc"]));
+    assert_eq!(diff["e"]["missing"], json!(["1-x"]));
+    // Stemming at revs_limit keeps the last revisions of each branch.
+    db.set_revs_limit(2).unwrap();
+    let ids: Vec<String> = (1..=5).rev().map(|i| format!("h{i}")).collect();
+    db.update_docs(vec![obj(json!({"_id": "s", "_rev": "5-h5", "_revisions": {"start": 5, "ids": ids}}))], false).unwrap();
+    let doc = db.get_doc("s", &ReadOptions { revs: true, ..Default::default() }).unwrap();
+    assert_eq!(doc["_revisions"], json!({"start": 5, "ids": ["h5", "h4"]}));
+}
+
+#[test]
+fn changes_and_all_docs_follow_the_last_write_of_each_document() {
+    let db = Database::memory();
+    for id in ["c", "a", "b"] {
+        put(&db, json!({"_id": id, "kind": id})).unwrap();
+    }
+    let a = db.get_doc("a", &ReadOptions::default()).unwrap();
+    put(&db, json!({"_id": "a", "_rev": a["_rev"], "kind": "z"})).unwrap();
+    let ch = db.changes(&ChangesOptions::default()).unwrap();
+    let ids: Vec<&str> = ch.rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["c", "b", "a"]);
+    assert_eq!(ch.last_seq, 4);
+    let since = db.changes(&ChangesOptions { since: 2, ..Default::default() }).unwrap();
+    assert_eq!(since.rows.len(), 2);
+    let sel = db.changes(&ChangesOptions { filter: ChangesFilter::Selector(json!({"kind": {"$gt": "b"}})), ..Default::default() }).unwrap();
+    assert_eq!(sel.rows.len(), 2);
+    let all = db.all_docs(&AllDocsOptions::default()).unwrap();
+    let ids: Vec<&str> = all.rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    let desc = db.all_docs(&AllDocsOptions { descending: true, start_key: Some("b".into()), limit: Some(5), ..Default::default() }).unwrap();
+    assert_eq!(desc.rows.len(), 2);
+    let range = db.all_docs(&AllDocsOptions { start_key: Some("a".into()), end_key: Some("c".into()), inclusive_end: false, ..Default::default() }).unwrap();
+    assert_eq!(range.rows.len(), 2);
+}
+
+#[test]
+fn attachments_are_stored_by_digest_and_kept_through_stubs() {
+    let db = Database::memory();
+    let r1 = put(&db, json!({"_id": "a", "_attachments": {"t.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})).unwrap();
+    let att = db.attachment("a", "t.txt", None).unwrap();
+    assert_eq!(att.data, b"hello");
+    assert_eq!(att.digest, attachment_digest(b"hello"));
+    let r2 = put(&db, json!({"_id": "a", "_rev": r1.to_string(), "x": 1, "_attachments": {"t.txt": {"stub": true}}})).unwrap();
+    let doc = db.get_doc("a", &ReadOptions { attachments: true, ..Default::default() }).unwrap();
+    assert_eq!(doc["_attachments"]["t.txt"]["data"], "aGVsbG8=");
+    assert_eq!(doc["_attachments"]["t.txt"]["revpos"], 1);
+    assert!(matches!(
+        put(&db, json!({"_id": "a", "_rev": r2.to_string(), "_attachments": {"n": {"stub": true}}})),
+        Err(DocError::MissingStub(_))
+    ));
+    assert_eq!(db.put_local("_local/x", obj(json!({"a": 1}))).unwrap(), "0-1");
+    assert!(matches!(db.put_local("_local/x", obj(json!({"a": 2}))), Err(DocError::Conflict)));
+    assert_eq!(db.put_local("_local/x", obj(json!({"_rev": "0-1", "a": 2}))).unwrap(), "0-2");
+}
