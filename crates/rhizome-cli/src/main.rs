@@ -34,6 +34,8 @@ enum Command {
     Stats(commands::stats::Args),
     /// Compact the store and recompute its statistics exactly.
     Compact,
+    /// Serve CouchDB's HTTP API (documents, _changes, replication) over DATA.
+    Serve(commands::serve::Args),
     /// Time pattern lookups from a file of queries (for bench/seed-load).
     #[command(hide = true)]
     BenchLookups(commands::bench_lookups::Args),
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Update(args) => commands::update::run(&cli.data, args),
         Command::Stats(args) => commands::stats::run(&cli.data, args),
         Command::Compact => commands::compact(&cli.data),
+        Command::Serve(args) => commands::serve::run(&cli.data, args),
         Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),
         Command::WriteProbe(args) => commands::write_probe::run(&cli.data, args),
     };

@@ -3,6 +3,7 @@ pub mod dump;
 pub mod init;
 pub mod load;
 pub mod quads;
+pub mod serve;
 pub mod query;
 pub mod stats;
 pub mod update;

@@ -1,0 +1,87 @@
+//! The one place that decides whether a request may run: every route names
+//! the access it needs and the router checks it here before any handler
+//! runs (CouchDB 3 semantics,
+//! https://docs.couchdb.org/en/stable/api/database/security.html).
+//!
+//! - server admins (role `_admin`) may do everything;
+//! - a database's `_security.admins` (names or roles) may also write its
+//!   `_security`, `_revs_limit`, design documents and compact it;
+//! - its `_security.members` read and write documents;
+//! - while `members` names nobody (no names, no roles) the database is open
+//!   to admins only: CouchDB 3's `admin_only` default for new databases;
+//! - in `_users`, a user may read and update their own
+//!   `org.couchdb.user:NAME` document.
+
+use super::UserCtx;
+use crate::error::HttpError;
+use crate::state::DbHandle;
+use serde_json::Value;
+
+/// What a route needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone, even without credentials (`/`, `/_up`, `/_session`, `/_uuids`).
+    Public,
+    ServerAdmin,
+    /// A member (or admin) of the route's database.
+    Member,
+    /// An admin of the route's database.
+    DbAdmin,
+    /// The owner of this `_users` document, or else a member.
+    UserDoc(String),
+}
+
+fn listed(ctx: &UserCtx, section: Option<&Value>) -> bool {
+    let Some(section) = section else { return false };
+    let strings = |k: &str| section.get(k).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>()).unwrap_or_default();
+    let names = strings("names");
+    let roles = strings("roles");
+    ctx.name.as_deref().is_some_and(|n| names.contains(&n)) || ctx.roles.iter().any(|r| roles.contains(&r.as_str()))
+}
+
+fn names_anyone(section: Option<&Value>) -> bool {
+    let Some(section) = section else { return false };
+    ["names", "roles"].iter().any(|k| section.get(*k).and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
+}
+
+pub fn is_db_admin(ctx: &UserCtx, security: &Value) -> bool {
+    ctx.is_server_admin() || listed(ctx, security.get("admins"))
+}
+
+pub fn is_member(ctx: &UserCtx, security: &Value) -> bool {
+    is_db_admin(ctx, security) || (names_anyone(security.get("members")) && listed(ctx, security.get("members")))
+}
+
+/// The guard. `db` is the route's database when it has one and it exists.
+pub fn check(ctx: &UserCtx, access: &Access, db: Option<&DbHandle>) -> Result<(), HttpError> {
+    if *access == Access::Public {
+        return Ok(());
+    }
+    if ctx.name.is_none() {
+        return Err(HttpError::unauthorized("You are not authorized to access this db."));
+    }
+    if ctx.is_server_admin() {
+        return Ok(());
+    }
+    if *access == Access::ServerAdmin {
+        return Err(HttpError::forbidden("You are not a server admin."));
+    }
+    let Some(db) = db else { return Err(HttpError::no_db()) };
+    if let Access::UserDoc(id) = access {
+        if ctx.name.as_deref().is_some_and(|n| id.strip_prefix("org.couchdb.user:") == Some(n)) {
+            return Ok(());
+        }
+    }
+    let security = db.db.security()?;
+    let allowed = match access {
+        Access::DbAdmin => is_db_admin(ctx, &security),
+        _ => is_member(ctx, &security),
+    };
+    if allowed {
+        Ok(())
+    } else if *access == Access::DbAdmin {
+        Err(HttpError::forbidden("You are not a db or server admin."))
+    } else {
+        Err(HttpError::forbidden("You are not allowed to access this db."))
+    }
+}

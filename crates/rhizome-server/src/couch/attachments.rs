@@ -1,0 +1,71 @@
+//! Standalone attachments: `GET/HEAD/PUT/DELETE /{db}/{docid}/{name}`
+//! (https://docs.couchdb.org/en/stable/api/document/attachments.html).
+//! A PUT or DELETE is a new revision of the document with the other
+//! attachments kept as stubs.
+
+use super::{parse_rev, write_docs};
+use crate::auth::UserCtx;
+use crate::error::HttpError;
+use crate::http::{self, json, Body, Request};
+use crate::state::{DbHandle, Server};
+use base64::Engine;
+use bytes::Bytes;
+use hyper::{Method, Response};
+use rhizome_docs::{DocError, ReadOptions};
+use serde_json::{json, Map, Value};
+
+pub fn attachment(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, id: &str, name: &str) -> Result<Response<Body>, HttpError> {
+    let _ = server;
+    let rev = req.param("rev").or_else(|| req.header("if-match").map(|r| r.trim_matches('"'))).map(parse_rev).transpose()?;
+    match req.method {
+        Method::GET | Method::HEAD => {
+            let att = db.db.attachment(id, name, rev.as_ref())?;
+            let etag = format!("\"{}\"", att.digest);
+            if req.header("if-none-match").is_some_and(|v| v.trim() == etag) {
+                return Ok(http::response(304, &att.content_type, Bytes::new()));
+            }
+            let mut r = http::response(200, &att.content_type, Bytes::from(att.data));
+            http::set_header(&mut r, "etag", &etag);
+            if let Some(md5) = att.digest.strip_prefix("md5-") {
+                http::set_header(&mut r, "content-md5", md5);
+            }
+            Ok(r)
+        }
+        Method::PUT | Method::DELETE => {
+            let mut doc = match &rev {
+                Some(r) => db.db.get_doc(id, &ReadOptions { rev: Some(r.clone()), ..Default::default() })?,
+                None => match db.db.get_doc(id, &ReadOptions::default()) {
+                    // No rev: only a new document may get an attachment.
+                    Ok(_) => return Err(HttpError::new(409, "conflict", "Document update conflict.")),
+                    Err(DocError::NotFound(_)) => {
+                        let mut m = Map::new();
+                        m.insert("_id".into(), Value::String(id.to_owned()));
+                        m
+                    }
+                    Err(e) => return Err(e.into()),
+                },
+            };
+            let mut atts = doc.remove("_attachments").and_then(|a| a.as_object().cloned()).unwrap_or_default();
+            if req.method == Method::PUT {
+                let content_type = req.header("content-type").unwrap_or("application/octet-stream");
+                atts.insert(
+                    name.to_owned(),
+                    json!({ "content_type": content_type, "data": base64::engine::general_purpose::STANDARD.encode(&req.body) }),
+                );
+            } else if atts.remove(name).is_none() {
+                return Err(HttpError::not_found("Document is missing attachment"));
+            }
+            if !atts.is_empty() {
+                doc.insert("_attachments".into(), Value::Object(atts));
+            }
+            let mut out = write_docs(ctx, db, vec![doc], true)?;
+            let (id, outcome) = out.pop().ok_or_else(|| HttpError::internal("a write returned no outcome"))?;
+            let rev = outcome.map_err(HttpError::from)?;
+            let status = if req.method == Method::PUT { 201 } else { 200 };
+            let mut r = json(status, &json!({ "ok": true, "id": id, "rev": rev.to_string() }));
+            http::set_header(&mut r, "etag", &format!("\"{rev}\""));
+            Ok(r)
+        }
+        _ => Err(HttpError::method_not_allowed("DELETE,GET,HEAD,PUT")),
+    }
+}

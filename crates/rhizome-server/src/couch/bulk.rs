@@ -1,0 +1,148 @@
+//! `_all_docs`, `_bulk_docs`, `_bulk_get`, `_revs_diff`
+//! (https://docs.couchdb.org/en/stable/api/database/bulk-api.html).
+
+use super::documents::outcomes;
+use super::{parse_rev, read_options, write_docs};
+use crate::auth::{access, UserCtx};
+use crate::error::HttpError;
+use crate::http::{self, json, Body, Request};
+use crate::state::{DbHandle, Server};
+use hyper::{Method, Response};
+use rhizome_docs::{AllDocsOptions, DocError, OpenRev, OpenRevs, ReadOptions, Rev};
+use serde_json::{json, Map, Value};
+
+fn key_param(req: &Request, names: &[&str]) -> Result<Option<String>, HttpError> {
+    for name in names {
+        if let Some(v) = req.json_param(name)? {
+            return match v {
+                Value::String(s) => Ok(Some(s)),
+                _ => Err(HttpError::bad_request(format!("{name} must be a JSON string (document ids are strings)"))),
+            };
+        }
+    }
+    Ok(None)
+}
+
+pub fn all_docs(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    let mut keys = match req.json_param("keys")? {
+        Some(Value::Array(k)) => Some(k),
+        Some(_) => return Err(HttpError::bad_request("keys must be an array")),
+        None => None,
+    };
+    match req.method {
+        Method::GET | Method::HEAD => {}
+        Method::POST => {
+            let body = req.json_object()?;
+            if let Some(k) = body.get("keys") {
+                keys = Some(k.as_array().cloned().ok_or_else(|| HttpError::bad_request("`keys` member must be an array."))?);
+            }
+        }
+        _ => return Err(HttpError::method_not_allowed("GET,HEAD,POST")),
+    }
+    let keys = keys.map(|k| k.into_iter().map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())).collect());
+    let key = key_param(req, &["key"])?;
+    let opts = AllDocsOptions {
+        start_key: key.clone().or(key_param(req, &["startkey", "start_key"])?),
+        end_key: key.or(key_param(req, &["endkey", "end_key"])?),
+        inclusive_end: req.flag("inclusive_end", true)?,
+        limit: req.number("limit")?.map(|n| n as usize),
+        skip: req.number("skip")?.unwrap_or(0) as usize,
+        descending: req.flag("descending", false)?,
+        include_docs: req.flag("include_docs", false)?,
+        conflicts: req.flag("conflicts", false)?,
+        attachments: req.flag("attachments", false)?,
+        keys,
+    };
+    let all = db.db.all_docs(&opts)?;
+    let mut body = json!({ "total_rows": all.total_rows, "offset": all.offset, "rows": all.rows });
+    if req.flag("update_seq", false)? {
+        body["update_seq"] = json!(all.update_seq);
+    }
+    Ok(json(200, &body))
+}
+
+pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    let _ = server;
+    if req.method != Method::POST {
+        return Err(HttpError::method_not_allowed("POST"));
+    }
+    let body = req.json_object()?;
+    let new_edits = match body.get("new_edits") {
+        None => true,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(HttpError::bad_request("new_edits must be a boolean")),
+    };
+    let docs = body.get("docs").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("POST body must include `docs` parameter."))?;
+    let mut batch = Vec::with_capacity(docs.len());
+    for doc in docs {
+        let Value::Object(mut doc) = doc.clone() else {
+            return Err(HttpError::bad_request("Document must be a JSON object"));
+        };
+        if !doc.get("_id").is_some_and(Value::is_string) {
+            if !new_edits {
+                return Err(HttpError::bad_request("Document id must be a string"));
+            }
+            doc.insert("_id".into(), Value::String(http::uuid()));
+        }
+        batch.push(doc);
+    }
+    let design = batch.iter().any(|d| d.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_design/")));
+    if design && !access::is_db_admin(ctx, &db.db.security()?) {
+        return Err(HttpError::forbidden("You are not a db or server admin."));
+    }
+    let results = write_docs(ctx, db, batch, new_edits)?;
+    // With new_edits=false CouchDB reports only the failures.
+    Ok(json(201, &outcomes(&results, !new_edits)))
+}
+
+pub fn bulk_get(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    if req.method != Method::POST {
+        return Err(HttpError::method_not_allowed("POST"));
+    }
+    let body = req.json_object()?;
+    let docs = body.get("docs").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("Missing JSON list of 'docs'."))?;
+    let base = ReadOptions { rev: None, ..read_options(req)? };
+    let mut results = Vec::with_capacity(docs.len());
+    for d in docs {
+        let id = d.get("id").and_then(Value::as_str).ok_or_else(|| HttpError::bad_request("every entry of docs needs an id"))?;
+        let mut opts = base.clone();
+        if let Some(since) = d.get("atts_since").and_then(Value::as_array) {
+            opts.atts_since = since.iter().filter_map(Value::as_str).filter_map(Rev::parse).collect();
+        }
+        let rev = d.get("rev").and_then(Value::as_str);
+        let out: Vec<Value> = match rev {
+            Some(r) => {
+                let rev = parse_rev(r)?;
+                match db.db.open_revs(id, &OpenRevs::List(vec![rev.clone()]), &opts)? {
+                    revs if revs.is_empty() => vec![missing(id, &rev.to_string())],
+                    revs => revs
+                        .into_iter()
+                        .map(|r| match r {
+                            OpenRev::Ok(doc) => json!({ "ok": doc }),
+                            OpenRev::Missing(rev) => missing(id, &rev.to_string()),
+                        })
+                        .collect(),
+                }
+            }
+            None => match db.db.get_doc(id, &opts) {
+                Ok(doc) => vec![json!({ "ok": doc })],
+                Err(DocError::NotFound(reason)) => vec![json!({ "error": { "id": id, "rev": "undefined", "error": "not_found", "reason": reason } })],
+                Err(e) => return Err(e.into()),
+            },
+        };
+        results.push(json!({ "id": id, "docs": out }));
+    }
+    Ok(json(200, &json!({ "results": results })))
+}
+
+fn missing(id: &str, rev: &str) -> Value {
+    json!({ "error": { "id": id, "rev": rev, "error": "not_found", "reason": "missing" } })
+}
+
+pub fn revs_diff(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    if req.method != Method::POST {
+        return Err(HttpError::method_not_allowed("POST"));
+    }
+    let body: Map<String, Value> = req.json_object()?;
+    Ok(json(200, &Value::Object(db.db.revs_diff(&body)?)))
+}

@@ -1,0 +1,124 @@
+//! Document endpoints: `GET/HEAD/PUT/DELETE /{db}/{docid}`, `POST /{db}`
+//! and `/{db}/_local/{id}`
+//! (https://docs.couchdb.org/en/stable/api/document/common.html).
+
+use super::{open_revs, outcome_json, parse_rev, read_options, write_docs};
+use crate::auth::UserCtx;
+use crate::error::HttpError;
+use crate::http::{self, json, Body, Request};
+use crate::state::{DbHandle, Server};
+use hyper::{Method, Response};
+use rhizome_docs::{validate_doc_id, OpenRev};
+use serde_json::{json, Map, Value};
+
+pub fn document(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpError> {
+    let _ = server;
+    match req.method {
+        Method::GET | Method::HEAD => get(req, db, id),
+        Method::PUT => {
+            let mut doc = req.json_object()?;
+            doc.insert("_id".into(), Value::String(id.to_owned()));
+            if let (false, Some(rev)) = (doc.contains_key("_rev"), req.param("rev")) {
+                doc.insert("_rev".into(), Value::String(rev.to_owned()));
+            }
+            let new_edits = req.flag("new_edits", true)?;
+            let status = if req.param("batch") == Some("ok") { 202 } else { 201 };
+            write_one(ctx, db, doc, new_edits, status)
+        }
+        Method::DELETE => {
+            let rev = req.param("rev").or_else(|| req.header("if-match").map(|r| r.trim_matches('"'))).ok_or(HttpError::new(409, "conflict", "Document update conflict."))?;
+            parse_rev(rev)?;
+            let doc: Map<String, Value> = json!({ "_id": id, "_rev": rev, "_deleted": true }).as_object().cloned().unwrap_or_default();
+            write_one(ctx, db, doc, true, 200)
+        }
+        _ => Err(HttpError::method_not_allowed("DELETE,GET,HEAD,PUT")),
+    }
+}
+
+fn write_one(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>, new_edits: bool, status: u16) -> Result<Response<Body>, HttpError> {
+    let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+    validate_doc_id(&id)?;
+    let mut out = write_docs(ctx, db, vec![doc], new_edits)?;
+    let (id, outcome) = out.pop().ok_or_else(|| HttpError::internal("a write returned no outcome"))?;
+    let rev = outcome.map_err(HttpError::from)?;
+    let mut r = json(status, &json!({ "ok": true, "id": id, "rev": rev.to_string() }));
+    http::set_header(&mut r, "etag", &format!("\"{rev}\""));
+    http::set_header(&mut r, "location", &format!("/{}/{}", db.name, id));
+    Ok(r)
+}
+
+fn get(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpError> {
+    let opts = read_options(req)?;
+    if let Some(which) = open_revs(req)? {
+        // PouchDB asks with `Accept: application/json`; we always answer
+        // JSON (CouchDB would answer multipart/mixed otherwise).
+        let revs = db.db.open_revs(id, &which, &opts)?;
+        let out: Vec<Value> = revs
+            .into_iter()
+            .map(|r| match r {
+                OpenRev::Ok(doc) => json!({ "ok": doc }),
+                OpenRev::Missing(rev) => json!({ "missing": rev.to_string() }),
+            })
+            .collect();
+        return Ok(json(200, &Value::Array(out)));
+    }
+    let doc = db.db.get_doc(id, &opts)?;
+    let rev = doc.get("_rev").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let etag = format!("\"{rev}\"");
+    if req.header("if-none-match").is_some_and(|v| v.trim() == etag) {
+        let mut r = http::response(304, "application/json", Default::default());
+        http::set_header(&mut r, "etag", &etag);
+        return Ok(r);
+    }
+    let mut r = json(200, &Value::Object(doc));
+    http::set_header(&mut r, "etag", &etag);
+    Ok(r)
+}
+
+/// `POST /{db}`: a new document, with a fresh id unless it has one.
+pub fn post(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    let _ = server;
+    let mut doc = req.json_object()?;
+    if !doc.get("_id").is_some_and(Value::is_string) {
+        doc.insert("_id".into(), Value::String(http::uuid()));
+    }
+    if doc.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_design/")) {
+        // Design documents need a db admin; the route only knew "member".
+        let security = db.db.security()?;
+        if !crate::auth::access::is_db_admin(ctx, &security) {
+            return Err(HttpError::forbidden("You are not a db or server admin."));
+        }
+    }
+    let status = if req.param("batch") == Some("ok") { 202 } else { 201 };
+    write_one(ctx, db, doc, true, status)
+}
+
+/// `/{db}/_local/{id}`: checkpoints and other per-replica documents.
+pub fn local(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpError> {
+    match req.method {
+        Method::GET | Method::HEAD => Ok(json(200, &Value::Object(db.db.get_local(id)?))),
+        Method::PUT => {
+            let mut doc = req.json_object()?;
+            if let (false, Some(rev)) = (doc.contains_key("_rev"), req.param("rev")) {
+                doc.insert("_rev".into(), Value::String(rev.to_owned()));
+            }
+            let rev = db.db.put_local(id, doc)?;
+            Ok(json(201, &json!({ "ok": true, "id": id, "rev": rev })))
+        }
+        Method::DELETE => {
+            let mut doc = Map::new();
+            doc.insert("_deleted".into(), Value::Bool(true));
+            if let Some(rev) = req.param("rev") {
+                doc.insert("_rev".into(), Value::String(rev.to_owned()));
+            }
+            let rev = db.db.put_local(id, doc)?;
+            Ok(json(200, &json!({ "ok": true, "id": id, "rev": rev })))
+        }
+        _ => Err(HttpError::method_not_allowed("DELETE,GET,HEAD,PUT")),
+    }
+}
+
+/// For `_bulk_docs` results.
+pub fn outcomes(results: &[(String, rhizome_docs::WriteOutcome)], only_errors: bool) -> Value {
+    Value::Array(results.iter().filter(|(_, o)| !only_errors || o.is_err()).map(|(id, o)| outcome_json(id, o)).collect())
+}

@@ -1,0 +1,92 @@
+//! CouchDB's API, one file per group of endpoints
+//! (https://docs.couchdb.org/en/stable/api/index.html).
+
+pub mod attachments;
+pub mod bulk;
+pub mod database;
+pub mod documents;
+pub mod server;
+
+use crate::auth::{users, UserCtx};
+use crate::error::HttpError;
+use crate::http::Request;
+use crate::state::DbHandle;
+use rhizome_docs::{OpenRevs, ReadOptions, Rev, WriteOutcome};
+use serde_json::{Map, Value};
+
+/// Writes documents through the store, then wakes `_changes` feeds. Writes
+/// to `_users` have their passwords hashed first.
+pub fn write_docs(ctx: &UserCtx, db: &DbHandle, mut docs: Vec<Map<String, Value>>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>, HttpError> {
+    if db.name == "_users" {
+        for doc in &mut docs {
+            let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let current = db.db.get_doc(&id, &ReadOptions::default()).ok();
+            users::prepare(ctx, doc, current.as_ref())?;
+        }
+    }
+    let out = db.db.update_docs(docs, new_edits)?;
+    db.notify();
+    Ok(out)
+}
+
+pub fn parse_rev(text: &str) -> Result<Rev, HttpError> {
+    Rev::parse(text).ok_or_else(|| HttpError::bad_request("Invalid rev format"))
+}
+
+fn rev_list(v: &Value, name: &str) -> Result<Vec<Rev>, HttpError> {
+    v.as_array()
+        .ok_or_else(|| HttpError::bad_request(format!("{name} must be a JSON array of revisions")))?
+        .iter()
+        .map(|r| r.as_str().ok_or_else(|| HttpError::bad_request(format!("{name} must hold strings"))).and_then(parse_rev))
+        .collect()
+}
+
+/// The read options of `GET /{db}/{docid}` and friends.
+pub fn read_options(req: &Request) -> Result<ReadOptions, HttpError> {
+    let meta = req.flag("meta", false)?;
+    Ok(ReadOptions {
+        rev: req.param("rev").map(parse_rev).transpose()?,
+        revs: req.flag("revs", false)?,
+        revs_info: req.flag("revs_info", false)? || meta,
+        conflicts: req.flag("conflicts", false)? || meta,
+        deleted_conflicts: req.flag("deleted_conflicts", false)? || meta,
+        attachments: req.flag("attachments", false)?,
+        atts_since: match req.json_param("atts_since")? {
+            Some(v) => rev_list(&v, "atts_since")?,
+            None => Vec::new(),
+        },
+        latest: req.flag("latest", false)?,
+        local_seq: req.flag("local_seq", false)?,
+    })
+}
+
+pub fn open_revs(req: &Request) -> Result<Option<OpenRevs>, HttpError> {
+    match req.param("open_revs") {
+        None => Ok(None),
+        Some("all") => Ok(Some(OpenRevs::All)),
+        Some(_) => Ok(Some(OpenRevs::List(rev_list(&req.json_param("open_revs")?.unwrap_or_default(), "open_revs")?))),
+    }
+}
+
+/// A write outcome as `_bulk_docs` reports it.
+pub fn outcome_json(id: &str, outcome: &WriteOutcome) -> Value {
+    match outcome {
+        Ok(rev) => serde_json::json!({ "ok": true, "id": id, "rev": rev.to_string() }),
+        Err(e) => {
+            let e = HttpError::from(clone_doc_error(e));
+            serde_json::json!({ "id": id, "error": e.error, "reason": e.reason })
+        }
+    }
+}
+
+fn clone_doc_error(e: &rhizome_docs::DocError) -> rhizome_docs::DocError {
+    use rhizome_docs::DocError as D;
+    match e {
+        D::Conflict => D::Conflict,
+        D::NotFound(r) => D::NotFound(r),
+        D::BadRequest(r) => D::BadRequest(r.clone()),
+        D::Validation(r) => D::Validation(r.clone()),
+        D::MissingStub(r) => D::MissingStub(r.clone()),
+        other => D::Corrupt(other.to_string()),
+    }
+}

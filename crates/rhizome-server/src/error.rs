@@ -1,0 +1,63 @@
+//! Errors as CouchDB sends them: a status and `{"error", "reason"}`
+//! (https://docs.couchdb.org/en/stable/api/basics.html#http-status-codes).
+
+use rhizome_docs::DocError;
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{status} {error}: {reason}")]
+pub struct HttpError {
+    pub status: u16,
+    pub error: String,
+    pub reason: String,
+}
+
+impl HttpError {
+    pub fn new(status: u16, error: &str, reason: impl Into<String>) -> HttpError {
+        HttpError { status, error: error.to_owned(), reason: reason.into() }
+    }
+    pub fn bad_request(reason: impl Into<String>) -> HttpError {
+        Self::new(400, "bad_request", reason)
+    }
+    pub fn not_found(reason: impl Into<String>) -> HttpError {
+        Self::new(404, "not_found", reason)
+    }
+    pub fn no_db() -> HttpError {
+        Self::not_found("Database does not exist.")
+    }
+    pub fn unauthorized(reason: impl Into<String>) -> HttpError {
+        Self::new(401, "unauthorized", reason)
+    }
+    pub fn forbidden(reason: impl Into<String>) -> HttpError {
+        Self::new(403, "forbidden", reason)
+    }
+    pub fn method_not_allowed(allowed: &str) -> HttpError {
+        Self::new(405, "method_not_allowed", format!("Only {allowed} allowed"))
+    }
+    pub fn internal(reason: impl Into<String>) -> HttpError {
+        Self::new(500, "internal_server_error", reason)
+    }
+}
+
+impl From<DocError> for HttpError {
+    fn from(e: DocError) -> HttpError {
+        match e {
+            DocError::Conflict => HttpError::new(409, "conflict", "Document update conflict."),
+            DocError::NotFound(reason) => HttpError::not_found(reason),
+            DocError::BadRequest(r) => HttpError::bad_request(r),
+            DocError::Validation(r) => HttpError::new(400, "doc_validation", r),
+            DocError::MissingStub(r) => HttpError::new(412, "missing_stub", r),
+            other => HttpError::internal(other.to_string()),
+        }
+    }
+}
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("{0}")]
+    Config(String),
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error(transparent)]
+    Docs(#[from] DocError),
+}

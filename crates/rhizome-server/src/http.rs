@@ -1,0 +1,198 @@
+//! The request and response types the handlers see, independent of hyper:
+//! a request with its body already read (bounded), and responses that are
+//! either complete or a stream (the `_changes` feeds).
+
+use crate::error::HttpError;
+use bytes::Bytes;
+use http_body::Frame;
+use hyper::header::{HeaderMap, HeaderValue};
+use hyper::{Method, Response, StatusCode};
+use serde_json::Value;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::sync::mpsc;
+
+/// A request as handlers see it.
+pub struct Request {
+    pub method: Method,
+    /// Path segments, percent-decoded.
+    pub segments: Vec<String>,
+    pub query: Vec<(String, String)>,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Request {
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// A boolean query parameter (`true`/`false`); absent is `default`.
+    pub fn flag(&self, name: &str, default: bool) -> Result<bool, HttpError> {
+        match self.param(name) {
+            None => Ok(default),
+            Some("true") => Ok(true),
+            Some("false") => Ok(false),
+            Some(other) => Err(HttpError::bad_request(format!("Invalid boolean parameter {name}: {other:?}"))),
+        }
+    }
+
+    pub fn number(&self, name: &str) -> Result<Option<u64>, HttpError> {
+        match self.param(name) {
+            None => Ok(None),
+            Some(v) => v.parse().map(Some).map_err(|_| HttpError::bad_request(format!("Invalid integer parameter {name}: {v:?}"))),
+        }
+    }
+
+    /// A JSON-encoded query parameter (`startkey="a"`, `open_revs=[...]`).
+    pub fn json_param(&self, name: &str) -> Result<Option<Value>, HttpError> {
+        match self.param(name) {
+            None => Ok(None),
+            Some(v) => serde_json::from_str(v).map(Some).map_err(|e| HttpError::bad_request(format!("Invalid JSON in parameter {name}: {e}"))),
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The body as JSON (400 with serde's reason if it is not).
+    pub fn json(&self) -> Result<Value, HttpError> {
+        if self.body.is_empty() {
+            return Err(HttpError::bad_request("Request body is empty; a JSON value was expected"));
+        }
+        serde_json::from_slice(&self.body).map_err(|e| HttpError::bad_request(format!("Invalid JSON: {e}")))
+    }
+
+    pub fn json_object(&self) -> Result<serde_json::Map<String, Value>, HttpError> {
+        match self.json()? {
+            Value::Object(m) => Ok(m),
+            _ => Err(HttpError::bad_request("Request body must be a JSON object")),
+        }
+    }
+}
+
+/// A response body: all at once, or fed by a channel (streams end when the
+/// sender is dropped).
+pub enum Body {
+    Full(Option<Bytes>),
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match self.get_mut() {
+            Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Body::Full(None))
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match self {
+            Body::Full(Some(b)) => http_body::SizeHint::with_exact(b.len() as u64),
+            Body::Full(None) => http_body::SizeHint::with_exact(0),
+            Body::Stream(_) => http_body::SizeHint::default(),
+        }
+    }
+}
+
+pub fn response(status: u16, content_type: &str, body: Bytes) -> Response<Body> {
+    let mut r = Response::new(Body::Full(Some(body)));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = r.headers_mut();
+    h.insert("content-type", HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("application/octet-stream")));
+    h.insert("cache-control", HeaderValue::from_static("must-revalidate"));
+    r
+}
+
+pub fn json(status: u16, value: &Value) -> Response<Body> {
+    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+    bytes.push(b'\n');
+    response(status, "application/json", Bytes::from(bytes))
+}
+
+pub fn error(e: &HttpError) -> Response<Body> {
+    let mut r = json(e.status, &serde_json::json!({ "error": e.error, "reason": e.reason }));
+    if e.status == 401 {
+        // Without WWW-Authenticate browsers do not prompt; CouchDB omits it
+        // too unless configured, so clients handle 401 themselves.
+        r.headers_mut().insert("x-couch-error", HeaderValue::from_static("unauthorized"));
+    }
+    r
+}
+
+pub fn set_header(r: &mut Response<Body>, name: &'static str, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        r.headers_mut().insert(name, v);
+    }
+}
+
+/// Decodes `%XX` escapes (and `+` as space when `form` is set).
+pub fn percent_decode(s: &str, form: bool) -> Result<String, HttpError> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => out.push(b),
+                    None => return Err(HttpError::bad_request(format!("Invalid percent-encoding in {s:?}"))),
+                }
+                i += 3;
+            }
+            b'+' if form => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| HttpError::bad_request(format!("{s:?} is not UTF-8 once decoded")))
+}
+
+pub fn parse_query(q: &str) -> Result<Vec<(String, String)>, HttpError> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            Ok((percent_decode(k, true)?, percent_decode(v, true)?))
+        })
+        .collect()
+}
+
+pub fn split_path(path: &str) -> Result<Vec<String>, HttpError> {
+    let trimmed = path.trim_start_matches('/');
+    if trimmed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut segs: Vec<String> = trimmed.split('/').map(|s| percent_decode(s, false)).collect::<Result<_, _>>()?;
+    // `/db/` is `/db`.
+    if segs.len() > 1 && segs.last().is_some_and(String::is_empty) {
+        segs.pop();
+    }
+    Ok(segs)
+}
+
+/// 32 random hex digits, as CouchDB's uuids.
+pub fn uuid() -> String {
+    let mut b = [0u8; 16];
+    // The OS random source failing is not something a request can fix;
+    // fall back to the clock so ids stay unique enough to proceed.
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        b = t.to_be_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

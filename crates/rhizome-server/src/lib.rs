@@ -1,0 +1,192 @@
+//! `rhizome-server`: the HTTP face of Rhizome.
+//!
+//! Owns: CouchDB's API over [`rhizome_docs`] (server, database, document,
+//! attachment, bulk and `_changes` endpoints with CouchDB's JSON errors),
+//! authentication (server admin, `_users`, Basic and cookie sessions) and
+//! the per-database `_security` guard that every route passes through, the
+//! request log, body limits and clean shutdown. Does not own document
+//! semantics (`rhizome-docs`) or the RDF views (`/{db}/_sparql`,
+//! `/{db}/_graph`: routed in `extension.rs`, answered later).
+//!
+//! Shape: an async shell (tokio + hyper) reads each request body (bounded),
+//! then runs the handler on a blocking thread, because the document store is
+//! synchronous and a write returns only once it is fsynced. `_changes`
+//! feeds come back to the async side to wait for commits.
+//!
+//! Main items: [`ServerConfig`], [`run`], [`serve`].
+
+mod auth;
+mod changes;
+mod couch;
+pub mod error;
+mod extension;
+mod http;
+mod router;
+mod state;
+
+pub use error::{HttpError, ServerError};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use router::Reply;
+use state::Server;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// The largest request body accepted by default: 64 MiB (CouchDB's
+/// `max_http_request_size` is 4 GiB; ours bounds memory, since a body is
+/// read whole before it is parsed). Larger bodies get 413.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub data_dir: PathBuf,
+    pub bind: SocketAddr,
+    /// `USER:PASS` from `--admin` or `RHIZOME_ADMIN`; required on first start.
+    pub admin: Option<(String, String)>,
+    pub max_body_bytes: usize,
+    /// One line per request on stderr.
+    pub log_requests: bool,
+}
+
+/// Runs the server until SIGINT or SIGTERM, on its own runtime.
+pub fn run(config: ServerConfig) -> Result<(), ServerError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| ServerError::Io { what: "starting the runtime".into(), source })?;
+    runtime.block_on(async move {
+        let (tx, rx) = watch::channel(false);
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            let _ = tx.send(true);
+        });
+        serve(config, rx).await
+    })
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+            (Ok(mut int), Ok(mut term)) => {
+                tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Serves until `shutdown` turns true, then stops accepting, lets running
+/// requests finish (at most 10 s) and returns. Every answered write is
+/// already durable, so nothing else needs flushing.
+pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) -> Result<(), ServerError> {
+    let server = {
+        let config = config.clone();
+        let rx = shutdown.clone();
+        tokio::task::spawn_blocking(move || Server::open(&config.data_dir, config.admin.clone(), config.max_body_bytes, rx))
+            .await
+            .map_err(|e| ServerError::Config(format!("opening the data directory: {e}")))??
+    };
+    let server = Arc::new(server);
+    let listener = TcpListener::bind(config.bind).await.map_err(|source| ServerError::Io { what: format!("binding {}", config.bind), source })?;
+    let local = listener.local_addr().map_err(|source| ServerError::Io { what: "reading the bound address".into(), source })?;
+    eprintln!("rhizome: CouchDB API on http://{local} (data in {})", config.data_dir.display());
+    let active = Arc::new(AtomicUsize::new(0));
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let server = server.clone();
+                let active = active.clone();
+                let log = config.log_requests;
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| {
+                        let server = server.clone();
+                        let active = active.clone();
+                        async move {
+                            active.fetch_add(1, Ordering::SeqCst);
+                            let r = respond(&server, req, log).await;
+                            active.fetch_sub(1, Ordering::SeqCst);
+                            Ok::<_, std::convert::Infallible>(r)
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+            _ = shutdown.changed() => break,
+        }
+    }
+    drop(listener);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("rhizome: stopped");
+    Ok(())
+}
+
+async fn respond(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>, log: bool) -> hyper::Response<http::Body> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let response = match handle(server, req).await {
+        Ok(r) => r,
+        Err(e) => http::error(&e),
+    };
+    if log {
+        // One structured line per request: easy to grep, easy to parse.
+        eprintln!(
+            "{{\"method\":\"{}\",\"path\":{},\"status\":{},\"ms\":{:.3}}}",
+            method,
+            serde_json::Value::String(path),
+            response.status().as_u16(),
+            started.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+    response
+}
+
+async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>) -> Result<hyper::Response<http::Body>, HttpError> {
+    let (parts, body) = req.into_parts();
+    let limit = server.max_body_bytes;
+    let too_large = || HttpError::new(413, "too_large", format!("the request body is larger than the limit of {limit} bytes"));
+    if parts.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()).is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let body: Bytes = match Limited::new(body, limit).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
+        Err(e) => return Err(HttpError::bad_request(format!("reading the request body: {e}"))),
+    };
+    let request = http::Request {
+        method: parts.method,
+        segments: http::split_path(parts.uri.path())?,
+        query: http::parse_query(parts.uri.query().unwrap_or(""))?,
+        headers: parts.headers,
+        body,
+    };
+    let srv = server.clone();
+    let reply = tokio::task::spawn_blocking(move || router::handle(&srv, &request))
+        .await
+        .map_err(|e| HttpError::internal(format!("request task failed: {e}")))??;
+    Ok(match reply {
+        Reply::Done(r) => r,
+        Reply::Feed(feed) => changes::run(feed, server.shutdown.clone()),
+    })
+}

@@ -1,0 +1,197 @@
+//! From a request to a handler: the path is parsed into a [`Route`], the
+//! route names the [`Access`] it needs, and the guard checks it before any
+//! handler runs. Every endpoint goes through here; no handler checks
+//! permissions on its own except `_bulk_docs` for the design documents
+//! inside its body.
+
+use crate::auth::access::{self, Access};
+use crate::auth::{self, UserCtx};
+use crate::changes::FeedRequest;
+use crate::couch;
+use crate::error::HttpError;
+use crate::extension;
+use crate::http::{Body, Request};
+use crate::state::{DbHandle, Server};
+use hyper::{Method, Response};
+use std::sync::Arc;
+
+/// What a handler produced: a response, or a `_changes` feed for the async
+/// side to run.
+pub enum Reply {
+    Done(Response<Body>),
+    Feed(FeedRequest),
+}
+
+impl From<Response<Body>> for Reply {
+    fn from(r: Response<Body>) -> Reply {
+        Reply::Done(r)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DbOp {
+    AllDocs,
+    BulkDocs,
+    BulkGet,
+    RevsDiff,
+    Changes,
+    Compact,
+    RevsLimit,
+    Security,
+    EnsureFullCommit,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    Root,
+    Up,
+    Uuids,
+    AllDbs,
+    Session,
+    Db(String),
+    DbOp(String, DbOp),
+    Doc(String, String),
+    Local(String, String),
+    Attachment(String, String, String),
+    /// Views the lead builds on the same store: `_sparql`, `_graph`.
+    Extension(String, String),
+}
+
+impl Route {
+    pub fn parse(segments: &[String]) -> Result<Route, HttpError> {
+        let s: Vec<&str> = segments.iter().map(String::as_str).collect();
+        Ok(match s.as_slice() {
+            [] => Route::Root,
+            ["_up"] => Route::Up,
+            ["_uuids"] => Route::Uuids,
+            ["_all_dbs"] => Route::AllDbs,
+            ["_session"] => Route::Session,
+            [db] if db.starts_with('_') && *db != "_users" && *db != "_replicator" => {
+                return Err(HttpError::bad_request(format!("Unknown or unsupported endpoint /{db}")))
+            }
+            [db] => Route::Db(db.to_string()),
+            [db, op] if op.starts_with('_') && *op != "_design" && *op != "_local" => {
+                let op = match *op {
+                    "_all_docs" => DbOp::AllDocs,
+                    "_bulk_docs" => DbOp::BulkDocs,
+                    "_bulk_get" => DbOp::BulkGet,
+                    "_revs_diff" => DbOp::RevsDiff,
+                    "_changes" => DbOp::Changes,
+                    "_compact" => DbOp::Compact,
+                    "_revs_limit" => DbOp::RevsLimit,
+                    "_security" => DbOp::Security,
+                    "_ensure_full_commit" => DbOp::EnsureFullCommit,
+                    "_sparql" | "_graph" => return Ok(Route::Extension(db.to_string(), op.to_string())),
+                    _ => return Err(HttpError::bad_request("Only reserved document ids may start with underscore.")),
+                };
+                Route::DbOp(db.to_string(), op)
+            }
+            [db, "_local", id, ..] if s.len() == 3 => Route::Local(db.to_string(), format!("_local/{id}")),
+            [db, "_design", name] => Route::Doc(db.to_string(), format!("_design/{name}")),
+            [db, "_design", name, rest @ ..] => Route::Attachment(db.to_string(), format!("_design/{name}"), rest.join("/")),
+            [_, "_design"] | [_, "_local"] => return Err(HttpError::bad_request("Missing document id")),
+            [db, id] => Route::Doc(db.to_string(), id.to_string()),
+            [db, id, rest @ ..] => Route::Attachment(db.to_string(), id.to_string(), rest.join("/")),
+        })
+    }
+
+    pub fn db_name(&self) -> Option<&str> {
+        match self {
+            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) => Some(db),
+            _ => None,
+        }
+    }
+
+    /// The access a route needs for a method.
+    pub fn access(&self, method: &Method) -> Access {
+        let read = matches!(*method, Method::GET | Method::HEAD);
+        match self {
+            Route::Root | Route::Up | Route::Uuids | Route::Session => Access::Public,
+            Route::AllDbs => Access::ServerAdmin,
+            Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
+            Route::Db(_) => Access::Member,
+            Route::DbOp(_, DbOp::Compact) => Access::DbAdmin,
+            Route::DbOp(_, DbOp::Security | DbOp::RevsLimit) if !read => Access::DbAdmin,
+            Route::DbOp(_, _) => Access::Member,
+            Route::Doc(db, id) | Route::Attachment(db, id, _) if db == "_users" && id.starts_with(auth::users::USER_PREFIX) => Access::UserDoc(id.clone()),
+            Route::Doc(_, id) | Route::Attachment(_, id, _) if id.starts_with("_design/") && !read => Access::DbAdmin,
+            Route::Doc(..) | Route::Attachment(..) | Route::Local(..) | Route::Extension(..) => Access::Member,
+        }
+    }
+}
+
+/// Runs one request (on a blocking thread: the document store is
+/// synchronous).
+pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
+    let route = Route::parse(&req.segments)?;
+    let ctx = auth::authenticate(server, req)?;
+    let db: Option<Arc<DbHandle>> = match route.db_name() {
+        Some(name) => server.db(name)?,
+        None => None,
+    };
+    access::check(&ctx, &route.access(&req.method), db.as_deref())?;
+    dispatch(server, req, &ctx, route, db)
+}
+
+fn need(db: Option<Arc<DbHandle>>) -> Result<Arc<DbHandle>, HttpError> {
+    db.ok_or_else(HttpError::no_db)
+}
+
+fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Option<Arc<DbHandle>>) -> Result<Reply, HttpError> {
+    use couch::{attachments, bulk, database, documents, server as srv};
+    let m = &req.method;
+    Ok(match route {
+        Route::Root => srv::welcome(server, m)?.into(),
+        Route::Up => srv::up(m)?.into(),
+        Route::Uuids => srv::uuids(req)?.into(),
+        Route::AllDbs => srv::all_dbs(server, m)?.into(),
+        Route::Session => srv::session(server, req, ctx)?.into(),
+        Route::Db(name) => match *m {
+            Method::PUT => database::create(server, &name, db.is_some())?.into(),
+            Method::DELETE => database::delete(server, &name)?.into(),
+            Method::GET | Method::HEAD => database::info(&*need(db)?)?.into(),
+            Method::POST => documents::post(server, req, ctx, &*need(db)?)?.into(),
+            _ => return Err(HttpError::method_not_allowed("DELETE,GET,HEAD,POST,PUT")),
+        },
+        Route::DbOp(_, op) => {
+            let db = need(db)?;
+            match op {
+                DbOp::AllDocs => bulk::all_docs(req, &db)?.into(),
+                DbOp::BulkDocs => bulk::bulk_docs(server, req, ctx, &db)?.into(),
+                DbOp::BulkGet => bulk::bulk_get(req, &db)?.into(),
+                DbOp::RevsDiff => bulk::revs_diff(req, &db)?.into(),
+                DbOp::Changes => crate::changes::request(req, db)?,
+                DbOp::Compact => database::compact(req, &db)?.into(),
+                DbOp::RevsLimit => database::revs_limit(req, &db)?.into(),
+                DbOp::Security => database::security(req, &db)?.into(),
+                DbOp::EnsureFullCommit => database::ensure_full_commit(m)?.into(),
+            }
+        }
+        Route::Doc(_, id) => documents::document(server, req, ctx, &*need(db)?, &id)?.into(),
+        Route::Local(_, id) => documents::local(req, &*need(db)?, &id)?.into(),
+        Route::Attachment(_, id, name) => attachments::attachment(server, req, ctx, &*need(db)?, &id, &name)?.into(),
+        Route::Extension(_, what) => extension::route(req, &*need(db)?, &what)?.into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(path: &str) -> Result<Route, HttpError> {
+        Route::parse(&crate::http::split_path(path).unwrap())
+    }
+
+    #[test]
+    fn paths_parse_to_routes() {
+        assert_eq!(p("/").unwrap(), Route::Root);
+        assert_eq!(p("/db/").unwrap(), Route::Db("db".into()));
+        assert_eq!(p("/db/_design/x").unwrap(), Route::Doc("db".into(), "_design/x".into()));
+        assert_eq!(p("/db/a%2Fb").unwrap(), Route::Doc("db".into(), "a/b".into()));
+        assert_eq!(p("/db/doc/dir/file.txt").unwrap(), Route::Attachment("db".into(), "doc".into(), "dir/file.txt".into()));
+        assert_eq!(p("/db/_local/cp").unwrap(), Route::Local("db".into(), "_local/cp".into()));
+        assert_eq!(p("/db/_sparql").unwrap(), Route::Extension("db".into(), "_sparql".into()));
+        assert_eq!(p("/db/_bogus").unwrap_err().status, 400);
+        assert_eq!(p("/_users").unwrap(), Route::Db("_users".into()));
+    }
+}

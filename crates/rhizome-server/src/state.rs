@@ -1,0 +1,218 @@
+//! The server's state: its identity file, the open databases and their
+//! change notifications.
+//!
+//! Layout of the data directory:
+//! - `server.json`: the server's uuid, the admin's PBKDF2 hash and the
+//!   secret that signs session cookies (written atomically, mode 0600);
+//! - `dbs/<name>/`: one store per database (documents and their graphs);
+//!   characters of the name other than `[a-z0-9_-]` are written `%XX`.
+
+use crate::auth::password::{self, PasswordHash};
+use crate::error::{HttpError, ServerError};
+use crate::http::uuid;
+use rhizome_docs::{valid_db_name, Database, GraphProjector, NoProjection};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::watch;
+
+/// What the server knows about itself (persisted in `server.json`).
+#[derive(Clone, Debug)]
+pub struct Identity {
+    pub uuid: String,
+    pub admin_name: String,
+    pub admin_hash: PasswordHash,
+    pub secret: String,
+}
+
+/// An open database and the channel that announces its commits.
+pub struct DbHandle {
+    pub name: String,
+    pub db: Database,
+    pub seq: watch::Sender<u64>,
+}
+
+impl DbHandle {
+    /// Tells `_changes` feeds that `update_seq` moved.
+    pub fn notify(&self) {
+        if let Ok(seq) = self.db.update_seq() {
+            self.seq.send_replace(seq);
+        }
+    }
+}
+
+pub struct Server {
+    pub data_dir: PathBuf,
+    pub identity: Identity,
+    pub max_body_bytes: usize,
+    dbs: RwLock<HashMap<String, Arc<DbHandle>>>,
+    /// Serializes creating, opening and deleting databases.
+    lifecycle: Mutex<()>,
+    /// Fingerprints of credentials verified already, so Basic auth on every
+    /// request does not pay PBKDF2 every time.
+    pub verified: Mutex<HashSet<[u8; 32]>>,
+    projector: Arc<dyn GraphProjector>,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+fn encode_name(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' { c.to_string() } else { format!("%{:02X}", c as u32) }).collect()
+}
+
+fn decode_name(dir: &str) -> Option<String> {
+    crate::http::percent_decode(dir, false).ok()
+}
+
+impl Server {
+    pub fn open(data_dir: &Path, admin: Option<(String, String)>, max_body_bytes: usize, shutdown: watch::Receiver<bool>) -> Result<Server, ServerError> {
+        let io = |what: String| move |source| ServerError::Io { what, source };
+        std::fs::create_dir_all(data_dir.join("dbs")).map_err(io(format!("creating {}", data_dir.display())))?;
+        let identity = load_identity(data_dir, admin)?;
+        let server = Server {
+            data_dir: data_dir.to_owned(),
+            identity,
+            max_body_bytes,
+            dbs: RwLock::new(HashMap::new()),
+            lifecycle: Mutex::new(()),
+            verified: Mutex::new(HashSet::new()),
+            projector: Arc::new(NoProjection),
+            shutdown,
+        };
+        // CouchDB creates its system databases on first start.
+        if server.db("_users").map_err(|e| ServerError::Config(e.reason))?.is_none() {
+            server.create_db("_users").map_err(|e| ServerError::Config(e.reason))?;
+        }
+        Ok(server)
+    }
+
+    fn db_dir(&self, name: &str) -> PathBuf {
+        self.data_dir.join("dbs").join(encode_name(name))
+    }
+
+    /// An existing database, opened on first use.
+    pub fn db(&self, name: &str) -> Result<Option<Arc<DbHandle>>, HttpError> {
+        if let Some(h) = self.dbs.read().unwrap_or_else(|p| p.into_inner()).get(name) {
+            return Ok(Some(h.clone()));
+        }
+        if !valid_db_name(name) {
+            return Ok(None);
+        }
+        let _guard = self.lifecycle.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(h) = self.dbs.read().unwrap_or_else(|p| p.into_inner()).get(name) {
+            return Ok(Some(h.clone()));
+        }
+        let dir = self.db_dir(name);
+        if !dir.join("CURRENT").exists() {
+            return Ok(None);
+        }
+        Ok(Some(self.open_handle(name, &dir)?))
+    }
+
+    fn open_handle(&self, name: &str, dir: &Path) -> Result<Arc<DbHandle>, HttpError> {
+        let db = Database::open(dir, self.projector.clone())?;
+        let seq = db.update_seq()?;
+        let handle = Arc::new(DbHandle { name: name.to_owned(), db, seq: watch::Sender::new(seq) });
+        self.dbs.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), handle.clone());
+        Ok(handle)
+    }
+
+    pub fn create_db(&self, name: &str) -> Result<Arc<DbHandle>, HttpError> {
+        if !valid_db_name(name) {
+            return Err(HttpError::new(
+                400,
+                "illegal_database_name",
+                format!("Name: '{name}'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter."),
+            ));
+        }
+        let _guard = self.lifecycle.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = self.db_dir(name);
+        if dir.join("CURRENT").exists() {
+            return Err(HttpError::new(412, "file_exists", "The database could not be created, the file already exists."));
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| HttpError::internal(format!("creating {}: {e}", dir.display())))?;
+        self.open_handle(name, &dir)
+    }
+
+    pub fn delete_db(&self, name: &str) -> Result<(), HttpError> {
+        let _guard = self.lifecycle.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = self.db_dir(name);
+        let handle = self.dbs.write().unwrap_or_else(|p| p.into_inner()).remove(name);
+        if handle.is_none() && !dir.join("CURRENT").exists() {
+            return Err(HttpError::no_db());
+        }
+        // Wake feeds so they notice; the store closes when its last user
+        // (a running request) lets go of it.
+        drop(handle);
+        std::fs::remove_dir_all(&dir).map_err(|e| HttpError::internal(format!("deleting {}: {e}", dir.display())))
+    }
+
+    pub fn all_dbs(&self) -> Result<Vec<String>, HttpError> {
+        let dir = self.data_dir.join("dbs");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .map_err(|e| HttpError::internal(format!("listing {}: {e}", dir.display())))?
+            .flatten()
+            .filter(|e| e.path().join("CURRENT").exists())
+            .filter_map(|e| decode_name(&e.file_name().to_string_lossy()))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+}
+
+fn load_identity(data_dir: &Path, admin: Option<(String, String)>) -> Result<Identity, ServerError> {
+    let path = data_dir.join("server.json");
+    let stored: Option<Value> = match std::fs::read(&path) {
+        Ok(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| ServerError::Config(format!("{}: {e}", path.display())))?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => return Err(ServerError::Io { what: format!("reading {}", path.display()), source }),
+    };
+    let text = |k: &str| stored.as_ref().and_then(|s| s.get(k)).and_then(Value::as_str).map(str::to_owned);
+    let uuid = text("uuid").unwrap_or_else(uuid);
+    let secret = text("secret").unwrap_or_else(|| format!("{}{}", crate::http::uuid(), crate::http::uuid()));
+    let stored_admin = stored.as_ref().and_then(|s| s.get("admin")).and_then(|a| {
+        Some((a.get("name")?.as_str()?.to_owned(), PasswordHash::from_json(a)?))
+    });
+    let (admin_name, admin_hash, changed) = match (admin, stored_admin) {
+        (Some((name, pass)), Some((old_name, old_hash))) if name == old_name && password::verify(&pass, &old_hash) => (old_name, old_hash, false),
+        (Some((name, pass)), _) => {
+            if name.is_empty() || pass.is_empty() {
+                return Err(ServerError::Config("the admin must be given as USER:PASS with both parts non-empty".into()));
+            }
+            (name, PasswordHash::new(&pass, password::ADMIN_ITERATIONS), true)
+        }
+        (None, Some((name, hash))) => (name, hash, false),
+        (None, None) => {
+            return Err(ServerError::Config(
+                "no server admin is configured: start once with --admin USER:PASS (or RHIZOME_ADMIN=USER:PASS); \
+                 Rhizome has no admin party, so it will not serve without one"
+                    .into(),
+            ))
+        }
+    };
+    let identity = Identity { uuid, admin_name, admin_hash, secret };
+    if changed || stored.is_none() {
+        let value = json!({
+            "uuid": identity.uuid,
+            "secret": identity.secret,
+            "admin": { "name": identity.admin_name, "password_scheme": "pbkdf2", "derived_key": identity.admin_hash.derived_key,
+                       "salt": identity.admin_hash.salt, "iterations": identity.admin_hash.iterations },
+        });
+        write_private(&path, value.to_string().as_bytes()).map_err(|source| ServerError::Io { what: format!("writing {}", path.display()), source })?;
+    }
+    Ok(identity)
+}
+
+/// Writes a file readable by its owner only, atomically (temp + rename).
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let mut f = opts.open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
