@@ -1,0 +1,128 @@
+//! A real `rhizome serve` on a free port, and a tiny blocking HTTP client,
+//! for the server's black-box tests.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const ADMIN: &str = "admin:s3cret";
+
+pub struct ServerProcess {
+    pub child: Child,
+    pub port: u16,
+    pub data: PathBuf,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("an address").port()
+}
+
+impl ServerProcess {
+    /// Starts `rhizome serve` on `data` and waits until it answers.
+    pub fn start(data: &Path) -> ServerProcess {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_rhizome"))
+            .arg("--data")
+            .arg(data)
+            .args(["serve", "--quiet", "--bind", &format!("127.0.0.1:{port}"), "--admin", ADMIN])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("rhizome serve starts");
+        let mut server = ServerProcess { child, port, data: data.to_owned() };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("rhizome serve exited early: {status}");
+            }
+            if let Ok((200, _)) = try_request(self.port, "GET", "/_up", None, None, &[]) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("rhizome serve did not answer /_up within 30 s");
+    }
+
+    pub fn url(&self, auth: &str) -> String {
+        format!("http://{auth}@127.0.0.1:{}", self.port)
+    }
+
+    pub fn request(&self, method: &str, path: &str, auth: Option<&str>, body: Option<&str>) -> (u16, String) {
+        try_request(self.port, method, path, auth, body, &[]).expect("the server answers")
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn base64(input: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in input.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// One request on a fresh connection; the status and the body.
+pub fn try_request(port: u16, method: &str, path: &str, auth: Option<&str>, body: Option<&str>, headers: &[(&str, &str)]) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
+    if let Some(a) = auth {
+        head.push_str(&format!("Authorization: Basic {}\r\n", base64(a.as_bytes())));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    let body = body.unwrap_or("");
+    if !body.is_empty() || matches!(method, "POST" | "PUT") {
+        head.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes())?;
+    s.write_all(body.as_bytes())?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    Ok((status, if chunked { dechunk(rest) } else { rest.to_owned() }))
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}

@@ -1,0 +1,44 @@
+//! The real PouchDB (npm, installed by `scripts/setup` into
+//! `tests/pouchdb/node_modules`) against the real `rhizome serve`: the
+//! scripts in `tests/pouchdb/` exit non-zero on the first failed check.
+
+mod common;
+
+use common::server::{ServerProcess, ADMIN};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn pouchdb_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/pouchdb")
+}
+
+fn run_script(server: &ServerProcess, script: &str, env: &[(&str, &str)]) {
+    let dir = pouchdb_dir();
+    assert!(
+        dir.join("node_modules/pouchdb").is_dir(),
+        "PouchDB is not installed in {}: run ./scripts/setup (it runs npm ci there)",
+        dir.display()
+    );
+    let status = Command::new("node")
+        .arg(script)
+        .current_dir(&dir)
+        .env("RHIZOME_URL", server.url(ADMIN))
+        .envs(env.iter().copied())
+        .status()
+        .expect("node runs (scripts/setup installs it)");
+    assert!(status.success(), "{script} failed against rhizome serve");
+}
+
+#[test]
+fn pouchdb_crud_bulk_changes_attachments_and_conflicts() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    run_script(&server, "crud.js", &[]);
+}
+
+#[test]
+fn pouchdb_push_pull_and_live_sync_of_10000_documents_agree_on_every_winner() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    run_script(&server, "sync.js", &[("SYNC_DOCS", "10000")]);
+}
