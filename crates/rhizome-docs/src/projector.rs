@@ -16,6 +16,16 @@ pub trait GraphProjector: Send + Sync {
     /// or `None` when the document's winner is now deleted. An error aborts
     /// the whole write (nothing is committed).
     fn project(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: Option<&Map<String, Value>>) -> Result<(), String>;
+
+    /// The IRI of a document's graph, if documents have graphs.
+    fn graph_iri(&self, _doc_id: &str) -> Option<String> {
+        None
+    }
+
+    /// The id of the document whose graph this is, if documents have graphs.
+    fn doc_id(&self, _graph_iri: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Projects nothing: documents stay documents only.

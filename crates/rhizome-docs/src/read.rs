@@ -54,9 +54,17 @@ pub(crate) fn doc_info(kv: &dyn KvRead, id: &str) -> Result<Option<DocInfo>> {
     }
 }
 
+/// The body of a revision; a document whose body is its graph (a stored
+/// `{"_graph": IRI}`) is rendered from its quads as JSON-LD.
 pub(crate) fn body(kv: &dyn KvRead, id: &str, rev: &Rev) -> Result<Option<Map<String, Value>>> {
     match kv.get(BODIES, &body_key(id, rev))? {
-        Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?)),
+        Some(bytes) => {
+            let stored: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
+            match stored.get(crate::jsonld::GRAPH_MARKER) {
+                Some(Value::String(iri)) => Ok(Some(crate::jsonld::render_graph(kv, iri)?)),
+                _ => Ok(Some(stored)),
+            }
+        }
         None => Ok(None),
     }
 }

@@ -42,37 +42,143 @@ struct Counters {
     revs_limit: u64,
 }
 
+impl Counters {
+    fn read(txn: &StoreTransaction<'_>) -> Result<Counters> {
+        let read = |k: &[u8]| -> Result<u64> { keys::u64_value(txn.kv().get(DB_META, k)?, "counter") };
+        Ok(Counters {
+            update_seq: read(meta::UPDATE_SEQ)?,
+            doc_count: read(meta::DOC_COUNT)?,
+            doc_del_count: read(meta::DOC_DEL_COUNT)?,
+            revs_limit: read(meta::REVS_LIMIT)?.max(1),
+        })
+    }
+
+    fn write(&self, txn: &mut StoreTransaction<'_>) {
+        let kv = txn.kv_mut();
+        kv.put(DB_META, meta::UPDATE_SEQ, &self.update_seq.to_be_bytes());
+        kv.put(DB_META, meta::DOC_COUNT, &self.doc_count.to_be_bytes());
+        kv.put(DB_META, meta::DOC_DEL_COUNT, &self.doc_del_count.to_be_bytes());
+    }
+}
+
 impl Database {
     /// Writes `docs` (each with its `_id`) in one transaction. The outer
     /// error is a store failure (nothing written); the inner ones are per
     /// document.
     pub fn update_docs(&self, docs: Vec<Map<String, Value>>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>> {
         let mut txn = self.store.transaction()?;
-        let read = |txn: &StoreTransaction<'_>, k: &[u8]| -> Result<u64> { keys::u64_value(txn.kv().get(DB_META, k)?, "counter") };
-        let mut counters = Counters {
-            update_seq: read(&txn, meta::UPDATE_SEQ)?,
-            doc_count: read(&txn, meta::DOC_COUNT)?,
-            doc_del_count: read(&txn, meta::DOC_DEL_COUNT)?,
-            revs_limit: read(&txn, meta::REVS_LIMIT)?.max(1),
-        };
+        let mut counters = Counters::read(&txn)?;
         let mut out = Vec::with_capacity(docs.len());
         for doc in docs {
             let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits) {
+            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None) {
                 Err(e @ (DocError::Store(_) | DocError::Kv(_) | DocError::Corrupt(_) | DocError::Projection { .. })) => return Err(e),
                 other => other,
             };
             out.push((id, outcome));
         }
-        let kv = txn.kv_mut();
-        kv.put(DB_META, meta::UPDATE_SEQ, &counters.update_seq.to_be_bytes());
-        kv.put(DB_META, meta::DOC_COUNT, &counters.doc_count.to_be_bytes());
-        kv.put(DB_META, meta::DOC_DEL_COUNT, &counters.doc_del_count.to_be_bytes());
+        counters.write(&mut txn);
         txn.commit()?;
         Ok(out)
     }
 
-    fn write_one(&self, txn: &mut StoreTransaction<'_>, counters: &mut Counters, id: &str, doc: Map<String, Value>, new_edits: bool) -> WriteOutcome {
+    /// Runs an RDF write (SPARQL Update, the Graph Store Protocol) in one
+    /// transaction and makes it a document write: every graph it changed
+    /// gets a new revision of its document, whose body is the graph (or a
+    /// deletion, when the graph is now empty), and so appears in
+    /// `_changes`; all committed together.
+    pub fn rdf_write<T, E: From<DocError>>(&self, f: impl FnOnce(&mut StoreTransaction<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E> {
+        let mut txn = self.store.transaction().map_err(DocError::from)?;
+        let out = f(&mut txn)?;
+        self.record_graph_writes(&mut txn)?;
+        txn.commit().map_err(DocError::from)?;
+        Ok(out)
+    }
+
+    fn record_graph_writes(&self, txn: &mut StoreTransaction<'_>) -> Result<()> {
+        let touched = txn.touched_graphs().to_vec();
+        if touched.is_empty() {
+            return Ok(());
+        }
+        let mut counters = Counters::read(txn)?;
+        for graph in touched {
+            let Some(oxrdf::Term::NamedNode(iri)) = rhizome_rdf::term::Dictionary::decode(txn.reader(), graph)? else {
+                continue; // the default graph of a plain dataset, or a blank graph name
+            };
+            let id = self.projector.doc_id(iri.as_str()).unwrap_or_else(|| iri.as_str().to_owned());
+            if validate_doc_id(&id).is_err() {
+                continue;
+            }
+            let empty = !txn.graph_exists(graph)?;
+            let info = match txn.kv().get(DOCS, id.as_bytes())? {
+                Some(bytes) => Some(DocInfo::from_bytes(&id, &bytes)?),
+                None => None,
+            };
+            let live = info.as_ref().is_some_and(|i| !i.deleted);
+            if empty && !live {
+                continue;
+            }
+            let mut doc = Map::new();
+            doc.insert("_id".into(), Value::String(id.clone()));
+            if let Some(i) = info.as_ref().filter(|i| !i.deleted) {
+                doc.insert("_rev".into(), Value::String(i.winner.to_string()));
+            }
+            if empty {
+                doc.insert("_deleted".into(), Value::Bool(true));
+            }
+            match self.write_one(txn, &mut counters, &id, doc, true, Some(iri.as_str())) {
+                Ok(_) | Err(DocError::Conflict) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        counters.write(txn);
+        txn.clear_touched_graphs();
+        Ok(())
+    }
+
+    /// Makes every graph of the store that has no document (RDF loaded in
+    /// bulk: a subject's triples, an N-Quads graph) a document whose body
+    /// is its graph. Commits every `batch` documents; `progress` gets the
+    /// count so far. Returns how many documents were created.
+    pub fn adopt_graphs(&self, batch: usize, mut progress: impl FnMut(u64)) -> Result<u64> {
+        let snapshot = self.store.snapshot()?;
+        let graphs = rhizome_rdf::index::graph_names(snapshot.kv())?;
+        let mut adopted = 0;
+        for chunk in graphs.chunks(batch.max(1)) {
+            let mut txn = self.store.transaction()?;
+            let mut counters = Counters::read(&txn)?;
+            for &graph in chunk {
+                let Some(oxrdf::Term::NamedNode(iri)) = rhizome_rdf::term::Dictionary::decode(txn.reader(), graph)? else {
+                    continue;
+                };
+                let id = self.projector.doc_id(iri.as_str()).unwrap_or_else(|| iri.as_str().to_owned());
+                if validate_doc_id(&id).is_err() || txn.kv().get(DOCS, id.as_bytes())?.is_some() {
+                    continue;
+                }
+                let mut doc = Map::new();
+                doc.insert("_id".into(), Value::String(id.clone()));
+                self.write_one(&mut txn, &mut counters, &id, doc, true, Some(iri.as_str()))?;
+                adopted += 1;
+            }
+            counters.write(&mut txn);
+            txn.clear_touched_graphs();
+            txn.commit()?;
+            progress(adopted);
+        }
+        Ok(adopted)
+    }
+
+    /// `graph_marker`: the document's body is its graph, this IRI (an RDF
+    /// write), not the JSON of `doc`.
+    fn write_one(
+        &self,
+        txn: &mut StoreTransaction<'_>,
+        counters: &mut Counters,
+        id: &str,
+        doc: Map<String, Value>,
+        new_edits: bool,
+        graph_marker: Option<&str>,
+    ) -> WriteOutcome {
         validate_doc_id(id)?;
         if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !SPECIAL_MEMBERS.contains(&k.as_str())) {
             return Err(DocError::Validation(format!("Bad special document member: {bad}")));
@@ -88,7 +194,10 @@ impl Database {
         };
         let mut tree = info.as_ref().map(|i| i.tree.clone()).unwrap_or_default();
         let old_leaves = tree.leaves();
-        let mut body: Map<String, Value> = doc.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut body: Map<String, Value> = match graph_marker {
+            Some(iri) => Map::from_iter([(crate::jsonld::GRAPH_MARKER.to_owned(), Value::String(iri.to_owned()))]),
+            None => doc.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect(),
+        };
 
         let rev = if new_edits {
             let base = match doc.get("_rev") {

@@ -22,6 +22,10 @@ pub struct StoreTransaction<'a> {
     graphs: u64,
     /// Blank node labels of this transaction's input, scoped to it.
     blanks: FxHashMap<String, TermId>,
+    /// Graphs whose quads (or existence) this transaction changed, in first
+    /// change order: a document layer gives each a new revision.
+    touched: Vec<TermId>,
+    touched_set: rustc_hash::FxHashSet<TermId>,
     key: Vec<u8>,
 }
 
@@ -31,7 +35,7 @@ impl Store {
         let txn = self.kv().transaction()?;
         let read = |k| read_u64(&txn, k);
         let (next_id, quads, terms, graphs) = (read(meta::NEXT_ID)?.max(1), read(meta::QUADS)?, read(meta::TERMS)?, read(meta::GRAPHS)?);
-        Ok(StoreTransaction { txn, mode: self.mode(), next_id, quads, terms, graphs, blanks: FxHashMap::default(), key: Vec::new() })
+        Ok(StoreTransaction { txn, mode: self.mode(), next_id, quads, terms, graphs, blanks: FxHashMap::default(), touched: Vec::new(), touched_set: Default::default(), key: Vec::new() })
     }
 }
 
@@ -43,6 +47,24 @@ impl<'a> StoreTransaction<'a> {
 
     pub fn scan(&self, pattern: QuadPattern) -> QuadScan<'_> {
         QuadScan::new(&self.txn, pattern)
+    }
+
+    /// The graphs this transaction changed so far, in first-change order.
+    pub fn touched_graphs(&self) -> &[TermId] {
+        &self.touched
+    }
+
+    /// Forgets the graphs changed so far (a layer that already accounted
+    /// for them, e.g. a document write projecting its own graph).
+    pub fn clear_touched_graphs(&mut self) {
+        self.touched.clear();
+        self.touched_set.clear();
+    }
+
+    fn touch(&mut self, graph: TermId) {
+        if self.touched_set.insert(graph) {
+            self.touched.push(graph);
+        }
     }
 
     /// The underlying key-value transaction, for layers that keep their own
@@ -178,6 +200,7 @@ impl<'a> StoreTransaction<'a> {
             self.txn.put(ordering.ks, &self.key, &[]);
         }
         self.quads += 1;
+        self.touch(quad[3]);
         if graph_is_new {
             self.graphs += 1;
         }
@@ -195,6 +218,7 @@ impl<'a> StoreTransaction<'a> {
             self.txn.delete(ordering.ks, &self.key);
         }
         self.quads -= 1;
+        self.touch(quad[3]);
         let gone_s = !self.pair_exists(quad[0], quad[1], layout::SPO, layout::SPOG);
         let gone_o = !self.pair_exists(quad[1], quad[2], layout::POS, layout::POSG);
         if !graph_exists_in(&self.txn, quad[3])? {
@@ -217,6 +241,7 @@ impl<'a> StoreTransaction<'a> {
         }
         self.txn.put(GRAPHS, &graph.to_be_bytes(), &[]);
         self.graphs += 1;
+        self.touch(graph);
         Ok(true)
     }
 
@@ -225,6 +250,7 @@ impl<'a> StoreTransaction<'a> {
         let explicit = self.txn.get(GRAPHS, &graph.to_be_bytes())?.is_some();
         if explicit {
             self.txn.delete(GRAPHS, &graph.to_be_bytes());
+            self.touch(graph);
         }
         let quads: Vec<[TermId; 4]> = self.scan(QuadPattern { g: Some(graph), ..Default::default() }).collect::<Result<_>>()?;
         // Without its GRAPHS entry, the graph stops existing (and is

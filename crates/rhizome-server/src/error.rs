@@ -45,6 +45,8 @@ impl From<DocError> for HttpError {
             DocError::NotFound(reason) => HttpError::not_found(reason),
             DocError::BadRequest(r) => HttpError::bad_request(r),
             DocError::Validation(r) => HttpError::new(400, "doc_validation", r),
+            // The document's JSON-LD could not be read (nothing was written).
+            DocError::Projection { id, reason } => HttpError::new(400, "doc_validation", format!("{id}: {reason}")),
             DocError::MissingStub(r) => HttpError::new(412, "missing_stub", r),
             other => HttpError::internal(other.to_string()),
         }

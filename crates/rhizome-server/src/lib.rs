@@ -25,6 +25,7 @@ mod router;
 mod state;
 
 pub use error::{HttpError, ServerError};
+pub use state::{base_iri, database_dir, projector_for};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};

@@ -10,7 +10,14 @@
 use crate::auth::password::{self, PasswordHash};
 use crate::error::{HttpError, ServerError};
 use crate::http::uuid;
-use rhizome_docs::{valid_db_name, Database, GraphProjector, NoProjection};
+use rhizome_docs::{valid_db_name, Database, DocumentIris, GraphProjector, JsonLdProjector, NoProjection};
+
+/// The base of document graph IRIs, `<base>/<db>/<doc id>`
+/// (../shared/design.md): `RHIZOME_BASE_IRI`, by default CouchDB's
+/// address. Fixed per data folder in practice: changing it renames graphs.
+pub fn base_iri() -> String {
+    std::env::var("RHIZOME_BASE_IRI").unwrap_or_else(|_| "http://localhost:5984".to_owned())
+}
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -56,6 +63,20 @@ pub struct Server {
     pub shutdown: watch::Receiver<bool>,
 }
 
+/// The folder of database `name` under a server's data folder (for tools
+/// that write a database while the server is stopped: `rhizome load --db`).
+pub fn database_dir(data_dir: &Path, name: &str) -> PathBuf {
+    data_dir.join("dbs").join(encode_name(name))
+}
+
+/// The projector of database `name`: user databases' documents are RDF.
+pub fn projector_for(name: &str) -> Arc<dyn GraphProjector> {
+    if name.starts_with('_') {
+        return Arc::new(NoProjection);
+    }
+    Arc::new(JsonLdProjector::new(DocumentIris::new(&base_iri(), name)))
+}
+
 fn encode_name(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' { c.to_string() } else { format!("%{:02X}", c as u32) }).collect()
 }
@@ -86,8 +107,17 @@ impl Server {
         Ok(server)
     }
 
+    /// Documents of user databases are RDF (JSON-LD projected into their
+    /// graphs, named under the base IRI); system databases' are not.
+    fn projector_for(&self, name: &str) -> Arc<dyn GraphProjector> {
+        if name.starts_with('_') {
+            return self.projector.clone();
+        }
+        projector_for(name)
+    }
+
     fn db_dir(&self, name: &str) -> PathBuf {
-        self.data_dir.join("dbs").join(encode_name(name))
+        database_dir(&self.data_dir, name)
     }
 
     /// An existing database, opened on first use.
@@ -110,7 +140,7 @@ impl Server {
     }
 
     fn open_handle(&self, name: &str, dir: &Path) -> Result<Arc<DbHandle>, HttpError> {
-        let db = Database::open(dir, self.projector.clone())?;
+        let db = Database::open(dir, self.projector_for(name))?;
         let seq = db.update_seq()?;
         let handle = Arc::new(DbHandle { name: name.to_owned(), db, seq: watch::Sender::new(seq) });
         self.dbs.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), handle.clone());

@@ -26,6 +26,12 @@ pub struct Args {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Load into database NAME of a server's data folder (`--data`, the
+    /// server stopped): every new graph (each subject's triples, each named
+    /// graph) becomes a document of it, readable and replicable through
+    /// CouchDB's API, its body rendered from its quads as JSON-LD.
+    #[arg(long, value_name = "NAME")]
+    db: Option<String>,
     /// Files to load; `-` reads stdin (then --format is needed).
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -49,9 +55,28 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             anyhow::bail!("cannot read {}: no such file", f.display());
         }
     }
-    let store = Store::open_or_create(data, None)?;
     let inputs: Vec<LoadInput> = args.files.iter().map(|p| LoadInput { path: p.clone() }).collect();
-    let s = store.load(&inputs, &options)?;
+    let (s, adopted) = match &args.db {
+        None => (Store::open_or_create(data, None)?.load(&inputs, &options)?, None),
+        Some(name) => {
+            if !rhizome_docs::valid_db_name(name) || name.starts_with('_') {
+                anyhow::bail!("{name:?} is not a valid database name (lowercase letter first, then a-z 0-9 _$()+/-)");
+            }
+            let dir = rhizome_server::database_dir(data, name);
+            let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(name))?;
+            let summary = db.store().load(&inputs, &options)?;
+            let show = options.progress;
+            let adopted = db.adopt_graphs(10_000, |n| {
+                if show {
+                    eprint!("\rdocuments created: {n}");
+                }
+            })?;
+            if show {
+                eprintln!();
+            }
+            (summary, Some(adopted))
+        }
+    };
     let rate = s.quads_read as f64 / s.seconds.max(1e-9);
     if args.json {
         println!(
@@ -59,7 +84,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             serde_json::json!({
                 "quads_read": s.quads_read, "quads_added": s.quads_added, "terms_added": s.terms_added,
                 "graphs_added": s.graphs_added, "bytes_read": s.bytes_read, "seconds": s.seconds,
-                "quads_per_second": rate, "skipped": s.skipped,
+                "quads_per_second": rate, "skipped": s.skipped, "documents_added": adopted,
             })
         );
     } else {
@@ -67,6 +92,9 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             "loaded {} quads ({} read, {} new terms, {} new graphs) in {:.2} s, {:.0} quads/s",
             s.quads_added, s.quads_read, s.terms_added, s.graphs_added, s.seconds, rate
         );
+        if let Some(n) = adopted {
+            println!("{n} new documents");
+        }
     }
     if s.skipped > 0 {
         eprintln!("skipped {} bad statements; the first:", s.skipped);

@@ -1,0 +1,239 @@
+//! Documents as RDF (../shared/design.md, "a document is a named graph").
+//!
+//! - A document's graph IRI is `<base>/<db>/<percent-encoded _id>`, or the
+//!   `_id` itself when it is an absolute IRI ([`DocumentIris`]).
+//! - [`JsonLdProjector`] projects the winning revision of a JSON document
+//!   into its graph inside the write's transaction: the document is read as
+//!   JSON-LD (`oxjsonld`) with its own `@context`, else the database's
+//!   default context (the `@context` of the local document
+//!   `_local/rhizome-context`), with the graph IRI as base; an update
+//!   replaces the graph, a deletion empties it. A document with no context
+//!   and no JSON-LD keyword at its top level is plain JSON and has no graph.
+//! - A document whose body is its graph (loaded as RDF, or last written by
+//!   SPARQL Update or the Graph Store Protocol) stores only a marker,
+//!   `{"_graph": IRI}`: the quads are the body, and reads render them as
+//!   JSON-LD ([`render_graph`]), so nothing is stored twice.
+
+use crate::keys::LOCAL;
+use crate::GraphProjector;
+use oxjsonld::{JsonLdParser, JsonLdSerializer};
+use oxrdf::{GraphNameRef, NamedNode, QuadRef, Term, TermRef};
+use rhizome_kv::KvRead;
+use rhizome_rdf::term::Dictionary;
+use rhizome_rdf::{QuadPattern, QuadScan, StoreTransaction, TermId};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// The member of a stored body that marks a document whose body is its graph.
+pub const GRAPH_MARKER: &str = "_graph";
+/// The local document holding a database's default JSON-LD context.
+pub const DEFAULT_CONTEXT_DOC: &str = "_local/rhizome-context";
+
+/// Maps document ids to graph IRIs and back, for one database.
+#[derive(Clone, Debug)]
+pub struct DocumentIris {
+    /// `<base>/<db>/`, percent-encoded.
+    prefix: String,
+}
+
+impl DocumentIris {
+    /// `base` is the server's base IRI (no trailing slash needed).
+    pub fn new(base: &str, db: &str) -> DocumentIris {
+        DocumentIris { prefix: format!("{}/{}/", base.trim_end_matches('/'), percent_encode(db)) }
+    }
+
+    pub fn graph_iri(&self, doc_id: &str) -> String {
+        if is_absolute_iri(doc_id) {
+            doc_id.to_owned()
+        } else {
+            format!("{}{}", self.prefix, percent_encode(doc_id))
+        }
+    }
+
+    pub fn doc_id(&self, graph_iri: &str) -> String {
+        match graph_iri.strip_prefix(&self.prefix) {
+            Some(rest) => percent_decode(rest).unwrap_or_else(|| graph_iri.to_owned()),
+            None => graph_iri.to_owned(),
+        }
+    }
+}
+
+/// An `_id` that is an absolute IRI (a scheme, then `:`, and no spaces):
+/// its graph is itself.
+fn is_absolute_iri(id: &str) -> bool {
+    let Some((scheme, rest)) = id.split_once(':') else { return false };
+    !rest.is_empty()
+        && scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !id.chars().any(|c| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '{' | '}' | '|' | '\\' | '^' | '`'))
+        && oxrdf::NamedNode::new(id).is_ok()
+}
+
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Projects JSON-LD documents into their graphs (see the module comment).
+#[derive(Clone, Debug)]
+pub struct JsonLdProjector {
+    iris: DocumentIris,
+}
+
+impl JsonLdProjector {
+    pub fn new(iris: DocumentIris) -> JsonLdProjector {
+        JsonLdProjector { iris }
+    }
+}
+
+fn is_json_ld(body: &Map<String, Value>) -> bool {
+    body.keys().any(|k| k.starts_with('@'))
+}
+
+fn default_context(txn: &StoreTransaction<'_>) -> Result<Option<Value>, String> {
+    let Some(bytes) = txn.kv().get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let doc: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| format!("{DEFAULT_CONTEXT_DOC}: {e}"))?;
+    Ok(doc.get("@context").cloned())
+}
+
+impl GraphProjector for JsonLdProjector {
+    fn project(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: Option<&Map<String, Value>>) -> Result<(), String> {
+        if winner.is_some_and(|b| b.contains_key(GRAPH_MARKER)) {
+            // The body is the graph already (written as RDF).
+            return Ok(());
+        }
+        let iri = self.iris.graph_iri(doc_id);
+        let graph_node = NamedNode::new_unchecked(iri.clone());
+        // Parsed in full before the graph changes: a malformed document
+        // fails the write with nothing of it applied.
+        let quads = match winner {
+            Some(body) => parse_document(txn, body, &iri)?,
+            None => Vec::new(),
+        };
+        if let Some(graph) = txn.lookup(TermRef::NamedNode(graph_node.as_ref())).map_err(|e| e.to_string())? {
+            txn.drop_graph(graph).map_err(|e| e.to_string())?;
+        }
+        for quad in quads {
+            // Every triple of the document, whatever graph JSON-LD names,
+            // belongs to the document's graph: one document, one graph.
+            let q = QuadRef::new(quad.subject.as_ref(), quad.predicate.as_ref(), quad.object.as_ref(), GraphNameRef::NamedNode(graph_node.as_ref()));
+            let ids = txn.encode_quad(q).map_err(|e| e.to_string())?;
+            txn.insert(&ids).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn graph_iri(&self, doc_id: &str) -> Option<String> {
+        Some(self.iris.graph_iri(doc_id))
+    }
+
+    fn doc_id(&self, graph_iri: &str) -> Option<String> {
+        Some(self.iris.doc_id(graph_iri))
+    }
+}
+
+/// The quads of a document read as JSON-LD; none for plain JSON.
+fn parse_document(txn: &StoreTransaction<'_>, body: &Map<String, Value>, iri: &str) -> Result<Vec<oxrdf::Quad>, String> {
+    let mut json: Map<String, Value> = body.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
+    if !json.contains_key("@context") {
+        match default_context(txn)? {
+            Some(context) => {
+                json.insert("@context".into(), context);
+            }
+            None if !is_json_ld(&json) => return Ok(Vec::new()), // plain JSON: no graph
+            None => {}
+        }
+    }
+    let text = Value::Object(json).to_string();
+    let parser = JsonLdParser::new().with_base_iri(iri).map_err(|e| format!("document IRI {iri}: {e}"))?;
+    parser.for_slice(text.as_bytes()).map(|q| q.map_err(|e| format!("invalid JSON-LD: {e}"))).collect()
+}
+
+/// The graph `graph_iri` rendered as the members of a JSON-LD document:
+/// `{"@graph": [...]}` in expanded form (full IRIs, so that the document
+/// written back unchanged projects to the same graph).
+pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str) -> crate::Result<Map<String, Value>> {
+    let mut members = Map::new();
+    let node = NamedNode::new_unchecked(graph_iri);
+    let Some(graph) = Dictionary::lookup(kv, TermRef::NamedNode(node.as_ref()))? else {
+        members.insert("@graph".into(), Value::Array(Vec::new()));
+        return Ok(members);
+    };
+    let mut terms: HashMap<TermId, Term> = HashMap::new();
+    let mut decode = |id: TermId| -> crate::Result<Term> {
+        if let Some(t) = terms.get(&id) {
+            return Ok(t.clone());
+        }
+        let t = Dictionary::decode(kv, id)?.ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?} of graph {graph_iri}")))?;
+        terms.insert(id, t.clone());
+        Ok(t)
+    };
+    let mut serializer = JsonLdSerializer::new().for_writer(Vec::new());
+    for q in QuadScan::new(kv, QuadPattern { g: Some(graph), ..Default::default() }) {
+        let q = q?;
+        let (s, p, o) = (decode(q[0])?, decode(q[1])?, decode(q[2])?);
+        let subject = match s {
+            Term::NamedNode(n) => oxrdf::NamedOrBlankNode::NamedNode(n),
+            Term::BlankNode(b) => oxrdf::NamedOrBlankNode::BlankNode(b),
+            _ => return Err(crate::DocError::Corrupt(format!("literal subject in graph {graph_iri}"))),
+        };
+        let Term::NamedNode(predicate) = p else {
+            return Err(crate::DocError::Corrupt(format!("predicate that is not an IRI in graph {graph_iri}")));
+        };
+        serializer
+            .serialize_quad(QuadRef::new(subject.as_ref(), predicate.as_ref(), o.as_ref(), GraphNameRef::DefaultGraph))
+            .map_err(|e| crate::DocError::Corrupt(format!("rendering graph {graph_iri}: {e}")))?;
+    }
+    let bytes = serializer.finish().map_err(|e| crate::DocError::Corrupt(format!("rendering graph {graph_iri}: {e}")))?;
+    let rendered: Value = serde_json::from_slice(&bytes).map_err(|e| crate::DocError::Corrupt(format!("rendered JSON-LD of {graph_iri}: {e}")))?;
+    let nodes = match rendered {
+        Value::Object(mut o) if o.contains_key("@graph") => o.remove("@graph").unwrap_or(Value::Array(Vec::new())),
+        Value::Array(a) => Value::Array(a),
+        other => Value::Array(vec![other]),
+    };
+    members.insert("@graph".into(), nodes);
+    Ok(members)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_map_to_graph_iris_and_back() {
+        let iris = DocumentIris::new("http://localhost:5984", "people");
+        assert_eq!(iris.graph_iri("alice"), "http://localhost:5984/people/alice");
+        assert_eq!(iris.graph_iri("a b/c"), "http://localhost:5984/people/a%20b%2Fc");
+        assert_eq!(iris.doc_id("http://localhost:5984/people/a%20b%2Fc"), "a b/c");
+        assert_eq!(iris.graph_iri("http://example.org/s"), "http://example.org/s");
+        assert_eq!(iris.doc_id("http://example.org/s"), "http://example.org/s");
+        assert_eq!(iris.graph_iri("urn:x:1"), "urn:x:1");
+        assert_eq!(iris.graph_iri("12:30 meeting"), "http://localhost:5984/people/12%3A30%20meeting");
+    }
+}
