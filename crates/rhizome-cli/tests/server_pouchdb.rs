@@ -5,6 +5,7 @@
 mod common;
 
 use common::server::{ServerProcess, ADMIN};
+use common::{output_ok, rhizome};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -41,4 +42,22 @@ fn pouchdb_push_pull_and_live_sync_of_10000_documents_agree_on_every_winner() {
     let data = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(data.path());
     run_script(&server, "sync.js", &[("SYNC_DOCS", "10000")]);
+}
+
+#[test]
+fn pouchdb_reads_rdf_loaded_subjects_and_sparql_finds_pouchdb_documents() {
+    let data = tempfile::tempdir().unwrap();
+    let nt = data.path().join("people.nt");
+    std::fs::write(
+        &nt,
+        "<http://example.org/bob> <http://xmlns.com/foaf/0.1/name> \"Bob\" .\n\
+         <http://example.org/bob> <http://xmlns.com/foaf/0.1/knows> <http://example.org/carol> .\n\
+         <http://example.org/carol> <http://xmlns.com/foaf/0.1/name> \"Carol\"@en .\n",
+    )
+    .unwrap();
+    let dir = data.path().join("server");
+    let out = output_ok(rhizome(&dir).args(["load", "--quiet", "--db", "people"]).arg(&nt));
+    assert!(out.contains("2 new documents"), "{out}");
+    let server = ServerProcess::start(&dir);
+    run_script(&server, "rdf.js", &[("RDF_DB", "people"), ("RDF_SUBJECT", "http://example.org/bob")]);
 }

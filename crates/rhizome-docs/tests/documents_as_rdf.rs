@@ -1,0 +1,153 @@
+//! Documents are named graphs: JSON-LD projection of winners, graph-bodied
+//! documents rendered as JSON-LD, RDF writes as document revisions, and
+//! loaded graphs adopted as documents.
+
+use oxrdf::{GraphNameRef, NamedNodeRef, QuadRef, TermRef};
+use rhizome_docs::{ChangesOptions, Database, DocError, DocumentIris, JsonLdProjector, ReadOptions};
+use rhizome_rdf::{QuadPattern, TermId};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+const FOAF_NAME: &str = "http://xmlns.com/foaf/0.1/name";
+const BASE: &str = "http://localhost:5984";
+
+fn database() -> Database {
+    Database::memory_with(Arc::new(JsonLdProjector::new(DocumentIris::new(BASE, "people"))))
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().expect("an object").clone()
+}
+
+fn put(db: &Database, doc: Value) -> Result<String, DocError> {
+    let mut out = db.update_docs(vec![obj(doc)], true)?;
+    out.remove(0).1.map(|rev| rev.to_string())
+}
+
+/// The (subject, lexical form) of every foaf:name in the graph of `doc_id`.
+fn names_in_graph(db: &Database, doc_id: &str) -> Vec<(String, String)> {
+    let snapshot = db.store().snapshot().unwrap();
+    let iri = format!("{BASE}/people/{doc_id}");
+    let Some(g) = snapshot.lookup(TermRef::NamedNode(NamedNodeRef::new(&iri).unwrap())).unwrap() else {
+        return Vec::new();
+    };
+    let Some(p) = snapshot.lookup(TermRef::NamedNode(NamedNodeRef::new(FOAF_NAME).unwrap())).unwrap() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for q in snapshot.scan(QuadPattern { p: Some(p), g: Some(g), ..Default::default() }) {
+        let q: [TermId; 4] = q.unwrap();
+        let s = snapshot.decode(q[0]).unwrap().unwrap().to_string();
+        let o = match snapshot.decode(q[2]).unwrap().unwrap() {
+            oxrdf::Term::Literal(l) => l.value().to_owned(),
+            other => other.to_string(),
+        };
+        out.push((s, o));
+    }
+    out
+}
+
+#[test]
+fn json_ld_winners_are_projected_replaced_and_emptied() {
+    let db = database();
+    let context = json!({"name": FOAF_NAME});
+    let rev1 = put(&db, json!({"_id": "alice", "@context": context, "@id": "", "name": "Alice"})).unwrap();
+    let me = format!("<{BASE}/people/alice>");
+    assert_eq!(names_in_graph(&db, "alice"), vec![(me.clone(), "Alice".to_owned())]);
+
+    let rev2 = put(&db, json!({"_id": "alice", "_rev": rev1, "@context": context, "@id": "", "name": "Alice L."})).unwrap();
+    assert_eq!(names_in_graph(&db, "alice"), vec![(me, "Alice L.".to_owned())], "an update replaces the graph");
+
+    put(&db, json!({"_id": "alice", "_rev": rev2, "_deleted": true})).unwrap();
+    assert!(names_in_graph(&db, "alice").is_empty(), "a deletion empties the graph");
+}
+
+#[test]
+fn plain_json_has_no_graph_unless_the_database_has_a_default_context() {
+    let db = database();
+    put(&db, json!({"_id": "plain", "name": "Nobody"})).unwrap();
+    assert!(names_in_graph(&db, "plain").is_empty());
+
+    db.put_local("_local/rhizome-context", obj(json!({"@context": {"name": FOAF_NAME, "@base": "http://example.org/"}}))).unwrap();
+    put(&db, json!({"_id": "carol", "@id": "http://example.org/carol", "name": "Carol"})).unwrap();
+    assert_eq!(names_in_graph(&db, "carol"), vec![("<http://example.org/carol>".to_owned(), "Carol".to_owned())]);
+}
+
+#[test]
+fn malformed_json_ld_is_refused_and_nothing_is_written() {
+    let db = database();
+    let seq = db.update_seq().unwrap();
+    let err = put(&db, json!({"_id": "bad", "@context": {"@vocab": 5}, "name": "x"})).unwrap_err();
+    assert!(matches!(err, DocError::Projection { .. }), "{err:?}");
+    assert_eq!(db.update_seq().unwrap(), seq);
+    assert!(matches!(db.get_doc("bad", &ReadOptions::default()), Err(DocError::NotFound(_))));
+}
+
+fn insert_name(db: &Database, graph: &str, subject: &str, name: &str) {
+    db.rdf_write(|txn| -> Result<(), DocError> {
+        let q = QuadRef::new(
+            NamedNodeRef::new(subject).unwrap(),
+            NamedNodeRef::new(FOAF_NAME).unwrap(),
+            TermRef::Literal(oxrdf::LiteralRef::new_simple_literal(name)),
+            GraphNameRef::NamedNode(NamedNodeRef::new(graph).unwrap()),
+        );
+        let ids = txn.encode_quad(q)?;
+        txn.insert(&ids)?;
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn rdf_writes_are_document_revisions_whose_body_is_the_graph() {
+    let db = database();
+    let graph = format!("{BASE}/people/dave");
+    insert_name(&db, &graph, "http://example.org/dave", "Dave");
+    let doc = db.get_doc("dave", &ReadOptions::default()).unwrap();
+    let rev1 = doc["_rev"].as_str().unwrap().to_owned();
+    assert!(rev1.starts_with("1-"), "{doc:?}");
+    let node = &doc["@graph"][0];
+    assert_eq!(node["@id"], "http://example.org/dave");
+    assert_eq!(node[FOAF_NAME], json!([{"@value": "Dave"}]));
+    let changes = db.changes(&ChangesOptions::default()).unwrap();
+    assert!(changes.rows.iter().any(|r| r["id"] == "dave"));
+
+    // A graph named by an absolute IRI is the document with that id.
+    insert_name(&db, "http://example.org/erin", "http://example.org/erin", "Erin");
+    assert!(db.get_doc("http://example.org/erin", &ReadOptions::default()).is_ok());
+
+    // The rendered document written back unchanged keeps the same graph.
+    let mut again = doc.clone();
+    again.insert("_rev".into(), Value::String(rev1));
+    let rev2 = put(&db, Value::Object(again)).unwrap();
+    assert!(rev2.starts_with("2-"));
+    assert_eq!(names_in_graph(&db, "dave"), vec![("<http://example.org/dave>".to_owned(), "Dave".to_owned())]);
+
+    // Emptying the graph through RDF deletes the document.
+    db.rdf_write(|txn| -> Result<(), DocError> {
+        let g = txn.lookup(TermRef::NamedNode(NamedNodeRef::new(&graph).unwrap()))?.unwrap();
+        txn.drop_graph(g)?;
+        Ok(())
+    })
+    .unwrap();
+    assert!(matches!(db.get_doc("dave", &ReadOptions::default()), Err(DocError::NotFound(_))));
+}
+
+#[test]
+fn loaded_graphs_become_documents_once() {
+    let db = database();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.nt");
+    std::fs::write(
+        &file,
+        "<http://example.org/s1> <http://xmlns.com/foaf/0.1/name> \"One\" .\n\
+         <http://example.org/s2> <http://xmlns.com/foaf/0.1/name> \"Two\" .\n",
+    )
+    .unwrap();
+    db.store().load(&[rhizome_rdf::LoadInput { path: file }], &rhizome_rdf::LoadOptions::default()).unwrap();
+    assert_eq!(db.adopt_graphs(1, |_| {}).unwrap(), 2);
+    assert_eq!(db.adopt_graphs(1, |_| {}).unwrap(), 0, "adoption is idempotent");
+    let doc = db.get_doc("http://example.org/s2", &ReadOptions::default()).unwrap();
+    assert_eq!(doc["@graph"][0][FOAF_NAME], json!([{"@value": "Two"}]));
+    assert_eq!(db.info().unwrap().doc_count, 2);
+}
