@@ -5,6 +5,7 @@ pub mod attachments;
 pub mod bulk;
 pub mod database;
 pub mod documents;
+pub mod multipart;
 pub mod server;
 
 use crate::auth::{users, UserCtx};
