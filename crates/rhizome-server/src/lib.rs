@@ -20,6 +20,7 @@ mod changes;
 mod couch;
 pub mod error;
 mod extension;
+mod group_commit;
 mod http;
 mod router;
 mod state;
