@@ -5,8 +5,10 @@
 //! authentication (server admin, `_users`, Basic and cookie sessions) and
 //! the per-database `_security` guard that every route passes through, the
 //! request log, body limits and clean shutdown. Does not own document
-//! semantics (`rhizome-docs`) or the RDF views (`/{db}/_sparql`,
-//! `/{db}/_graph`: routed in `extension.rs`, answered later).
+//! semantics (`rhizome-docs`) or query evaluation (`rhizome-sparql`); the
+//! RDF views (`/{db}/_sparql`, `/{db}/_graph`: SPARQL 1.1 Protocol and
+//! Graph Store Protocol) are routed in `extension.rs` and answered in
+//! `rdf/`.
 //!
 //! Shape: an async shell (tokio + hyper) reads each request body (bounded),
 //! then runs the handler on a blocking thread, because the document store is
@@ -22,6 +24,7 @@ pub mod error;
 mod extension;
 mod group_commit;
 mod http;
+mod rdf;
 mod router;
 mod state;
 

@@ -91,6 +91,8 @@ impl Route {
             [db, "_design", name, rest @ ..] => Route::Attachment(db.to_string(), format!("_design/{name}"), rest.join("/")),
             [_, "_design"] | [_, "_local"] => return Err(HttpError::bad_request("Missing document id")),
             [db, id] => Route::Doc(db.to_string(), id.to_string()),
+            // Graph Store Protocol, direct graph identification.
+            [db, "_graph", rest @ ..] => Route::Extension(db.to_string(), format!("_graph/{}", rest.join("/"))),
             [db, id, rest @ ..] => Route::Attachment(db.to_string(), id.to_string(), rest.join("/")),
         })
     }

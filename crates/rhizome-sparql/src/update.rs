@@ -31,12 +31,19 @@ pub struct UpdateSummary {
 pub fn execute_update(store: &Store, update: &Update) -> Result<UpdateSummary> {
     let stats = Statistics::from_store(&store.stats()?);
     let mut txn = store.transaction()?;
-    let mut summary = UpdateSummary::default();
-    let mode = store.mode();
-    for op in &update.operations {
-        Operation { txn: &mut txn, mode, stats: &stats, summary: &mut summary }.run(op)?;
-    }
+    let summary = execute_update_in(&mut txn, store.mode(), &stats, update)?;
     txn.commit()?;
+    Ok(summary)
+}
+
+/// Runs a whole update request inside a transaction the caller opened and
+/// will commit (or drop, if this fails): for callers that own the write
+/// path, such as a database's documents. `mode` is the store's.
+pub fn execute_update_in(txn: &mut StoreTransaction<'_>, mode: DatasetMode, stats: &Statistics, update: &Update) -> Result<UpdateSummary> {
+    let mut summary = UpdateSummary::default();
+    for op in &update.operations {
+        Operation { txn, mode, stats, summary: &mut summary }.run(op)?;
+    }
     Ok(summary)
 }
 

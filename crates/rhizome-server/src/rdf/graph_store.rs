@@ -1,0 +1,323 @@
+//! `/{db}/_graph`: the SPARQL 1.1 Graph Store HTTP Protocol
+//! (https://www.w3.org/TR/sparql11-http-rdf-update/).
+//!
+//! Graphs are named indirectly (`?graph=IRI`, `?default`) or directly (the
+//! graph's IRI is the request URL, `/{db}/_graph/some/path`, §4.1). In a
+//! union database (every database made by the server) the default graph is
+//! the union of all graphs: GET reads everything, and a write to it places
+//! each triple in its subject's graph (the store's rule,
+//! `StoreTransaction::default_graph_of`); PUT and DELETE on it therefore
+//! replace and clear the whole database, as SPARQL's `CLEAR DEFAULT` does.
+//!
+//! - GET/HEAD: the graph in the negotiated format; 404 for a missing graph;
+//! - PUT: replaces the graph; 201 if it was created, 204 otherwise (§5.3);
+//! - POST: merges into the graph (201 if created, 204 otherwise); a POST to
+//!   the store itself (no `graph`, no `default`) creates a new graph under
+//!   the endpoint's URL and answers 201 with its IRI in `Location` (§5.5);
+//!   `multipart/form-data` bodies merge every part (§5.5);
+//! - DELETE: removes the graph; 204, or 404 if it does not exist (§5.4).
+//!
+//! Bodies in Turtle, N-Triples, N-Quads, TriG, RDF/XML or JSON-LD by
+//! `Content-Type` (415 otherwise); malformed RDF is 400 with the parser's
+//! position. Writes go through `Database::rdf_write`.
+
+use super::negotiate::{self, GRAPH_OFFERS};
+use super::{endpoint_iri, store_error};
+use crate::error::HttpError;
+use crate::http::{self, Body, Request};
+use crate::state::DbHandle;
+use hyper::{Method, Response};
+use oxrdf::{GraphName, NamedNode, Quad, Triple};
+use oxrdfio::{RdfFormat, RdfParser, RdfSerializer};
+use rhizome_rdf::{DatasetMode, DecodeCache, QuadPattern, StoreTransaction, TermId};
+use std::collections::HashSet;
+
+/// Which graph a request is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Target {
+    Default,
+    Named(NamedNode),
+    /// The graph store itself (only POST: create a graph).
+    Store,
+}
+
+fn target(req: &Request, db: &DbHandle, direct: Option<&str>) -> Result<Target, HttpError> {
+    let endpoint = endpoint_iri(req, db, "_graph");
+    if let Some(path) = direct {
+        if req.param("graph").is_some() || req.param("default").is_some() {
+            return Err(HttpError::bad_request("a graph named by the request URL takes no graph or default parameter"));
+        }
+        let iri = format!("{endpoint}/{path}");
+        return NamedNode::new(&iri).map(Target::Named).map_err(|e| HttpError::bad_request(format!("{iri:?} is not a valid graph IRI: {e}")));
+    }
+    match (req.param("graph"), req.param("default")) {
+        (Some(_), Some(_)) => Err(HttpError::bad_request("give either graph=IRI or default, not both")),
+        (Some(iri), None) => {
+            if req.query.iter().filter(|(k, _)| k == "graph").count() > 1 {
+                return Err(HttpError::bad_request("more than one graph parameter"));
+            }
+            Ok(Target::Named(resolve(&endpoint, iri)?))
+        }
+        (None, Some(_)) => Ok(Target::Default),
+        (None, None) => Ok(Target::Store),
+    }
+}
+
+/// A graph IRI, relative ones resolved against the endpoint (§4.2).
+fn resolve(base: &str, iri: &str) -> Result<NamedNode, HttpError> {
+    let base = oxiri::Iri::parse(base).map_err(|e| HttpError::internal(format!("endpoint IRI {base}: {e}")))?;
+    let resolved = base.resolve(iri).map_err(|e| HttpError::bad_request(format!("{iri:?} is not a valid graph IRI: {e}")))?;
+    Ok(NamedNode::new_unchecked(resolved.into_inner()))
+}
+
+pub fn handle(req: &Request, db: &DbHandle, direct: Option<&str>) -> Result<Response<Body>, HttpError> {
+    let target = target(req, db, direct)?;
+    match (&req.method, &target) {
+        (&Method::GET | &Method::HEAD, Target::Store) => Err(HttpError::bad_request("name a graph: ?graph=IRI or ?default (or query the store at _sparql)")),
+        (&Method::GET | &Method::HEAD, _) => get(req, db, &target),
+        (&Method::PUT, Target::Store) | (&Method::DELETE, Target::Store) => Err(HttpError::bad_request("name a graph: ?graph=IRI or ?default")),
+        (&Method::PUT, _) => write(req, db, &target, true),
+        (&Method::POST, Target::Store) => create(req, db),
+        (&Method::POST, _) => write(req, db, &target, false),
+        (&Method::DELETE, _) => delete(db, &target),
+        _ => Err(HttpError::method_not_allowed("GET,HEAD,PUT,POST,DELETE")),
+    }
+}
+
+fn get(req: &Request, db: &DbHandle, target: &Target) -> Result<Response<Body>, HttpError> {
+    let format = negotiate::choose(req.header("accept"), GRAPH_OFFERS)?;
+    let snapshot = db.db.store().snapshot().map_err(store_error)?;
+    let (pattern_graph, graph_name) = match target {
+        Target::Named(iri) => {
+            let id = snapshot.lookup(iri.as_ref().into()).map_err(store_error)?;
+            match id {
+                Some(id) if snapshot.graph_exists(id).map_err(store_error)? => (Some(id), GraphName::NamedNode(iri.clone())),
+                _ => return Err(HttpError::not_found(format!("no graph {iri}"))),
+            }
+        }
+        _ => (snapshot.default_graph(), GraphName::DefaultGraph),
+    };
+    let mut out = Vec::new();
+    let mut w = RdfSerializer::from_format(format.0).for_writer(&mut out);
+    let mut cache = DecodeCache::new(&snapshot);
+    // The union default graph may hold a triple in several graphs; it is
+    // one triple of the default graph.
+    let mut seen: HashSet<[TermId; 3]> = HashSet::new();
+    let io = |e: std::io::Error| HttpError::internal(format!("writing the graph: {e}"));
+    for q in snapshot.scan(QuadPattern { g: pattern_graph, ..Default::default() }) {
+        let q = q.map_err(store_error)?;
+        if pattern_graph.is_none() && !seen.insert([q[0], q[1], q[2]]) {
+            continue;
+        }
+        let quad = cache.quad(&q).map_err(store_error)?;
+        if format.0.supports_datasets() {
+            w.serialize_quad(&Quad::new(quad.subject, quad.predicate, quad.object, graph_name.clone())).map_err(io)?;
+        } else {
+            w.serialize_triple(&Triple::new(quad.subject, quad.predicate, quad.object)).map_err(io)?;
+        }
+    }
+    w.finish().map_err(io)?;
+    let mut r = http::response(200, &format.content_type(), out.into());
+    http::set_header(&mut r, "vary", "Accept");
+    if req.method == Method::HEAD {
+        *r.body_mut() = Body::Full(None);
+    }
+    Ok(r)
+}
+
+/// The triples of a request body (every part of a `multipart/form-data`
+/// one), blank nodes kept apart per part.
+fn body_triples(req: &Request, base: &str) -> Result<Vec<Triple>, HttpError> {
+    let content_type = req.header("content-type");
+    if negotiate::essence(content_type).as_deref() == Some("multipart/form-data") {
+        let ct = content_type.unwrap_or_default();
+        let mut triples = Vec::new();
+        for part in multipart_parts(ct, &req.body)? {
+            triples.extend(parse_triples(negotiate::body_format(part.content_type.as_deref())?, &part.body, base, part.name.as_deref())?);
+        }
+        return Ok(triples);
+    }
+    parse_triples(negotiate::body_format(content_type)?, &req.body, base, None)
+}
+
+fn parse_triples(format: RdfFormat, body: &[u8], base: &str, part: Option<&str>) -> Result<Vec<Triple>, HttpError> {
+    let parser = RdfParser::from_format(format).with_base_iri(base).map_err(|e| HttpError::internal(e.to_string()))?.without_named_graphs().rename_blank_nodes();
+    parser
+        .for_slice(body)
+        .map(|q| q.map(Triple::from))
+        .collect::<Result<_, _>>()
+        .map_err(|e| {
+            let place = part.map(|p| format!(" (part {p})")).unwrap_or_default();
+            HttpError::bad_request(format!("invalid {} in the request body{place}: {e}", format.name()))
+        })
+}
+
+struct Part {
+    name: Option<String>,
+    content_type: Option<String>,
+    body: Vec<u8>,
+}
+
+/// The parts of a `multipart/form-data` body (RFC 7578).
+fn multipart_parts(content_type: &str, body: &[u8]) -> Result<Vec<Part>, HttpError> {
+    let boundary = content_type
+        .split(';')
+        .skip(1)
+        .filter_map(|p| p.split_once('='))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("boundary"))
+        .map(|(_, v)| v.trim().trim_matches('"').to_owned())
+        .ok_or_else(|| HttpError::bad_request("multipart/form-data without a boundary"))?;
+    let delimiter = format!("--{boundary}").into_bytes();
+    let find = |hay: &[u8], needle: &[u8], from: usize| hay.get(from..).and_then(|h| h.windows(needle.len()).position(|w| w == needle)).map(|i| i + from);
+    let mut parts = Vec::new();
+    let mut pos = find(body, &delimiter, 0).ok_or_else(|| HttpError::bad_request("multipart body without its boundary"))? + delimiter.len();
+    loop {
+        if body.get(pos..pos + 2) == Some(b"--") {
+            break;
+        }
+        let start = find(body, b"\r\n", pos).ok_or_else(|| HttpError::bad_request("truncated multipart body"))? + 2;
+        let end = find(body, &delimiter, start).ok_or_else(|| HttpError::bad_request("multipart body without its closing boundary"))?;
+        // The CRLF before a delimiter belongs to the delimiter.
+        let part = &body[start..end.saturating_sub(2).max(start)];
+        let head_end = find(part, b"\r\n\r\n", 0).map(|i| (i, i + 4)).or_else(|| part.starts_with(b"\r\n").then_some((0, 2)));
+        let (head, content) = match head_end {
+            Some((h, c)) => (&part[..h], &part[c..]),
+            None => (&part[..0], part),
+        };
+        let head = String::from_utf8_lossy(head);
+        let mut p = Part { name: None, content_type: None, body: content.to_vec() };
+        for line in head.split("\r\n") {
+            let Some((k, v)) = line.split_once(':') else { continue };
+            if k.trim().eq_ignore_ascii_case("content-type") {
+                p.content_type = Some(v.trim().to_owned());
+            } else if k.trim().eq_ignore_ascii_case("content-disposition") {
+                p.name = v.split(';').filter_map(|x| x.split_once('=')).find(|(k, _)| k.trim() == "name").map(|(_, n)| n.trim().trim_matches('"').to_owned());
+            }
+        }
+        parts.push(p);
+        pos = end + delimiter.len();
+    }
+    Ok(parts)
+}
+
+/// Graph ids a write to `target` replaces: the named graph, or for the
+/// default graph of a union store every graph.
+fn graphs_of(txn: &StoreTransaction<'_>, mode: DatasetMode, target: &Target) -> Result<Vec<TermId>, HttpError> {
+    Ok(match target {
+        Target::Named(iri) => txn.lookup(iri.as_ref().into()).map_err(store_error)?.into_iter().collect(),
+        _ => match mode {
+            DatasetMode::Plain => vec![TermId::DEFAULT_GRAPH],
+            DatasetMode::Union => rhizome_rdf::index::graph_names(txn.reader()).map_err(store_error)?,
+        },
+    })
+}
+
+/// Adds triples to the target graph (to their subjects' graphs for the
+/// default graph of a union store).
+fn insert(txn: &mut StoreTransaction<'_>, target: &Target, triples: &[Triple]) -> Result<(), HttpError> {
+    let graph = match target {
+        Target::Named(iri) => Some(txn.encode(iri.as_ref().into()).map_err(store_error)?),
+        _ => None,
+    };
+    for t in triples {
+        let s = txn.encode(t.subject.as_ref().into()).map_err(store_error)?;
+        let p = txn.encode(t.predicate.as_ref().into()).map_err(store_error)?;
+        let o = txn.encode(t.object.as_ref()).map_err(store_error)?;
+        let g = graph.unwrap_or_else(|| txn.default_graph_of(s));
+        txn.insert(&[s, p, o, g]).map_err(store_error)?;
+    }
+    if let Some(g) = graph {
+        // PUT or POST of an empty graph still makes it exist.
+        txn.create_graph(g).map_err(store_error)?;
+    }
+    Ok(())
+}
+
+fn exists(txn: &StoreTransaction<'_>, target: &Target) -> Result<bool, HttpError> {
+    match target {
+        Target::Named(iri) => match txn.lookup(iri.as_ref().into()).map_err(store_error)? {
+            Some(id) => txn.graph_exists(id).map_err(store_error),
+            None => Ok(false),
+        },
+        _ => Ok(true),
+    }
+}
+
+fn write(req: &Request, db: &DbHandle, target: &Target, replace: bool) -> Result<Response<Body>, HttpError> {
+    let base = match target {
+        Target::Named(iri) => iri.as_str().to_owned(),
+        _ => endpoint_iri(req, db, "_graph"),
+    };
+    let triples = body_triples(req, &base)?;
+    let mode = db.db.store().mode();
+    let created = db.db.rdf_write(|txn| {
+        let existed = exists(txn, target)?;
+        if replace {
+            for g in graphs_of(txn, mode, target)? {
+                txn.drop_graph(g).map_err(store_error)?;
+            }
+        }
+        insert(txn, target, &triples)?;
+        Ok::<_, HttpError>(!existed)
+    })?;
+    db.notify();
+    Ok(empty(if created { 201 } else { 204 }))
+}
+
+fn create(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    let iri = format!("{}/{}", endpoint_iri(req, db, "_graph"), http::uuid());
+    let graph = NamedNode::new(&iri).map_err(|e| HttpError::bad_request(format!("cannot name a graph {iri}: {e}")))?;
+    let target = Target::Named(graph);
+    let triples = body_triples(req, &iri)?;
+    db.db.rdf_write(|txn| insert(txn, &target, &triples))?;
+    db.notify();
+    let mut r = empty(201);
+    http::set_header(&mut r, "location", &iri);
+    Ok(r)
+}
+
+fn delete(db: &DbHandle, target: &Target) -> Result<Response<Body>, HttpError> {
+    let mode = db.db.store().mode();
+    db.db.rdf_write(|txn| {
+        if !exists(txn, target)? {
+            return Err(HttpError::not_found(format!("no graph {}", describe(target))));
+        }
+        for g in graphs_of(txn, mode, target)? {
+            txn.drop_graph(g).map_err(store_error)?;
+        }
+        Ok(())
+    })?;
+    db.notify();
+    Ok(empty(204))
+}
+
+fn describe(target: &Target) -> String {
+    match target {
+        Target::Named(iri) => iri.to_string(),
+        Target::Default => "default".into(),
+        Target::Store => "store".into(),
+    }
+}
+
+fn empty(status: u16) -> Response<Body> {
+    let mut r = http::response(status, "text/plain", bytes::Bytes::new());
+    r.headers_mut().remove("content-type");
+    *r.body_mut() = Body::Full(None);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multipart_bodies_split_into_parts() {
+        let body = b"--b1\r\nContent-Disposition: form-data; name=\"a.ttl\"; filename=\"a.ttl\"\r\nContent-Type: text/turtle\r\n\r\n<urn:s> <urn:p> 1 .\r\n\r\n--b1\r\nContent-Type: application/n-triples\r\n\r\n<urn:s> <urn:p> 2 .\r\n--b1--\r\n";
+        let parts = multipart_parts("multipart/form-data; boundary=b1", body).unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].name.as_deref(), Some("a.ttl"));
+        assert_eq!(parts[0].content_type.as_deref(), Some("text/turtle"));
+        assert_eq!(parts[0].body, b"<urn:s> <urn:p> 1 .\r\n");
+        assert_eq!(parts[1].body, b"<urn:s> <urn:p> 2 .");
+    }
+}

@@ -1,0 +1,61 @@
+//! The RDF views of a database, on the same store as its documents:
+//! `/{db}/_sparql` (SPARQL 1.1 Protocol, [`sparql_protocol`]) and
+//! `/{db}/_graph` (SPARQL 1.1 Graph Store HTTP Protocol, [`graph_store`]),
+//! with content negotiation in [`negotiate`].
+//!
+//! The router has checked access already: members of the database may
+//! query and write, as they may read and write its documents. Every RDF
+//! write goes through [`rhizome_docs::Database::rdf_write`], the seam where
+//! graph writes become document writes.
+
+mod graph_store;
+mod negotiate;
+mod sparql_protocol;
+
+use crate::error::HttpError;
+use crate::http::{Body, Request};
+use crate::state::DbHandle;
+use hyper::Response;
+use rhizome_sparql::SparqlError;
+
+pub fn route(req: &Request, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
+    match what {
+        "_sparql" => sparql_protocol::handle(req, db),
+        "_graph" => graph_store::handle(req, db, None),
+        _ => match what.strip_prefix("_graph/") {
+            Some(path) => graph_store::handle(req, db, Some(path)),
+            None => Err(HttpError::not_found(format!("no endpoint {what}"))),
+        },
+    }
+}
+
+/// `http://HOST/{db}/{endpoint}`: the base IRI of requests to an endpoint
+/// (the SPARQL Protocol lets the service pick it; the Graph Store Protocol
+/// names graphs by it).
+fn endpoint_iri(req: &Request, db: &DbHandle, endpoint: &str) -> String {
+    let host = req.header("host").filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic())).unwrap_or("localhost");
+    let name: String = db
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '$' | '(' | ')' | '+') { c.to_string() } else { format!("%{:02X}", c as u32) })
+        .collect();
+    format!("http://{host}/{name}/{endpoint}")
+}
+
+/// SPARQL errors as HTTP: the client's mistakes are 400 with the reason
+/// (syntax errors name line and column), limits 503, the store's failures
+/// 500.
+fn sparql_error(e: SparqlError) -> HttpError {
+    match e {
+        SparqlError::Syntax(_) => HttpError::new(400, "query_parse_error", e.to_string()),
+        SparqlError::Unsupported(_) | SparqlError::Evaluation(_) | SparqlError::Load { .. } | SparqlError::NoSuchGraph(_) | SparqlError::GraphExists(_) => {
+            HttpError::bad_request(e.to_string())
+        }
+        SparqlError::Timeout | SparqlError::MemoryLimit { .. } | SparqlError::Cancelled => HttpError::new(503, "query_limit", e.to_string()),
+        SparqlError::Store(_) | SparqlError::Io(_) => HttpError::internal(e.to_string()),
+    }
+}
+
+fn store_error(e: rhizome_rdf::Error) -> HttpError {
+    HttpError::internal(e.to_string())
+}

@@ -1,0 +1,248 @@
+//! `/{db}/_sparql`: the SPARQL 1.1 Protocol
+//! (https://www.w3.org/TR/sparql11-protocol/).
+//!
+//! - query: `GET ?query=`, `POST` form (`query=`), `POST
+//!   application/sparql-query`; `default-graph-uri` and `named-graph-uri`
+//!   give the dataset, replacing the query's FROM / FROM NAMED (§2.1.4: "the
+//!   SPARQL service must execute the query using the RDF Dataset given in
+//!   the protocol request");
+//! - update: `POST` form (`update=`), `POST application/sparql-update`;
+//!   `using-graph-uri` / `using-named-graph-uri` with a USING or WITH in the
+//!   request is a 400 (§2.2.3);
+//! - results by `Accept`: SELECT and ASK in SPARQL JSON (default), XML,
+//!   CSV, TSV (SELECT only); CONSTRUCT and DESCRIBE in Turtle (default),
+//!   N-Triples, RDF/XML, JSON-LD, N-Quads, TriG; 406 when nothing fits.
+//!
+//! Queries run on the request's blocking thread (the router runs every
+//! handler under `spawn_blocking`) against one snapshot, within
+//! [`QUERY_TIMEOUT_MS`] and [`QUERY_MEMORY_BYTES`]; the whole result is
+//! serialized before the response starts, so a limit hit mid-way is an
+//! error status rather than a truncated body.
+
+use super::negotiate::{self, GraphFormat, GRAPH_OFFERS};
+use super::{endpoint_iri, sparql_error};
+use crate::error::HttpError;
+use crate::http::{self, Body, Request};
+use crate::state::DbHandle;
+use hyper::{Method, Response};
+use oxrdf::NamedNode;
+use rhizome_sparql::{execute_update_in, parse_query, parse_update, write_results, PreparedQuery, QueryResults, ResultFormat, Statistics};
+use serde_json::json;
+use spargebra::algebra::QueryDataset;
+use spargebra::{GraphUpdateOperation, Query, Update};
+use std::time::Duration;
+
+/// A query stops with 503 after this long (30 s: long enough for analytic
+/// queries on a laptop-sized store, short enough that a runaway query does
+/// not hold one of the server's blocking threads for minutes).
+pub const QUERY_TIMEOUT_MS: u64 = 30_000;
+
+/// The most memory one sort, group, join table or materialized pattern of
+/// a query may take (256 MiB), past which it stops with 503.
+pub const QUERY_MEMORY_BYTES: usize = 256 << 20;
+
+enum Operation {
+    Query(String),
+    Update(String),
+}
+
+/// The protocol's parameters, from the URL and (for a form POST) the body.
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    fn all(&self, name: &str) -> Vec<&str> {
+        self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
+    }
+
+    /// At most one value (the protocol allows exactly one `query`).
+    fn one(&self, name: &str) -> Result<Option<String>, HttpError> {
+        match self.all(name).as_slice() {
+            [] => Ok(None),
+            [v] => Ok(Some((*v).to_owned())),
+            _ => Err(HttpError::bad_request(format!("more than one {name} parameter"))),
+        }
+    }
+
+    fn iris(&self, name: &str) -> Result<Vec<NamedNode>, HttpError> {
+        self.all(name).into_iter().map(|v| NamedNode::new(v).map_err(|e| HttpError::bad_request(format!("{name}: {v:?} is not an absolute IRI: {e}")))).collect()
+    }
+}
+
+fn body_text(req: &Request) -> Result<String, HttpError> {
+    String::from_utf8(req.body.to_vec()).map_err(|e| HttpError::bad_request(format!("the request body is not UTF-8: {e}")))
+}
+
+/// What the request asks for, per §2.1 and §2.2 of the protocol.
+fn operation(req: &Request) -> Result<(Operation, Params), HttpError> {
+    let mut params = Params(req.query.clone());
+    let from_params = |params: &Params| -> Result<Operation, HttpError> {
+        match (params.one("query")?, params.one("update")?) {
+            (Some(_), Some(_)) => Err(HttpError::bad_request("a request carries either query or update, not both")),
+            (Some(q), None) => Ok(Operation::Query(q)),
+            (None, Some(u)) => Ok(Operation::Update(u)),
+            (None, None) => Err(HttpError::bad_request("missing query (or, with POST, update) parameter")),
+        }
+    };
+    match req.method {
+        Method::GET | Method::HEAD => {
+            if !params.all("update").is_empty() {
+                return Err(HttpError::bad_request("an update must be sent with POST (SPARQL 1.1 Protocol §2.2)"));
+            }
+            let op = from_params(&params)?;
+            Ok((op, params))
+        }
+        Method::POST => {
+            let content_type = req.header("content-type");
+            if let Some(ct) = content_type {
+                negotiate::check_utf8(ct)?;
+            }
+            let op = match negotiate::essence(content_type).as_deref() {
+                Some("application/x-www-form-urlencoded") => {
+                    let body = body_text(req)?;
+                    params.0.extend(http::parse_query(&body)?);
+                    from_params(&params)?
+                }
+                Some("application/sparql-query") => {
+                    if !params.all("query").is_empty() || !params.all("update").is_empty() {
+                        return Err(HttpError::bad_request("the query is the body of an application/sparql-query POST; no query parameter"));
+                    }
+                    Operation::Query(body_text(req)?)
+                }
+                Some("application/sparql-update") => {
+                    if !params.all("query").is_empty() || !params.all("update").is_empty() {
+                        return Err(HttpError::bad_request("the update is the body of an application/sparql-update POST; no update parameter"));
+                    }
+                    Operation::Update(body_text(req)?)
+                }
+                None => return Err(HttpError::new(415, "unsupported_media_type", "a POST to _sparql needs a Content-Type: application/x-www-form-urlencoded, application/sparql-query or application/sparql-update")),
+                Some(other) => {
+                    return Err(HttpError::new(
+                        415,
+                        "unsupported_media_type",
+                        format!("{other} is not a SPARQL request; use application/x-www-form-urlencoded, application/sparql-query or application/sparql-update"),
+                    ))
+                }
+            };
+            Ok((op, params))
+        }
+        _ => Err(HttpError::method_not_allowed("GET,POST")),
+    }
+}
+
+pub fn handle(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    let (op, params) = operation(req)?;
+    let base = endpoint_iri(req, db, "_sparql");
+    match op {
+        Operation::Query(text) => query(req, db, &text, &params, &base),
+        Operation::Update(text) => update(db, &text, &params, &base),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Answer {
+    Results(ResultFormat),
+    Graph(GraphFormat),
+}
+
+const SELECT_OFFERS: &[(&str, ResultFormat)] = &[
+    ("application/sparql-results+json", ResultFormat::Json),
+    ("application/sparql-results+xml", ResultFormat::Xml),
+    ("text/csv", ResultFormat::Csv),
+    ("text/tab-separated-values", ResultFormat::Tsv),
+    ("application/json", ResultFormat::Json),
+    ("application/xml", ResultFormat::Xml),
+    ("text/xml", ResultFormat::Xml),
+];
+
+/// CSV and TSV have no boolean form.
+const ASK_OFFERS: &[(&str, ResultFormat)] = &[
+    ("application/sparql-results+json", ResultFormat::Json),
+    ("application/sparql-results+xml", ResultFormat::Xml),
+    ("application/json", ResultFormat::Json),
+    ("application/xml", ResultFormat::Xml),
+    ("text/xml", ResultFormat::Xml),
+];
+
+fn results_content_type(f: ResultFormat) -> &'static str {
+    match f {
+        ResultFormat::Xml => "application/sparql-results+xml; charset=utf-8",
+        ResultFormat::Csv => "text/csv; charset=utf-8",
+        ResultFormat::Tsv => "text/tab-separated-values; charset=utf-8",
+        _ => "application/sparql-results+json; charset=utf-8",
+    }
+}
+
+fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str) -> Result<Response<Body>, HttpError> {
+    let mut query = parse_query(text, Some(base)).map_err(sparql_error)?;
+    let default = params.iris("default-graph-uri")?;
+    let named = params.iris("named-graph-uri")?;
+    if !default.is_empty() || !named.is_empty() {
+        let dataset = Some(QueryDataset { default, named: Some(named) });
+        match &mut query {
+            Query::Select { dataset: d, .. } | Query::Ask { dataset: d, .. } | Query::Construct { dataset: d, .. } | Query::Describe { dataset: d, .. } => *d = dataset,
+        }
+    }
+    // Negotiate before running: a 406 costs nothing.
+    let accept = req.header("accept");
+    let answer = match &query {
+        Query::Select { .. } => Answer::Results(negotiate::choose(accept, SELECT_OFFERS)?),
+        Query::Ask { .. } => Answer::Results(negotiate::choose(accept, ASK_OFFERS)?),
+        Query::Construct { .. } | Query::Describe { .. } => Answer::Graph(negotiate::choose(accept, GRAPH_OFFERS)?),
+    };
+    let store = db.db.store();
+    let stats = Statistics::from_store(&store.stats().map_err(super::store_error)?);
+    let snapshot = store.snapshot().map_err(super::store_error)?;
+    let prepared = PreparedQuery::new(&snapshot, stats, &query).map_err(sparql_error)?;
+    prepared.set_timeout(Duration::from_millis(QUERY_TIMEOUT_MS));
+    prepared.set_memory_limit(QUERY_MEMORY_BYTES);
+    let results = prepared.execute().map_err(sparql_error)?;
+    let mut out = Vec::new();
+    let content_type = match answer {
+        Answer::Results(format) => {
+            write_results(results, format, &mut out).map_err(sparql_error)?;
+            results_content_type(format).to_owned()
+        }
+        Answer::Graph(format) => {
+            let QueryResults::Graph(triples) = results else {
+                return Err(HttpError::internal("a CONSTRUCT or DESCRIBE query gave no graph"));
+            };
+            let mut w = oxrdfio::RdfSerializer::from_format(format.0).for_writer(&mut out);
+            for t in triples {
+                let t = t.map_err(sparql_error)?;
+                w.serialize_triple(&t).map_err(|e| HttpError::internal(format!("writing results: {e}")))?;
+            }
+            w.finish().map_err(|e| HttpError::internal(format!("writing results: {e}")))?;
+            format.content_type()
+        }
+    };
+    let mut r = http::response(200, &content_type, out.into());
+    http::set_header(&mut r, "vary", "Accept");
+    if req.method == Method::HEAD {
+        *r.body_mut() = Body::Full(None);
+    }
+    Ok(r)
+}
+
+fn update(db: &DbHandle, text: &str, params: &Params, base: &str) -> Result<Response<Body>, HttpError> {
+    let mut update: Update = parse_update(text, Some(base)).map_err(sparql_error)?;
+    let default = params.iris("using-graph-uri")?;
+    let named = params.iris("using-named-graph-uri")?;
+    if !default.is_empty() || !named.is_empty() {
+        for op in &mut update.operations {
+            if let GraphUpdateOperation::DeleteInsert { using, .. } = op {
+                if using.is_some() {
+                    return Err(HttpError::bad_request(
+                        "the update has USING, USING NAMED or WITH and the request has using-graph-uri or using-named-graph-uri; give the dataset one way (SPARQL 1.1 Protocol §2.2.3)",
+                    ));
+                }
+                *using = Some(QueryDataset { default: default.clone(), named: Some(named.clone()) });
+            }
+        }
+    }
+    let store = db.db.store();
+    let mode = store.mode();
+    let stats = Statistics::from_store(&store.stats().map_err(super::store_error)?);
+    let summary = db.db.rdf_write(|txn| execute_update_in(txn, mode, &stats, &update).map_err(sparql_error))?;
+    db.notify();
+    Ok(http::json(200, &json!({ "ok": true, "inserted": summary.quads_inserted, "deleted": summary.quads_deleted })))
+}
