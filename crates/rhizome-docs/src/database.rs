@@ -3,7 +3,7 @@
 
 use crate::keys::{self, meta, DB_META, LOCAL};
 use crate::{DocError, GraphProjector, NoProjection, Result};
-use rhizome_rdf::{DatasetMode, Store, StoreTransaction};
+use rhizome_rdf::{DatasetMode, Store};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::sync::Arc;
@@ -77,19 +77,6 @@ impl Database {
     /// The store under the documents (for the RDF views of the database).
     pub fn store(&self) -> &Store {
         &self.store
-    }
-
-    /// The one way RDF gets written to a database (SPARQL Update, the Graph
-    /// Store Protocol): opens a transaction on the store, runs `f` in it and
-    /// commits only if `f` succeeds; nothing is kept otherwise. Writes that
-    /// bypass this function would bypass document bookkeeping: this is the
-    /// seam where each graph touched gets a new document revision and a
-    /// `_changes` entry.
-    pub fn rdf_write<T, E: From<DocError>>(&self, f: impl FnOnce(&mut StoreTransaction<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E> {
-        let mut txn = self.store.transaction().map_err(DocError::from)?;
-        let out = f(&mut txn)?;
-        txn.commit().map_err(DocError::from)?;
-        Ok(out)
     }
 
     pub fn info(&self) -> Result<DbInfo> {
