@@ -172,7 +172,8 @@ class Rhizome:
     name = "rhizome"
 
     def __init__(self, args):
-        self.bin = os.environ.get("RHIZOME") or os.path.join(REPO, "target", "release", "rhizome")
+        self.bin = os.environ.get("RHIZOME") or os.path.join(
+            os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target"), "release", "rhizome")
         self.args = args
 
     def setup(self):

@@ -28,6 +28,9 @@ pub struct Args {
     /// Result format the rows are serialized in (into a sink).
     #[arg(long, default_value = "tsv")]
     format: String,
+    /// A query whose warm-up run takes longer than this is measured once.
+    #[arg(long, default_value_t = f64::INFINITY)]
+    slow_seconds: f64,
     /// Stop a query after this many milliseconds (reported as an error).
     #[arg(long)]
     timeout_ms: Option<u64>,
@@ -50,7 +53,9 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
         let mut seconds = Vec::with_capacity(args.repeat);
         let mut rows = 0u64;
         let mut error = None;
-        for run in 0..args.warmup + args.repeat {
+        let mut runs = args.warmup + args.repeat;
+        let mut run = 0;
+        while run < runs {
             let started = Instant::now();
             let once = || -> Result<u64> {
                 let query = parse_query(query_text, None)?;
@@ -68,9 +73,13 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
                     break;
                 }
             }
+            let elapsed = started.elapsed().as_secs_f64();
             if run >= args.warmup {
-                seconds.push(started.elapsed().as_secs_f64());
+                seconds.push(elapsed);
+            } else if elapsed > args.slow_seconds {
+                runs = run + 2;
             }
+            run += 1;
         }
         let line = match error {
             Some(e) => serde_json::json!({"id": id, "error": e}),
