@@ -39,6 +39,9 @@ enum Command {
     /// Time pattern lookups from a file of queries (for bench/seed-load).
     #[command(hide = true)]
     BenchLookups(commands::bench_lookups::Args),
+    /// Time SPARQL queries from a file in one process (for bench/sparql).
+    #[command(hide = true)]
+    BenchQueries(commands::bench_queries::Args),
     /// Small committed writes that report each commit (for crash tests).
     #[command(hide = true)]
     WriteProbe(commands::write_probe::Args),
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Compact => commands::compact(&cli.data),
         Command::Serve(args) => commands::serve::run(&cli.data, args),
         Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),
+        Command::BenchQueries(args) => commands::bench_queries::run(&cli.data, args),
         Command::WriteProbe(args) => commands::write_probe::run(&cli.data, args),
     };
     match result {

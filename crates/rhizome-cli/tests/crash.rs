@@ -1,7 +1,8 @@
 //! Crash safety, tested by killing real processes with SIGKILL (never by
 //! mocking the disk): a load killed in each of its phases and at several
-//! times, and a process killed in the middle of small committed writes.
-//! After each kill the store reopens with every committed write and no
+//! times, a process killed in the middle of small committed writes, and
+//! SPARQL updates of every kind (INSERT DATA, INSERT/DELETE ... WHERE, LOAD,
+//! MOVE) killed at random moments. After each kill the store reopens with every committed write and no
 //! partial one.
 
 mod common;
@@ -148,4 +149,198 @@ fn committed_small_writes_survive_sigkill_and_none_is_partial() {
         next = a.iter().max().map_or(0, |m| m + 1);
         reported = a;
     }
+}
+
+// ---------------------------------------------------------------- SPARQL Update
+
+const BATCH: &str = "<http://crash.example/batch>";
+const HALF: &str = "<http://crash.example/half>";
+const MOVED: &str = "<http://crash.example/moved>";
+
+/// A small deterministic generator (xorshift64*): a fixed seed, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// Triples of batch `b`: `n` subjects, each with a `batch` and a `half`
+/// triple carrying the batch number, so a batch is whole when both counts
+/// are `n`.
+fn batch_triples(b: u64, n: usize) -> String {
+    let mut s = String::with_capacity(n * 150);
+    for i in 0..n {
+        s.push_str(&format!("<http://crash.example/b{b}/s{i}> {BATCH} {b} ; {HALF} {b} .\n"));
+    }
+    s
+}
+
+/// Per batch number, the counts of its `batch` and `half` triples.
+fn batches(data: &Path) -> std::collections::BTreeMap<u64, (u64, u64)> {
+    let q = format!("SELECT ?p ?b (COUNT(*) AS ?n) WHERE {{ ?s ?p ?b FILTER(?p IN ({BATCH}, {HALF})) }} GROUP BY ?p ?b");
+    let mut out = std::collections::BTreeMap::new();
+    for line in output_ok(rhizome(data).args(["query", &q, "--format", "tsv"])).lines().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let b: u64 = cols[1].parse().expect("a batch number");
+        let n: u64 = cols[2].parse().expect("a count");
+        let e = out.entry(b).or_insert((0, 0));
+        if cols[0] == BATCH {
+            e.0 = n;
+        } else {
+            e.1 = n;
+        }
+    }
+    out
+}
+
+/// Per graph, the number of `moved` triples in it.
+fn moved_graphs(data: &Path) -> std::collections::BTreeMap<String, u64> {
+    let q = format!("SELECT ?g (COUNT(*) AS ?n) WHERE {{ GRAPH ?g {{ ?s {MOVED} ?o }} }} GROUP BY ?g");
+    output_ok(rhizome(data).args(["query", &q, "--format", "tsv"]))
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (g, n) = l.split_once('\t').expect("two columns");
+            (g.to_owned(), n.parse().expect("a count"))
+        })
+        .collect()
+}
+
+/// Runs `rhizome update --file request` and SIGKILLs it after `delay`
+/// unless it finished first; returns whether it finished successfully
+/// (acknowledged).
+fn update_killed_after(data: &Path, request: &Path, delay: Duration) -> bool {
+    let mut child = rhizome(data)
+        .args(["update", "--file"])
+        .arg(request)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("update starts");
+    let deadline = std::time::Instant::now() + delay;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait works") {
+            return status.success();
+        }
+        if std::time::Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let _ = child.kill(); // SIGKILL
+    let status = child.wait().expect("child reaped");
+    // It may have exited between the last poll and the kill.
+    status.success()
+}
+
+/// SPARQL updates of every kind (INSERT DATA, INSERT ... WHERE copying a
+/// batch, DELETE ... WHERE removing one, LOAD of a file, MOVE of a graph
+/// to another) killed at random moments: after each kill the store has every
+/// acknowledged update and each update either whole or not at all.
+#[test]
+fn sparql_updates_are_all_or_nothing_when_killed() {
+    const N: usize = 5_000; // subjects per batch
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("db");
+    let request = dir.path().join("request.ru");
+    output_ok(rhizome(&data).arg("init"));
+    // A graph to move back and forth.
+    let mut moved = String::from("INSERT DATA { GRAPH <http://crash.example/gA> {\n");
+    for i in 0..N {
+        moved.push_str(&format!("<http://crash.example/m{i}> {MOVED} {i} .\n"));
+    }
+    moved.push_str("} }");
+    std::fs::write(&request, moved).unwrap();
+    output_ok(rhizome(&data).args(["update", "--file"]).arg(&request));
+    let mut moved_to = "<http://crash.example/gA>".to_owned();
+    // One batch inserted unkilled: its duration sets the range of the kill
+    // delays (a loaded machine is slower), so that kills land before, during
+    // and after the commit.
+    std::fs::write(&request, format!("INSERT DATA {{\n{}}}", batch_triples(0, N))).unwrap();
+    let started = std::time::Instant::now();
+    output_ok(rhizome(&data).args(["update", "--file"]).arg(&request));
+    let max_delay_ms = (started.elapsed().as_millis() as u64 * 2).max(50);
+
+    let mut rng = Rng(0x5EED_2026_0003);
+    // Batches expected whole in the store, and batches that may be whole or absent.
+    let mut present: std::collections::BTreeSet<u64> = [0].into();
+    let mut next = 1u64;
+    let mut kinds_done = [0u32; 5];
+    for round in 0..25 {
+        let kind = (round % 5) as usize; // every kind, in turn
+        let delay = Duration::from_millis(rng.below(max_delay_ms));
+        // (batch added, batch removed) by this update, if it lands.
+        let (added, removed, text) = match kind {
+            0 => {
+                let b = next;
+                next += 1;
+                (Some(b), None, format!("INSERT DATA {{\n{}}}", batch_triples(b, N)))
+            }
+            1 => match present.iter().nth(rng.below(present.len().max(1) as u64) as usize).copied() {
+                Some(from) => {
+                    let b = next;
+                    next += 1;
+                    let text = format!(
+                        "INSERT {{ ?t {BATCH} {b} ; {HALF} {b} }} WHERE {{ ?s {BATCH} {from} . BIND(IRI(CONCAT(STR(?s), \"/copy{b}\")) AS ?t) }}"
+                    );
+                    (Some(b), None, text)
+                }
+                None => continue,
+            },
+            2 => match present.iter().nth(rng.below(present.len().max(1) as u64) as usize).copied() {
+                Some(b) => (None, Some(b), format!("DELETE {{ ?s ?p ?o }} WHERE {{ ?s {BATCH} {b} ; ?p ?o }}")),
+                None => continue,
+            },
+            3 => {
+                let b = next;
+                next += 1;
+                let file = dir.path().join(format!("batch{b}.ttl"));
+                std::fs::write(&file, batch_triples(b, N)).unwrap();
+                (Some(b), None, format!("LOAD <file://{}>", file.display()))
+            }
+            _ => {
+                let to = if moved_to.ends_with("gA>") { "<http://crash.example/gB>" } else { "<http://crash.example/gA>" };
+                (None, None, format!("MOVE {moved_to} TO {to}"))
+            }
+        };
+        std::fs::write(&request, &text).unwrap();
+        let acknowledged = update_killed_after(&data, &request, delay);
+
+        let now = batches(&data);
+        for (b, &(n_batch, n_half)) in &now {
+            assert_eq!((n_batch, n_half), (N as u64, N as u64), "round {round}: batch {b} is there in part");
+        }
+        let landed = match (added, removed) {
+            (Some(b), _) => now.contains_key(&b),
+            (_, Some(b)) => !now.contains_key(&b),
+            _ => {
+                let graphs = moved_graphs(&data);
+                assert_eq!(graphs.len(), 1, "round {round}: the moved graph is split: {graphs:?}");
+                assert_eq!(graphs.values().next(), Some(&(N as u64)), "round {round}: the moved graph lost triples");
+                let g = graphs.keys().next().expect("one graph").clone();
+                let landed = g != moved_to;
+                moved_to = g;
+                landed
+            }
+        };
+        assert!(landed || !acknowledged, "round {round}: an acknowledged update ({text:.60}...) is missing");
+        if landed {
+            if let Some(b) = added {
+                present.insert(b);
+            }
+            if let Some(b) = removed {
+                present.remove(&b);
+            }
+            kinds_done[kind] += 1;
+        }
+        let expected: std::collections::BTreeSet<u64> = now.keys().copied().collect();
+        assert_eq!(expected, present, "round {round}: batches other than this update's changed");
+        assert_eq!(quad_count(&data), 2 * N as u64 * present.len() as u64 + N as u64, "round {round}: quad count");
+    }
+    eprintln!("kill delays up to {max_delay_ms} ms; updates landed per kind (insert data, insert where, delete where, load, move): {kinds_done:?}");
 }

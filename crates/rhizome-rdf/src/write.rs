@@ -11,7 +11,7 @@ use crate::term::{tag, term_key, Dictionary, TermId, TermKey};
 use crate::Result;
 use oxrdf::{GraphNameRef, QuadRef, TermRef};
 use rhizome_kv::{prefix_upper_bound, KvRead, Transaction};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 pub struct StoreTransaction<'a> {
     txn: Transaction<'a>,
@@ -25,8 +25,21 @@ pub struct StoreTransaction<'a> {
     /// Graphs whose quads (or existence) this transaction changed, in first
     /// change order: a document layer gives each a new revision.
     touched: Vec<TermId>,
-    touched_set: rustc_hash::FxHashSet<TermId>,
+    touched_set: FxHashSet<TermId>,
     key: Vec<u8>,
+    /// Graphs and (subject, predicate) / (predicate, object) pairs that a
+    /// removal may have emptied, checked once at commit. Checking at each
+    /// removal would scan past every quad already deleted under the same
+    /// prefix: quadratic for a DELETE WHERE or DROP of many quads sharing a
+    /// graph or a predicate-object pair.
+    maybe_gone: MaybeGone,
+}
+
+#[derive(Default)]
+struct MaybeGone {
+    graphs: FxHashSet<TermId>,
+    /// (predicate, other term, whether the other term is the object).
+    pairs: FxHashSet<(TermId, TermId, bool)>,
 }
 
 impl Store {
@@ -35,7 +48,19 @@ impl Store {
         let txn = self.kv().transaction()?;
         let read = |k| read_u64(&txn, k);
         let (next_id, quads, terms, graphs) = (read(meta::NEXT_ID)?.max(1), read(meta::QUADS)?, read(meta::TERMS)?, read(meta::GRAPHS)?);
-        Ok(StoreTransaction { txn, mode: self.mode(), next_id, quads, terms, graphs, blanks: FxHashMap::default(), touched: Vec::new(), touched_set: Default::default(), key: Vec::new() })
+        Ok(StoreTransaction {
+            txn,
+            mode: self.mode(),
+            next_id,
+            quads,
+            terms,
+            graphs,
+            blanks: FxHashMap::default(),
+            touched: Vec::new(),
+            touched_set: FxHashSet::default(),
+            key: Vec::new(),
+            maybe_gone: MaybeGone::default(),
+        })
     }
 }
 
@@ -187,14 +212,27 @@ impl<'a> StoreTransaction<'a> {
         Ok(())
     }
 
+    /// One distinct subject (`column` 1) or object (2) of predicate `p` less.
+    fn uncount_distinct(&mut self, p: TermId, column: usize) -> Result<()> {
+        let key = p.to_be_bytes();
+        if let Some(v) = self.txn.get(PREDICATE_STATS, &key)? {
+            let mut c = crate::stats::decode_predicate_stats(&v)?;
+            c[column] = c[column].saturating_sub(1);
+            self.txn.put(PREDICATE_STATS, &key, &crate::stats::encode_predicate_stats(&c));
+        }
+        Ok(())
+    }
+
     /// Adds a quad; `false` if it was there already.
     pub fn insert(&mut self, quad: &[TermId; 4]) -> Result<bool> {
         if self.contains(quad)? {
             return Ok(false);
         }
-        let graph_is_new = !graph_exists_in(&self.txn, quad[3])?;
-        let new_s = !self.pair_exists(quad[0], quad[1], layout::SPO, layout::SPOG);
-        let new_o = !self.pair_exists(quad[1], quad[2], layout::POS, layout::POSG);
+        // A graph or pair that an earlier removal emptied and this insert
+        // fills again was never uncounted: it is not new.
+        let graph_is_new = !graph_exists_in(&self.txn, quad[3])? && !self.maybe_gone.graphs.remove(&quad[3]);
+        let new_s = !self.pair_exists(quad[0], quad[1], layout::SPO, layout::SPOG) && !self.maybe_gone.pairs.remove(&(quad[1], quad[0], false));
+        let new_o = !self.pair_exists(quad[1], quad[2], layout::POS, layout::POSG) && !self.maybe_gone.pairs.remove(&(quad[1], quad[2], true));
         for ordering in Self::orderings(quad) {
             ordering.encode(quad, &mut self.key);
             self.txn.put(ordering.ks, &self.key, &[]);
@@ -219,12 +257,10 @@ impl<'a> StoreTransaction<'a> {
         }
         self.quads -= 1;
         self.touch(quad[3]);
-        let gone_s = !self.pair_exists(quad[0], quad[1], layout::SPO, layout::SPOG);
-        let gone_o = !self.pair_exists(quad[1], quad[2], layout::POS, layout::POSG);
-        if !graph_exists_in(&self.txn, quad[3])? {
-            self.graphs = self.graphs.saturating_sub(1);
-        }
-        self.bump_predicate(quad, -1, gone_s, gone_o)?;
+        self.maybe_gone.graphs.insert(quad[3]);
+        self.maybe_gone.pairs.insert((quad[1], quad[0], false));
+        self.maybe_gone.pairs.insert((quad[1], quad[2], true));
+        self.bump_predicate(quad, -1, false, false)?;
         Ok(true)
     }
 
@@ -240,7 +276,9 @@ impl<'a> StoreTransaction<'a> {
             return Ok(false);
         }
         self.txn.put(GRAPHS, &graph.to_be_bytes(), &[]);
-        self.graphs += 1;
+        if !self.maybe_gone.graphs.remove(&graph) {
+            self.graphs += 1;
+        }
         self.touch(graph);
         Ok(true)
     }
@@ -261,7 +299,7 @@ impl<'a> StoreTransaction<'a> {
                 n += 1;
             }
         }
-        if explicit && quads.is_empty() {
+        if explicit && quads.is_empty() && !self.maybe_gone.graphs.contains(&graph) {
             self.graphs = self.graphs.saturating_sub(1);
         }
         Ok(n)
@@ -269,6 +307,18 @@ impl<'a> StoreTransaction<'a> {
 
     /// Durable when it returns.
     pub fn commit(mut self) -> Result<()> {
+        let maybe_gone = std::mem::take(&mut self.maybe_gone);
+        for g in maybe_gone.graphs {
+            if !graph_exists_in(&self.txn, g)? {
+                self.graphs = self.graphs.saturating_sub(1);
+            }
+        }
+        for (p, other, is_object) in maybe_gone.pairs {
+            let gone = if is_object { !self.pair_exists(p, other, layout::POS, layout::POSG) } else { !self.pair_exists(other, p, layout::SPO, layout::SPOG) };
+            if gone {
+                self.uncount_distinct(p, if is_object { 2 } else { 1 })?;
+            }
+        }
         self.txn.put(META, meta::NEXT_ID, &self.next_id.to_be_bytes());
         self.txn.put(META, meta::QUADS, &self.quads.to_be_bytes());
         self.txn.put(META, meta::TERMS, &self.terms.to_be_bytes());

@@ -1,4 +1,5 @@
 pub mod bench_lookups;
+pub mod bench_queries;
 pub mod dump;
 pub mod init;
 pub mod load;
