@@ -206,29 +206,30 @@ class Rhizome:
                 "bytes": dir_bytes(self.dir), "notes": ", ".join(note)}
 
     def run_queries(self, sets, budget):
+        # One process for every set, as the peers keep one store open for
+        # all of them (in-process caches warm alike across sets).
+        files = [st["file"] for st in sets]
+        try:
+            p = subprocess.run([self.bin, "--data", self.dir, "bench-lookups", "--queries", *files],
+                               capture_output=True, text=True, timeout=max(budget * 3, 60) * len(sets))
+        except subprocess.TimeoutExpired:
+            return [{"done": 0, "results": None, "seconds": None, "note": "timeout"} for _ in sets]
+        by_file = {}
+        for line in p.stdout.splitlines():
+            try:
+                j = json.loads(line)
+            except ValueError:
+                continue
+            by_file[(j.get("file"), j.get("kind"))] = j
         out = []
         for st in sets:
-            t0 = time.perf_counter()
-            try:
-                p = subprocess.run([self.bin, "--data", self.dir, "bench-lookups", "--queries", st["file"]],
-                                   capture_output=True, text=True, timeout=max(budget * 3, 60))
-            except subprocess.TimeoutExpired:
-                out.append({"done": 0, "results": None, "seconds": None, "note": "timeout"})
-                continue
-            res = None
-            for line in p.stdout.splitlines():
-                try:
-                    j = json.loads(line)
-                except ValueError:
-                    continue
-                if j.get("kind") == st["kind"]:
-                    res = j
+            res = by_file.get((st["file"], st["kind"]))
             if p.returncode != 0 or res is None:
                 out.append({"done": 0, "results": None, "seconds": None,
                             "note": "bench-lookups failed: " + (p.stderr.strip().splitlines() or ["?"])[-1][:120]})
             else:
                 out.append({"done": res.get("queries", st["n"]), "results": res.get("results"),
-                            "seconds": res.get("seconds", time.perf_counter() - t0), "note": ""})
+                            "seconds": res.get("seconds"), "note": ""})
         return out
 
     def stop(self):

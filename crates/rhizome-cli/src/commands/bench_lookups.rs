@@ -1,25 +1,36 @@
-//! Times lookups in process, for `bench/seed-load`: each line of the query
-//! file is `KIND<TAB>TERM`; kinds run in the order they first appear, and
-//! each result quad is decoded to terms (as a client would get it).
+//! Times lookups in process, for `bench/seed-load`: each line of a query
+//! file is `KIND<TAB>TERM`; files run in the order given, one store opened
+//! once for all (as the peers' stores are), kinds of a file in the order
+//! they first appear, and each result quad is decoded to terms (as a client
+//! would get it). One JSON line per file and kind.
 
 use anyhow::{bail, Context, Result};
-use rhizome_rdf::{DecodeCache, QuadPattern, Store};
+use rhizome_rdf::{DecodeCache, QuadPattern, Store, StoreSnapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// File of `KIND<TAB>TERM` lines; KIND is subject, predicate, object, id or range.
-    #[arg(long)]
-    queries: PathBuf,
+    /// Files of `KIND<TAB>TERM` lines; KIND is subject, predicate, object, id or range.
+    #[arg(long, required = true, num_args = 1..)]
+    queries: Vec<PathBuf>,
     /// Documents per range query.
     #[arg(long, default_value_t = 1000)]
     range_limit: usize,
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
-    let text = std::fs::read_to_string(&args.queries).with_context(|| format!("cannot read {}", args.queries.display()))?;
+    let store = Store::open(data)?;
+    let snapshot = store.snapshot()?;
+    for file in &args.queries {
+        run_file(&snapshot, file, args.range_limit)?;
+    }
+    Ok(())
+}
+
+fn run_file(snapshot: &StoreSnapshot, file: &Path, range_limit: usize) -> Result<()> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let mut kinds: Vec<String> = Vec::new();
     let mut by_kind: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -27,22 +38,20 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             continue;
         }
         let Some((kind, term)) = line.split_once('\t') else {
-            bail!("{}:{}: expected KIND<TAB>TERM", args.queries.display(), i + 1);
+            bail!("{}:{}: expected KIND<TAB>TERM", file.display(), i + 1);
         };
         if !by_kind.contains_key(kind) {
             kinds.push(kind.to_owned());
         }
         by_kind.entry(kind.to_owned()).or_default().push(term.to_owned());
     }
-    let store = Store::open(data)?;
-    let snapshot = store.snapshot()?;
     for kind in kinds {
         let terms = &by_kind[&kind];
         let started = Instant::now();
         let mut results = 0u64;
         for t in terms {
-            let Some(id) = super::term_id(&snapshot, t)? else { continue };
-            let mut cache = DecodeCache::new(&snapshot);
+            let Some(id) = super::term_id(snapshot, t)? else { continue };
+            let mut cache = DecodeCache::new(snapshot);
             let pattern = match kind.as_str() {
                 "subject" => QuadPattern { s: Some(id), ..Default::default() },
                 "predicate" => QuadPattern { p: Some(id), ..Default::default() },
@@ -56,7 +65,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
                         let q = q?;
                         if last != Some(q[0]) {
                             docs += 1;
-                            if docs > args.range_limit {
+                            if docs > range_limit {
                                 break;
                             }
                             last = Some(q[0]);
@@ -74,7 +83,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             }
         }
         let seconds = started.elapsed().as_secs_f64();
-        println!("{}", serde_json::json!({"kind": kind, "queries": terms.len(), "results": results, "seconds": seconds}));
+        println!("{}", serde_json::json!({"file": file, "kind": kind, "queries": terms.len(), "results": results, "seconds": seconds}));
     }
     Ok(())
 }
