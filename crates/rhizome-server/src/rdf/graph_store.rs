@@ -118,7 +118,7 @@ fn get(req: &Request, db: &DbHandle, target: &Target) -> Result<Response<Body>, 
     let mut r = http::response(200, &format.content_type(), out.into());
     http::set_header(&mut r, "vary", "Accept");
     if req.method == Method::HEAD {
-        *r.body_mut() = Body::Full(None);
+        super::head_only(&mut r);
     }
     Ok(r)
 }

@@ -56,6 +56,15 @@ fn sparql_error(e: SparqlError) -> HttpError {
     }
 }
 
+/// HEAD: the headers GET would send, its length included, and no body.
+fn head_only(r: &mut Response<Body>) {
+    if let Body::Full(Some(bytes)) = r.body() {
+        let len = bytes.len().to_string();
+        crate::http::set_header(r, "content-length", &len);
+    }
+    *r.body_mut() = Body::Full(None);
+}
+
 fn store_error(e: rhizome_rdf::Error) -> HttpError {
     HttpError::internal(e.to_string())
 }

@@ -218,7 +218,7 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str) 
     let mut r = http::response(200, &content_type, out.into());
     http::set_header(&mut r, "vary", "Accept");
     if req.method == Method::HEAD {
-        *r.body_mut() = Body::Full(None);
+        super::head_only(&mut r);
     }
     Ok(r)
 }
