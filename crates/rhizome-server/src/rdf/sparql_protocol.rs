@@ -17,7 +17,8 @@
 //! handler under `spawn_blocking`) against one snapshot, within
 //! [`QUERY_TIMEOUT_MS`] and [`QUERY_MEMORY_BYTES`]; the whole result is
 //! serialized before the response starts, so a limit hit mid-way is an
-//! error status rather than a truncated body.
+//! error status rather than a truncated body. The WHERE clauses of an
+//! update get the same limits (then nothing is written).
 
 use super::negotiate::{self, GraphFormat, GRAPH_OFFERS};
 use super::{endpoint_iri, sparql_error};
@@ -26,11 +27,11 @@ use crate::http::{self, Body, Request};
 use crate::state::DbHandle;
 use hyper::{Method, Response};
 use oxrdf::NamedNode;
-use rhizome_sparql::{execute_update_in, parse_query, parse_update, write_results, PreparedQuery, QueryResults, ResultFormat, Statistics};
+use rhizome_sparql::{execute_update_in, parse_query, parse_update, write_results, PreparedQuery, QueryResults, ResultFormat, Statistics, UpdateLimits};
 use serde_json::json;
 use spargebra::algebra::QueryDataset;
 use spargebra::{GraphUpdateOperation, Query, Update};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A query stops with 503 after this long (30 s: long enough for analytic
 /// queries on a laptop-sized store, short enough that a runaway query does
@@ -242,7 +243,10 @@ fn update(db: &DbHandle, text: &str, params: &Params, base: &str) -> Result<Resp
     let store = db.db.store();
     let mode = store.mode();
     let stats = Statistics::from_store(&store.stats().map_err(super::store_error)?);
-    let summary = db.db.rdf_write(|txn| execute_update_in(txn, mode, &stats, &update).map_err(sparql_error))?;
+    // The WHERE clauses get the query limits, counted from before the
+    // writer is taken: an update holds the database's writer while it runs.
+    let limits = UpdateLimits { deadline: Some(Instant::now() + Duration::from_millis(QUERY_TIMEOUT_MS)), memory_bytes: Some(QUERY_MEMORY_BYTES) };
+    let summary = db.db.rdf_write(|txn| execute_update_in(txn, mode, &stats, &update, &limits).map_err(sparql_error))?;
     db.notify();
     Ok(http::json(200, &json!({ "ok": true, "inserted": summary.quads_inserted, "deleted": summary.quads_deleted })))
 }
