@@ -27,6 +27,22 @@ use oxrdfio::{RdfFormat, RdfParser};
 use rdf_support::client::{self, Reply};
 use rdf_support::manifest::{read_manifest, status_matches, HttpRequest, HttpTest};
 use std::collections::{BTreeMap, HashMap};
+use std::cell::Cell;
+
+thread_local! {
+    /// What the runner compared (responses, booleans, graphs), printed with
+    /// the counts so that a run that checks nothing shows it. Per thread:
+    /// each suite runs on its own test thread.
+    static CHECKED: Cell<[usize; 3]> = const { Cell::new([0; 3]) };
+}
+
+fn checked(i: usize) {
+    CHECKED.with(|c| {
+        let mut v = c.get();
+        v[i] += 1;
+        c.set(v);
+    });
+}
 use std::path::{Path, PathBuf};
 
 struct Suite {
@@ -132,6 +148,8 @@ fn run(suite: &Suite) {
         }
     }
     println!("{}: {passed} passed, {failed} failed, {skipped} skipped ({known_failed} known failures)", suite.name);
+    let [responses, booleans, graphs] = CHECKED.with(Cell::get);
+    println!("{}: checked {responses} responses, {booleans} booleans, {graphs} graphs", suite.name);
     if !problems.is_empty() {
         panic!("{}: {} unexpected results:\n  {}", suite.name, problems.len(), problems.join("\n  "));
     }
@@ -206,6 +224,7 @@ fn essence(media: &str) -> String {
 
 fn check(req: &HttpRequest, reply: &Reply, url: &str) -> Result<(), String> {
     let e = &req.expect;
+    checked(0);
     if !e.statuses.is_empty() && !status_matches(&e.statuses, reply.status) {
         return Err(format!("status {} (expected {}): {}", reply.status, e.statuses.join(" or "), reply.text().trim()));
     }
@@ -236,6 +255,7 @@ fn check(req: &HttpRequest, reply: &Reply, url: &str) -> Result<(), String> {
         if got != Some(expected) {
             return Err(format!("expected boolean {expected}, got {}", reply.text().trim()));
         }
+        checked(1);
     }
     for (name, value) in &e.headers {
         let got = reply.header(name).ok_or_else(|| format!("no {name} header"))?;
@@ -255,6 +275,7 @@ fn check(req: &HttpRequest, reply: &Reply, url: &str) -> Result<(), String> {
         if want != got {
             return Err(format!("the graph differs from the expected one:\n--- got\n{}\n--- expected\n{expected}", reply.text()));
         }
+        checked(2);
     }
     Ok(())
 }
