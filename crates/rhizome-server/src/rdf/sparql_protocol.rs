@@ -10,7 +10,7 @@
 //!   `using-graph-uri` / `using-named-graph-uri` with a USING or WITH in the
 //!   request is a 400 (§2.2.3);
 //! - results by `Accept`: SELECT and ASK in SPARQL JSON (default), XML,
-//!   CSV, TSV (SELECT only); CONSTRUCT and DESCRIBE in Turtle (default),
+//!   CSV, TSV (ASK: `true` or `false`); CONSTRUCT and DESCRIBE in Turtle (default),
 //!   N-Triples, RDF/XML, JSON-LD, N-Quads, TriG; 406 when nothing fits.
 //!
 //! Queries run on the request's blocking thread (the router runs every
@@ -155,13 +155,16 @@ const SELECT_OFFERS: &[(&str, ResultFormat)] = &[
     ("text/xml", ResultFormat::Xml),
 ];
 
-/// CSV and TSV have no boolean form.
+/// The W3C CSV/TSV note defines no boolean form; `true` or `false` alone is
+/// what sparesults (and Jena, Oxigraph) write, after the standard forms.
 const ASK_OFFERS: &[(&str, ResultFormat)] = &[
     ("application/sparql-results+json", ResultFormat::Json),
     ("application/sparql-results+xml", ResultFormat::Xml),
     ("application/json", ResultFormat::Json),
     ("application/xml", ResultFormat::Xml),
     ("text/xml", ResultFormat::Xml),
+    ("text/csv", ResultFormat::Csv),
+    ("text/tab-separated-values", ResultFormat::Tsv),
 ];
 
 fn results_content_type(f: ResultFormat) -> &'static str {
