@@ -28,6 +28,8 @@ mod router;
 mod state;
 
 pub use error::{HttpError, ServerError};
+#[doc(hidden)]
+pub use rdf::fuzz_parse_request;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};

@@ -150,14 +150,14 @@ fn parse_triples(format: RdfFormat, body: &[u8], base: &str, part: Option<&str>)
         })
 }
 
-struct Part {
+pub(super) struct Part {
     name: Option<String>,
     content_type: Option<String>,
-    body: Vec<u8>,
+    pub(super) body: Vec<u8>,
 }
 
 /// The parts of a `multipart/form-data` body (RFC 7578).
-fn multipart_parts(content_type: &str, body: &[u8]) -> Result<Vec<Part>, HttpError> {
+pub(super) fn multipart_parts(content_type: &str, body: &[u8]) -> Result<Vec<Part>, HttpError> {
     let boundary = content_type
         .split(';')
         .skip(1)
