@@ -246,3 +246,26 @@ fn members_query_and_write_others_get_401_or_403_and_change_nothing() {
     assert_eq!(r.status, 201, "{}", r.text());
     assert_ne!(state(&server), before);
 }
+
+#[test]
+fn graph_bodies_are_read_in_every_rdf_syntax() {
+    let (_dir, server) = server_with_data();
+    let want = graph(b"<http://example.org/s> <http://example.org/p> \"v\" .", RdfFormat::NTriples);
+    for (content_type, body) in [
+        ("text/turtle", "@prefix ex: <http://example.org/> . ex:s ex:p \"v\" ."),
+        ("application/n-triples", "<http://example.org/s> <http://example.org/p> \"v\" ."),
+        ("application/n-quads", "<http://example.org/s> <http://example.org/p> \"v\" ."),
+        ("application/trig", "{ <http://example.org/s> <http://example.org/p> \"v\" }"),
+        ("application/rdf+xml", r#"<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:ex="http://example.org/"><rdf:Description rdf:about="http://example.org/s"><ex:p>v</ex:p></rdf:Description></rdf:RDF>"#),
+        ("application/ld+json", r#"{"@id": "http://example.org/s", "http://example.org/p": "v"}"#),
+    ] {
+        let target = format!("/db/_graph?graph={}", encode(&format!("http://example.org/{content_type}")));
+        let r = admin(&server, "PUT", &target, &[("Content-Type", content_type)], Some(body));
+        assert_eq!(r.status, 201, "{content_type}: {}", r.text());
+        let r = admin(&server, "GET", &target, &[("Accept", "application/n-triples")], None);
+        assert_eq!(graph(&r.body, RdfFormat::NTriples), want, "{content_type}: {}", r.text());
+    }
+    // A graph holds triples: a dataset naming other graphs is refused.
+    let r = admin(&server, "PUT", "/db/_graph?graph=http%3A%2F%2Fexample.org%2Fq", &[("Content-Type", "application/n-quads")], Some("<http://e/s> <http://e/p> <http://e/o> <http://e/g> ."));
+    assert_eq!(r.status, 400, "{}", r.text());
+}
