@@ -39,6 +39,8 @@ enum Command {
     /// Time pattern lookups from a file of queries (for bench/seed-load).
     #[command(hide = true)]
     BenchLookups(commands::bench_lookups::Args),
+    #[command(hide = true)]
+    BenchHttp(commands::bench_http::Args),
     /// Small committed writes that report each commit (for crash tests).
     #[command(hide = true)]
     WriteProbe(commands::write_probe::Args),
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Compact => commands::compact(&cli.data),
         Command::Serve(args) => commands::serve::run(&cli.data, args),
         Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),
+        Command::BenchHttp(args) => commands::bench_http::run(args),
         Command::WriteProbe(args) => commands::write_probe::run(&cli.data, args),
     };
     match result {

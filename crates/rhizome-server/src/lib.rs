@@ -22,6 +22,7 @@ mod changes;
 mod couch;
 pub mod error;
 mod extension;
+mod group_commit;
 mod http;
 mod rdf;
 mod router;
@@ -186,10 +187,23 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
         headers: parts.headers,
         body,
     };
-    let srv = server.clone();
-    let reply = tokio::task::spawn_blocking(move || router::handle(&srv, &request))
-        .await
-        .map_err(|e| HttpError::internal(format!("request task failed: {e}")))??;
+    // A single-document read is a few point reads of warm data: run it
+    // here rather than pay a hop to the blocking pool. Everything that
+    // writes (fsync) or scans goes to the blocking pool.
+    let point_read = matches!(request.method, hyper::Method::GET | hyper::Method::HEAD)
+        && match request.segments.as_slice() {
+            [] => true,
+            [_, id, ..] => !id.starts_with('_') || id == "_local" || id == "_design",
+            [db] => db.starts_with('_'),
+        };
+    let reply = if point_read {
+        router::handle(server, &request)?
+    } else {
+        let srv = server.clone();
+        tokio::task::spawn_blocking(move || router::handle(&srv, &request))
+            .await
+            .map_err(|e| HttpError::internal(format!("request task failed: {e}")))??
+    };
     Ok(match reply {
         Reply::Done(r) => r,
         Reply::Feed(feed) => changes::run(feed, server.shutdown.clone()),

@@ -31,6 +31,7 @@ pub struct DbHandle {
     pub name: String,
     pub db: Database,
     pub seq: watch::Sender<u64>,
+    pub writes: crate::group_commit::GroupCommit,
 }
 
 impl DbHandle {
@@ -112,7 +113,7 @@ impl Server {
     fn open_handle(&self, name: &str, dir: &Path) -> Result<Arc<DbHandle>, HttpError> {
         let db = Database::open(dir, self.projector.clone())?;
         let seq = db.update_seq()?;
-        let handle = Arc::new(DbHandle { name: name.to_owned(), db, seq: watch::Sender::new(seq) });
+        let handle = Arc::new(DbHandle { name: name.to_owned(), db, seq: watch::Sender::new(seq), writes: Default::default() });
         self.dbs.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), handle.clone());
         Ok(handle)
     }

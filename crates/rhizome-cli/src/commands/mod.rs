@@ -1,3 +1,4 @@
+pub mod bench_http;
 pub mod bench_lookups;
 pub mod dump;
 pub mod init;

@@ -16,7 +16,12 @@ pub fn document(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, id
     match req.method {
         Method::GET | Method::HEAD => get(req, db, id),
         Method::PUT => {
-            let mut doc = req.json_object()?;
+            let content_type = req.header("content-type");
+            let mut doc = if super::multipart::is_multipart(content_type) {
+                super::multipart::parse(content_type.unwrap_or_default(), &req.body)?
+            } else {
+                req.json_object()?
+            };
             doc.insert("_id".into(), Value::String(id.to_owned()));
             if let (false, Some(rev)) = (doc.contains_key("_rev"), req.param("rev")) {
                 doc.insert("_rev".into(), Value::String(rev.to_owned()));
@@ -98,7 +103,12 @@ pub fn local(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, H
     match req.method {
         Method::GET | Method::HEAD => Ok(json(200, &Value::Object(db.db.get_local(id)?))),
         Method::PUT => {
-            let mut doc = req.json_object()?;
+            let content_type = req.header("content-type");
+            let mut doc = if super::multipart::is_multipart(content_type) {
+                super::multipart::parse(content_type.unwrap_or_default(), &req.body)?
+            } else {
+                req.json_object()?
+            };
             if let (false, Some(rev)) = (doc.contains_key("_rev"), req.param("rev")) {
                 doc.insert("_rev".into(), Value::String(rev.to_owned()));
             }

@@ -5,6 +5,7 @@ pub mod attachments;
 pub mod bulk;
 pub mod database;
 pub mod documents;
+pub mod multipart;
 pub mod server;
 
 use crate::auth::{users, UserCtx};
@@ -24,7 +25,7 @@ pub fn write_docs(ctx: &UserCtx, db: &DbHandle, mut docs: Vec<Map<String, Value>
             users::prepare(ctx, doc, current.as_ref())?;
         }
     }
-    let out = db.db.update_docs(docs, new_edits)?;
+    let out = db.writes.write(&db.db, docs, new_edits)?;
     db.notify();
     Ok(out)
 }

@@ -1,0 +1,130 @@
+// bench/documents: ArangoDB's method (seed 003) on the CouchDB API, the same
+// load against each server given on the command line:
+//   single reads and single writes, N each, 25 concurrent keep-alive
+//   clients (autocannon); one _bulk_docs of N documents; a PouchDB push and
+//   pull of R documents.
+// Usage: node bench.js OUT.json NAME=URL [NAME=URL...]   (URL may hold user:pass@)
+'use strict';
+const autocannon = require('autocannon');
+const PouchDB = require('pouchdb');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const OPS = Number(process.env.BENCH_OPS || 100000);
+const REPL = Number(process.env.BENCH_REPL_DOCS || 10000);
+const CONNECTIONS = 25;
+
+function doc(i) {
+  // A small profile document, like the Pokec profiles ArangoDB's benchmark reads and writes.
+  return { name: `user ${i}`, age: 18 + (i % 60), city: ['Fribourg', 'Bern', 'Basel', 'Zurich'][i % 4], public: i % 2 === 0, tags: ['a', 'b', String(i % 10)] };
+}
+
+function split(url) {
+  const u = new URL(url);
+  const headers = { 'content-type': 'application/json' };
+  if (u.username) headers.authorization = 'Basic ' + Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
+  u.username = '';
+  u.password = '';
+  return { base: u.toString().replace(/\/$/, ''), headers };
+}
+
+async function http(server, method, p, body) {
+  const r = await fetch(server.base + p, { method, headers: server.headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await r.text();
+  if (r.status >= 300 && !(method === 'DELETE' && r.status === 404)) throw new Error(`${method} ${p}: ${r.status} ${text.slice(0, 200)}`);
+  return text ? JSON.parse(text) : null;
+}
+
+// The load generator: `rhizome bench-http` (RHIZOME_BIN set by run; one
+// thread, light per request) or autocannon (BENCH_CLIENT=autocannon).
+const CLIENT = process.env.BENCH_CLIENT || (process.env.RHIZOME_BIN ? 'rhizome' : 'autocannon');
+
+function rustLoad(url, method, pathTemplate, body, random) {
+  const { execFileSync } = require('child_process');
+  const args = ['bench-http', '--url', url, '--connections', String(CONNECTIONS), '--requests', String(OPS), '--method', method, '--path', pathTemplate];
+  if (body) args.push('--body', body);
+  if (random) args.push('--random', String(random));
+  const r = JSON.parse(execFileSync(process.env.RHIZOME_BIN, args, { encoding: 'utf8' }));
+  return { seconds: r.seconds, non2xx: r.non2xx, errors: r.errors, latency: { p50: r.p50_ms, p99: r.p99_ms } };
+}
+
+function cannon(server, setupRequest) {
+  return new Promise((resolve, reject) => {
+    autocannon(
+      { url: server.base, connections: CONNECTIONS, amount: OPS, headers: server.headers, requests: [{ setupRequest }] },
+      (err, res) => (err ? reject(err) : resolve(res)),
+    );
+  });
+}
+
+async function measure(name, url) {
+  const server = split(url);
+  const out = { name };
+  for (const db of ['bench', 'bulk', 'repl']) {
+    await http(server, 'DELETE', `/${db}`).catch(() => {});
+    await http(server, 'PUT', `/${db}`);
+  }
+  const body = JSON.stringify(doc(0)).replace('"user 0"', '"user {n}"');
+  let writes, reads;
+  const t0 = Date.now();
+  if (CLIENT === 'rhizome') {
+    writes = rustLoad(url, 'PUT', '/bench/w-{n}', body);
+  } else {
+    let n = 0;
+    writes = await cannon(server, (req) => {
+      const i = n++;
+      return { ...req, method: 'PUT', path: `/bench/w-${i}`, body: JSON.stringify(doc(i)) };
+    });
+  }
+  out.writes = { ops: OPS, seconds: (Date.now() - t0) / 1000, non2xx: writes.non2xx, errors: writes.errors, p50_ms: writes.latency.p50, p99_ms: writes.latency.p99 };
+  console.error(`${name}: ${OPS} writes in ${out.writes.seconds} s (${writes.non2xx} non-2xx, ${writes.errors} errors)`);
+  const t1 = Date.now();
+  if (CLIENT === 'rhizome') {
+    reads = rustLoad(url, 'GET', '/bench/w-{n}', null, OPS);
+  } else {
+    reads = await cannon(server, (req) => ({ ...req, method: 'GET', path: `/bench/w-${Math.floor(Math.random() * OPS)}` }));
+  }
+  out.reads = { ops: OPS, seconds: (Date.now() - t1) / 1000, non2xx: reads.non2xx, errors: reads.errors, p50_ms: reads.latency.p50, p99_ms: reads.latency.p99 };
+  console.error(`${name}: ${OPS} reads in ${out.reads.seconds} s (${reads.non2xx} non-2xx, ${reads.errors} errors)`);
+  const docs = [];
+  for (let i = 0; i < OPS; i++) docs.push({ _id: `b-${i}`, ...doc(i) });
+  const t2 = Date.now();
+  const res = await http(server, 'POST', '/bulk/_bulk_docs', { docs });
+  out.bulk = { docs: OPS, seconds: (Date.now() - t2) / 1000, ok: res.filter((r) => r.ok).length };
+  console.error(`${name}: _bulk_docs of ${OPS} in ${out.bulk.seconds} s`);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rhizome-bench-'));
+  try {
+    const src = new PouchDB(path.join(tmp, 'src'));
+    for (let s = 0; s < REPL; s += 1000) {
+      const batch = [];
+      for (let i = s; i < Math.min(REPL, s + 1000); i++) batch.push({ _id: `r-${i}`, ...doc(i) });
+      await src.bulkDocs(batch);
+    }
+    const remote = new PouchDB(`${url}/repl`);
+    const t3 = Date.now();
+    const push = await src.replicate.to(remote);
+    out.push = { docs: push.docs_written, seconds: (Date.now() - t3) / 1000 };
+    const dst = new PouchDB(path.join(tmp, 'dst'));
+    const t4 = Date.now();
+    const pull = await dst.replicate.from(remote);
+    out.pull = { docs: pull.docs_written, seconds: (Date.now() - t4) / 1000 };
+    console.error(`${name}: push ${out.push.seconds} s, pull ${out.pull.seconds} s`);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  return out;
+}
+
+(async () => {
+  const [outFile, ...targets] = process.argv.slice(2);
+  const results = [];
+  for (const t of targets) {
+    const i = t.indexOf('=');
+    results.push(await measure(t.slice(0, i), t.slice(i + 1)));
+  }
+  fs.writeFileSync(outFile, JSON.stringify({ ops: OPS, repl_docs: REPL, connections: CONNECTIONS, client: CLIENT, cpus: os.cpus().length, results }, null, 2));
+})().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
