@@ -36,6 +36,19 @@ async function http(server, method, p, body) {
   return text ? JSON.parse(text) : null;
 }
 
+// The load generator: `rhizome bench-http` (RHIZOME_BIN set by run; one
+// thread, light per request) or autocannon (BENCH_CLIENT=autocannon).
+const CLIENT = process.env.BENCH_CLIENT || (process.env.RHIZOME_BIN ? 'rhizome' : 'autocannon');
+
+function rustLoad(url, method, pathTemplate, body, random) {
+  const { execFileSync } = require('child_process');
+  const args = ['bench-http', '--url', url, '--connections', String(CONNECTIONS), '--requests', String(OPS), '--method', method, '--path', pathTemplate];
+  if (body) args.push('--body', body);
+  if (random) args.push('--random', String(random));
+  const r = JSON.parse(execFileSync(process.env.RHIZOME_BIN, args, { encoding: 'utf8' }));
+  return { seconds: r.seconds, non2xx: r.non2xx, errors: r.errors, latency: { p50: r.p50_ms, p99: r.p99_ms } };
+}
+
 function cannon(server, setupRequest) {
   return new Promise((resolve, reject) => {
     autocannon(
@@ -52,18 +65,28 @@ async function measure(name, url) {
     await http(server, 'DELETE', `/${db}`).catch(() => {});
     await http(server, 'PUT', `/${db}`);
   }
-  let n = 0;
+  const body = JSON.stringify(doc(0)).replace('"user 0"', '"user {n}"');
+  let writes, reads;
   const t0 = Date.now();
-  const writes = await cannon(server, (req) => {
-    const i = n++;
-    return { ...req, method: 'PUT', path: `/bench/w-${i}`, body: JSON.stringify(doc(i)) };
-  });
+  if (CLIENT === 'rhizome') {
+    writes = rustLoad(url, 'PUT', '/bench/w-{n}', body);
+  } else {
+    let n = 0;
+    writes = await cannon(server, (req) => {
+      const i = n++;
+      return { ...req, method: 'PUT', path: `/bench/w-${i}`, body: JSON.stringify(doc(i)) };
+    });
+  }
   out.writes = { ops: OPS, seconds: (Date.now() - t0) / 1000, non2xx: writes.non2xx, errors: writes.errors, p50_ms: writes.latency.p50, p99_ms: writes.latency.p99 };
-  console.error(`${name}: ${OPS} writes in ${out.writes.seconds} s (${writes.non2xx} non-2xx)`);
+  console.error(`${name}: ${OPS} writes in ${out.writes.seconds} s (${writes.non2xx} non-2xx, ${writes.errors} errors)`);
   const t1 = Date.now();
-  const reads = await cannon(server, (req) => ({ ...req, method: 'GET', path: `/bench/w-${Math.floor(Math.random() * OPS)}` }));
+  if (CLIENT === 'rhizome') {
+    reads = rustLoad(url, 'GET', '/bench/w-{n}', null, OPS);
+  } else {
+    reads = await cannon(server, (req) => ({ ...req, method: 'GET', path: `/bench/w-${Math.floor(Math.random() * OPS)}` }));
+  }
   out.reads = { ops: OPS, seconds: (Date.now() - t1) / 1000, non2xx: reads.non2xx, errors: reads.errors, p50_ms: reads.latency.p50, p99_ms: reads.latency.p99 };
-  console.error(`${name}: ${OPS} reads in ${out.reads.seconds} s (${reads.non2xx} non-2xx)`);
+  console.error(`${name}: ${OPS} reads in ${out.reads.seconds} s (${reads.non2xx} non-2xx, ${reads.errors} errors)`);
   const docs = [];
   for (let i = 0; i < OPS; i++) docs.push({ _id: `b-${i}`, ...doc(i) });
   const t2 = Date.now();
@@ -100,7 +123,7 @@ async function measure(name, url) {
     const i = t.indexOf('=');
     results.push(await measure(t.slice(0, i), t.slice(i + 1)));
   }
-  fs.writeFileSync(outFile, JSON.stringify({ ops: OPS, repl_docs: REPL, connections: CONNECTIONS, cpus: os.cpus().length, results }, null, 2));
+  fs.writeFileSync(outFile, JSON.stringify({ ops: OPS, repl_docs: REPL, connections: CONNECTIONS, client: CLIENT, cpus: os.cpus().length, results }, null, 2));
 })().catch((e) => {
   console.error(e);
   process.exit(1);

@@ -27,6 +27,7 @@ for (const [label, f, unit, target] of rows) {
 }
 const lat = (r) => `${r.name}: writes p50 ${r.writes.p50_ms} ms / p99 ${r.writes.p99_ms} ms, reads p50 ${r.reads.p50_ms} ms / p99 ${r.reads.p99_ms} ms, non-2xx ${r.writes.non2xx + r.reads.non2xx}`;
 md += `\nLatencies: ${data.results.map(lat).join('; ')}.\n`;
+md += `\nLoad generator: ${data.client === 'rhizome' ? '`rhizome bench-http` (one thread, keep-alive)' : 'autocannon'}, ${data.connections} connections.\n`;
 md += `\nMachine: ${data.cpus} cores, ${os.platform()}; measured ${new Date().toISOString().slice(0, 10)} with \`${command}\`.\n`;
 console.log(md);
 if (benchmarks && fs.existsSync(benchmarks)) {

@@ -42,6 +42,8 @@ enum Command {
     /// Time SPARQL queries from a file in one process (for bench/sparql).
     #[command(hide = true)]
     BenchQueries(commands::bench_queries::Args),
+    #[command(hide = true)]
+    BenchHttp(commands::bench_http::Args),
     /// Small committed writes that report each commit (for crash tests).
     #[command(hide = true)]
     WriteProbe(commands::write_probe::Args),
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => commands::serve::run(&cli.data, args),
         Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),
         Command::BenchQueries(args) => commands::bench_queries::run(&cli.data, args),
+        Command::BenchHttp(args) => commands::bench_http::run(args),
         Command::WriteProbe(args) => commands::write_probe::run(&cli.data, args),
     };
     match result {

@@ -261,7 +261,7 @@ impl Database {
             (false, _, true) => counters.doc_count += 1,
             (false, _, false) => counters.doc_del_count += 1,
             (true, true, false) => {
-                counters.doc_count -= 1;
+                counters.doc_count = counters.doc_count.saturating_sub(1);
                 counters.doc_del_count += 1;
             }
             (true, false, true) => {

@@ -30,6 +30,8 @@ mod state;
 
 pub use error::{HttpError, ServerError};
 pub use state::{base_iri, database_dir, projector_for};
+#[doc(hidden)]
+pub use rdf::fuzz_parse_request;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};

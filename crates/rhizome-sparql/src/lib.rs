@@ -33,4 +33,4 @@ pub use error::{Result, SparqlError};
 pub use plan::Statistics;
 pub use query::{parse_query, PreparedQuery, QueryResults};
 pub use results::{write_results, ResultFormat};
-pub use update::{execute_update, execute_update_in, parse_update, UpdateSummary};
+pub use update::{execute_update, execute_update_in, parse_update, UpdateLimits, UpdateSummary};

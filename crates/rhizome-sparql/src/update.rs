@@ -31,18 +31,28 @@ pub struct UpdateSummary {
 pub fn execute_update(store: &Store, update: &Update) -> Result<UpdateSummary> {
     let stats = Statistics::from_store(&store.stats()?);
     let mut txn = store.transaction()?;
-    let summary = execute_update_in(&mut txn, store.mode(), &stats, update)?;
+    let summary = execute_update_in(&mut txn, store.mode(), &stats, update, &UpdateLimits::default())?;
     txn.commit()?;
     Ok(summary)
+}
+
+/// Bounds on the WHERE clauses of an update (none by default), so that a
+/// runaway DELETE/INSERT does not hold the store's writer forever.
+#[derive(Clone, Debug, Default)]
+pub struct UpdateLimits {
+    /// The whole request fails with `SparqlError::Timeout` past this instant.
+    pub deadline: Option<std::time::Instant>,
+    /// As `PreparedQuery::set_memory_limit`, for each WHERE clause.
+    pub memory_bytes: Option<usize>,
 }
 
 /// Runs a whole update request inside a transaction the caller opened and
 /// will commit (or drop, if this fails): for callers that own the write
 /// path, such as a database's documents. `mode` is the store's.
-pub fn execute_update_in(txn: &mut StoreTransaction<'_>, mode: DatasetMode, stats: &Statistics, update: &Update) -> Result<UpdateSummary> {
+pub fn execute_update_in(txn: &mut StoreTransaction<'_>, mode: DatasetMode, stats: &Statistics, update: &Update, limits: &UpdateLimits) -> Result<UpdateSummary> {
     let mut summary = UpdateSummary::default();
     for op in &update.operations {
-        Operation { txn, mode, stats, summary: &mut summary }.run(op)?;
+        Operation { txn, mode, stats, summary: &mut summary, limits }.run(op)?;
     }
     Ok(summary)
 }
@@ -52,6 +62,7 @@ struct Operation<'t, 's> {
     mode: DatasetMode,
     stats: &'t Statistics,
     summary: &'t mut UpdateSummary,
+    limits: &'t UpdateLimits,
 }
 
 fn graph_ref(g: &GraphName) -> GraphNameRef<'_> {
@@ -98,6 +109,12 @@ impl Operation<'_, '_> {
                 let query = Query::Select { dataset: using.clone(), pattern: (**pattern).clone(), base_iri: None };
                 let (variables, solutions) = {
                     let prepared = PreparedQuery::for_update(self.txn.reader(), self.mode, self.stats.clone(), &query)?;
+                    if let Some(deadline) = self.limits.deadline {
+                        prepared.set_timeout(deadline.saturating_duration_since(std::time::Instant::now()));
+                    }
+                    if let Some(bytes) = self.limits.memory_bytes {
+                        prepared.set_memory_limit(bytes);
+                    }
                     let out = match prepared.execute()? {
                         QueryResults::Solutions { variables, solutions } => (variables, solutions.collect::<Result<Vec<_>>>()?),
                         _ => unreachable!("a SELECT gives solutions"),

@@ -166,3 +166,24 @@ fn explain_shows_operators_with_their_row_counts() {
     assert!(text.contains("Optional: 2 rows"), "{text}");
     assert!(text.contains("?x <http://ex/knows> ?y: about 3 rows per lookup"), "{text}");
 }
+
+#[test]
+fn an_update_past_its_deadline_stops_in_its_where_clause_and_writes_nothing() {
+    use rhizome_sparql::{execute_update_in, UpdateLimits};
+    let store = Store::memory(DatasetMode::Union);
+    let mut text = String::from("INSERT DATA {");
+    for i in 0..300 {
+        text.push_str(&format!(" <http://ex/s{i}> <http://ex/p> {i} ."));
+    }
+    text.push('}');
+    update(&store, &text);
+    // The WHERE clause is a 90,000-row cross product: it checks the clock.
+    let request = parse_update("PREFIX : <http://ex/> INSERT DATA { :x :y 1 } ; INSERT { ?a :seen ?d } WHERE { ?a ?b ?c . ?d ?e ?f }", None).unwrap();
+    let stats = Statistics::from_store(&store.stats().unwrap());
+    let limits = UpdateLimits { deadline: Some(std::time::Instant::now()), memory_bytes: None };
+    let mut txn = store.transaction().unwrap();
+    let outcome = execute_update_in(&mut txn, store.mode(), &stats, &request, &limits);
+    assert!(matches!(outcome, Err(SparqlError::Timeout)), "{:?}", outcome.map(|_| ()));
+    drop(txn);
+    assert!(select(&store, "PREFIX : <http://ex/> SELECT ?o { :x :y ?o }").is_empty(), "a failed update is not committed");
+}

@@ -1,3 +1,4 @@
+pub mod bench_http;
 pub mod bench_lookups;
 pub mod bench_queries;
 pub mod dump;

@@ -27,7 +27,7 @@ use crate::error::HttpError;
 use crate::http::{self, Body, Request};
 use crate::state::DbHandle;
 use hyper::{Method, Response};
-use oxrdf::{GraphName, NamedNode, Quad, Triple};
+use oxrdf::{NamedNode, Triple};
 use oxrdfio::{RdfFormat, RdfParser, RdfSerializer};
 use rhizome_rdf::{DatasetMode, DecodeCache, QuadPattern, StoreTransaction, TermId};
 use std::collections::HashSet;
@@ -87,15 +87,15 @@ pub fn handle(req: &Request, db: &DbHandle, direct: Option<&str>) -> Result<Resp
 fn get(req: &Request, db: &DbHandle, target: &Target) -> Result<Response<Body>, HttpError> {
     let format = negotiate::choose(req.header("accept"), GRAPH_OFFERS)?;
     let snapshot = db.db.store().snapshot().map_err(store_error)?;
-    let (pattern_graph, graph_name) = match target {
+    let pattern_graph = match target {
         Target::Named(iri) => {
             let id = snapshot.lookup(iri.as_ref().into()).map_err(store_error)?;
             match id {
-                Some(id) if snapshot.graph_exists(id).map_err(store_error)? => (Some(id), GraphName::NamedNode(iri.clone())),
+                Some(id) if snapshot.graph_exists(id).map_err(store_error)? => Some(id),
                 _ => return Err(HttpError::not_found(format!("no graph {iri}"))),
             }
         }
-        _ => (snapshot.default_graph(), GraphName::DefaultGraph),
+        _ => snapshot.default_graph(),
     };
     let mut out = Vec::new();
     let mut w = RdfSerializer::from_format(format.0).for_writer(&mut out);
@@ -109,18 +109,16 @@ fn get(req: &Request, db: &DbHandle, target: &Target) -> Result<Response<Body>, 
         if pattern_graph.is_none() && !seen.insert([q[0], q[1], q[2]]) {
             continue;
         }
+        // A graph is written as triples, in the default graph of quad
+        // formats: the client named the graph already.
         let quad = cache.quad(&q).map_err(store_error)?;
-        if format.0.supports_datasets() {
-            w.serialize_quad(&Quad::new(quad.subject, quad.predicate, quad.object, graph_name.clone())).map_err(io)?;
-        } else {
-            w.serialize_triple(&Triple::new(quad.subject, quad.predicate, quad.object)).map_err(io)?;
-        }
+        w.serialize_triple(&Triple::new(quad.subject, quad.predicate, quad.object)).map_err(io)?;
     }
     w.finish().map_err(io)?;
     let mut r = http::response(200, &format.content_type(), out.into());
     http::set_header(&mut r, "vary", "Accept");
     if req.method == Method::HEAD {
-        *r.body_mut() = Body::Full(None);
+        super::head_only(&mut r);
     }
     Ok(r)
 }
@@ -152,14 +150,14 @@ fn parse_triples(format: RdfFormat, body: &[u8], base: &str, part: Option<&str>)
         })
 }
 
-struct Part {
+pub(super) struct Part {
     name: Option<String>,
     content_type: Option<String>,
-    body: Vec<u8>,
+    pub(super) body: Vec<u8>,
 }
 
 /// The parts of a `multipart/form-data` body (RFC 7578).
-fn multipart_parts(content_type: &str, body: &[u8]) -> Result<Vec<Part>, HttpError> {
+pub(super) fn multipart_parts(content_type: &str, body: &[u8]) -> Result<Vec<Part>, HttpError> {
     let boundary = content_type
         .split(';')
         .skip(1)

@@ -29,6 +29,20 @@ pub fn route(req: &Request, db: &DbHandle, what: &str) -> Result<Response<Body>,
     }
 }
 
+/// Runs the parsers the RDF endpoints apply to untrusted headers and
+/// bodies (`Accept`, `Content-Type`, `multipart/form-data`): the entry of
+/// `fuzz/fuzz_targets/rdf_request.rs`, not an API.
+#[doc(hidden)]
+pub fn fuzz_parse_request(accept: &str, content_type: &str, body: &[u8]) {
+    let _ = negotiate::choose(Some(accept), negotiate::GRAPH_OFFERS);
+    let _ = negotiate::body_format(Some(content_type));
+    if let Ok(parts) = graph_store::multipart_parts(content_type, body) {
+        for p in parts {
+            assert!(p.body.len() <= body.len(), "a part is a slice of the body");
+        }
+    }
+}
+
 /// `http://HOST/{db}/{endpoint}`: the base IRI of requests to an endpoint
 /// (the SPARQL Protocol lets the service pick it; the Graph Store Protocol
 /// names graphs by it).
@@ -54,6 +68,15 @@ fn sparql_error(e: SparqlError) -> HttpError {
         SparqlError::Timeout | SparqlError::MemoryLimit { .. } | SparqlError::Cancelled => HttpError::new(503, "query_limit", e.to_string()),
         SparqlError::Store(_) | SparqlError::Io(_) => HttpError::internal(e.to_string()),
     }
+}
+
+/// HEAD: the headers GET would send, its length included, and no body.
+fn head_only(r: &mut Response<Body>) {
+    if let Body::Full(Some(bytes)) = r.body() {
+        let len = bytes.len().to_string();
+        crate::http::set_header(r, "content-length", &len);
+    }
+    *r.body_mut() = Body::Full(None);
 }
 
 fn store_error(e: rhizome_rdf::Error) -> HttpError {

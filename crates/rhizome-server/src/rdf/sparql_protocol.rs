@@ -10,14 +10,15 @@
 //!   `using-graph-uri` / `using-named-graph-uri` with a USING or WITH in the
 //!   request is a 400 (§2.2.3);
 //! - results by `Accept`: SELECT and ASK in SPARQL JSON (default), XML,
-//!   CSV, TSV (SELECT only); CONSTRUCT and DESCRIBE in Turtle (default),
+//!   CSV, TSV (ASK: `true` or `false`); CONSTRUCT and DESCRIBE in Turtle (default),
 //!   N-Triples, RDF/XML, JSON-LD, N-Quads, TriG; 406 when nothing fits.
 //!
 //! Queries run on the request's blocking thread (the router runs every
 //! handler under `spawn_blocking`) against one snapshot, within
 //! [`QUERY_TIMEOUT_MS`] and [`QUERY_MEMORY_BYTES`]; the whole result is
 //! serialized before the response starts, so a limit hit mid-way is an
-//! error status rather than a truncated body.
+//! error status rather than a truncated body. The WHERE clauses of an
+//! update get the same limits (then nothing is written).
 
 use super::negotiate::{self, GraphFormat, GRAPH_OFFERS};
 use super::{endpoint_iri, sparql_error};
@@ -26,11 +27,11 @@ use crate::http::{self, Body, Request};
 use crate::state::DbHandle;
 use hyper::{Method, Response};
 use oxrdf::NamedNode;
-use rhizome_sparql::{execute_update_in, parse_query, parse_update, write_results, PreparedQuery, QueryResults, ResultFormat, Statistics};
+use rhizome_sparql::{execute_update_in, parse_query, parse_update, write_results, PreparedQuery, QueryResults, ResultFormat, Statistics, UpdateLimits};
 use serde_json::json;
 use spargebra::algebra::QueryDataset;
 use spargebra::{GraphUpdateOperation, Query, Update};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A query stops with 503 after this long (30 s: long enough for analytic
 /// queries on a laptop-sized store, short enough that a runaway query does
@@ -154,13 +155,16 @@ const SELECT_OFFERS: &[(&str, ResultFormat)] = &[
     ("text/xml", ResultFormat::Xml),
 ];
 
-/// CSV and TSV have no boolean form.
+/// The W3C CSV/TSV note defines no boolean form; `true` or `false` alone is
+/// what sparesults (and Jena, Oxigraph) write, after the standard forms.
 const ASK_OFFERS: &[(&str, ResultFormat)] = &[
     ("application/sparql-results+json", ResultFormat::Json),
     ("application/sparql-results+xml", ResultFormat::Xml),
     ("application/json", ResultFormat::Json),
     ("application/xml", ResultFormat::Xml),
     ("text/xml", ResultFormat::Xml),
+    ("text/csv", ResultFormat::Csv),
+    ("text/tab-separated-values", ResultFormat::Tsv),
 ];
 
 fn results_content_type(f: ResultFormat) -> &'static str {
@@ -218,7 +222,7 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str) 
     let mut r = http::response(200, &content_type, out.into());
     http::set_header(&mut r, "vary", "Accept");
     if req.method == Method::HEAD {
-        *r.body_mut() = Body::Full(None);
+        super::head_only(&mut r);
     }
     Ok(r)
 }
@@ -242,7 +246,10 @@ fn update(db: &DbHandle, text: &str, params: &Params, base: &str) -> Result<Resp
     let store = db.db.store();
     let mode = store.mode();
     let stats = Statistics::from_store(&store.stats().map_err(super::store_error)?);
-    let summary = db.db.rdf_write(|txn| execute_update_in(txn, mode, &stats, &update).map_err(sparql_error))?;
+    // The WHERE clauses get the query limits, counted from before the
+    // writer is taken: an update holds the database's writer while it runs.
+    let limits = UpdateLimits { deadline: Some(Instant::now() + Duration::from_millis(QUERY_TIMEOUT_MS)), memory_bytes: Some(QUERY_MEMORY_BYTES) };
+    let summary = db.db.rdf_write(|txn| execute_update_in(txn, mode, &stats, &update, &limits).map_err(sparql_error))?;
     db.notify();
     Ok(http::json(200, &json!({ "ok": true, "inserted": summary.quads_inserted, "deleted": summary.quads_deleted })))
 }

@@ -1,0 +1,41 @@
+//! `Database::rdf_write`, the one path of RDF writes into a database: what
+//! the closure writes is committed when it succeeds and dropped when it
+//! fails.
+
+use oxrdf::{NamedNodeRef, QuadRef};
+use rhizome_docs::{Database, DocError};
+use rhizome_rdf::QuadPattern;
+
+fn quad() -> QuadRef<'static> {
+    let n = |s| NamedNodeRef::new_unchecked(s);
+    QuadRef::new(n("http://example.org/s"), n("http://example.org/p"), n("http://example.org/o"), n("http://example.org/g"))
+}
+
+fn quads(db: &Database) -> usize {
+    db.store().snapshot().unwrap().scan(QuadPattern::default()).count()
+}
+
+#[test]
+fn a_successful_rdf_write_is_committed() {
+    let db = Database::memory();
+    let inserted = db
+        .rdf_write(|txn| {
+            let q = txn.encode_quad(quad())?;
+            Ok::<_, DocError>(txn.insert(&q)?)
+        })
+        .unwrap();
+    assert!(inserted);
+    assert_eq!(quads(&db), 1);
+}
+
+#[test]
+fn a_failed_rdf_write_leaves_nothing() {
+    let db = Database::memory();
+    let outcome: Result<(), DocError> = db.rdf_write(|txn| {
+        let q = txn.encode_quad(quad())?;
+        txn.insert(&q)?;
+        Err(DocError::BadRequest("refused after writing".into()))
+    });
+    assert!(matches!(outcome, Err(DocError::BadRequest(_))));
+    assert_eq!(quads(&db), 0);
+}
