@@ -46,7 +46,12 @@ impl Database {
 
     /// A database in memory (tests).
     pub fn memory() -> Database {
-        Self::init(Store::memory(DatasetMode::Union), Arc::new(NoProjection)).expect("a memory database opens")
+        Self::memory_with(Arc::new(NoProjection))
+    }
+
+    /// A database in memory with a graph projection (tests).
+    pub fn memory_with(projector: Arc<dyn GraphProjector>) -> Database {
+        Self::init(Store::memory(DatasetMode::Union), projector).expect("a memory database opens")
     }
 
     fn init(store: Store, projector: Arc<dyn GraphProjector>) -> Result<Database> {
