@@ -30,7 +30,16 @@ function split(url) {
 }
 
 async function http(server, method, p, body) {
-  const r = await fetch(server.base + p, { method, headers: server.headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const init = { method, headers: server.headers, body: body === undefined ? undefined : JSON.stringify(body) };
+  let r;
+  try {
+    r = await fetch(server.base + p, init);
+  } catch (e) {
+    // A pooled keep-alive connection the server closed while idle (node's
+    // http server drops them after 5 s): fetch does not retry a POST, so
+    // try once more on a new connection.
+    r = await fetch(server.base + p, init);
+  }
   const text = await r.text();
   if (r.status >= 300 && !(method === 'DELETE' && r.status === 404)) throw new Error(`${method} ${p}: ${r.status} ${text.slice(0, 200)}`);
   return text ? JSON.parse(text) : null;

@@ -228,7 +228,7 @@ impl Database {
             None => info.winner.clone(),
         };
         let stored = body(kv, id, &rev)?.ok_or(DocError::NotFound("missing"))?;
-        let meta = stored.get("_attachments").and_then(|a| a.get(name)).ok_or_else(|| DocError::NotFound("Document is missing attachment"))?;
+        let meta = stored.get("_attachments").and_then(|a| a.get(name)).ok_or(DocError::NotFound("Document is missing attachment"))?;
         let digest = meta.get("digest").and_then(Value::as_str).unwrap_or_default().to_owned();
         let data = kv.get(ATTACHMENTS, digest.as_bytes())?.ok_or_else(|| DocError::Corrupt(format!("attachment data {digest}")))?;
         let content_type = meta.get("content_type").and_then(Value::as_str).unwrap_or("application/octet-stream").to_owned();

@@ -101,3 +101,42 @@ fn attachments_are_stored_by_digest_and_kept_through_stubs() {
     assert!(matches!(db.put_local("_local/x", obj(json!({"a": 2}))), Err(DocError::Conflict)));
     assert_eq!(db.put_local("_local/x", obj(json!({"_rev": "0-1", "a": 2}))).unwrap(), "0-2");
 }
+
+/// Records what the hook sees, and inserts one quad per projected winner
+/// through the same transaction; fails for ids starting with `fail`.
+struct Recorder(std::sync::Mutex<Vec<(String, Option<String>)>>);
+
+impl GraphProjector for Recorder {
+    fn project(&self, txn: &mut rhizome_rdf::StoreTransaction<'_>, id: &str, winner: Option<&Map<String, Value>>) -> Result<(), String> {
+        if id.starts_with("fail") {
+            return Err("refused".into());
+        }
+        let rev = winner.and_then(|w| w.get("_rev")).and_then(Value::as_str).map(str::to_owned);
+        self.0.lock().unwrap().push((id.to_owned(), rev));
+        let s = oxrdf::NamedNode::new(format!("http://example.org/{id}")).map_err(|e| e.to_string())?;
+        let q = oxrdf::Quad::new(s.clone(), s.clone(), oxrdf::Literal::new_simple_literal("x"), oxrdf::GraphName::DefaultGraph);
+        let q = txn.encode_quad(q.as_ref()).map_err(|e| e.to_string())?;
+        txn.insert(&q).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}
+
+#[test]
+fn the_projection_hook_sees_each_new_winner_in_the_write_transaction_and_can_abort_it() {
+    let recorder = std::sync::Arc::new(Recorder(Default::default()));
+    let db = Database::memory_with(recorder.clone());
+    let r1 = put(&db, json!({"_id": "a", "v": 1})).unwrap();
+    // A losing replicated branch does not change the winner: no call.
+    db.update_docs(vec![obj(json!({"_id": "a", "_rev": "1-0000", "v": 0}))], false).unwrap();
+    let r2 = put(&db, json!({"_id": "a", "_rev": r1.to_string(), "_deleted": true})).unwrap();
+    let calls = recorder.0.lock().unwrap().clone();
+    // After the delete, the live conflict 1-0000 wins: the hook gets its body.
+    assert_eq!(calls, vec![("a".to_owned(), Some(r1.to_string())), ("a".to_owned(), Some("1-0000".to_owned()))]);
+    assert!(r2.pos == 2);
+    assert_eq!(db.store().snapshot().unwrap().scan(Default::default()).count(), 1, "quads written in the document's transaction");
+    // A refusing projection aborts the whole write.
+    let before = db.info().unwrap();
+    assert!(matches!(db.update_docs(vec![obj(json!({"_id": "b"})), obj(json!({"_id": "fail-1"}))], true), Err(DocError::Projection { .. })));
+    assert_eq!(db.info().unwrap(), before);
+    assert!(matches!(db.get_doc("b", &ReadOptions::default()), Err(DocError::NotFound(_))));
+}
