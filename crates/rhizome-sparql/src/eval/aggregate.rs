@@ -84,6 +84,16 @@ impl<'a> Evaluator<'a> {
             acc.count += 1;
             return Ok(());
         };
+        // COUNT(?v): ids, without decoding (every term has one id, so
+        // DISTINCT compares ids too).
+        if let (AggregateKind::Count, crate::expression::Expr::Var(v)) = (&agg.kind, e) {
+            let id = row[*v];
+            if id.is_none() || (agg.distinct && !acc.seen.insert(id)) {
+                return Ok(());
+            }
+            acc.count += 1;
+            return Ok(());
+        }
         let value = self.expr(e, row);
         if agg.distinct {
             let id = value.as_ref().map(|t| self.encode(t)).transpose()?;

@@ -274,9 +274,27 @@ impl<'a> Evaluator<'a> {
             std::cmp::Ordering::Equal
         };
         let mut keyed: Vec<(Vec<Option<Term>>, Row)> = Vec::new();
+        // Under a LIMIT: the first key of the k-th row kept so far. A row
+        // whose first key is already worse is dropped before its other keys
+        // are computed (they may need decoding from the dictionary).
+        let mut threshold: Option<Option<Term>> = None;
         for r in self.eval(inner, self.empty_row()) {
             let r = r?;
-            keyed.push((keys.iter().map(|(e, _)| self.expr(e, &r)).collect(), r));
+            let mut row_keys = Vec::with_capacity(keys.len());
+            for (i, (e, desc)) in keys.iter().enumerate() {
+                let key = self.expr(e, &r);
+                if let (0, Some(t)) = (i, &threshold) {
+                    let o = value::order(key.as_ref(), t.as_ref());
+                    if (if *desc { o.reverse() } else { o }) == std::cmp::Ordering::Greater {
+                        break;
+                    }
+                }
+                row_keys.push(key);
+            }
+            if row_keys.len() < keys.len() {
+                continue;
+            }
+            keyed.push((row_keys, r));
             if keyed.len().is_multiple_of(4096) {
                 self.limits.check_memory(rows_bytes(keyed.len(), self.width + 4 * keys.len()))?;
             }
@@ -284,6 +302,7 @@ impl<'a> Evaluator<'a> {
                 if k > 0 && keyed.len() >= 2 * k.max(512) {
                     keyed.select_nth_unstable_by(k - 1, cmp);
                     keyed.truncate(k);
+                    threshold = keyed[k - 1].0.first().cloned();
                 }
             }
         }
