@@ -36,6 +36,12 @@ impl<'a> TermSpace<'a> {
         QuadScan::new(self.reader, pattern)
     }
 
+    /// A scan that can be re-pointed at other patterns
+    /// ([`QuadScan::rebind`]), for index nested loops.
+    pub fn lookup_scan(&self, pattern: QuadPattern) -> QuadScan<'a> {
+        QuadScan::reusable(self.reader, pattern)
+    }
+
     /// Every graph of the store, by a skip scan of the index keys.
     pub fn graph_names(&self) -> Result<Vec<TermId>> {
         Ok(rhizome_rdf::index::graph_names(self.reader)?)
