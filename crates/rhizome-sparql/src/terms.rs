@@ -80,6 +80,27 @@ impl<'a> TermSpace<'a> {
         id
     }
 
+    /// Decodes the dictionary terms among `ids` into the cache at once
+    /// ([`Dictionary::decode_many`]), so that the `decode` calls that
+    /// follow find them there.
+    pub fn prefetch(&self, mut ids: Vec<TermId>) -> Result<()> {
+        {
+            let cache = self.decoded.borrow();
+            ids.retain(|id| id.is_in_dictionary() && !cache.contains_key(id));
+        }
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut cache = self.decoded.borrow_mut();
+        if cache.len() + ids.len() > 1 << 16 {
+            cache.clear();
+        }
+        Dictionary::decode_many(self.reader, &mut ids, |id, term| {
+            cache.insert(id, term);
+        })?;
+        Ok(())
+    }
+
     pub fn decode(&self, id: TermId) -> Result<Term> {
         if id.tag() == tag::QUERY_LOCAL {
             let local = self.local.borrow();
