@@ -5,7 +5,8 @@
 // into a byte counter; one JSON line per query on stdout:
 // {"id":"q01","rows":123,"seconds":[...]} or {"id":..,"error":..}.
 //
-// java -cp 'bench/work/jena/*:bench/work/jena-bench' BenchQueries LOC FILE WARMUP REPEAT [SLOW_SECONDS]
+// java -cp 'bench/work/jena/*:bench/work/jena-bench' BenchQueries LOC FILE WARMUP REPEAT [SLOW_SECONDS [TIMEOUT_MS]]
+// (a query still running after TIMEOUT_MS, default 120 s, is reported as an error "timeout after N s")
 // (a query whose warm-up run takes longer than SLOW_SECONDS is measured once)
 import java.io.*;
 import java.nio.charset.StandardCharsets;
@@ -30,6 +31,7 @@ public class BenchQueries {
         List<String> lines = Files.readAllLines(Paths.get(args[1]), StandardCharsets.UTF_8);
         int warmup = Integer.parseInt(args[2]), repeat = Integer.parseInt(args[3]);
         double slow = args.length > 4 ? Double.parseDouble(args[4]) : Double.MAX_VALUE;
+        long timeoutMs = args.length > 5 ? Long.parseLong(args[5]) : 120_000;
         PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, "UTF-8");
         for (String line : lines) {
             if (line.isBlank()) continue;
@@ -46,10 +48,14 @@ public class BenchQueries {
                 try {
                     Txn.executeRead(ds, () -> {
                         Query q = QueryFactory.create(text);
-                        try (QueryExecution qe = QueryExecutionFactory.create(q, ds)) {
+                        try (QueryExecution qe = QueryExecution.dataset(ds).query(q)
+                                .timeout(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS).build()) {
                             ResultSetFormatter.outputAsTSV(sink, qe.execSelect());
                         }
                     });
+                } catch (org.apache.jena.query.QueryCancelledException e) {
+                    error = "timeout after " + timeoutMs / 1000 + " s";
+                    break;
                 } catch (Exception e) {
                     error = e.toString();
                     break;

@@ -12,8 +12,9 @@
 //! functions [`parse_query`], [`execute_update`], [`write_results`].
 //!
 //! Limits of this version (the next steps): rows are vectors cloned per
-//! binding and scans are boxed iterators (no batching yet); no merge
-//! joins; property paths, ORDER BY, GROUP BY and hash-join sides are
+//! binding and scans are boxed iterators (no batching yet); merge joins
+//! only for patterns binding one shared subject (with predicate and
+//! object bound); property paths, ORDER BY, GROUP BY and hash-join sides are
 //! materialized (bounded by the memory limit, no spilling); expressions
 //! work on decoded terms (only comparisons of inlined integers and
 //! decimals use ids); EXPLAIN counts rows but

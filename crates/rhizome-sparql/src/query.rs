@@ -193,7 +193,7 @@ impl<'s> PreparedQuery<'s> {
             Form::Select(vars) => {
                 let variables = vars.iter().map(|(v, _)| v.clone()).collect();
                 let ev = self.ev.clone();
-                let solutions = rows.map(move |r| {
+                let solutions = Prefetched { ev: ev.clone(), rows, vars, buffer: std::collections::VecDeque::new() }.map(move |r| {
                     let r = r?;
                     vars.iter().map(|(_, i)| r[*i].map(|id| ev.space.decode(id)).transpose()).collect()
                 });
@@ -276,5 +276,39 @@ impl<'s> PreparedQuery<'s> {
             }
         }
         Ok(out)
+    }
+}
+
+/// Result rows pulled in batches whose terms are decoded together
+/// ([`TermSpace::prefetch`]: one cursor walk instead of a point lookup per
+/// term) before they are handed on.
+struct Prefetched<'a, V> {
+    ev: std::rc::Rc<crate::eval::Evaluator<'a>>,
+    rows: crate::eval::Rows<'a>,
+    vars: &'a [(V, usize)],
+    buffer: std::collections::VecDeque<Result<Row>>,
+}
+
+impl<V> Iterator for Prefetched<'_, V> {
+    type Item = Result<Row>;
+    fn next(&mut self) -> Option<Result<Row>> {
+        if self.buffer.is_empty() {
+            let mut ids = Vec::new();
+            for r in self.rows.by_ref() {
+                let failed = r.is_err();
+                if let Ok(row) = &r {
+                    ids.extend(self.vars.iter().filter_map(|(_, i)| row[*i]));
+                }
+                self.buffer.push_back(r);
+                if failed || self.buffer.len() >= 1024 {
+                    break;
+                }
+            }
+            if let Err(e) = self.ev.space.prefetch(ids) {
+                self.buffer.clear();
+                return Some(Err(e));
+            }
+        }
+        self.buffer.pop_front()
     }
 }

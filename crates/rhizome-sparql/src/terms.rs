@@ -36,6 +36,12 @@ impl<'a> TermSpace<'a> {
         QuadScan::new(self.reader, pattern)
     }
 
+    /// A scan that can be re-pointed at other patterns
+    /// ([`QuadScan::rebind`]), for index nested loops.
+    pub fn lookup_scan(&self, pattern: QuadPattern) -> QuadScan<'a> {
+        QuadScan::reusable(self.reader, pattern)
+    }
+
     /// Every graph of the store, by a skip scan of the index keys.
     pub fn graph_names(&self) -> Result<Vec<TermId>> {
         Ok(rhizome_rdf::index::graph_names(self.reader)?)
@@ -72,6 +78,27 @@ impl<'a> TermSpace<'a> {
         local.terms.push(term.clone());
         local.ids.insert(term, id);
         id
+    }
+
+    /// Decodes the dictionary terms among `ids` into the cache at once
+    /// ([`Dictionary::decode_many`]), so that the `decode` calls that
+    /// follow find them there.
+    pub fn prefetch(&self, mut ids: Vec<TermId>) -> Result<()> {
+        {
+            let cache = self.decoded.borrow();
+            ids.retain(|id| id.is_in_dictionary() && !cache.contains_key(id));
+        }
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut cache = self.decoded.borrow_mut();
+        if cache.len() + ids.len() > 1 << 16 {
+            cache.clear();
+        }
+        Dictionary::decode_many(self.reader, &mut ids, |id, term| {
+            cache.insert(id, term);
+        })?;
+        Ok(())
     }
 
     pub fn decode(&self, id: TermId) -> Result<Term> {

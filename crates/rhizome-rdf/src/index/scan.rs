@@ -39,15 +39,58 @@ fn choose(s: bool, p: bool, o: bool, graph: bool, triple: bool) -> Ordering {
     }
 }
 
+/// The orderings a pattern scans, each with the pattern's components as
+/// that family stores them, and the order results come out in.
+struct StreamPlan {
+    streams: Vec<(Ordering, [Option<TermId>; 4])>,
+    order: &'static [usize],
+}
+
+fn stream_plan(pattern: QuadPattern) -> StreamPlan {
+    let (s, p, o, g) = (pattern.s.is_some(), pattern.p.is_some(), pattern.o.is_some(), pattern.g.is_some());
+    let quad_ordering = choose(s, p, o, g, false);
+    // Other quads: the graph (if bound) is part of the key.
+    let mut streams = vec![(quad_ordering, [pattern.s, pattern.p, pattern.o, pattern.g])];
+    // Subject-graph triples: a bound graph binds the subject.
+    let triple_subject = match (pattern.g, pattern.s) {
+        (Some(g), Some(s)) if g != s => None,
+        (Some(g), _) => Some(Some(g)),
+        (None, s) => Some(s),
+    };
+    if let Some(subject) = triple_subject {
+        if pattern.g != Some(TermId::DEFAULT_GRAPH) {
+            let ordering = choose(subject.is_some(), p, o, false, true);
+            streams.push((ordering, [subject, pattern.p, pattern.o, None]));
+        }
+    }
+    StreamPlan { streams, order: quad_ordering.components }
+}
+
+fn key_prefix(ordering: &Ordering, bound: &[Option<TermId>; 4]) -> Vec<u8> {
+    let mut prefix = Vec::with_capacity(32);
+    for c in ordering.components {
+        match bound[*c] {
+            Some(id) => prefix.extend_from_slice(&id.to_be_bytes()),
+            None => break,
+        }
+    }
+    prefix
+}
+
 struct Stream<'a> {
     cursor: Box<dyn Cursor + 'a>,
     ordering: Ordering,
+    /// The key prefix the pattern's bound components make.
+    prefix: Vec<u8>,
+    /// The cursor spans its whole keyspace (a reusable scan): stop at the
+    /// end of the prefix here rather than by the cursor's bounds.
+    check_prefix: bool,
     current: Option<[TermId; 4]>,
 }
 
 impl Stream<'_> {
     fn advance(&mut self) -> Result<()> {
-        if self.cursor.valid() {
+        if self.cursor.valid() && (!self.check_prefix || self.cursor.key().starts_with(&self.prefix)) {
             self.current = Some(self.ordering.decode(self.cursor.key()));
             self.cursor.next();
         } else {
@@ -67,37 +110,55 @@ pub struct QuadScan<'a> {
 
 impl<'a> QuadScan<'a> {
     pub fn new(snapshot: &'a dyn KvRead, pattern: QuadPattern) -> QuadScan<'a> {
-        let (s, p, o, g) = (pattern.s.is_some(), pattern.p.is_some(), pattern.o.is_some(), pattern.g.is_some());
-        let quad_ordering = choose(s, p, o, g, false);
+        Self::open(snapshot, pattern, false)
+    }
+
+    /// A scan whose cursors span their whole keyspaces, so that
+    /// [`QuadScan::rebind`] can point it at another pattern with a seek
+    /// instead of opening new cursors (index nested loops do one lookup per
+    /// row on the left; opening a RocksDB iterator costs more than a seek).
+    pub fn reusable(snapshot: &'a dyn KvRead, pattern: QuadPattern) -> QuadScan<'a> {
+        Self::open(snapshot, pattern, true)
+    }
+
+    fn open(snapshot: &'a dyn KvRead, pattern: QuadPattern, whole: bool) -> QuadScan<'a> {
+        let plan = stream_plan(pattern);
         let mut streams = Vec::with_capacity(2);
-        let mut open = |ordering: Ordering, bound: [Option<TermId>; 4]| {
-            let mut prefix = Vec::with_capacity(32);
-            for c in ordering.components {
-                match bound[*c] {
-                    Some(id) => prefix.extend_from_slice(&id.to_be_bytes()),
-                    None => break,
-                }
+        for (ordering, bound) in &plan.streams {
+            let prefix = key_prefix(ordering, bound);
+            let mut cursor = if whole {
+                snapshot.cursor(ordering.ks, &[], None)
+            } else {
+                let upper = prefix_upper_bound(&prefix);
+                snapshot.cursor(ordering.ks, &prefix, upper.as_deref())
+            };
+            if whole {
+                cursor.seek(&prefix);
+            } else {
+                cursor.seek_first();
             }
-            let upper = prefix_upper_bound(&prefix);
-            let mut cursor = snapshot.cursor(ordering.ks, &prefix, upper.as_deref());
-            cursor.seek_first();
-            streams.push(Stream { cursor, ordering, current: None });
-        };
-        // Other quads: the graph (if bound) is part of the key.
-        open(quad_ordering, [pattern.s, pattern.p, pattern.o, pattern.g]);
-        // Subject-graph triples: a bound graph binds the subject.
-        let triple_subject = match (pattern.g, pattern.s) {
-            (Some(g), Some(s)) if g != s => None,
-            (Some(g), _) => Some(Some(g)),
-            (None, s) => Some(s),
-        };
-        if let Some(subject) = triple_subject {
-            if pattern.g != Some(TermId::DEFAULT_GRAPH) {
-                let ordering = choose(subject.is_some(), p, o, false, true);
-                open(ordering, [subject, pattern.p, pattern.o, None]);
-            }
+            streams.push(Stream { cursor, ordering: *ordering, prefix, check_prefix: whole, current: None });
         }
-        QuadScan { streams, order: quad_ordering.components, started: false }
+        QuadScan { streams, order: plan.order, started: false }
+    }
+
+    /// Points a reusable scan at another pattern; `false` (and the scan
+    /// unusable) when the pattern needs other orderings than this scan has.
+    pub fn rebind(&mut self, pattern: QuadPattern) -> bool {
+        let plan = stream_plan(pattern);
+        if plan.streams.len() != self.streams.len()
+            || self.streams.iter().zip(&plan.streams).any(|(s, (o, _))| !s.check_prefix || s.ordering.ks != o.ks)
+        {
+            return false;
+        }
+        for (s, (ordering, bound)) in self.streams.iter_mut().zip(&plan.streams) {
+            s.prefix = key_prefix(ordering, bound);
+            s.cursor.seek(&s.prefix);
+            s.current = None;
+        }
+        self.order = plan.order;
+        self.started = false;
+        true
     }
 
     /// Every quad whose subject is `start` or after it in id order, in
@@ -107,7 +168,7 @@ impl<'a> QuadScan<'a> {
         for ordering in [QUAD_SPOG, TRIPLE_SPO] {
             let mut cursor = snapshot.cursor(ordering.ks, &start.to_be_bytes(), None);
             cursor.seek_first();
-            streams.push(Stream { cursor, ordering, current: None });
+            streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None });
         }
         QuadScan { streams, order: QUAD_SPOG.components, started: false }
     }
@@ -124,6 +185,33 @@ impl<'a> QuadScan<'a> {
             }
         }
         false
+    }
+
+    /// Whether the quads come out sorted by quad position `component`
+    /// (it is the first unbound component of every stream's key), so that
+    /// [`QuadScan::seek_component`] works: merge joins use it.
+    pub fn sorted_by(&self, component: usize) -> bool {
+        self.streams.iter().all(|s| s.ordering.components.get(s.prefix.len() / 8) == Some(&component))
+    }
+
+    /// Skips forward to the first quad whose `component` is at least
+    /// `value` (one seek per stream whose current quad is before it).
+    /// Needs `sorted_by(component)`.
+    pub fn seek_component(&mut self, component: usize, value: TermId) -> Result<()> {
+        debug_assert!(self.sorted_by(component), "seek_component on a scan not sorted by {component}");
+        self.started = true;
+        let mut key = Vec::with_capacity(40);
+        for s in &mut self.streams {
+            if s.current.is_some_and(|q| q[component] >= value) {
+                continue;
+            }
+            key.clear();
+            key.extend_from_slice(&s.prefix);
+            key.extend_from_slice(&value.to_be_bytes());
+            s.cursor.seek(&key);
+            s.advance()?;
+        }
+        Ok(())
     }
 
     pub fn next_quad(&mut self) -> Result<Option<[TermId; 4]>> {

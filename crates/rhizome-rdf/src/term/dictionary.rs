@@ -139,6 +139,44 @@ impl Dictionary {
     }
 }
 
+impl Dictionary {
+    /// Decodes many dictionary ids (sorted and deduplicated here) with one
+    /// cursor walking the dictionary in id order: ids close together cost
+    /// a step or two of the cursor instead of a point lookup each (result
+    /// rows decode their terms in batches). Ids that are not dictionary
+    /// terms are skipped.
+    pub fn decode_many(snapshot: &dyn KvRead, ids: &mut Vec<TermId>, mut out: impl FnMut(TermId, Term)) -> Result<()> {
+        ids.retain(|id| id.is_in_dictionary());
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut cursor = snapshot.cursor(ID2TERM, &[], None);
+        let mut positioned = false;
+        for &id in ids.iter() {
+            let target = id.to_be_bytes();
+            // A few steps forward when the next id is near, else a seek.
+            let mut steps = 0;
+            while positioned && cursor.valid() && cursor.key() < &target[..] && steps < 8 {
+                cursor.next();
+                steps += 1;
+            }
+            if !positioned || !cursor.valid() || cursor.key() < &target[..] {
+                cursor.seek(&target);
+                positioned = true;
+            }
+            if cursor.valid() && cursor.key() == &target[..] {
+                out(id, decode_term(id.tag(), cursor.value())?);
+            } else {
+                cursor.status()?;
+                return Err(Error::Corrupt(format!("term id {:#x} is not in the dictionary", id.0)));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The label a stored blank node is written with.
 pub fn blank_label(id: TermId) -> String {
     format!("b{:x}", id.payload())

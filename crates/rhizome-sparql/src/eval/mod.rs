@@ -263,9 +263,14 @@ impl<'a> Evaluator<'a> {
     /// The rows of `inner` in ORDER BY order; with `top`, only that many
     /// first rows, keeping at most twice as many in memory.
     fn sorted(self: &Rc<Self>, inner: &'a Plan, keys: &'a [(crate::expression::Expr, bool)], top: Option<usize>) -> Result<Vec<Row>> {
-        let cmp = |a: &(Vec<Option<Term>>, Row), b: &(Vec<Option<Term>>, Row)| {
+        let key_order = |a: &SortKey, b: &SortKey| match (a, b) {
+            (SortKey::Id(x), SortKey::Id(y)) if x == y => std::cmp::Ordering::Equal,
+            (SortKey::Id(x), SortKey::Id(y)) if ordered_by_id(*x, *y) => x.cmp(y),
+            _ => value::order(self.sort_term(a).as_ref(), self.sort_term(b).as_ref()),
+        };
+        let cmp = |a: &(Vec<SortKey>, Row), b: &(Vec<SortKey>, Row)| {
             for (i, (_, desc)) in keys.iter().enumerate() {
-                let o = value::order(a.0[i].as_ref(), b.0[i].as_ref());
+                let o = key_order(&a.0[i], &b.0[i]);
                 let o = if *desc { o.reverse() } else { o };
                 if o != std::cmp::Ordering::Equal {
                     return o;
@@ -273,17 +278,59 @@ impl<'a> Evaluator<'a> {
             }
             std::cmp::Ordering::Equal
         };
-        let mut keyed: Vec<(Vec<Option<Term>>, Row)> = Vec::new();
+        let mut keyed: Vec<(Vec<SortKey>, Row)> = Vec::new();
+        // Under a LIMIT: the first key of the k-th row kept so far. A row
+        // whose first key is already worse is dropped before its other keys
+        // are computed (they may need decoding from the dictionary).
+        let mut threshold: Option<SortKey> = None;
+        let mut next_trim = 2 * top.unwrap_or(0).max(512);
         for r in self.eval(inner, self.empty_row()) {
             let r = r?;
-            keyed.push((keys.iter().map(|(e, _)| self.expr(e, &r)).collect(), r));
+            let mut row_keys = Vec::with_capacity(keys.len());
+            for (i, (e, desc)) in keys.iter().enumerate() {
+                let key = match e {
+                    crate::expression::Expr::Var(v) if r[*v].is_some() => SortKey::Id(r[*v].expect("checked")),
+                    _ => SortKey::Term(self.expr(e, &r)),
+                };
+                if let (0, Some(t)) = (i, &threshold) {
+                    let o = key_order(&key, t);
+                    if (if *desc { o.reverse() } else { o }) == std::cmp::Ordering::Greater {
+                        break;
+                    }
+                }
+                row_keys.push(key);
+            }
+            if row_keys.len() < keys.len() {
+                continue;
+            }
+            keyed.push((row_keys, r));
             if keyed.len().is_multiple_of(4096) {
                 self.limits.check_memory(rows_bytes(keyed.len(), self.width + 4 * keys.len()))?;
             }
             if let Some(k) = top {
-                if k > 0 && keyed.len() >= 2 * k.max(512) {
-                    keyed.select_nth_unstable_by(k - 1, cmp);
-                    keyed.truncate(k);
+                if k > 0 && keyed.len() >= next_trim {
+                    // By the first key alone first (ids, usually: no
+                    // decoding): keep the rows not worse than the k-th,
+                    // ties included, so the other keys are compared
+                    // (decoded) only among the few rows that can still
+                    // make the top k. A large tie group is cut by every key.
+                    let desc = keys[0].1;
+                    let first = |a: &(Vec<SortKey>, Row), b: &(Vec<SortKey>, Row)| {
+                        let o = key_order(&a.0[0], &b.0[0]);
+                        if desc { o.reverse() } else { o }
+                    };
+                    keyed.select_nth_unstable_by(k - 1, first);
+                    let kth = keyed[k - 1].0[0].clone();
+                    keyed.retain(|e| {
+                        let o = key_order(&e.0[0], &kth);
+                        (if desc { o.reverse() } else { o }) != std::cmp::Ordering::Greater
+                    });
+                    if keyed.len() > 65536 {
+                        keyed.select_nth_unstable_by(k - 1, cmp);
+                        keyed.truncate(k);
+                    }
+                    threshold = Some(kth);
+                    next_trim = (2 * keyed.len()).max(2 * k.max(512));
                 }
             }
         }
@@ -292,6 +339,13 @@ impl<'a> Evaluator<'a> {
             keyed.truncate(k);
         }
         Ok(keyed.into_iter().map(|(_, r)| r).collect())
+    }
+
+    fn sort_term(&self, key: &SortKey) -> Option<Term> {
+        match key {
+            SortKey::Id(id) => self.space.decode(*id).ok(),
+            SortKey::Term(t) => t.clone(),
+        }
     }
 
     /// Evaluates a plan that does not accept bindings on its own, then
@@ -318,4 +372,29 @@ impl<'a> Evaluator<'a> {
             _ => self.eval(plan, empty),
         }
     }
+}
+
+/// An ORDER BY key: a variable's value kept as its id, decoded (through
+/// the query's cache) only when a comparison needs it (inlined numbers and
+/// dates of one kind compare by id, equal ids are equal terms), or the
+/// value of an expression as a term.
+#[derive(Clone)]
+enum SortKey {
+    Id(TermId),
+    Term(Option<Term>),
+}
+
+fn inlined_value(id: TermId) -> bool {
+    use rhizome_rdf::term::tag;
+    matches!(id.tag(), tag::INTEGER | tag::DECIMAL | tag::DATE | tag::DATE_TIME)
+}
+
+/// Whether two inlined ids compare by value as ids: same kind, and for
+/// dates and date-times the same timezone field (the low 12 bits), since
+/// values in different timezones do not sort by their local fields.
+fn ordered_by_id(a: TermId, b: TermId) -> bool {
+    use rhizome_rdf::term::tag;
+    inlined_value(a)
+        && a.tag() == b.tag()
+        && (!matches!(a.tag(), tag::DATE | tag::DATE_TIME) || a.payload() & 0xFFF == b.payload() & 0xFFF)
 }

@@ -9,15 +9,59 @@ use std::rc::Rc;
 
 impl<'a> Evaluator<'a> {
     pub(super) fn bgp(self: &Rc<Self>, patterns: &'a [QuadPlan], input: Row) -> Rows<'a> {
-        let mut rows = one(input);
-        for p in patterns {
+        let (mut rows, merged) = match self.merge_leading(patterns, &input) {
+            Some((rows, merged)) => (rows, merged),
+            None => (one(input), Vec::new()),
+        };
+        for (i, p) in patterns.iter().enumerate() {
+            if merged.contains(&i) {
+                continue;
+            }
             let ev = self.clone();
+            let pool = ScanPool::default();
             rows = Box::new(rows.flat_map(move |r| match r {
-                Ok(row) => ev.scan_quad(p, row),
+                Ok(row) => ev.scan_quad(p, row, &pool),
                 Err(e) => super::fail(e),
             }));
         }
         rows
+    }
+
+    /// A merge join for the patterns of a BGP that bind only the first
+    /// pattern's subject variable, their predicate and object being bound
+    /// (`?x a :A . ?x a :B`, `?x :p :o . ?x a :C`): each such scan comes out
+    /// of the POS index sorted by subject, so they are intersected by
+    /// leapfrogging (a seek per scan only when it is behind), instead of one
+    /// index lookup per row of the first. Returns the rows (input plus the
+    /// subject) and the indexes of the patterns it answered.
+    fn merge_leading(self: &Rc<Self>, patterns: &'a [QuadPlan], input: &Row) -> Option<(Rows<'a>, Vec<usize>)> {
+        let subject_var = |p: &QuadPlan| -> Option<Var> {
+            let v = p.s.var()?;
+            if input[v].is_some() || p.p.value(input).is_none() || p.o.value(input).is_none() || self.graph_var_to_bind(p.g).is_some() {
+                return None;
+            }
+            Some(v)
+        };
+        let x = subject_var(patterns.first()?)?;
+        let merged: Vec<usize> = patterns.iter().enumerate().filter(|(_, p)| subject_var(p) == Some(x)).map(|(i, _)| i).collect();
+        if merged.len() < 2 {
+            return None;
+        }
+        let mut scans = Vec::with_capacity(merged.len());
+        for &i in &merged {
+            let p = &patterns[i];
+            let (graphs, skip_default) = self.graphs_of(p.g, input);
+            if graphs.len() != 1 || skip_default {
+                return None;
+            }
+            let scan = self.space.scan(QuadPattern { s: None, p: p.p.value(input), o: p.o.value(input), g: graphs[0] });
+            if !scan.sorted_by(0) {
+                return None;
+            }
+            scans.push(Peek { scan, head: None, started: false });
+        }
+        let rows = MergeIntersect { ev: self.clone(), scans, row: input.clone(), var: x, pending: 0, done: false };
+        Some((Box::new(rows), merged))
     }
 
     fn named_allowed(&self, g: TermId) -> bool {
@@ -67,15 +111,18 @@ impl<'a> Evaluator<'a> {
         Ok(list)
     }
 
-    fn scan_quad(self: &Rc<Self>, p: &'a QuadPlan, row: Row) -> Rows<'a> {
+    fn scan_quad(self: &Rc<Self>, p: &'a QuadPlan, row: Row, pool: &ScanPool<'a>) -> Rows<'a> {
         let (s, pr, o) = (p.s.value(&row), p.p.value(&row), p.o.value(&row));
         let (graphs, skip_default) = self.graphs_of(p.g, &row);
         let graph_var = self.graph_var_to_bind(p.g);
         let ev = self.clone();
+        let pool = pool.clone();
         Box::new(graphs.into_iter().flat_map(move |g| {
             let row = row.clone();
             let ev = ev.clone();
-            ev.space.scan(QuadPattern { s, p: pr, o, g }).filter_map(move |q| {
+            let pattern = QuadPattern { s, p: pr, o, g };
+            let scan = Lookup::new(&ev, &pool, pattern);
+            scan.filter_map(move |q| {
                 let q = match q {
                     Ok(q) => q,
                     Err(e) => return Some(Err(e.into())),
@@ -203,4 +250,134 @@ fn bind_quad(row: &Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -
         }
     }
     Some(r)
+}
+
+/// A scan and its next quad.
+struct Peek<'a> {
+    scan: rhizome_rdf::QuadScan<'a>,
+    head: Option<[TermId; 4]>,
+    started: bool,
+}
+
+impl Peek<'_> {
+    /// Moves to the first quad whose subject is at least `x`.
+    fn seek(&mut self, x: TermId) -> Result<()> {
+        if self.started && self.head.is_none_or(|q| q[0] >= x) {
+            return Ok(());
+        }
+        self.started = true;
+        self.scan.seek_component(0, x)?;
+        self.head = self.scan.next_quad()?;
+        Ok(())
+    }
+
+    /// Quads with subject `x` from here on (consumed).
+    fn run_of(&mut self, x: TermId) -> Result<u64> {
+        let mut n = 0;
+        while self.head.is_some_and(|q| q[0] == x) {
+            n += 1;
+            self.head = self.scan.next_quad()?;
+        }
+        Ok(n)
+    }
+}
+
+/// Subjects found by every scan (leapfrog intersection); a subject repeats
+/// as many times as the product of its quads in each scan (a quad per
+/// graph), as nested loops would give.
+struct MergeIntersect<'a> {
+    ev: Rc<Evaluator<'a>>,
+    scans: Vec<Peek<'a>>,
+    row: Row,
+    var: Var,
+    pending: u64,
+    done: bool,
+}
+
+impl MergeIntersect<'_> {
+    fn step(&mut self) -> Result<Option<Row>> {
+        while self.pending == 0 {
+            if self.done {
+                return Ok(None);
+            }
+            self.ev.limits.check()?;
+            // The largest head; every scan seeks to it until all agree.
+            let mut x = TermId::DEFAULT_GRAPH; // id 0, below every subject
+            loop {
+                let mut agreed = true;
+                for sc in &mut self.scans {
+                    sc.seek(x)?;
+                    match sc.head {
+                        None => {
+                            self.done = true;
+                            return Ok(None);
+                        }
+                        Some(q) if q[0] > x => {
+                            x = q[0];
+                            agreed = false;
+                        }
+                        Some(_) => {}
+                    }
+                }
+                if agreed {
+                    break;
+                }
+            }
+            let mut n = 1u64;
+            for sc in &mut self.scans {
+                n = n.saturating_mul(sc.run_of(x)?);
+            }
+            self.pending = n;
+            self.row[self.var] = Some(x);
+        }
+        self.pending -= 1;
+        Ok(Some(self.row.clone()))
+    }
+}
+
+impl Iterator for MergeIntersect<'_> {
+    type Item = Result<Row>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step().transpose()
+    }
+}
+
+/// Reusable scans of one pattern of a BGP: each lookup (one per row on the
+/// left) re-points a scan given back by an earlier one with a seek, instead
+/// of opening new RocksDB iterators, which costs more than the seek.
+type ScanPool<'a> = Rc<std::cell::RefCell<Vec<rhizome_rdf::QuadScan<'a>>>>;
+
+/// One lookup's scan, given back to its pool when dropped (exhausted, or
+/// abandoned under a LIMIT).
+struct Lookup<'a> {
+    pool: ScanPool<'a>,
+    scan: Option<rhizome_rdf::QuadScan<'a>>,
+}
+
+impl<'a> Lookup<'a> {
+    fn new(ev: &Evaluator<'a>, pool: &ScanPool<'a>, pattern: QuadPattern) -> Self {
+        let reused = pool.borrow_mut().pop().and_then(|mut scan| scan.rebind(pattern).then_some(scan));
+        let scan = reused.unwrap_or_else(|| ev.space.lookup_scan(pattern));
+        Lookup { pool: pool.clone(), scan: Some(scan) }
+    }
+}
+
+impl Iterator for Lookup<'_> {
+    type Item = rhizome_rdf::Result<[TermId; 4]>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.scan.as_mut()?.next_quad().transpose()
+    }
+}
+
+impl Drop for Lookup<'_> {
+    fn drop(&mut self) {
+        if let Some(scan) = self.scan.take() {
+            let mut pool = self.pool.borrow_mut();
+            // Nested loops hold one scan of a pattern at a time; a few
+            // more cover patterns scanned once per graph.
+            if pool.len() < 4 {
+                pool.push(scan);
+            }
+        }
+    }
 }
