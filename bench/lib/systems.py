@@ -210,7 +210,8 @@ class Rhizome:
         # all of them (in-process caches warm alike across sets).
         files = [st["file"] for st in sets]
         try:
-            p = subprocess.run([self.bin, "--data", self.dir, "bench-lookups", "--queries", *files],
+            p = subprocess.run([self.bin, "--data", self.dir, "bench-lookups", "--budget-seconds", str(budget),
+                                "--queries", *files],
                                capture_output=True, text=True, timeout=max(budget * 3, 60) * len(sets))
         except subprocess.TimeoutExpired:
             return [{"done": 0, "results": None, "seconds": None, "note": "timeout"} for _ in sets]
@@ -228,8 +229,9 @@ class Rhizome:
                 out.append({"done": 0, "results": None, "seconds": None,
                             "note": "bench-lookups failed: " + (p.stderr.strip().splitlines() or ["?"])[-1][:120]})
             else:
-                out.append({"done": res.get("queries", st["n"]), "results": res.get("results"),
-                            "seconds": res.get("seconds"), "note": ""})
+                done = res.get("queries", st["n"])
+                out.append({"done": done, "results": res.get("results"), "seconds": res.get("seconds"),
+                            "note": "" if done == st["n"] else f"stopped after {budget:.0f}s budget"})
         return out
 
     def stop(self):
