@@ -238,6 +238,34 @@ class Rhizome:
         pass
 
 
+def run_budgeted_sets(sets, budget, one):
+    """Runs each query set through `one(kind, term) -> result count`, stopping a
+    set after `budget` seconds and skipping the larger sets of a kind whose
+    smaller set already ran out (the peers' runners; Rhizome's does the same
+    in process with `bench-lookups --budget-seconds`)."""
+    out = []
+    over = set()
+    for st in sets:
+        kind = st["kind"]
+        if kind in over:
+            out.append({"done": 0, "results": None, "seconds": None,
+                        "note": "skipped: the smaller set of this kind exceeded the budget"})
+            continue
+        results, done = 0, 0
+        t0 = time.perf_counter()
+        for t in st["terms"]:
+            results += one(kind, t)
+            done += 1
+            if time.perf_counter() - t0 > budget:
+                break
+        el = time.perf_counter() - t0
+        if done < st["n"]:
+            over.add(kind)
+        out.append({"done": done, "results": results, "seconds": el,
+                    "note": "" if done == st["n"] else f"stopped after {budget:.0f}s budget"})
+    return out
+
+
 # --------------------------------------------------------------------------- Oxigraph
 OX_LOAD = r"""
 import sys, pyoxigraph
@@ -279,36 +307,18 @@ class Oxigraph:
         if self.store is None:
             self.store = Store(self.dir)
         store = self.store
-        out = []
-        over = set()  # kinds whose smaller set already ran out of budget
-        for st in sets:
-            kind = st["kind"]
-            if kind in over:
-                out.append({"done": 0, "results": None, "seconds": None,
-                            "note": "skipped: the smaller set of this kind exceeded the budget"})
-                continue
-            results, done = 0, 0
-            t0 = time.perf_counter()
-            for t in st["terms"]:
-                if kind in ("subject", "id"):
-                    it = store.quads_for_pattern(to_pyox(t), None, None, None)
-                elif kind == "predicate":
-                    it = store.quads_for_pattern(None, to_pyox(t), None, None)
-                elif kind == "object":
-                    it = store.quads_for_pattern(None, None, to_pyox(t), None)
-                else:
-                    it = store.query(RANGE_SPARQL.format(FROM="", start=t[1:-1], limit=RANGE_DOCS))
-                for _ in it:
-                    results += 1
-                done += 1
-                if time.perf_counter() - t0 > budget:
-                    break
-            el = time.perf_counter() - t0
-            if done < st["n"]:
-                over.add(kind)
-            out.append({"done": done, "results": results, "seconds": el,
-                        "note": "" if done == st["n"] else f"stopped after {budget:.0f}s budget"})
-        return out
+
+        def one(kind, t):
+            if kind in ("subject", "id"):
+                it = store.quads_for_pattern(to_pyox(t), None, None, None)
+            elif kind == "predicate":
+                it = store.quads_for_pattern(None, to_pyox(t), None, None)
+            elif kind == "object":
+                it = store.quads_for_pattern(None, None, to_pyox(t), None)
+            else:
+                it = store.query(RANGE_SPARQL.format(FROM="", start=t[1:-1], limit=RANGE_DOCS))
+            return sum(1 for _ in it)
+        return run_budgeted_sets(sets, budget, one)
 
     def stop(self):
         self.store = None
@@ -529,36 +539,19 @@ class Virtuoso:
                     raise
 
     def run_queries(self, sets, budget):
-        out = []
         g = f"FROM <{GRAPH}>"
-        over = set()  # kinds whose smaller set already ran out of budget
-        for st in sets:
-            kind = st["kind"]
-            if kind in over:
-                out.append({"done": 0, "results": None, "seconds": None,
-                            "note": "skipped: the smaller set of this kind exceeded the budget"})
-                continue
-            results, done = 0, 0
-            t0 = time.perf_counter()
-            for t in st["terms"]:
-                if kind in ("subject", "id"):
-                    q = f"SELECT ?p ?o {g} WHERE {{ {t} ?p ?o }}"
-                elif kind == "predicate":
-                    q = f"SELECT ?s ?o {g} WHERE {{ ?s {t} ?o }}"
-                elif kind == "object":
-                    q = f"SELECT ?s ?p {g} WHERE {{ ?s ?p {t} }}"
-                else:
-                    q = RANGE_SPARQL.format(FROM=g, start=t[1:-1], limit=RANGE_DOCS)
-                results += self.sparql(q)
-                done += 1
-                if time.perf_counter() - t0 > budget:
-                    break
-            el = time.perf_counter() - t0
-            if done < st["n"]:
-                over.add(kind)
-            out.append({"done": done, "results": results, "seconds": el,
-                        "note": "" if done == st["n"] else f"stopped after {budget:.0f}s budget"})
-        return out
+
+        def one(kind, t):
+            if kind in ("subject", "id"):
+                q = f"SELECT ?p ?o {g} WHERE {{ {t} ?p ?o }}"
+            elif kind == "predicate":
+                q = f"SELECT ?s ?o {g} WHERE {{ ?s {t} ?o }}"
+            elif kind == "object":
+                q = f"SELECT ?s ?p {g} WHERE {{ ?s ?p {t} }}"
+            else:
+                q = RANGE_SPARQL.format(FROM=g, start=t[1:-1], limit=RANGE_DOCS)
+            return self.sparql(q)
+        return run_budgeted_sets(sets, budget, one)
 
 
 # --------------------------------------------------------------------------- Jena

@@ -16,12 +16,7 @@ pub fn document(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, id
     match req.method {
         Method::GET | Method::HEAD => get(req, db, id),
         Method::PUT => {
-            let content_type = req.header("content-type");
-            let mut doc = if super::multipart::is_multipart(content_type) {
-                super::multipart::parse(content_type.unwrap_or_default(), &req.body)?
-            } else {
-                req.json_object()?
-            };
+            let mut doc = request_document(req)?;
             doc.insert("_id".into(), Value::String(id.to_owned()));
             if let (false, Some(rev)) = (doc.contains_key("_rev"), req.param("rev")) {
                 doc.insert("_rev".into(), Value::String(rev.to_owned()));
@@ -103,12 +98,7 @@ pub fn local(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, H
     match req.method {
         Method::GET | Method::HEAD => Ok(json(200, &Value::Object(db.db.get_local(id)?))),
         Method::PUT => {
-            let content_type = req.header("content-type");
-            let mut doc = if super::multipart::is_multipart(content_type) {
-                super::multipart::parse(content_type.unwrap_or_default(), &req.body)?
-            } else {
-                req.json_object()?
-            };
+            let mut doc = request_document(req)?;
             if let (false, Some(rev)) = (doc.contains_key("_rev"), req.param("rev")) {
                 doc.insert("_rev".into(), Value::String(rev.to_owned()));
             }
@@ -131,4 +121,15 @@ pub fn local(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, H
 /// For `_bulk_docs` results.
 pub fn outcomes(results: &[(String, rhizome_docs::WriteOutcome)], only_errors: bool) -> Value {
     Value::Array(results.iter().filter(|(_, o)| !only_errors || o.is_err()).map(|(id, o)| outcome_json(id, o)).collect())
+}
+
+/// A PUT's document: JSON, or the `multipart/related` form CouchDB's
+/// replicator sends (the document part plus its attachments).
+fn request_document(req: &Request) -> Result<Map<String, Value>, HttpError> {
+    let content_type = req.header("content-type");
+    if super::multipart::is_multipart(content_type) {
+        super::multipart::parse(content_type.unwrap_or_default(), &req.body)
+    } else {
+        req.json_object()
+    }
 }
