@@ -7,6 +7,7 @@
 'use strict';
 const autocannon = require('autocannon');
 const PouchDB = require('pouchdb');
+PouchDB.plugin(require('pouchdb-adapter-memory'));
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -67,9 +68,54 @@ function cannon(server, setupRequest) {
   });
 }
 
+// A PouchDB push of REPL documents into URL/repl, then a pull of them into a
+// new local database. The local databases are in memory (pouchdb-adapter-
+// memory; BENCH_REPL_ADAPTER=leveldb for PouchDB's on-disk default): with
+// leveldb the client's own disk reads dominate, and PouchDB's replicator
+// ships whatever it has read whenever the target is idle, so a faster target
+// gets more, smaller batches (against rhizome serve: ~390 batches for 10,000
+// documents instead of 100) and costs the client more. Client CPU seconds are
+// recorded to show where the time goes.
+async function replicate(url, db = 'repl') {
+  const adapter = process.env.BENCH_REPL_ADAPTER || 'memory';
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rhizome-bench-'));
+  const local = (name) => (adapter === 'memory' ? new PouchDB(`${name}-${path.basename(tmp)}`, { adapter: 'memory' }) : new PouchDB(path.join(tmp, name)));
+  try {
+    const src = local('src');
+    for (let s = 0; s < REPL; s += 1000) {
+      const batch = [];
+      for (let i = s; i < Math.min(REPL, s + 1000); i++) batch.push({ _id: `r-${i}`, ...doc(i) });
+      await src.bulkDocs(batch);
+    }
+    const remote = new PouchDB(`${url}/${db}`);
+    const cpu = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1e6; };
+    let c0 = cpu();
+    const t3 = Date.now();
+    const push = await src.replicate.to(remote);
+    const pushOut = { docs: push.docs_written, seconds: (Date.now() - t3) / 1000, client_cpu_s: cpu() - c0 };
+    const dst = local('dst');
+    c0 = cpu();
+    const t4 = Date.now();
+    const pull = await dst.replicate.from(remote);
+    const pullOut = { docs: pull.docs_written, seconds: (Date.now() - t4) / 1000, client_cpu_s: cpu() - c0 };
+    if (pushOut.docs !== REPL || pullOut.docs !== REPL) throw new Error(`${url}: pushed ${pushOut.docs}, pulled ${pullOut.docs}, expected ${REPL}`);
+    await Promise.all([src.destroy(), dst.destroy()]);
+    return { push: pushOut, pull: pullOut, adapter };
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 async function measure(name, url) {
   const server = split(url);
   const out = { name };
+  if (name === 'client-alone') {
+    // null-target.js: only the replication is measured against it.
+    await http(server, 'PUT', '/repl');
+    Object.assign(out, await replicate(url));
+    console.error(`${name}: push ${out.push.seconds} s, pull ${out.pull.seconds} s`);
+    return out;
+  }
   for (const db of ['bench', 'bulk', 'repl']) {
     await http(server, 'DELETE', `/${db}`).catch(() => {});
     await http(server, 'PUT', `/${db}`);
@@ -102,32 +148,22 @@ async function measure(name, url) {
   const res = await http(server, 'POST', '/bulk/_bulk_docs', { docs });
   out.bulk = { docs: OPS, seconds: (Date.now() - t2) / 1000, ok: res.filter((r) => r.ok).length };
   console.error(`${name}: _bulk_docs of ${OPS} in ${out.bulk.seconds} s`);
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rhizome-bench-'));
-  try {
-    const src = new PouchDB(path.join(tmp, 'src'));
-    for (let s = 0; s < REPL; s += 1000) {
-      const batch = [];
-      for (let i = s; i < Math.min(REPL, s + 1000); i++) batch.push({ _id: `r-${i}`, ...doc(i) });
-      await src.bulkDocs(batch);
-    }
-    const remote = new PouchDB(`${url}/repl`);
-    const t3 = Date.now();
-    const push = await src.replicate.to(remote);
-    out.push = { docs: push.docs_written, seconds: (Date.now() - t3) / 1000 };
-    const dst = new PouchDB(path.join(tmp, 'dst'));
-    const t4 = Date.now();
-    const pull = await dst.replicate.from(remote);
-    out.pull = { docs: pull.docs_written, seconds: (Date.now() - t4) / 1000 };
-    console.error(`${name}: push ${out.push.seconds} s, pull ${out.pull.seconds} s`);
-  } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
-  }
+  Object.assign(out, await replicate(url));
+  console.error(`${name}: push ${out.push.seconds} s, pull ${out.pull.seconds} s`);
   return out;
 }
 
 (async () => {
   const [outFile, ...targets] = process.argv.slice(2);
   const results = [];
+  // One untimed replication first, so that no target pays for warming up
+  // the client (V8's JIT compiling PouchDB) in its timed runs.
+  const alone = targets.find((t) => t.startsWith('client-alone='));
+  if (alone) {
+    const url = alone.slice(alone.indexOf('=') + 1);
+    await http(split(url), 'PUT', '/warmup');
+    await replicate(url, 'warmup');
+  }
   for (const t of targets) {
     const i = t.indexOf('=');
     results.push(await measure(t.slice(0, i), t.slice(i + 1)));

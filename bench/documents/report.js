@@ -7,7 +7,9 @@ const os = require('os');
 
 const [file, benchmarks, command] = process.argv.slice(2);
 const data = JSON.parse(fs.readFileSync(file, 'utf8'));
-const [us, ...peers] = data.results;
+const alone = data.results.find((r) => r.name === 'client-alone');
+const servers = data.results.filter((r) => r !== alone);
+const [us, ...peers] = servers;
 const rate = (n, s) => (s > 0 ? n / s : 0);
 const rows = [
   ['single writes (PUT, 25 clients)', (r) => rate(r.writes.ops, r.writes.seconds), 'docs/s', 20],
@@ -17,16 +19,29 @@ const rows = [
   [`PouchDB pull of ${data.repl_docs}`, (r) => rate(r.pull.docs, r.pull.seconds), 'docs/s', 5],
 ];
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
-let md = `| benchmark | ${data.results.map((r) => r.name).join(' | ')} | ratio | target |\n|---|${data.results.map(() => '---:').join('|')}|---:|---|\n`;
+let md = `| benchmark | ${servers.map((r) => r.name).join(' | ')} | ratio | target |\n|---|${servers.map(() => '---:').join('|')}|---:|---|\n`;
 for (const [label, f, unit, target] of rows) {
   const ours = f(us);
   const theirs = peers.length ? f(peers[0]) : 0;
   const ratio = theirs > 0 ? ours / theirs : 0;
   const met = target === null ? '' : `${target}x: ${ratio >= target ? 'met' : '**missed**'}`;
-  md += `| ${label} (${unit}) | ${data.results.map((r) => fmt(f(r))).join(' | ')} | ${ratio.toFixed(1)}x | ${met} |\n`;
+  md += `| ${label} (${unit}) | ${servers.map((r) => fmt(f(r))).join(' | ')} | ${ratio.toFixed(1)}x | ${met} |\n`;
+}
+if (alone && peers.length) {
+  // The same replications against null-target.js (a no-op in-memory server):
+  // the client's own time, which bounds every server's ratio.
+  const secs = (r, k) => r[k].seconds.toFixed(2);
+  const cpu = (r, k) => r[k].client_cpu_s.toFixed(2);
+  md += `\nPouchDB replication of ${data.repl_docs} documents (local databases: PouchDB's \`${us.adapter}\` adapter), seconds, and the client process's CPU seconds. `;
+  md += `"client alone" replicates against \`bench/documents/null-target.js\`, a server that keeps the documents in a JavaScript Map and does nothing else; `;
+  md += `${peers[0].name}'s time over its time is the highest ratio any server can reach with this client.\n\n`;
+  md += `| replication | ${us.name} s | ${peers[0].name} s | client alone s | ratio | highest ratio possible | client CPU s (${us.name} / ${peers[0].name} / alone) |\n|---|---:|---:|---:|---:|---:|---|\n`;
+  for (const k of ['push', 'pull']) {
+    md += `| ${k} | ${secs(us, k)} | ${secs(peers[0], k)} | ${secs(alone, k)} | ${(peers[0][k].seconds / us[k].seconds).toFixed(1)}x | ${(peers[0][k].seconds / alone[k].seconds).toFixed(1)}x | ${cpu(us, k)} / ${cpu(peers[0], k)} / ${cpu(alone, k)} |\n`;
+  }
 }
 const lat = (r) => `${r.name}: writes p50 ${r.writes.p50_ms} ms / p99 ${r.writes.p99_ms} ms, reads p50 ${r.reads.p50_ms} ms / p99 ${r.reads.p99_ms} ms, non-2xx ${r.writes.non2xx + r.reads.non2xx}`;
-md += `\nLatencies: ${data.results.map(lat).join('; ')}.\n`;
+md += `\nLatencies: ${servers.map(lat).join('; ')}.\n`;
 md += `\nLoad generator: ${data.client === 'rhizome' ? '`rhizome bench-http` (one thread, keep-alive)' : 'autocannon'}, ${data.connections} connections.\n`;
 md += `\nMachine: ${data.cpus} cores, ${os.platform()}; measured ${new Date().toISOString().slice(0, 10)} with \`${command}\`.\n`;
 console.log(md);
