@@ -88,6 +88,9 @@ impl KvRead for Transaction<'_> {
     fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
         Transaction::cursor(self, ks, lower, upper)
     }
+    fn approximate_bytes(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Option<u64> {
+        self.snapshot.approximate_bytes(ks, lower, upper)
+    }
 }
 
 /// Merges the snapshot's cursor with the overlay; the overlay wins on equal

@@ -42,7 +42,11 @@ impl Explain<'_, '_> {
                 GraphSlot::Default => String::new(),
                 GraphSlot::Named(g) => format!(" in {}", self.slot(g)),
             };
-            let line = format!("{pad}{} {} {}{graph}: about {estimate:.0} rows per lookup", self.slot(p.s), self.slot(p.p), self.slot(p.o));
+            let ranges = match &p.o_ranges {
+                Some(r) => format!(" (object in {} id ranges from the filter)", r.len()),
+                None => String::new(),
+            };
+            let line = format!("{pad}{} {} {}{graph}{ranges}: about {estimate:.0} rows per lookup", self.slot(p.s), self.slot(p.p), self.slot(p.o));
             let _ = writeln!(self.out, "{line}");
             bound.extend([p.s, p.p, p.o].iter().filter_map(|s| s.var()));
         }

@@ -42,6 +42,11 @@ impl<'a> TermSpace<'a> {
         QuadScan::reusable(self.reader, pattern)
     }
 
+    /// See `rhizome_rdf::index::approximate_bytes`.
+    pub fn approximate_bytes(&self, pattern: QuadPattern, objects: Option<(TermId, TermId)>) -> Option<u64> {
+        rhizome_rdf::index::approximate_bytes(self.reader, pattern, objects)
+    }
+
     /// Every graph of the store, by a skip scan of the index keys.
     pub fn graph_names(&self) -> Result<Vec<TermId>> {
         Ok(rhizome_rdf::index::graph_names(self.reader)?)

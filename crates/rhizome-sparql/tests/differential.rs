@@ -21,7 +21,7 @@ use rhizome_rdf::{DatasetMode, Store};
 use rhizome_sparql::{execute_update, parse_query, parse_update, PreparedQuery, QueryResults, Statistics};
 use std::collections::BTreeMap;
 
-const QUERIES: usize = 600;
+const QUERIES: usize = 2000;
 const SEED: u64 = 0x5eed_2026;
 
 /// xorshift64*: small, deterministic, no dependency.
@@ -51,10 +51,17 @@ fn random_dataset(rng: &mut Rng) -> Dataset {
     for _ in 0..n {
         let s = iri(&format!("s{}", rng.below(4)));
         let p = iri(&format!("p{}", rng.below(3)));
-        let o: Term = match rng.below(5) {
+        let o: Term = match rng.below(6) {
             0 | 1 => iri(&format!("s{}", rng.below(4))).into(),
             2 => Literal::from(rng.below(5) as i64).into(),
             3 => Literal::new_simple_literal(["a", "b", "a long string value"][rng.below(3)]).into(),
+            4 => {
+                // Values that compare with numbers and dates but are stored
+                // differently: inlined or in the dictionary (filters on
+                // them are pushed into index ranges).
+                let (lexical, datatype) = TYPED_VALUES[rng.below(TYPED_VALUES.len())];
+                Literal::new_typed_literal(lexical, NamedNode::new_unchecked(format!("http://www.w3.org/2001/XMLSchema#{datatype}"))).into()
+            }
             _ => Literal::new_language_tagged_literal_unchecked("a", ["en", "fr"][rng.below(2)]).into(),
         };
         let g = match rng.below(3) {
@@ -65,6 +72,34 @@ fn random_dataset(rng: &mut Rng) -> Dataset {
     }
     d
 }
+
+const TYPED_VALUES: &[(&str, &str)] = &[
+    ("2.5", "decimal"),
+    ("-1.0", "decimal"),
+    ("3.0E0", "double"),
+    ("01", "integer"),
+    ("2", "int"),
+    ("2010-01-01", "date"),
+    ("2010-01-02+13:00", "date"),
+    ("2009-12-31Z", "date"),
+    ("2010-01-01-12:00", "date"),
+    ("2010-01-01T10:00:00", "dateTime"),
+    ("2010-01-01T23:30:00-12:00", "dateTime"),
+];
+
+/// Comparisons of a variable with constants of each kind above.
+const COMPARISONS: &[&str] = &[
+    ">= 2",
+    "> 1.5",
+    "<= 2.5",
+    "= 2",
+    "> \"2010-01-01\"^^xsd:date",
+    "<= \"2010-01-01Z\"^^xsd:date",
+    ">= \"2010-01-01T12:00:00\"^^xsd:dateTime",
+    // Time zones: an earlier day can be a later instant.
+    ">= \"2010-01-02+14:00\"^^xsd:date",
+    ">= \"2010-01-02T01:00:00+14:00\"^^xsd:dateTime",
+];
 
 const VARS: &[&str] = &["?a", "?b", "?c", "?d"];
 
@@ -98,9 +133,11 @@ fn path(rng: &mut Rng) -> String {
 fn filter(rng: &mut Rng) -> String {
     let v = VARS[rng.below(VARS.len())];
     let w = VARS[rng.below(VARS.len())];
-    match rng.below(7) {
+    match rng.below(9) {
         0 => format!("FILTER({v} = :s{})", rng.below(4)),
         1 => format!("FILTER({v} < {})", rng.below(5)),
+        7 => format!("FILTER({v} {})", COMPARISONS[rng.below(COMPARISONS.len())]),
+        8 => format!("FILTER({v} {} && {v} {})", COMPARISONS[rng.below(COMPARISONS.len())], COMPARISONS[rng.below(COMPARISONS.len())]),
         2 => format!("FILTER(BOUND({v}))"),
         3 => format!("FILTER(isIRI({v}) || {v} != {w})"),
         4 => format!("FILTER(STRSTARTS(STR({v}), \"a\"))"),
@@ -135,9 +172,9 @@ fn group(rng: &mut Rng, depth: usize) -> String {
 fn random_query(rng: &mut Rng) -> String {
     let body = group(rng, 2);
     match rng.below(6) {
-        0 => format!("PREFIX : <{EX}> SELECT DISTINCT * WHERE {{ {body} }}"),
-        1 => format!("PREFIX : <{EX}> SELECT ?a (COUNT(*) AS ?n) WHERE {{ {body} }} GROUP BY ?a"),
-        _ => format!("PREFIX : <{EX}> SELECT * WHERE {{ {body} }}"),
+        0 => format!("PREFIX : <{EX}> PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> SELECT DISTINCT * WHERE {{ {body} }}"),
+        1 => format!("PREFIX : <{EX}> PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> SELECT ?a (COUNT(*) AS ?n) WHERE {{ {body} }} GROUP BY ?a"),
+        _ => format!("PREFIX : <{EX}> PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> SELECT * WHERE {{ {body} }}"),
     }
 }
 

@@ -62,6 +62,13 @@ pub trait KvRead {
     /// means to the end of the keyspace. The cursor starts unpositioned:
     /// call `seek` or `seek_for_prev` (or `seek_first`/`seek_last`).
     fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_>;
+    /// About how many bytes the keys of `ks` in `[lower, upper)` take on
+    /// disk (`upper = None`: to the end of the keyspace), for a query
+    /// planner's estimates: written files only, not recent writes still in
+    /// memory. `None` where the backend cannot tell.
+    fn approximate_bytes(&self, _ks: Keyspace, _lower: &[u8], _upper: Option<&[u8]>) -> Option<u64> {
+        None
+    }
 }
 
 /// A consistent read view of committed data.

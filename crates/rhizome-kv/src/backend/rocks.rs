@@ -121,7 +121,7 @@ impl Backend for RocksBackend {
         // the same DB and drops the snapshot first (field order), so the
         // borrow never outlives the DB.
         let snapshot: SnapshotWithThreadMode<'static, DB> = unsafe { std::mem::transmute(snapshot) };
-        Ok(Arc::new(RocksSnapshot { snapshot, _db: self.db.clone() }))
+        Ok(Arc::new(RocksSnapshot { snapshot, db: self.db.clone() }))
     }
 
     fn commit(&self, batch: WriteBatch) -> Result<()> {
@@ -220,7 +220,7 @@ fn dir_size(path: &Path) -> Result<u64> {
 
 struct RocksSnapshot {
     snapshot: SnapshotWithThreadMode<'static, DB>,
-    _db: Arc<DB>,
+    db: Arc<DB>,
 }
 
 impl Snapshot for RocksSnapshot {}
@@ -240,6 +240,15 @@ impl KvRead for RocksSnapshot {
         ro.set_iterate_lower_bound(lower);
         ro.set_iterate_upper_bound(upper);
         Box::new(RocksCursor { iter: self.snapshot.raw_iterator_opt(ro), seek_key: Vec::new(), ks })
+    }
+
+    fn approximate_bytes(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Option<u64> {
+        let lower = prefixed(ks, lower);
+        let upper = match upper {
+            Some(u) => prefixed(ks, u),
+            None => vec![ks.0 + 1],
+        };
+        self.db.get_approximate_sizes(&[rocksdb::Range::new(&lower, &upper)]).first().copied()
     }
 }
 

@@ -77,6 +77,33 @@ fn key_prefix(ordering: &Ordering, bound: &[Option<TermId>; 4]) -> Vec<u8> {
     prefix
 }
 
+/// About how many bytes on disk the quads matching `pattern` take, with
+/// the object within `objects` (inclusive) when given: a planner compares
+/// this with the whole pattern's to estimate how much of it a filter keeps.
+/// `None` where the backend cannot tell (see `KvRead::approximate_bytes`).
+pub fn approximate_bytes(snapshot: &dyn KvRead, pattern: QuadPattern, objects: Option<(TermId, TermId)>) -> Option<u64> {
+    let mut total = 0;
+    for (ordering, bound) in stream_plan(pattern).streams {
+        let prefix = key_prefix(&ordering, &bound);
+        let next_is_object = ordering.components.get(prefix.len() / 8) == Some(&O);
+        let (lower, upper) = match objects {
+            Some((low, high)) if next_is_object => {
+                let mut lower = prefix.clone();
+                lower.extend_from_slice(&low.to_be_bytes());
+                let mut last = prefix;
+                last.extend_from_slice(&high.to_be_bytes());
+                (lower, prefix_upper_bound(&last))
+            }
+            _ => {
+                let upper = prefix_upper_bound(&prefix);
+                (prefix, upper)
+            }
+        };
+        total += snapshot.approximate_bytes(ordering.ks, &lower, upper.as_deref())?;
+    }
+    Some(total)
+}
+
 struct Stream<'a> {
     cursor: Box<dyn Cursor + 'a>,
     ordering: Ordering,

@@ -84,7 +84,7 @@ impl<'a> Evaluator<'a> {
     /// are all different is counted from its scans, without rows.
     fn count_rows(self: &Rc<Self>, inner: &'a Plan) -> Result<u64> {
         if let Plan::Bgp(patterns) = inner {
-            if let [p] = patterns.as_slice() {
+            if let [p @ crate::plan::QuadPlan { o_ranges: None, .. }] = patterns.as_slice() {
                 let vars: Vec<Var> = [p.s.var(), p.p.var(), p.o.var(), self.graph_var_to_bind(p.g)].into_iter().flatten().collect();
                 let distinct = vars.iter().enumerate().all(|(i, v)| !vars[..i].contains(v));
                 if distinct {

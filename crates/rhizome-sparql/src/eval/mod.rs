@@ -235,6 +235,15 @@ impl<'a> Evaluator<'a> {
                 }))
             }
             Plan::Distinct(inner) | Plan::Reduced(inner) => {
+                if let Plan::Project(projected, vars) = &**inner {
+                    if let (Plan::Bgp(patterns), [v]) = (&**projected, vars.as_slice()) {
+                        if let [p] = patterns.as_slice() {
+                            if let Some(rows) = self.distinct_values(p, *v) {
+                                return rows;
+                            }
+                        }
+                    }
+                }
                 let mut seen = FxHashSet::default();
                 Box::new(self.eval(inner, input).filter(move |r| match r {
                     Ok(row) => seen.insert(row.clone()),

@@ -6,6 +6,7 @@ use crate::error::Result;
 use crate::plan::{GraphSlot, Plan, QuadPlan, Row, Slot, Var};
 use rhizome_rdf::{QuadPattern, TermId};
 use std::rc::Rc;
+use std::sync::Arc;
 
 impl<'a> Evaluator<'a> {
     pub(super) fn bgp(self: &Rc<Self>, patterns: &'a [QuadPlan], input: Row) -> Rows<'a> {
@@ -62,6 +63,28 @@ impl<'a> Evaluator<'a> {
         }
         let rows = MergeIntersect { ev: self.clone(), scans, row: input.clone(), var: x, pending: 0, done: false };
         Some((Box::new(rows), merged))
+    }
+
+    /// `SELECT DISTINCT ?v { one pattern }` where the index the pattern
+    /// scans is ordered by `?v` first (`?t` in `?s a ?t`): one seek per
+    /// distinct value, past all the quads that repeat it (a skip scan).
+    /// `None` when the pattern does not allow it.
+    pub(super) fn distinct_values(self: &Rc<Self>, p: &'a QuadPlan, v: Var) -> Option<Rows<'a>> {
+        let slots = [p.s, p.p, p.o];
+        let vars: Vec<Var> = slots.iter().filter_map(|s| s.var()).collect();
+        let distinct = vars.iter().enumerate().all(|(i, x)| !vars[..i].contains(x));
+        let component = slots.iter().position(|s| *s == Slot::Var(v))?;
+        if !distinct || p.o_ranges.is_some() || self.graph_var_to_bind(p.g).is_some() {
+            return None;
+        }
+        let empty = self.empty_row();
+        let (graphs, skip_default) = self.graphs_of(p.g, &empty);
+        let ([graph], false) = (graphs.as_slice(), skip_default) else { return None };
+        let scan = self.space.scan(QuadPattern { s: p.s.value(&empty), p: p.p.value(&empty), o: p.o.value(&empty), g: *graph });
+        if !scan.sorted_by(component) {
+            return None;
+        }
+        Some(Box::new(SkipScan { ev: self.clone(), scan, component, var: v, next: None, done: false }))
     }
 
     fn named_allowed(&self, g: TermId) -> bool {
@@ -121,7 +144,12 @@ impl<'a> Evaluator<'a> {
             let row = row.clone();
             let ev = ev.clone();
             let pattern = QuadPattern { s, p: pr, o, g };
-            let scan = Lookup::new(&ev, &pool, pattern);
+            let mut scan = Lookup::new(&ev, &pool, pattern);
+            if o.is_none() {
+                if let Some(ranges) = &p.o_ranges {
+                    scan.restrict(ranges.clone(), s.is_some());
+                }
+            }
             scan.filter_map(move |q| {
                 let q = match q {
                     Ok(q) => q,
@@ -252,6 +280,49 @@ fn bind_quad(row: &Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -
     Some(r)
 }
 
+/// The distinct values of one quad position, in order (see
+/// `distinct_values`).
+struct SkipScan<'a> {
+    ev: Rc<Evaluator<'a>>,
+    scan: rhizome_rdf::QuadScan<'a>,
+    component: usize,
+    var: Var,
+    /// Where the next value starts: just past the last one.
+    next: Option<TermId>,
+    done: bool,
+}
+
+impl SkipScan<'_> {
+    fn step(&mut self) -> Result<Option<Row>> {
+        self.ev.limits.check()?;
+        if let Some(at) = self.next {
+            self.scan.seek_component(self.component, at)?;
+        }
+        let Some(q) = self.scan.next_quad()? else { return Ok(None) };
+        let x = q[self.component];
+        // The last possible id has nothing after it.
+        self.next = x.0.checked_add(1).map(TermId);
+        self.done = self.next.is_none();
+        let mut row = self.ev.empty_row();
+        row[self.var] = Some(x);
+        Ok(Some(row))
+    }
+}
+
+impl Iterator for SkipScan<'_> {
+    type Item = Result<Row>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let out = self.step();
+        if !matches!(out, Ok(Some(_))) {
+            self.done = true;
+        }
+        out.transpose()
+    }
+}
+
 /// A scan and its next quad.
 struct Peek<'a> {
     scan: rhizome_rdf::QuadScan<'a>,
@@ -352,19 +423,80 @@ type ScanPool<'a> = Rc<std::cell::RefCell<Vec<rhizome_rdf::QuadScan<'a>>>>;
 struct Lookup<'a> {
     pool: ScanPool<'a>,
     scan: Option<rhizome_rdf::QuadScan<'a>>,
+    ranges: Option<ObjectRanges>,
+}
+
+/// The object id ranges a filter lets through, and where the scan is in
+/// them.
+struct ObjectRanges {
+    ranges: Arc<[(TermId, TermId)]>,
+    /// The range the scan is in.
+    at: usize,
+    /// The scan comes out sorted by object: it seeks to each range instead
+    /// of reading what lies between.
+    seekable: bool,
+    seek_next: bool,
 }
 
 impl<'a> Lookup<'a> {
     fn new(ev: &Evaluator<'a>, pool: &ScanPool<'a>, pattern: QuadPattern) -> Self {
         let reused = pool.borrow_mut().pop().and_then(|mut scan| scan.rebind(pattern).then_some(scan));
         let scan = reused.unwrap_or_else(|| ev.space.lookup_scan(pattern));
-        Lookup { pool: pool.clone(), scan: Some(scan) }
+        Lookup { pool: pool.clone(), scan: Some(scan), ranges: None }
+    }
+
+    /// Only quads whose object lies in one of `ranges`. A scan by subject
+    /// (a lookup from the row on the left) holds a few quads: checking
+    /// them costs less than a seek per range.
+    fn restrict(&mut self, ranges: Arc<[(TermId, TermId)]>, by_subject: bool) {
+        let seekable = !by_subject && self.scan.as_ref().is_some_and(|s| s.sorted_by(2));
+        self.ranges = Some(ObjectRanges { ranges, at: 0, seekable, seek_next: true });
+    }
+
+    fn next_in_ranges(&mut self) -> rhizome_rdf::Result<Option<[TermId; 4]>> {
+        let (Some(scan), Some(r)) = (self.scan.as_mut(), self.ranges.as_mut()) else { return Ok(None) };
+        loop {
+            let Some(&(low, high)) = r.ranges.get(r.at) else { return Ok(None) };
+            if r.seekable && r.seek_next {
+                scan.seek_component(2, low)?;
+                r.seek_next = false;
+            }
+            let Some(q) = scan.next_quad()? else { return Ok(None) };
+            let o = q[2];
+            if !r.seekable {
+                if r.ranges.iter().any(|(l, h)| *l <= o && o <= *h) {
+                    return Ok(Some(q));
+                }
+                continue;
+            }
+            if o < low {
+                r.seek_next = true;
+                continue;
+            }
+            if o > high {
+                while r.ranges.get(r.at).is_some_and(|(_, h)| *h < o) {
+                    r.at += 1;
+                }
+                match r.ranges.get(r.at) {
+                    None => return Ok(None),
+                    Some((l, _)) if *l <= o => return Ok(Some(q)),
+                    Some(_) => {
+                        r.seek_next = true;
+                        continue;
+                    }
+                }
+            }
+            return Ok(Some(q));
+        }
     }
 }
 
 impl Iterator for Lookup<'_> {
     type Item = rhizome_rdf::Result<[TermId; 4]>;
     fn next(&mut self) -> Option<Self::Item> {
+        if self.ranges.is_some() {
+            return self.next_in_ranges().transpose();
+        }
         self.scan.as_mut()?.next_quad().transpose()
     }
 }

@@ -3,6 +3,7 @@
 //! patterns of each basic graph pattern ordered from the store's statistics.
 
 mod order;
+mod ranges;
 mod translate;
 
 pub use order::Statistics;
@@ -10,6 +11,7 @@ pub use translate::Translator;
 
 use crate::expression::Expr;
 use rhizome_rdf::TermId;
+use std::sync::Arc;
 
 /// A variable's position in a row.
 pub type Var = usize;
@@ -54,6 +56,14 @@ pub struct QuadPlan {
     pub p: Slot,
     pub o: Slot,
     pub g: GraphSlot,
+    /// Object ids a FILTER above lets through (inclusive, sorted), when the
+    /// object is a variable the filter compares with an inlined value: the
+    /// scan then seeks over the index's object ranges instead of reading
+    /// every object (see `rhizome_rdf::term::range`).
+    pub o_ranges: Option<Arc<[(TermId, TermId)]>>,
+    /// The share of the pattern's quads `o_ranges` keeps, estimated from
+    /// the bytes the ranges take in the index (`None`: unknown).
+    pub o_share: Option<f64>,
 }
 
 #[derive(Clone, Debug)]

@@ -24,6 +24,17 @@ impl Statistics {
 
     /// Expected rows of a pattern when the flagged positions are bound.
     pub fn estimate(&self, p: &QuadPlan, bound: &[bool; 3]) -> f64 {
+        let rows = self.estimate_unfiltered(p, bound);
+        // A scan restricted to object ranges by a filter: the share of the
+        // index the ranges cover, or a guess of half where unknown.
+        if p.o_ranges.is_some() && !bound[2] {
+            rows * p.o_share.unwrap_or(0.5)
+        } else {
+            rows
+        }
+    }
+
+    fn estimate_unfiltered(&self, p: &QuadPlan, bound: &[bool; 3]) -> f64 {
         let total = self.quads.max(1) as f64;
         match p.p {
             Slot::Const(pred) => {
@@ -93,7 +104,7 @@ mod tests {
         stats.predicates.insert(common, [900, 900, 10]);
         stats.predicates.insert(rare, [5, 5, 5]);
         stats.predicates.insert(other, [100, 100, 100]);
-        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default };
+        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, o_share: None };
         // ?a common ?b . ?c other ?d . ?a rare ?e
         let ordered = order_patterns(vec![q(0, common, 1), q(2, other, 3), q(0, rare, 4)], &stats, &[]);
         let preds: Vec<Slot> = ordered.iter().map(|p| p.p).collect();
@@ -106,7 +117,7 @@ mod tests {
         let mut stats = Statistics { quads: 100_000, ..Default::default() };
         stats.predicates.insert(big, [90_000, 90_000, 90_000]);
         stats.predicates.insert(small, [1000, 1000, 1000]);
-        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default };
+        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, o_share: None };
         // OPTIONAL { ?x small ?y . ?a big ?x } with ?a bound on the left.
         let ordered = order_patterns(vec![q(1, small, 2), q(0, big, 1)], &stats, &[0]);
         assert_eq!(ordered[0].p, Slot::Const(big), "the pattern on the bound ?a is one lookup per left row");

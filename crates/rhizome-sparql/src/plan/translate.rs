@@ -85,7 +85,7 @@ impl<'s, 'a> Translator<'s, 'a> {
     }
 
     fn triple(&mut self, t: &TriplePattern) -> Result<QuadPlan> {
-        Ok(QuadPlan { s: self.term(&t.subject)?, p: self.named(&t.predicate)?, o: self.term(&t.object)?, g: self.graph })
+        Ok(QuadPlan { s: self.term(&t.subject)?, p: self.named(&t.predicate)?, o: self.term(&t.object)?, g: self.graph, o_ranges: None, o_share: None })
     }
 
     fn path(&mut self, p: &PropertyPathExpression) -> Result<PathPlan> {
@@ -131,8 +131,10 @@ impl<'s, 'a> Translator<'s, 'a> {
                 Plan::LeftJoin(b(l), b(r), e)
             }
             GraphPattern::Filter { expr, inner } => {
-                let inner = self.pattern(inner)?;
-                Plan::Filter(self.expression(expr)?, b(inner))
+                let mut inner = self.pattern(inner)?;
+                let expr = self.expression(expr)?;
+                super::ranges::push_filter_ranges(&expr, &mut inner, self.space, &self.stats, &self.bound);
+                Plan::Filter(expr, b(inner))
             }
             GraphPattern::Union { left, right } => Plan::Union(b(self.pattern(left)?), b(self.pattern(right)?)),
             GraphPattern::Graph { name, inner } => {
