@@ -2,7 +2,7 @@
 
 use crate::index::layout::{self, meta, GRAPHS, META};
 use crate::index::{QuadPattern, QuadScan};
-use crate::term::{Dictionary, TermId};
+use crate::term::{Dictionary, TermCache, TermId};
 use crate::{Error, Result};
 use oxrdf::{Term, TermRef};
 use rhizome_kv::{Kv, KvRead, Snapshot};
@@ -32,6 +32,7 @@ pub struct Store {
     kv: Kv,
     mode: DatasetMode,
     path: Option<PathBuf>,
+    terms: Arc<TermCache>,
 }
 
 fn is_store_dir(path: &Path) -> bool {
@@ -101,7 +102,7 @@ impl Store {
                 mode
             }
         };
-        Ok(Store { kv, mode, path })
+        Ok(Store { kv, mode, path, terms: Arc::default() })
     }
 
     pub fn mode(&self) -> DatasetMode {
@@ -117,7 +118,7 @@ impl Store {
     }
 
     pub fn snapshot(&self) -> Result<StoreSnapshot> {
-        Ok(StoreSnapshot { snapshot: self.kv.snapshot()?, mode: self.mode })
+        Ok(StoreSnapshot { snapshot: self.kv.snapshot()?, mode: self.mode, terms: self.terms.clone() })
     }
 
     pub fn compact(&self) -> Result<()> {
@@ -130,6 +131,7 @@ impl Store {
 pub struct StoreSnapshot {
     snapshot: Arc<dyn Snapshot>,
     mode: DatasetMode,
+    terms: Arc<TermCache>,
 }
 
 impl StoreSnapshot {
@@ -165,7 +167,24 @@ impl StoreSnapshot {
 
     /// The term of an id (`None` for the default graph).
     pub fn decode(&self, id: TermId) -> Result<Option<Term>> {
-        Dictionary::decode(self.snapshot.as_ref(), id)
+        if !id.is_in_dictionary() {
+            return Dictionary::decode(self.snapshot.as_ref(), id);
+        }
+        if let Some(t) = self.terms.get(id) {
+            return Ok(Some(t));
+        }
+        let term = Dictionary::decode(self.snapshot.as_ref(), id)?;
+        if let Some(t) = &term {
+            self.terms.insert(id, t.clone());
+        }
+        Ok(term)
+    }
+
+    /// The decoded terms shared by the store's snapshots (see
+    /// [`TermCache`]): for readers of this snapshot only, never for a
+    /// write transaction's reads.
+    pub fn term_cache(&self) -> &Arc<TermCache> {
+        &self.terms
     }
 
     pub fn contains(&self, quad: &[TermId; 4]) -> Result<bool> {

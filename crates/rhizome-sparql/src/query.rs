@@ -11,7 +11,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use spargebra::algebra::GraphPattern;
 use spargebra::term::{NamedNodePattern, TermPattern};
 use spargebra::Query;
+use rhizome_rdf::term::TermCache;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// Parses a query; errors carry line, column and what was expected.
 pub fn parse_query(text: &str, base_iri: Option<&str>) -> Result<Query> {
@@ -71,24 +73,34 @@ fn in_scope(p: &GraphPattern) -> Vec<Variable> {
 
 impl<'s> PreparedQuery<'s> {
     pub fn new(snapshot: &'s StoreSnapshot, stats: Statistics, query: &Query) -> Result<Self> {
-        Self::over(snapshot.kv(), snapshot.mode(), stats, query)
+        Self::build(snapshot.kv(), snapshot.mode(), stats, query, false, Some(snapshot.term_cache().clone()))
     }
 
     /// A query over any reader of the store (a write transaction's, for
     /// the WHERE clause of an update).
     pub fn over(reader: &'s dyn KvRead, mode: DatasetMode, stats: Statistics, query: &Query) -> Result<Self> {
-        Self::build(reader, mode, stats, query, false)
+        Self::build(reader, mode, stats, query, false, None)
     }
 
     /// The WHERE clause of an update: `WITH <g>` (a dataset without a
     /// named part) keeps the store's named graphs, where a query's FROM
     /// without FROM NAMED has none.
     pub(crate) fn for_update(reader: &'s dyn KvRead, mode: DatasetMode, stats: Statistics, query: &Query) -> Result<Self> {
-        Self::build(reader, mode, stats, query, true)
+        Self::build(reader, mode, stats, query, true, None)
     }
 
-    fn build(reader: &'s dyn KvRead, mode: DatasetMode, stats: Statistics, query: &Query, update: bool) -> Result<Self> {
-        let space = TermSpace::new(reader, mode);
+    fn build(
+        reader: &'s dyn KvRead,
+        mode: DatasetMode,
+        stats: Statistics,
+        query: &Query,
+        update: bool,
+        shared: Option<Arc<TermCache>>,
+    ) -> Result<Self> {
+        let mut space = TermSpace::new(reader, mode);
+        if let Some(cache) = shared {
+            space = space.with_shared_cache(cache);
+        }
         let (dataset, pattern, base_iri) = match query {
             Query::Select { dataset, pattern, base_iri }
             | Query::Ask { dataset, pattern, base_iri }

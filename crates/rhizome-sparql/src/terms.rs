@@ -7,16 +7,19 @@
 use crate::error::Result;
 use oxrdf::{Term, TermRef};
 use rhizome_kv::KvRead;
-use rhizome_rdf::term::{tag, term_key, Dictionary, TermKey};
+use rhizome_rdf::term::{tag, term_key, Dictionary, TermCache, TermKey};
 use rhizome_rdf::{DatasetMode, QuadPattern, QuadScan, TermId};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
+use std::sync::Arc;
 
 pub struct TermSpace<'a> {
     reader: &'a dyn KvRead,
     mode: DatasetMode,
     local: RefCell<LocalTerms>,
     decoded: RefCell<FxHashMap<TermId, Term>>,
+    /// The store's cache shared across queries, when reading a snapshot.
+    shared: Option<Arc<TermCache>>,
 }
 
 #[derive(Default)]
@@ -29,7 +32,14 @@ impl<'a> TermSpace<'a> {
     /// Terms of a store read through `reader` (a snapshot, or a write
     /// transaction that sees its own writes).
     pub fn new(reader: &'a dyn KvRead, mode: DatasetMode) -> Self {
-        TermSpace { reader, mode, local: RefCell::default(), decoded: RefCell::default() }
+        TermSpace { reader, mode, local: RefCell::default(), decoded: RefCell::default(), shared: None }
+    }
+
+    /// Decoded terms also go through the store's shared cache (see
+    /// `rhizome_rdf::term::TermCache`: for snapshots only).
+    pub fn with_shared_cache(mut self, cache: Arc<TermCache>) -> Self {
+        self.shared = Some(cache);
+        self
     }
 
     pub fn scan(&self, pattern: QuadPattern) -> QuadScan<'a> {
@@ -100,7 +110,20 @@ impl<'a> TermSpace<'a> {
         if cache.len() + ids.len() > 1 << 16 {
             cache.clear();
         }
+        if let Some(shared) = &self.shared {
+            ids.retain(|id| match shared.get(*id) {
+                Some(t) => {
+                    cache.insert(*id, t);
+                    false
+                }
+                None => true,
+            });
+        }
+        let shared = self.shared.as_deref();
         Dictionary::decode_many(self.reader, &mut ids, |id, term| {
+            if let Some(s) = shared {
+                s.insert(id, term.clone());
+            }
             cache.insert(id, term);
         })?;
         Ok(())
@@ -118,8 +141,18 @@ impl<'a> TermSpace<'a> {
         if let Some(t) = self.decoded.borrow().get(&id) {
             return Ok(t.clone());
         }
-        let term = Dictionary::decode(self.reader, id)?
-            .ok_or_else(|| crate::SparqlError::Evaluation("the default graph is not a term".into()))?;
+        let shared = self.shared.as_ref().filter(|_| id.is_in_dictionary());
+        let term = match shared.and_then(|s| s.get(id)) {
+            Some(t) => t,
+            None => {
+                let t = Dictionary::decode(self.reader, id)?
+                    .ok_or_else(|| crate::SparqlError::Evaluation("the default graph is not a term".into()))?;
+                if let Some(s) = shared {
+                    s.insert(id, t.clone());
+                }
+                t
+            }
+        };
         let mut cache = self.decoded.borrow_mut();
         if cache.len() > 1 << 16 {
             cache.clear();
