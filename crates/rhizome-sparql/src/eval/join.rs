@@ -37,7 +37,22 @@ impl HashedSide {
     }
 }
 
+/// How the right side of a nested-loop join runs for each left row.
+type PerRow<'a> = Box<dyn Fn(&Rc<Evaluator<'a>>, Row) -> Rows<'a> + 'a>;
+
 impl<'a> Evaluator<'a> {
+    /// The right side of a nested loop, run once per left row: a BGP keeps
+    /// its reusable scans across the rows.
+    fn per_row(&self, b: &'a Plan) -> PerRow<'a> {
+        match b {
+            Plan::Bgp(patterns) => {
+                let pools = super::pattern::scan_pools(patterns);
+                Box::new(move |ev, row| ev.profiled(b, ev.bgp_pooled(patterns, row, &pools)))
+            }
+            _ => Box::new(move |ev, row| ev.eval(b, row)),
+        }
+    }
+
     /// Every row of a plan evaluated alone, within the memory limit.
     fn materialize(self: &Rc<Self>, plan: &'a Plan) -> Result<Vec<Row>> {
         let mut rows = Vec::new();
@@ -59,8 +74,9 @@ impl<'a> Evaluator<'a> {
         let left = self.eval(a, input);
         if b.accepts_bindings() {
             let ev = self.clone();
+            let per_row = self.per_row(b);
             return Box::new(left.flat_map(move |r| match r {
-                Ok(row) => ev.eval(b, row),
+                Ok(row) => per_row(&ev, row),
                 Err(e) => fail(e),
             }));
         }
@@ -81,6 +97,7 @@ impl<'a> Evaluator<'a> {
     pub(super) fn left_join(self: &Rc<Self>, a: &'a Plan, b: &'a Plan, e: Option<&'a Expr>, input: Row) -> Rows<'a> {
         let left = self.eval(a, input);
         let ev = self.clone();
+        let per_row = self.per_row(b);
         let right = if b.accepts_bindings() {
             None
         } else {
@@ -95,7 +112,7 @@ impl<'a> Evaluator<'a> {
                 Err(e) => return fail(e),
             };
             let extended: Vec<Row> = match &right {
-                None => match ev.eval(b, row.clone()).collect::<Result<Vec<_>>>() {
+                None => match per_row(&ev, row.clone()).collect::<Result<Vec<_>>>() {
                     Ok(rows) => rows,
                     Err(e) => return fail(e),
                 },

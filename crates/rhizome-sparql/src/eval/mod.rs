@@ -135,6 +135,11 @@ impl<'a> Evaluator<'a> {
 
     pub fn eval(self: &Rc<Self>, plan: &'a Plan, input: Row) -> Rows<'a> {
         let rows = self.eval_node(plan, input);
+        self.profiled(plan, rows)
+    }
+
+    /// The rows of `plan`, counted for EXPLAIN when it runs.
+    fn profiled(self: &Rc<Self>, plan: &'a Plan, rows: Rows<'a>) -> Rows<'a> {
         match &self.profile {
             // EXPLAIN: count the rows each operator gives.
             Some(_) => {

@@ -10,6 +10,14 @@ use std::sync::Arc;
 
 impl<'a> Evaluator<'a> {
     pub(super) fn bgp(self: &Rc<Self>, patterns: &'a [QuadPlan], input: Row) -> Rows<'a> {
+        self.bgp_pooled(patterns, input, &scan_pools(patterns))
+    }
+
+    /// A BGP evaluated with given reusable scans, one pool per pattern
+    /// ([`scan_pools`]): a BGP evaluated once per row on the left (the right
+    /// side of a join or OPTIONAL) keeps its pools across rows, so each row
+    /// re-points scans instead of opening RocksDB iterators.
+    pub(super) fn bgp_pooled(self: &Rc<Self>, patterns: &'a [QuadPlan], input: Row, pools: &[ScanPool<'a>]) -> Rows<'a> {
         let (mut rows, merged) = match self.merge_leading(patterns, &input) {
             Some((rows, merged)) => (rows, merged),
             None => (one(input), Vec::new()),
@@ -19,7 +27,7 @@ impl<'a> Evaluator<'a> {
                 continue;
             }
             let ev = self.clone();
-            let pool = ScanPool::default();
+            let pool = pools[i].clone();
             rows = Box::new(rows.flat_map(move |r| match r {
                 Ok(row) => ev.scan_quad(p, row, &pool),
                 Err(e) => super::fail(e),
@@ -416,7 +424,12 @@ impl Iterator for MergeIntersect<'_> {
 /// Reusable scans of one pattern of a BGP: each lookup (one per row on the
 /// left) re-points a scan given back by an earlier one with a seek, instead
 /// of opening new RocksDB iterators, which costs more than the seek.
-type ScanPool<'a> = Rc<std::cell::RefCell<Vec<rhizome_rdf::QuadScan<'a>>>>;
+pub(super) type ScanPool<'a> = Rc<std::cell::RefCell<Vec<rhizome_rdf::QuadScan<'a>>>>;
+
+/// Empty scan pools for the patterns of a BGP.
+pub(super) fn scan_pools<'a>(patterns: &[QuadPlan]) -> Vec<ScanPool<'a>> {
+    patterns.iter().map(|_| ScanPool::default()).collect()
+}
 
 /// One lookup's scan, given back to its pool when dropped (exhausted, or
 /// abandoned under a LIMIT).
