@@ -8,9 +8,10 @@ use crate::error::Result;
 use oxrdf::{Term, TermRef};
 use rhizome_kv::KvRead;
 use rhizome_rdf::term::{tag, term_key, Dictionary, TermCache, TermKey};
+use rhizome_rdf::index::{families_present, Families};
 use rhizome_rdf::{DatasetMode, QuadPattern, QuadScan, TermId};
 use rustc_hash::FxHashMap;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 pub struct TermSpace<'a> {
@@ -20,6 +21,7 @@ pub struct TermSpace<'a> {
     decoded: RefCell<FxHashMap<TermId, Term>>,
     /// The store's cache shared across queries, when reading a snapshot.
     shared: Option<Arc<TermCache>>,
+    families: Cell<Option<Families>>,
 }
 
 #[derive(Default)]
@@ -32,7 +34,7 @@ impl<'a> TermSpace<'a> {
     /// Terms of a store read through `reader` (a snapshot, or a write
     /// transaction that sees its own writes).
     pub fn new(reader: &'a dyn KvRead, mode: DatasetMode) -> Self {
-        TermSpace { reader, mode, local: RefCell::default(), decoded: RefCell::default(), shared: None }
+        TermSpace { reader, mode, local: RefCell::default(), decoded: RefCell::default(), shared: None, families: Cell::new(None) }
     }
 
     /// Decoded terms also go through the store's shared cache (see
@@ -43,13 +45,25 @@ impl<'a> TermSpace<'a> {
     }
 
     pub fn scan(&self, pattern: QuadPattern) -> QuadScan<'a> {
-        QuadScan::new(self.reader, pattern)
+        QuadScan::new_in(self.reader, pattern, self.families())
+    }
+
+    /// Which index families hold quads, looked up once per query: the
+    /// reader does not change while a query runs (an update's WHERE is
+    /// evaluated whole before its writes).
+    fn families(&self) -> Families {
+        if let Some(f) = self.families.get() {
+            return f;
+        }
+        let f = families_present(self.reader).unwrap_or_default();
+        self.families.set(Some(f));
+        f
     }
 
     /// A scan that can be re-pointed at other patterns
     /// ([`QuadScan::rebind`]), for index nested loops.
     pub fn lookup_scan(&self, pattern: QuadPattern) -> QuadScan<'a> {
-        QuadScan::reusable(self.reader, pattern)
+        QuadScan::reusable(self.reader, pattern, self.families())
     }
 
     /// See `rhizome_rdf::index::approximate_bytes`.

@@ -17,6 +17,35 @@ pub struct QuadPattern {
     pub g: Option<TermId>,
 }
 
+/// Which index families hold any quad: a scan skips a family known to be
+/// empty (in union mode the quad indexes stay empty while every quad sits
+/// in its subject's graph; in plain mode the triple indexes do), saving a
+/// seek per lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Families {
+    pub triples: bool,
+    pub quads: bool,
+}
+
+impl Default for Families {
+    /// Both, as when nothing is known.
+    fn default() -> Self {
+        Families { triples: true, quads: true }
+    }
+}
+
+/// Which families `snapshot` has quads in (one seek each).
+pub fn families_present(snapshot: &dyn KvRead) -> Result<Families> {
+    let any = |ks| -> Result<bool> {
+        let mut cursor = snapshot.cursor(ks, &[], None);
+        cursor.seek_first();
+        let found = cursor.valid();
+        cursor.status()?;
+        Ok(found)
+    };
+    Ok(Families { triples: any(TRIPLE_SPO.ks)?, quads: any(QUAD_SPOG.ks)? })
+}
+
 /// The ordering whose key starts with the bound components of the pattern.
 fn choose(s: bool, p: bool, o: bool, graph: bool, triple: bool) -> Ordering {
     let by = match (s, p, o) {
@@ -46,11 +75,14 @@ struct StreamPlan {
     order: &'static [usize],
 }
 
-fn stream_plan(pattern: QuadPattern) -> StreamPlan {
+fn stream_plan(pattern: QuadPattern, families: Families) -> StreamPlan {
     let (s, p, o, g) = (pattern.s.is_some(), pattern.p.is_some(), pattern.o.is_some(), pattern.g.is_some());
     let quad_ordering = choose(s, p, o, g, false);
     // Other quads: the graph (if bound) is part of the key.
-    let mut streams = vec![(quad_ordering, [pattern.s, pattern.p, pattern.o, pattern.g])];
+    let mut streams = Vec::with_capacity(2);
+    if families.quads {
+        streams.push((quad_ordering, [pattern.s, pattern.p, pattern.o, pattern.g]));
+    }
     // Subject-graph triples: a bound graph binds the subject.
     let triple_subject = match (pattern.g, pattern.s) {
         (Some(g), Some(s)) if g != s => None,
@@ -58,7 +90,7 @@ fn stream_plan(pattern: QuadPattern) -> StreamPlan {
         (None, s) => Some(s),
     };
     if let Some(subject) = triple_subject {
-        if pattern.g != Some(TermId::DEFAULT_GRAPH) {
+        if pattern.g != Some(TermId::DEFAULT_GRAPH) && families.triples {
             let ordering = choose(subject.is_some(), p, o, false, true);
             streams.push((ordering, [subject, pattern.p, pattern.o, None]));
         }
@@ -83,7 +115,7 @@ fn key_prefix(ordering: &Ordering, bound: &[Option<TermId>; 4]) -> Vec<u8> {
 /// `None` where the backend cannot tell (see `KvRead::approximate_bytes`).
 pub fn approximate_bytes(snapshot: &dyn KvRead, pattern: QuadPattern, objects: Option<(TermId, TermId)>) -> Option<u64> {
     let mut total = 0;
-    for (ordering, bound) in stream_plan(pattern).streams {
+    for (ordering, bound) in stream_plan(pattern, Families::default()).streams {
         let prefix = key_prefix(&ordering, &bound);
         let next_is_object = ordering.components.get(prefix.len() / 8) == Some(&O);
         let (lower, upper) = match objects {
@@ -133,23 +165,30 @@ pub struct QuadScan<'a> {
     streams: Vec<Stream<'a>>,
     order: &'static [usize],
     started: bool,
+    families: Families,
 }
 
 impl<'a> QuadScan<'a> {
     pub fn new(snapshot: &'a dyn KvRead, pattern: QuadPattern) -> QuadScan<'a> {
-        Self::open(snapshot, pattern, false)
+        Self::open(snapshot, pattern, false, Families::default())
+    }
+
+    /// A scan that reads only the families `families` says hold quads
+    /// (from [`families_present`] on the same reader).
+    pub fn new_in(snapshot: &'a dyn KvRead, pattern: QuadPattern, families: Families) -> QuadScan<'a> {
+        Self::open(snapshot, pattern, false, families)
     }
 
     /// A scan whose cursors span their whole keyspaces, so that
     /// [`QuadScan::rebind`] can point it at another pattern with a seek
     /// instead of opening new cursors (index nested loops do one lookup per
     /// row on the left; opening a RocksDB iterator costs more than a seek).
-    pub fn reusable(snapshot: &'a dyn KvRead, pattern: QuadPattern) -> QuadScan<'a> {
-        Self::open(snapshot, pattern, true)
+    pub fn reusable(snapshot: &'a dyn KvRead, pattern: QuadPattern, families: Families) -> QuadScan<'a> {
+        Self::open(snapshot, pattern, true, families)
     }
 
-    fn open(snapshot: &'a dyn KvRead, pattern: QuadPattern, whole: bool) -> QuadScan<'a> {
-        let plan = stream_plan(pattern);
+    fn open(snapshot: &'a dyn KvRead, pattern: QuadPattern, whole: bool, families: Families) -> QuadScan<'a> {
+        let plan = stream_plan(pattern, families);
         let mut streams = Vec::with_capacity(2);
         for (ordering, bound) in &plan.streams {
             let prefix = key_prefix(ordering, bound);
@@ -166,13 +205,13 @@ impl<'a> QuadScan<'a> {
             }
             streams.push(Stream { cursor, ordering: *ordering, prefix, check_prefix: whole, current: None });
         }
-        QuadScan { streams, order: plan.order, started: false }
+        QuadScan { streams, order: plan.order, started: false, families }
     }
 
     /// Points a reusable scan at another pattern; `false` (and the scan
     /// unusable) when the pattern needs other orderings than this scan has.
     pub fn rebind(&mut self, pattern: QuadPattern) -> bool {
-        let plan = stream_plan(pattern);
+        let plan = stream_plan(pattern, self.families);
         if plan.streams.len() != self.streams.len()
             || self.streams.iter().zip(&plan.streams).any(|(s, (o, _))| !s.check_prefix || s.ordering.ks != o.ks)
         {
@@ -197,7 +236,7 @@ impl<'a> QuadScan<'a> {
             cursor.seek_first();
             streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None });
         }
-        QuadScan { streams, order: QUAD_SPOG.components, started: false }
+        QuadScan { streams, order: QUAD_SPOG.components, started: false, families: Families::default() }
     }
 
     /// Quad positions in the order results come out.
