@@ -113,6 +113,13 @@ impl<'a> TermSpace<'a> {
     /// ([`Dictionary::decode_many`]), so that the `decode` calls that
     /// follow find them there.
     pub fn prefetch(&self, mut ids: Vec<TermId>) -> Result<()> {
+        // With the store's shared cache, terms are kept there alone: each
+        // `decode` then clones a term once, not once per cache.
+        if let Some(shared) = &self.shared {
+            ids.retain(|id| id.is_in_dictionary() && !shared.touch(*id));
+            Dictionary::decode_many(self.reader, &mut ids, |id, term| shared.insert(id, term))?;
+            return Ok(());
+        }
         {
             let cache = self.decoded.borrow();
             ids.retain(|id| id.is_in_dictionary() && !cache.contains_key(id));
@@ -124,20 +131,7 @@ impl<'a> TermSpace<'a> {
         if cache.len() + ids.len() > 1 << 16 {
             cache.clear();
         }
-        if let Some(shared) = &self.shared {
-            ids.retain(|id| match shared.get(*id) {
-                Some(t) => {
-                    cache.insert(*id, t);
-                    false
-                }
-                None => true,
-            });
-        }
-        let shared = self.shared.as_deref();
         Dictionary::decode_many(self.reader, &mut ids, |id, term| {
-            if let Some(s) = shared {
-                s.insert(id, term.clone());
-            }
             cache.insert(id, term);
         })?;
         Ok(())
@@ -152,26 +146,25 @@ impl<'a> TermSpace<'a> {
                 .cloned()
                 .ok_or_else(|| crate::SparqlError::Evaluation(format!("unknown query-local term {:#x}", id.0)));
         }
-        if let Some(t) = self.decoded.borrow().get(&id) {
+        let shared = self.shared.as_ref().filter(|_| id.is_in_dictionary());
+        if let Some(s) = shared {
+            if let Some(t) = s.get(id) {
+                return Ok(t);
+            }
+        } else if let Some(t) = self.decoded.borrow().get(&id) {
             return Ok(t.clone());
         }
-        let shared = self.shared.as_ref().filter(|_| id.is_in_dictionary());
-        let term = match shared.and_then(|s| s.get(id)) {
-            Some(t) => t,
+        let term = Dictionary::decode(self.reader, id)?.ok_or_else(|| crate::SparqlError::Evaluation("the default graph is not a term".into()))?;
+        match shared {
+            Some(s) => s.insert(id, term.clone()),
             None => {
-                let t = Dictionary::decode(self.reader, id)?
-                    .ok_or_else(|| crate::SparqlError::Evaluation("the default graph is not a term".into()))?;
-                if let Some(s) = shared {
-                    s.insert(id, t.clone());
+                let mut cache = self.decoded.borrow_mut();
+                if cache.len() > 1 << 16 {
+                    cache.clear();
                 }
-                t
+                cache.insert(id, term.clone());
             }
-        };
-        let mut cache = self.decoded.borrow_mut();
-        if cache.len() > 1 << 16 {
-            cache.clear();
         }
-        cache.insert(id, term.clone());
         Ok(term)
     }
 }

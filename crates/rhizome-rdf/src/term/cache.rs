@@ -64,6 +64,22 @@ impl TermCache {
         Some(t)
     }
 
+    /// Whether the term is cached (kept as recently used, as `get` does),
+    /// without cloning it.
+    pub fn touch(&self, id: TermId) -> bool {
+        let mut shard = self.shard(id);
+        if shard.current.contains_key(&id) {
+            return true;
+        }
+        match shard.previous.remove(&id) {
+            Some(t) => {
+                shard.insert(id, t);
+                true
+            }
+            None => false,
+        }
+    }
+
     pub fn insert(&self, id: TermId, term: Term) {
         self.shard(id).insert(id, term);
     }
@@ -94,5 +110,22 @@ mod tests {
         assert_eq!(cache.get(TermId(3)), Some(iri(3)), "used again, so kept");
         assert_eq!(cache.get(TermId(3 + SHARDS as u64)), None, "not used since two generations");
         assert_eq!(cache.get(TermId(3 * n - 1)), Some(iri(3 * n - 1)));
+    }
+
+    #[test]
+    fn touch_tells_whether_a_term_is_cached_and_keeps_it_as_get_does() {
+        let cache = TermCache::default();
+        let n = (SHARDS * GENERATION_ENTRIES) as u64;
+        assert!(!cache.touch(TermId(5)));
+        for i in 0..2 * n {
+            cache.insert(TermId(i), iri(i));
+        }
+        assert!(cache.touch(TermId(5)), "in the older generation");
+        for i in 2 * n..3 * n {
+            cache.insert(TermId(i), iri(i));
+        }
+        assert!(cache.touch(TermId(5)), "touched, so kept");
+        assert_eq!(cache.get(TermId(5)), Some(iri(5)));
+        assert!(!cache.touch(TermId(5 + SHARDS as u64)), "not used since two generations");
     }
 }
