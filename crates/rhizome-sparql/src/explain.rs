@@ -46,7 +46,11 @@ impl Explain<'_, '_> {
                 Some(r) => format!(" (object in {} id ranges from the filter)", r.len()),
                 None => String::new(),
             };
-            let line = format!("{pad}{} {} {}{graph}{ranges}: about {estimate:.0} rows per lookup", self.slot(p.s), self.slot(p.p), self.slot(p.o));
+            let hashed = match self.counts.get(&(p as *const QuadPlan as usize)) {
+                Some(n) => format!(", hashed after {n} lookups (hash join)"),
+                None => String::new(),
+            };
+            let line = format!("{pad}{} {} {}{graph}{ranges}: about {estimate:.0} rows per lookup{hashed}", self.slot(p.s), self.slot(p.p), self.slot(p.o));
             let _ = writeln!(self.out, "{line}");
             bound.extend([p.s, p.p, p.o].iter().filter_map(|s| s.var()));
         }
@@ -55,7 +59,7 @@ impl Explain<'_, '_> {
     fn node(&mut self, plan: &Plan, depth: usize) {
         let rows = self.counts.get(&(plan as *const Plan as usize)).copied().unwrap_or(0);
         let (label, children): (String, Vec<&Plan>) = match plan {
-            Plan::Bgp(_) => ("BGP (index nested loops, in this order)".into(), vec![]),
+            Plan::Bgp(_) => ("BGP (in this order: index nested loops, or a hash join where marked)".into(), vec![]),
             Plan::Path { s, o, .. } => (format!("Path {} .. {}", self.slot(*s), self.slot(*o)), vec![]),
             Plan::Join(a, b) => ((if b.accepts_bindings() { "Join (index nested loops)" } else { "Join (hash)" }).into(), vec![a, b]),
             Plan::LeftJoin(a, b, _) => ("Optional".into(), vec![a, b]),

@@ -163,6 +163,7 @@ impl<'s> PreparedQuery<'s> {
             limits: Default::default(),
             named_graphs: Default::default(),
             profile: None,
+            hash_after_lookups: Default::default(),
         };
         Ok(PreparedQuery { ev: Rc::new(ev), plan, form, names, stats })
     }
@@ -177,6 +178,14 @@ impl<'s> PreparedQuery<'s> {
     /// may take (1 GiB unless set); past it, `SparqlError::MemoryLimit`.
     pub fn set_memory_limit(&self, bytes: usize) {
         self.ev.limits.memory_bytes.set(bytes);
+    }
+
+    /// Joins a pattern by hashing it after `lookups` index lookups made
+    /// from the rows on the left, whatever its size (by default: once the
+    /// lookups have cost about what reading the pattern whole does). For
+    /// tests, which run both join methods over the same queries.
+    pub fn set_hash_join_after(&self, lookups: u64) {
+        self.ev.hash_after_lookups.set(Some(lookups));
     }
 
     /// Setting the flag (from any thread) stops the query with

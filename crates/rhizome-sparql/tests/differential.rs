@@ -197,17 +197,33 @@ fn ours(dataset: &Dataset, query: &str, mode: DatasetMode) -> Result<Rows, Strin
     execute_update(&store, &parse_update(&data, None).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let snapshot = store.snapshot().map_err(|e| e.to_string())?;
     let stats = Statistics::from_store(&store.stats().map_err(|e| e.to_string())?);
-    let prepared = PreparedQuery::new(&snapshot, stats, &parse_query(query, None).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-    let QueryResults::Solutions { variables, solutions } = prepared.execute().map_err(|e| e.to_string())? else {
-        return Err("not solutions".into());
-    };
-    let mut rows = Vec::new();
-    for s in solutions {
-        let s = s.map_err(|e| e.to_string())?;
-        rows.push(variables.iter().zip(s).filter_map(|(v, t)| t.map(|t| (v.as_str().to_owned(), t.to_string()))).collect());
+    let query = parse_query(query, None).map_err(|e| e.to_string())?;
+    // Once with the engine's own choice of join method, once with every
+    // pattern the nested loops look up hashed at its first lookup: both
+    // must give the same rows.
+    let mut answers = Vec::new();
+    for hash_at_once in [false, true] {
+        let prepared = PreparedQuery::new(&snapshot, stats.clone(), &query).map_err(|e| e.to_string())?;
+        if hash_at_once {
+            prepared.set_hash_join_after(0);
+        }
+        let QueryResults::Solutions { variables, solutions } = prepared.execute().map_err(|e| e.to_string())? else {
+            return Err("not solutions".into());
+        };
+        let mut rows: Rows = Vec::new();
+        for s in solutions {
+            let s = s.map_err(|e| e.to_string())?;
+            rows.push(variables.iter().zip(s).filter_map(|(v, t)| t.map(|t| (v.as_str().to_owned(), t.to_string()))).collect());
+        }
+        rows.sort();
+        answers.push(rows);
     }
-    rows.sort();
-    Ok(rows)
+    let hashed = answers.pop().expect("two answers");
+    let looked_up = answers.pop().expect("two answers");
+    if hashed != looked_up {
+        return Err(format!("hash joins give other rows than index lookups: {hashed:?}"));
+    }
+    Ok(looked_up)
 }
 
 /// The reference evaluator; in union mode, over the dataset as a union

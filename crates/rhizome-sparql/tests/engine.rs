@@ -272,3 +272,45 @@ fn distinct_values_of_one_pattern_come_from_a_skip_scan_and_match_a_full_scan() 
         }
     }
 }
+
+#[test]
+fn a_pattern_looked_up_often_enough_is_hashed_and_gives_the_rows_lookups_give() {
+    // 3,000 people in 40 departments of 4 faculties, one in ten with a
+    // comment: the joins below look their right-hand patterns up once per
+    // person, far more often than reading those patterns whole costs.
+    let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
+    for i in 0..3000 {
+        data.push_str(&format!(" :p{i} :memberOf :d{} ; :age {} .", i % 40, 20 + i % 50));
+        if i % 10 == 0 {
+            data.push_str(&format!(" :p{i} :comment \"c{i}\" ."));
+        }
+    }
+    for d in 0..40 {
+        data.push_str(&format!(" :d{d} :in :f{} .", d % 4));
+    }
+    data.push('}');
+    let store = Store::memory(DatasetMode::Union);
+    update(&store, &data);
+    let query = "PREFIX : <http://ex/> SELECT ?p ?f ?c { ?p :memberOf ?d ; :age ?a . ?d :in ?f FILTER(?a > 30) OPTIONAL { ?p :comment ?c } }";
+    let snapshot = store.snapshot().unwrap();
+    let stats = Statistics::from_store(&store.stats().unwrap());
+    let explain = PreparedQuery::new(&snapshot, stats.clone(), &parse_query(query, None).unwrap()).unwrap().explain().unwrap();
+    assert!(explain.contains("hash join"), "some pattern is hashed: {explain}");
+    let rows = |hash_after: Option<u64>| -> Vec<Vec<String>> {
+        let prepared = PreparedQuery::new(&snapshot, stats.clone(), &parse_query(query, None).unwrap()).unwrap();
+        if let Some(n) = hash_after {
+            prepared.set_hash_join_after(n);
+        }
+        let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
+        let mut rows: Vec<Vec<String>> =
+            solutions.map(|s| s.unwrap().into_iter().map(|t| t.map(|t| t.to_string()).unwrap_or_default()).collect()).collect();
+        rows.sort();
+        rows
+    };
+    let (chosen, never_hashed, hashed_at_once) = (rows(None), rows(Some(u64::MAX)), rows(Some(0)));
+    // Ages 31..69 of 20..69: 39 in 50 people.
+    assert_eq!(chosen.len(), 3000 / 50 * 39);
+    assert_eq!(chosen.iter().filter(|r| !r[2].is_empty()).count(), (0..3000).filter(|i| i % 10 == 0 && 20 + i % 50 > 30).count());
+    assert_eq!(chosen, never_hashed);
+    assert_eq!(chosen, hashed_at_once);
+}

@@ -39,10 +39,15 @@ pub struct Evaluator<'a> {
     /// evaluated (set around every pull of its inner rows).
     pub graph_context: std::cell::RefCell<rustc_hash::FxHashMap<crate::plan::Var, TermId>>,
     pub limits: Limits,
-    /// Rows given per plan node (by address), when explaining.
+    /// Rows given per plan node (by address), when explaining; by a quad
+    /// pattern's address, the lookups after which it was hashed.
     pub profile: Option<std::cell::RefCell<rustc_hash::FxHashMap<usize, u64>>>,
     /// The named graphs of the dataset, listed once per query.
     pub named_graphs: std::cell::RefCell<Option<Rc<Vec<TermId>>>>,
+    /// Hash a pattern after this many lookups whatever its size, instead
+    /// of when the lookups have cost what reading it whole does (tests use
+    /// it to run both join methods over the same queries).
+    pub hash_after_lookups: std::cell::Cell<Option<u64>>,
 }
 
 /// A time limit and a cancellation flag, checked as scans yield quads

@@ -64,6 +64,10 @@ pub struct QuadPlan {
     /// The share of the pattern's quads `o_ranges` keeps, estimated from
     /// the bytes the ranges take in the index (`None`: unknown).
     pub o_share: Option<f64>,
+    /// Expected quads of the pattern with only its constants bound (from
+    /// the statistics, set when the BGP is ordered): what reading it once
+    /// whole for a hash join costs, against one lookup per row on the left.
+    pub alone_rows: Option<f64>,
 }
 
 #[derive(Clone, Debug)]
