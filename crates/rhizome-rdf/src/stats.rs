@@ -74,6 +74,19 @@ impl Store {
     }
 }
 
+/// The quads of predicate `p` in every graph (every quad of the store when
+/// `None`), as seen by `reader`: read from the counters each write keeps in
+/// the same transaction as its quads, so exact for any snapshot.
+pub fn quads_counted(reader: &dyn KvRead, p: Option<TermId>) -> Result<u64> {
+    match p {
+        None => read_u64(reader, meta::QUADS),
+        Some(p) => match reader.get(PREDICATE_STATS, &p.to_be_bytes())? {
+            Some(v) => Ok(decode_predicate_stats(&v)?[0]),
+            None => Ok(0),
+        },
+    }
+}
+
 fn count_keys(snapshot: &dyn KvRead, ks: rhizome_kv::Keyspace, mut each: impl FnMut(&[u8])) -> Result<u64> {
     let mut cursor = snapshot.cursor(ks, &[], None);
     cursor.seek_first();

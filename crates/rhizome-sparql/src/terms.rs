@@ -66,6 +66,11 @@ impl<'a> TermSpace<'a> {
         QuadScan::reusable(self.reader, pattern, self.families())
     }
 
+    /// See `rhizome_rdf::quads_counted`.
+    pub fn quads_counted(&self, p: Option<TermId>) -> Result<u64> {
+        Ok(rhizome_rdf::quads_counted(self.reader, p)?)
+    }
+
     /// See `rhizome_rdf::index::approximate_bytes`.
     pub fn approximate_bytes(&self, pattern: QuadPattern, objects: Option<(TermId, TermId)>) -> Option<u64> {
         rhizome_rdf::index::approximate_bytes(self.reader, pattern, objects)

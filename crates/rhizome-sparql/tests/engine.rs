@@ -314,3 +314,21 @@ fn a_pattern_looked_up_often_enough_is_hashed_and_gives_the_rows_lookups_give() 
     assert_eq!(chosen, never_hashed);
     assert_eq!(chosen, hashed_at_once);
 }
+
+#[test]
+fn counts_of_the_whole_union_graph_from_the_counters_match_counted_rows() {
+    let store = Store::memory(DatasetMode::Union);
+    update(&store, DATA);
+    // The same triple in a second graph, then deletes and a re-insert.
+    update(&store, "PREFIX : <http://ex/> INSERT DATA { GRAPH :h { :a :knows :b . :h :age 7 } }");
+    update(&store, "PREFIX : <http://ex/> DELETE DATA { :b :age 41 }");
+    update(&store, "PREFIX : <http://ex/> DELETE WHERE { GRAPH :g { ?s ?p ?o } }");
+    update(&store, "PREFIX : <http://ex/> INSERT DATA { :c :age 5 . :c :knows :a }");
+    let count = |q: &str| select(&store, &format!("PREFIX : <http://ex/> SELECT (COUNT(*) AS ?n) {{ {q} }}"))[0][0].clone();
+    for (pattern, expected) in [("?s ?p ?o", 7), ("?s :knows ?o", 4), ("?s :age ?o", 3), ("?s :nothing ?o", 0)] {
+        let from_counters = count(pattern);
+        let from_rows = count(&format!("{pattern} FILTER(true)"));
+        assert_eq!(from_counters, from_rows, "{pattern}");
+        assert_eq!(from_counters, format!("\"{expected}\"^^<http://www.w3.org/2001/XMLSchema#integer>"), "{pattern}");
+    }
+}

@@ -81,12 +81,24 @@ impl<'a> Evaluator<'a> {
     }
 
     /// The number of rows of `inner`; a single quad pattern whose variables
-    /// are all different is counted from its scans, without rows.
+    /// are all different is counted from its scans, without rows, or from
+    /// the store's counters when it reads the whole union default graph
+    /// with only its predicate bound.
     fn count_rows(self: &Rc<Self>, inner: &'a Plan) -> Result<u64> {
         if let Plan::Bgp(patterns) = inner {
             if let [p @ crate::plan::QuadPlan { o_ranges: None, .. }] = patterns.as_slice() {
                 let vars: Vec<Var> = [p.s.var(), p.p.var(), p.o.var(), self.graph_var_to_bind(p.g)].into_iter().flatten().collect();
                 let distinct = vars.iter().enumerate().all(|(i, v)| !vars[..i].contains(v));
+                // Every quad of the store, or every quad of a predicate: the
+                // store's counters have the answer (as Virtuoso's do).
+                let whole_store = p.g == crate::plan::GraphSlot::Default && self.dataset.default.is_none() && self.space.default_graph().is_none();
+                if distinct && whole_store && p.s.var().is_some() && p.o.var().is_some() {
+                    let predicate = match p.p {
+                        crate::plan::Slot::Const(id) => Some(id),
+                        crate::plan::Slot::Var(_) => None,
+                    };
+                    return self.space.quads_counted(predicate);
+                }
                 if distinct {
                     let empty = self.empty_row();
                     let (graphs, skip_default) = self.graphs_of(p.g, &empty);
