@@ -29,6 +29,14 @@ impl<'a> DecodeCache<'a> {
     pub fn new(snapshot: &'a StoreSnapshot) -> Self {
         DecodeCache { snapshot, cache: FxHashMap::default() }
     }
+    /// Records a term the caller already holds with the id the store gave
+    /// it (a lookup's own term), so that decoding that id reads nothing:
+    /// a lookup by subject then reads the subject's triples and their other
+    /// terms only.
+    pub fn remember(&mut self, id: TermId, term: Term) {
+        self.cache.insert(id.0, term);
+    }
+
     pub fn term(&mut self, id: TermId) -> Result<Term> {
         if let Some(t) = self.cache.get(&id.0) {
             return Ok(t.clone());

@@ -59,8 +59,10 @@ fn run_file(snapshot: &StoreSnapshot, file: &Path, range_limit: usize, budget_se
                 break;
             }
             done += 1;
-            let Some(id) = super::term_id(snapshot, t)? else { continue };
+            let term = super::parse_term(t)?;
+            let Some(id) = snapshot.lookup(term.as_ref())? else { continue };
             let mut cache = DecodeCache::new(snapshot);
+            cache.remember(id, term);
             let pattern = match kind.as_str() {
                 "subject" => QuadPattern { s: Some(id), ..Default::default() },
                 "predicate" => QuadPattern { p: Some(id), ..Default::default() },

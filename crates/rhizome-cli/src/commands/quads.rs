@@ -30,10 +30,15 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     let snapshot = store.snapshot()?;
     let mut pattern = QuadPattern::default();
     let mut missing = false;
+    let mut cache = rhizome_rdf::DecodeCache::new(&snapshot);
     for (text, slot) in [(&args.s, &mut pattern.s), (&args.p, &mut pattern.p), (&args.o, &mut pattern.o)] {
         if let Some(t) = text {
-            match super::term_id(&snapshot, t)? {
-                Some(id) => *slot = Some(id),
+            let term = super::parse_term(t)?;
+            match snapshot.lookup(term.as_ref())? {
+                Some(id) => {
+                    *slot = Some(id);
+                    cache.remember(id, term);
+                }
                 None => missing = true,
             }
         }
@@ -53,7 +58,6 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut n = 0u64;
     if !missing {
-        let mut cache = rhizome_rdf::DecodeCache::new(&snapshot);
         for q in snapshot.scan(pattern) {
             if n >= limit {
                 break;
