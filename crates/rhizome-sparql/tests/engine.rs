@@ -332,3 +332,23 @@ fn counts_of_the_whole_union_graph_from_the_counters_match_counted_rows() {
         assert_eq!(from_counters, format!("\"{expected}\"^^<http://www.w3.org/2001/XMLSchema#integer>"), "{pattern}");
     }
 }
+
+#[test]
+fn a_star_on_a_bound_subject_gives_every_combination_however_many_quads_the_subject_has() {
+    // :small has a few quads (read whole once), :big more than a star
+    // reads at once (a lookup per pattern instead).
+    let mut data = String::from("PREFIX : <http://ex/> INSERT DATA { :small a :Hub ; :name \"s\" ; :link :a, :b . :big a :Hub ; :name \"b1\", \"b2\" .");
+    for i in 0..150 {
+        data.push_str(&format!(" :big :link :l{i} ."));
+    }
+    data.push('}');
+    for mode in [DatasetMode::Union, DatasetMode::Plain] {
+        let store = Store::memory(mode);
+        update(&store, &data);
+        let rows = select(&store, "PREFIX : <http://ex/> SELECT ?x ?l ?n { ?x a :Hub . ?x :link ?l ; :name ?n }");
+        assert_eq!(rows.len(), 2 + 150 * 2, "{mode:?}");
+        let small: Vec<_> = rows.iter().filter(|r| r[0] == "<http://ex/small>").map(|r| r[1].clone()).collect();
+        assert_eq!(small, vec!["<http://ex/a>", "<http://ex/b>"]);
+        assert_eq!(select(&store, "PREFIX : <http://ex/> SELECT ?x { ?x a :Hub . ?x :link :l7 ; :name \"b2\" }"), vec![vec!["<http://ex/big>".to_owned()]]);
+    }
+}
