@@ -301,7 +301,7 @@ impl<'a> Evaluator<'a> {
         if mask == 0 || state.refused & (1 << mask) != 0 {
             return Ok(None);
         }
-        if let Some(h) = state.hashed.as_ref().filter(|h| h.mask == mask) {
+        if let Some(h) = &state.hashed[usize::from(mask)] {
             return Ok(Some(h.clone()));
         }
         let lookups = &mut state.lookups[usize::from(mask)];
@@ -343,7 +343,7 @@ impl<'a> Evaluator<'a> {
         let hashed = Rc::new(HashedQuads::new(mask, quads));
         let lookups = {
             let mut state = pool.borrow_mut();
-            state.hashed = Some(hashed.clone());
+            state.hashed[usize::from(mask)] = Some(hashed.clone());
             state.lookups[usize::from(mask)]
         };
         if let Some(profile) = &self.profile {
@@ -622,7 +622,9 @@ pub(super) struct PatternState<'a> {
     /// Lookups made, per set of positions bound from the left (bit 0
     /// subject, 1 predicate, 2 object).
     lookups: [u64; 8],
-    hashed: Option<Rc<HashedQuads>>,
+    /// The pattern hashed, per set of bound positions (rows on the left
+    /// may bind different variables, as after an OPTIONAL).
+    hashed: [Option<Rc<HashedQuads>>; 8],
     /// Sets of bound positions whose pattern was too large to hash.
     refused: u8,
 }
