@@ -2,6 +2,11 @@
 
 mod commands;
 
+// Query execution allocates many small short-lived values (rows, keys,
+// terms); mimalloc serves them several times faster than glibc's malloc.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
