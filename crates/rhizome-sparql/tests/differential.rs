@@ -85,6 +85,10 @@ const TYPED_VALUES: &[(&str, &str)] = &[
     ("2010-01-01-12:00", "date"),
     ("2010-01-01T10:00:00", "dateTime"),
     ("2010-01-01T23:30:00-12:00", "dateTime"),
+    ("2010-01-01T09:00:00", "dateTime"),
+    ("2010-01-01T10:00:00-12:00", "dateTime"),
+    ("2010-01-03+13:00", "date"),
+    ("zz", "string"),
 ];
 
 /// Comparisons of a variable with constants of each kind above.
@@ -99,6 +103,9 @@ const COMPARISONS: &[&str] = &[
     // Time zones: an earlier day can be a later instant.
     ">= \"2010-01-02+14:00\"^^xsd:date",
     ">= \"2010-01-02T01:00:00+14:00\"^^xsd:dateTime",
+    "< \"b\"",
+    "= \"a\"",
+    "> \"a long string\"",
 ];
 
 const VARS: &[&str] = &["?a", "?b", "?c", "?d"];
@@ -133,8 +140,11 @@ fn path(rng: &mut Rng) -> String {
 fn filter(rng: &mut Rng) -> String {
     let v = VARS[rng.below(VARS.len())];
     let w = VARS[rng.below(VARS.len())];
-    match rng.below(9) {
+    match rng.below(11) {
         0 => format!("FILTER({v} = :s{})", rng.below(4)),
+        // Two variables: decided on ids where the ids alone tell.
+        9 => format!("FILTER({v} {} {w})", ["<", "<=", "=", "!=", ">"][rng.below(5)]),
+        10 => format!("FILTER(!({v} > {w}) || {v} = {w})"),
         1 => format!("FILTER({v} < {})", rng.below(5)),
         7 => format!("FILTER({v} {})", COMPARISONS[rng.below(COMPARISONS.len())]),
         8 => format!("FILTER({v} {} && {v} {})", COMPARISONS[rng.below(COMPARISONS.len())], COMPARISONS[rng.below(COMPARISONS.len())]),
@@ -307,3 +317,4 @@ fn random_queries_agree_with_an_independent_evaluator() {
     assert!(compared > QUERIES * 9 / 10 && with_rows > QUERIES / 3, "the generator makes too few useful queries");
     assert!(mismatches.is_empty(), "{} of {QUERIES} random queries disagree:\n{}", mismatches.len(), mismatches.iter().take(5).cloned().collect::<Vec<_>>().join("\n"));
 }
+

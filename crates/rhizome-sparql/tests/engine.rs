@@ -352,3 +352,28 @@ fn a_star_on_a_bound_subject_gives_every_combination_however_many_quads_the_subj
         assert_eq!(select(&store, "PREFIX : <http://ex/> SELECT ?x { ?x a :Hub . ?x :link :l7 ; :name \"b2\" }"), vec![vec!["<http://ex/big>".to_owned()]]);
     }
 }
+
+#[test]
+fn counts_over_subqueries_count_their_rows_and_sums_keep_xsd_types() {
+    let store = Store::memory(DatasetMode::Union);
+    update(
+        &store,
+        "PREFIX : <http://ex/> PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> INSERT DATA {
+           :a :v 1, 2 ; :w \"x\" . :b :v 2, 3.5 ; :w \"x\" . :c :v \"4\"^^xsd:int, 9007199254740993 ; :w \"y\" . :d :v 1.0e0 }",
+    );
+    let one = |q: &str| select(&store, &format!("PREFIX : <http://ex/> {q}"))[0][0].clone();
+    let int = |n: i64| format!("\"{n}\"^^<http://www.w3.org/2001/XMLSchema#integer>");
+    // A projection keeps every row; DISTINCT does not.
+    assert_eq!(one("SELECT (COUNT(*) AS ?n) { SELECT ?s { ?s :v ?o } }"), int(7));
+    assert_eq!(one("SELECT (COUNT(*) AS ?n) { SELECT DISTINCT ?s { ?s :v ?o } }"), int(4));
+    assert_eq!(one("SELECT (COUNT(*) AS ?n) { SELECT ?w { ?s :w ?w } }"), int(3));
+    assert_eq!(one("SELECT (COUNT(*) AS ?n) { SELECT DISTINCT ?w { ?s :w ?w } }"), int(2));
+    // Sums over inlined integers, decimals, a derived type, an integer
+    // too large to inline, and a double: promoted as XSD says.
+    assert_eq!(one("SELECT (SUM(?o) AS ?t) { :a :v ?o }"), int(3));
+    assert_eq!(one("SELECT (SUM(?o) AS ?t) { :b :v ?o }"), "\"5.5\"^^<http://www.w3.org/2001/XMLSchema#decimal>");
+    assert_eq!(one("SELECT (SUM(?o) AS ?t) { :c :v ?o }"), int(9007199254740997));
+    assert_eq!(one("SELECT (AVG(?o) AS ?t) { :a :v ?o }"), "\"1.5\"^^<http://www.w3.org/2001/XMLSchema#decimal>");
+    let with_double = one("SELECT (SUM(?o) AS ?t) { VALUES ?s { :a :d } ?s :v ?o }");
+    assert!(with_double.starts_with("\"4") && with_double.ends_with("#double>"), "{with_double}");
+}

@@ -4,7 +4,7 @@
 
 use super::{fail, Evaluator, Rows};
 use crate::error::Result;
-use crate::expression::value::{arithmetic, order, Num};
+use crate::expression::value::{num_arithmetic, numeric, order, Num};
 use crate::plan::{Aggregate, AggregateKind, Plan, Row, Var};
 use oxrdf::{Literal, Term};
 use rhizome_rdf::TermId;
@@ -14,7 +14,8 @@ use std::rc::Rc;
 #[derive(Default)]
 struct Accumulator {
     count: u64,
-    sum: Option<Term>,
+    /// SUM and AVG: kept as a number, not a term, between rows.
+    sum: Option<Num>,
     best: Option<Term>,
     concat: Option<(String, Option<Option<String>>)>,
     sample: Option<Term>,
@@ -42,32 +43,42 @@ impl<'a> Evaluator<'a> {
             }
             return Ok(vec![row]);
         }
-        let mut order_of: Vec<Vec<Option<TermId>>> = Vec::new();
-        let mut groups: FxHashMap<Vec<Option<TermId>>, Vec<Accumulator>> = FxHashMap::default();
+        // Groups in the order they first appear; the map finds a row's
+        // group by its key ids without allocating a key per row.
+        let mut found: FxHashMap<Box<[Option<TermId>]>, usize> = FxHashMap::default();
+        let mut groups: Vec<(Box<[Option<TermId>]>, Vec<Accumulator>)> = Vec::new();
+        let fresh = || aggregates.iter().map(|_| Accumulator::default()).collect::<Vec<_>>();
         if keys.is_empty() {
             // No GROUP BY: one group, even over no rows.
-            order_of.push(Vec::new());
-            groups.insert(Vec::new(), aggregates.iter().map(|_| Accumulator::default()).collect());
+            found.insert(Box::default(), 0);
+            groups.push((Box::default(), fresh()));
         }
+        let mut key: Vec<Option<TermId>> = Vec::with_capacity(keys.len());
         for r in self.eval(inner, self.empty_row()) {
             let row = r?;
-            let key: Vec<Option<TermId>> = keys.iter().map(|v| row[*v]).collect();
-            let accs = groups.entry(key.clone()).or_insert_with(|| {
-                order_of.push(key);
-                aggregates.iter().map(|_| Accumulator::default()).collect()
-            });
-            if order_of.len().is_multiple_of(4096) {
-                self.limits.check_memory(super::rows_bytes(order_of.len(), 2 * keys.len() + 8 * aggregates.len()))?;
-            }
-            for ((_, agg), acc) in aggregates.iter().zip(accs.iter_mut()) {
+            key.clear();
+            key.extend(keys.iter().map(|v| row[*v]));
+            let at = match found.get(key.as_slice()) {
+                Some(at) => *at,
+                None => {
+                    let at = groups.len();
+                    found.insert(key.as_slice().into(), at);
+                    groups.push((key.as_slice().into(), fresh()));
+                    if groups.len().is_multiple_of(4096) {
+                        self.limits.check_memory(super::rows_bytes(groups.len(), 2 * keys.len() + 8 * aggregates.len()))?;
+                    }
+                    at
+                }
+            };
+            for ((_, agg), acc) in aggregates.iter().zip(groups[at].1.iter_mut()) {
                 self.accumulate(agg, acc, &row)?;
             }
         }
-        let mut out = Vec::with_capacity(order_of.len());
-        for key in order_of {
-            let accs = groups.remove(&key).expect("every ordered key has a group");
+        drop(found);
+        let mut out = Vec::with_capacity(groups.len());
+        for (key, accs) in groups {
             let mut row = self.empty_row();
-            for (v, id) in keys.iter().zip(&key) {
+            for (v, id) in keys.iter().zip(key.iter()) {
                 row[*v] = *id;
             }
             for ((v, agg), acc) in aggregates.iter().zip(accs) {
@@ -80,11 +91,15 @@ impl<'a> Evaluator<'a> {
         Ok(out)
     }
 
-    /// The number of rows of `inner`; a single quad pattern whose variables
-    /// are all different is counted from its scans, without rows, or from
-    /// the store's counters when it reads the whole union default graph
-    /// with only its predicate bound.
+    /// The number of rows of `inner` (seen through projections); a single
+    /// quad pattern whose variables are all different is counted from its
+    /// scans, without rows, or from the store's counters when it reads the
+    /// whole union default graph with only its predicate bound.
     fn count_rows(self: &Rc<Self>, inner: &'a Plan) -> Result<u64> {
+        // A projection keeps every row (DISTINCT would be a node of its own).
+        if let Plan::Project(projected, _) = inner {
+            return self.count_rows(projected);
+        }
         if let Plan::Bgp(patterns) = inner {
             if let [p @ crate::plan::QuadPlan { o_ranges: None, .. }] = patterns.as_slice() {
                 let vars: Vec<Var> = [p.s.var(), p.p.var(), p.o.var(), self.graph_var_to_bind(p.g)].into_iter().flatten().collect();
@@ -150,6 +165,14 @@ impl<'a> Evaluator<'a> {
             acc.count += 1;
             return Ok(());
         }
+        // SUM and AVG of a variable bound to an inlined integer: its value
+        // from the id, without decoding.
+        if let (AggregateKind::Sum | AggregateKind::Avg, crate::expression::Expr::Var(v), false) = (&agg.kind, e, agg.distinct) {
+            if let Some(n) = row[*v].and_then(rhizome_rdf::term::inline::inline_integer_value) {
+                self.add_to_sum(acc, Num::Integer(n.into()));
+                return Ok(());
+            }
+        }
         let value = self.expr(e, row);
         if agg.distinct {
             let id = value.as_ref().map(|t| self.encode(t)).transpose()?;
@@ -165,16 +188,10 @@ impl<'a> Evaluator<'a> {
         };
         match &agg.kind {
             AggregateKind::Count => acc.count += 1,
-            AggregateKind::Sum | AggregateKind::Avg => {
-                acc.count += 1;
-                acc.sum = match acc.sum.take() {
-                    None => crate::expression::value::numeric(&t).map(|_| t),
-                    Some(s) => arithmetic('+', &s, &t),
-                };
-                if acc.sum.is_none() {
-                    acc.failed = true;
-                }
-            }
+            AggregateKind::Sum | AggregateKind::Avg => match numeric(&t) {
+                Some(n) => self.add_to_sum(acc, n),
+                None => acc.failed = true,
+            },
             AggregateKind::Min | AggregateKind::Max => {
                 let better = match &acc.best {
                     None => true,
@@ -218,16 +235,28 @@ impl<'a> Evaluator<'a> {
     }
 }
 
+impl Evaluator<'_> {
+    fn add_to_sum(&self, acc: &mut Accumulator, n: Num) {
+        acc.count += 1;
+        acc.sum = match acc.sum.take() {
+            None => Some(n),
+            Some(s) => num_arithmetic('+', s, n),
+        };
+        // Overflow: the aggregate errs.
+        acc.failed |= acc.sum.is_none();
+    }
+}
+
 fn finish(agg: &Aggregate, acc: Accumulator) -> Option<Term> {
     if acc.failed {
         return None;
     }
     match &agg.kind {
         AggregateKind::Count => Some(Literal::from(acc.count as i64).into()),
-        AggregateKind::Sum => Some(acc.sum.unwrap_or_else(|| Literal::from(0).into())),
+        AggregateKind::Sum => Some(acc.sum.map_or_else(|| Literal::from(0).into(), Num::into_term)),
         AggregateKind::Avg => match acc.sum {
             None => Some(Literal::from(0).into()),
-            Some(s) => arithmetic('/', &s, &Num::Integer((acc.count as i64).into()).into_term()),
+            Some(s) => num_arithmetic('/', s, Num::Integer((acc.count as i64).into())).map(Num::into_term),
         },
         AggregateKind::Min | AggregateKind::Max => acc.best,
         // A simple literal, even when every value has the same language

@@ -131,7 +131,7 @@ impl<'a> Evaluator<'a> {
     }
 
     fn filter_true(self: &Rc<Self>, e: &'a crate::expression::Expr, row: &Row) -> bool {
-        self.expr(e, row).as_ref().and_then(value::ebv) == Some(true)
+        crate::expression::truth(self, e, row) == Some(true)
     }
 
     pub fn encode(&self, t: &Term) -> Result<TermId> {

@@ -3,7 +3,8 @@
 //! BIND as leaving the variable unbound.
 
 use super::value::{arithmetic, boolean, compare, ebv, equals, numeric, Num};
-use super::{Expr, NUMBER_TAGS};
+use super::Expr;
+use rhizome_rdf::term::tag;
 use rhizome_rdf::TermId;
 use crate::eval::Evaluator;
 use crate::plan::Row;
@@ -13,53 +14,14 @@ use std::rc::Rc;
 
 pub fn evaluate<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<Term> {
     match e {
-        Expr::Const(t) | Expr::Number(_, t) => Some(t.clone()),
+        Expr::Const(t) | Expr::Inlined(_, t) => Some(t.clone()),
         Expr::Var(v) => {
             let id = row.get(*v).copied().flatten()?;
             ev.space.decode(id).ok()
         }
-        Expr::Or(a, b) => {
-            let x = evaluate(ev, a, row).as_ref().and_then(ebv);
-            if x == Some(true) {
-                return Some(boolean(true));
-            }
-            let y = evaluate(ev, b, row).as_ref().and_then(ebv);
-            match (x, y) {
-                (_, Some(true)) => Some(boolean(true)),
-                (Some(false), Some(false)) => Some(boolean(false)),
-                _ => None,
-            }
-        }
-        Expr::And(a, b) => {
-            let x = evaluate(ev, a, row).as_ref().and_then(ebv);
-            if x == Some(false) {
-                return Some(boolean(false));
-            }
-            let y = evaluate(ev, b, row).as_ref().and_then(ebv);
-            match (x, y) {
-                (_, Some(false)) => Some(boolean(false)),
-                (Some(true), Some(true)) => Some(boolean(true)),
-                _ => None,
-            }
-        }
-        Expr::Equal(a, b) => {
-            if let (Expr::Var(x), Expr::Var(y)) = (&**a, &**b) {
-                // Same id, same term: no decoding needed.
-                if let (Some(Some(p)), Some(Some(q))) = (row.get(*x), row.get(*y)) {
-                    if p == q {
-                        let t = ev.space.decode(*p).ok()?;
-                        return equals(&t, &t).map(boolean);
-                    }
-                }
-            }
-            let (x, y) = (evaluate(ev, a, row)?, evaluate(ev, b, row)?);
-            equals(&x, &y).map(boolean)
-        }
+        Expr::Or(..) | Expr::And(..) | Expr::Equal(..) | Expr::Not(_) => truth(ev, e, row).map(boolean),
         Expr::SameTerm(a, b) => Some(boolean(evaluate(ev, a, row)? == evaluate(ev, b, row)?)),
-        Expr::Greater(a, b) => cmp(ev, a, b, row, |o| o == Ordering::Greater),
-        Expr::GreaterOrEqual(a, b) => cmp(ev, a, b, row, |o| o != Ordering::Less),
-        Expr::Less(a, b) => cmp(ev, a, b, row, |o| o == Ordering::Less),
-        Expr::LessOrEqual(a, b) => cmp(ev, a, b, row, |o| o != Ordering::Greater),
+        Expr::Greater(..) | Expr::GreaterOrEqual(..) | Expr::Less(..) | Expr::LessOrEqual(..) => truth(ev, e, row).map(boolean),
         Expr::In(a, list) => {
             let x = evaluate(ev, a, row)?;
             let mut error = false;
@@ -105,7 +67,6 @@ pub fn evaluate<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<Te
             }
             .into_term())
         }
-        Expr::Not(a) => Some(boolean(!ebv(&evaluate(ev, a, row)?)?)),
         Expr::Exists(p) => {
             let mut rows = ev.eval(p, row.clone());
             Some(boolean(matches!(rows.next(), Some(Ok(_)))))
@@ -123,25 +84,106 @@ pub fn evaluate<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<Te
     }
 }
 
-/// The id of an operand that is an inlined number, if it is one.
-fn inline_number(e: &Expr, row: &Row) -> Option<TermId> {
-    let id = match e {
-        Expr::Number(id, _) => *id,
-        Expr::Var(v) => row.get(*v).copied().flatten()?,
-        _ => return None,
-    };
-    NUMBER_TAGS.contains(&id.tag()).then_some(id)
+/// The effective boolean value of `e` over `row` (`None`: an error), as
+/// FILTER needs it. Logical operators and comparisons decided on ids build
+/// no terms: a filter over inlined values or stored IRIs decodes nothing.
+pub fn truth<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<bool> {
+    match e {
+        Expr::And(a, b) => {
+            let x = truth(ev, a, row);
+            if x == Some(false) {
+                return Some(false);
+            }
+            match (x, truth(ev, b, row)) {
+                (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            }
+        }
+        Expr::Or(a, b) => {
+            let x = truth(ev, a, row);
+            if x == Some(true) {
+                return Some(true);
+            }
+            match (x, truth(ev, b, row)) {
+                (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            }
+        }
+        Expr::Not(a) => truth(ev, a, row).map(|b| !b),
+        Expr::Bound(v) => Some(row.get(*v).copied().flatten().is_some()),
+        Expr::Equal(a, b) => {
+            if let (Some(x), Some(y)) = (operand_id(a, row), operand_id(b, row)) {
+                if let Some(same) = equal_by_id(x, y) {
+                    return Some(same);
+                }
+                if x == y {
+                    // Same id, same term: decode once.
+                    let t = ev.space.decode(x).ok()?;
+                    return equals(&t, &t);
+                }
+            }
+            equals(&evaluate(ev, a, row)?, &evaluate(ev, b, row)?)
+        }
+        Expr::Greater(a, b) => cmp(ev, a, b, row, |o| o == Ordering::Greater),
+        Expr::GreaterOrEqual(a, b) => cmp(ev, a, b, row, |o| o != Ordering::Less),
+        Expr::Less(a, b) => cmp(ev, a, b, row, |o| o == Ordering::Less),
+        Expr::LessOrEqual(a, b) => cmp(ev, a, b, row, |o| o != Ordering::Greater),
+        _ => ebv(&evaluate(ev, e, row)?),
+    }
 }
 
-fn cmp<'a>(ev: &Rc<Evaluator<'a>>, a: &'a Expr, b: &'a Expr, row: &Row, test: fn(Ordering) -> bool) -> Option<Term> {
-    // Inlined numbers of one type compare by id: no decoding.
-    if let (Some(x), Some(y)) = (inline_number(a, row), inline_number(b, row)) {
-        if x.tag() == y.tag() {
-            return Some(boolean(test(x.cmp(&y))));
+/// The id of an operand that is a bound variable or an inlined constant.
+fn operand_id(e: &Expr, row: &Row) -> Option<TermId> {
+    match e {
+        Expr::Inlined(id, _) => Some(*id),
+        Expr::Var(v) => row.get(*v).copied().flatten(),
+        _ => None,
+    }
+}
+
+/// Tags whose ids sort in value order, any two of one tag comparable:
+/// canonical integers and decimals, booleans and short strings (zero
+/// padded bytes, so in code point order).
+const ORDERED_TAGS: [u8; 4] = [tag::INTEGER, tag::DECIMAL, tag::BOOLEAN, tag::SHORT_STRING];
+
+/// Dates and date-times sort in value order among those with the same
+/// time zone field (or none): only then does the id decide.
+const TIME_ZONED_TAGS: [u8; 2] = [tag::DATE, tag::DATE_TIME];
+const TIME_ZONE_BITS: u64 = 0xFFF;
+
+/// How two ids' values compare, when the ids alone decide it.
+pub(crate) fn order_by_id(x: TermId, y: TermId) -> Option<Ordering> {
+    if x.tag() != y.tag() {
+        return None;
+    }
+    let comparable = ORDERED_TAGS.contains(&x.tag()) || (TIME_ZONED_TAGS.contains(&x.tag()) && x.payload() & TIME_ZONE_BITS == y.payload() & TIME_ZONE_BITS);
+    comparable.then(|| x.cmp(&y))
+}
+
+/// Whether two ids' terms are equal (`=`), when the ids alone decide it:
+/// comparable values of one type, or terms the dictionary holds once each
+/// (IRIs, blank nodes, long plain strings), equal only when the ids are.
+fn equal_by_id(x: TermId, y: TermId) -> Option<bool> {
+    if let Some(o) = order_by_id(x, y) {
+        return Some(o == Ordering::Equal);
+    }
+    let unique = |t: u8| matches!(t, tag::IRI | tag::BLANK);
+    if unique(x.tag()) || unique(y.tag()) {
+        return Some(x == y);
+    }
+    (x.tag() == tag::STRING && y.tag() == tag::STRING).then_some(x == y)
+}
+
+fn cmp<'a>(ev: &Rc<Evaluator<'a>>, a: &'a Expr, b: &'a Expr, row: &Row, test: fn(Ordering) -> bool) -> Option<bool> {
+    if let (Some(x), Some(y)) = (operand_id(a, row), operand_id(b, row)) {
+        if let Some(o) = order_by_id(x, y) {
+            return Some(test(o));
         }
     }
     let (x, y) = (evaluate(ev, a, row)?, evaluate(ev, b, row)?);
-    compare(&x, &y).map(|o| boolean(test(o)))
+    compare(&x, &y).map(test)
 }
 
 #[cfg(test)]
@@ -159,12 +201,100 @@ mod tests {
     }
 
     #[test]
-    fn inlined_numbers_of_one_type_order_by_id_as_by_value() {
-        let pairs = [("-5", "3", xsd::INTEGER), ("3", "100", xsd::INTEGER), ("-7", "-2", xsd::INTEGER), ("-2.25", "1.5", xsd::DECIMAL), ("0.5", "0.75", xsd::DECIMAL)];
+    fn inlined_values_of_one_type_order_by_id_as_by_value() {
+        let pairs = [
+            ("-5", "3", xsd::INTEGER),
+            ("3", "100", xsd::INTEGER),
+            ("-7", "-2", xsd::INTEGER),
+            ("-2.25", "1.5", xsd::DECIMAL),
+            ("0.5", "0.75", xsd::DECIMAL),
+            ("false", "true", xsd::BOOLEAN),
+            ("ab", "abc", xsd::STRING),
+            ("Zoo", "ab", xsd::STRING),
+            ("caf", "caf\u{e9}", xsd::STRING),
+            ("1999-12-31", "2000-01-01", xsd::DATE),
+            ("2010-05-01Z", "2010-05-02Z", xsd::DATE),
+            ("2010-05-01T23:59:59", "2010-05-02T00:00:00", xsd::DATE_TIME),
+            ("2010-05-01T10:00:00+02:00", "2010-05-01T11:00:00+02:00", xsd::DATE_TIME),
+        ];
         for (a, b, dt) in pairs {
             let (x, y) = (id(a, dt), id(b, dt));
-            assert!(NUMBER_TAGS.contains(&x.tag()));
-            assert_eq!(x.cmp(&y), Ordering::Less, "{a} < {b}");
+            let by_value = compare(&Literal::new_typed_literal(a, dt).into(), &Literal::new_typed_literal(b, dt).into());
+            assert_eq!(by_value, Some(Ordering::Less), "{a} < {b} by value");
+            assert_eq!(order_by_id(x, y), Some(Ordering::Less), "{a} < {b} by id");
+            assert_eq!(order_by_id(y, x), Some(Ordering::Greater), "{b} > {a} by id");
+            assert_eq!(equal_by_id(x, y), Some(false));
+            assert_eq!(equal_by_id(x, x), Some(true));
         }
+    }
+
+    /// For every pair of inlined values: where the ids decide an order or
+    /// an equality, it is the one the values give.
+    #[test]
+    fn orders_and_equalities_decided_by_id_are_those_of_the_values() {
+        let values = [
+            ("-7", xsd::INTEGER),
+            ("0", xsd::INTEGER),
+            ("2", xsd::INTEGER),
+            ("-0.5", xsd::DECIMAL),
+            ("2.0", xsd::DECIMAL),
+            ("2.25", xsd::DECIMAL),
+            ("true", xsd::BOOLEAN),
+            ("false", xsd::BOOLEAN),
+            ("", xsd::STRING),
+            ("a", xsd::STRING),
+            ("ab", xsd::STRING),
+            ("B", xsd::STRING),
+            ("\u{e9}t\u{e9}", xsd::STRING),
+            ("2010-01-01", xsd::DATE),
+            ("2010-01-02", xsd::DATE),
+            ("2010-01-01Z", xsd::DATE),
+            ("2010-01-02+13:00", xsd::DATE),
+            ("2010-01-01-12:00", xsd::DATE),
+            ("2010-01-01T10:00:00", xsd::DATE_TIME),
+            ("2010-01-01T23:30:00", xsd::DATE_TIME),
+            ("2010-01-01T10:00:00Z", xsd::DATE_TIME),
+            ("2010-01-01T11:00:00+02:00", xsd::DATE_TIME),
+            ("2010-01-01T09:00:00+02:00", xsd::DATE_TIME),
+            ("2010-01-01T10:00:00-12:00", xsd::DATE_TIME),
+        ];
+        let (mut decided_order, mut decided_equal) = (0, 0);
+        for (a, da) in values {
+            for (b, db) in values {
+                let (x, y) = (id(a, da), id(b, db));
+                let (s, t): (Term, Term) = (Literal::new_typed_literal(a, da).into(), Literal::new_typed_literal(b, db).into());
+                if let Some(o) = order_by_id(x, y) {
+                    assert_eq!(Some(o), compare(&s, &t), "{s} and {t}: order by id");
+                    decided_order += 1;
+                }
+                if let Some(e) = equal_by_id(x, y) {
+                    assert_eq!(Some(e), equals(&s, &t), "{s} = {t} by id");
+                    decided_equal += 1;
+                }
+            }
+        }
+        // Guards against a fast path that never applies.
+        assert!(decided_order > 50 && decided_equal > 50, "{decided_order} orders, {decided_equal} equalities decided by id");
+        // Stored IRIs and blank nodes: one id per term.
+        let (i1, i2) = (TermId::new(tag::IRI, 1), TermId::new(tag::IRI, 2));
+        assert_eq!(equal_by_id(i1, i2), Some(false));
+        assert_eq!(equal_by_id(i1, i1), Some(true));
+        assert_eq!(equal_by_id(i1, id("2", xsd::INTEGER)), Some(false));
+        assert_eq!(order_by_id(i1, i2), None, "IRIs have no order");
+    }
+
+    #[test]
+    fn ids_do_not_decide_what_only_values_can() {
+        // Other time zones: the later-looking date-time is the earlier one.
+        let (x, y) = (id("2010-05-01T10:00:00Z", xsd::DATE_TIME), id("2010-05-01T11:00:00+02:00", xsd::DATE_TIME));
+        assert_eq!(order_by_id(x, y), None);
+        assert_eq!(equal_by_id(x, y), None);
+        // With and without a time zone: no order at all in some cases.
+        assert_eq!(order_by_id(id("2010-05-01", xsd::DATE), id("2010-05-01Z", xsd::DATE)), None);
+        // An integer and a decimal of the same value are equal.
+        assert_eq!(equal_by_id(id("1", xsd::INTEGER), id("1.0", xsd::DECIMAL)), None);
+        // A short and a long string need no decoding to differ, but their
+        // order does.
+        assert_eq!(order_by_id(id("abc", xsd::STRING), TermId::new(tag::STRING, 7)), None);
     }
 }

@@ -5,24 +5,22 @@ mod eval;
 mod functions;
 pub mod value;
 
-pub use eval::evaluate;
+pub use eval::{evaluate, truth};
 
 use crate::error::Result;
 use crate::plan::{Plan, Translator, Var};
 use oxrdf::Term;
-use rhizome_rdf::term::{tag, term_key, TermKey};
+use rhizome_rdf::term::{term_key, TermKey};
 use rhizome_rdf::TermId;
 use spargebra::algebra::{Expression, Function};
-
-/// Tags of inlined numbers whose ids sort in value order within the tag.
-pub const NUMBER_TAGS: [u8; 2] = [tag::INTEGER, tag::DECIMAL];
 
 #[derive(Clone, Debug)]
 pub enum Expr {
     Const(Term),
-    /// A number constant the store inlines (xsd:integer, xsd:decimal):
-    /// compared with inlined values by id, without decoding.
-    Number(TermId, Term),
+    /// A literal constant the store inlines (numbers, dates, short
+    /// strings...), with its id: compared with stored values by id,
+    /// without decoding.
+    Inlined(TermId, Term),
     Var(Var),
     Or(Box<Expr>, Box<Expr>),
     And(Box<Expr>, Box<Expr>),
@@ -67,7 +65,7 @@ impl Expr {
     fn visit(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Const(_) | Expr::Number(..) | Expr::Var(_) | Expr::Exists(_) | Expr::Bound(_) => {}
+            Expr::Const(_) | Expr::Inlined(..) | Expr::Var(_) | Expr::Exists(_) | Expr::Bound(_) => {}
             Expr::Or(a, b)
             | Expr::And(a, b)
             | Expr::Equal(a, b)
@@ -106,7 +104,7 @@ pub fn translate_expression(t: &mut Translator<'_, '_>, e: &Expression) -> Resul
     Ok(match e {
         E::NamedNode(n) => Expr::Const(n.clone().into()),
         E::Literal(l) => match term_key(l.as_ref().into()) {
-            TermKey::Inline(id) if NUMBER_TAGS.contains(&id.tag()) => Expr::Number(id, l.clone().into()),
+            TermKey::Inline(id) => Expr::Inlined(id, l.clone().into()),
             _ => Expr::Const(l.clone().into()),
         },
         E::Variable(v) => Expr::Var(t.var(v)),

@@ -128,36 +128,41 @@ impl Num {
 
 pub fn arithmetic(op: char, a: &Term, b: &Term) -> Option<Term> {
     if let (Some(x), Some(y)) = (numeric(a), numeric(b)) {
-        let r = match Num::promote(x, y)? {
-            (Num::Integer(x), Num::Integer(y)) => match op {
-                '+' => Num::Integer(x.checked_add(y)?),
-                '-' => Num::Integer(x.checked_sub(y)?),
-                '*' => Num::Integer(x.checked_mul(y)?),
-                _ => Num::Decimal(Decimal::from(x).checked_div(Decimal::from(y))?),
-            },
-            (Num::Decimal(x), Num::Decimal(y)) => Num::Decimal(match op {
-                '+' => x.checked_add(y)?,
-                '-' => x.checked_sub(y)?,
-                '*' => x.checked_mul(y)?,
-                _ => x.checked_div(y)?,
-            }),
-            (Num::Float(x), Num::Float(y)) => Num::Float(match op {
-                '+' => x + y,
-                '-' => x - y,
-                '*' => x * y,
-                _ => x / y,
-            }),
-            (Num::Double(x), Num::Double(y)) => Num::Double(match op {
-                '+' => x + y,
-                '-' => x - y,
-                '*' => x * y,
-                _ => x / y,
-            }),
-            _ => return None,
-        };
-        return Some(r.into_term());
+        return num_arithmetic(op, x, y).map(Num::into_term);
     }
     temporal_arithmetic(op, a, b)
+}
+
+/// `+ - * /` on numbers with XSD type promotion; `None` on overflow or a
+/// division of integers or decimals by zero.
+pub fn num_arithmetic(op: char, x: Num, y: Num) -> Option<Num> {
+    Some(match Num::promote(x, y)? {
+        (Num::Integer(x), Num::Integer(y)) => match op {
+            '+' => Num::Integer(x.checked_add(y)?),
+            '-' => Num::Integer(x.checked_sub(y)?),
+            '*' => Num::Integer(x.checked_mul(y)?),
+            _ => Num::Decimal(Decimal::from(x).checked_div(Decimal::from(y))?),
+        },
+        (Num::Decimal(x), Num::Decimal(y)) => Num::Decimal(match op {
+            '+' => x.checked_add(y)?,
+            '-' => x.checked_sub(y)?,
+            '*' => x.checked_mul(y)?,
+            _ => x.checked_div(y)?,
+        }),
+        (Num::Float(x), Num::Float(y)) => Num::Float(match op {
+            '+' => x + y,
+            '-' => x - y,
+            '*' => x * y,
+            _ => x / y,
+        }),
+        (Num::Double(x), Num::Double(y)) => Num::Double(match op {
+            '+' => x + y,
+            '-' => x - y,
+            '*' => x * y,
+            _ => x / y,
+        }),
+        _ => return None,
+    })
 }
 
 fn temporal_arithmetic(op: char, a: &Term, b: &Term) -> Option<Term> {

@@ -11,8 +11,6 @@ use super::{GraphSlot, Plan, QuadPlan, Slot, Var};
 use crate::terms::TermSpace;
 use rhizome_rdf::QuadPattern;
 use crate::expression::Expr;
-use oxrdf::Term;
-use rhizome_rdf::term::inline::inline_literal;
 use rhizome_rdf::term::range::{comparison_ranges, intersect, IdRanges, Side};
 use rhizome_rdf::TermId;
 use std::sync::Arc;
@@ -94,8 +92,7 @@ fn constraint(e: &Expr) -> Option<(Var, IdRanges)> {
 /// The inlined id of a constant, if the store inlines its value.
 fn inlined(e: &Expr) -> Option<TermId> {
     match e {
-        Expr::Number(id, _) => Some(*id),
-        Expr::Const(Term::Literal(l)) => inline_literal(l.value(), l.datatype().as_str()),
+        Expr::Inlined(id, _) => Some(*id),
         _ => None,
     }
 }
