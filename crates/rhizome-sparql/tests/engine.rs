@@ -377,3 +377,33 @@ fn counts_over_subqueries_count_their_rows_and_sums_keep_xsd_types() {
     let with_double = one("SELECT (SUM(?o) AS ?t) { VALUES ?s { :a :d } ?s :v ?o }");
     assert!(with_double.starts_with("\"4") && with_double.ends_with("#double>"), "{with_double}");
 }
+
+#[test]
+fn a_merge_join_of_sorted_subjects_finds_every_shared_subject_with_its_multiplicity() {
+    // Subjects of :A every 2, :B every 3 (close: stepped over), :C every
+    // 50 (far: sought); :B also in a second graph for multiples of 12.
+    let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
+    for i in 0..3000 {
+        for (class, every) in [("A", 2), ("B", 3), ("C", 50)] {
+            if i % every == 0 {
+                data.push_str(&format!(" :x{i:04} a :{class} ."));
+            }
+        }
+        if i % 12 == 0 {
+            data.push_str(&format!(" GRAPH :g {{ :x{i:04} a :B }}"));
+        }
+    }
+    data.push('}');
+    for mode in [DatasetMode::Union, DatasetMode::Plain] {
+        let store = Store::memory(mode);
+        update(&store, &data);
+        let count = |q: &str| select(&store, &format!("PREFIX : <http://ex/> SELECT ?x {{ {q} }}")).len();
+        let twice = |every: usize| (0..3000).filter(|i| i % every == 0).count();
+        // Plain mode: the default graph alone; union mode: both graphs.
+        let b_copies = |i: usize| 1 + usize::from(mode == DatasetMode::Union && i % 12 == 0);
+        assert_eq!(count("?x a :A . ?x a :B"), (0..3000).filter(|i| i % 6 == 0).map(b_copies).sum::<usize>(), "{mode:?}");
+        assert_eq!(count("?x a :C . ?x a :A . ?x a :B"), (0..3000).filter(|i| i % 150 == 0).map(b_copies).sum::<usize>(), "{mode:?}");
+        assert_eq!(count("?x a :B . ?x a :C"), (0..3000).filter(|i| i % 150 == 0).map(b_copies).sum::<usize>(), "{mode:?}");
+        assert_eq!(count("?x a :A . ?x a :A"), twice(2), "{mode:?}");
+    }
+}

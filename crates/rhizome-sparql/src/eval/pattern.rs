@@ -517,10 +517,20 @@ struct Peek<'a> {
 }
 
 impl Peek<'_> {
-    /// Moves to the first quad whose subject is at least `x`.
+    /// Moves to the first quad whose subject is at least `x`: a few steps
+    /// forward first, since the target is often a quad or two ahead and a
+    /// step costs a small part of a seek.
     fn seek(&mut self, x: TermId) -> Result<()> {
-        if self.started && self.head.is_none_or(|q| q[0] >= x) {
-            return Ok(());
+        if self.started {
+            for _ in 0..STEPS_BEFORE_SEEK {
+                match self.head {
+                    Some(q) if q[0] < x => self.head = self.scan.next_quad()?,
+                    _ => return Ok(()),
+                }
+            }
+            if self.head.is_none_or(|q| q[0] >= x) {
+                return Ok(());
+            }
         }
         self.started = true;
         self.scan.seek_component(0, x)?;
@@ -538,6 +548,9 @@ impl Peek<'_> {
         Ok(n)
     }
 }
+
+/// Quads a merge join's scan steps over before it seeks instead.
+const STEPS_BEFORE_SEEK: usize = 8;
 
 /// Subjects found by every scan (leapfrog intersection); a subject repeats
 /// as many times as the product of its quads in each scan (a quad per
