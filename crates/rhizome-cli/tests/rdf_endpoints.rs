@@ -269,3 +269,57 @@ fn graph_bodies_are_read_in_every_rdf_syntax() {
     let r = admin(&server, "PUT", "/db/_graph?graph=http%3A%2F%2Fexample.org%2Fq", &[("Content-Type", "application/n-quads")], Some("<http://e/s> <http://e/p> <http://e/o> <http://e/g> ."));
     assert_eq!(r.status, 400, "{}", r.text());
 }
+
+/// The graphs of database `db`, as their IRIs, sorted.
+fn graph_names(server: &ServerProcess) -> Vec<String> {
+    let r = select(server, "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }", Some("application/sparql-results+json"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut names: Vec<String> = json(&r)["results"]["bindings"].as_array().unwrap().iter().map(|b| b["g"]["value"].as_str().unwrap().to_owned()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_base_of_document_graph_iris_is_kept_by_the_data_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = |server: &ServerProcess, id: &str| {
+        let body = format!(r#"{{"@context": {{"name": "http://xmlns.com/foaf/0.1/name"}}, "@id": "", "name": "{id}"}}"#);
+        let r = admin(server, "PUT", &format!("/db/{id}"), &[], Some(&body));
+        assert_eq!(r.status, 201, "{}", r.text());
+    };
+    {
+        let server = ServerProcess::start_with_env(dir.path(), &[("RHIZOME_BASE_IRI", "http://a.example/rhizome")]);
+        assert_eq!(admin(&server, "PUT", "/db", &[], None).status, 201);
+        doc(&server, "alice");
+        assert_eq!(graph_names(&server), vec!["http://a.example/rhizome/db/alice"]);
+    }
+    // Another base later would rename every graph: refused, and said why.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rhizome"))
+        .arg("--data")
+        .arg(dir.path())
+        .args(["serve", "--quiet", "--bind", "127.0.0.1:0", "--admin", ADMIN])
+        .env("RHIZOME_BASE_IRI", "http://b.example")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("a server started with another base IRI");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let refused = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "a server started with another base IRI");
+    assert!(stderr.contains("http://a.example/rhizome") && stderr.contains("RHIZOME_BASE_IRI"), "{stderr}");
+    // Without the variable (or with the same value), the kept base.
+    for env in [vec![], vec![("RHIZOME_BASE_IRI", "http://a.example/rhizome")]] {
+        let server = ServerProcess::start_with_env(dir.path(), &env);
+        doc(&server, &format!("bob{}", env.len()));
+    }
+    let server = ServerProcess::start(dir.path());
+    assert_eq!(graph_names(&server), vec!["http://a.example/rhizome/db/alice", "http://a.example/rhizome/db/bob0", "http://a.example/rhizome/db/bob1"]);
+}

@@ -4,6 +4,7 @@
 //! Layout of the data directory:
 //! - `server.json`: the server's uuid, the admin's PBKDF2 hash and the
 //!   secret that signs session cookies (written atomically, mode 0600);
+//! - `base-iri`: the base of document graph IRIs, fixed at first use;
 //! - `dbs/<name>/`: one store per database (documents and their graphs);
 //!   characters of the name other than `[a-z0-9_-]` are written `%XX`.
 
@@ -12,12 +13,45 @@ use crate::error::{HttpError, ServerError};
 use crate::http::uuid;
 use rhizome_docs::{valid_db_name, Database, DocumentIris, GraphProjector, JsonLdProjector, NoProjection};
 
+/// The base of document graph IRIs when a data folder is first used:
+/// CouchDB's address.
+pub const DEFAULT_BASE_IRI: &str = "http://localhost:5984";
+
 /// The base of document graph IRIs, `<base>/<db>/<doc id>`
-/// (../shared/design.md): `RHIZOME_BASE_IRI`, by default CouchDB's
-/// address. Fixed per data folder in practice: changing it renames graphs.
-pub fn base_iri() -> String {
-    std::env::var("RHIZOME_BASE_IRI").unwrap_or_else(|_| "http://localhost:5984".to_owned())
+/// (../shared/design.md), fixed per data folder: the first `serve` or
+/// `load --db` writes it to `DATA/base-iri` (`RHIZOME_BASE_IRI`, by default
+/// [`DEFAULT_BASE_IRI`]) and every later one reads it there. Changing it
+/// would rename every document's graph, so a `RHIZOME_BASE_IRI` that
+/// disagrees with the stored one is refused.
+pub fn base_iri(data_dir: &Path) -> Result<String, ServerError> {
+    let path = data_dir.join("base-iri");
+    let wanted = std::env::var("RHIZOME_BASE_IRI").ok().filter(|w| !w.is_empty());
+    match std::fs::read_to_string(&path) {
+        Ok(stored) => {
+            let stored = stored.trim().to_owned();
+            match wanted {
+                Some(w) if w != stored => Err(ServerError::Config(format!(
+                    "RHIZOME_BASE_IRI is {w}, but the document graphs in {} are named under {stored} (kept in {}); \
+                     changing it would rename every graph. Unset RHIZOME_BASE_IRI or set it to {stored}",
+                    data_dir.display(),
+                    path.display()
+                ))),
+                _ => Ok(stored),
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let base = wanted.unwrap_or_else(|| DEFAULT_BASE_IRI.to_owned());
+            oxiri::Iri::parse(format!("{}/db/doc", base.trim_end_matches('/')))
+                .map_err(|e| ServerError::Config(format!("RHIZOME_BASE_IRI {base:?} is not an absolute IRI: {e}")))?;
+            let io = |source| ServerError::Io { what: format!("writing {}", path.display()), source };
+            std::fs::create_dir_all(data_dir).map_err(io)?;
+            write_durably(&path, format!("{base}\n").as_bytes(), false).map_err(io)?;
+            Ok(base)
+        }
+        Err(source) => Err(ServerError::Io { what: format!("reading {}", path.display()), source }),
+    }
 }
+
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -53,6 +87,8 @@ impl DbHandle {
 pub struct Server {
     pub data_dir: PathBuf,
     pub identity: Identity,
+    /// The base of this data folder's document graph IRIs ([`base_iri`]).
+    pub base_iri: String,
     pub max_body_bytes: usize,
     dbs: RwLock<HashMap<String, Arc<DbHandle>>>,
     /// Serializes creating, opening and deleting databases.
@@ -70,12 +106,13 @@ pub fn database_dir(data_dir: &Path, name: &str) -> PathBuf {
     data_dir.join("dbs").join(encode_name(name))
 }
 
-/// The projector of database `name`: user databases' documents are RDF.
-pub fn projector_for(name: &str) -> Arc<dyn GraphProjector> {
+/// The projector of database `name`: user databases' documents are RDF,
+/// their graphs named under `base` ([`base_iri`]).
+pub fn projector_for(base: &str, name: &str) -> Arc<dyn GraphProjector> {
     if name.starts_with('_') {
         return Arc::new(NoProjection);
     }
-    Arc::new(JsonLdProjector::new(DocumentIris::new(&base_iri(), name)))
+    Arc::new(JsonLdProjector::new(DocumentIris::new(base, name)))
 }
 
 fn encode_name(name: &str) -> String {
@@ -91,9 +128,11 @@ impl Server {
         let io = |what: String| move |source| ServerError::Io { what, source };
         std::fs::create_dir_all(data_dir.join("dbs")).map_err(io(format!("creating {}", data_dir.display())))?;
         let identity = load_identity(data_dir, admin)?;
+        let base_iri = base_iri(data_dir)?;
         let server = Server {
             data_dir: data_dir.to_owned(),
             identity,
+            base_iri,
             max_body_bytes,
             dbs: RwLock::new(HashMap::new()),
             lifecycle: Mutex::new(()),
@@ -114,7 +153,7 @@ impl Server {
         if name.starts_with('_') {
             return self.projector.clone();
         }
-        projector_for(name)
+        projector_for(&self.base_iri, name)
     }
 
     fn db_dir(&self, name: &str) -> PathBuf {
@@ -229,19 +268,22 @@ fn load_identity(data_dir: &Path, admin: Option<(String, String)>) -> Result<Ide
             "admin": { "name": identity.admin_name, "password_scheme": "pbkdf2", "derived_key": identity.admin_hash.derived_key,
                        "salt": identity.admin_hash.salt, "iterations": identity.admin_hash.iterations },
         });
-        write_private(&path, value.to_string().as_bytes()).map_err(|source| ServerError::Io { what: format!("writing {}", path.display()), source })?;
+        write_durably(&path, value.to_string().as_bytes(), true).map_err(|source| ServerError::Io { what: format!("writing {}", path.display()), source })?;
     }
     Ok(identity)
 }
 
-/// Writes a file readable by its owner only, atomically (temp + rename).
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes a file atomically (temp + fsync + rename), readable by its
+/// owner only when `private`.
+fn write_durably(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create(true).truncate(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    if private {
+        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    }
     let mut f = opts.open(&tmp)?;
     f.write_all(bytes)?;
     f.sync_all()?;

@@ -63,7 +63,8 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
                 anyhow::bail!("{name:?} is not a valid database name (lowercase letter first, then a-z 0-9 _$()+/-)");
             }
             let dir = rhizome_server::database_dir(data, name);
-            let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(name))?;
+            let base = rhizome_server::base_iri(data)?;
+            let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, name))?;
             let summary = db.store().load(&inputs, &options)?;
             let show = options.progress;
             let adopted = db.adopt_graphs(10_000, |n| {

@@ -22,11 +22,17 @@ fn free_port() -> u16 {
 impl ServerProcess {
     /// Starts `rhizome serve` on `data` and waits until it answers.
     pub fn start(data: &Path) -> ServerProcess {
+        Self::start_with_env(data, &[])
+    }
+
+    /// `start`, with these environment variables set for the server.
+    pub fn start_with_env(data: &Path, env: &[(&str, &str)]) -> ServerProcess {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_rhizome"))
             .arg("--data")
             .arg(data)
             .args(["serve", "--quiet", "--bind", &format!("127.0.0.1:{port}"), "--admin", ADMIN])
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
