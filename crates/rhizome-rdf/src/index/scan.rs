@@ -145,12 +145,61 @@ struct Stream<'a> {
     /// end of the prefix here rather than by the cursor's bounds.
     check_prefix: bool,
     current: Option<[TermId; 4]>,
+    /// Where the cursor was last sought (reusable scans), and the last key
+    /// it stepped past since (as a quad): every key from the one to the
+    /// cursor's was read, so a later target above both is at the cursor
+    /// or ahead of it.
+    sought: Vec<u8>,
+    passed: Option<[TermId; 4]>,
 }
 
+/// Keys a reusable scan steps over before it seeks instead: a step costs
+/// a small part of a seek, and lookups driven by a sorted scan on the left
+/// often want the next key or one a few keys on.
+const STEPS_BEFORE_SEEK: usize = 4;
+
 impl Stream<'_> {
+    /// Puts the cursor on the first key at or after `target`: without a
+    /// seek when the keys read since the last one show it is the current
+    /// key or a few steps on.
+    fn reposition(&mut self, target: &[u8]) {
+        let behind = match &self.passed {
+            Some(q) => {
+                let mut last = [0u8; 32];
+                for (i, c) in self.ordering.components.iter().enumerate() {
+                    last[i * 8..i * 8 + 8].copy_from_slice(&q[*c].to_be_bytes());
+                }
+                &last[..self.ordering.key_len()] < target
+            }
+            None => self.sought.as_slice() <= target,
+        };
+        if behind {
+            let mut steps = 0;
+            while self.cursor.valid() {
+                if self.cursor.key() >= target {
+                    self.sought.clear();
+                    self.sought.extend_from_slice(target);
+                    self.passed = None;
+                    return;
+                }
+                if steps == STEPS_BEFORE_SEEK {
+                    break;
+                }
+                self.cursor.next();
+                steps += 1;
+            }
+        }
+        self.cursor.seek(target);
+        self.sought.clear();
+        self.sought.extend_from_slice(target);
+        self.passed = None;
+    }
+
     fn advance(&mut self) -> Result<()> {
         if self.cursor.valid() && (!self.check_prefix || self.cursor.key().starts_with(&self.prefix)) {
-            self.current = Some(self.ordering.decode(self.cursor.key()));
+            let quad = self.ordering.decode(self.cursor.key());
+            self.current = Some(quad);
+            self.passed = Some(quad);
             self.cursor.next();
         } else {
             self.cursor.status()?;
@@ -203,7 +252,8 @@ impl<'a> QuadScan<'a> {
             } else {
                 cursor.seek_first();
             }
-            streams.push(Stream { cursor, ordering: *ordering, prefix, check_prefix: whole, current: None });
+            let sought = if whole { prefix.clone() } else { Vec::new() };
+            streams.push(Stream { cursor, ordering: *ordering, prefix, check_prefix: whole, current: None, sought, passed: None });
         }
         QuadScan { streams, order: plan.order, started: false, families }
     }
@@ -219,7 +269,9 @@ impl<'a> QuadScan<'a> {
         }
         for (s, (ordering, bound)) in self.streams.iter_mut().zip(&plan.streams) {
             s.prefix = key_prefix(ordering, bound);
-            s.cursor.seek(&s.prefix);
+            let prefix = std::mem::take(&mut s.prefix);
+            s.reposition(&prefix);
+            s.prefix = prefix;
             s.current = None;
         }
         self.order = plan.order;
@@ -234,7 +286,7 @@ impl<'a> QuadScan<'a> {
         for ordering in [QUAD_SPOG, TRIPLE_SPO] {
             let mut cursor = snapshot.cursor(ordering.ks, &start.to_be_bytes(), None);
             cursor.seek_first();
-            streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None });
+            streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None, sought: Vec::new(), passed: None });
         }
         QuadScan { streams, order: QUAD_SPOG.components, started: false, families: Families::default() }
     }
@@ -274,7 +326,11 @@ impl<'a> QuadScan<'a> {
             key.clear();
             key.extend_from_slice(&s.prefix);
             key.extend_from_slice(&value.to_be_bytes());
-            s.cursor.seek(&key);
+            if s.check_prefix {
+                s.reposition(&key);
+            } else {
+                s.cursor.seek(&key);
+            }
             s.advance()?;
         }
         Ok(())
