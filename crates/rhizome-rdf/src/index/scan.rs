@@ -259,7 +259,8 @@ impl<'a> QuadScan<'a> {
     }
 
     /// Points a reusable scan at another pattern; `false` (and the scan
-    /// unusable) when the pattern needs other orderings than this scan has.
+    /// left as it was) when the pattern needs other orderings than this
+    /// scan has.
     pub fn rebind(&mut self, pattern: QuadPattern) -> bool {
         let plan = stream_plan(pattern, self.families);
         if plan.streams.len() != self.streams.len()

@@ -13,6 +13,9 @@ use std::rc::Rc;
 
 type Pairs = Vec<(TermId, TermId)>;
 
+/// Reusable scans kept for property paths' lookups.
+const PATH_SCANS: usize = 8;
+
 impl<'a> Evaluator<'a> {
     pub(super) fn path(self: &Rc<Self>, s: Slot, path: &'a PathPlan, o: Slot, g: GraphSlot, input: Row) -> Rows<'a> {
         match self.path_rows(s, path, o, g, &input) {
@@ -28,9 +31,10 @@ impl<'a> Evaluator<'a> {
             graphs = self.named_graphs()?.iter().map(|g| Some(*g)).collect();
         }
         let graph_var = self.graph_var_to_bind(g);
+        let walk = Walk { ev: self, scans: Default::default() };
         let mut out = Vec::new();
         for graph in graphs {
-            for (x, y) in self.pairs(path, sv, ov, graph, [matches!(s, Slot::Const(_)), matches!(o, Slot::Const(_))])? {
+            for (x, y) in walk.pairs(path, sv, ov, graph, [matches!(s, Slot::Const(_)), matches!(o, Slot::Const(_))])? {
                 let mut r = input.clone();
                 let mut ok = true;
                 for (slot, value) in [(s.var(), Some(x)), (o.var(), Some(y)), (graph_var, graph)] {
@@ -51,28 +55,62 @@ impl<'a> Evaluator<'a> {
         }
         Ok(out)
     }
+}
 
+/// One path evaluation: its lookups share a small pool of reusable scans,
+/// re-pointed from node to node instead of opening a RocksDB iterator per
+/// node reached (a walk looks up every node it reaches).
+struct Walk<'e, 'a> {
+    ev: &'e Evaluator<'a>,
+    scans: std::cell::RefCell<Vec<rhizome_rdf::QuadScan<'a>>>,
+}
+
+impl<'a> Walk<'_, 'a> {
     fn scan_pairs(&self, s: Option<TermId>, p: Option<TermId>, o: Option<TermId>, g: Option<TermId>, not: &[TermId]) -> Result<Pairs> {
         let mut out = Vec::new();
-        for q in self.space.scan(QuadPattern { s, p, o, g }) {
-            let q = q?;
-            self.limits.check()?;
-            if !not.contains(&q[1]) {
-                out.push((q[0], q[2]));
+        self.with_path_scan(QuadPattern { s, p, o, g }, |scan| {
+            while let Some(q) = scan.next_quad()? {
+                self.ev.limits.check()?;
+                if !not.contains(&q[1]) {
+                    out.push((q[0], q[2]));
+                }
             }
-        }
+            Ok(())
+        })?;
         Ok(out)
     }
 
+    /// Runs `f` on a scan of `pattern` from the path scans' pool (a walk
+    /// looks up every node it reaches), then gives the scan back.
+    fn with_path_scan<T>(&self, pattern: QuadPattern, f: impl FnOnce(&mut rhizome_rdf::QuadScan<'a>) -> Result<T>) -> Result<T> {
+        let pooled = {
+            let mut pool = self.scans.borrow_mut();
+            let at = pool.iter_mut().position(|scan| scan.rebind(pattern));
+            at.map(|i| pool.swap_remove(i))
+        };
+        let mut scan = pooled.unwrap_or_else(|| self.ev.space.lookup_scan(pattern));
+        let result = f(&mut scan);
+        let mut pool = self.scans.borrow_mut();
+        // One scan per ordering a walk uses is enough.
+        if pool.len() < PATH_SCANS {
+            pool.push(scan);
+        }
+        result
+    }
+
     fn in_graph(&self, t: TermId, g: Option<TermId>) -> Result<bool> {
-        Ok(self.space.scan(QuadPattern { s: Some(t), g, ..Default::default() }).next().transpose()?.is_some()
-            || self.space.scan(QuadPattern { o: Some(t), g, ..Default::default() }).next().transpose()?.is_some())
+        for pattern in [QuadPattern { s: Some(t), g, ..Default::default() }, QuadPattern { o: Some(t), g, ..Default::default() }] {
+            if self.with_path_scan(pattern, |scan| Ok(scan.next_quad()?.is_some()))? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Every subject and object of a graph (the nodes zero-length paths reach).
     fn nodes(&self, g: Option<TermId>) -> Result<Vec<TermId>> {
         let mut seen = FxHashSet::default();
-        for q in self.space.scan(QuadPattern { g, ..Default::default() }) {
+        for q in self.ev.space.scan(QuadPattern { g, ..Default::default() }) {
             let q = q?;
             seen.insert(q[0]);
             seen.insert(q[2]);
@@ -165,7 +203,7 @@ impl<'a> Evaluator<'a> {
                 }
                 frontier = following;
             }
-            self.limits.check_memory(out.len() * 16)?;
+            self.ev.limits.check_memory(out.len() * 16)?;
         }
         Ok(out)
     }
