@@ -89,28 +89,8 @@ pub fn evaluate<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<Te
 /// no terms: a filter over inlined values or stored IRIs decodes nothing.
 pub fn truth<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<bool> {
     match e {
-        Expr::And(a, b) => {
-            let x = truth(ev, a, row);
-            if x == Some(false) {
-                return Some(false);
-            }
-            match (x, truth(ev, b, row)) {
-                (_, Some(false)) => Some(false),
-                (Some(true), Some(true)) => Some(true),
-                _ => None,
-            }
-        }
-        Expr::Or(a, b) => {
-            let x = truth(ev, a, row);
-            if x == Some(true) {
-                return Some(true);
-            }
-            match (x, truth(ev, b, row)) {
-                (_, Some(true)) => Some(true),
-                (Some(false), Some(false)) => Some(false),
-                _ => None,
-            }
-        }
+        Expr::And(a, b) => connective(ev, a, b, row, false),
+        Expr::Or(a, b) => connective(ev, a, b, row, true),
         Expr::Not(a) => truth(ev, a, row).map(|b| !b),
         Expr::Bound(v) => Some(row.get(*v).copied().flatten().is_some()),
         Expr::Equal(a, b) => {
@@ -131,6 +111,21 @@ pub fn truth<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<bool>
         Expr::Less(a, b) => cmp(ev, a, b, row, |o| o == Ordering::Less),
         Expr::LessOrEqual(a, b) => cmp(ev, a, b, row, |o| o != Ordering::Greater),
         _ => ebv(&evaluate(ev, e, row)?),
+    }
+}
+
+/// `&&` (`decisive` false) or `||` (`decisive` true) with SPARQL's error
+/// rules: either side equal to `decisive` decides, even if the other errs;
+/// otherwise both must be known.
+fn connective<'a>(ev: &Rc<Evaluator<'a>>, a: &'a Expr, b: &'a Expr, row: &Row, decisive: bool) -> Option<bool> {
+    let x = truth(ev, a, row);
+    if x == Some(decisive) {
+        return x;
+    }
+    match (x, truth(ev, b, row)) {
+        (_, Some(y)) if y == decisive => Some(decisive),
+        (Some(_), Some(_)) => Some(!decisive),
+        _ => None,
     }
 }
 
