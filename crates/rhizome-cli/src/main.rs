@@ -1,11 +1,10 @@
 //! `rhizome`: the command line. Each subcommand lives in `commands/`.
 
+mod allocator;
 mod commands;
 
-// Query execution allocates many small short-lived values (rows, keys,
-// terms); mimalloc serves them several times faster than glibc's malloc.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Mimalloc = allocator::Mimalloc;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

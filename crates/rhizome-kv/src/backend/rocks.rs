@@ -218,6 +218,13 @@ fn dir_size(path: &Path) -> Result<u64> {
     Ok(total)
 }
 
+/// RocksDB counts every step of every read into thread-local "perf
+/// context" counters unless told not to, on each thread; nothing here reads
+/// them (callgrind: 1.4% of a 3-pattern join's instructions).
+fn no_perf_counters() {
+    rocksdb::perf::set_perf_stats(rocksdb::perf::PerfStatsLevel::Disable);
+}
+
 struct RocksSnapshot {
     snapshot: SnapshotWithThreadMode<'static, DB>,
     db: Arc<DB>,
@@ -227,10 +234,12 @@ impl Snapshot for RocksSnapshot {}
 
 impl KvRead for RocksSnapshot {
     fn get(&self, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        no_perf_counters();
         Ok(self.snapshot.get(prefixed(ks, key))?)
     }
 
     fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
+        no_perf_counters();
         let mut ro = ReadOptions::default();
         let lower = prefixed(ks, lower);
         let upper = match upper {
