@@ -316,6 +316,37 @@ fn a_pattern_looked_up_often_enough_is_hashed_and_gives_the_rows_lookups_give() 
 }
 
 #[test]
+fn a_pattern_is_hashed_sooner_only_when_the_planner_expects_many_more_lookups() {
+    // ?a :p ?b . ?b :q ?c: every :p row looks :q up once. :q has 24,000
+    // quads, so lookups cost what reading it does after 2,000 of them.
+    let run = |p_rows: usize| -> (usize, String) {
+        let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
+        for i in 0..24_000 {
+            data.push_str(&format!(" :b{i} :q :c{i} ."));
+        }
+        for i in 0..p_rows {
+            data.push_str(&format!(" :a{i} :p :b{i} ."));
+        }
+        data.push('}');
+        let store = Store::memory(DatasetMode::Union);
+        update(&store, &data);
+        let query = "PREFIX : <http://ex/> SELECT ?a ?c { ?a :p ?b . ?b :q ?c }";
+        let rows = select(&store, query).len();
+        let snapshot = store.snapshot().unwrap();
+        let stats = Statistics::from_store(&store.stats().unwrap());
+        (rows, PreparedQuery::new(&snapshot, stats, &parse_query(query, None).unwrap()).unwrap().explain().unwrap())
+    };
+    // 20,000 :p rows, ten times the break-even: hashed after a quarter of it.
+    let (rows, explain) = run(20_000);
+    assert_eq!(rows, 20_000);
+    assert!(explain.contains("hashed after 500 lookups"), "{explain}");
+    // 3,000 :p rows, under twice the break-even: the full break-even.
+    let (rows, explain) = run(3_000);
+    assert_eq!(rows, 3_000);
+    assert!(explain.contains("hashed after 2000 lookups"), "{explain}");
+}
+
+#[test]
 fn counts_of_the_whole_union_graph_from_the_counters_match_counted_rows() {
     let store = Store::memory(DatasetMode::Union);
     update(&store, DATA);
@@ -350,6 +381,26 @@ fn a_star_on_a_bound_subject_gives_every_combination_however_many_quads_the_subj
         let small: Vec<_> = rows.iter().filter(|r| r[0] == "<http://ex/small>").map(|r| r[1].clone()).collect();
         assert_eq!(small, vec!["<http://ex/a>", "<http://ex/b>"]);
         assert_eq!(select(&store, "PREFIX : <http://ex/> SELECT ?x { ?x a :Hub . ?x :link :l7 ; :name \"b2\" }"), vec![vec!["<http://ex/big>".to_owned()]]);
+    }
+}
+
+#[test]
+fn a_star_whose_patterns_share_a_variable_keeps_only_the_rows_where_they_agree() {
+    // One quad per pattern extends the row in place; a disagreeing quad
+    // must drop the row, also after a pattern that multiplied the rows.
+    let data = "PREFIX : <http://ex/> INSERT DATA { \
+        :same a :Hub ; :first :v ; :second :v ; :tag :t1, :t2 . \
+        :differ a :Hub ; :first :v ; :second :w ; :tag :t1 . \
+        :twice a :Hub ; :first :v, :w ; :second :w ; :tag :t1, :t2, :t3 . }";
+    for mode in [DatasetMode::Union, DatasetMode::Plain] {
+        let store = Store::memory(mode);
+        update(&store, data);
+        let rows = select(&store, "PREFIX : <http://ex/> SELECT ?x ?t { ?x a :Hub . ?x :tag ?t ; :first ?v ; :second ?v }");
+        let expected: Vec<Vec<String>> = [("same", "t1"), ("same", "t2"), ("twice", "t1"), ("twice", "t2"), ("twice", "t3")]
+            .iter()
+            .map(|(x, t)| vec![format!("<http://ex/{x}>"), format!("<http://ex/{t}>")])
+            .collect();
+        assert_eq!(rows, expected, "{mode:?}");
     }
 }
 

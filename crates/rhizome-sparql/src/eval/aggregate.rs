@@ -118,7 +118,7 @@ impl<'a> Evaluator<'a> {
                     let empty = self.empty_row();
                     let (graphs, skip_default) = self.graphs_of(p.g, &empty);
                     let mut n = 0;
-                    for g in graphs {
+                    for &g in graphs.iter() {
                         let pattern = rhizome_rdf::QuadPattern { s: p.s.value(&empty), p: p.p.value(&empty), o: p.o.value(&empty), g };
                         let mut scan = self.space.scan(pattern);
                         while let Some(q) = scan.next_quad()? {

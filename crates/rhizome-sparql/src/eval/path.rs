@@ -26,10 +26,8 @@ impl<'a> Evaluator<'a> {
 
     fn path_rows(&self, s: Slot, path: &PathPlan, o: Slot, g: GraphSlot, input: &Row) -> Result<Vec<Row>> {
         let (sv, ov) = (s.value(input), o.value(input));
-        let (mut graphs, all_named) = self.graphs_of(g, input);
-        if all_named {
-            graphs = self.named_graphs()?.iter().map(|g| Some(*g)).collect();
-        }
+        let (graphs, all_named) = self.graphs_of(g, input);
+        let graphs: Vec<Option<TermId>> = if all_named { self.named_graphs()?.iter().map(|g| Some(*g)).collect() } else { graphs.to_vec() };
         let graph_var = self.graph_var_to_bind(g);
         let walk = Walk { ev: self, scans: Default::default() };
         let mut out = Vec::new();

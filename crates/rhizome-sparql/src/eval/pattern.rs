@@ -96,7 +96,8 @@ impl<'a> Evaluator<'a> {
         let (graphs, _) = self.graphs_of(first.g, &row);
         let Some(&g) = graphs.first() else { return Box::new(std::iter::empty()) };
         let pattern = QuadPattern { s: Some(subject), p: None, o: None, g };
-        let mut quads = Vec::new();
+        let mut quads = std::mem::take(&mut pools[0].borrow_mut().star_quads);
+        quads.clear();
         let mut small = true;
         for q in Lookup::new(self, &pools[0], pattern) {
             if let Err(e) = self.limits.check() {
@@ -125,17 +126,27 @@ impl<'a> Evaluator<'a> {
         let mut rows = vec![row];
         for p in group {
             let (pred, object) = (p.p.value(&rows[0]), p.o.value(&rows[0]).filter(|_| p.o.var().is_none()));
-            let mut next = Vec::new();
-            for r in &rows {
-                for q in quads.iter().filter(|q| Some(q[1]) == pred && object.is_none_or(|o| q[2] == o)) {
-                    next.extend(bind_quad(r, p, None, q));
+            let mut matching = quads.iter().filter(|q| Some(q[1]) == pred && object.is_none_or(|o| q[2] == o));
+            match (matching.next(), matching.clone().next()) {
+                (None, _) => rows.clear(),
+                // One quad (a single-valued property): each row extended in
+                // place, nothing copied.
+                (Some(q), None) => rows.retain_mut(|r| bind_in_place(r, p, None, q)),
+                (Some(_), Some(_)) => {
+                    let mut next = Vec::new();
+                    for r in &rows {
+                        for q in quads.iter().filter(|q| Some(q[1]) == pred && object.is_none_or(|o| q[2] == o)) {
+                            next.extend(bind_quad(r, p, None, q));
+                        }
+                    }
+                    rows = next;
                 }
             }
-            rows = next;
             if rows.is_empty() {
                 break;
             }
         }
+        pools[0].borrow_mut().star_quads = quads;
         Box::new(rows.into_iter().map(Ok))
     }
 
@@ -190,7 +201,7 @@ impl<'a> Evaluator<'a> {
         }
         let empty = self.empty_row();
         let (graphs, skip_default) = self.graphs_of(p.g, &empty);
-        let ([graph], false) = (graphs.as_slice(), skip_default) else { return None };
+        let ([graph], false) = (&*graphs, skip_default) else { return None };
         let scan = self.space.scan(QuadPattern { s: p.s.value(&empty), p: p.p.value(&empty), o: p.o.value(&empty), g: *graph });
         if !scan.sorted_by(component) {
             return None;
@@ -204,17 +215,17 @@ impl<'a> Evaluator<'a> {
 
     /// The graphs a pattern scans (`None`: every graph at once) and whether
     /// quads of the plain default graph must be skipped.
-    pub(super) fn graphs_of(&self, g: GraphSlot, row: &Row) -> (Vec<Option<TermId>>, bool) {
+    pub(super) fn graphs_of(&self, g: GraphSlot, row: &Row) -> (Graphs, bool) {
         match g {
             GraphSlot::Default => match &self.dataset.default {
-                None => (vec![self.space.default_graph()], false),
-                Some(list) => (list.iter().map(|g| Some(*g)).collect(), false),
+                None => (Graphs::One([self.space.default_graph()]), false),
+                Some(list) => (Graphs::Many(list.iter().map(|g| Some(*g)).collect()), false),
             },
             GraphSlot::Named(slot) => match slot.value(row).or_else(|| slot.var().and_then(|v| self.graph_context.borrow().get(&v).copied())) {
-                Some(g) => (if self.named_allowed(g) { vec![Some(g)] } else { vec![] }, false),
+                Some(g) => (if self.named_allowed(g) { Graphs::One([Some(g)]) } else { Graphs::Many(Vec::new()) }, false),
                 None => match &self.dataset.named {
-                    Some(list) => (list.iter().map(|g| Some(*g)).collect(), false),
-                    None => (vec![None], true),
+                    Some(list) => (Graphs::Many(list.iter().map(|g| Some(*g)).collect()), false),
+                    None => (Graphs::One([None]), true),
                 },
             },
         }
@@ -246,51 +257,56 @@ impl<'a> Evaluator<'a> {
     }
 
     fn scan_quad(self: &Rc<Self>, p: &'a QuadPlan, row: Row, pool: &ScanPool<'a>) -> Rows<'a> {
-        let (s, pr, o) = (p.s.value(&row), p.p.value(&row), p.o.value(&row));
         let (graphs, skip_default) = self.graphs_of(p.g, &row);
         let graph_var = self.graph_var_to_bind(p.g);
         let hashable = graphs.len() == 1 && !skip_default && graph_var.is_none() && matches!(p.g, GraphSlot::Default | GraphSlot::Named(Slot::Const(_)));
-        let ev = self.clone();
-        let pool = pool.clone();
-        Box::new(graphs.into_iter().flat_map(move |g| {
-            let row = row.clone();
-            let ev = ev.clone();
-            let pattern = QuadPattern { s, p: pr, o, g };
-            let quads: Box<dyn Iterator<Item = rhizome_rdf::Result<[TermId; 4]>> + 'a> = match hashable.then(|| ev.hashed_pattern(p, &pool, pattern)) {
-                Some(Err(e)) => return super::fail(e),
-                Some(Ok(Some(hashed))) => Box::new(hashed.matches(pattern).map(Ok)),
-                _ => {
-                    let mut scan = Lookup::new(&ev, &pool, pattern);
-                    if o.is_none() {
-                        if let Some(ranges) = &p.o_ranges {
-                            scan.restrict(ranges.clone(), s.is_some());
-                        }
+        let bind = Binding { p, graph_var, skip_default };
+        if let [g] = *graphs {
+            // The common case, a row on the left looking up one graph: one
+            // iterator, allocated once per row.
+            return self.pattern_rows(bind, row, pool, g, hashable);
+        }
+        let (ev, pool) = (self.clone(), pool.clone());
+        Box::new(graphs.to_vec().into_iter().flat_map(move |g| ev.pattern_rows(bind, row.clone(), &pool, g, false)))
+    }
+
+    /// The rows `row` extends to with the pattern's quads in graph `g`
+    /// (`None`: every graph).
+    fn pattern_rows(self: &Rc<Self>, bind: Binding<'a>, row: Row, pool: &ScanPool<'a>, g: Option<TermId>, hashable: bool) -> Rows<'a> {
+        let p = bind.p;
+        let (s, pr, o) = (p.s.value(&row), p.p.value(&row), p.o.value(&row));
+        let pattern = QuadPattern { s, p: pr, o, g };
+        let quads = match hashable.then(|| self.hashed_pattern(p, pool, pattern)) {
+            Some(Err(e)) => return super::fail(e),
+            Some(Ok(Some(hashed))) => {
+                let group = hashed.group(pattern);
+                if group.is_empty() {
+                    // A probe that misses costs no allocation (an empty
+                    // iterator boxes nothing).
+                    return Box::new(std::iter::empty());
+                }
+                PatternQuads::Hashed(hashed, group)
+            }
+            _ => {
+                let mut scan = Lookup::new(self, pool, pattern);
+                if o.is_none() {
+                    if let Some(ranges) = &p.o_ranges {
+                        scan.restrict(ranges.clone(), s.is_some());
                     }
-                    Box::new(scan)
                 }
-            };
-            Box::new(quads.filter_map(move |q| {
-                let q = match q {
-                    Ok(q) => q,
-                    Err(e) => return Some(Err(e.into())),
-                };
-                if let Err(e) = ev.limits.check() {
-                    return Some(Err(e));
-                }
-                if skip_default && q[3] == TermId::DEFAULT_GRAPH {
-                    return None;
-                }
-                bind_quad(&row, p, graph_var, &q).map(Ok)
-            })) as Rows<'a>
-        }))
+                PatternQuads::Lookup(scan)
+            }
+        };
+        Box::new(PatternRows { ev: self.clone(), bind, row: Some(row), quads, ahead: None })
     }
 
     /// The pattern's quads hashed for a hash join, once the lookups made
     /// with the same positions bound from the left have cost about what
     /// reading the pattern whole does (`QuadPlan::alone_rows`): from then
     /// on each row on the left is a probe instead of an index seek. Deciding
-    /// by lookups made, not by the planner's guess of the left side's rows,
-    /// keeps a wrong guess from costing more than twice the better plan.
+    /// by lookups made, not by the planner's guess of the left side's rows
+    /// alone, bounds what a wrong guess costs: twice the better plan, or
+    /// five times where the guess made it hash sooner (`TRUST_EARLY`).
     /// `None`: keep looking up (too few lookups, nothing bound from the
     /// left, or the pattern too large to hold).
     fn hashed_pattern(self: &Rc<Self>, p: &'a QuadPlan, pool: &ScanPool<'a>, pattern: QuadPattern) -> Result<Option<Rc<HashedQuads>>> {
@@ -308,7 +324,19 @@ impl<'a> Evaluator<'a> {
         *lookups += 1;
         let threshold = match self.hash_after_lookups.get() {
             Some(n) => n as f64,
-            None => (alone / HASH_AFTER_QUADS_PER_LOOKUP).max(MIN_LOOKUPS_BEFORE_HASH),
+            None => {
+                let even = (alone / HASH_AFTER_QUADS_PER_LOOKUP).max(MIN_LOOKUPS_BEFORE_HASH);
+                // The planner expects many more lookups than that: hash
+                // sooner (ski rental with a prediction: right, the join
+                // costs 1 + TRUST_EARLY of the better plan instead of 2;
+                // wrong, at most 1 + 1 / TRUST_EARLY, and only when the
+                // lookups end between the two thresholds).
+                if p.left_rows.is_some_and(|rows| rows >= 2.0 * even) {
+                    (even * TRUST_EARLY).max(MIN_LOOKUPS_BEFORE_HASH)
+                } else {
+                    even
+                }
+            }
         };
         if (*lookups as f64) < threshold {
             return Ok(None);
@@ -454,16 +482,26 @@ impl<'a> Evaluator<'a> {
 }
 
 fn bind_quad(row: &Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -> Option<Row> {
-    let mut r = row.clone();
+    bind_quad_owned(row.clone(), p, graph_var, q)
+}
+
+/// `row` extended with a quad's values (`None` if they disagree with it).
+fn bind_quad_owned(mut r: Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -> Option<Row> {
+    bind_in_place(&mut r, p, graph_var, q).then_some(r)
+}
+
+/// Extends `r` with a quad's values; false if they disagree with it (`r`
+/// is then partly extended, for the caller to drop).
+fn bind_in_place(r: &mut Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -> bool {
     for (slot, value) in [(p.s.var(), q[0]), (p.p.var(), q[1]), (p.o.var(), q[2]), (graph_var, q[3])] {
         if let Some(v) = slot {
             match r[v] {
-                Some(x) if x != value => return None,
+                Some(x) if x != value => return false,
                 _ => r[v] = Some(value),
             }
         }
     }
-    Some(r)
+    true
 }
 
 /// The distinct values of one quad position, in order (see
@@ -620,6 +658,9 @@ const STAR_MAX_QUADS: usize = 64;
 /// Lookups with one set of positions bound from the left, at the least,
 /// before a pattern is hashed (below it, seeks cost little either way).
 const MIN_LOOKUPS_BEFORE_HASH: f64 = 256.0;
+/// The share of the break-even lookups after which a pattern is hashed
+/// when the planner expects at least twice the break-even.
+const TRUST_EARLY: f64 = 0.25;
 /// Quads read and hashed for the cost of one lookup (measured at 4.8M
 /// triples: a lookup's seek is 3-5 µs, a quad read in order and hashed
 /// 0.3-0.4 µs).
@@ -640,6 +681,9 @@ pub(super) struct PatternState<'a> {
     hashed: [Option<Rc<HashedQuads>>; 8],
     /// Sets of bound positions whose pattern was too large to hash.
     refused: u8,
+    /// A star's subject quads (the first pattern of a star keeps the
+    /// buffer, reused from row to row).
+    star_quads: Vec<[TermId; 4]>,
 }
 
 pub(super) type ScanPool<'a> = Rc<std::cell::RefCell<PatternState<'a>>>;
@@ -678,10 +722,113 @@ impl HashedQuads {
         HashedQuads { mask, quads, groups }
     }
 
-    /// The quads agreeing with the pattern's bound positions.
-    fn matches(self: Rc<Self>, pattern: QuadPattern) -> impl Iterator<Item = [TermId; 4]> {
+    /// Where in `quads` the quads agreeing with the pattern's bound
+    /// positions are.
+    fn group(&self, pattern: QuadPattern) -> std::ops::Range<usize> {
         let (start, len) = self.groups.get(&Self::key(self.mask, pattern.s, pattern.p, pattern.o)).copied().unwrap_or((0, 0));
-        (start as usize..(start + len) as usize).map(move |i| self.quads[i])
+        start as usize..(start + len) as usize
+    }
+}
+
+/// The graphs a pattern scans: nearly always one, held without allocating
+/// (`graphs_of` runs once per row on the left).
+pub(super) enum Graphs {
+    One([Option<TermId>; 1]),
+    Many(Vec<Option<TermId>>),
+}
+
+impl std::ops::Deref for Graphs {
+    type Target = [Option<TermId>];
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Graphs::One(g) => g,
+            Graphs::Many(list) => list,
+        }
+    }
+}
+
+/// How a pattern's quads bind a row: the pattern, the variable its graph
+/// binds, and whether quads of the plain default graph are skipped.
+#[derive(Clone, Copy)]
+struct Binding<'a> {
+    p: &'a QuadPlan,
+    graph_var: Option<Var>,
+    skip_default: bool,
+}
+
+/// Where one lookup's quads come from.
+enum PatternQuads<'a> {
+    /// A group of the pattern's hashed quads.
+    Hashed(Rc<HashedQuads>, std::ops::Range<usize>),
+    Lookup(Lookup<'a>),
+}
+
+impl PatternQuads<'_> {
+    fn next_quad(&mut self) -> Result<Option<[TermId; 4]>> {
+        match self {
+            PatternQuads::Hashed(hashed, group) => Ok(group.next().map(|i| hashed.quads[i])),
+            PatternQuads::Lookup(scan) => Ok(scan.next().transpose()?),
+        }
+    }
+}
+
+/// The rows one row on the left extends to with a pattern's quads. It reads
+/// a quad ahead, so that the last quad takes the row instead of copying it
+/// (in a join where each row on the left matches one quad, no row is
+/// copied).
+struct PatternRows<'a> {
+    ev: Rc<Evaluator<'a>>,
+    bind: Binding<'a>,
+    /// The row on the left; taken by the last quad.
+    row: Option<Row>,
+    quads: PatternQuads<'a>,
+    /// The next quad, read ahead.
+    ahead: Option<[TermId; 4]>,
+}
+
+impl PatternRows<'_> {
+    fn step(&mut self) -> Result<Option<Row>> {
+        loop {
+            let Some(row) = &self.row else { return Ok(None) };
+            self.ev.limits.check()?;
+            let quad = match self.ahead.take() {
+                Some(q) => q,
+                None => match self.quads.next_quad()? {
+                    Some(q) => q,
+                    None => {
+                        self.row = None;
+                        return Ok(None);
+                    }
+                },
+            };
+            if self.bind.skip_default && quad[3] == TermId::DEFAULT_GRAPH {
+                continue;
+            }
+            self.ahead = self.quads.next_quad()?;
+            let (p, graph_var) = (self.bind.p, self.bind.graph_var);
+            let bound = if self.ahead.is_none() {
+                let row = self.row.take().expect("checked above");
+                bind_quad_owned(row, p, graph_var, &quad)
+            } else {
+                bind_quad(row, p, graph_var, &quad)
+            };
+            if bound.is_some() {
+                return Ok(bound);
+            }
+        }
+    }
+}
+
+impl Iterator for PatternRows<'_> {
+    type Item = Result<Row>;
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.step() {
+            Ok(row) => row.map(Ok),
+            Err(e) => {
+                self.row = None;
+                Some(Err(e))
+            }
+        }
     }
 }
 

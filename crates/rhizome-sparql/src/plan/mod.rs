@@ -68,6 +68,11 @@ pub struct QuadPlan {
     /// the statistics, set when the BGP is ordered): what reading it once
     /// whole for a hash join costs, against one lookup per row on the left.
     pub alone_rows: Option<f64>,
+    /// Expected rows on the left when the pattern runs, per row the BGP
+    /// starts from (from the statistics, set when the BGP is ordered): the
+    /// lookups a hash join would save, a prediction the run-time choice
+    /// trusts only in part (`hashed_pattern`).
+    pub left_rows: Option<f64>,
 }
 
 #[derive(Clone, Debug)]

@@ -62,6 +62,8 @@ impl Statistics {
 pub fn order_patterns(mut patterns: Vec<QuadPlan>, stats: &Statistics, bound: &[usize]) -> Vec<QuadPlan> {
     let mut bound_vars: Vec<usize> = bound.to_vec();
     let mut out = Vec::with_capacity(patterns.len());
+    // Expected rows so far, per row the BGP starts from.
+    let mut rows = 1.0;
     while !patterns.is_empty() {
         let mut best = 0;
         let mut best_key = (true, f64::INFINITY);
@@ -81,6 +83,8 @@ pub fn order_patterns(mut patterns: Vec<QuadPlan>, stats: &Statistics, bound: &[
         let mut p = patterns.remove(best);
         let constant = |s: Slot| matches!(s, Slot::Const(_));
         p.alone_rows = Some(stats.estimate(&p, &[constant(p.s), constant(p.p), constant(p.o)]));
+        p.left_rows = Some(rows);
+        rows *= best_key.1;
         for s in [p.s, p.p, p.o] {
             if let Slot::Var(v) = s {
                 bound_vars.push(v);
@@ -106,7 +110,7 @@ mod tests {
         stats.predicates.insert(common, [900, 900, 10]);
         stats.predicates.insert(rare, [5, 5, 5]);
         stats.predicates.insert(other, [100, 100, 100]);
-        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, o_share: None, alone_rows: None };
+        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, o_share: None, alone_rows: None, left_rows: None };
         // ?a common ?b . ?c other ?d . ?a rare ?e
         let ordered = order_patterns(vec![q(0, common, 1), q(2, other, 3), q(0, rare, 4)], &stats, &[]);
         let preds: Vec<Slot> = ordered.iter().map(|p| p.p).collect();
@@ -119,7 +123,7 @@ mod tests {
         let mut stats = Statistics { quads: 100_000, ..Default::default() };
         stats.predicates.insert(big, [90_000, 90_000, 90_000]);
         stats.predicates.insert(small, [1000, 1000, 1000]);
-        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, o_share: None, alone_rows: None };
+        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, o_share: None, alone_rows: None, left_rows: None };
         // OPTIONAL { ?x small ?y . ?a big ?x } with ?a bound on the left.
         let ordered = order_patterns(vec![q(1, small, 2), q(0, big, 1)], &stats, &[0]);
         assert_eq!(ordered[0].p, Slot::Const(big), "the pattern on the bound ?a is one lookup per left row");

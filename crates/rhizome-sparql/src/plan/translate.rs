@@ -85,7 +85,7 @@ impl<'s, 'a> Translator<'s, 'a> {
     }
 
     fn triple(&mut self, t: &TriplePattern) -> Result<QuadPlan> {
-        Ok(QuadPlan { s: self.term(&t.subject)?, p: self.named(&t.predicate)?, o: self.term(&t.object)?, g: self.graph, o_ranges: None, o_share: None, alone_rows: None })
+        Ok(QuadPlan { s: self.term(&t.subject)?, p: self.named(&t.predicate)?, o: self.term(&t.object)?, g: self.graph, o_ranges: None, o_share: None, alone_rows: None, left_rows: None })
     }
 
     fn path(&mut self, p: &PropertyPathExpression) -> Result<PathPlan> {
