@@ -1,7 +1,7 @@
 //! The store: opening, modes, snapshots and the META counters.
 
 use crate::index::layout::{self, meta, GRAPHS, META};
-use crate::index::{QuadPattern, QuadScan};
+use crate::index::{Families, FamilyMarks, QuadPattern, QuadScan};
 use crate::term::{Dictionary, TermCache, TermId};
 use crate::{Error, Result};
 use oxrdf::{Term, TermRef};
@@ -33,6 +33,7 @@ pub struct Store {
     mode: DatasetMode,
     path: Option<PathBuf>,
     terms: Arc<TermCache>,
+    families: Arc<FamilyMarks>,
 }
 
 fn is_store_dir(path: &Path) -> bool {
@@ -102,7 +103,8 @@ impl Store {
                 mode
             }
         };
-        Ok(Store { kv, mode, path, terms: Arc::default() })
+        let families = Arc::new(FamilyMarks::of(kv.snapshot()?.as_ref())?);
+        Ok(Store { kv, mode, path, terms: Arc::default(), families })
     }
 
     pub fn mode(&self) -> DatasetMode {
@@ -117,8 +119,17 @@ impl Store {
         &self.kv
     }
 
+    /// See [`FamilyMarks`]: writers mark before they commit.
+    pub(crate) fn family_marks(&self) -> &Arc<FamilyMarks> {
+        &self.families
+    }
+
     pub fn snapshot(&self) -> Result<StoreSnapshot> {
-        Ok(StoreSnapshot { snapshot: self.kv.snapshot()?, mode: self.mode, terms: self.terms.clone() })
+        let snapshot = self.kv.snapshot()?;
+        // Read after the snapshot is taken: every family it has quads in is
+        // marked by then.
+        let families = self.families.get();
+        Ok(StoreSnapshot { snapshot, mode: self.mode, terms: self.terms.clone(), families })
     }
 
     pub fn compact(&self) -> Result<()> {
@@ -132,11 +143,18 @@ pub struct StoreSnapshot {
     snapshot: Arc<dyn Snapshot>,
     mode: DatasetMode,
     terms: Arc<TermCache>,
+    families: Families,
 }
 
 impl StoreSnapshot {
     pub fn mode(&self) -> DatasetMode {
         self.mode
+    }
+
+    /// The index families that may hold quads in this snapshot (see
+    /// [`FamilyMarks`]).
+    pub fn families(&self) -> Families {
+        self.families
     }
 
     pub fn kv(&self) -> &dyn Snapshot {

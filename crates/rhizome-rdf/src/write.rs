@@ -5,7 +5,7 @@
 //! through here; bulk loads go through `load`.
 
 use crate::index::layout::{self, meta, GRAPHS, ID2TERM, META, PREDICATE_STATS, TERM2ID};
-use crate::index::{QuadPattern, QuadScan};
+use crate::index::{Families, FamilyMarks, QuadPattern, QuadScan};
 use crate::store::{graph_exists_in, read_u64, DatasetMode, Store};
 use crate::term::{tag, term_key, Dictionary, TermId, TermKey};
 use crate::Result;
@@ -15,6 +15,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 pub struct StoreTransaction<'a> {
     txn: Transaction<'a>,
+    /// The store's family marks, set before a quad goes into a family.
+    families: std::sync::Arc<FamilyMarks>,
     mode: DatasetMode,
     next_id: u64,
     quads: u64,
@@ -50,6 +52,7 @@ impl Store {
         let (next_id, quads, terms, graphs) = (read(meta::NEXT_ID)?.max(1), read(meta::QUADS)?, read(meta::TERMS)?, read(meta::GRAPHS)?);
         Ok(StoreTransaction {
             txn,
+            families: self.family_marks().clone(),
             mode: self.mode(),
             next_id,
             quads,
@@ -233,6 +236,8 @@ impl<'a> StoreTransaction<'a> {
         let graph_is_new = !graph_exists_in(&self.txn, quad[3])? && !self.maybe_gone.graphs.remove(&quad[3]);
         let new_s = !self.pair_exists(quad[0], quad[1], layout::SPO, layout::SPOG) && !self.maybe_gone.pairs.remove(&(quad[1], quad[0], false));
         let new_o = !self.pair_exists(quad[1], quad[2], layout::POS, layout::POSG) && !self.maybe_gone.pairs.remove(&(quad[1], quad[2], true));
+        let triple = layout::is_subject_graph(quad);
+        self.families.mark(Families { triples: triple, quads: !triple });
         for ordering in Self::orderings(quad) {
             ordering.encode(quad, &mut self.key);
             self.txn.put(ordering.ks, &self.key, &[]);

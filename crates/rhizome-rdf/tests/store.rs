@@ -326,3 +326,40 @@ fn a_reusable_scan_re_pointed_in_any_order_gives_what_a_fresh_scan_gives() {
         }
     }
 }
+
+/// A snapshot's index families (which a query trusts instead of seeking
+/// for them) cover every quad it holds: whichever family the first quads
+/// went to, later writes and loads into the other family are marked
+/// before they are visible, and a reopened store starts from what it holds.
+#[test]
+fn a_snapshot_knows_every_family_its_quads_are_in_after_writes_loads_and_reopening() {
+    let subject_graph = "<http://ex/a> <http://ex/p> <http://ex/b> <http://ex/a> .\n";
+    let named_graph = "<http://ex/c> <http://ex/p> <http://ex/d> <http://ex/g> .\n";
+    for (first, second) in [(subject_graph, named_graph), (named_graph, subject_graph)] {
+        for (store, dir) in stores() {
+            let families = |store: &Store| store.snapshot().unwrap().families();
+            let present = |store: &Store| rhizome_rdf::index::families_present(store.snapshot().unwrap().kv()).unwrap();
+            assert_eq!(families(&store), present(&store), "empty store");
+            load_str(&store, dir.path(), "first.nq", first, &LoadOptions::default()).unwrap();
+            let after_load = families(&store);
+            assert!(after_load.triples >= present(&store).triples && after_load.quads >= present(&store).quads);
+            // A write through a transaction into the other family.
+            let mut txn = store.transaction().unwrap();
+            for q in RdfParser::from_format(RdfFormat::NQuads).for_slice(second.as_bytes()) {
+                let quad = txn.encode_quad(q.unwrap().as_ref()).unwrap();
+                txn.insert(&quad).unwrap();
+            }
+            txn.commit().unwrap();
+            let (marked, held) = (families(&store), present(&store));
+            assert!(held.triples && held.quads, "both families hold quads now");
+            assert!(marked.triples && marked.quads, "a snapshot after the write must know both: {marked:?}");
+            // Every quad is found through the snapshot's own scans.
+            assert_eq!(all_quads(&store).len(), 2);
+            if let Some(path) = store.path().map(|p| p.to_owned()) {
+                drop(store);
+                let reopened = Store::open(&path).unwrap();
+                assert_eq!(families(&reopened), present(&reopened), "reopened");
+            }
+        }
+    }
+}

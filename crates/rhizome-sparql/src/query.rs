@@ -11,6 +11,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use spargebra::algebra::GraphPattern;
 use spargebra::term::{NamedNodePattern, TermPattern};
 use spargebra::Query;
+use rhizome_rdf::index::Families;
 use rhizome_rdf::term::TermCache;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -73,7 +74,7 @@ fn in_scope(p: &GraphPattern) -> Vec<Variable> {
 
 impl<'s> PreparedQuery<'s> {
     pub fn new(snapshot: &'s StoreSnapshot, stats: Statistics, query: &Query) -> Result<Self> {
-        Self::build(snapshot.kv(), snapshot.mode(), stats, query, false, Some(snapshot.term_cache().clone()))
+        Self::build(snapshot.kv(), snapshot.mode(), stats, query, false, Some((snapshot.term_cache().clone(), snapshot.families())))
     }
 
     /// A query over any reader of the store (a write transaction's, for
@@ -95,11 +96,12 @@ impl<'s> PreparedQuery<'s> {
         stats: Statistics,
         query: &Query,
         update: bool,
-        shared: Option<Arc<TermCache>>,
+        // A snapshot's shared term cache and family marks.
+        snapshot: Option<(Arc<TermCache>, Families)>,
     ) -> Result<Self> {
         let mut space = TermSpace::new(reader, mode);
-        if let Some(cache) = shared {
-            space = space.with_shared_cache(cache);
+        if let Some((cache, families)) = snapshot {
+            space = space.with_shared_cache(cache).with_families(families);
         }
         let (dataset, pattern, base_iri) = match query {
             Query::Select { dataset, pattern, base_iri }
@@ -157,7 +159,7 @@ impl<'s> PreparedQuery<'s> {
             space,
             dataset: query_dataset,
             width,
-            now: oxsdatatypes::DateTime::now(),
+            now: std::cell::OnceCell::new(),
             base_iri: base_iri.clone(),
             graph_context: Default::default(),
             limits: Default::default(),

@@ -37,6 +37,13 @@ impl<'a> TermSpace<'a> {
         TermSpace { reader, mode, local: RefCell::default(), decoded: RefCell::default(), shared: None, families: Cell::new(None) }
     }
 
+    /// The index families known to hold quads (a snapshot's, from the
+    /// store's marks), instead of looking them up.
+    pub fn with_families(self, families: Families) -> Self {
+        self.families.set(Some(families));
+        self
+    }
+
     /// Decoded terms also go through the store's shared cache (see
     /// `rhizome_rdf::term::TermCache`: for snapshots only).
     pub fn with_shared_cache(mut self, cache: Arc<TermCache>) -> Self {

@@ -457,6 +457,7 @@ impl Store {
         runs.push(w.finish()?);
         trace("written");
         drop(snapshot);
+        self.family_marks().mark(crate::index::Families { triples: triples_added > 0, quads: quads_added > 0 });
         bulk.ingest(runs)?;
         trace("ingested");
         summary.seconds = started.elapsed().as_secs_f64();

@@ -33,7 +33,10 @@ pub struct Evaluator<'a> {
     pub space: TermSpace<'a>,
     pub dataset: QueryDataset,
     pub width: usize,
-    pub now: DateTime,
+    /// NOW(): read at its first use in the query and the same for every
+    /// later use (reading the clock and converting it costs a tenth of a
+    /// small query, and most queries never ask).
+    pub now: std::cell::OnceCell<DateTime>,
     pub base_iri: Option<oxiri::Iri<String>>,
     /// The graph of each hidden graph variable of a `GraphLoop` being
     /// evaluated (set around every pull of its inner rows).

@@ -329,7 +329,7 @@ pub fn call<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr], row: 
             };
             Some(Literal::new_simple_literal(tz).into())
         }
-        Function::Now => Some(Literal::from(ev.now).into()),
+        Function::Now => Some(Literal::from(*ev.now.get_or_init(DateTime::now)).into()),
         Function::Uuid => Some(NamedNode::new_unchecked(format!("urn:uuid:{}", uuid())).into()),
         Function::StrUuid => Some(Literal::new_simple_literal(uuid()).into()),
         Function::StrLang => {
