@@ -23,23 +23,30 @@ const PLAIN_ALIGN: usize = std::mem::size_of::<usize>();
 
 pub struct Mimalloc;
 
+/// A block for `layout` from `plain` when its alignment allows, else from
+/// `aligned` (mimalloc's pairs: malloc, zalloc).
+#[inline]
+unsafe fn by_alignment(
+    layout: Layout,
+    plain: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    if layout.align() <= PLAIN_ALIGN {
+        plain(layout.size()) as *mut u8
+    } else {
+        aligned(layout.size(), layout.align()) as *mut u8
+    }
+}
+
 unsafe impl GlobalAlloc for Mimalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.align() <= PLAIN_ALIGN {
-            mi_malloc(layout.size()) as *mut u8
-        } else {
-            mi_malloc_aligned(layout.size(), layout.align()) as *mut u8
-        }
+        by_alignment(layout, mi_malloc, mi_malloc_aligned)
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.align() <= PLAIN_ALIGN {
-            mi_zalloc(layout.size()) as *mut u8
-        } else {
-            mi_zalloc_aligned(layout.size(), layout.align()) as *mut u8
-        }
+        by_alignment(layout, mi_zalloc, mi_zalloc_aligned)
     }
 
     #[inline]
