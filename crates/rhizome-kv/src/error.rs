@@ -13,6 +13,8 @@ pub enum Error {
     },
     #[error("the store at {0} is in use by another process")]
     Locked(PathBuf),
+    #[error("bad storage setting: {0}")]
+    Config(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

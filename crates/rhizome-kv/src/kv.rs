@@ -20,11 +20,12 @@ impl Kv {
         Kv { backend, writer: Mutex::new(()) }
     }
 
-    /// Opens (creating if missing) the embedded store at `path`.
+    /// Opens (creating if missing) the embedded store at `path`, tuned by
+    /// the environment (see [`crate::RocksOptions::from_env`]).
     #[cfg(feature = "rocksdb")]
     pub fn open(path: &Path) -> Result<Self> {
         use crate::{RocksBackend, RocksOptions};
-        Ok(Self::new(Arc::new(RocksBackend::open(path, &RocksOptions::default())?)))
+        Ok(Self::new(Arc::new(RocksBackend::open(path, &RocksOptions::from_env()?)?)))
     }
 
     /// Without the embedded backend there is nothing on disk to open.

@@ -19,7 +19,7 @@ mod transaction;
 
 pub use backend::memory::{memory_run_writer, MemoryBackend};
 #[cfg(feature = "rocksdb")]
-pub use backend::rocks::{RocksBackend, RocksOptions};
+pub use backend::rocks::{Compression, RocksBackend, RocksOptions};
 pub use backend::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteOp};
 pub use error::{Error, Result};
 pub use kv::Kv;

@@ -169,13 +169,16 @@ impl StoreSnapshot {
         }
     }
 
+    /// The quads matching a pattern, skipping index families that hold
+    /// none (in union mode, while every quad is in its subject's graph, a
+    /// lookup is one cursor instead of two).
     pub fn scan(&self, pattern: QuadPattern) -> QuadScan<'_> {
-        QuadScan::new(self.snapshot.as_ref(), pattern)
+        QuadScan::new_in(self.snapshot.as_ref(), pattern, self.families)
     }
 
     /// Quads from subject `start` on, in subject id order.
     pub fn scan_from_subject(&self, start: TermId) -> QuadScan<'_> {
-        QuadScan::subjects_from(self.snapshot.as_ref(), start)
+        QuadScan::subjects_from(self.snapshot.as_ref(), start, self.families)
     }
 
     /// The id of a term if the store has it.

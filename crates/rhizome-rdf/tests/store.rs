@@ -353,8 +353,20 @@ fn a_snapshot_knows_every_family_its_quads_are_in_after_writes_loads_and_reopeni
             let (marked, held) = (families(&store), present(&store));
             assert!(held.triples && held.quads, "both families hold quads now");
             assert!(marked.triples && marked.quads, "a snapshot after the write must know both: {marked:?}");
-            // Every quad is found through the snapshot's own scans.
+            // Every quad is found through the snapshot's own scans, which
+            // read only the families it knows of.
             assert_eq!(all_quads(&store).len(), 2);
+            let snapshot = store.snapshot().unwrap();
+            let ids: Vec<TermId> = ["http://ex/a", "http://ex/c"]
+                .iter()
+                .map(|s| snapshot.lookup(oxrdf::NamedNodeRef::new_unchecked(s).into()).unwrap().unwrap())
+                .collect();
+            for id in &ids {
+                assert_eq!(snapshot.scan(QuadPattern { s: Some(*id), ..Default::default() }).count(), 1);
+            }
+            let first_subject = *ids.iter().min().unwrap();
+            assert_eq!(snapshot.scan_from_subject(first_subject).count(), 2);
+            drop(snapshot);
             if let Some(path) = store.path().map(|p| p.to_owned()) {
                 drop(store);
                 let reopened = Store::open(&path).unwrap();

@@ -27,11 +27,57 @@ pub struct RocksOptions {
     /// Uncompressed bytes per block: larger compresses better, but a random
     /// read decompresses a whole block.
     pub block_bytes: usize,
+    /// How blocks on the bottom level (nearly all data) are compressed.
+    pub compression: Compression,
+}
+
+/// Block compression of the bottom level, where bulk loads land. Every
+/// block records its own compression, so a store written with one setting
+/// reads with any other; compactions rewrite blocks with the current one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// The default: the smallest store; a block read from disk costs a
+    /// decompression.
+    Zstd,
+    /// About a third larger, cheaper to decompress.
+    Lz4,
+    /// About five times larger, nothing to decompress.
+    None,
 }
 
 impl Default for RocksOptions {
     fn default() -> Self {
-        RocksOptions { block_cache_bytes: 256 << 20, background_jobs: 2, block_restart_interval: 16, block_bytes: 16 << 10 }
+        RocksOptions {
+            block_cache_bytes: 256 << 20,
+            background_jobs: 2,
+            block_restart_interval: 16,
+            block_bytes: 16 << 10,
+            compression: Compression::Zstd,
+        }
+    }
+}
+
+impl RocksOptions {
+    /// The defaults, with the size-for-speed trade a user may choose:
+    /// `RHIZOME_COMPRESSION` (`zstd`, `lz4` or `none`, as CouchDB's
+    /// `file_compression`) and `RHIZOME_BLOCK_BYTES` (1 KiB to 1 MiB).
+    pub fn from_env() -> Result<Self> {
+        let mut options = RocksOptions::default();
+        if let Ok(v) = std::env::var("RHIZOME_COMPRESSION") {
+            options.compression = match v.as_str() {
+                "zstd" => Compression::Zstd,
+                "lz4" => Compression::Lz4,
+                "none" => Compression::None,
+                other => return Err(Error::Config(format!("RHIZOME_COMPRESSION={other:?}: expected zstd, lz4 or none"))),
+            };
+        }
+        if let Ok(v) = std::env::var("RHIZOME_BLOCK_BYTES") {
+            options.block_bytes = match v.parse::<usize>() {
+                Ok(n) if (1 << 10..=1 << 20).contains(&n) => n,
+                _ => return Err(Error::Config(format!("RHIZOME_BLOCK_BYTES={v:?}: expected a number of bytes from 1024 to 1048576"))),
+            };
+        }
+        Ok(options)
     }
 }
 
@@ -54,8 +100,13 @@ fn engine_options(tuning: &RocksOptions, for_ingestion: bool) -> Options {
     opts.set_level_compaction_dynamic_level_bytes(true);
     // Upper levels are rewritten often: cheap LZ4. The bottom level holds
     // nearly everything and ingested runs land there: ZSTD for size.
-    opts.set_compression_type(DBCompressionType::Lz4);
-    opts.set_bottommost_compression_type(DBCompressionType::Zstd);
+    let (upper, bottom) = match tuning.compression {
+        Compression::Zstd => (DBCompressionType::Lz4, DBCompressionType::Zstd),
+        Compression::Lz4 => (DBCompressionType::Lz4, DBCompressionType::Lz4),
+        Compression::None => (DBCompressionType::None, DBCompressionType::None),
+    };
+    opts.set_compression_type(upper);
+    opts.set_bottommost_compression_type(bottom);
     // window_bits, level, strategy, max_dict_bytes
     opts.set_bottommost_compression_options(-14, 3, 0, 0, true);
     let mut table = BlockBasedOptions::default();
@@ -343,5 +394,65 @@ impl SortedRunWriter for RocksRunWriter {
         }
         self.writer.finish()?;
         Ok(SortedRun::File { path: self.path.clone() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(n: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..n).map(|i| (i.to_be_bytes().to_vec(), format!("value {i} of a run that compresses well").into_bytes())).collect()
+    }
+
+    fn read_all(backend: &RocksBackend, ks: Keyspace) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let snapshot = backend.snapshot().unwrap();
+        let mut cursor = snapshot.cursor(ks, &[], None);
+        cursor.seek_first();
+        let mut out = Vec::new();
+        while cursor.valid() {
+            out.push((cursor.key().to_vec(), cursor.value().to_vec()));
+            cursor.next();
+        }
+        cursor.status().unwrap();
+        out
+    }
+
+    /// Each block records its compression: a store written under one
+    /// setting (ingested runs and committed batches) reads back whole under
+    /// every other, and after a compaction under another. The setting takes
+    /// effect: uncompressed files are the largest.
+    #[test]
+    fn a_store_written_with_one_compression_reads_and_compacts_under_every_other() {
+        let settings = [(Compression::None, 1 << 10), (Compression::Lz4, 4 << 10), (Compression::Zstd, 16 << 10)];
+        let mut sizes = Vec::new();
+        for (written, block_bytes) in settings {
+            let dir = tempfile::tempdir().unwrap();
+            let tuning = RocksOptions { compression: written, block_bytes, ..RocksOptions::default() };
+            let mut expected = entries(20_000);
+            {
+                let backend = RocksBackend::open(dir.path(), &tuning).unwrap();
+                let mut run = backend.sorted_run_writer(Keyspace(7)).unwrap();
+                for (k, v) in &expected {
+                    run.put(k, v).unwrap();
+                }
+                backend.ingest(vec![run.finish().unwrap()]).unwrap();
+                let mut batch = WriteBatch::default();
+                for i in 20_000u32..20_100 {
+                    let (k, v) = (i.to_be_bytes().to_vec(), b"committed".to_vec());
+                    batch.put(Keyspace(7), &k, &v);
+                    expected.push((k, v));
+                }
+                backend.commit(batch).unwrap();
+                sizes.push(backend.size_on_disk().unwrap());
+            }
+            for (read, _) in settings {
+                let backend = RocksBackend::open(dir.path(), &RocksOptions { compression: read, ..RocksOptions::default() }).unwrap();
+                assert_eq!(read_all(&backend, Keyspace(7)), expected, "written {written:?}, read {read:?}");
+                backend.compact().unwrap();
+                assert_eq!(read_all(&backend, Keyspace(7)), expected, "written {written:?}, compacted {read:?}");
+            }
+        }
+        assert!(sizes[0] > 2 * sizes[2], "uncompressed {} bytes against ZSTD's {}", sizes[0], sizes[2]);
     }
 }

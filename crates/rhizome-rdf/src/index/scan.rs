@@ -321,15 +321,17 @@ impl<'a> QuadScan<'a> {
     }
 
     /// Every quad whose subject is `start` or after it in id order, in
-    /// subject order (range scans over documents).
-    pub fn subjects_from(snapshot: &'a dyn KvRead, start: TermId) -> QuadScan<'a> {
+    /// subject order (range scans over documents), reading only the
+    /// families `families` says hold quads.
+    pub fn subjects_from(snapshot: &'a dyn KvRead, start: TermId, families: Families) -> QuadScan<'a> {
         let mut streams = Vec::with_capacity(2);
-        for ordering in [QUAD_SPOG, TRIPLE_SPO] {
+        let wanted = [(QUAD_SPOG, families.quads), (TRIPLE_SPO, families.triples)];
+        for ordering in wanted.into_iter().filter_map(|(o, present)| present.then_some(o)) {
             let mut cursor = snapshot.cursor(ordering.ks, &start.to_be_bytes(), None);
             cursor.seek_first();
             streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None, sought: Vec::new(), passed: None });
         }
-        QuadScan { streams, order: QUAD_SPOG.components, started: false, families: Families::default() }
+        QuadScan { streams, order: QUAD_SPOG.components, started: false, families }
     }
 
     /// Quad positions in the order results come out.
