@@ -35,7 +35,7 @@ pub enum Error {
     },
     #[error("no Rhizome store at {0} (create one with `rhizome init` or `rhizome load`)")]
     NoStore(PathBuf),
-    #[error("the store was written by a newer or older Rhizome (format {found}, this build reads {expected})")]
+    #[error("the store was written by a newer or older Rhizome (format {found}, this build reads {expected}): dump it with the Rhizome that wrote it and load the dump")]
     FormatVersion { found: u64, expected: u64 },
     #[error("{0}")]
     Invalid(String),

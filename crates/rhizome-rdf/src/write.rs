@@ -128,10 +128,9 @@ impl<'a> StoreTransaction<'a> {
                 let id = TermId::new(tag, self.next_id);
                 self.next_id += 1;
                 self.terms += 1;
-                let hash = TermKey::hash(tag, &bytes).to_be_bytes();
-                let mut ids = self.txn.get(TERM2ID, &hash)?.unwrap_or_default();
-                ids.extend_from_slice(&id.to_be_bytes());
-                self.txn.put(TERM2ID, &hash, &ids);
+                let txn = &self.txn;
+                let (key, value) = Dictionary::new_entry(tag, &bytes, id, |key| Ok(txn.get(TERM2ID, key)?))?;
+                self.txn.put(TERM2ID, &key, &value);
                 self.txn.put(ID2TERM, &id.to_be_bytes(), &bytes);
                 Ok(id)
             }

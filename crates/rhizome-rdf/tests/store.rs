@@ -375,3 +375,64 @@ fn a_snapshot_knows_every_family_its_quads_are_in_after_writes_loads_and_reopeni
         }
     }
 }
+
+/// Short terms are found by their own bytes in the dictionary, long ones
+/// by their hash; either way every term added by a load into an empty
+/// store, a load into a store that has terms, or a transaction is found
+/// again, decodes to itself, keeps one id, and nothing absent is found,
+/// however long a prefix it shares with a stored term.
+#[test]
+fn every_term_is_found_again_whether_keyed_by_its_bytes_or_by_its_hash() {
+    let limit = rhizome_rdf::term::KEYED_BY_BYTES;
+    let iri = |len: usize| format!("http://ex/{}", "i".repeat(len - "http://ex/".len()));
+    let text = |len: usize, tail: char| format!("{}{tail}", "t".repeat(len - 1));
+    let terms: Vec<Term> = vec![
+        oxrdf::NamedNode::new_unchecked(iri(limit - 1)).into(),
+        oxrdf::NamedNode::new_unchecked(iri(limit)).into(),
+        oxrdf::NamedNode::new_unchecked(iri(limit + 1)).into(),
+        oxrdf::NamedNode::new_unchecked(iri(3 * limit)).into(),
+        oxrdf::Literal::new_simple_literal(text(2 * limit, 'x')).into(),
+        oxrdf::Literal::new_simple_literal(text(2 * limit, 'y')).into(),
+        oxrdf::Literal::new_language_tagged_literal_unchecked(text(limit, 'z'), "en").into(),
+        oxrdf::Literal::new_typed_literal(text(limit + 2, 'w'), oxrdf::NamedNode::new_unchecked("http://ex/type")).into(),
+        oxrdf::Literal::new_simple_literal("short text, longer than seven bytes").into(),
+    ];
+    let line = |i: usize, o: &Term| format!("<http://ex/s{i}> <http://ex/p> {o} .\n");
+    let (first, second) = terms.split_at(3);
+    for (store, dir) in stores() {
+        // Into an empty store, then into one that has terms (one term of
+        // the first load again), then through a transaction.
+        let text1: String = first.iter().enumerate().map(|(i, t)| line(i, t)).collect();
+        load_str(&store, dir.path(), "first.nt", &text1, &LoadOptions::default()).unwrap();
+        let mut text2: String = second[..3].iter().enumerate().map(|(i, t)| line(10 + i, t)).collect();
+        text2 += &line(20, &first[0]);
+        let summary = load_str(&store, dir.path(), "second.nt", &text2, &LoadOptions::default()).unwrap();
+        assert_eq!(summary.terms_added, 3 + 4, "three objects and four subjects are new; the repeated term is not");
+        let mut txn = store.transaction().unwrap();
+        let s = txn.encode(oxrdf::NamedNode::new_unchecked("http://ex/s30").as_ref().into()).unwrap();
+        let p = txn.encode(oxrdf::NamedNode::new_unchecked("http://ex/p").as_ref().into()).unwrap();
+        for t in &second[3..] {
+            let o = txn.encode(t.as_ref()).unwrap();
+            assert_eq!(txn.encode(t.as_ref()).unwrap(), o, "a transaction finds its own new terms");
+            txn.insert(&[s, p, o, s]).unwrap();
+        }
+        txn.commit().unwrap();
+        let snapshot = store.snapshot().unwrap();
+        let mut ids = BTreeSet::new();
+        for t in &terms {
+            let id = snapshot.lookup(t.as_ref()).unwrap().unwrap_or_else(|| panic!("{t} is not found"));
+            assert_eq!(snapshot.decode(id).unwrap().as_ref(), Some(t));
+            assert!(ids.insert(id), "{t} shares an id");
+        }
+        let absent: Vec<Term> = vec![
+            oxrdf::NamedNode::new_unchecked(iri(limit + 2)).into(),
+            oxrdf::NamedNode::new_unchecked(format!("{}j", iri(3 * limit))).into(),
+            oxrdf::Literal::new_simple_literal(text(2 * limit, 'v')).into(),
+            oxrdf::Literal::new_language_tagged_literal_unchecked(text(limit, 'z'), "fr").into(),
+            oxrdf::NamedNode::new_unchecked("http://ex/p2").into(),
+        ];
+        for t in &absent {
+            assert_eq!(snapshot.lookup(t.as_ref()).unwrap(), None, "{t} is not stored");
+        }
+    }
+}

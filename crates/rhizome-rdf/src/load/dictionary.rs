@@ -15,7 +15,6 @@ use rustc_hash::FxHashMap;
 
 pub(crate) struct NewTerm {
     pub id: TermId,
-    pub hash: u64,
     pub bytes: Box<[u8]>,
 }
 
@@ -102,7 +101,7 @@ impl<'a> LoadDictionary<'a> {
         self.entries
             .into_iter()
             .filter(|(_, _, id, _)| id.payload() >= first_new_id)
-            .map(|(_, bytes, id, hash)| NewTerm { id, hash, bytes })
+            .map(|(_, bytes, id, _)| NewTerm { id, bytes })
             .collect()
     }
 }

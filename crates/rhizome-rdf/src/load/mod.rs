@@ -410,21 +410,35 @@ impl Store {
             w.put(&t.id.to_be_bytes(), &t.bytes)?;
         }
         runs.push(w.finish()?);
-        let mut by_hash: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
-        for t in &new_terms {
-            by_hash.entry(t.hash).or_default().extend_from_slice(&t.id.to_be_bytes());
-        }
+        // term2id in key order: each new term under its own bytes (new to
+        // the store, so nothing to merge), long ones under their hash, whose
+        // ids join those of earlier terms with the same hash.
+        let mut entries: Vec<(Vec<u8>, bool, TermId)> = new_terms
+            .iter()
+            .map(|t| {
+                let (key, hashed) = crate::term::term2id_key(t.id.tag(), &t.bytes);
+                (key, hashed, t.id)
+            })
+            .collect();
+        drop(new_terms);
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut w = writer(TERM2ID)?;
-        for (hash, ids) in &mut by_hash {
-            if terms_before > 0 {
-                if let Some(existing) = snapshot.get(TERM2ID, &hash.to_be_bytes())? {
-                    let mut all = existing;
-                    all.extend_from_slice(ids);
-                    *ids = all;
-                }
+        let mut i = 0;
+        while i < entries.len() {
+            let (key, hashed, id) = &entries[i];
+            let mut value = Vec::with_capacity(8);
+            if *hashed && terms_before > 0 {
+                value = snapshot.get(TERM2ID, key)?.unwrap_or_default();
             }
-            w.put(&hash.to_be_bytes(), ids)?;
+            value.extend_from_slice(&id.to_be_bytes());
+            i += 1;
+            while i < entries.len() && entries[i].0 == *key {
+                value.extend_from_slice(&entries[i].2.to_be_bytes());
+                i += 1;
+            }
+            w.put(key, &value)?;
         }
+        drop(entries);
         runs.push(w.finish()?);
         let mut stats: BTreeMap<u64, [u64; 3]> = BTreeMap::new();
         for (p, c) in per_predicate {

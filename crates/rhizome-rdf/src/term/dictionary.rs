@@ -2,9 +2,14 @@
 //! each stored once under a sequential id.
 //!
 //! Two keyspaces: `id2term` (id -> serialized term) to decode, and
-//! `term2id` (64-bit hash of the serialized term -> the ids with that hash,
-//! 8 bytes each) to encode. Hash collisions are resolved by comparing the
-//! serialized terms, so they cost a lookup, never a wrong id. Sequential ids
+//! `term2id` to encode, keyed by the term itself: tag and serialized bytes
+//! -> id. Sorted terms share long prefixes (namespaces), which the blocks'
+//! prefix compression removes, so this map is smaller than one keyed by
+//! hashes (random, incompressible), and a lookup is one read with nothing
+//! to verify. Terms longer than [`KEYED_BY_BYTES`] (long literals) are keyed
+//! by a 64-bit hash instead, so the map does not hold their text twice: the
+//! ids with that hash, 8 bytes each, told apart by comparing the serialized
+//! terms (a collision costs a read, never a wrong id). Sequential ids
 //! (rather than hashes as ids) keep index keys small and compressible.
 
 use super::id::{tag, TermId};
@@ -26,9 +31,32 @@ pub enum TermKey<'a> {
 }
 
 impl TermKey<'_> {
-    /// The hash under which a dictionary term is found in `term2id`.
+    /// The hash of a dictionary term: a long term's key in `term2id`, and
+    /// the loader's in-memory key for every term.
     pub fn hash(tag: u8, bytes: &[u8]) -> u64 {
         xxh3_64_with_seed(bytes, tag as u64)
+    }
+}
+
+/// Serialized terms up to this length are `term2id` keys themselves.
+pub const KEYED_BY_BYTES: usize = 240;
+/// First byte of a hashed `term2id` key (no tag is 0xFF).
+const HASHED: u8 = 0xFF;
+
+/// The `term2id` key of a dictionary term, and whether it is a hash (its
+/// value then lists every id with that hash).
+pub fn term2id_key(tag: u8, bytes: &[u8]) -> (Vec<u8>, bool) {
+    if bytes.len() <= KEYED_BY_BYTES {
+        let mut key = Vec::with_capacity(1 + bytes.len());
+        key.push(tag);
+        key.extend_from_slice(bytes);
+        (key, false)
+    } else {
+        let mut key = Vec::with_capacity(10);
+        key.push(HASHED);
+        key.push(tag);
+        key.extend_from_slice(&TermKey::hash(tag, bytes).to_be_bytes());
+        (key, true)
     }
 }
 
@@ -105,20 +133,33 @@ impl Dictionary {
     }
 
     pub fn lookup_key(snapshot: &dyn KvRead, tag: u8, bytes: &[u8]) -> Result<Option<TermId>> {
-        let hash = TermKey::hash(tag, bytes);
-        let Some(ids) = snapshot.get(TERM2ID, &hash.to_be_bytes())? else {
+        let (key, hashed) = term2id_key(tag, bytes);
+        let Some(ids) = snapshot.get(TERM2ID, &key)? else {
             return Ok(None);
         };
+        if !hashed {
+            if ids.len() != 8 {
+                return Err(Error::Corrupt("a term2id entry is not one id".into()));
+            }
+            return Ok(Some(TermId::from_be_slice(&ids)));
+        }
         for chunk in ids.chunks_exact(8) {
             let id = TermId::from_be_slice(chunk);
-            if id.tag() != tag {
-                continue;
-            }
             if snapshot.get(ID2TERM, &id.to_be_bytes())?.as_deref() == Some(bytes) {
                 return Ok(Some(id));
             }
         }
         Ok(None)
+    }
+
+    /// The `term2id` entry that adds `id` for a term: its key and value.
+    /// `existing` reads the entry already stored under a key (for hashed
+    /// keys, whose value lists every id with that hash).
+    pub fn new_entry(tag: u8, bytes: &[u8], id: TermId, existing: impl FnOnce(&[u8]) -> Result<Option<Vec<u8>>>) -> Result<(Vec<u8>, Vec<u8>)> {
+        let (key, hashed) = term2id_key(tag, bytes);
+        let mut value = if hashed { existing(&key)?.unwrap_or_default() } else { Vec::with_capacity(8) };
+        value.extend_from_slice(&id.to_be_bytes());
+        Ok((key, value))
     }
 
     /// The term of an id. The default graph has no term (`None`).
@@ -186,4 +227,39 @@ fn parse_blank_label(label: &str) -> Option<TermId> {
     let hex = label.strip_prefix('b')?;
     let payload = u64::from_str_radix(hex, 16).ok()?;
     (format!("{payload:x}") == hex && payload < (1 << 56)).then(|| TermId::new(tag::BLANK, payload))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rhizome_kv::Kv;
+
+    /// A long term is found under its hash even when another term with
+    /// the same hash is listed first (a 64-bit collision, built here by
+    /// hand): the ids are told apart by their serialized terms, and a term
+    /// with that hash that is not stored is not found.
+    #[test]
+    fn a_hashed_entry_listing_several_ids_gives_the_one_whose_term_matches() {
+        let kv = Kv::memory();
+        let mut txn = kv.transaction().unwrap();
+        let stored = vec![b'a'; KEYED_BY_BYTES + 1];
+        let other = vec![b'b'; KEYED_BY_BYTES + 7];
+        let (stored_id, other_id) = (TermId::new(tag::STRING, 7), TermId::new(tag::STRING, 3));
+        txn.put(ID2TERM, &other_id.to_be_bytes(), &other);
+        txn.put(ID2TERM, &stored_id.to_be_bytes(), &stored);
+        // The colliding term's id first, under the stored term's key.
+        let (key, hashed) = term2id_key(tag::STRING, &stored);
+        assert!(hashed);
+        let (_, value) = Dictionary::new_entry(tag::STRING, &stored, stored_id, |_| Ok(Some(other_id.to_be_bytes().to_vec()))).unwrap();
+        assert_eq!(value.len(), 16, "the new id joins the one already listed");
+        txn.put(TERM2ID, &key, &value);
+        assert_eq!(Dictionary::lookup_key(&txn, tag::STRING, &stored).unwrap(), Some(stored_id));
+        let mut absent = stored.clone();
+        absent.push(b'!');
+        assert_eq!(Dictionary::lookup_key(&txn, tag::STRING, &absent).unwrap(), None);
+        // A short term is its own key: one id, nothing to compare.
+        let (key, hashed) = term2id_key(tag::IRI, b"http://ex/a");
+        assert!(!hashed);
+        assert_eq!(key, b"\x02http://ex/a");
+    }
 }
