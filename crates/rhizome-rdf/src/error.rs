@@ -35,7 +35,7 @@ pub enum Error {
     },
     #[error("no Rhizome store at {0} (create one with `rhizome init` or `rhizome load`)")]
     NoStore(PathBuf),
-    #[error("the store was written by a newer or older Rhizome (format {found}, this build reads {expected}): dump it with the Rhizome that wrote it and load the dump")]
+    #[error("the store was written by a newer or older Rhizome (format {found}, this build reads {expected}): move its data with the Rhizome that wrote it (`dump` then `load` for RDF; replicate a server's databases to a new server)")]
     FormatVersion { found: u64, expected: u64 },
     #[error("{0}")]
     Invalid(String),
