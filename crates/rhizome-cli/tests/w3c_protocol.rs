@@ -26,7 +26,7 @@ use oxrdf::Graph;
 use oxrdfio::{RdfFormat, RdfParser};
 use rdf_support::client::{self, Reply};
 use rdf_support::manifest::{read_manifest, status_matches, HttpRequest, HttpTest};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::cell::Cell;
 
 thread_local! {
@@ -43,7 +43,7 @@ fn checked(i: usize) {
         c.set(v);
     });
 }
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 struct Suite {
     name: &'static str,
@@ -75,41 +75,11 @@ fn w3c_graph_store_protocol_suite() {
     run(&GRAPH_STORE);
 }
 
-fn conformance_root() -> PathBuf {
-    let dir = match std::env::var_os("RHIZOME_CONFORMANCE") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
-    };
-    for candidate in [dir.join("rdf-tests"), dir.clone()] {
-        if candidate.join(PROTOCOL.manifest).is_file() {
-            return candidate;
-        }
-    }
-    panic!("the W3C conformance data is missing: no {} under {} (set RHIZOME_CONFORMANCE to the folder holding rdf-tests/)", PROTOCOL.manifest, dir.display());
-}
-
-fn read_known_failures(path: &Path) -> BTreeMap<String, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return BTreeMap::new(),
-        Err(e) => panic!("cannot read {}: {e}", path.display()),
-    };
-    let mut known = BTreeMap::new();
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (iri, reason) = line.split_once(" #").map_or((line, ""), |(i, r)| (i.trim(), r.trim()));
-        known.insert(iri.to_owned(), reason.to_owned());
-    }
-    known
-}
-
 fn run(suite: &Suite) {
-    let root = conformance_root();
+    let root = rhizome_w3c::conformance_root(PROTOCOL.manifest);
     let tests = read_manifest(&root, suite.manifest).unwrap_or_else(|e| panic!("{}: cannot read the manifest: {e}", suite.name));
     let lists = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/w3c_protocol");
-    let known = read_known_failures(&lists.join(format!("known-failures-{}.txt", suite.name)));
+    let known = rhizome_w3c::read_known_failures(&lists.join(format!("known-failures-{}.txt", suite.name)));
     let mut problems = Vec::new();
     if tests.len() != suite.expected_tests {
         problems.push(format!("the manifests list {} tests, expected {}", tests.len(), suite.expected_tests));

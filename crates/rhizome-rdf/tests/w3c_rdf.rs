@@ -9,8 +9,8 @@
 //! alone gets the expected result (store bug) or not (parser bug).
 //!
 //! The test data is the `rdf-tests` checkout described in
-//! `shared/conformance/README.md`: `$RHIZOME_CONFORMANCE`, or else
-//! `shared/conformance` beside the repository. Missing data fails the test.
+//! `shared/conformance/README.md`, found and read with `rhizome-w3c`.
+//! Missing data fails the test.
 //!
 //! Known failures: `tests/w3c/known-failures-<suite>.txt`, one test IRI per
 //! line followed by ` # reason`. A failure not listed fails the run, and so
@@ -18,17 +18,15 @@
 
 use oxrdf::dataset::CanonicalizationAlgorithm;
 use oxrdf::vocab::rdf;
-use oxrdf::{Dataset, Graph, NamedNode, NamedNodeRef, NamedOrBlankNode, Term, TermRef};
+use oxrdf::{Dataset, Graph, NamedNodeRef, NamedOrBlankNode, Term, TermRef};
 use oxrdfio::{RdfFormat, RdfParser};
 use rhizome_rdf::{dump, DatasetMode, DumpOptions, Error, LoadInput, LoadOptions, Store};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use rhizome_w3c::{iri_to_path, read_known_failures, MF};
+use std::path::Path;
 
-/// Every input is parsed with this base plus its path under `rdf-tests/`.
-const W3C_BASE: &str = "https://w3c.github.io/rdf-tests/";
-const MF: &str = "http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#";
 const RDFT: &str = "http://www.w3.org/ns/rdftest#";
 const DAWGT: &str = "http://www.w3.org/2001/sw/DataAccess/tests/test-dawg#";
 
@@ -82,7 +80,7 @@ struct Tally {
 
 #[test]
 fn w3c_rdf11_conformance() {
-    let root = conformance_root();
+    let root = rhizome_w3c::conformance_root(SUITES[0].manifest);
     let lists = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/w3c");
     let mut totals = Tally::default();
     let mut problems: Vec<String> = Vec::new();
@@ -121,115 +119,11 @@ fn w3c_rdf11_conformance() {
     }
 }
 
-/// The `rdf-tests` folder. Missing data is an error, never a silent pass.
-fn conformance_root() -> PathBuf {
-    let dir = match std::env::var_os("RHIZOME_CONFORMANCE") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
-    };
-    // Accept the conformance folder or the `rdf-tests` folder inside it.
-    for candidate in [dir.join("rdf-tests"), dir.clone()] {
-        if candidate.join(SUITES[0].manifest).is_file() {
-            return candidate;
-        }
-    }
-    panic!(
-        "the W3C conformance data is missing: no {} under {} (set RHIZOME_CONFORMANCE to the folder holding rdf-tests/, \
-         or put shared/conformance beside the repository)",
-        SUITES[0].manifest,
-        dir.display()
-    );
-}
-
-fn read_known_failures(path: &Path) -> BTreeMap<String, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return BTreeMap::new(),
-        Err(e) => panic!("cannot read {}: {e}", path.display()),
-    };
-    let mut known = BTreeMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (iri, reason) = match line.split_once(" #") {
-            Some((i, r)) => (i.trim(), r.trim()),
-            None => (line, ""),
-        };
-        known.insert(iri.to_owned(), reason.to_owned());
-    }
-    known
-}
-
 // ---------------------------------------------------------------- manifests
-
-fn iri_to_path(root: &Path, iri: &str) -> Result<PathBuf, String> {
-    let rel = iri.strip_prefix(W3C_BASE).ok_or_else(|| format!("{iri} is not under {W3C_BASE}"))?;
-    Ok(root.join(rel))
-}
 
 /// The tests of a manifest and of the manifests it includes, in order.
 fn read_manifest(root: &Path, rel: &str) -> Result<Vec<TestCase>, String> {
-    let mut tests = Vec::new();
-    let mut seen = BTreeSet::new();
-    read_manifest_into(root, &format!("{W3C_BASE}{rel}"), &mut tests, &mut seen)?;
-    Ok(tests)
-}
-
-fn read_manifest_into(root: &Path, iri: &str, tests: &mut Vec<TestCase>, seen: &mut BTreeSet<String>) -> Result<(), String> {
-    if !seen.insert(iri.to_owned()) {
-        return Ok(());
-    }
-    let path = iri_to_path(root, iri)?;
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut graph = Graph::new();
-    let parser = RdfParser::from_format(RdfFormat::Turtle).with_base_iri(iri).map_err(|e| e.to_string())?;
-    for t in parser.for_slice(&bytes) {
-        let q = t.map_err(|e| format!("{}: {e}", path.display()))?;
-        graph.insert(&oxrdf::Triple::from(q));
-    }
-    let mf = |local: &str| NamedNode::new_unchecked(format!("{MF}{local}"));
-    let manifest_type = mf("Manifest");
-    let manifests: Vec<NamedOrBlankNode> =
-        graph.subjects_for_predicate_object(rdf::TYPE, &manifest_type).map(|s| s.into_owned()).collect();
-    if manifests.is_empty() {
-        return Err(format!("{}: no mf:Manifest", path.display()));
-    }
-    for m in &manifests {
-        if let Some(list) = graph.object_for_subject_predicate(m, &mf("include")) {
-            for inc in rdf_list(&graph, list.into_owned())? {
-                match inc {
-                    Term::NamedNode(n) => read_manifest_into(root, n.as_str(), tests, seen)?,
-                    other => return Err(format!("mf:include of {other}")),
-                }
-            }
-        }
-        if let Some(list) = graph.object_for_subject_predicate(m, &mf("entries")) {
-            for entry in rdf_list(&graph, list.into_owned())? {
-                tests.push(test_case(&graph, &entry)?);
-            }
-        }
-    }
-    Ok(())
-}
-
-fn rdf_list(graph: &Graph, mut node: Term) -> Result<Vec<Term>, String> {
-    let mut items = Vec::new();
-    while node != Term::NamedNode(rdf::NIL.into_owned()) {
-        let subject: NamedOrBlankNode = match &node {
-            Term::NamedNode(n) => n.clone().into(),
-            Term::BlankNode(b) => b.clone().into(),
-            other => return Err(format!("bad RDF list node {other}")),
-        };
-        let first = graph.object_for_subject_predicate(&subject, rdf::FIRST).ok_or("RDF list without rdf:first")?;
-        items.push(first.into_owned());
-        node = graph.object_for_subject_predicate(&subject, rdf::REST).ok_or("RDF list without rdf:rest")?.into_owned();
-        if items.len() > 100_000 {
-            return Err("cyclic RDF list".into());
-        }
-    }
-    Ok(items)
+    rhizome_w3c::read_manifest(root, rel, test_case)
 }
 
 fn test_case(graph: &Graph, entry: &Term) -> Result<TestCase, String> {

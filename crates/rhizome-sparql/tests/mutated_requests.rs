@@ -126,19 +126,6 @@ fn mutate(rng: &mut Rng, original: &[String], pool: &[Vec<String>; 4]) -> String
     t.join(" ")
 }
 
-fn conformance_root() -> PathBuf {
-    let dir = match std::env::var_os("RHIZOME_CONFORMANCE") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
-    };
-    for candidate in [dir.join("rdf-tests"), dir.clone()] {
-        if candidate.join("sparql").is_dir() {
-            return candidate.join("sparql");
-        }
-    }
-    panic!("the W3C conformance data is missing under {} (set RHIZOME_CONFORMANCE)", dir.display());
-}
-
 /// Every file under `dir` with the extension, sorted (a fixed order for
 /// the fixed seed).
 fn files(dir: &Path, extension: &str) -> Vec<PathBuf> {
@@ -221,7 +208,7 @@ fn check(kind: &str, text: &str, mode: DatasetMode) -> Option<String> {
 
 #[test]
 fn mutated_w3c_queries_and_updates_answer_or_fail_cleanly() {
-    let root = conformance_root();
+    let root = rhizome_w3c::conformance_root("sparql").join("sparql");
     let mut rng = Rng(SEED);
     let (mut tried, mut parsed, mut originals, mut originals_parsed) = (0, 0, 0, 0);
     let mut problems = Vec::new();

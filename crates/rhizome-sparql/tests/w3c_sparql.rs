@@ -22,7 +22,7 @@ use spargebra::algebra::GraphPattern;
 use spargebra::Query;
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 struct Suite {
@@ -49,7 +49,7 @@ struct Tally {
 
 #[test]
 fn w3c_sparql_conformance() {
-    let root = conformance_root();
+    let root = rhizome_w3c::conformance_root(SUITES[0].manifest);
     let lists = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/w3c");
     let only = std::env::var("RHIZOME_W3C_SUITE").ok();
     let mut totals = Tally::default();
@@ -58,7 +58,7 @@ fn w3c_sparql_conformance() {
         if only.as_deref().is_some_and(|o| o != suite.name) {
             continue;
         }
-        let known = read_known_failures(&lists.join(format!("known-failures-{}.txt", suite.name)));
+        let known = rhizome_w3c::read_known_failures(&lists.join(format!("known-failures-{}.txt", suite.name)));
         let tests = match read_manifest(&root, suite.manifest) {
             Ok(t) => t,
             Err(e) => {
@@ -86,40 +86,6 @@ fn w3c_sparql_conformance() {
     if !problems.is_empty() {
         panic!("{} unexpected results:\n  {}", problems.len(), problems.join("\n  "));
     }
-}
-
-fn conformance_root() -> PathBuf {
-    let dir = match std::env::var_os("RHIZOME_CONFORMANCE") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
-    };
-    for candidate in [dir.join("rdf-tests"), dir.clone()] {
-        if candidate.join(SUITES[0].manifest).is_file() {
-            return candidate;
-        }
-    }
-    panic!(
-        "the W3C conformance data is missing: no {} under {} (set RHIZOME_CONFORMANCE to the folder holding rdf-tests/)",
-        SUITES[0].manifest,
-        dir.display()
-    );
-}
-
-fn read_known_failures(path: &Path) -> BTreeMap<String, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return BTreeMap::new(),
-        Err(e) => panic!("cannot read {}: {e}", path.display()),
-    };
-    let mut known = BTreeMap::new();
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (iri, reason) = line.split_once(" #").map_or((line, ""), |(i, r)| (i.trim(), r.trim()));
-        known.insert(iri.to_owned(), reason.to_owned());
-    }
-    known
 }
 
 fn run_suite(root: &Path, suite: &Suite, tests: &[TestCase], known: &BTreeMap<String, String>) -> Tally {

@@ -7,14 +7,10 @@
 //! and an RDF body to compare, or a `mf:expectedLocation` variable.
 //! `ut:graphData` names the data each test starts with.
 
-use oxrdf::vocab::rdf;
-use oxrdf::{Graph, NamedNode, NamedNodeRef, NamedOrBlankNode, Term, TermRef};
-use oxrdfio::{RdfFormat, RdfParser};
-use std::collections::BTreeSet;
+use oxrdf::{Graph, NamedOrBlankNode, Term};
 use std::path::{Path, PathBuf};
 
-pub const W3C_BASE: &str = "https://w3c.github.io/rdf-tests/";
-const MF: &str = "http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#";
+use rhizome_w3c::{get, get_all, iri_to_path, node, rdf_list, MF};
 const HT: &str = "http://www.w3.org/2011/http#";
 const CNT: &str = "http://www.w3.org/2011/content#";
 const UT: &str = "http://www.w3.org/2009/sparql/tests/test-update#";
@@ -76,31 +72,8 @@ pub fn status_matches(names: &[String], code: u16) -> bool {
     })
 }
 
-pub fn iri_to_path(root: &Path, iri: &str) -> Result<PathBuf, String> {
-    let rel = iri.strip_prefix(W3C_BASE).ok_or_else(|| format!("{iri} is not under {W3C_BASE}"))?;
-    Ok(root.join(rel))
-}
-
 pub fn read_manifest(root: &Path, rel: &str) -> Result<Vec<HttpTest>, String> {
-    let mut tests = Vec::new();
-    read_into(root, &format!("{W3C_BASE}{rel}"), &mut tests, &mut BTreeSet::new())?;
-    Ok(tests)
-}
-
-fn node(t: &Term) -> Option<NamedOrBlankNode> {
-    match t {
-        Term::NamedNode(n) => Some(n.clone().into()),
-        Term::BlankNode(b) => Some(b.clone().into()),
-        _ => None,
-    }
-}
-
-fn get(graph: &Graph, s: &NamedOrBlankNode, p: &str) -> Option<Term> {
-    graph.object_for_subject_predicate(s, NamedNodeRef::new_unchecked(p)).map(TermRef::into_owned)
-}
-
-fn get_all(graph: &Graph, s: &NamedOrBlankNode, p: &str) -> Vec<Term> {
-    graph.objects_for_subject_predicate(s, NamedNodeRef::new_unchecked(p)).map(TermRef::into_owned).collect()
+    rhizome_w3c::read_manifest(root, rel, |graph, entry| test(root, graph, entry))
 }
 
 fn text(t: Option<Term>) -> Option<String> {
@@ -116,53 +89,6 @@ fn local(t: &Term, ns: &str) -> Option<String> {
         Term::NamedNode(n) => n.as_str().strip_prefix(ns).map(str::to_owned),
         _ => None,
     }
-}
-
-fn read_into(root: &Path, manifest: &str, tests: &mut Vec<HttpTest>, seen: &mut BTreeSet<String>) -> Result<(), String> {
-    if !seen.insert(manifest.to_owned()) {
-        return Ok(());
-    }
-    let path = iri_to_path(root, manifest)?;
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut graph = Graph::new();
-    let parser = RdfParser::from_format(RdfFormat::Turtle).with_base_iri(manifest).map_err(|e| e.to_string())?;
-    for q in parser.for_slice(&bytes) {
-        graph.insert(&oxrdf::Triple::from(q.map_err(|e| format!("{}: {e}", path.display()))?));
-    }
-    let manifest_type = NamedNode::new_unchecked(format!("{MF}Manifest"));
-    let manifests: Vec<NamedOrBlankNode> = graph.subjects_for_predicate_object(rdf::TYPE, &manifest_type).map(|s| s.into_owned()).collect();
-    if manifests.is_empty() {
-        return Err(format!("{}: no mf:Manifest", path.display()));
-    }
-    for m in &manifests {
-        if let Some(list) = get(&graph, m, &format!("{MF}include")) {
-            for inc in rdf_list(&graph, list)? {
-                match inc {
-                    Term::NamedNode(n) => read_into(root, n.as_str(), tests, seen)?,
-                    other => return Err(format!("mf:include of {other}")),
-                }
-            }
-        }
-        if let Some(list) = get(&graph, m, &format!("{MF}entries")) {
-            for entry in rdf_list(&graph, list)? {
-                tests.push(test(root, &graph, &entry)?);
-            }
-        }
-    }
-    Ok(())
-}
-
-fn rdf_list(graph: &Graph, mut item: Term) -> Result<Vec<Term>, String> {
-    let mut items = Vec::new();
-    while item != Term::NamedNode(rdf::NIL.into_owned()) {
-        let s = node(&item).ok_or("bad RDF list node")?;
-        items.push(get(graph, &s, rdf::FIRST.as_str()).ok_or("RDF list without rdf:first")?);
-        item = get(graph, &s, rdf::REST.as_str()).ok_or("RDF list without rdf:rest")?;
-        if items.len() > 10_000 {
-            return Err("cyclic RDF list".into());
-        }
-    }
-    Ok(items)
 }
 
 fn test(root: &Path, graph: &Graph, entry: &Term) -> Result<HttpTest, String> {

@@ -1,13 +1,11 @@
 //! Reading the SPARQL test manifests (`shared/conformance/README.md`).
 
 use oxrdf::vocab::rdf;
-use oxrdf::{Graph, NamedNode, NamedNodeRef, NamedOrBlankNode, Term, TermRef};
-use oxrdfio::{RdfFormat, RdfParser};
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use oxrdf::{Graph, NamedOrBlankNode, Term};
+use std::path::Path;
 
-pub const W3C_BASE: &str = "https://w3c.github.io/rdf-tests/";
-const MF: &str = "http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#";
+pub use rhizome_w3c::iri_to_path;
+use rhizome_w3c::{get, get_all, node, MF};
 const QT: &str = "http://www.w3.org/2001/sw/DataAccess/tests/test-query#";
 const UT: &str = "http://www.w3.org/2009/sparql/tests/test-update#";
 const DAWGT: &str = "http://www.w3.org/2001/sw/DataAccess/tests/test-dawg#";
@@ -53,32 +51,8 @@ pub struct TestCase {
     pub lax: bool,
 }
 
-pub fn iri_to_path(root: &Path, iri: &str) -> Result<PathBuf, String> {
-    let rel = iri.strip_prefix(W3C_BASE).ok_or_else(|| format!("{iri} is not under {W3C_BASE}"))?;
-    Ok(root.join(rel))
-}
-
 pub fn read_manifest(root: &Path, rel: &str) -> Result<Vec<TestCase>, String> {
-    let mut tests = Vec::new();
-    let mut seen = BTreeSet::new();
-    read_into(root, &format!("{W3C_BASE}{rel}"), &mut tests, &mut seen)?;
-    Ok(tests)
-}
-
-fn node(t: &Term) -> Option<NamedOrBlankNode> {
-    match t {
-        Term::NamedNode(n) => Some(n.clone().into()),
-        Term::BlankNode(b) => Some(b.clone().into()),
-        _ => None,
-    }
-}
-
-fn get(graph: &Graph, s: &NamedOrBlankNode, p: &str) -> Option<Term> {
-    graph.object_for_subject_predicate(s, NamedNodeRef::new_unchecked(p)).map(TermRef::into_owned)
-}
-
-fn get_all(graph: &Graph, s: &NamedOrBlankNode, p: &str) -> Vec<Term> {
-    graph.objects_for_subject_predicate(s, NamedNodeRef::new_unchecked(p)).map(TermRef::into_owned).collect()
+    rhizome_w3c::read_manifest(root, rel, test_case)
 }
 
 fn iri(t: Option<Term>) -> Option<String> {
@@ -86,53 +60,6 @@ fn iri(t: Option<Term>) -> Option<String> {
         Some(Term::NamedNode(n)) => Some(n.into_string()),
         _ => None,
     }
-}
-
-fn read_into(root: &Path, manifest: &str, tests: &mut Vec<TestCase>, seen: &mut BTreeSet<String>) -> Result<(), String> {
-    if !seen.insert(manifest.to_owned()) {
-        return Ok(());
-    }
-    let path = iri_to_path(root, manifest)?;
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut graph = Graph::new();
-    let parser = RdfParser::from_format(RdfFormat::Turtle).with_base_iri(manifest).map_err(|e| e.to_string())?;
-    for q in parser.for_slice(&bytes) {
-        graph.insert(&oxrdf::Triple::from(q.map_err(|e| format!("{}: {e}", path.display()))?));
-    }
-    let manifest_type = NamedNode::new_unchecked(format!("{MF}Manifest"));
-    let manifests: Vec<NamedOrBlankNode> = graph.subjects_for_predicate_object(rdf::TYPE, &manifest_type).map(|s| s.into_owned()).collect();
-    if manifests.is_empty() {
-        return Err(format!("{}: no mf:Manifest", path.display()));
-    }
-    for m in &manifests {
-        if let Some(list) = get(&graph, m, &format!("{MF}include")) {
-            for inc in rdf_list(&graph, list)? {
-                match inc {
-                    Term::NamedNode(n) => read_into(root, n.as_str(), tests, seen)?,
-                    other => return Err(format!("mf:include of {other}")),
-                }
-            }
-        }
-        if let Some(list) = get(&graph, m, &format!("{MF}entries")) {
-            for entry in rdf_list(&graph, list)? {
-                tests.push(test_case(&graph, &entry)?);
-            }
-        }
-    }
-    Ok(())
-}
-
-fn rdf_list(graph: &Graph, mut item: Term) -> Result<Vec<Term>, String> {
-    let mut items = Vec::new();
-    while item != Term::NamedNode(rdf::NIL.into_owned()) {
-        let s = node(&item).ok_or("bad RDF list node")?;
-        items.push(get(graph, &s, rdf::FIRST.as_str()).ok_or("RDF list without rdf:first")?);
-        item = get(graph, &s, rdf::REST.as_str()).ok_or("RDF list without rdf:rest")?;
-        if items.len() > 100_000 {
-            return Err("cyclic RDF list".into());
-        }
-    }
-    Ok(items)
 }
 
 fn graph_data(graph: &Graph, s: &NamedOrBlankNode, p: &str, query: bool) -> Vec<GraphData> {
