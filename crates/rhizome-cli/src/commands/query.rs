@@ -67,6 +67,10 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     });
     let mut out = BufWriter::new(std::io::stdout().lock());
     let n = write_results(results, format, &mut out)?;
+    // JSON and XML documents end without a newline; a shell prompt should not.
+    if matches!(format, ResultFormat::Json | ResultFormat::Xml) {
+        writeln!(out)?;
+    }
     out.flush()?;
     if terminal && format == ResultFormat::Table {
         eprintln!("{n} result{}", if n == 1 { "" } else { "s" });
