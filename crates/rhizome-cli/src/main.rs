@@ -38,6 +38,8 @@ enum Command {
     Stats(commands::stats::Args),
     /// Compact the store and recompute its statistics exactly.
     Compact,
+    /// Copy every revision a database lacks from another (CouchDB's replication protocol), one-shot or continuous.
+    Replicate(commands::replicate::Args),
     /// Serve CouchDB's HTTP API (documents, _changes, replication) over DATA.
     Serve(commands::serve::Args),
     /// Time pattern lookups from a file of queries (for bench/seed-load).
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Command::Update(args) => commands::update::run(&cli.data, args),
         Command::Stats(args) => commands::stats::run(&cli.data, args),
         Command::Compact => commands::compact(&cli.data),
+        Command::Replicate(args) => commands::replicate::run(&cli.data, args),
         Command::Serve(args) => commands::serve::run(&cli.data, args),
         Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),
         Command::BenchQueries(args) => commands::bench_queries::run(&cli.data, args),

@@ -7,6 +7,7 @@ pub mod load;
 pub mod quads;
 pub mod serve;
 pub mod query;
+pub mod replicate;
 pub mod stats;
 pub mod update;
 pub mod write_probe;

@@ -1,0 +1,79 @@
+//! `rhizome replicate SOURCE TARGET`: CouchDB's replication between two
+//! databases, each a server's URL or a database of the local data folder.
+
+use anyhow::{bail, Context, Result};
+use rhizome_replication::{replicate, Endpoint, HttpEndpoint, LocalEndpoint, Options};
+use std::io::IsTerminal;
+use std::path::Path;
+
+#[derive(clap::Args)]
+#[command(after_help = "Each endpoint is a URL, http://user:password@host:5984/db (CouchDB, PouchDB Server, \
+another rhizome serve), or the name of a database in --data (a server's data folder; that server must be \
+stopped, or use its URL). Checkpoints are kept in _local documents on both sides, so running the same \
+replication again copies only what changed since; an interrupted one resumes from its last batch.\n\n\
+Prints CouchDB's replication summary as JSON; fails if the target refused any revision.")]
+pub struct Args {
+    /// Where the revisions come from.
+    source: String,
+    /// Where they go.
+    target: String,
+    /// Keep running: wait for new changes on the source and copy them as they come.
+    #[arg(long)]
+    continuous: bool,
+    /// Create the target database if it does not exist.
+    #[arg(long)]
+    create_target: bool,
+    /// Changes read from the source per batch.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    batch_size: u64,
+    /// No progress line on a terminal.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn endpoint(data: &Path, spec: &str, is_target: bool, create: bool) -> Result<Box<dyn Endpoint>> {
+    if spec.contains("://") {
+        return Ok(Box::new(HttpEndpoint::new(spec)?));
+    }
+    if !rhizome_docs::valid_db_name(spec) || spec.starts_with('_') {
+        bail!("{spec:?} is neither an http:// URL nor a database name (lowercase letter first, then a-z 0-9 _$()+/-)");
+    }
+    let dir = rhizome_server::database_dir(data, spec);
+    let may_create = is_target && create;
+    if !dir.join("CURRENT").exists() && !may_create {
+        bail!(
+            "there is no database {spec:?} in {}{}",
+            data.display(),
+            if is_target { " (add --create-target to create it)" } else { "" }
+        );
+    }
+    let base = rhizome_server::base_iri(data)?;
+    let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, spec)).with_context(|| {
+        format!("cannot open database {spec:?} in {} (if a server is running on this folder, replicate through its URL)", data.display())
+    })?;
+    Ok(Box::new(LocalEndpoint::new(db, spec)))
+}
+
+pub fn run(data: &Path, args: Args) -> Result<()> {
+    let source = endpoint(data, &args.source, false, false)?;
+    let target = endpoint(data, &args.target, true, args.create_target)?;
+    let options = Options { continuous: args.continuous, create_target: args.create_target, batch_size: args.batch_size as usize, ..Default::default() };
+    let show = !args.quiet && std::io::stderr().is_terminal();
+    let report = replicate(source.as_ref(), target.as_ref(), &options, &mut |r| {
+        if show {
+            eprint!("\rchecked {} revisions, copied {} (of {} missing), at {}   ", r.missing_checked, r.docs_written, r.missing_found, r.source_last_seq);
+        }
+        true
+    })?;
+    if show {
+        eprintln!();
+    }
+    println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    if report.doc_write_failures > 0 {
+        for f in &report.failures {
+            eprintln!("refused: {f}");
+        }
+        bail!("the target refused {} of {} revisions", report.doc_write_failures, report.docs_read);
+    }
+    Ok(())
+}

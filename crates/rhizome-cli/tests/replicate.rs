@@ -1,0 +1,242 @@
+//! `rhizome replicate` between real servers and local databases: every
+//! revision, conflicts, deletions, attachments and JSON-LD graphs arrive;
+//! checkpoints make a second run copy only what changed; continuous mode
+//! follows new writes; bad endpoints fail with a reason.
+
+mod common;
+
+use common::server::{ServerProcess, ADMIN};
+use common::{rhizome, run, stderr, stdout};
+use serde_json::{json, Value};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn request(server: &ServerProcess, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let body = body.map(|b| b.to_string());
+    let (status, text) = server.request(method, path, Some(ADMIN), body.as_deref());
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn ok(server: &ServerProcess, method: &str, path: &str, body: Option<Value>) -> Value {
+    let (status, value) = request(server, method, path, body);
+    assert!(status < 300, "{method} {path}: {status} {value}");
+    value
+}
+
+/// Everything replication must carry, as a client sees it.
+fn contents(server: &ServerProcess, db: &str) -> Value {
+    let all = ok(server, "GET", &format!("/{db}/_all_docs?include_docs=true&conflicts=true&attachments=true"), None);
+    let deleted: Vec<Value> = ok(server, "GET", &format!("/{db}/_changes?style=all_docs"), None)["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r.get("deleted") == Some(&json!(true)))
+        .map(|r| json!([r["id"], r["changes"]]))
+        .collect();
+    json!({ "rows": all["rows"], "deleted": deleted })
+}
+
+/// `rhizome replicate` with these arguments; its JSON summary.
+fn replicate(data: &std::path::Path, args: &[&str]) -> Value {
+    let out = run(rhizome(data).args(args));
+    assert!(out.status.success(), "replicate {args:?} failed: {}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).expect("a JSON summary")
+}
+
+fn seed(server: &ServerProcess, db: &str) {
+    ok(server, "PUT", &format!("/{db}"), None);
+    for i in 0..120 {
+        ok(server, "PUT", &format!("/{db}/doc{i:03}"), Some(json!({ "n": i })));
+    }
+    // A JSON-LD document, so also a graph.
+    ok(server, "PUT", &format!("/{db}/ann"), Some(json!({ "@context": { "@vocab": "http://schema.org/" }, "@id": "", "name": "Ann" })));
+    // A conflict: two branches of one document, as replication makes them.
+    ok(server, "POST", &format!("/{db}/_bulk_docs"), Some(json!({ "new_edits": false, "docs": [
+        { "_id": "split", "_rev": "2-aaaa", "_revisions": { "start": 2, "ids": ["aaaa", "0000"] }, "side": "a" },
+        { "_id": "split", "_rev": "2-bbbb", "_revisions": { "start": 2, "ids": ["bbbb", "0000"] }, "side": "b" },
+    ] })));
+    // A deletion and an attachment.
+    let rev = ok(server, "PUT", &format!("/{db}/gone"), Some(json!({ "x": 1 })))["rev"].as_str().unwrap().to_owned();
+    ok(server, "DELETE", &format!("/{db}/gone?rev={rev}"), None);
+    ok(server, "PUT", &format!("/{db}/file"), Some(json!({ "_attachments": { "a.txt": { "content_type": "text/plain", "data": "aGVsbG8gd29ybGQ=" } } })));
+}
+
+#[test]
+fn replication_between_servers_carries_everything_and_resumes_from_checkpoints() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    seed(&a, "src");
+    let (src, dst) = (format!("{}/src", a.url(ADMIN)), format!("{}/dst", b.url(ADMIN)));
+
+    // The target must exist unless asked to create it.
+    let refused = run(rhizome(da.path()).args(["replicate", &src, &dst]));
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("--create-target"), "{}", stderr(&refused));
+
+    let first = replicate(da.path(), &["replicate", &src, &dst, "--create-target", "--batch-size", "50"]);
+    assert_eq!(first["docs_written"], json!(125), "{first}");
+    assert_eq!(first["doc_write_failures"], json!(0));
+    assert_eq!(contents(&a, "src"), contents(&b, "dst"));
+    let split = ok(&b, "GET", "/dst/split?conflicts=true", None);
+    assert_eq!((split["_rev"].clone(), split["_conflicts"].clone()), (json!("2-bbbb"), json!(["2-aaaa"])));
+    // The JSON-LD document is a graph on the target too.
+    let (_, found) = request(&b, "GET", "/dst/_sparql?query=ASK%20%7B%20%3Fs%20%3Chttp%3A%2F%2Fschema.org%2Fname%3E%20%22Ann%22%20%7D", None);
+    assert_eq!(found["boolean"], json!(true), "{found}");
+
+    // Again: the checkpoint says everything is there.
+    let second = replicate(da.path(), &["replicate", &src, &dst]);
+    assert_eq!((second["missing_checked"].clone(), second["docs_written"].clone()), (json!(0), json!(0)), "{second}");
+    assert_eq!(second["start_last_seq"], first["source_last_seq"]);
+
+    // Edits on both sides, then both ways: the same winner and conflicts everywhere.
+    let rev = ok(&a, "GET", "/src/doc001", None)["_rev"].as_str().unwrap().to_owned();
+    ok(&a, "PUT", &format!("/src/doc001?rev={rev}"), Some(json!({ "n": "from a" })));
+    ok(&b, "PUT", &format!("/dst/doc001?rev={rev}"), Some(json!({ "n": "from b" })));
+    ok(&b, "PUT", "/dst/only-on-b", Some(json!({})));
+    let third = replicate(da.path(), &["replicate", &src, &dst]);
+    assert_eq!(third["missing_checked"], json!(1), "{third}");
+    replicate(da.path(), &["replicate", &dst, &src]);
+    assert_eq!(contents(&a, "src"), contents(&b, "dst"));
+    assert_eq!(ok(&a, "GET", "/src/doc001?conflicts=true", None)["_conflicts"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn a_local_database_replicates_with_a_server_and_is_served_afterwards() {
+    let (da, local) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = ServerProcess::start(da.path());
+    seed(&a, "src");
+    let src = format!("{}/src", a.url(ADMIN));
+    let missing = run(rhizome(local.path()).args(["replicate", &src, "copy"]));
+    assert!(stderr(&missing).contains("no database \"copy\""), "{}", stderr(&missing));
+    let pulled = replicate(local.path(), &["replicate", &src, "copy", "--create-target"]);
+    assert_eq!(pulled["docs_written"], json!(125), "{pulled}");
+    // Edit the local copy offline, push it back.
+    let b = ServerProcess::start(local.path());
+    let rev = ok(&b, "GET", "/copy/doc000", None)["_rev"].as_str().unwrap().to_owned();
+    ok(&b, "PUT", &format!("/copy/doc000?rev={rev}"), Some(json!({ "n": "offline" })));
+    drop(b);
+    let pushed = replicate(local.path(), &["replicate", "copy", &src]);
+    assert_eq!(pushed["docs_written"], json!(1), "{pushed}");
+    assert_eq!(ok(&a, "GET", "/src/doc000", None)["n"], json!("offline"));
+    let b = ServerProcess::start(local.path());
+    assert_eq!(contents(&a, "src"), contents(&b, "copy"));
+}
+
+#[test]
+fn continuous_replication_follows_new_writes() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    ok(&a, "PUT", "/live", None);
+    let mut follower = rhizome(da.path())
+        .args(["replicate", "--continuous", "--create-target", &format!("{}/live", a.url(ADMIN)), &format!("{}/live", b.url(ADMIN))])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Two rounds: the second is written after the first arrived, so the
+    // follower must have waited for it.
+    let count = || request(&b, "GET", "/live", None).1["doc_count"].as_u64().unwrap_or(0);
+    for round in 0..2 {
+        for i in 0..5 {
+            ok(&a, "PUT", &format!("/live/r{round}d{i}"), Some(json!({ "i": i })));
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while count() < 5 * (round + 1) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(count(), 5 * (round + 1), "round {round} arrived");
+    }
+    let still_running = follower.try_wait().unwrap().is_none();
+    follower.kill().unwrap();
+    follower.wait().unwrap();
+    assert!(still_running, "a continuous replication keeps running");
+    assert_eq!(contents(&a, "live"), contents(&b, "live"));
+}
+
+#[test]
+fn bad_endpoints_fail_with_a_reason() {
+    let data = tempfile::tempdir().unwrap();
+    let a = ServerProcess::start(data.path());
+    ok(&a, "PUT", "/db", None);
+    let port = a.port;
+    for (source, expected) in [
+        (format!("http://admin:wrong@127.0.0.1:{port}/db"), "401"),
+        (format!("http://127.0.0.1:{port}/db"), "401"),
+        (format!("{}/nodb", a.url(ADMIN)), "does not exist"),
+        ("https://example.org/db".to_owned(), "https is not supported"),
+        ("Not A Name".to_owned(), "neither an http:// URL nor a database name"),
+    ] {
+        let out = run(rhizome(data.path()).args(["replicate", &source, &format!("{}/db", a.url(ADMIN))]));
+        assert!(!out.status.success(), "{source} was taken");
+        assert!(stderr(&out).contains(expected), "{source}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("wrong"), "a password is never printed: {}", stderr(&out));
+    }
+}
+
+/// pouchdb-server (npm, installed by `scripts/setup` into `tests/pouchdb`),
+/// in memory, on a free port, in a folder of its own (it writes its config
+/// and log where it runs).
+struct PouchDbServer {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl PouchDbServer {
+    fn start() -> PouchDbServer {
+        let modules = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/pouchdb/node_modules");
+        let bin = modules.join("pouchdb-server/bin/pouchdb-server");
+        assert!(bin.is_file(), "pouchdb-server is not installed in {}: run ./scripts/setup (it runs npm ci there)", modules.display());
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = std::process::Command::new("node")
+            .arg(&bin)
+            .args(["--in-memory", "--no-stdout-logs", "--port", &port.to_string()])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("node runs (scripts/setup installs it)");
+        let mut server = PouchDbServer { child, port, _dir: dir };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !matches!(common::server::try_request(port, "GET", "/", None, None, &[]), Ok((200, _))) {
+            assert!(server.child.try_wait().unwrap().is_none(), "pouchdb-server exited early");
+            assert!(Instant::now() < deadline, "pouchdb-server did not answer within 60 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+}
+
+impl Drop for PouchDbServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn replication_through_pouchdb_server_and_back_loses_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let rhizome_server = ServerProcess::start(data.path());
+    let peer = PouchDbServer::start();
+    seed(&rhizome_server, "src");
+    let (src, there, back) = (format!("{}/src", rhizome_server.url(ADMIN)), format!("http://127.0.0.1:{}/there", peer.port), format!("{}/back", rhizome_server.url(ADMIN)));
+    let out = replicate(data.path(), &["replicate", &src, &there, "--create-target"]);
+    assert_eq!(out["docs_written"], json!(125), "{out}");
+    // A new revision and a new document made on the peer come back too.
+    let put = |path: &str, body: Value| {
+        let (status, text) = common::server::try_request(peer.port, "PUT", path, None, Some(&body.to_string()), &[]).unwrap();
+        assert!(status < 300, "PUT {path}: {status} {text}");
+    };
+    let (_, doc) = common::server::try_request(peer.port, "GET", "/there/doc007", None, None, &[]).unwrap();
+    let rev = serde_json::from_str::<Value>(&doc).unwrap()["_rev"].clone();
+    put("/there/doc007", json!({ "_rev": rev, "n": "edited on pouchdb-server" }));
+    put("/there/made-there", json!({ "@context": { "@vocab": "http://schema.org/" }, "@id": "", "name": "Bea" }));
+    let out = replicate(data.path(), &["replicate", &there, &back, "--create-target"]);
+    assert_eq!(out["docs_written"], json!(126), "{out}");
+    replicate(data.path(), &["replicate", &there, &src]);
+    assert_eq!(contents(&rhizome_server, "src"), contents(&rhizome_server, "back"));
+    assert_eq!(ok(&rhizome_server, "GET", "/back/doc007", None)["n"], json!("edited on pouchdb-server"));
+    assert_eq!(ok(&rhizome_server, "GET", "/back/split?conflicts=true", None)["_conflicts"], json!(["2-aaaa"]));
+    let (_, found) = request(&rhizome_server, "GET", "/back/_sparql?query=ASK%20%7B%20%3Fs%20%3Chttp%3A%2F%2Fschema.org%2Fname%3E%20%22Bea%22%20%7D", None);
+    assert_eq!(found["boolean"], json!(true), "{found}");
+}

@@ -1,0 +1,163 @@
+//! What the replicator needs of a database, in the protocol's own JSON
+//! shapes, so that a local database and a remote server look the same.
+
+use crate::{Error, Result};
+use rhizome_docs::{ChangesOptions, Database, DocError, OpenRev, OpenRevs, ReadOptions, Rev};
+use serde_json::{json, Map, Value};
+use std::time::{Duration, Instant};
+
+/// One page of `_changes` (`style=all_docs`): rows `{"seq", "id",
+/// "changes": [{"rev"}], "deleted"?}` and the sequence to continue from.
+#[derive(Clone, Debug)]
+pub struct ChangesBatch {
+    pub rows: Vec<Value>,
+    pub last_seq: Value,
+}
+
+/// A revision the target refused (`_bulk_docs` with `new_edits=false`
+/// answers only these).
+#[derive(Clone, Debug)]
+pub struct WriteFailure {
+    pub id: String,
+    pub error: String,
+    pub reason: String,
+}
+
+/// A database as a replication source or target.
+pub trait Endpoint {
+    /// The endpoint as it names itself in messages and replication ids
+    /// (a URL without its password, or a local database's name).
+    fn name(&self) -> String;
+    /// Checks that the database exists; creates it when `create` is set.
+    fn ensure_exists(&self, create: bool) -> Result<()>;
+    /// Changes after `since`, at most `limit` rows; with `wait`, blocks up to
+    /// that long for a first change when there is none yet.
+    fn changes(&self, since: &Value, limit: usize, wait: Option<Duration>) -> Result<ChangesBatch>;
+    /// `_revs_diff`: `{id: [rev]}` to `{id: {"missing": [rev], "possible_ancestors"?: [rev]}}`.
+    fn revs_diff(&self, revs: &Map<String, Value>) -> Result<Map<String, Value>>;
+    /// The given revisions, each with `_revisions` and attachments inline
+    /// (except those already in a revision of `atts_since`).
+    fn fetch(&self, wanted: &[Wanted]) -> Result<Vec<Value>>;
+    /// Stores replicated revisions as they are (`new_edits=false`).
+    fn store(&self, docs: Vec<Value>) -> Result<Vec<WriteFailure>>;
+    /// A `_local` document (`id` without the `_local/` prefix).
+    fn get_local(&self, id: &str) -> Result<Option<Map<String, Value>>>;
+    /// Writes a `_local` document; `doc` carries the `_rev` it replaces.
+    fn put_local(&self, id: &str, doc: &Map<String, Value>) -> Result<()>;
+}
+
+/// Revisions of one document the target lacks.
+#[derive(Clone, Debug)]
+pub struct Wanted {
+    pub id: String,
+    pub revs: Vec<String>,
+    /// Revisions the target has, whose attachments need not be sent again.
+    pub atts_since: Vec<String>,
+}
+
+/// A database of this process ([`rhizome_docs::Database`]).
+pub struct LocalEndpoint {
+    db: Database,
+    name: String,
+}
+
+impl LocalEndpoint {
+    pub fn new(db: Database, name: impl Into<String>) -> LocalEndpoint {
+        LocalEndpoint { db, name: name.into() }
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+}
+
+/// Our sequences are integers; a sequence another server gave (a string)
+/// cannot be ours, so it starts from the beginning.
+fn local_seq(since: &Value) -> u64 {
+    match since {
+        Value::Number(n) => n.as_u64().unwrap_or(0),
+        Value::String(s) => s.parse().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn revs(list: &[String]) -> Vec<Rev> {
+    list.iter().filter_map(|r| Rev::parse(r)).collect()
+}
+
+impl Endpoint for LocalEndpoint {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn ensure_exists(&self, _create: bool) -> Result<()> {
+        // A local database exists once opened.
+        Ok(())
+    }
+
+    fn changes(&self, since: &Value, limit: usize, wait: Option<Duration>) -> Result<ChangesBatch> {
+        let opts = ChangesOptions { since: local_seq(since), limit: Some(limit), all_leaves: true, ..Default::default() };
+        let deadline = wait.map(|w| Instant::now() + w);
+        loop {
+            let changes = self.db.changes(&opts)?;
+            // Another process may write this database only through a server,
+            // so polling our own sequence is enough to see new changes.
+            if !changes.rows.is_empty() || deadline.is_none_or(|d| Instant::now() >= d) {
+                return Ok(ChangesBatch { rows: changes.rows, last_seq: json!(changes.last_seq) });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn revs_diff(&self, revs: &Map<String, Value>) -> Result<Map<String, Value>> {
+        Ok(self.db.revs_diff(revs)?)
+    }
+
+    fn fetch(&self, wanted: &[Wanted]) -> Result<Vec<Value>> {
+        let mut docs = Vec::new();
+        for w in wanted {
+            let opts = ReadOptions { revs: true, attachments: true, atts_since: revs(&w.atts_since), latest: true, ..Default::default() };
+            for answer in self.db.open_revs(&w.id, &OpenRevs::List(revs(&w.revs)), &opts)? {
+                if let OpenRev::Ok(doc) = answer {
+                    docs.push(Value::Object(doc));
+                }
+            }
+        }
+        Ok(docs)
+    }
+
+    fn store(&self, docs: Vec<Value>) -> Result<Vec<WriteFailure>> {
+        let docs = docs.into_iter().filter_map(|d| if let Value::Object(m) = d { Some(m) } else { None }).collect();
+        let outcomes = self.db.update_docs(docs, false)?;
+        Ok(outcomes
+            .into_iter()
+            .filter_map(|(id, outcome)| outcome.err().map(|e| WriteFailure { id, error: error_name(&e).into(), reason: e.to_string() }))
+            .collect())
+    }
+
+    fn get_local(&self, id: &str) -> Result<Option<Map<String, Value>>> {
+        match self.db.get_local(&format!("_local/{id}")) {
+            Ok(doc) => Ok(Some(doc)),
+            Err(DocError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn put_local(&self, id: &str, doc: &Map<String, Value>) -> Result<()> {
+        self.db.put_local(&format!("_local/{id}"), doc.clone()).map(drop).map_err(|e| match e {
+            DocError::Conflict => Error::Protocol { endpoint: self.name.clone(), reason: format!("checkpoint _local/{id} was changed by another replication") },
+            e => e.into(),
+        })
+    }
+}
+
+fn error_name(e: &DocError) -> &'static str {
+    match e {
+        DocError::Conflict => "conflict",
+        DocError::NotFound(_) => "not_found",
+        DocError::BadRequest(_) => "bad_request",
+        DocError::Validation(_) => "doc_validation",
+        DocError::MissingStub(_) => "missing_stub",
+        _ => "error",
+    }
+}

@@ -1,0 +1,26 @@
+//! `rhizome-replication`: CouchDB's replication protocol
+//! (https://docs.couchdb.org/en/stable/replication/protocol.html).
+//!
+//! Owns: the [`Endpoint`] a replication reads from or writes to, as a local
+//! [`rhizome_docs::Database`] ([`LocalEndpoint`]) or any CouchDB-compatible
+//! server over HTTP ([`HttpEndpoint`]: CouchDB, PouchDB Server, another
+//! Rhizome); and the replicator ([`replicate`]) that moves every missing
+//! revision from a source to a target, one-shot or continuous, with
+//! checkpoints in `_local` documents on both sides so that a later run (or
+//! a run after a crash) starts where the last one recorded.
+//!
+//! Does not own: revision trees and how a replicated revision is merged
+//! (`rhizome-docs`), the server side of the protocol (`rhizome-server`
+//! answers `_changes`, `_revs_diff`, `_bulk_get` and `_bulk_docs`).
+//!
+//! Everything is synchronous; the HTTP endpoint runs its own small runtime.
+
+mod endpoint;
+mod error;
+mod http;
+mod replicator;
+
+pub use endpoint::{ChangesBatch, Endpoint, LocalEndpoint, Wanted, WriteFailure};
+pub use error::{Error, Result};
+pub use http::HttpEndpoint;
+pub use replicator::{replicate, replication_id, Options, Report};

@@ -1,0 +1,346 @@
+//! The replicator: read the source's changes in batches, ask the target
+//! which revisions it lacks, copy those with their history, record a
+//! checkpoint on both sides; in continuous mode, wait for more and go on.
+//! (https://docs.couchdb.org/en/stable/replication/protocol.html)
+
+use crate::endpoint::{Endpoint, Wanted};
+use crate::{Error, Result};
+use md5::{Digest, Md5};
+use serde_json::{json, Map, Value};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How many checkpoint sessions a checkpoint document remembers.
+const HISTORY: usize = 50;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Keep going: wait for new changes on the source and replicate them.
+    pub continuous: bool,
+    /// Create the target database when it does not exist.
+    pub create_target: bool,
+    /// Changes read per batch (CouchDB's replicator reads 500).
+    pub batch_size: usize,
+    /// In continuous mode, how long one wait for changes lasts before the
+    /// progress callback is asked whether to go on.
+    pub poll: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { continuous: false, create_target: false, batch_size: 500, poll: Duration::from_secs(10) }
+    }
+}
+
+/// What a replication did, in the terms of CouchDB's replication history.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub replication_id: String,
+    pub session_id: String,
+    /// Where this run started (from the checkpoint) and where it is now.
+    pub start_last_seq: Value,
+    pub source_last_seq: Value,
+    /// Revisions the source listed, and those the target lacked.
+    pub missing_checked: u64,
+    pub missing_found: u64,
+    pub docs_read: u64,
+    pub docs_written: u64,
+    pub doc_write_failures: u64,
+    /// The first few refusals, as `id: error: reason`.
+    pub failures: Vec<String>,
+}
+
+impl Report {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "ok": true,
+            "replication_id": self.replication_id,
+            "session_id": self.session_id,
+            "start_last_seq": self.start_last_seq,
+            "source_last_seq": self.source_last_seq,
+            "missing_checked": self.missing_checked,
+            "missing_found": self.missing_found,
+            "docs_read": self.docs_read,
+            "docs_written": self.docs_written,
+            "doc_write_failures": self.doc_write_failures,
+        })
+    }
+}
+
+/// The id of the checkpoint documents of replications from `source` to
+/// `target`: the same pair resumes where it stopped.
+pub fn replication_id(source: &dyn Endpoint, target: &dyn Endpoint) -> String {
+    hex(&Md5::digest(format!("rhizome-replication 1\n{}\n{}", source.name(), target.name()).as_bytes()))
+}
+
+/// Replicates every revision of `source` that `target` lacks. `progress` is
+/// called after each batch and each wait; returning `false` stops (the last
+/// checkpoint stands, so a later run goes on from there).
+pub fn replicate(source: &dyn Endpoint, target: &dyn Endpoint, options: &Options, progress: &mut dyn FnMut(&Report) -> bool) -> Result<Report> {
+    source.ensure_exists(false)?;
+    target.ensure_exists(options.create_target)?;
+    let id = replication_id(source, target);
+    let mut checkpoint = Checkpoint::read(source, target, &id)?;
+    let now = unix_time();
+    let mut report = Report {
+        session_id: hex(&Md5::digest(format!("{id} {:?} {}", SystemTime::now(), std::process::id()).as_bytes())),
+        replication_id: id,
+        start_last_seq: checkpoint.start.clone(),
+        source_last_seq: checkpoint.start.clone(),
+        ..Default::default()
+    };
+    let batch_size = options.batch_size.max(1);
+    loop {
+        let caught_up = {
+            let wait = options.continuous.then_some(options.poll);
+            let changes = source.changes(&report.source_last_seq, batch_size, None)?;
+            let changes = if changes.rows.is_empty() && wait.is_some() { source.changes(&report.source_last_seq, batch_size, wait)? } else { changes };
+            let full = changes.rows.len() >= batch_size;
+            if !changes.rows.is_empty() {
+                copy_batch(source, target, &changes.rows, &mut report)?;
+            }
+            let moved = changes.last_seq != report.source_last_seq && !changes.last_seq.is_null();
+            if moved {
+                report.source_last_seq = changes.last_seq;
+                checkpoint.write(source, target, &report, now)?;
+            }
+            !full
+        };
+        if !progress(&report) || (caught_up && !options.continuous) {
+            return Ok(report);
+        }
+    }
+}
+
+/// Copies the revisions of one batch of changes that the target lacks.
+fn copy_batch(source: &dyn Endpoint, target: &dyn Endpoint, rows: &[Value], report: &mut Report) -> Result<()> {
+    let mut asked = Map::new();
+    for row in rows {
+        let (Some(id), Some(changes)) = (row.get("id").and_then(Value::as_str), row.get("changes").and_then(Value::as_array)) else {
+            return Err(Error::Protocol { endpoint: source.name(), reason: format!("a _changes row without id or changes: {row}") });
+        };
+        let revs: Vec<Value> = changes.iter().filter_map(|c| c.get("rev").cloned()).collect();
+        report.missing_checked += revs.len() as u64;
+        asked.insert(id.to_owned(), Value::Array(revs));
+    }
+    let diff = target.revs_diff(&asked)?;
+    let strings = |v: Option<&Value>| -> Vec<String> { v.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect() };
+    let wanted: Vec<Wanted> = diff
+        .iter()
+        .map(|(id, entry)| Wanted { id: id.clone(), revs: strings(entry.get("missing")), atts_since: strings(entry.get("possible_ancestors")) })
+        .filter(|w| !w.revs.is_empty())
+        .collect();
+    report.missing_found += wanted.iter().map(|w| w.revs.len() as u64).sum::<u64>();
+    // Bodies with inline attachments can be large: fetch and store in
+    // slices of at most 100 revisions (PouchDB's batch size).
+    let mut slice = Vec::new();
+    let mut in_slice = 0;
+    for w in wanted {
+        in_slice += w.revs.len();
+        slice.push(w);
+        if in_slice >= 100 {
+            copy_revisions(source, target, &std::mem::take(&mut slice), report)?;
+            in_slice = 0;
+        }
+    }
+    if !slice.is_empty() {
+        copy_revisions(source, target, &slice, report)?;
+    }
+    Ok(())
+}
+
+fn copy_revisions(source: &dyn Endpoint, target: &dyn Endpoint, wanted: &[Wanted], report: &mut Report) -> Result<()> {
+    let docs = source.fetch(wanted)?;
+    let n = docs.len() as u64;
+    report.docs_read += n;
+    if docs.is_empty() {
+        return Ok(());
+    }
+    let failures = target.store(docs)?;
+    report.doc_write_failures += failures.len() as u64;
+    report.docs_written += n - failures.len() as u64;
+    for f in failures.iter().take(10usize.saturating_sub(report.failures.len())) {
+        report.failures.push(format!("{}: {}: {}", f.id, f.error, f.reason));
+    }
+    Ok(())
+}
+
+/// The `_local/<replication id>` documents on both sides.
+struct Checkpoint {
+    id: String,
+    source_doc: Option<Map<String, Value>>,
+    target_doc: Option<Map<String, Value>>,
+    /// The sequence to start from: the last one both sides agree on.
+    start: Value,
+}
+
+impl Checkpoint {
+    fn read(source: &dyn Endpoint, target: &dyn Endpoint, id: &str) -> Result<Checkpoint> {
+        let source_doc = source.get_local(id)?;
+        let target_doc = target.get_local(id)?;
+        let start = match (&source_doc, &target_doc) {
+            (Some(s), Some(t)) => agreed_seq(s, t),
+            _ => json!(0),
+        };
+        Ok(Checkpoint { id: id.to_owned(), source_doc, target_doc, start })
+    }
+
+    /// Records `report.source_last_seq` on the target, then the source: a
+    /// crash between the two leaves them disagreeing on the newest session,
+    /// and the next run falls back to the newest session both recorded.
+    fn write(&mut self, source: &dyn Endpoint, target: &dyn Endpoint, report: &Report, start_time: u64) -> Result<()> {
+        for (endpoint, doc) in [(target, &mut self.target_doc), (source, &mut self.source_doc)] {
+            let mut history: Vec<Value> = doc.as_ref().and_then(|d| d.get("history")).and_then(Value::as_array).cloned().unwrap_or_default();
+            history.retain(|h| h.get("session_id").and_then(Value::as_str) != Some(&report.session_id));
+            history.insert(
+                0,
+                json!({
+                    "session_id": report.session_id,
+                    "start_time": start_time,
+                    "end_time": unix_time(),
+                    "start_last_seq": report.start_last_seq,
+                    "recorded_seq": report.source_last_seq,
+                    "missing_checked": report.missing_checked,
+                    "missing_found": report.missing_found,
+                    "docs_read": report.docs_read,
+                    "docs_written": report.docs_written,
+                    "doc_write_failures": report.doc_write_failures,
+                }),
+            );
+            history.truncate(HISTORY);
+            let mut new = Map::new();
+            if let Some(rev) = doc.as_ref().and_then(|d| d.get("_rev")) {
+                new.insert("_rev".into(), rev.clone());
+            }
+            new.insert("session_id".into(), json!(report.session_id));
+            new.insert("source_last_seq".into(), report.source_last_seq.clone());
+            new.insert("history".into(), Value::Array(history));
+            endpoint.put_local(&self.id, &new)?;
+            // The `_rev` the next write must name.
+            *doc = endpoint.get_local(&self.id)?;
+        }
+        Ok(())
+    }
+}
+
+/// The newest sequence both checkpoints recorded: the same last session, or
+/// else the newest session found in both histories, or else the beginning.
+fn agreed_seq(source: &Map<String, Value>, target: &Map<String, Value>) -> Value {
+    let session = |d: &Map<String, Value>| d.get("session_id").and_then(Value::as_str).map(str::to_owned);
+    if session(source).is_some() && session(source) == session(target) {
+        return source.get("source_last_seq").cloned().unwrap_or(json!(0));
+    }
+    let history = |d: &Map<String, Value>| d.get("history").and_then(Value::as_array).cloned().unwrap_or_default();
+    let target_sessions: Vec<Value> = history(target).iter().filter_map(|h| h.get("session_id").cloned()).collect();
+    history(source)
+        .iter()
+        .find(|h| h.get("session_id").is_some_and(|s| target_sessions.contains(s)))
+        .and_then(|h| h.get("recorded_seq").cloned())
+        .unwrap_or(json!(0))
+}
+
+fn unix_time() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LocalEndpoint;
+    use rhizome_docs::{Database, ReadOptions};
+
+    fn doc(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    fn endpoint(name: &str) -> LocalEndpoint {
+        LocalEndpoint::new(Database::memory(), name)
+    }
+
+    fn put(e: &LocalEndpoint, v: Value) -> String {
+        let out = e.database().update_docs(vec![doc(v)], true).unwrap();
+        out[0].1.as_ref().unwrap().to_string()
+    }
+
+    fn leaves(e: &LocalEndpoint, id: &str) -> Vec<String> {
+        let d = e.database().get_doc(id, &ReadOptions { conflicts: true, ..Default::default() }).unwrap();
+        let mut revs = vec![d["_rev"].as_str().unwrap().to_owned()];
+        revs.extend(d.get("_conflicts").and_then(Value::as_array).into_iter().flatten().map(|r| r.as_str().unwrap().to_owned()));
+        revs
+    }
+
+    fn run(source: &LocalEndpoint, target: &LocalEndpoint) -> Report {
+        replicate(source, target, &Options { batch_size: 3, ..Default::default() }, &mut |_| true).unwrap()
+    }
+
+    #[test]
+    fn copies_every_revision_then_resumes_from_its_checkpoint() {
+        let (a, b) = (endpoint("a"), endpoint("b"));
+        for i in 0..10 {
+            put(&a, json!({ "_id": format!("d{i}"), "n": i }));
+        }
+        let rev = put(&a, json!({ "_id": "d0", "n": 100, "_rev": leaves(&a, "d0")[0] }));
+        put(&a, json!({ "_id": "gone" }));
+        let gone = leaves(&a, "gone")[0].clone();
+        put(&a, json!({ "_id": "gone", "_rev": gone, "_deleted": true }));
+        let first = run(&a, &b);
+        assert_eq!((first.docs_written, first.doc_write_failures), (11, 0));
+        assert_eq!(leaves(&b, "d0"), vec![rev]);
+        assert!(b.database().get_doc("gone", &ReadOptions::default()).is_err());
+        assert_eq!(b.database().info().unwrap().doc_count, 10);
+        // Nothing new: the checkpoint says where the last run stopped.
+        let second = run(&a, &b);
+        assert_eq!((second.missing_checked, second.docs_written), (0, 0));
+        assert_eq!(second.start_last_seq, first.source_last_seq);
+        put(&a, json!({ "_id": "new" }));
+        let third = run(&a, &b);
+        assert_eq!((third.missing_checked, third.docs_written), (1, 1));
+    }
+
+    #[test]
+    fn conflicts_made_on_both_sides_end_the_same_on_both() {
+        let (a, b) = (endpoint("a"), endpoint("b"));
+        let base = put(&a, json!({ "_id": "x", "v": 0 }));
+        run(&a, &b);
+        put(&a, json!({ "_id": "x", "_rev": base, "v": "from a" }));
+        put(&b, json!({ "_id": "x", "_rev": base, "v": "from b" }));
+        run(&a, &b);
+        run(&b, &a);
+        let (on_a, on_b) = (leaves(&a, "x"), leaves(&b, "x"));
+        assert_eq!(on_a.len(), 2);
+        assert_eq!(on_a, on_b, "the same winner and conflicts on both sides");
+        let read = |e: &LocalEndpoint| e.database().get_doc("x", &ReadOptions::default()).unwrap()["v"].clone();
+        assert_eq!(read(&a), read(&b));
+    }
+
+    #[test]
+    fn a_checkpoint_only_one_side_kept_starts_over() {
+        let (a, b) = (endpoint("a"), endpoint("b"));
+        put(&a, json!({ "_id": "x" }));
+        let first = run(&a, &b);
+        // The target lost its checkpoint (say, it was recreated): the
+        // histories share no session, so everything is checked again.
+        let id = replication_id(&a, &b);
+        let stored = b.get_local(&id).unwrap().unwrap();
+        b.put_local(&id, &doc(json!({ "_rev": stored["_rev"], "session_id": "other", "history": [] }))).unwrap();
+        let again = run(&a, &b);
+        assert_eq!(again.start_last_seq, json!(0));
+        assert_eq!((again.missing_checked, again.missing_found), (1, 0));
+        assert_ne!(first.session_id, again.session_id);
+    }
+
+    #[test]
+    fn attachments_travel_with_their_revisions() {
+        let (a, b) = (endpoint("a"), endpoint("b"));
+        put(&a, json!({ "_id": "f", "_attachments": { "hello.txt": { "content_type": "text/plain", "data": "aGVsbG8=" } } }));
+        run(&a, &b);
+        let att = b.database().attachment("f", "hello.txt", None).unwrap();
+        assert_eq!((att.content_type.as_str(), att.data.as_slice()), ("text/plain", &b"hello"[..]));
+    }
+}
