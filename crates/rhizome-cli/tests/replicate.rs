@@ -153,6 +153,43 @@ fn continuous_replication_follows_new_writes() {
 }
 
 #[test]
+fn continuous_replication_waits_out_a_target_restart() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, mut b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    ok(&a, "PUT", "/live", None);
+    let mut follower = rhizome(da.path())
+        .args(["replicate", "--continuous", "--create-target", &format!("{}/live", a.url(ADMIN)), &format!("{}/live", b.url(ADMIN))])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let count = |b: &ServerProcess| request(b, "GET", "/live", None).1["doc_count"].as_u64().unwrap_or(0);
+    let wait_for = |b: &ServerProcess, n: u64| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while count(b) < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        count(b)
+    };
+    ok(&a, "PUT", "/live/before", Some(json!({})));
+    assert_eq!(wait_for(&b, 1), 1);
+    b.kill();
+    for i in 0..3 {
+        ok(&a, "PUT", &format!("/live/while-down-{i}"), Some(json!({})));
+    }
+    // Let the follower meet the closed port at least once.
+    std::thread::sleep(Duration::from_millis(500));
+    b.restart();
+    assert_eq!(wait_for(&b, 4), 4, "the writes made while the target was down arrive");
+    let still_running = follower.try_wait().unwrap().is_none();
+    follower.kill().unwrap();
+    let out = follower.wait_with_output().unwrap();
+    assert!(still_running, "the follower survived the restart");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("waiting to retry"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(contents(&a, "live"), contents(&b, "live"));
+}
+
+#[test]
 fn bad_endpoints_fail_with_a_reason() {
     let data = tempfile::tempdir().unwrap();
     let a = ServerProcess::start(data.path());

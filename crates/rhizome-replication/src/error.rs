@@ -19,4 +19,12 @@ pub enum Error {
     Docs(#[from] rhizome_docs::DocError),
 }
 
+impl Error {
+    /// A failure that may pass by itself: the endpoint unreachable, the
+    /// connection lost, or a server error (5xx).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Connection { .. } | Error::Http { status: 500.., .. })
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -47,6 +47,8 @@ pub struct Report {
     pub doc_write_failures: u64,
     /// The first few refusals, as `id: error: reason`.
     pub failures: Vec<String>,
+    /// In continuous mode, the failure the replication is waiting out.
+    pub error: Option<String>,
 }
 
 impl Report {
@@ -89,26 +91,67 @@ pub fn replicate(source: &dyn Endpoint, target: &dyn Endpoint, options: &Options
         ..Default::default()
     };
     let batch_size = options.batch_size.max(1);
+    let mut backoff = RETRY_FIRST;
     loop {
-        let caught_up = {
-            let wait = options.continuous.then_some(options.poll);
-            let changes = source.changes(&report.source_last_seq, batch_size, None)?;
-            let changes = if changes.rows.is_empty() && wait.is_some() { source.changes(&report.source_last_seq, batch_size, wait)? } else { changes };
-            let full = changes.rows.len() >= batch_size;
-            if !changes.rows.is_empty() {
-                copy_batch(source, target, &changes.rows, &mut report)?;
+        match step(source, target, options, batch_size, &mut checkpoint, &mut report, now) {
+            Ok(caught_up) => {
+                backoff = RETRY_FIRST;
+                report.error = None;
+                if !progress(&report) || (caught_up && !options.continuous) {
+                    return Ok(report);
+                }
             }
-            let moved = changes.last_seq != report.source_last_seq && !changes.last_seq.is_null();
-            if moved {
-                report.source_last_seq = changes.last_seq;
-                checkpoint.write(source, target, &report, now)?;
+            // A continuous replication outlives an endpoint's restart or a
+            // network failure: it waits, longer each time, and goes on from
+            // its last checkpoint.
+            Err(e) if options.continuous && e.is_transient() => {
+                report.error = Some(e.to_string());
+                checkpoint.stale = true;
+                if !progress(&report) {
+                    return Ok(report);
+                }
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(RETRY_MAX);
             }
-            !full
-        };
-        if !progress(&report) || (caught_up && !options.continuous) {
-            return Ok(report);
+            Err(e) => return Err(e),
         }
     }
+}
+
+/// The first wait after a failed step, and the longest.
+const RETRY_FIRST: Duration = Duration::from_millis(250);
+const RETRY_MAX: Duration = Duration::from_secs(10);
+
+/// One batch: changes, missing revisions, copies, checkpoint. `Ok(true)`
+/// when the source had no more changes than these.
+fn step(
+    source: &dyn Endpoint,
+    target: &dyn Endpoint,
+    options: &Options,
+    batch_size: usize,
+    checkpoint: &mut Checkpoint,
+    report: &mut Report,
+    start_time: u64,
+) -> Result<bool> {
+    if checkpoint.stale {
+        // After a failure the `_rev`s we hold may be out of date (a write
+        // whose answer was lost), so read them again.
+        checkpoint.source_doc = source.get_local(&checkpoint.id)?;
+        checkpoint.target_doc = target.get_local(&checkpoint.id)?;
+        checkpoint.stale = false;
+    }
+    let wait = options.continuous.then_some(options.poll);
+    let changes = source.changes(&report.source_last_seq, batch_size, None)?;
+    let changes = if changes.rows.is_empty() && wait.is_some() { source.changes(&report.source_last_seq, batch_size, wait)? } else { changes };
+    let full = changes.rows.len() >= batch_size;
+    if !changes.rows.is_empty() {
+        copy_batch(source, target, &changes.rows, report)?;
+    }
+    if changes.last_seq != report.source_last_seq && !changes.last_seq.is_null() {
+        report.source_last_seq = changes.last_seq;
+        checkpoint.write(source, target, report, start_time)?;
+    }
+    Ok(!full)
 }
 
 /// Copies the revisions of one batch of changes that the target lacks.
@@ -171,6 +214,8 @@ struct Checkpoint {
     target_doc: Option<Map<String, Value>>,
     /// The sequence to start from: the last one both sides agree on.
     start: Value,
+    /// Whether the documents must be read again before the next write.
+    stale: bool,
 }
 
 impl Checkpoint {
@@ -181,7 +226,7 @@ impl Checkpoint {
             (Some(s), Some(t)) => agreed_seq(s, t),
             _ => json!(0),
         };
-        Ok(Checkpoint { id: id.to_owned(), source_doc, target_doc, start })
+        Ok(Checkpoint { id: id.to_owned(), source_doc, target_doc, start, stale: false })
     }
 
     /// Records `report.source_last_seq` on the target, then the source: a

@@ -60,7 +60,9 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     let options = Options { continuous: args.continuous, create_target: args.create_target, batch_size: args.batch_size as usize, ..Default::default() };
     let show = !args.quiet && std::io::stderr().is_terminal();
     let report = replicate(source.as_ref(), target.as_ref(), &options, &mut |r| {
-        if show {
+        if let Some(e) = &r.error {
+            eprintln!("{}waiting to retry: {e}", if show { "\n" } else { "" });
+        } else if show {
             eprint!("\rchecked {} revisions, copied {} (of {} missing), at {}   ", r.missing_checked, r.docs_written, r.missing_found, r.source_last_seq);
         }
         true

@@ -28,7 +28,20 @@ impl ServerProcess {
     /// `start`, with these environment variables set for the server.
     pub fn start_with_env(data: &Path, env: &[(&str, &str)]) -> ServerProcess {
         let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_rhizome"))
+        let mut server = ServerProcess { child: Self::spawn(data, port, env), port, data: data.to_owned() };
+        server.wait_ready();
+        server
+    }
+
+    /// Stops the server (SIGKILL) and starts it again on the same port and data.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.child = Self::spawn(&self.data, self.port, &[]);
+        self.wait_ready();
+    }
+
+    fn spawn(data: &Path, port: u16, env: &[(&str, &str)]) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_rhizome"))
             .arg("--data")
             .arg(data)
             .args(["serve", "--quiet", "--bind", &format!("127.0.0.1:{port}"), "--admin", ADMIN])
@@ -36,10 +49,7 @@ impl ServerProcess {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("rhizome serve starts");
-        let mut server = ServerProcess { child, port, data: data.to_owned() };
-        server.wait_ready();
-        server
+            .expect("rhizome serve starts")
     }
 
     fn wait_ready(&mut self) {
