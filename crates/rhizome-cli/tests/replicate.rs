@@ -209,6 +209,49 @@ fn bad_endpoints_fail_with_a_reason() {
     }
 }
 
+#[test]
+fn the_server_replicates_on_request_one_shot_and_continuous() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    seed(&a, "src");
+    // Between two databases of the server.
+    let out = ok(&a, "POST", "/_replicate", Some(json!({ "source": "src", "target": "copy", "create_target": true })));
+    assert_eq!(out["history"][0]["docs_written"], json!(125), "{out}");
+    assert_eq!(contents(&a, "src"), contents(&a, "copy"));
+    // To another server, credentials in CouchDB's object form.
+    let (user, password) = ADMIN.split_once(':').unwrap();
+    let remote = json!({ "url": format!("http://127.0.0.1:{}/remote", b.port), "auth": { "basic": { "username": user, "password": password } } });
+    let out = ok(&a, "POST", "/_replicate", Some(json!({ "source": "src", "target": remote, "create_target": true })));
+    assert_eq!(out["history"][0]["docs_written"], json!(125), "{out}");
+    assert_eq!(contents(&a, "src"), contents(&b, "remote"));
+    let out = ok(&a, "POST", "/_replicate", Some(json!({ "source": "src", "target": remote })));
+    assert_eq!(out["history"][0]["missing_checked"], json!(0), "the checkpoint holds: {out}");
+    // Errors a client can act on.
+    assert_eq!(request(&a, "POST", "/_replicate", Some(json!({ "source": "nothing", "target": "copy" }))).0, 404);
+    let wrong = json!({ "url": format!("http://127.0.0.1:{}/remote", b.port), "auth": { "basic": { "username": user, "password": "wrong" } } });
+    assert_eq!(request(&a, "POST", "/_replicate", Some(json!({ "source": "src", "target": wrong }))).0, 401);
+    assert_eq!(request(&a, "POST", "/_replicate", Some(json!({ "source": "src" }))).0, 400);
+
+    // Continuous: follows writes until cancelled, and stops when cancelled.
+    let live = json!({ "source": "src", "target": "follower", "create_target": true, "continuous": true });
+    let started = ok(&a, "POST", "/_replicate", Some(live.clone()));
+    assert_eq!(started["ok"], json!(true), "{started}");
+    ok(&a, "PUT", "/src/after-start", Some(json!({})));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while request(&a, "GET", "/follower/after-start", None).0 != 200 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(request(&a, "GET", "/follower/after-start", None).0, 200, "the follower copied a new write");
+    let cancel = json!({ "source": "src", "target": "follower", "cancel": true });
+    assert_eq!(ok(&a, "POST", "/_replicate", Some(cancel.clone()))["_local_id"], started["_local_id"]);
+    // The cancel is answered once the replication has stopped.
+    ok(&a, "PUT", "/src/after-cancel", Some(json!({})));
+    let out = ok(&a, "POST", "/_replicate", Some(json!({ "source": "src", "target": "copy" })));
+    assert_eq!(out["history"][0]["docs_written"], json!(2), "{out}");
+    assert_eq!(request(&a, "GET", "/follower/after-cancel", None).0, 404, "a cancelled replication copies nothing more");
+    assert_eq!(request(&a, "POST", "/_replicate", Some(cancel)).0, 404);
+}
+
 /// pouchdb-server (npm, installed by `scripts/setup` into `tests/pouchdb`),
 /// in memory, on a free port, in a folder of its own (it writes its config
 /// and log where it runs).

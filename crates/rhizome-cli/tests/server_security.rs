@@ -15,6 +15,7 @@ fn json(body: &str) -> Value {
 /// Everything an outsider could try to read or change.
 const ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
     ("GET", "/_all_dbs", None),
+    ("POST", "/_replicate", Some(r#"{"source":"secret","target":"stolen","create_target":true}"#)),
     ("PUT", "/newdb", None),
     ("DELETE", "/secret", None),
     ("GET", "/secret", None),

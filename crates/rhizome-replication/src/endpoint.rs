@@ -2,7 +2,7 @@
 //! shapes, so that a local database and a remote server look the same.
 
 use crate::{Error, Result};
-use rhizome_docs::{ChangesOptions, Database, DocError, OpenRev, OpenRevs, ReadOptions, Rev};
+use rhizome_docs::{ChangesOptions, Database, DocError, OpenRev, OpenRevs, ReadOptions, Rev, WriteOutcome};
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 
@@ -55,19 +55,36 @@ pub struct Wanted {
     pub atts_since: Vec<String>,
 }
 
-/// A database of this process ([`rhizome_docs::Database`]).
-pub struct LocalEndpoint {
-    db: Database,
+/// A database of this process, and how replicated revisions are written to
+/// it: straight to the store by default; a server passes its own write path
+/// (group commit, waking `_changes` feeds, `_users` password hashing).
+pub trait LocalDatabase {
+    fn database(&self) -> &Database;
+    /// Writes replicated revisions (`new_edits=false`) in one commit.
+    fn write(&self, docs: Vec<Map<String, Value>>) -> Result<Vec<(String, WriteOutcome)>> {
+        Ok(self.database().update_docs(docs, false)?)
+    }
+}
+
+impl LocalDatabase for Database {
+    fn database(&self) -> &Database {
+        self
+    }
+}
+
+/// A database of this process as an endpoint.
+pub struct LocalEndpoint<D: LocalDatabase = Database> {
+    db: D,
     name: String,
 }
 
-impl LocalEndpoint {
-    pub fn new(db: Database, name: impl Into<String>) -> LocalEndpoint {
+impl<D: LocalDatabase> LocalEndpoint<D> {
+    pub fn new(db: D, name: impl Into<String>) -> LocalEndpoint<D> {
         LocalEndpoint { db, name: name.into() }
     }
 
     pub fn database(&self) -> &Database {
-        &self.db
+        self.db.database()
     }
 }
 
@@ -85,7 +102,7 @@ fn revs(list: &[String]) -> Vec<Rev> {
     list.iter().filter_map(|r| Rev::parse(r)).collect()
 }
 
-impl Endpoint for LocalEndpoint {
+impl<D: LocalDatabase> Endpoint for LocalEndpoint<D> {
     fn name(&self) -> String {
         self.name.clone()
     }
@@ -99,7 +116,7 @@ impl Endpoint for LocalEndpoint {
         let opts = ChangesOptions { since: local_seq(since), limit: Some(limit), all_leaves: true, ..Default::default() };
         let deadline = wait.map(|w| Instant::now() + w);
         loop {
-            let changes = self.db.changes(&opts)?;
+            let changes = self.database().changes(&opts)?;
             // Another process may write this database only through a server,
             // so polling our own sequence is enough to see new changes.
             if !changes.rows.is_empty() || deadline.is_none_or(|d| Instant::now() >= d) {
@@ -110,14 +127,14 @@ impl Endpoint for LocalEndpoint {
     }
 
     fn revs_diff(&self, revs: &Map<String, Value>) -> Result<Map<String, Value>> {
-        Ok(self.db.revs_diff(revs)?)
+        Ok(self.database().revs_diff(revs)?)
     }
 
     fn fetch(&self, wanted: &[Wanted]) -> Result<Vec<Value>> {
         let mut docs = Vec::new();
         for w in wanted {
             let opts = ReadOptions { revs: true, attachments: true, atts_since: revs(&w.atts_since), latest: true, ..Default::default() };
-            for answer in self.db.open_revs(&w.id, &OpenRevs::List(revs(&w.revs)), &opts)? {
+            for answer in self.database().open_revs(&w.id, &OpenRevs::List(revs(&w.revs)), &opts)? {
                 if let OpenRev::Ok(doc) = answer {
                     docs.push(Value::Object(doc));
                 }
@@ -128,7 +145,7 @@ impl Endpoint for LocalEndpoint {
 
     fn store(&self, docs: Vec<Value>) -> Result<Vec<WriteFailure>> {
         let docs = docs.into_iter().filter_map(|d| if let Value::Object(m) = d { Some(m) } else { None }).collect();
-        let outcomes = self.db.update_docs(docs, false)?;
+        let outcomes = self.db.write(docs)?;
         Ok(outcomes
             .into_iter()
             .filter_map(|(id, outcome)| outcome.err().map(|e| WriteFailure { id, error: error_name(&e).into(), reason: e.to_string() }))
@@ -136,7 +153,7 @@ impl Endpoint for LocalEndpoint {
     }
 
     fn get_local(&self, id: &str) -> Result<Option<Map<String, Value>>> {
-        match self.db.get_local(&format!("_local/{id}")) {
+        match self.database().get_local(&format!("_local/{id}")) {
             Ok(doc) => Ok(Some(doc)),
             Err(DocError::NotFound(_)) => Ok(None),
             Err(e) => Err(e.into()),
@@ -144,7 +161,7 @@ impl Endpoint for LocalEndpoint {
     }
 
     fn put_local(&self, id: &str, doc: &Map<String, Value>) -> Result<()> {
-        self.db.put_local(&format!("_local/{id}"), doc.clone()).map(drop).map_err(|e| match e {
+        self.database().put_local(&format!("_local/{id}"), doc.clone()).map(drop).map_err(|e| match e {
             DocError::Conflict => Error::Protocol { endpoint: self.name.clone(), reason: format!("checkpoint _local/{id} was changed by another replication") },
             e => e.into(),
         })

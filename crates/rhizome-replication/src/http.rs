@@ -86,6 +86,11 @@ impl HttpEndpoint {
         })
     }
 
+    /// Sends this `Authorization` header instead of the URL's credentials.
+    pub fn set_authorization(&mut self, value: String) {
+        self.authorization = Some(value);
+    }
+
     fn connection_error(&self, reason: impl std::fmt::Display) -> Error {
         Error::Connection { endpoint: self.display.clone(), reason: reason.to_string() }
     }

@@ -1,8 +1,9 @@
 //! `rhizome-replication`: CouchDB's replication protocol
 //! (https://docs.couchdb.org/en/stable/replication/protocol.html).
 //!
-//! Owns: the [`Endpoint`] a replication reads from or writes to, as a local
-//! [`rhizome_docs::Database`] ([`LocalEndpoint`]) or any CouchDB-compatible
+//! Owns: the [`Endpoint`] a replication reads from or writes to, as a
+//! database of this process ([`LocalEndpoint`], written straight to its
+//! store or through a server's write path, [`LocalDatabase`]) or any CouchDB-compatible
 //! server over HTTP ([`HttpEndpoint`]: CouchDB, PouchDB Server, another
 //! Rhizome); and the replicator ([`replicate`]) that moves every missing
 //! revision from a source to a target, one-shot or continuous, with
@@ -20,7 +21,7 @@ mod error;
 mod http;
 mod replicator;
 
-pub use endpoint::{ChangesBatch, Endpoint, LocalEndpoint, Wanted, WriteFailure};
+pub use endpoint::{ChangesBatch, Endpoint, LocalDatabase, LocalEndpoint, Wanted, WriteFailure};
 pub use error::{Error, Result};
 pub use http::HttpEndpoint;
 pub use replicator::{replicate, replication_id, Options, Report};

@@ -48,6 +48,7 @@ pub enum Route {
     Uuids,
     AllDbs,
     Session,
+    Replicate,
     Db(String),
     DbOp(String, DbOp),
     Doc(String, String),
@@ -66,6 +67,7 @@ impl Route {
             ["_uuids"] => Route::Uuids,
             ["_all_dbs"] => Route::AllDbs,
             ["_session"] => Route::Session,
+            ["_replicate"] => Route::Replicate,
             [db] if db.starts_with('_') && *db != "_users" && *db != "_replicator" => {
                 return Err(HttpError::bad_request(format!("Unknown or unsupported endpoint /{db}")))
             }
@@ -109,7 +111,7 @@ impl Route {
         let read = matches!(*method, Method::GET | Method::HEAD);
         match self {
             Route::Root | Route::Up | Route::Uuids | Route::Session => Access::Public,
-            Route::AllDbs => Access::ServerAdmin,
+            Route::AllDbs | Route::Replicate => Access::ServerAdmin,
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
             Route::Db(_) => Access::Member,
             Route::DbOp(_, DbOp::Compact) => Access::DbAdmin,
@@ -148,6 +150,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Uuids => srv::uuids(req)?.into(),
         Route::AllDbs => srv::all_dbs(server, m)?.into(),
         Route::Session => srv::session(server, req, ctx)?.into(),
+        Route::Replicate => couch::replicate::replicate(server, req, ctx)?.into(),
         Route::Db(name) => match *m {
             Method::PUT => database::create(server, &name, db.is_some())?.into(),
             Method::DELETE => database::delete(server, &name)?.into(),

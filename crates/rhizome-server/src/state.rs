@@ -98,6 +98,9 @@ pub struct Server {
     pub verified: Mutex<HashSet<[u8; 32]>>,
     projector: Arc<dyn GraphProjector>,
     pub shutdown: watch::Receiver<bool>,
+    /// Continuous replications started by `POST /_replicate`, by their
+    /// `_local_id`; setting the flag stops one.
+    pub replications: Arc<Mutex<HashMap<String, Arc<crate::couch::replicate::Running>>>>,
 }
 
 /// The folder of database `name` under a server's data folder (for tools
@@ -139,6 +142,7 @@ impl Server {
             verified: Mutex::new(HashSet::new()),
             projector: Arc::new(NoProjection),
             shutdown,
+            replications: Default::default(),
         };
         // CouchDB creates its system databases on first start.
         if server.db("_users").map_err(|e| ServerError::Config(e.reason))?.is_none() {

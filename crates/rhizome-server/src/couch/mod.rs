@@ -6,6 +6,7 @@ pub mod bulk;
 pub mod database;
 pub mod documents;
 pub mod multipart;
+pub mod replicate;
 pub mod server;
 
 use crate::auth::{users, UserCtx};

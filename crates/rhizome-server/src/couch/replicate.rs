@@ -1,0 +1,205 @@
+//! `POST /_replicate`: the server runs CouchDB's replicator
+//! (https://docs.couchdb.org/en/stable/api/server/common.html#replicate),
+//! one-shot (answered when done, with CouchDB's history) or continuous (a
+//! background thread until `"cancel": true` or the server stops). Each
+//! endpoint is a database of this server, or a URL of any CouchDB-compatible
+//! server. For server admins only, as the endpoints' credentials travel in
+//! the request.
+
+use super::write_docs;
+use crate::auth::UserCtx;
+use crate::error::HttpError;
+use crate::http::{json, Body, Request};
+use crate::state::{DbHandle, Server};
+use hyper::{Method, Response};
+use rhizome_docs::{Database, WriteOutcome};
+use rhizome_replication::{replication_id, Endpoint, HttpEndpoint, LocalDatabase, LocalEndpoint, Options, Report};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// A continuous replication running on its own thread.
+#[derive(Default)]
+pub struct Running {
+    stop: AtomicBool,
+    done: Mutex<bool>,
+    finished: Condvar,
+}
+
+impl Running {
+    /// Asks the replication to stop and waits until it has (it notices
+    /// within one wait for changes).
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = self.finished.wait_timeout_while(done, Duration::from_secs(60), |d| !*d);
+    }
+
+    fn finish(&self) {
+        *self.done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.finished.notify_all();
+    }
+}
+
+/// How long a continuous replication run by the server waits for changes
+/// before it checks whether it was cancelled.
+const POLL: Duration = Duration::from_secs(1);
+
+/// A database of this server, written through the server's own write path.
+struct Served {
+    handle: Arc<DbHandle>,
+    ctx: UserCtx,
+}
+
+impl LocalDatabase for Served {
+    fn database(&self) -> &Database {
+        &self.handle.db
+    }
+
+    fn write(&self, docs: Vec<Map<String, Value>>) -> rhizome_replication::Result<Vec<(String, WriteOutcome)>> {
+        write_docs(&self.ctx, &self.handle, docs, false)
+            .map_err(|e| rhizome_replication::Error::Http { status: e.status, message: format!("{}: {}: {}", self.handle.name, e.error, e.reason) })
+    }
+}
+
+type Boxed = Box<dyn Endpoint + Send>;
+
+/// An endpoint from its JSON: a database name, a URL, or CouchDB's object
+/// form `{"url": ..., "auth": {"basic": {"username", "password"}}}` or
+/// `{"url": ..., "headers": {"Authorization": ...}}`.
+fn endpoint(server: &Server, ctx: &UserCtx, spec: &Value, create: bool) -> Result<Boxed, HttpError> {
+    let (url, authorization) = match spec {
+        Value::String(s) => (s.clone(), None),
+        Value::Object(o) => {
+            let url = o.get("url").and_then(Value::as_str).ok_or_else(|| HttpError::bad_request("an endpoint object needs a url"))?.to_owned();
+            let basic = o.get("auth").and_then(|a| a.get("basic"));
+            let header = o.get("headers").and_then(|h| h.as_object()).and_then(|h| h.iter().find(|(k, _)| k.eq_ignore_ascii_case("authorization")));
+            let authorization = match (basic, header) {
+                (Some(b), _) => {
+                    let field = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+                    Some(format!("Basic {}", base64::Engine::encode(&base64::engine::general_purpose::STANDARD, format!("{}:{}", field("username"), field("password")))))
+                }
+                (None, Some((_, v))) => Some(v.as_str().ok_or_else(|| HttpError::bad_request("the Authorization header must be a string"))?.to_owned()),
+                (None, None) => None,
+            };
+            (url, authorization)
+        }
+        _ => return Err(HttpError::bad_request("source and target must be database names or URLs")),
+    };
+    if url.contains("://") {
+        let mut endpoint = HttpEndpoint::new(&url).map_err(|e| HttpError::bad_request(e.to_string()))?;
+        if let Some(a) = authorization {
+            endpoint.set_authorization(a);
+        }
+        return Ok(Box::new(endpoint));
+    }
+    let handle = match server.db(&url)? {
+        Some(h) => h,
+        None if create => server.create_db(&url)?,
+        None => return Err(HttpError::not_found(format!("could not open {url}"))),
+    };
+    Ok(Box::new(LocalEndpoint::new(Served { handle, ctx: ctx.clone() }, url)))
+}
+
+/// A replication failure as CouchDB reports one.
+fn failure(e: rhizome_replication::Error) -> HttpError {
+    use rhizome_replication::Error;
+    match e {
+        Error::Address(reason) => HttpError::bad_request(reason),
+        Error::Http { status: 404, message } => HttpError::new(404, "db_not_found", message),
+        Error::Http { status: status @ (401 | 403), message } => HttpError::new(status, if status == 401 { "unauthorized" } else { "forbidden" }, message),
+        other => HttpError::new(500, "replication_failed", other.to_string()),
+    }
+}
+
+/// CouchDB's answer to a finished one-shot replication.
+fn summary(report: &Report) -> Value {
+    json!({
+        "ok": true,
+        "session_id": report.session_id,
+        "source_last_seq": report.source_last_seq,
+        "replication_id_version": 4,
+        "history": [{
+            "session_id": report.session_id,
+            "start_last_seq": report.start_last_seq,
+            "end_last_seq": report.source_last_seq,
+            "recorded_seq": report.source_last_seq,
+            "missing_checked": report.missing_checked,
+            "missing_found": report.missing_found,
+            "docs_read": report.docs_read,
+            "docs_written": report.docs_written,
+            "doc_write_failures": report.doc_write_failures,
+        }],
+    })
+}
+
+pub fn replicate(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Response<Body>, HttpError> {
+    if req.method != Method::POST {
+        return Err(HttpError::method_not_allowed("POST"));
+    }
+    let body = req.json_object()?;
+    let flag = |k: &str| match body.get(k) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(HttpError::bad_request(format!("{k} must be a boolean"))),
+    };
+    let (continuous, create_target, cancel) = (flag("continuous")?, flag("create_target")?, flag("cancel")?);
+    for unsupported in ["filter", "doc_ids", "selector", "query_params", "since_seq"] {
+        if body.contains_key(unsupported) {
+            return Err(HttpError::bad_request(format!("{unsupported} is not supported by this server's replicator yet")));
+        }
+    }
+    let spec = |k: &str| body.get(k).ok_or_else(|| HttpError::bad_request(format!("{k} is missing")));
+    let source = endpoint(server, ctx, spec("source")?, false)?;
+    let target = endpoint(server, ctx, spec("target")?, create_target && !cancel)?;
+    let local_id = format!("{}+continuous", replication_id(source.as_ref(), target.as_ref()));
+    let mut running = server.replications.lock().unwrap_or_else(|p| p.into_inner());
+    if cancel {
+        let Some(replication) = running.remove(&local_id) else {
+            return Err(HttpError::not_found(format!("no continuous replication {local_id} is running")));
+        };
+        drop(running);
+        replication.stop();
+        return Ok(json(200, &json!({ "ok": true, "_local_id": local_id })));
+    }
+    let options = Options { continuous, create_target, poll: POLL, ..Default::default() };
+    if !continuous {
+        drop(running);
+        let shutdown = server.shutdown.clone();
+        let report = rhizome_replication::replicate(source.as_ref(), target.as_ref(), &options, &mut |_| !*shutdown.borrow()).map_err(failure)?;
+        return Ok(json(200, &summary(&report)));
+    }
+    if running.contains_key(&local_id) {
+        return Ok(json(202, &json!({ "ok": true, "_local_id": local_id })));
+    }
+    // Check both ends now, so that a wrong address is the client's error
+    // and not only a line in the log.
+    source.ensure_exists(false).map_err(failure)?;
+    target.ensure_exists(create_target).map_err(failure)?;
+    let replication = Arc::new(Running::default());
+    running.insert(local_id.clone(), replication.clone());
+    drop(running);
+    let (registry, shutdown, id) = (server.replications.clone(), server.shutdown.clone(), local_id.clone());
+    std::thread::Builder::new()
+        .name("replication".into())
+        .spawn(move || {
+            let outcome = rhizome_replication::replicate(source.as_ref(), target.as_ref(), &options, &mut |r| {
+                if let Some(e) = &r.error {
+                    eprintln!("{}", json!({ "replication": id, "retrying": e }));
+                }
+                !replication.stop.load(Ordering::Relaxed) && !*shutdown.borrow()
+            });
+            if let Err(e) = outcome {
+                eprintln!("{}", json!({ "replication": id, "failed": e.to_string() }));
+            }
+            let mut running = registry.lock().unwrap_or_else(|p| p.into_inner());
+            if running.get(&id).is_some_and(|r| Arc::ptr_eq(r, &replication)) {
+                running.remove(&id);
+            }
+            drop(running);
+            replication.finish();
+        })
+        .map_err(|e| HttpError::internal(format!("cannot start the replication: {e}")))?;
+    Ok(json(202, &json!({ "ok": true, "_local_id": local_id })))
+}
