@@ -190,6 +190,30 @@ fn continuous_replication_waits_out_a_target_restart() {
 }
 
 #[test]
+fn filtered_replication_copies_only_the_chosen_documents() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    seed(&a, "src");
+    let (src, dst) = (format!("{}/src", a.url(ADMIN)), format!("{}/dst", b.url(ADMIN)));
+    let ids = |server: &ServerProcess, db: &str| -> Vec<String> {
+        ok(server, "GET", &format!("/{db}/_all_docs"), None)["rows"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+    };
+    let out = replicate(da.path(), &["replicate", &src, &dst, "--create-target", "--doc-ids", "doc003,ann,split"]);
+    assert_eq!(out["docs_written"], json!(4), "two branches of split, doc003, ann: {out}");
+    assert_eq!(ids(&b, "dst"), vec!["ann", "doc003", "split"]);
+    let out = replicate(da.path(), &["replicate", &src, &dst, "--selector", r#"{"n": {"$gte": 118}}"#]);
+    assert_eq!(out["docs_written"], json!(2), "{out}");
+    assert_eq!(ids(&b, "dst"), vec!["ann", "doc003", "doc118", "doc119", "split"]);
+    let bad = run(rhizome(da.path()).args(["replicate", &src, &dst, "--selector", "[1]"]));
+    assert!(stderr(&bad).contains("must be a JSON object"), "{}", stderr(&bad));
+    // The server's replicator takes the same filters.
+    let out = ok(&a, "POST", "/_replicate", Some(json!({ "source": "src", "target": "few", "create_target": true, "doc_ids": ["doc010", "doc011"] })));
+    assert_eq!(out["history"][0]["docs_written"], json!(2), "{out}");
+    assert_eq!(ids(&a, "few"), vec!["doc010", "doc011"]);
+    assert_eq!(request(&a, "POST", "/_replicate", Some(json!({ "source": "src", "target": "few", "doc_ids": "doc010" }))).0, 400);
+}
+
+#[test]
 fn bad_endpoints_fail_with_a_reason() {
     let data = tempfile::tempdir().unwrap();
     let a = ServerProcess::start(data.path());

@@ -2,7 +2,7 @@
 //! shapes, so that a local database and a remote server look the same.
 
 use crate::{Error, Result};
-use rhizome_docs::{ChangesOptions, Database, DocError, OpenRev, OpenRevs, ReadOptions, Rev, WriteOutcome};
+use rhizome_docs::{ChangesFilter, ChangesOptions, Database, DocError, OpenRev, OpenRevs, ReadOptions, Rev, WriteOutcome};
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,15 @@ use std::time::{Duration, Instant};
 pub struct ChangesBatch {
     pub rows: Vec<Value>,
     pub last_seq: Value,
+}
+
+/// Which documents a replication copies (CouchDB's built-in filters).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Filter {
+    /// `doc_ids`: these documents only.
+    DocIds(Vec<String>),
+    /// `selector`: documents whose winning revision matches a Mango selector.
+    Selector(Value),
 }
 
 /// A revision the target refused (`_bulk_docs` with `new_edits=false`
@@ -30,9 +39,10 @@ pub trait Endpoint {
     fn name(&self) -> String;
     /// Checks that the database exists; creates it when `create` is set.
     fn ensure_exists(&self, create: bool) -> Result<()>;
-    /// Changes after `since`, at most `limit` rows; with `wait`, blocks up to
-    /// that long for a first change when there is none yet.
-    fn changes(&self, since: &Value, limit: usize, wait: Option<Duration>) -> Result<ChangesBatch>;
+    /// Changes after `since` of the documents `filter` lets through, at most
+    /// `limit` rows; with `wait`, blocks up to that long for a first change
+    /// when there is none yet.
+    fn changes(&self, since: &Value, limit: usize, filter: Option<&Filter>, wait: Option<Duration>) -> Result<ChangesBatch>;
     /// `_revs_diff`: `{id: [rev]}` to `{id: {"missing": [rev], "possible_ancestors"?: [rev]}}`.
     fn revs_diff(&self, revs: &Map<String, Value>) -> Result<Map<String, Value>>;
     /// The given revisions, each with `_revisions` and attachments inline
@@ -112,14 +122,19 @@ impl<D: LocalDatabase> Endpoint for LocalEndpoint<D> {
         Ok(())
     }
 
-    fn changes(&self, since: &Value, limit: usize, wait: Option<Duration>) -> Result<ChangesBatch> {
-        let opts = ChangesOptions { since: local_seq(since), limit: Some(limit), all_leaves: true, ..Default::default() };
+    fn changes(&self, since: &Value, limit: usize, filter: Option<&Filter>, wait: Option<Duration>) -> Result<ChangesBatch> {
+        let filter = match filter {
+            None => ChangesFilter::None,
+            Some(Filter::DocIds(ids)) => ChangesFilter::DocIds(ids.iter().cloned().collect()),
+            Some(Filter::Selector(s)) => ChangesFilter::Selector(s.clone()),
+        };
+        let opts = ChangesOptions { since: local_seq(since), limit: Some(limit), all_leaves: true, filter, ..Default::default() };
         let deadline = wait.map(|w| Instant::now() + w);
         loop {
             let changes = self.database().changes(&opts)?;
-            // Another process may write this database only through a server,
-            // so polling our own sequence is enough to see new changes.
-            if !changes.rows.is_empty() || deadline.is_none_or(|d| Instant::now() >= d) {
+            // Every write to the database goes through this process, so
+            // reading changes again is enough to see new ones.
+            if !changes.rows.is_empty() || changes.last_seq > opts.since || deadline.is_none_or(|d| Instant::now() >= d) {
                 return Ok(ChangesBatch { rows: changes.rows, last_seq: json!(changes.last_seq) });
             }
             std::thread::sleep(Duration::from_millis(100));

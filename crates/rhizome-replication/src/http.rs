@@ -1,7 +1,7 @@
 //! A CouchDB-compatible database over HTTP/1.1: one keep-alive connection,
 //! one request at a time, Basic auth from the URL's user info.
 
-use crate::endpoint::{ChangesBatch, Endpoint, Wanted, WriteFailure};
+use crate::endpoint::{ChangesBatch, Endpoint, Filter, Wanted, WriteFailure};
 use crate::{Error, Result};
 use base64::Engine;
 use http_body_util::{BodyExt, Full};
@@ -216,7 +216,7 @@ impl Endpoint for HttpEndpoint {
         }
     }
 
-    fn changes(&self, since: &Value, limit: usize, wait: Option<Duration>) -> Result<ChangesBatch> {
+    fn changes(&self, since: &Value, limit: usize, filter: Option<&Filter>, wait: Option<Duration>) -> Result<ChangesBatch> {
         let since = match since {
             Value::String(s) => percent_encode(s),
             other => percent_encode(&other.to_string()),
@@ -225,7 +225,11 @@ impl Endpoint for HttpEndpoint {
         if let Some(w) = wait {
             path.push_str(&format!("&feed=longpoll&timeout={}", w.as_millis()));
         }
-        let body = self.expect(Method::GET, &path, None)?;
+        let body = match filter {
+            None => self.expect(Method::GET, &path, None)?,
+            Some(Filter::DocIds(ids)) => self.expect(Method::POST, &format!("{path}&filter=_doc_ids"), Some(&json!({ "doc_ids": ids })))?,
+            Some(Filter::Selector(s)) => self.expect(Method::POST, &format!("{path}&filter=_selector"), Some(&json!({ "selector": s })))?,
+        };
         let rows = match body.get("results") {
             Some(Value::Array(rows)) => rows.clone(),
             _ => return Err(Error::Protocol { endpoint: self.display.clone(), reason: "_changes answered without results".into() }),

@@ -21,7 +21,7 @@ mod error;
 mod http;
 mod replicator;
 
-pub use endpoint::{ChangesBatch, Endpoint, LocalDatabase, LocalEndpoint, Wanted, WriteFailure};
+pub use endpoint::{ChangesBatch, Endpoint, Filter, LocalDatabase, LocalEndpoint, Wanted, WriteFailure};
 pub use error::{Error, Result};
 pub use http::HttpEndpoint;
 pub use replicator::{replicate, replication_id, Options, Report};

@@ -3,7 +3,7 @@
 //! checkpoint on both sides; in continuous mode, wait for more and go on.
 //! (https://docs.couchdb.org/en/stable/replication/protocol.html)
 
-use crate::endpoint::{Endpoint, Wanted};
+use crate::endpoint::{Endpoint, Filter, Wanted};
 use crate::{Error, Result};
 use md5::{Digest, Md5};
 use serde_json::{json, Map, Value};
@@ -23,11 +23,13 @@ pub struct Options {
     /// In continuous mode, how long one wait for changes lasts before the
     /// progress callback is asked whether to go on.
     pub poll: Duration,
+    /// Only these documents (a filtered replication has checkpoints of its own).
+    pub filter: Option<Filter>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { continuous: false, create_target: false, batch_size: 500, poll: Duration::from_secs(10) }
+        Options { continuous: false, create_target: false, batch_size: 500, poll: Duration::from_secs(10), filter: None }
     }
 }
 
@@ -69,9 +71,18 @@ impl Report {
 }
 
 /// The id of the checkpoint documents of replications from `source` to
-/// `target`: the same pair resumes where it stopped.
-pub fn replication_id(source: &dyn Endpoint, target: &dyn Endpoint) -> String {
-    hex(&Md5::digest(format!("rhizome-replication 1\n{}\n{}", source.name(), target.name()).as_bytes()))
+/// `target` (through `filter`): the same replication resumes where it stopped.
+pub fn replication_id(source: &dyn Endpoint, target: &dyn Endpoint, filter: Option<&Filter>) -> String {
+    let filter = match filter {
+        None => String::new(),
+        Some(Filter::DocIds(ids)) => {
+            let mut ids = ids.clone();
+            ids.sort();
+            format!("\ndoc_ids {}", json!(ids))
+        }
+        Some(Filter::Selector(s)) => format!("\nselector {s}"),
+    };
+    hex(&Md5::digest(format!("rhizome-replication 1\n{}\n{}{filter}", source.name(), target.name()).as_bytes()))
 }
 
 /// Replicates every revision of `source` that `target` lacks. `progress` is
@@ -80,7 +91,7 @@ pub fn replication_id(source: &dyn Endpoint, target: &dyn Endpoint) -> String {
 pub fn replicate(source: &dyn Endpoint, target: &dyn Endpoint, options: &Options, progress: &mut dyn FnMut(&Report) -> bool) -> Result<Report> {
     source.ensure_exists(false)?;
     target.ensure_exists(options.create_target)?;
-    let id = replication_id(source, target);
+    let id = replication_id(source, target, options.filter.as_ref());
     let mut checkpoint = Checkpoint::read(source, target, &id)?;
     let now = unix_time();
     let mut report = Report {
@@ -141,8 +152,9 @@ fn step(
         checkpoint.stale = false;
     }
     let wait = options.continuous.then_some(options.poll);
-    let changes = source.changes(&report.source_last_seq, batch_size, None)?;
-    let changes = if changes.rows.is_empty() && wait.is_some() { source.changes(&report.source_last_seq, batch_size, wait)? } else { changes };
+    let filter = options.filter.as_ref();
+    let changes = source.changes(&report.source_last_seq, batch_size, filter, None)?;
+    let changes = if changes.rows.is_empty() && wait.is_some() { source.changes(&report.source_last_seq, batch_size, filter, wait)? } else { changes };
     let full = changes.rows.len() >= batch_size;
     if !changes.rows.is_empty() {
         copy_batch(source, target, &changes.rows, report)?;
@@ -371,13 +383,30 @@ mod tests {
         let first = run(&a, &b);
         // The target lost its checkpoint (say, it was recreated): the
         // histories share no session, so everything is checked again.
-        let id = replication_id(&a, &b);
+        let id = replication_id(&a, &b, None);
         let stored = b.get_local(&id).unwrap().unwrap();
         b.put_local(&id, &doc(json!({ "_rev": stored["_rev"], "session_id": "other", "history": [] }))).unwrap();
         let again = run(&a, &b);
         assert_eq!(again.start_last_seq, json!(0));
         assert_eq!((again.missing_checked, again.missing_found), (1, 0));
         assert_ne!(first.session_id, again.session_id);
+    }
+
+    #[test]
+    fn filtered_replications_copy_only_their_documents_and_keep_their_own_checkpoints() {
+        let (a, b) = (endpoint("a"), endpoint("b"));
+        for (id, kind) in [("x", "cat"), ("y", "dog"), ("z", "cat")] {
+            put(&a, json!({ "_id": id, "kind": kind }));
+        }
+        let with = |filter: Filter| Options { filter: Some(filter), ..Default::default() };
+        let ids = replicate(&a, &b, &with(Filter::DocIds(vec!["y".into()])), &mut |_| true).unwrap();
+        assert_eq!((ids.missing_checked, ids.docs_written), (1, 1));
+        assert_eq!(b.database().info().unwrap().doc_count, 1);
+        let cats = replicate(&a, &b, &with(Filter::Selector(json!({ "kind": "cat" }))), &mut |_| true).unwrap();
+        assert_eq!((cats.missing_checked, cats.docs_written, cats.start_last_seq.clone()), (2, 2, json!(0)), "a checkpoint of its own");
+        assert!(b.database().get_doc("z", &ReadOptions::default()).is_ok());
+        let all = run(&a, &b);
+        assert_eq!((all.missing_checked, all.docs_written), (3, 0));
     }
 
     #[test]

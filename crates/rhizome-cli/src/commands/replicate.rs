@@ -2,7 +2,7 @@
 //! databases, each a server's URL or a database of the local data folder.
 
 use anyhow::{bail, Context, Result};
-use rhizome_replication::{replicate, Endpoint, HttpEndpoint, LocalEndpoint, Options};
+use rhizome_replication::{replicate, Endpoint, Filter, HttpEndpoint, LocalEndpoint, Options};
 use std::io::IsTerminal;
 use std::path::Path;
 
@@ -23,6 +23,12 @@ pub struct Args {
     /// Create the target database if it does not exist.
     #[arg(long)]
     create_target: bool,
+    /// Only these documents (comma-separated ids).
+    #[arg(long, value_delimiter = ',', conflicts_with = "selector")]
+    doc_ids: Option<Vec<String>>,
+    /// Only documents whose winning revision matches this Mango selector (JSON), e.g. '{"type": "person"}'.
+    #[arg(long)]
+    selector: Option<String>,
     /// Changes read from the source per batch.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     batch_size: u64,
@@ -57,7 +63,16 @@ fn endpoint(data: &Path, spec: &str, is_target: bool, create: bool) -> Result<Bo
 pub fn run(data: &Path, args: Args) -> Result<()> {
     let source = endpoint(data, &args.source, false, false)?;
     let target = endpoint(data, &args.target, true, args.create_target)?;
-    let options = Options { continuous: args.continuous, create_target: args.create_target, batch_size: args.batch_size as usize, ..Default::default() };
+    let filter = match (args.doc_ids, args.selector) {
+        (Some(ids), _) => Some(Filter::DocIds(ids)),
+        (None, Some(text)) => match serde_json::from_str(&text) {
+            Ok(selector @ serde_json::Value::Object(_)) => Some(Filter::Selector(selector)),
+            Ok(_) => bail!("--selector must be a JSON object, e.g. '{{\"type\": \"person\"}}'"),
+            Err(e) => bail!("--selector is not JSON: {e}"),
+        },
+        (None, None) => None,
+    };
+    let options = Options { continuous: args.continuous, create_target: args.create_target, batch_size: args.batch_size as usize, filter, ..Default::default() };
     let show = !args.quiet && std::io::stderr().is_terminal();
     let report = replicate(source.as_ref(), target.as_ref(), &options, &mut |r| {
         if let Some(e) = &r.error {

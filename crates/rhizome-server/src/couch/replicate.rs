@@ -13,7 +13,7 @@ use crate::http::{json, Body, Request};
 use crate::state::{DbHandle, Server};
 use hyper::{Method, Response};
 use rhizome_docs::{Database, WriteOutcome};
-use rhizome_replication::{replication_id, Endpoint, HttpEndpoint, LocalDatabase, LocalEndpoint, Options, Report};
+use rhizome_replication::{replication_id, Endpoint, Filter, HttpEndpoint, LocalDatabase, LocalEndpoint, Options, Report};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -145,15 +145,25 @@ pub fn replicate(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Respon
         Some(_) => Err(HttpError::bad_request(format!("{k} must be a boolean"))),
     };
     let (continuous, create_target, cancel) = (flag("continuous")?, flag("create_target")?, flag("cancel")?);
-    for unsupported in ["filter", "doc_ids", "selector", "query_params", "since_seq"] {
+    for unsupported in ["filter", "query_params", "since_seq"] {
         if body.contains_key(unsupported) {
-            return Err(HttpError::bad_request(format!("{unsupported} is not supported by this server's replicator yet")));
+            return Err(HttpError::bad_request(format!("{unsupported} is not supported by this server's replicator yet (doc_ids and selector are)")));
         }
     }
+    let filter = match (body.get("doc_ids"), body.get("selector")) {
+        (Some(_), Some(_)) => return Err(HttpError::bad_request("give doc_ids or selector, not both")),
+        (Some(Value::Array(ids)), None) => Some(Filter::DocIds(
+            ids.iter().map(|i| i.as_str().map(str::to_owned)).collect::<Option<_>>().ok_or_else(|| HttpError::bad_request("doc_ids must hold strings"))?,
+        )),
+        (Some(_), None) => return Err(HttpError::bad_request("doc_ids must be an array")),
+        (None, Some(s @ Value::Object(_))) => Some(Filter::Selector(s.clone())),
+        (None, Some(_)) => return Err(HttpError::bad_request("selector must be an object")),
+        (None, None) => None,
+    };
     let spec = |k: &str| body.get(k).ok_or_else(|| HttpError::bad_request(format!("{k} is missing")));
     let source = endpoint(server, ctx, spec("source")?, false)?;
     let target = endpoint(server, ctx, spec("target")?, create_target && !cancel)?;
-    let local_id = format!("{}+continuous", replication_id(source.as_ref(), target.as_ref()));
+    let local_id = format!("{}+continuous", replication_id(source.as_ref(), target.as_ref(), filter.as_ref()));
     let mut running = server.replications.lock().unwrap_or_else(|p| p.into_inner());
     if cancel {
         let Some(replication) = running.remove(&local_id) else {
@@ -163,7 +173,7 @@ pub fn replicate(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Respon
         replication.stop();
         return Ok(json(200, &json!({ "ok": true, "_local_id": local_id })));
     }
-    let options = Options { continuous, create_target, poll: POLL, ..Default::default() };
+    let options = Options { continuous, create_target, poll: POLL, filter, ..Default::default() };
     if !continuous {
         drop(running);
         let shutdown = server.shutdown.clone();
