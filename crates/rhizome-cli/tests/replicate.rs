@@ -276,6 +276,56 @@ fn the_server_replicates_on_request_one_shot_and_continuous() {
     assert_eq!(request(&a, "POST", "/_replicate", Some(cancel)).0, 404);
 }
 
+/// The `_scheduler/docs` entry of a `_replicator` document, once `ready` holds.
+fn wait_for_doc(server: &ServerProcess, doc_id: &str, ready: impl Fn(Option<&Value>) -> bool) -> Option<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let docs = ok(server, "GET", "/_scheduler/docs", None)["docs"].clone();
+        let entry = docs.as_array().unwrap().iter().find(|d| d["doc_id"] == json!(doc_id)).cloned();
+        if ready(entry.as_ref()) || Instant::now() > deadline {
+            return entry;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn replicator_documents_run_until_deleted_and_again_after_a_restart() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut a, b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    seed(&a, "src");
+    ok(&a, "PUT", "/_replicator/once", Some(json!({ "source": "src", "target": "copy", "create_target": true })));
+    let once = wait_for_doc(&a, "once", |d| d.is_some_and(|d| d["state"] == json!("completed")));
+    assert_eq!(once.as_ref().map(|d| d["info"]["docs_written"].clone()), Some(json!(125)), "{once:?}");
+    assert_eq!(contents(&a, "src"), contents(&a, "copy"));
+    // A bad document fails with its reason, and nothing else.
+    ok(&a, "PUT", "/_replicator/broken", Some(json!({ "source": "no-such-db", "target": "copy" })));
+    let broken = wait_for_doc(&a, "broken", |d| d.is_some_and(|d| d["state"] == json!("failed")));
+    assert!(broken.is_some_and(|d| d["info"]["reason"].as_str().unwrap().contains("no-such-db")));
+
+    let live = json!({ "source": "src", "target": format!("{}/live", b.url(ADMIN)), "create_target": true, "continuous": true });
+    ok(&a, "PUT", "/_replicator/live", Some(live));
+    let count = || request(&b, "GET", "/live", None).1["doc_count"].as_u64().unwrap_or(0);
+    let wait_count = |n: u64| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while count() < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        count()
+    };
+    assert_eq!(wait_count(123), 123, "the live documents of src");
+    // Killed and started again: the document still describes a replication.
+    a.restart();
+    ok(&a, "PUT", "/src/after-restart", Some(json!({})));
+    assert_eq!(wait_count(124), 124, "the replication runs again after a restart");
+    // Deleting the document stops it; once gone from the list it copies nothing more.
+    let rev = ok(&a, "GET", "/_replicator/live", None)["_rev"].as_str().unwrap().to_owned();
+    ok(&a, "DELETE", &format!("/_replicator/live?rev={rev}"), None);
+    assert!(wait_for_doc(&a, "live", |d| d.is_none()).is_none(), "the deleted document's replication left the list");
+    ok(&a, "PUT", "/src/after-delete", Some(json!({})));
+    assert_eq!(request(&b, "GET", "/live/after-delete", None).0, 404);
+}
+
 /// pouchdb-server (npm, installed by `scripts/setup` into `tests/pouchdb`),
 /// in memory, on a free port, in a folder of its own (it writes its config
 /// and log where it runs).

@@ -16,6 +16,9 @@ fn json(body: &str) -> Value {
 const ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
     ("GET", "/_all_dbs", None),
     ("POST", "/_replicate", Some(r#"{"source":"secret","target":"stolen","create_target":true}"#)),
+    ("GET", "/_scheduler/docs", None),
+    ("PUT", "/_replicator/steal", Some(r#"{"source":"secret","target":"stolen","create_target":true}"#)),
+    ("GET", "/_replicator/_all_docs", None),
     ("PUT", "/newdb", None),
     ("DELETE", "/secret", None),
     ("GET", "/secret", None),
@@ -67,6 +70,7 @@ fn state(server: &ServerProcess) -> Vec<String> {
         get("/secret/_revs_limit"),
         get("/secret/_local/l1"),
         get("/_users/_all_docs"),
+        get("/_replicator/_all_docs"),
     ]
 }
 

@@ -25,6 +25,7 @@ mod extension;
 mod group_commit;
 mod http;
 mod rdf;
+mod replicator_db;
 mod router;
 mod state;
 
@@ -110,6 +111,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
             .map_err(|e| ServerError::Config(format!("opening the data directory: {e}")))??
     };
     let server = Arc::new(server);
+    replicator_db::start(server.clone());
     let listener = TcpListener::bind(config.bind).await.map_err(|source| ServerError::Io { what: format!("binding {}", config.bind), source })?;
     let local = listener.local_addr().map_err(|source| ServerError::Io { what: "reading the bound address".into(), source })?;
     eprintln!("rhizome: CouchDB API on http://{local} (data in {})", config.data_dir.display());

@@ -101,6 +101,8 @@ pub struct Server {
     /// Continuous replications started by `POST /_replicate`, by their
     /// `_local_id`; setting the flag stops one.
     pub replications: Arc<Mutex<HashMap<String, Arc<crate::couch::replicate::Running>>>>,
+    /// The replications of `_replicator` documents.
+    pub replicator_docs: crate::replicator_db::DocJobs,
 }
 
 /// The folder of database `name` under a server's data folder (for tools
@@ -143,10 +145,13 @@ impl Server {
             projector: Arc::new(NoProjection),
             shutdown,
             replications: Default::default(),
+            replicator_docs: Default::default(),
         };
         // CouchDB creates its system databases on first start.
-        if server.db("_users").map_err(|e| ServerError::Config(e.reason))?.is_none() {
-            server.create_db("_users").map_err(|e| ServerError::Config(e.reason))?;
+        for system in ["_users", crate::replicator_db::REPLICATOR_DB] {
+            if server.db(system).map_err(|e| ServerError::Config(e.reason))?.is_none() {
+                server.create_db(system).map_err(|e| ServerError::Config(e.reason))?;
+            }
         }
         Ok(server)
     }

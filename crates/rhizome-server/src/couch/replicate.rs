@@ -30,7 +30,7 @@ pub struct Running {
 impl Running {
     /// Asks the replication to stop and waits until it has (it notices
     /// within one wait for changes).
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
         let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
         let _ = self.finished.wait_timeout_while(done, Duration::from_secs(60), |d| !*d);
@@ -44,7 +44,7 @@ impl Running {
 
 /// How long a continuous replication run by the server waits for changes
 /// before it checks whether it was cancelled.
-const POLL: Duration = Duration::from_secs(1);
+pub(crate) const POLL: Duration = Duration::from_secs(1);
 
 /// A database of this server, written through the server's own write path.
 struct Served {
@@ -63,12 +63,12 @@ impl LocalDatabase for Served {
     }
 }
 
-type Boxed = Box<dyn Endpoint + Send>;
+pub(crate) type Boxed = Box<dyn Endpoint + Send>;
 
 /// An endpoint from its JSON: a database name, a URL, or CouchDB's object
 /// form `{"url": ..., "auth": {"basic": {"username", "password"}}}` or
 /// `{"url": ..., "headers": {"Authorization": ...}}`.
-fn endpoint(server: &Server, ctx: &UserCtx, spec: &Value, create: bool) -> Result<Boxed, HttpError> {
+pub(crate) fn endpoint(server: &Server, ctx: &UserCtx, spec: &Value, create: bool) -> Result<Boxed, HttpError> {
     let (url, authorization) = match spec {
         Value::String(s) => (s.clone(), None),
         Value::Object(o) => {
@@ -102,8 +102,31 @@ fn endpoint(server: &Server, ctx: &UserCtx, spec: &Value, create: bool) -> Resul
     Ok(Box::new(LocalEndpoint::new(Served { handle, ctx: ctx.clone() }, url)))
 }
 
+/// A boolean member of a replication request, `false` when absent.
+pub(crate) fn flag(body: &Map<String, Value>, k: &str) -> Result<bool, HttpError> {
+    match body.get(k) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(HttpError::bad_request(format!("{k} must be a boolean"))),
+    }
+}
+
+/// The documents a replication request chooses: `doc_ids` or `selector`.
+pub(crate) fn filter(body: &Map<String, Value>) -> Result<Option<Filter>, HttpError> {
+    Ok(match (body.get("doc_ids"), body.get("selector")) {
+        (Some(_), Some(_)) => return Err(HttpError::bad_request("give doc_ids or selector, not both")),
+        (Some(Value::Array(ids)), None) => Some(Filter::DocIds(
+            ids.iter().map(|i| i.as_str().map(str::to_owned)).collect::<Option<_>>().ok_or_else(|| HttpError::bad_request("doc_ids must hold strings"))?,
+        )),
+        (Some(_), None) => return Err(HttpError::bad_request("doc_ids must be an array")),
+        (None, Some(s @ Value::Object(_))) => Some(Filter::Selector(s.clone())),
+        (None, Some(_)) => return Err(HttpError::bad_request("selector must be an object")),
+        (None, None) => None,
+    })
+}
+
 /// A replication failure as CouchDB reports one.
-fn failure(e: rhizome_replication::Error) -> HttpError {
+pub(crate) fn failure(e: rhizome_replication::Error) -> HttpError {
     use rhizome_replication::Error;
     match e {
         Error::Address(reason) => HttpError::bad_request(reason),
@@ -139,27 +162,13 @@ pub fn replicate(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Respon
         return Err(HttpError::method_not_allowed("POST"));
     }
     let body = req.json_object()?;
-    let flag = |k: &str| match body.get(k) {
-        None => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(HttpError::bad_request(format!("{k} must be a boolean"))),
-    };
-    let (continuous, create_target, cancel) = (flag("continuous")?, flag("create_target")?, flag("cancel")?);
+    let (continuous, create_target, cancel) = (flag(&body, "continuous")?, flag(&body, "create_target")?, flag(&body, "cancel")?);
     for unsupported in ["filter", "query_params", "since_seq"] {
         if body.contains_key(unsupported) {
             return Err(HttpError::bad_request(format!("{unsupported} is not supported by this server's replicator yet (doc_ids and selector are)")));
         }
     }
-    let filter = match (body.get("doc_ids"), body.get("selector")) {
-        (Some(_), Some(_)) => return Err(HttpError::bad_request("give doc_ids or selector, not both")),
-        (Some(Value::Array(ids)), None) => Some(Filter::DocIds(
-            ids.iter().map(|i| i.as_str().map(str::to_owned)).collect::<Option<_>>().ok_or_else(|| HttpError::bad_request("doc_ids must hold strings"))?,
-        )),
-        (Some(_), None) => return Err(HttpError::bad_request("doc_ids must be an array")),
-        (None, Some(s @ Value::Object(_))) => Some(Filter::Selector(s.clone())),
-        (None, Some(_)) => return Err(HttpError::bad_request("selector must be an object")),
-        (None, None) => None,
-    };
+    let filter = filter(&body)?;
     let spec = |k: &str| body.get(k).ok_or_else(|| HttpError::bad_request(format!("{k} is missing")));
     let source = endpoint(server, ctx, spec("source")?, false)?;
     let target = endpoint(server, ctx, spec("target")?, create_target && !cancel)?;
@@ -187,29 +196,58 @@ pub fn replicate(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Respon
     // and not only a line in the log.
     source.ensure_exists(false).map_err(failure)?;
     target.ensure_exists(create_target).map_err(failure)?;
+    let (registry, id) = (server.replications.clone(), local_id.clone());
+    let log_id = local_id.clone();
     let replication = Arc::new(Running::default());
     running.insert(local_id.clone(), replication.clone());
     drop(running);
-    let (registry, shutdown, id) = (server.replications.clone(), server.shutdown.clone(), local_id.clone());
-    std::thread::Builder::new()
-        .name("replication".into())
-        .spawn(move || {
-            let outcome = rhizome_replication::replicate(source.as_ref(), target.as_ref(), &options, &mut |r| {
-                if let Some(e) = &r.error {
-                    eprintln!("{}", json!({ "replication": id, "retrying": e }));
-                }
-                !replication.stop.load(Ordering::Relaxed) && !*shutdown.borrow()
-            });
+    let mine = replication.clone();
+    spawn_job(
+        replication,
+        source,
+        target,
+        options,
+        server.shutdown.clone(),
+        move |r| {
+            if let Some(e) = &r.error {
+                eprintln!("{}", json!({ "replication": log_id, "retrying": e }));
+            }
+        },
+        move |outcome| {
             if let Err(e) = outcome {
                 eprintln!("{}", json!({ "replication": id, "failed": e.to_string() }));
             }
             let mut running = registry.lock().unwrap_or_else(|p| p.into_inner());
-            if running.get(&id).is_some_and(|r| Arc::ptr_eq(r, &replication)) {
+            if running.get(&id).is_some_and(|r| Arc::ptr_eq(r, &mine)) {
                 running.remove(&id);
             }
-            drop(running);
-            replication.finish();
-        })
-        .map_err(|e| HttpError::internal(format!("cannot start the replication: {e}")))?;
+        },
+    )?;
     Ok(json(202, &json!({ "ok": true, "_local_id": local_id })))
+}
+
+/// Runs a replication on a thread of its own until it ends, `job` is
+/// stopped or the server shuts down; `progress` sees every batch, `end` the
+/// outcome (then `job` counts as finished).
+pub(crate) fn spawn_job(
+    job: Arc<Running>,
+    source: Boxed,
+    target: Boxed,
+    options: Options,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+    mut progress: impl FnMut(&Report) + Send + 'static,
+    end: impl FnOnce(rhizome_replication::Result<Report>) + Send + 'static,
+) -> Result<(), HttpError> {
+    std::thread::Builder::new()
+        .name("replication".into())
+        .spawn(move || {
+            let outcome = rhizome_replication::replicate(source.as_ref(), target.as_ref(), &options, &mut |r| {
+                progress(r);
+                !job.stop.load(Ordering::Relaxed) && !*shutdown.borrow()
+            });
+            end(outcome);
+            job.finish();
+        })
+        .map(drop)
+        .map_err(|e| HttpError::internal(format!("cannot start the replication: {e}")))
 }

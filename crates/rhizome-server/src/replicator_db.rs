@@ -1,0 +1,214 @@
+//! The `_replicator` database: a document `{"source", "target",
+//! "continuous"?, "create_target"?, "doc_ids"? | "selector"?}` is a
+//! replication the server runs while the document exists, again after every
+//! restart (checkpoints make a finished one a quick no-op). Changing the
+//! document's replication members restarts it; deleting the document stops
+//! it. States are kept in memory and shown by `GET /_scheduler/docs`
+//! (CouchDB 3 also writes terminal states into the document; we do not).
+
+use crate::auth::UserCtx;
+use crate::couch::replicate::{endpoint, filter, flag, spawn_job, Running, POLL};
+use crate::error::HttpError;
+use crate::http::json;
+use crate::state::Server;
+use rhizome_docs::{ChangesOptions, DocError, ReadOptions};
+use rhizome_replication::{replication_id, Options};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub const REPLICATOR_DB: &str = "_replicator";
+
+/// The members of a `_replicator` document that define its replication.
+const SPEC_MEMBERS: &[&str] = &["source", "target", "continuous", "create_target", "doc_ids", "selector"];
+
+/// What the server knows of one `_replicator` document's replication.
+pub struct DocJob {
+    spec: Value,
+    /// Tells a finished job's callbacks apart from its successor's.
+    generation: u64,
+    job: Option<Arc<Running>>,
+    state: &'static str,
+    info: Value,
+    id: Option<String>,
+    source: String,
+    target: String,
+    last_updated: u64,
+}
+
+#[derive(Default)]
+pub struct DocJobs {
+    jobs: Mutex<HashMap<String, DocJob>>,
+    generations: std::sync::atomic::AtomicU64,
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Starts the thread that follows `_replicator` until the server stops.
+pub fn start(server: Arc<Server>) {
+    let spawned = std::thread::Builder::new().name("replicator".into()).spawn(move || {
+        let mut since = 0;
+        while !*server.shutdown.borrow() {
+            match server.db(REPLICATOR_DB) {
+                Ok(Some(handle)) => match handle.db.changes(&ChangesOptions { since, ..Default::default() }) {
+                    Ok(changes) => {
+                        for row in &changes.rows {
+                            if let Some(id) = row.get("id").and_then(Value::as_str) {
+                                reconcile(&server, id);
+                            }
+                        }
+                        since = changes.last_seq;
+                    }
+                    Err(e) => eprintln!("{}", json!({ "replicator": "reading _replicator", "error": e.to_string() })),
+                },
+                // Deleted: it comes back when created again.
+                _ => since = 0,
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    });
+    if let Err(e) = spawned {
+        eprintln!("{}", json!({ "replicator": "cannot start", "error": e.to_string() }));
+    }
+}
+
+/// Brings the replication of document `id` in line with the document.
+fn reconcile(server: &Arc<Server>, id: &str) {
+    let doc = match server.db(REPLICATOR_DB) {
+        Ok(Some(handle)) => match handle.db.get_doc(id, &ReadOptions::default()) {
+            Ok(doc) => Some(doc),
+            Err(DocError::NotFound(_)) => None,
+            Err(e) => return eprintln!("{}", json!({ "replicator": id, "error": e.to_string() })),
+        },
+        _ => None,
+    };
+    let spec: Option<Map<String, Value>> =
+        doc.filter(|_| !id.starts_with("_design/")).map(|d| d.into_iter().filter(|(k, _)| SPEC_MEMBERS.contains(&k.as_str())).collect());
+    let jobs = &server.replicator_docs;
+    let old = {
+        let map = jobs.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        if map.get(id).is_some_and(|j| spec.as_ref().is_some_and(|s| j.spec == Value::Object(s.clone()))) {
+            return; // Another member changed; the replication did not.
+        }
+        map.get(id).and_then(|j| j.job.clone())
+    };
+    // Stopped before it leaves the list, so a client that sees it gone
+    // knows it copies nothing more.
+    if let Some(job) = old {
+        job.stop();
+    }
+    jobs.jobs.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+    let Some(spec) = spec else { return };
+    let generation = jobs.generations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // In the map before the job starts, so its first callbacks find it.
+    let entry = DocJob {
+        spec: Value::Object(spec.clone()),
+        generation,
+        job: None,
+        state: "running",
+        info: Value::Null,
+        id: None,
+        source: String::new(),
+        target: String::new(),
+        last_updated: now(),
+    };
+    jobs.jobs.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_owned(), entry);
+    let started = start_job(server, id, &spec, generation);
+    update(server, id, generation, |j| match started {
+        Ok((job, rep_id, source, target)) => (j.job, j.id, j.source, j.target) = (Some(job), Some(rep_id), source, target),
+        Err(e) => {
+            j.state = "failed";
+            j.info = json!({ "error": e.error, "reason": e.reason });
+        }
+    });
+}
+
+/// Updates document `id`'s job, unless a newer job replaced it.
+fn update(server: &Server, id: &str, generation: u64, f: impl FnOnce(&mut DocJob)) {
+    let mut map = server.replicator_docs.jobs.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(j) = map.get_mut(id).filter(|j| j.generation == generation) {
+        f(j);
+        j.last_updated = now();
+    }
+}
+
+fn start_job(server: &Arc<Server>, id: &str, spec: &Map<String, Value>, generation: u64) -> Result<(Arc<Running>, String, String, String), HttpError> {
+    let admin = UserCtx { name: Some(REPLICATOR_DB.into()), roles: vec!["_admin".into()], method: None };
+    let member = |k: &str| spec.get(k).ok_or_else(|| HttpError::bad_request(format!("the document has no {k}")));
+    let create_target = flag(spec, "create_target")?;
+    let source = endpoint(server, &admin, member("source")?, false)?;
+    let target = endpoint(server, &admin, member("target")?, create_target)?;
+    let options = Options { continuous: flag(spec, "continuous")?, create_target, poll: POLL, filter: filter(spec)?, ..Default::default() };
+    let rep_id = replication_id(source.as_ref(), target.as_ref(), options.filter.as_ref());
+    let (source_name, target_name) = (source.name(), target.name());
+    let job = Arc::new(Running::default());
+    let (on_batch, on_end) = ((server.clone(), id.to_owned()), (server.clone(), id.to_owned()));
+    spawn_job(
+        job.clone(),
+        source,
+        target,
+        options,
+        server.shutdown.clone(),
+        move |r| {
+            let (server, id) = &on_batch;
+            update(server, id, generation, |j| {
+                j.state = if r.error.is_some() { "crashing" } else { "running" };
+                j.info = stats(r);
+            });
+        },
+        move |outcome| {
+            let (server, id) = &on_end;
+            update(server, id, generation, |j| match outcome {
+                Ok(r) => {
+                    j.state = if j.spec.get("continuous") == Some(&Value::Bool(true)) { "stopped" } else { "completed" };
+                    j.info = stats(&r);
+                }
+                Err(e) => {
+                    j.state = "failed";
+                    j.info = json!({ "error": e.to_string() });
+                }
+            });
+        },
+    )?;
+    Ok((job, rep_id, source_name, target_name))
+}
+
+fn stats(r: &rhizome_replication::Report) -> Value {
+    let mut info = json!({
+        "source_seq": r.source_last_seq,
+        "checkpointed_source_seq": r.source_last_seq,
+        "missing_revisions_found": r.missing_found,
+        "revisions_checked": r.missing_checked,
+        "docs_read": r.docs_read,
+        "docs_written": r.docs_written,
+        "doc_write_failures": r.doc_write_failures,
+    });
+    if let Some(e) = &r.error {
+        info["error"] = json!(e);
+    }
+    info
+}
+
+/// `GET /_scheduler/docs`: every `_replicator` document's replication.
+pub fn scheduler_docs(server: &Server, method: &hyper::Method) -> Result<hyper::Response<crate::http::Body>, HttpError> {
+    if *method != hyper::Method::GET {
+        return Err(HttpError::method_not_allowed("GET"));
+    }
+    let map = server.replicator_docs.jobs.lock().unwrap_or_else(|p| p.into_inner());
+    let mut docs: Vec<(&String, &DocJob)> = map.iter().collect();
+    docs.sort_by(|a, b| a.0.cmp(b.0));
+    let docs: Vec<Value> = docs
+        .into_iter()
+        .map(|(doc_id, j)| {
+            json!({
+                "database": REPLICATOR_DB, "doc_id": doc_id, "id": j.id, "node": "rhizome",
+                "source": j.source, "target": j.target, "state": j.state, "info": j.info,
+                "last_updated": j.last_updated,
+            })
+        })
+        .collect();
+    Ok(json(200, &json!({ "total_rows": docs.len(), "offset": 0, "docs": docs })))
+}
