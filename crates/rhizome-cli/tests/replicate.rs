@@ -1,7 +1,9 @@
 //! `rhizome replicate` between real servers and local databases: every
 //! revision, conflicts, deletions, attachments and JSON-LD graphs arrive;
 //! checkpoints make a second run copy only what changed; continuous mode
-//! follows new writes; bad endpoints fail with a reason.
+//! follows new writes; the server's `/_replicate` and `_replicator`; a
+//! PouchDB server (express-pouchdb) as the peer; bad endpoints fail with a
+//! reason.
 
 mod common;
 
@@ -326,34 +328,36 @@ fn replicator_documents_run_until_deleted_and_again_after_a_restart() {
     assert_eq!(request(&b, "GET", "/live/after-delete", None).0, 404);
 }
 
-/// pouchdb-server (npm, installed by `scripts/setup` into `tests/pouchdb`),
-/// in memory, on a free port, in a folder of its own (it writes its config
-/// and log where it runs).
+/// A PouchDB server (`tests/pouchdb/peer-server.js`: express-pouchdb, the
+/// HTTP layer of pouchdb-server, over in-memory PouchDB; npm, installed by
+/// `scripts/setup`) on a free port.
 struct PouchDbServer {
     child: std::process::Child,
     port: u16,
-    _dir: tempfile::TempDir,
 }
 
 impl PouchDbServer {
     fn start() -> PouchDbServer {
-        let modules = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/pouchdb/node_modules");
-        let bin = modules.join("pouchdb-server/bin/pouchdb-server");
-        assert!(bin.is_file(), "pouchdb-server is not installed in {}: run ./scripts/setup (it runs npm ci there)", modules.display());
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/pouchdb");
+        assert!(
+            dir.join("node_modules/express-pouchdb").is_dir(),
+            "express-pouchdb is not installed in {}: run ./scripts/setup (it runs npm ci there)",
+            dir.display()
+        );
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let dir = tempfile::tempdir().unwrap();
         let child = std::process::Command::new("node")
-            .arg(&bin)
-            .args(["--in-memory", "--no-stdout-logs", "--port", &port.to_string()])
-            .current_dir(dir.path())
+            .arg("peer-server.js")
+            .arg(port.to_string())
+            .current_dir(&dir)
             .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .spawn()
             .expect("node runs (scripts/setup installs it)");
-        let mut server = PouchDbServer { child, port, _dir: dir };
+        let mut server = PouchDbServer { child, port };
         let deadline = Instant::now() + Duration::from_secs(60);
         while !matches!(common::server::try_request(port, "GET", "/", None, None, &[]), Ok((200, _))) {
-            assert!(server.child.try_wait().unwrap().is_none(), "pouchdb-server exited early");
-            assert!(Instant::now() < deadline, "pouchdb-server did not answer within 60 s");
+            assert!(server.child.try_wait().unwrap().is_none(), "the PouchDB server exited early");
+            assert!(Instant::now() < deadline, "the PouchDB server did not answer within 60 s");
             std::thread::sleep(Duration::from_millis(100));
         }
         server
@@ -368,7 +372,7 @@ impl Drop for PouchDbServer {
 }
 
 #[test]
-fn replication_through_pouchdb_server_and_back_loses_nothing() {
+fn replication_through_a_pouchdb_server_and_back_loses_nothing() {
     let data = tempfile::tempdir().unwrap();
     let rhizome_server = ServerProcess::start(data.path());
     let peer = PouchDbServer::start();
@@ -383,13 +387,13 @@ fn replication_through_pouchdb_server_and_back_loses_nothing() {
     };
     let (_, doc) = common::server::try_request(peer.port, "GET", "/there/doc007", None, None, &[]).unwrap();
     let rev = serde_json::from_str::<Value>(&doc).unwrap()["_rev"].clone();
-    put("/there/doc007", json!({ "_rev": rev, "n": "edited on pouchdb-server" }));
+    put("/there/doc007", json!({ "_rev": rev, "n": "edited on the PouchDB server" }));
     put("/there/made-there", json!({ "@context": { "@vocab": "http://schema.org/" }, "@id": "", "name": "Bea" }));
     let out = replicate(data.path(), &["replicate", &there, &back, "--create-target"]);
     assert_eq!(out["docs_written"], json!(126), "{out}");
     replicate(data.path(), &["replicate", &there, &src]);
     assert_eq!(contents(&rhizome_server, "src"), contents(&rhizome_server, "back"));
-    assert_eq!(ok(&rhizome_server, "GET", "/back/doc007", None)["n"], json!("edited on pouchdb-server"));
+    assert_eq!(ok(&rhizome_server, "GET", "/back/doc007", None)["n"], json!("edited on the PouchDB server"));
     assert_eq!(ok(&rhizome_server, "GET", "/back/split?conflicts=true", None)["_conflicts"], json!(["2-aaaa"]));
     let (_, found) = request(&rhizome_server, "GET", "/back/_sparql?query=ASK%20%7B%20%3Fs%20%3Chttp%3A%2F%2Fschema.org%2Fname%3E%20%22Bea%22%20%7D", None);
     assert_eq!(found["boolean"], json!(true), "{found}");
