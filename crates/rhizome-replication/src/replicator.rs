@@ -203,13 +203,32 @@ fn copy_batch(source: &dyn Endpoint, target: &dyn Endpoint, rows: &[Value], repo
     Ok(())
 }
 
+/// At most this much JSON per write to the target, so that revisions with
+/// large attachments stay under servers' request limits (ours is 64 MiB).
+const STORE_BYTES: usize = 8 << 20;
+
 fn copy_revisions(source: &dyn Endpoint, target: &dyn Endpoint, wanted: &[Wanted], report: &mut Report) -> Result<()> {
     let docs = source.fetch(wanted)?;
-    let n = docs.len() as u64;
-    report.docs_read += n;
-    if docs.is_empty() {
-        return Ok(());
+    report.docs_read += docs.len() as u64;
+    let mut batch = Vec::new();
+    let mut bytes = 0;
+    for doc in docs {
+        let size = serde_json::to_string(&doc).map(|t| t.len()).unwrap_or(0);
+        if !batch.is_empty() && bytes + size > STORE_BYTES {
+            store(target, std::mem::take(&mut batch), report)?;
+            bytes = 0;
+        }
+        bytes += size;
+        batch.push(doc);
     }
+    if !batch.is_empty() {
+        store(target, batch, report)?;
+    }
+    Ok(())
+}
+
+fn store(target: &dyn Endpoint, docs: Vec<Value>, report: &mut Report) -> Result<()> {
+    let n = docs.len() as u64;
     let failures = target.store(docs)?;
     report.doc_write_failures += failures.len() as u64;
     report.docs_written += n - failures.len() as u64;
@@ -407,6 +426,33 @@ mod tests {
         assert!(b.database().get_doc("z", &ReadOptions::default()).is_ok());
         let all = run(&a, &b);
         assert_eq!((all.missing_checked, all.docs_written), (3, 0));
+    }
+
+    #[test]
+    fn large_attachments_are_written_in_several_commits() {
+        // Counts the target's commits.
+        struct Counting(Database, std::rc::Rc<std::cell::Cell<usize>>);
+        impl crate::LocalDatabase for Counting {
+            fn database(&self) -> &Database {
+                &self.0
+            }
+            fn write(&self, docs: Vec<Map<String, Value>>) -> Result<Vec<(String, rhizome_docs::WriteOutcome)>> {
+                self.1.set(self.1.get() + 1);
+                Ok(self.0.update_docs(docs, false)?)
+            }
+        }
+        let a = endpoint("a");
+        let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, vec![7u8; 5 << 19]);
+        for i in 0..5 {
+            put(&a, json!({ "_id": format!("big{i}"), "_attachments": { "blob": { "content_type": "application/octet-stream", "data": data } } }));
+        }
+        let commits = std::rc::Rc::new(std::cell::Cell::new(0));
+        let b = LocalEndpoint::new(Counting(Database::memory(), commits.clone()), "b");
+        let report = replicate(&a, &b, &Options::default(), &mut |_| true).unwrap();
+        assert_eq!(report.docs_written, 5);
+        // 3.3 MiB of base64 each, 8 MiB per commit: two at a time.
+        assert_eq!(commits.get(), 3);
+        assert_eq!(b.database().attachment("big4", "blob", None).unwrap().data.len(), 5 << 19);
     }
 
     #[test]
