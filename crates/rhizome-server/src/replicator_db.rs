@@ -64,8 +64,14 @@ pub fn start(server: Arc<Server>) {
                     }
                     Err(e) => eprintln!("{}", json!({ "replicator": "reading _replicator", "error": e.to_string() })),
                 },
-                // Deleted: it comes back when created again.
-                _ => since = 0,
+                // Deleted: its replications stop; it starts over when created again.
+                _ => {
+                    since = 0;
+                    let ids: Vec<String> = server.replicator_docs.jobs.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect();
+                    for id in ids {
+                        reconcile(&server, &id);
+                    }
+                }
             }
             std::thread::sleep(Duration::from_millis(250));
         }
