@@ -326,6 +326,12 @@ fn replicator_documents_run_until_deleted_and_again_after_a_restart() {
     assert!(wait_for_doc(&a, "live", |d| d.is_none()).is_none(), "the deleted document's replication left the list");
     ok(&a, "PUT", "/src/after-delete", Some(json!({})));
     assert_eq!(request(&b, "GET", "/live/after-delete", None).0, 404);
+    // Deleting the database stops all of them; made again, it starts empty.
+    ok(&a, "PUT", "/_replicator/again", Some(json!({ "source": "src", "target": "again", "create_target": true, "continuous": true })));
+    assert!(wait_for_doc(&a, "again", |d| d.is_some_and(|d| d["state"] == json!("running"))).is_some());
+    ok(&a, "DELETE", "/_replicator", None);
+    ok(&a, "PUT", "/_replicator", None);
+    assert!(wait_for_doc(&a, "again", |d| d.is_none()).is_none(), "a deleted _replicator's replications stop");
 }
 
 /// A PouchDB server (`tests/pouchdb/peer-server.js`: express-pouchdb, the

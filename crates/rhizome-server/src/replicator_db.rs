@@ -10,12 +10,12 @@ use crate::auth::UserCtx;
 use crate::couch::replicate::{endpoint, filter, flag, spawn_job, Running, POLL};
 use crate::error::HttpError;
 use crate::http::json;
-use crate::state::Server;
+use crate::state::{DbHandle, Server};
 use rhizome_docs::{ChangesOptions, DocError, ReadOptions};
 use rhizome_replication::{replication_id, Options};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub const REPLICATOR_DB: &str = "_replicator";
@@ -50,10 +50,25 @@ fn now() -> u64 {
 /// Starts the thread that follows `_replicator` until the server stops.
 pub fn start(server: Arc<Server>) {
     let spawned = std::thread::Builder::new().name("replicator".into()).spawn(move || {
+        // The database followed, and how far: a database deleted and made
+        // again is another handle, read from the start.
+        let mut followed: Weak<DbHandle> = Weak::new();
         let mut since = 0;
         while !*server.shutdown.borrow() {
-            match server.db(REPLICATOR_DB) {
-                Ok(Some(handle)) => match handle.db.changes(&ChangesOptions { since, ..Default::default() }) {
+            let handle = server.db(REPLICATOR_DB).ok().flatten();
+            if !handle.as_ref().is_some_and(|h| Weak::ptr_eq(&followed, &Arc::downgrade(h))) {
+                // Gone or new: every job is checked against the database now.
+                followed = handle.as_ref().map(Arc::downgrade).unwrap_or_default();
+                since = 0;
+                let ids: Vec<String> = server.replicator_docs.jobs.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect();
+                for id in ids {
+                    reconcile(&server, &id);
+                }
+            }
+            // The handle's sequence moves with every commit: read the store
+            // only when it did.
+            if let Some(handle) = handle.filter(|h| since == 0 || *h.seq.borrow() != since) {
+                match handle.db.changes(&ChangesOptions { since, ..Default::default() }) {
                     Ok(changes) => {
                         for row in &changes.rows {
                             if let Some(id) = row.get("id").and_then(Value::as_str) {
@@ -63,14 +78,6 @@ pub fn start(server: Arc<Server>) {
                         since = changes.last_seq;
                     }
                     Err(e) => eprintln!("{}", json!({ "replicator": "reading _replicator", "error": e.to_string() })),
-                },
-                // Deleted: its replications stop; it starts over when created again.
-                _ => {
-                    since = 0;
-                    let ids: Vec<String> = server.replicator_docs.jobs.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect();
-                    for id in ids {
-                        reconcile(&server, &id);
-                    }
                 }
             }
             std::thread::sleep(Duration::from_millis(250));
