@@ -185,20 +185,22 @@ fn copy_batch(source: &dyn Endpoint, target: &dyn Endpoint, rows: &[Value], repo
         .filter(|w| !w.revs.is_empty())
         .collect();
     report.missing_found += wanted.iter().map(|w| w.revs.len() as u64).sum::<u64>();
-    // Bodies with inline attachments can be large: fetch and store in
-    // slices of at most 100 revisions (PouchDB's batch size).
+    // Bodies with inline attachments can be large: fetch in slices of at
+    // most 100 revisions (PouchDB's batch size), fewer while the revisions
+    // fetched are large, so that a slice holds about `STORE_BYTES`.
+    let mut per_fetch = 100;
     let mut slice = Vec::new();
     let mut in_slice = 0;
-    for w in wanted {
+    let mut wanted = wanted.into_iter().peekable();
+    while let Some(w) = wanted.next() {
         in_slice += w.revs.len();
         slice.push(w);
-        if in_slice >= 100 {
-            copy_revisions(source, target, &std::mem::take(&mut slice), report)?;
+        if in_slice >= per_fetch || wanted.peek().is_none() {
+            let bytes = copy_revisions(source, target, &std::mem::take(&mut slice), report)?;
+            let per_rev = bytes / in_slice.max(1);
+            per_fetch = (STORE_BYTES / per_rev.max(1)).clamp(1, 100);
             in_slice = 0;
         }
-    }
-    if !slice.is_empty() {
-        copy_revisions(source, target, &slice, report)?;
     }
     Ok(())
 }
@@ -207,13 +209,15 @@ fn copy_batch(source: &dyn Endpoint, target: &dyn Endpoint, rows: &[Value], repo
 /// large attachments stay under servers' request limits (ours is 64 MiB).
 const STORE_BYTES: usize = 8 << 20;
 
-fn copy_revisions(source: &dyn Endpoint, target: &dyn Endpoint, wanted: &[Wanted], report: &mut Report) -> Result<()> {
+/// Fetches and stores `wanted`; the bytes of JSON fetched.
+fn copy_revisions(source: &dyn Endpoint, target: &dyn Endpoint, wanted: &[Wanted], report: &mut Report) -> Result<usize> {
     let docs = source.fetch(wanted)?;
     report.docs_read += docs.len() as u64;
     let mut batch = Vec::new();
-    let mut bytes = 0;
+    let (mut bytes, mut total) = (0, 0);
     for doc in docs {
         let size = serde_json::to_string(&doc).map(|t| t.len()).unwrap_or(0);
+        total += size;
         if !batch.is_empty() && bytes + size > STORE_BYTES {
             store(target, std::mem::take(&mut batch), report)?;
             bytes = 0;
@@ -224,7 +228,7 @@ fn copy_revisions(source: &dyn Endpoint, target: &dyn Endpoint, wanted: &[Wanted
     if !batch.is_empty() {
         store(target, batch, report)?;
     }
-    Ok(())
+    Ok(total)
 }
 
 fn store(target: &dyn Endpoint, docs: Vec<Value>, report: &mut Report) -> Result<()> {
@@ -453,6 +457,49 @@ mod tests {
         // 3.3 MiB of base64 each, 8 MiB per commit: two at a time.
         assert_eq!(commits.get(), 3);
         assert_eq!(b.database().attachment("big4", "blob", None).unwrap().data.len(), 5 << 19);
+    }
+
+    #[test]
+    fn large_revisions_are_fetched_fewer_at_a_time() {
+        // A source that counts how many revisions each fetch asks for.
+        struct Counting(LocalEndpoint, std::cell::RefCell<Vec<usize>>);
+        impl Endpoint for Counting {
+            fn name(&self) -> String {
+                self.0.name()
+            }
+            fn ensure_exists(&self, create: bool) -> Result<()> {
+                self.0.ensure_exists(create)
+            }
+            fn changes(&self, since: &Value, limit: usize, filter: Option<&Filter>, wait: Option<Duration>) -> Result<crate::ChangesBatch> {
+                self.0.changes(since, limit, filter, wait)
+            }
+            fn revs_diff(&self, revs: &Map<String, Value>) -> Result<Map<String, Value>> {
+                self.0.revs_diff(revs)
+            }
+            fn fetch(&self, wanted: &[Wanted]) -> Result<Vec<Value>> {
+                self.1.borrow_mut().push(wanted.iter().map(|w| w.revs.len()).sum());
+                self.0.fetch(wanted)
+            }
+            fn store(&self, docs: Vec<Value>) -> Result<Vec<crate::WriteFailure>> {
+                self.0.store(docs)
+            }
+            fn get_local(&self, id: &str) -> Result<Option<Map<String, Value>>> {
+                self.0.get_local(id)
+            }
+            fn put_local(&self, id: &str, doc: &Map<String, Value>) -> Result<()> {
+                self.0.put_local(id, doc)
+            }
+        }
+        let a = Counting(endpoint("a"), Default::default());
+        // 200 KiB each: after a first slice of 100, about 40 fit in 8 MiB.
+        let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, vec![1u8; 150 << 10]);
+        for i in 0..180 {
+            put(&a.0, json!({ "_id": format!("d{i:03}"), "_attachments": { "x": { "content_type": "application/octet-stream", "data": data } } }));
+        }
+        let b = endpoint("b");
+        let report = replicate(&a, &b, &Options::default(), &mut |_| true).unwrap();
+        assert_eq!(report.docs_written, 180);
+        assert_eq!(a.1.borrow().as_slice(), &[100, 40, 40]);
     }
 
     #[test]
