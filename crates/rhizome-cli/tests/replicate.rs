@@ -25,6 +25,19 @@ fn ok(server: &ServerProcess, method: &str, path: &str, body: Option<Value>) -> 
     value
 }
 
+/// Polls `probe` until `done` holds of its answer (or a minute passed, for
+/// the assertion that follows to fail on); the last answer.
+fn eventually<T>(mut probe: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = probe();
+        if done(&answer) || Instant::now() > deadline {
+            return answer;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Everything replication must carry, as a client sees it.
 fn contents(server: &ServerProcess, db: &str) -> Value {
     let all = ok(server, "GET", &format!("/{db}/_all_docs?include_docs=true&conflicts=true&attachments=true"), None);
@@ -141,11 +154,7 @@ fn continuous_replication_follows_new_writes() {
         for i in 0..5 {
             ok(&a, "PUT", &format!("/live/r{round}d{i}"), Some(json!({ "i": i })));
         }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while count() < 5 * (round + 1) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert_eq!(count(), 5 * (round + 1), "round {round} arrived");
+        assert_eq!(eventually(count, |&n| n >= 5 * (round + 1)), 5 * (round + 1), "round {round} arrived");
     }
     let still_running = follower.try_wait().unwrap().is_none();
     follower.kill().unwrap();
@@ -166,13 +175,7 @@ fn continuous_replication_waits_out_a_target_restart() {
         .spawn()
         .unwrap();
     let count = |b: &ServerProcess| request(b, "GET", "/live", None).1["doc_count"].as_u64().unwrap_or(0);
-    let wait_for = |b: &ServerProcess, n: u64| {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while count(b) < n && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        count(b)
-    };
+    let wait_for = |b: &ServerProcess, n: u64| eventually(|| count(b), |&c| c >= n);
     ok(&a, "PUT", "/live/before", Some(json!({})));
     assert_eq!(wait_for(&b, 1), 1);
     b.kill();
@@ -263,11 +266,7 @@ fn the_server_replicates_on_request_one_shot_and_continuous() {
     let started = ok(&a, "POST", "/_replicate", Some(live.clone()));
     assert_eq!(started["ok"], json!(true), "{started}");
     ok(&a, "PUT", "/src/after-start", Some(json!({})));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while request(&a, "GET", "/follower/after-start", None).0 != 200 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(request(&a, "GET", "/follower/after-start", None).0, 200, "the follower copied a new write");
+    assert_eq!(eventually(|| request(&a, "GET", "/follower/after-start", None).0, |&s| s == 200), 200, "the follower copied a new write");
     let cancel = json!({ "source": "src", "target": "follower", "cancel": true });
     assert_eq!(ok(&a, "POST", "/_replicate", Some(cancel.clone()))["_local_id"], started["_local_id"]);
     // The cancel is answered once the replication has stopped.
@@ -280,15 +279,8 @@ fn the_server_replicates_on_request_one_shot_and_continuous() {
 
 /// The `_scheduler/docs` entry of a `_replicator` document, once `ready` holds.
 fn wait_for_doc(server: &ServerProcess, doc_id: &str, ready: impl Fn(Option<&Value>) -> bool) -> Option<Value> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let docs = ok(server, "GET", "/_scheduler/docs", None)["docs"].clone();
-        let entry = docs.as_array().unwrap().iter().find(|d| d["doc_id"] == json!(doc_id)).cloned();
-        if ready(entry.as_ref()) || Instant::now() > deadline {
-            return entry;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let entry = || ok(server, "GET", "/_scheduler/docs", None)["docs"].as_array().unwrap().iter().find(|d| d["doc_id"] == json!(doc_id)).cloned();
+    eventually(entry, |e| ready(e.as_ref()))
 }
 
 #[test]
@@ -308,13 +300,7 @@ fn replicator_documents_run_until_deleted_and_again_after_a_restart() {
     let live = json!({ "source": "src", "target": format!("{}/live", b.url(ADMIN)), "create_target": true, "continuous": true });
     ok(&a, "PUT", "/_replicator/live", Some(live));
     let count = || request(&b, "GET", "/live", None).1["doc_count"].as_u64().unwrap_or(0);
-    let wait_count = |n: u64| {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while count() < n && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        count()
-    };
+    let wait_count = |n: u64| eventually(count, |&c| c >= n);
     assert_eq!(wait_count(123), 123, "the live documents of src");
     // Killed and started again: the document still describes a replication.
     a.restart();

@@ -54,6 +54,21 @@ pub struct Report {
 }
 
 impl Report {
+    /// This session as an entry of CouchDB's replication `history`.
+    pub fn history_entry(&self) -> Value {
+        json!({
+            "session_id": self.session_id,
+            "start_last_seq": self.start_last_seq,
+            "end_last_seq": self.source_last_seq,
+            "recorded_seq": self.source_last_seq,
+            "missing_checked": self.missing_checked,
+            "missing_found": self.missing_found,
+            "docs_read": self.docs_read,
+            "docs_written": self.docs_written,
+            "doc_write_failures": self.doc_write_failures,
+        })
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "ok": true,
@@ -271,21 +286,10 @@ impl Checkpoint {
         for (endpoint, doc) in [(target, &mut self.target_doc), (source, &mut self.source_doc)] {
             let mut history: Vec<Value> = doc.as_ref().and_then(|d| d.get("history")).and_then(Value::as_array).cloned().unwrap_or_default();
             history.retain(|h| h.get("session_id").and_then(Value::as_str) != Some(&report.session_id));
-            history.insert(
-                0,
-                json!({
-                    "session_id": report.session_id,
-                    "start_time": start_time,
-                    "end_time": unix_time(),
-                    "start_last_seq": report.start_last_seq,
-                    "recorded_seq": report.source_last_seq,
-                    "missing_checked": report.missing_checked,
-                    "missing_found": report.missing_found,
-                    "docs_read": report.docs_read,
-                    "docs_written": report.docs_written,
-                    "doc_write_failures": report.doc_write_failures,
-                }),
-            );
+            let mut entry = report.history_entry();
+            entry["start_time"] = json!(start_time);
+            entry["end_time"] = json!(unix_time());
+            history.insert(0, entry);
             history.truncate(HISTORY);
             let mut new = Map::new();
             if let Some(rev) = doc.as_ref().and_then(|d| d.get("_rev")) {

@@ -143,17 +143,7 @@ fn summary(report: &Report) -> Value {
         "session_id": report.session_id,
         "source_last_seq": report.source_last_seq,
         "replication_id_version": 4,
-        "history": [{
-            "session_id": report.session_id,
-            "start_last_seq": report.start_last_seq,
-            "end_last_seq": report.source_last_seq,
-            "recorded_seq": report.source_last_seq,
-            "missing_checked": report.missing_checked,
-            "missing_found": report.missing_found,
-            "docs_read": report.docs_read,
-            "docs_written": report.docs_written,
-            "doc_write_failures": report.doc_write_failures,
-        }],
+        "history": [report.history_entry()],
     })
 }
 
