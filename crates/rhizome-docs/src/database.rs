@@ -1,7 +1,7 @@
 //! A database: one store holding documents and their graphs, its counters,
 //! `_security`, `_revs_limit` and `_local` documents.
 
-use crate::keys::{self, meta, DB_META, LOCAL};
+use crate::keys::{self, meta, DocInfo, ATTACHMENTS, BODIES, DB_META, LOCAL};
 use crate::{DocError, GraphProjector, NoProjection, Result};
 use rhizome_rdf::{DatasetMode, Store};
 use serde_json::{json, Map, Value};
@@ -18,6 +18,15 @@ pub struct Database {
 }
 
 /// What `GET /{db}` reports.
+/// What a compaction removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Compacted {
+    /// Bodies of revisions that were no longer leaves.
+    pub bodies: u64,
+    /// Attachment data no remaining revision referred to.
+    pub attachments: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DbInfo {
     pub update_seq: u64,
@@ -126,10 +135,62 @@ impl Database {
         Ok(txn.commit()?)
     }
 
-    /// Compacts the store. Bodies of non-leaf revisions are dropped by every
-    /// write already, so this only asks the engine to reclaim space.
-    pub fn compact(&self) -> Result<()> {
-        Ok(self.store.compact()?)
+    /// CouchDB's compaction: drops the bodies of revisions that are no
+    /// longer leaves and the attachment data no remaining body refers to,
+    /// then lets the engine reclaim the space. Writes to this database wait
+    /// while the old bodies are found (one transaction, so a write cannot
+    /// refer to attachment data as it goes).
+    pub fn compact(&self) -> Result<Compacted> {
+        let mut txn = self.store.transaction()?;
+        let mut dead_bodies = Vec::new();
+        let mut referenced = std::collections::HashSet::new();
+        {
+            let kv = txn.kv();
+            let mut info: Option<(String, Option<DocInfo>)> = None;
+            let mut cursor = kv.cursor(BODIES, &[], None);
+            cursor.seek(&[]);
+            while cursor.valid() {
+                let key = cursor.key();
+                let (id, rev) = keys::parse_body_key(key).ok_or_else(|| DocError::Corrupt(format!("a body key {key:?}")))?;
+                if info.as_ref().is_none_or(|(i, _)| i != id) {
+                    info = Some((id.to_owned(), crate::read::doc_info(kv, id)?));
+                }
+                let live = info.as_ref().and_then(|(_, i)| i.as_ref()).is_some_and(|i| i.tree.is_leaf(&rev));
+                if live {
+                    let body: Value = serde_json::from_slice(cursor.value()).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
+                    for att in body.get("_attachments").and_then(Value::as_object).into_iter().flat_map(|a| a.values()) {
+                        if let Some(d) = att.get("digest").and_then(Value::as_str) {
+                            referenced.insert(d.to_owned());
+                        }
+                    }
+                } else {
+                    dead_bodies.push(key.to_vec());
+                }
+                cursor.next();
+            }
+            cursor.status()?;
+        }
+        let mut dead_attachments = Vec::new();
+        {
+            let mut cursor = txn.kv().cursor(ATTACHMENTS, &[], None);
+            cursor.seek(&[]);
+            while cursor.valid() {
+                if !std::str::from_utf8(cursor.key()).is_ok_and(|d| referenced.contains(d)) {
+                    dead_attachments.push(cursor.key().to_vec());
+                }
+                cursor.next();
+            }
+            cursor.status()?;
+        }
+        for key in &dead_bodies {
+            txn.kv_mut().delete(BODIES, key);
+        }
+        for key in &dead_attachments {
+            txn.kv_mut().delete(ATTACHMENTS, key);
+        }
+        txn.commit()?;
+        self.store.compact()?;
+        Ok(Compacted { bodies: dead_bodies.len() as u64, attachments: dead_attachments.len() as u64 })
     }
 
     /// A `_local` document (`id` includes the `_local/` prefix). Local

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `DOCS` 30 | doc id | [`DocInfo`]: seq, winner, revision tree |
 //! | `SEQS` 31 | seq (u64 BE) | doc id (one entry per document, as CouchDB's by-seq index) |
-//! | `BODIES` 32 | doc id len (u32 BE), doc id, rev | JSON body of a leaf revision |
+//! | `BODIES` 32 | doc id len (u32 BE), doc id, rev | JSON body of a revision (leaves, and older ones until compaction) |
 //! | `ATTACHMENTS` 33 | digest (`md5-<base64>`) | attachment bytes |
 //! | `LOCAL` 34 | `_local/` id | JSON body with `_rev` `0-N` |
 //! | `DB_META` 35 | name | counters (u64 BE) and the security object |
@@ -42,6 +42,14 @@ pub fn body_key(id: &str, rev: &Rev) -> Vec<u8> {
     key.extend_from_slice(id.as_bytes());
     key.extend_from_slice(rev.to_string().as_bytes());
     key
+}
+
+/// The document id and revision of a `BODIES` key.
+pub fn parse_body_key(key: &[u8]) -> Option<(&str, Rev)> {
+    let len = u32::from_be_bytes(key.get(..4)?.try_into().ok()?) as usize;
+    let id = std::str::from_utf8(key.get(4..4 + len)?).ok()?;
+    let rev = Rev::parse(std::str::from_utf8(key.get(4 + len..)?).ok()?)?;
+    Some((id, rev))
 }
 
 /// What `DOCS` keeps per document: where it is in the changes order, its

@@ -31,7 +31,7 @@ mod write;
 
 pub use all_docs::{AllDocs, AllDocsOptions};
 pub use changes::{Changes, ChangesFilter, ChangesOptions};
-pub use database::{valid_db_name, Database, DbInfo, DEFAULT_REVS_LIMIT};
+pub use database::{valid_db_name, Compacted, Database, DbInfo, DEFAULT_REVS_LIMIT};
 pub use error::{DocError, Result};
 pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC};
 pub use projector::{GraphProjector, NoProjection};

@@ -243,12 +243,19 @@ impl Database {
             tree.merge_path(&path, deleted);
             rev
         };
+        let before_stem: Vec<Rev> = tree.revs().cloned().collect();
         tree.stem(counters.revs_limit as usize);
         txn.kv_mut().put(BODIES, &body_key(id, &rev), Value::Object(body.clone()).to_string().as_bytes());
-        // Only leaves keep bodies (CouchDB keeps older ones until compaction;
-        // we compact as we go, so a database never grows with history).
-        for old in &old_leaves {
-            if !tree.is_leaf(&old.rev) {
+        // As CouchDB: a revision that stops being a leaf keeps its body
+        // until compaction ([`Database::compact`]), so `?rev=` reads it. Two
+        // exceptions go at once: revisions stemmed from the tree (no longer
+        // reachable), and graph-bodied revisions (their body is the current
+        // graph, so an old one would read as the new content).
+        for old in before_stem.iter().filter(|r| !tree.contains(r)) {
+            txn.kv_mut().delete(BODIES, &body_key(id, old));
+        }
+        for old in old_leaves.iter().filter(|l| tree.contains(&l.rev) && !tree.is_leaf(&l.rev)) {
+            if read_body(txn, id, &old.rev)?.is_some_and(|b| b.contains_key(crate::jsonld::GRAPH_MARKER)) {
                 txn.kv_mut().delete(BODIES, &body_key(id, &old.rev));
             }
         }
