@@ -219,6 +219,32 @@ fn filtered_replication_copies_only_the_chosen_documents() {
 }
 
 #[test]
+fn continuous_replication_waits_for_a_target_that_is_down_when_it_starts() {
+    // Two nodes restarting together: the replication of the first one up
+    // must not give up on the other.
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, mut b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    ok(&a, "PUT", "/early", None);
+    ok(&a, "PUT", "/early/d", Some(json!({})));
+    b.kill();
+    let mut follower = rhizome(da.path())
+        .args(["replicate", "--continuous", "--create-target", &format!("{}/early", a.url(ADMIN)), &format!("{}/early", b.url(ADMIN))])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    b.restart();
+    let arrived = eventually(|| request(&b, "GET", "/early/d", None).0, |&s| s == 200);
+    let still_running = follower.try_wait().unwrap().is_none();
+    follower.kill().unwrap();
+    let out = follower.wait_with_output().unwrap();
+    assert_eq!(arrived, 200, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(still_running);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("waiting to retry"));
+}
+
+#[test]
 fn bad_endpoints_fail_with_a_reason() {
     let data = tempfile::tempdir().unwrap();
     let a = ServerProcess::start(data.path());

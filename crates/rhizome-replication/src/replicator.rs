@@ -104,20 +104,38 @@ pub fn replication_id(source: &dyn Endpoint, target: &dyn Endpoint, filter: Opti
 /// called after each batch and each wait; returning `false` stops (the last
 /// checkpoint stands, so a later run goes on from there).
 pub fn replicate(source: &dyn Endpoint, target: &dyn Endpoint, options: &Options, progress: &mut dyn FnMut(&Report) -> bool) -> Result<Report> {
-    source.ensure_exists(false)?;
-    target.ensure_exists(options.create_target)?;
     let id = replication_id(source, target, options.filter.as_ref());
-    let mut checkpoint = Checkpoint::read(source, target, &id)?;
     let now = unix_time();
     let mut report = Report {
         session_id: hex(&Md5::digest(format!("{id} {:?} {}", SystemTime::now(), std::process::id()).as_bytes())),
-        replication_id: id,
-        start_last_seq: checkpoint.start.clone(),
-        source_last_seq: checkpoint.start.clone(),
+        replication_id: id.clone(),
         ..Default::default()
     };
-    let batch_size = options.batch_size.max(1);
     let mut backoff = RETRY_FIRST;
+    // A continuous replication outlives an endpoint's restart or a network
+    // failure, from its very start: it waits, longer each time, and goes
+    // on from its last checkpoint.
+    let mut checkpoint = loop {
+        let setup = || -> Result<Checkpoint> {
+            source.ensure_exists(false)?;
+            target.ensure_exists(options.create_target)?;
+            Checkpoint::read(source, target, &id)
+        };
+        match setup() {
+            Ok(c) => break c,
+            Err(e) if options.continuous && e.is_transient() => {
+                if !wait_out(e, &mut report, &mut backoff, progress) {
+                    return Ok(report);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    report.start_last_seq = checkpoint.start.clone();
+    report.source_last_seq = checkpoint.start.clone();
+    report.error = None;
+    backoff = RETRY_FIRST;
+    let batch_size = options.batch_size.max(1);
     loop {
         match step(source, target, options, batch_size, &mut checkpoint, &mut report, now) {
             Ok(caught_up) => {
@@ -127,21 +145,27 @@ pub fn replicate(source: &dyn Endpoint, target: &dyn Endpoint, options: &Options
                     return Ok(report);
                 }
             }
-            // A continuous replication outlives an endpoint's restart or a
-            // network failure: it waits, longer each time, and goes on from
-            // its last checkpoint.
             Err(e) if options.continuous && e.is_transient() => {
-                report.error = Some(e.to_string());
                 checkpoint.stale = true;
-                if !progress(&report) {
+                if !wait_out(e, &mut report, &mut backoff, progress) {
                     return Ok(report);
                 }
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(RETRY_MAX);
             }
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Reports a transient failure and waits before the next try; `false` when
+/// the caller asked to stop instead.
+fn wait_out(e: Error, report: &mut Report, backoff: &mut Duration, progress: &mut dyn FnMut(&Report) -> bool) -> bool {
+    report.error = Some(e.to_string());
+    if !progress(report) {
+        return false;
+    }
+    std::thread::sleep(*backoff);
+    *backoff = (*backoff * 2).min(RETRY_MAX);
+    true
 }
 
 /// The first wait after a failed step, and the longest.
