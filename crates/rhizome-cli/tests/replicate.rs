@@ -293,6 +293,10 @@ fn the_server_replicates_on_request_one_shot_and_continuous() {
     assert_eq!(started["ok"], json!(true), "{started}");
     ok(&a, "PUT", "/src/after-start", Some(json!({})));
     assert_eq!(eventually(|| request(&a, "GET", "/follower/after-start", None).0, |&s| s == 200), 200, "the follower copied a new write");
+    let tasks = ok(&a, "GET", "/_active_tasks", None);
+    assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
+    assert_eq!((tasks[0]["type"].clone(), tasks[0]["continuous"].clone(), tasks[0]["target"].clone()), (json!("replication"), json!(true), json!("follower")));
+    assert!(tasks[0]["docs_written"].as_u64().unwrap() >= 1, "{tasks}");
     let cancel = json!({ "source": "src", "target": "follower", "cancel": true });
     assert_eq!(ok(&a, "POST", "/_replicate", Some(cancel.clone()))["_local_id"], started["_local_id"]);
     // The cancel is answered once the replication has stopped.
@@ -301,6 +305,7 @@ fn the_server_replicates_on_request_one_shot_and_continuous() {
     assert_eq!(out["history"][0]["docs_written"], json!(2), "{out}");
     assert_eq!(request(&a, "GET", "/follower/after-cancel", None).0, 404, "a cancelled replication copies nothing more");
     assert_eq!(request(&a, "POST", "/_replicate", Some(cancel)).0, 404);
+    assert_eq!(ok(&a, "GET", "/_active_tasks", None), json!([]), "a cancelled replication is no task");
 }
 
 /// The `_scheduler/docs` entry of a `_replicator` document, once `ready` holds.
@@ -328,6 +333,8 @@ fn replicator_documents_run_until_deleted_and_again_after_a_restart() {
     let count = || request(&b, "GET", "/live", None).1["doc_count"].as_u64().unwrap_or(0);
     let wait_count = |n: u64| eventually(count, |&c| c >= n);
     assert_eq!(wait_count(123), 123, "the live documents of src");
+    let tasks = ok(&a, "GET", "/_active_tasks", None);
+    assert_eq!(tasks.as_array().map(|t| t.iter().map(|t| t["doc_id"].clone()).collect::<Vec<_>>()), Some(vec![json!("live")]), "only the running one: {tasks}");
     // Killed and started again: the document still describes a replication.
     a.restart();
     ok(&a, "PUT", "/src/after-restart", Some(json!({})));

@@ -17,6 +17,7 @@ const ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
     ("GET", "/_all_dbs", None),
     ("POST", "/_replicate", Some(r#"{"source":"secret","target":"stolen","create_target":true}"#)),
     ("GET", "/_scheduler/docs", None),
+    ("GET", "/_active_tasks", None),
     ("PUT", "/_replicator/steal", Some(r#"{"source":"secret","target":"stolen","create_target":true}"#)),
     ("GET", "/_replicator/_all_docs", None),
     ("PUT", "/newdb", None),

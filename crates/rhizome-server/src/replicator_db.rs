@@ -139,6 +139,12 @@ fn reconcile(server: &Arc<Server>, id: &str) {
     });
 }
 
+/// The jobs of documents that have one, by document id.
+pub(crate) fn running(server: &Server) -> Vec<(String, Arc<Running>)> {
+    let map = server.replicator_docs.jobs.lock().unwrap_or_else(|p| p.into_inner());
+    map.iter().filter_map(|(id, j)| j.job.clone().map(|r| (id.clone(), r))).collect()
+}
+
 /// Updates document `id`'s job, unless a newer job replaced it.
 fn update(server: &Server, id: &str, generation: u64, f: impl FnOnce(&mut DocJob)) {
     let mut map = server.replicator_docs.jobs.lock().unwrap_or_else(|p| p.into_inner());

@@ -50,6 +50,7 @@ pub enum Route {
     Session,
     Replicate,
     SchedulerDocs,
+    ActiveTasks,
     Db(String),
     DbOp(String, DbOp),
     Doc(String, String),
@@ -70,6 +71,7 @@ impl Route {
             ["_session"] => Route::Session,
             ["_replicate"] => Route::Replicate,
             ["_scheduler", "docs"] => Route::SchedulerDocs,
+            ["_active_tasks"] => Route::ActiveTasks,
             [db] if db.starts_with('_') && *db != "_users" && *db != "_replicator" => {
                 return Err(HttpError::bad_request(format!("Unknown or unsupported endpoint /{db}")))
             }
@@ -113,7 +115,7 @@ impl Route {
         let read = matches!(*method, Method::GET | Method::HEAD);
         match self {
             Route::Root | Route::Up | Route::Uuids | Route::Session => Access::Public,
-            Route::AllDbs | Route::Replicate | Route::SchedulerDocs => Access::ServerAdmin,
+            Route::AllDbs | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks => Access::ServerAdmin,
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
             Route::Db(_) => Access::Member,
             Route::DbOp(_, DbOp::Compact) => Access::DbAdmin,
@@ -154,6 +156,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Session => srv::session(server, req, ctx)?.into(),
         Route::Replicate => couch::replicate::replicate(server, req, ctx)?.into(),
         Route::SchedulerDocs => crate::replicator_db::scheduler_docs(server, m)?.into(),
+        Route::ActiveTasks => couch::replicate::active_tasks(server, m)?.into(),
         Route::Db(name) => match *m {
             Method::PUT => database::create(server, &name, db.is_some())?.into(),
             Method::DELETE => database::delete(server, &name)?.into(),

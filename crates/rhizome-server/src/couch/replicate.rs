@@ -19,15 +19,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-/// A continuous replication running on its own thread.
+/// A replication running on its own thread.
 #[derive(Default)]
 pub struct Running {
     stop: AtomicBool,
     done: Mutex<bool>,
     finished: Condvar,
+    /// Its `_active_tasks` entry, updated after every batch.
+    task: Mutex<Value>,
 }
 
 impl Running {
+    /// The `_active_tasks` entry while it runs.
+    pub(crate) fn task(&self) -> Option<Value> {
+        let done = *self.done.lock().unwrap_or_else(|p| p.into_inner());
+        (!done).then(|| self.task.lock().unwrap_or_else(|p| p.into_inner()).clone())
+    }
+
     /// Asks the replication to stop and waits until it has (it notices
     /// within one wait for changes).
     pub(crate) fn stop(&self) {
@@ -218,7 +226,7 @@ pub fn replicate(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Respon
 
 /// Runs a replication on a thread of its own until it ends, `job` is
 /// stopped or the server shuts down; `progress` sees every batch, `end` the
-/// outcome (then `job` counts as finished).
+/// outcome (by then `job` counts as finished).
 pub(crate) fn spawn_job(
     job: Arc<Running>,
     source: Boxed,
@@ -228,16 +236,59 @@ pub(crate) fn spawn_job(
     mut progress: impl FnMut(&Report) + Send + 'static,
     end: impl FnOnce(rhizome_replication::Result<Report>) + Send + 'static,
 ) -> Result<(), HttpError> {
+    let started_on = now();
+    *job.task.lock().unwrap_or_else(|p| p.into_inner()) = json!({
+        "type": "replication", "node": "rhizome", "source": source.name(), "target": target.name(),
+        "continuous": options.continuous, "started_on": started_on, "updated_on": started_on,
+        "replication_id": replication_id(source.as_ref(), target.as_ref(), options.filter.as_ref()),
+    });
     std::thread::Builder::new()
         .name("replication".into())
         .spawn(move || {
             let outcome = rhizome_replication::replicate(source.as_ref(), target.as_ref(), &options, &mut |r| {
                 progress(r);
+                let mut task = job.task.lock().unwrap_or_else(|p| p.into_inner());
+                for (k, v) in [
+                    ("docs_read", json!(r.docs_read)),
+                    ("docs_written", json!(r.docs_written)),
+                    ("doc_write_failures", json!(r.doc_write_failures)),
+                    ("missing_revisions_found", json!(r.missing_found)),
+                    ("revisions_checked", json!(r.missing_checked)),
+                    ("source_seq", r.source_last_seq.clone()),
+                    ("checkpointed_source_seq", r.source_last_seq.clone()),
+                    ("updated_on", json!(now())),
+                ] {
+                    task[k] = v;
+                }
+                drop(task);
                 !job.stop.load(Ordering::Relaxed) && !*shutdown.borrow()
             });
-            end(outcome);
+            // Finished as soon as nothing more is copied; `end` only keeps books.
             job.finish();
+            end(outcome);
         })
         .map(drop)
         .map_err(|e| HttpError::internal(format!("cannot start the replication: {e}")))
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// `GET /_active_tasks`: the replications running now, continuous ones of
+/// `/_replicate` and those of `_replicator` documents (this server has no
+/// other background tasks: indexes are kept in the write, compaction runs
+/// in the request).
+pub fn active_tasks(server: &Server, method: &Method) -> Result<Response<Body>, HttpError> {
+    if *method != Method::GET {
+        return Err(HttpError::method_not_allowed("GET"));
+    }
+    let mut tasks: Vec<Value> = server.replications.lock().unwrap_or_else(|p| p.into_inner()).values().filter_map(|r| r.task()).collect();
+    tasks.extend(crate::replicator_db::running(server).into_iter().filter_map(|(doc_id, r)| {
+        let mut task = r.task()?;
+        task["database"] = json!(crate::replicator_db::REPLICATOR_DB);
+        task["doc_id"] = json!(doc_id);
+        Some(task)
+    }));
+    Ok(json(200, &Value::Array(tasks)))
 }
