@@ -58,6 +58,46 @@ fn replicate(data: &std::path::Path, args: &[&str]) -> Value {
     serde_json::from_str(&stdout(&out)).expect("a JSON summary")
 }
 
+/// Two servers, each on a data folder of its own; `da` is also the data
+/// folder `rhizome replicate` runs with. Bind every field, folders first:
+/// a field left to `..` is dropped at once (its folder with it), and
+/// bindings drop last-bound first, so the servers stop before their
+/// folders go.
+struct Pair {
+    a: ServerProcess,
+    b: ServerProcess,
+    da: tempfile::TempDir,
+    _db: tempfile::TempDir,
+}
+
+fn pair() -> Pair {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    Pair { a: ServerProcess::start(da.path()), b: ServerProcess::start(db.path()), da, _db: db }
+}
+
+/// A `rhizome replicate --continuous --create-target` process.
+struct Follower(std::process::Child);
+
+impl Follower {
+    fn start(data: &std::path::Path, source: &str, target: &str) -> Follower {
+        let child = rhizome(data)
+            .args(["replicate", "--continuous", "--create-target", source, target])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("rhizome replicate starts");
+        Follower(child)
+    }
+
+    /// Stops it; whether it was still running, and what it printed on stderr.
+    fn stop(mut self) -> (bool, String) {
+        let running = self.0.try_wait().unwrap().is_none();
+        self.0.kill().unwrap();
+        let out = self.0.wait_with_output().unwrap();
+        (running, String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
 fn seed(server: &ServerProcess, db: &str) {
     ok(server, "PUT", &format!("/{db}"), None);
     for i in 0..120 {
@@ -78,8 +118,7 @@ fn seed(server: &ServerProcess, db: &str) {
 
 #[test]
 fn replication_between_servers_carries_everything_and_resumes_from_checkpoints() {
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    let Pair { da, _db, a, b } = pair();
     seed(&a, "src");
     let (src, dst) = (format!("{}/src", a.url(ADMIN)), format!("{}/dst", b.url(ADMIN)));
 
@@ -139,14 +178,9 @@ fn a_local_database_replicates_with_a_server_and_is_served_afterwards() {
 
 #[test]
 fn continuous_replication_follows_new_writes() {
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    let Pair { da, _db, a, b } = pair();
     ok(&a, "PUT", "/live", None);
-    let mut follower = rhizome(da.path())
-        .args(["replicate", "--continuous", "--create-target", &format!("{}/live", a.url(ADMIN)), &format!("{}/live", b.url(ADMIN))])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let follower = Follower::start(da.path(), &format!("{}/live", a.url(ADMIN)), &format!("{}/live", b.url(ADMIN)));
     // Two rounds: the second is written after the first arrived, so the
     // follower must have waited for it.
     let count = || request(&b, "GET", "/live", None).1["doc_count"].as_u64().unwrap_or(0);
@@ -156,24 +190,16 @@ fn continuous_replication_follows_new_writes() {
         }
         assert_eq!(eventually(count, |&n| n >= 5 * (round + 1)), 5 * (round + 1), "round {round} arrived");
     }
-    let still_running = follower.try_wait().unwrap().is_none();
-    follower.kill().unwrap();
-    follower.wait().unwrap();
+    let (still_running, _) = follower.stop();
     assert!(still_running, "a continuous replication keeps running");
     assert_eq!(contents(&a, "live"), contents(&b, "live"));
 }
 
 #[test]
 fn continuous_replication_waits_out_a_target_restart() {
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, mut b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    let Pair { da, _db, a, mut b } = pair();
     ok(&a, "PUT", "/live", None);
-    let mut follower = rhizome(da.path())
-        .args(["replicate", "--continuous", "--create-target", &format!("{}/live", a.url(ADMIN)), &format!("{}/live", b.url(ADMIN))])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let follower = Follower::start(da.path(), &format!("{}/live", a.url(ADMIN)), &format!("{}/live", b.url(ADMIN)));
     let count = |b: &ServerProcess| request(b, "GET", "/live", None).1["doc_count"].as_u64().unwrap_or(0);
     let wait_for = |b: &ServerProcess, n: u64| eventually(|| count(b), |&c| c >= n);
     ok(&a, "PUT", "/live/before", Some(json!({})));
@@ -186,18 +212,15 @@ fn continuous_replication_waits_out_a_target_restart() {
     std::thread::sleep(Duration::from_millis(500));
     b.restart();
     assert_eq!(wait_for(&b, 4), 4, "the writes made while the target was down arrive");
-    let still_running = follower.try_wait().unwrap().is_none();
-    follower.kill().unwrap();
-    let out = follower.wait_with_output().unwrap();
+    let (still_running, stderr) = follower.stop();
     assert!(still_running, "the follower survived the restart");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("waiting to retry"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stderr.contains("waiting to retry"), "{stderr}");
     assert_eq!(contents(&a, "live"), contents(&b, "live"));
 }
 
 #[test]
 fn filtered_replication_copies_only_the_chosen_documents() {
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    let Pair { da, _db, a, b } = pair();
     seed(&a, "src");
     let (src, dst) = (format!("{}/src", a.url(ADMIN)), format!("{}/dst", b.url(ADMIN)));
     let ids = |server: &ServerProcess, db: &str| -> Vec<String> {
@@ -222,26 +245,18 @@ fn filtered_replication_copies_only_the_chosen_documents() {
 fn continuous_replication_waits_for_a_target_that_is_down_when_it_starts() {
     // Two nodes restarting together: the replication of the first one up
     // must not give up on the other.
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, mut b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    let Pair { da, _db, a, mut b } = pair();
     ok(&a, "PUT", "/early", None);
     ok(&a, "PUT", "/early/d", Some(json!({})));
     b.kill();
-    let mut follower = rhizome(da.path())
-        .args(["replicate", "--continuous", "--create-target", &format!("{}/early", a.url(ADMIN)), &format!("{}/early", b.url(ADMIN))])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let follower = Follower::start(da.path(), &format!("{}/early", a.url(ADMIN)), &format!("{}/early", b.url(ADMIN)));
     std::thread::sleep(Duration::from_millis(500));
     b.restart();
     let arrived = eventually(|| request(&b, "GET", "/early/d", None).0, |&s| s == 200);
-    let still_running = follower.try_wait().unwrap().is_none();
-    follower.kill().unwrap();
-    let out = follower.wait_with_output().unwrap();
-    assert_eq!(arrived, 200, "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(still_running);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("waiting to retry"));
+    let (still_running, stderr) = follower.stop();
+    assert_eq!(arrived, 200, "{stderr}");
+    assert!(still_running, "{stderr}");
+    assert!(stderr.contains("waiting to retry"), "{stderr}");
 }
 
 #[test]
@@ -266,8 +281,7 @@ fn bad_endpoints_fail_with_a_reason() {
 
 #[test]
 fn the_server_replicates_on_request_one_shot_and_continuous() {
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    let Pair { da: _da, _db, a, b } = pair();
     seed(&a, "src");
     // Between two databases of the server.
     let out = ok(&a, "POST", "/_replicate", Some(json!({ "source": "src", "target": "copy", "create_target": true })));
@@ -316,8 +330,7 @@ fn wait_for_doc(server: &ServerProcess, doc_id: &str, ready: impl Fn(Option<&Val
 
 #[test]
 fn replicator_documents_run_until_deleted_and_again_after_a_restart() {
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (mut a, b) = (ServerProcess::start(da.path()), ServerProcess::start(db.path()));
+    let Pair { da: _da, _db, mut a, b } = pair();
     seed(&a, "src");
     ok(&a, "PUT", "/_replicator/once", Some(json!({ "source": "src", "target": "copy", "create_target": true })));
     let once = wait_for_doc(&a, "once", |d| d.is_some_and(|d| d["state"] == json!("completed")));
