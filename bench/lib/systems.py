@@ -598,8 +598,10 @@ def ensure_venv(script):
         return
     if "-h" in sys.argv or "--help" in sys.argv:
         return
-    if not os.path.exists(VENV_PY):
-        log("bench/work/venv missing: running bench/lib/setup-peers")
+    # pip's own record decides, not the interpreter file's presence.
+    if not os.path.exists(VENV_PY) or subprocess.run([VENV_PY, "-m", "pip", "show", "-q", "pyoxigraph", "psutil"],
+                                                     capture_output=True).returncode != 0:
+        log("bench/work/venv lacks pyoxigraph or psutil: running bench/lib/setup-peers")
         subprocess.run([os.path.join(BENCH, "lib", "setup-peers")], check=True)
     os.execv(VENV_PY, [VENV_PY, os.path.abspath(script)] + sys.argv[1:])
 
