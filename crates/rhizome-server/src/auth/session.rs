@@ -1,4 +1,4 @@
-//! `AuthSession` cookies: `base64url(name:expiry_hex).hmac`, the HMAC
+//! `AuthSession` cookies: `base64url(name:expiry_hex:nonce).hmac`, the HMAC
 //! (SHA-256) keyed by the server's secret and the user's password salt, as
 //! CouchDB keys its HMAC-SHA1 with secret + salt
 //! (https://docs.couchdb.org/en/stable/api/server/authn.html#cookie-authentication).
@@ -36,7 +36,10 @@ fn sign(secret: &str, salt: &str, payload: &str) -> String {
 }
 
 pub fn make_cookie(secret: &str, name: &str, salt: &str) -> String {
-    let payload = format!("{name}:{:x}", now_secs() + SESSION_SECONDS);
+    // The nonce tells apart two logins in the same second, so that logging
+    // out of one leaves the other.
+    let nonce = &crate::http::uuid()[..16];
+    let payload = format!("{name}:{:x}:{nonce}", now_secs() + SESSION_SECONDS);
     let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.as_bytes());
     format!("{encoded}.{}", sign(secret, salt, &payload))
 }
@@ -53,7 +56,8 @@ pub struct Claim<'a> {
 pub fn claim(value: &str) -> Option<Claim<'_>> {
     let (encoded, mac) = value.split_once('.')?;
     let payload = String::from_utf8(base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded).ok()?).ok()?;
-    let (name, expiry) = payload.rsplit_once(':')?;
+    let (rest, _nonce) = payload.rsplit_once(':')?;
+    let (name, expiry) = rest.rsplit_once(':')?;
     let expiry = u64::from_str_radix(expiry, 16).ok()?;
     (expiry > now_secs()).then(|| Claim { name: name.to_owned(), expiry, payload: payload.clone(), mac })
 }
