@@ -205,7 +205,8 @@ fn select_in(server: &ServerProcess, db: &str, q: &str) -> String {
 #[test]
 fn members_query_and_write_others_get_401_or_403_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(dir.path());
+    // bob logs in after a dozen wrong passwords on purpose: no throttling here.
+    let server = ServerProcess::start_with_env(dir.path(), &[("RHIZOME_LOGIN_ATTEMPTS", "1000")]);
     assert_eq!(admin(&server, "PUT", "/secret", &[], None).status, 201);
     let r = admin(&server, "PUT", "/secret/_graph?graph=http%3A%2F%2Fexample.org%2Fg", &[("Content-Type", "text/turtle")], Some(DATA));
     assert_eq!(r.status, 201);

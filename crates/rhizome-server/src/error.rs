@@ -9,11 +9,13 @@ pub struct HttpError {
     pub status: u16,
     pub error: String,
     pub reason: String,
+    /// Sent as `Retry-After` (a login locked after failures).
+    pub retry_after_secs: Option<u64>,
 }
 
 impl HttpError {
     pub fn new(status: u16, error: &str, reason: impl Into<String>) -> HttpError {
-        HttpError { status, error: error.to_owned(), reason: reason.into() }
+        HttpError { status, error: error.to_owned(), reason: reason.into(), retry_after_secs: None }
     }
     pub fn bad_request(reason: impl Into<String>) -> HttpError {
         Self::new(400, "bad_request", reason)
@@ -33,8 +35,31 @@ impl HttpError {
     pub fn method_not_allowed(allowed: &str) -> HttpError {
         Self::new(405, "method_not_allowed", format!("Only {allowed} allowed"))
     }
-    pub fn internal(reason: impl Into<String>) -> HttpError {
-        Self::new(500, "internal_server_error", reason)
+    /// A failure of the server itself. The detail (which may name files of
+    /// the server's machine, or quote a storage engine's message) goes to
+    /// stderr; the client gets a generic reason, so no error body ever shows
+    /// an absolute path or other internals.
+    pub fn internal(detail: impl Into<String>) -> HttpError {
+        eprintln!("rhizome: internal error: {}", detail.into());
+        Self::new(500, "internal_server_error", "The server failed to complete the request; its log has the details.")
+    }
+}
+
+impl HttpError {
+    /// The same error with `dir` (the data folder) removed from its reason:
+    /// a last guard so that no error body shows where the server keeps its
+    /// files, whatever a lower layer put in its message.
+    pub fn without_path(mut self, dir: &std::path::Path) -> HttpError {
+        let mut forms = vec![dir.display().to_string()];
+        if let Ok(real) = dir.canonicalize() {
+            forms.push(real.display().to_string());
+        }
+        for form in forms {
+            if form.len() > 1 && self.reason.contains(&form) {
+                self.reason = self.reason.replace(&form, "<data>");
+            }
+        }
+        self
     }
 }
 

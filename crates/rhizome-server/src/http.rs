@@ -20,6 +20,8 @@ pub struct Request {
     pub query: Vec<(String, String)>,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// The client's address (login throttling is per address too).
+    pub peer: Option<std::net::IpAddr>,
 }
 
 impl Request {
@@ -124,6 +126,9 @@ pub fn error(e: &HttpError) -> Response<Body> {
         // Without WWW-Authenticate browsers do not prompt; CouchDB omits it
         // too unless configured, so clients handle 401 themselves.
         r.headers_mut().insert("x-couch-error", HeaderValue::from_static("unauthorized"));
+    }
+    if let Some(secs) = e.retry_after_secs {
+        r.headers_mut().insert("retry-after", HeaderValue::from(secs));
     }
     r
 }

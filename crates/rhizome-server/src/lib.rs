@@ -19,6 +19,7 @@
 
 mod auth;
 mod changes;
+mod connections;
 mod couch;
 pub mod error;
 mod extension;
@@ -29,6 +30,12 @@ mod replicator_db;
 mod router;
 mod state;
 
+pub use auth::password::DEFAULT_ITERATIONS as DEFAULT_PBKDF2_ITERATIONS;
+pub use auth::{AuthSettings, DEFAULT_LOGIN_ATTEMPTS, DEFAULT_LOGIN_DELAY_SECS};
+pub use connections::{
+    ConnectionLimits, DEFAULT_BODY_TIMEOUT_SECS, DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+};
 pub use error::{HttpError, ServerError};
 pub use state::{base_iri, database_dir, projector_for};
 #[doc(hidden)]
@@ -62,6 +69,10 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// One line per request on stderr.
     pub log_requests: bool,
+    // Hardening (issue 20): connection limits and timeouts, password
+    // hashing and login throttling.
+    pub connections: ConnectionLimits,
+    pub auth: AuthSettings,
 }
 
 /// Runs the server until SIGINT or SIGTERM, on its own runtime.
@@ -106,7 +117,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     let server = {
         let config = config.clone();
         let rx = shutdown.clone();
-        tokio::task::spawn_blocking(move || Server::open(&config.data_dir, config.admin.clone(), config.max_body_bytes, rx))
+        tokio::task::spawn_blocking(move || Server::open(&config.data_dir, config.admin.clone(), config.max_body_bytes, config.auth.clone(), rx))
             .await
             .map_err(|e| ServerError::Config(format!("opening the data directory: {e}")))??
     };
@@ -115,27 +126,68 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     let listener = TcpListener::bind(config.bind).await.map_err(|source| ServerError::Io { what: format!("binding {}", config.bind), source })?;
     let local = listener.local_addr().map_err(|source| ServerError::Io { what: "reading the bound address".into(), source })?;
     eprintln!("rhizome: CouchDB API on http://{local} (data in {})", config.data_dir.display());
+    let file_limit = connections::raise_file_limit();
+    let mut limits = config.connections.clone();
+    limits.max_connections = connections::connections_within(limits.max_connections, file_limit);
+    if limits.max_connections < config.connections.max_connections {
+        eprintln!(
+            "rhizome: at most {} connections (--max-connections is {}, but this process may open only {} files)",
+            limits.max_connections,
+            config.connections.max_connections,
+            file_limit.unwrap_or(0)
+        );
+    }
+    let connections = connections::Connections::new(limits);
     let active = Arc::new(AtomicUsize::new(0));
+    let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of file descriptors (or another transient
+                        // failure): accepting again at once would spin.
+                        connections.on_accept_error(&e);
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                        continue;
+                    }
+                };
+                backoff = ACCEPT_BACKOFF_MIN;
+                let Some(admitted) = connections.admit(peer.ip()) else { continue };
                 let _ = stream.set_nodelay(true);
                 let server = server.clone();
                 let active = active.clone();
+                let connections = connections.clone();
                 let log = config.log_requests;
                 tokio::spawn(async move {
-                    let service = service_fn(move |req| {
-                        let server = server.clone();
-                        let active = active.clone();
-                        async move {
-                            active.fetch_add(1, Ordering::SeqCst);
-                            let r = respond(&server, req, log).await;
-                            active.fetch_sub(1, Ordering::SeqCst);
-                            Ok::<_, std::convert::Infallible>(r)
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service).await;
+                    let conn = admitted.conn.clone();
+                    let io = TokioIo::new(connections::TrackedIo::new(stream, &admitted));
+                    let service = {
+                        let connections = connections.clone();
+                        let conn = conn.clone();
+                        service_fn(move |req| {
+                            let busy = connections.busy(&conn);
+                            let body_timeout = connections.limits.body_timeout;
+                            let server = server.clone();
+                            let active = active.clone();
+                            async move {
+                                active.fetch_add(1, Ordering::SeqCst);
+                                let r = respond(&server, req, peer, body_timeout, log).await;
+                                active.fetch_sub(1, Ordering::SeqCst);
+                                Ok::<_, std::convert::Infallible>(r.map(|body| connections::TrackedBody::new(body, busy)))
+                            }
+                        })
+                    };
+                    let serving = hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(io, service);
+                    // Dropping the connection closes it: when evicted, or
+                    // past its header or idle timeout while waiting.
+                    tokio::select! {
+                        _ = serving => {}
+                        _ = connections.watch(&conn) => {}
+                    }
+                    drop(admitted);
                 });
             }
             _ = shutdown.changed() => break,
@@ -150,13 +202,25 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     Ok(())
 }
 
-async fn respond(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>, log: bool) -> hyper::Response<http::Body> {
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+async fn respond(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>, peer: SocketAddr, body_timeout: Duration, log: bool) -> hyper::Response<http::Body> {
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
-    let response = match handle(server, req).await {
+    let response = match handle(server, req, peer, body_timeout).await {
         Ok(r) => r,
-        Err(e) => http::error(&e),
+        Err(e) => {
+            let timed_out = e.status == 408;
+            let mut r = http::error(&e.without_path(&server.data_dir));
+            if timed_out {
+                // The rest of the body may still come: do not read it as
+                // the next request.
+                http::set_header(&mut r, "connection", "close");
+            }
+            r
+        }
     };
     if log {
         // One structured line per request: easy to grep, easy to parse.
@@ -171,24 +235,42 @@ async fn respond(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming
     response
 }
 
-async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>) -> Result<hyper::Response<http::Body>, HttpError> {
+async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>, peer: SocketAddr, body_timeout: Duration) -> Result<hyper::Response<http::Body>, HttpError> {
     let (parts, body) = req.into_parts();
     let limit = server.max_body_bytes;
     let too_large = || HttpError::new(413, "too_large", format!("the request body is larger than the limit of {limit} bytes"));
     if parts.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()).is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    let body: Bytes = match Limited::new(body, limit).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
-        Err(e) => return Err(HttpError::bad_request(format!("reading the request body: {e}"))),
-    };
+    // Read with a timeout between chunks, so that a client that stops
+    // sending its body does not hold the connection (and its place under
+    // the connection caps) forever.
+    let mut body = Limited::new(body, limit);
+    let mut read = bytes::BytesMut::new();
+    loop {
+        match tokio::time::timeout(body_timeout, body.frame()).await {
+            Err(_) => {
+                eprintln!("rhizome: closed a connection from {peer} whose request body stalled for {} s (--body-timeout-secs)", body_timeout.as_secs_f64());
+                return Err(HttpError::new(408, "request_timeout", format!("no part of the request body arrived for {} s", body_timeout.as_secs_f64())));
+            }
+            Ok(None) => break,
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    read.extend_from_slice(&data);
+                }
+            }
+            Ok(Some(Err(e))) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
+            Ok(Some(Err(e))) => return Err(HttpError::bad_request(format!("reading the request body: {e}"))),
+        }
+    }
+    let body: Bytes = read.freeze();
     let request = http::Request {
         method: parts.method,
         segments: http::split_path(parts.uri.path())?,
         query: http::parse_query(parts.uri.query().unwrap_or(""))?,
         headers: parts.headers,
         body,
+        peer: Some(peer.ip()),
     };
     // A single-document read is a few point reads of warm data: run it
     // here rather than pay a hop to the blocking pool. Everything that
@@ -198,7 +280,9 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
             [] => true,
             [_, id, ..] => !id.starts_with('_') || id == "_local" || id == "_design",
             [db] => db.starts_with('_'),
-        };
+        }
+        // Credentials not verified yet cost a PBKDF2: not on async threads.
+        && auth::is_cheap(server, &request);
     let reply = if point_read {
         router::handle(server, &request)?
     } else {

@@ -53,7 +53,7 @@ pub fn base_iri(data_dir: &Path) -> Result<String, ServerError> {
 }
 
 use serde_json::{json, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::watch;
@@ -73,6 +73,8 @@ pub struct DbHandle {
     pub db: Database,
     pub seq: watch::Sender<u64>,
     pub writes: crate::group_commit::GroupCommit,
+    /// PBKDF2 iterations for passwords written to `_users`.
+    pub pbkdf2_iterations: u32,
 }
 
 impl DbHandle {
@@ -93,9 +95,15 @@ pub struct Server {
     dbs: RwLock<HashMap<String, Arc<DbHandle>>>,
     /// Serializes creating, opening and deleting databases.
     lifecycle: Mutex<()>,
-    /// Fingerprints of credentials verified already, so Basic auth on every
-    /// request does not pay PBKDF2 every time.
-    pub verified: Mutex<HashSet<[u8; 32]>>,
+    /// Credentials verified already (keyed by an HMAC of name and
+    /// password, with the salt and derived key they matched), so Basic auth
+    /// on every request does not pay PBKDF2 every time.
+    pub verified: Mutex<HashMap<[u8; 32], (String, String)>>,
+    pub auth: crate::auth::AuthSettings,
+    /// The admin's hash as now stored (upgraded in place at a login).
+    admin_hash: RwLock<PasswordHash>,
+    pub login_throttle: crate::auth::throttle::LoginThrottle,
+    pub revoked_sessions: crate::auth::session::RevokedSessions,
     projector: Arc<dyn GraphProjector>,
     pub shutdown: watch::Receiver<bool>,
     /// Continuous replications started by `POST /_replicate`, by their
@@ -124,24 +132,45 @@ fn encode_name(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' { c.to_string() } else { format!("%{:02X}", c as u32) }).collect()
 }
 
+/// The longest folder name most file systems take (ext4, XFS, APFS, NTFS).
+const MAX_DIR_NAME_BYTES: usize = 255;
+
+/// Whether database `name`'s folder name fits the file system. CouchDB
+/// itself allows longer names (its files are named by the database name
+/// too, so it fails the same way); refusing them up front gives a 400
+/// instead of an I/O error.
+fn name_fits(name: &str) -> bool {
+    encode_name(name).len() <= MAX_DIR_NAME_BYTES
+}
+
 fn decode_name(dir: &str) -> Option<String> {
     crate::http::percent_decode(dir, false).ok()
 }
 
 impl Server {
-    pub fn open(data_dir: &Path, admin: Option<(String, String)>, max_body_bytes: usize, shutdown: watch::Receiver<bool>) -> Result<Server, ServerError> {
+    pub fn open(
+        data_dir: &Path,
+        admin: Option<(String, String)>,
+        max_body_bytes: usize,
+        auth: crate::auth::AuthSettings,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<Server, ServerError> {
         let io = |what: String| move |source| ServerError::Io { what, source };
         std::fs::create_dir_all(data_dir.join("dbs")).map_err(io(format!("creating {}", data_dir.display())))?;
-        let identity = load_identity(data_dir, admin)?;
+        let identity = load_identity(data_dir, admin, auth.pbkdf2_iterations)?;
         let base_iri = base_iri(data_dir)?;
         let server = Server {
             data_dir: data_dir.to_owned(),
-            identity,
+            identity: identity.clone(),
             base_iri,
             max_body_bytes,
             dbs: RwLock::new(HashMap::new()),
             lifecycle: Mutex::new(()),
-            verified: Mutex::new(HashSet::new()),
+            verified: Mutex::new(HashMap::new()),
+            admin_hash: RwLock::new(identity.admin_hash.clone()),
+            login_throttle: crate::auth::throttle::LoginThrottle::new(auth.login_attempts, std::time::Duration::from_secs(auth.login_delay_secs)),
+            revoked_sessions: crate::auth::session::RevokedSessions::open(data_dir),
+            auth,
             projector: Arc::new(NoProjection),
             shutdown,
             replications: Default::default(),
@@ -174,7 +203,7 @@ impl Server {
         if let Some(h) = self.dbs.read().unwrap_or_else(|p| p.into_inner()).get(name) {
             return Ok(Some(h.clone()));
         }
-        if !valid_db_name(name) {
+        if !valid_db_name(name) || !name_fits(name) {
             return Ok(None);
         }
         let _guard = self.lifecycle.lock().unwrap_or_else(|p| p.into_inner());
@@ -191,7 +220,13 @@ impl Server {
     fn open_handle(&self, name: &str, dir: &Path) -> Result<Arc<DbHandle>, HttpError> {
         let db = Database::open(dir, self.projector_for(name))?;
         let seq = db.update_seq()?;
-        let handle = Arc::new(DbHandle { name: name.to_owned(), db, seq: watch::Sender::new(seq), writes: Default::default() });
+        let handle = Arc::new(DbHandle {
+            name: name.to_owned(),
+            db,
+            seq: watch::Sender::new(seq),
+            writes: Default::default(),
+            pbkdf2_iterations: self.auth.pbkdf2_iterations,
+        });
         self.dbs.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), handle.clone());
         Ok(handle)
     }
@@ -202,6 +237,17 @@ impl Server {
                 400,
                 "illegal_database_name",
                 format!("Name: '{name}'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter."),
+            ));
+        }
+        if !name_fits(name) {
+            let shown: String = name.chars().take(40).collect();
+            return Err(HttpError::new(
+                400,
+                "illegal_database_name",
+                format!(
+                    "Name: '{shown}...' is too long: its folder name would be {} bytes, over the file system's {MAX_DIR_NAME_BYTES} (characters other than a-z, 0-9, _ and - take 3 bytes each)",
+                    encode_name(name).len()
+                ),
             ));
         }
         let _guard = self.lifecycle.lock().unwrap_or_else(|p| p.into_inner());
@@ -226,6 +272,20 @@ impl Server {
         std::fs::remove_dir_all(&dir).map_err(|e| HttpError::internal(format!("deleting {}: {e}", dir.display())))
     }
 
+    /// The server admin's password hash.
+    pub fn admin_hash(&self) -> PasswordHash {
+        self.admin_hash.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the admin's hash (an upgrade), in `server.json` first.
+    pub fn set_admin_hash(&self, hash: PasswordHash) -> Result<(), ServerError> {
+        let mut current = self.admin_hash.write().unwrap_or_else(|p| p.into_inner());
+        let identity = Identity { admin_hash: hash.clone(), ..self.identity.clone() };
+        save_identity(&self.data_dir, &identity)?;
+        *current = hash;
+        Ok(())
+    }
+
     pub fn all_dbs(&self) -> Result<Vec<String>, HttpError> {
         let dir = self.data_dir.join("dbs");
         let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -239,7 +299,7 @@ impl Server {
     }
 }
 
-fn load_identity(data_dir: &Path, admin: Option<(String, String)>) -> Result<Identity, ServerError> {
+fn load_identity(data_dir: &Path, admin: Option<(String, String)>, iterations: u32) -> Result<Identity, ServerError> {
     let path = data_dir.join("server.json");
     let stored: Option<Value> = match std::fs::read(&path) {
         Ok(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| ServerError::Config(format!("{}: {e}", path.display())))?),
@@ -253,12 +313,19 @@ fn load_identity(data_dir: &Path, admin: Option<(String, String)>) -> Result<Ide
         Some((a.get("name")?.as_str()?.to_owned(), PasswordHash::from_json(a)?))
     });
     let (admin_name, admin_hash, changed) = match (admin, stored_admin) {
-        (Some((name, pass)), Some((old_name, old_hash))) if name == old_name && password::verify(&pass, &old_hash) => (old_name, old_hash, false),
+        (Some((name, pass)), Some((old_name, old_hash))) if name == old_name && password::verify(&pass, &old_hash) => {
+            if old_hash.needs_upgrade(iterations) {
+                // Same salt: the admin's sessions survive the upgrade.
+                (old_name, PasswordHash::with_salt(&pass, &old_hash.salt, iterations), true)
+            } else {
+                (old_name, old_hash, false)
+            }
+        }
         (Some((name, pass)), _) => {
             if name.is_empty() || pass.is_empty() {
                 return Err(ServerError::Config("the admin must be given as USER:PASS with both parts non-empty".into()));
             }
-            (name, PasswordHash::new(&pass, password::ADMIN_ITERATIONS), true)
+            (name, PasswordHash::new(&pass, iterations), true)
         }
         (None, Some((name, hash))) => (name, hash, false),
         (None, None) => {
@@ -271,20 +338,22 @@ fn load_identity(data_dir: &Path, admin: Option<(String, String)>) -> Result<Ide
     };
     let identity = Identity { uuid, admin_name, admin_hash, secret };
     if changed || stored.is_none() {
-        let value = json!({
-            "uuid": identity.uuid,
-            "secret": identity.secret,
-            "admin": { "name": identity.admin_name, "password_scheme": "pbkdf2", "derived_key": identity.admin_hash.derived_key,
-                       "salt": identity.admin_hash.salt, "iterations": identity.admin_hash.iterations },
-        });
-        write_durably(&path, value.to_string().as_bytes(), true).map_err(|source| ServerError::Io { what: format!("writing {}", path.display()), source })?;
+        save_identity(data_dir, &identity)?;
     }
     Ok(identity)
 }
 
+fn save_identity(data_dir: &Path, identity: &Identity) -> Result<(), ServerError> {
+    let path = data_dir.join("server.json");
+    let mut admin = identity.admin_hash.fields();
+    admin["name"] = json!(identity.admin_name);
+    let value = json!({ "uuid": identity.uuid, "secret": identity.secret, "admin": admin });
+    write_durably(&path, value.to_string().as_bytes(), true).map_err(|source| ServerError::Io { what: format!("writing {}", path.display()), source })
+}
+
 /// Writes a file atomically (temp + fsync + rename), readable by its
 /// owner only when `private`.
-fn write_durably(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
+pub(crate) fn write_durably(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
     let mut opts = std::fs::OpenOptions::new();

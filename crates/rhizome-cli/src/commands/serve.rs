@@ -3,6 +3,7 @@
 use anyhow::{bail, Result};
 use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,6 +20,63 @@ pub struct Args {
     /// Do not log one line per request to stderr.
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    hardening: Hardening,
+}
+
+/// Connection limits, password hashing and login throttling (issue 20).
+#[derive(clap::Args)]
+struct Hardening {
+    /// Seconds a client may take to send a request's header once it has
+    /// begun; the connection is closed past it.
+    #[arg(long, env = "RHIZOME_HEADER_TIMEOUT_SECS", default_value_t = rhizome_server::DEFAULT_HEADER_TIMEOUT_SECS)]
+    header_timeout_secs: u64,
+    /// Seconds a request body may pause between bytes (408 past it).
+    #[arg(long, env = "RHIZOME_BODY_TIMEOUT_SECS", default_value_t = rhizome_server::DEFAULT_BODY_TIMEOUT_SECS)]
+    body_timeout_secs: u64,
+    /// Seconds a kept-alive connection may wait for its next request
+    /// (a `_changes` feed that is streaming is not waiting).
+    #[arg(long, env = "RHIZOME_IDLE_TIMEOUT_SECS", default_value_t = rhizome_server::DEFAULT_IDLE_TIMEOUT_SECS)]
+    idle_timeout_secs: u64,
+    /// Open connections in total; at the cap, the connection that has gone
+    /// longest without completing a request header is closed for the new one.
+    #[arg(long, env = "RHIZOME_MAX_CONNECTIONS", default_value_t = rhizome_server::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// Open connections from one client address (same rule at the cap).
+    #[arg(long, env = "RHIZOME_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = rhizome_server::DEFAULT_MAX_CONNECTIONS_PER_ADDRESS)]
+    max_connections_per_address: usize,
+    /// PBKDF2-HMAC-SHA-256 iterations for new password hashes; weaker
+    /// stored hashes are upgraded at the next successful login.
+    #[arg(long, env = "RHIZOME_PBKDF2_ITERATIONS", default_value_t = rhizome_server::DEFAULT_PBKDF2_ITERATIONS, value_parser = clap::value_parser!(u32).range(1..))]
+    pbkdf2_iterations: u32,
+    /// Failed logins of one user from one address before further attempts
+    /// must wait (ten times as many for a user from anywhere, or for an
+    /// address whatever the user).
+    #[arg(long, env = "RHIZOME_LOGIN_ATTEMPTS", default_value_t = rhizome_server::DEFAULT_LOGIN_ATTEMPTS)]
+    login_attempts: u32,
+    /// The first wait after too many failed logins, in seconds; each further
+    /// failure doubles it, up to 15 minutes.
+    #[arg(long, env = "RHIZOME_LOGIN_DELAY_SECS", default_value_t = rhizome_server::DEFAULT_LOGIN_DELAY_SECS)]
+    login_delay_secs: u64,
+}
+
+impl Hardening {
+    fn connections(&self) -> rhizome_server::ConnectionLimits {
+        rhizome_server::ConnectionLimits {
+            header_timeout: Duration::from_secs(self.header_timeout_secs),
+            body_timeout: Duration::from_secs(self.body_timeout_secs),
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+            max_connections: self.max_connections.max(1),
+            max_connections_per_address: self.max_connections_per_address.max(1),
+        }
+    }
+    fn auth(&self) -> rhizome_server::AuthSettings {
+        rhizome_server::AuthSettings {
+            pbkdf2_iterations: self.pbkdf2_iterations,
+            login_attempts: self.login_attempts,
+            login_delay_secs: self.login_delay_secs,
+        }
+    }
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
@@ -35,6 +93,8 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
         admin,
         max_body_bytes: args.max_body_bytes,
         log_requests: !args.quiet,
+        connections: args.hardening.connections(),
+        auth: args.hardening.auth(),
     };
     rhizome_server::run(config)?;
     Ok(())

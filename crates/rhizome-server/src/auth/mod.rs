@@ -1,9 +1,13 @@
 //! Who is asking: Basic auth and `AuthSession` cookies, checked against the
 //! server admin and the `_users` database
-//! (https://docs.couchdb.org/en/stable/api/server/authn.html).
+//! (https://docs.couchdb.org/en/stable/api/server/authn.html), with failed
+//! logins throttled (`throttle.rs`) and weak stored hashes upgraded at the
+//! next successful login.
 
 pub mod access;
 pub mod password;
+pub mod session;
+pub mod throttle;
 pub mod users;
 
 use crate::error::HttpError;
@@ -14,10 +18,30 @@ use hmac::{Hmac, Mac};
 use password::PasswordHash;
 use rhizome_docs::ReadOptions;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
+use std::net::IpAddr;
 
-/// How long a session cookie lasts (CouchDB's default `timeout`).
-pub const SESSION_SECONDS: u64 = 600;
+pub use session::SESSION_SECONDS;
+
+/// Password hashing and login throttling (`rhizome serve --help`).
+#[derive(Clone, Debug)]
+pub struct AuthSettings {
+    /// PBKDF2-HMAC-SHA-256 iterations of new and upgraded hashes.
+    pub pbkdf2_iterations: u32,
+    /// Failed logins of one user from one address before attempts are delayed.
+    pub login_attempts: u32,
+    /// The first delay; each further failure doubles it (up to 15 minutes).
+    pub login_delay_secs: u64,
+}
+
+pub const DEFAULT_LOGIN_ATTEMPTS: u32 = 5;
+pub const DEFAULT_LOGIN_DELAY_SECS: u64 = 1;
+
+impl Default for AuthSettings {
+    fn default() -> AuthSettings {
+        AuthSettings { pbkdf2_iterations: password::DEFAULT_ITERATIONS, login_attempts: DEFAULT_LOGIN_ATTEMPTS, login_delay_secs: DEFAULT_LOGIN_DELAY_SECS }
+    }
+}
 
 /// The user of a request (CouchDB's `userCtx`).
 #[derive(Clone, Debug, Default)]
@@ -37,17 +61,34 @@ impl UserCtx {
     }
 }
 
-/// Checks a name and password; the roles of the user if they match.
-pub fn check_password(server: &Server, name: &str, password: &str) -> Result<Option<Vec<String>>, HttpError> {
-    if name == server.identity.admin_name {
-        return Ok(verify_cached(server, name, password, &server.identity.admin_hash).then(|| vec!["_admin".to_owned()]));
+/// Checks a name and password from `peer`; the roles of the user if they
+/// match. A 401 without checking while failed attempts make this name or
+/// address wait.
+pub fn check_password(server: &Server, name: &str, password: &str, peer: Option<IpAddr>) -> Result<Option<Vec<String>>, HttpError> {
+    server.login_throttle.check(name, peer)?;
+    let roles = if name == server.identity.admin_name {
+        let hash = server.admin_hash();
+        verify_cached(server, name, password, &hash).then(|| {
+            upgrade_admin(server, password, &hash);
+            vec!["_admin".to_owned()]
+        })
+    } else {
+        match user_doc(server, name)? {
+            Some(user) => match PasswordHash::from_json(&user) {
+                Some(hash) if verify_cached(server, name, password, &hash) => {
+                    upgrade_user(server, name, password, &hash, user.clone());
+                    Some(roles_of(&user))
+                }
+                _ => None,
+            },
+            None => None,
+        }
+    };
+    match roles {
+        Some(_) => server.login_throttle.succeeded(name, peer),
+        None => server.login_throttle.failed(name, peer),
     }
-    let Some(user) = user_doc(server, name)? else { return Ok(None) };
-    let Some(hash) = PasswordHash::from_json(&user) else { return Ok(None) };
-    if !verify_cached(server, name, password, &hash) {
-        return Ok(None);
-    }
-    Ok(Some(roles_of(&user)))
+    Ok(roles)
 }
 
 fn roles_of(user: &Value) -> Vec<String> {
@@ -56,94 +97,166 @@ fn roles_of(user: &Value) -> Vec<String> {
 
 fn user_doc(server: &Server, name: &str) -> Result<Option<Value>, HttpError> {
     let Some(users) = server.db("_users")? else { return Ok(None) };
-    match users.db.get_doc(&format!("org.couchdb.user:{name}"), &ReadOptions::default()) {
+    match users.db.get_doc(&format!("{}{name}", users::USER_PREFIX), &ReadOptions::default()) {
         Ok(doc) => Ok(Some(Value::Object(doc))),
         Err(rhizome_docs::DocError::NotFound(_)) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }
 
+/// The cache key of a name and password: an HMAC under the server's
+/// secret, so that the cache holds nothing a fast offline guess could use.
+fn credential_key(server: &Server, name: &str, password: &str) -> [u8; 32] {
+    let mut mac = Hmac::<Sha256>::new_from_slice(server.identity.secret.as_bytes()).expect("HMAC takes keys of any length");
+    mac.update(name.as_bytes());
+    mac.update(&[0]);
+    mac.update(password.as_bytes());
+    mac.finalize().into_bytes().into()
+}
+
+/// Verifies against `hash`, remembering a success for this (name,
+/// password, salt and derived key), as CouchDB's auth cache does: only the
+/// first request with a password pays PBKDF2. A changed hash (new password,
+/// upgrade) misses the cache.
 fn verify_cached(server: &Server, name: &str, password: &str, hash: &PasswordHash) -> bool {
-    let mut h = Sha256::new();
-    for part in [name, password, &hash.salt, &hash.derived_key] {
-        h.update(part.as_bytes());
-        h.update([0]);
-    }
-    let fingerprint: [u8; 32] = h.finalize().into();
-    let mut cache = server.verified.lock().unwrap_or_else(|p| p.into_inner());
-    if cache.contains(&fingerprint) {
+    let key = credential_key(server, name, password);
+    let remembered = |cache: &std::collections::HashMap<[u8; 32], (String, String)>| {
+        cache.get(&key).is_some_and(|(salt, derived)| *salt == hash.salt && *derived == hash.derived_key)
+    };
+    if remembered(&server.verified.lock().unwrap_or_else(|p| p.into_inner())) {
         return true;
     }
-    drop(cache);
     if !password::verify(password, hash) {
         return false;
     }
-    cache = server.verified.lock().unwrap_or_else(|p| p.into_inner());
-    if cache.len() > 10_000 {
-        cache.clear();
-    }
-    cache.insert(fingerprint);
+    remember(server, key, hash);
     true
 }
 
-/// The user of a request. Wrong Basic credentials are a 401 (CouchDB does
-/// not fall back to anonymous); a bad or expired cookie is ignored.
-pub fn authenticate(server: &Server, req: &Request) -> Result<UserCtx, HttpError> {
-    if let Some(auth) = req.header("authorization") {
-        if let Some(b64) = auth.strip_prefix("Basic ").or_else(|| auth.strip_prefix("basic ")) {
-            let decoded = base64::engine::general_purpose::STANDARD.decode(b64.trim()).map_err(|_| HttpError::unauthorized("Invalid Basic authorization header"))?;
-            let text = String::from_utf8(decoded).map_err(|_| HttpError::unauthorized("Invalid Basic authorization header"))?;
-            let (name, pass) = text.split_once(':').ok_or_else(|| HttpError::unauthorized("Invalid Basic authorization header"))?;
-            return match check_password(server, name, pass)? {
-                Some(roles) => Ok(UserCtx { name: Some(name.to_owned()), roles, method: Some("default") }),
-                None => Err(HttpError::unauthorized("Name or password is incorrect.")),
-            };
+fn remember(server: &Server, key: [u8; 32], hash: &PasswordHash) {
+    let mut cache = server.verified.lock().unwrap_or_else(|p| p.into_inner());
+    if cache.len() > 10_000 {
+        cache.clear();
+    }
+    cache.insert(key, (hash.salt.clone(), hash.derived_key.clone()));
+}
+
+/// Whether authenticating `req` is cheap: no Basic credentials, or ones
+/// verified already (so it may run on the async threads; PBKDF2 may not).
+pub fn is_cheap(server: &Server, req: &Request) -> bool {
+    match basic_credentials(req) {
+        Some(Ok((name, pass))) => server.verified.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&credential_key(server, &name, &pass)),
+        _ => true,
+    }
+}
+
+fn upgrade_admin(server: &Server, password: &str, hash: &PasswordHash) {
+    let iterations = server.auth.pbkdf2_iterations;
+    if !hash.needs_upgrade(iterations) {
+        return;
+    }
+    let new = PasswordHash::with_salt(password, &hash.salt, iterations);
+    match server.set_admin_hash(new.clone()) {
+        Ok(()) => remember(server, credential_key(server, &server.identity.admin_name, password), &new),
+        Err(e) => eprintln!("rhizome: upgrading the admin's password hash: {e}"),
+    }
+}
+
+/// Rewrites a user's document with a stronger hash of the same password
+/// (same salt, so sessions survive). A concurrent write wins: the upgrade
+/// is tried again at the next login.
+fn upgrade_user(server: &Server, name: &str, password: &str, hash: &PasswordHash, user: Value) {
+    let iterations = server.auth.pbkdf2_iterations;
+    if !hash.needs_upgrade(iterations) {
+        return;
+    }
+    let Value::Object(mut doc) = user else { return };
+    let new = PasswordHash::with_salt(password, &hash.salt, iterations);
+    if let Value::Object(fields) = new.fields() {
+        doc.remove("pbkdf2_prf");
+        doc.extend(fields);
+    }
+    let result = server.db("_users").and_then(|users| {
+        let users = users.ok_or_else(HttpError::no_db)?;
+        let out = users.writes.write(&users.db, vec![doc], true)?;
+        users.notify();
+        Ok(out)
+    });
+    match result {
+        Ok(out) if out.iter().all(|(_, o)| o.is_ok()) => {
+            remember(server, credential_key(server, name, password), &new);
         }
+        Ok(_) => {}
+        Err(e) => eprintln!("rhizome: upgrading the password hash of {name}: {}", e.reason),
     }
-    if let Some(name) = req.header("cookie").and_then(|c| session_cookie(c)).and_then(|v| verify_cookie(server, v)) {
-        let roles = if name == server.identity.admin_name {
-            vec!["_admin".to_owned()]
-        } else {
-            match user_doc(server, &name)? {
-                Some(user) => roles_of(&user),
-                None => return Ok(UserCtx::default()),
-            }
+}
+
+fn basic_credentials(req: &Request) -> Option<Result<(String, String), HttpError>> {
+    let auth = req.header("authorization")?;
+    let b64 = auth.strip_prefix("Basic ").or_else(|| auth.strip_prefix("basic "))?;
+    let invalid = || HttpError::unauthorized("Invalid Basic authorization header");
+    let parsed = (|| {
+        let decoded = base64::engine::general_purpose::STANDARD.decode(b64.trim()).map_err(|_| invalid())?;
+        let text = String::from_utf8(decoded).map_err(|_| invalid())?;
+        let (name, pass) = text.split_once(':').ok_or_else(invalid)?;
+        Ok((name.to_owned(), pass.to_owned()))
+    })();
+    Some(parsed)
+}
+
+/// The user of a request. Wrong Basic credentials are a 401 (CouchDB does
+/// not fall back to anonymous); a bad, expired or revoked cookie is ignored.
+pub fn authenticate(server: &Server, req: &Request) -> Result<UserCtx, HttpError> {
+    if let Some(credentials) = basic_credentials(req) {
+        let (name, pass) = credentials?;
+        return match check_password(server, &name, &pass, req.peer)? {
+            Some(roles) => Ok(UserCtx { name: Some(name), roles, method: Some("default") }),
+            None => Err(HttpError::unauthorized("Name or password is incorrect.")),
         };
-        return Ok(UserCtx { name: Some(name), roles, method: Some("cookie") });
     }
-    Ok(UserCtx::default())
+    match cookie_user(server, req)? {
+        Some((name, roles, _)) => Ok(UserCtx { name: Some(name), roles, method: Some("cookie") }),
+        None => Ok(UserCtx::default()),
+    }
+}
+
+/// The user a valid session cookie names, with their roles and the cookie's
+/// MAC and expiry.
+fn cookie_user(server: &Server, req: &Request) -> Result<Option<(String, Vec<String>, (String, u64))>, HttpError> {
+    let Some(value) = req.header("cookie").and_then(session_cookie) else { return Ok(None) };
+    let Some(claim) = session::claim(value) else { return Ok(None) };
+    let (salt, roles) = if claim.name == server.identity.admin_name {
+        (server.admin_hash().salt, vec!["_admin".to_owned()])
+    } else {
+        let Some(user) = user_doc(server, &claim.name)? else { return Ok(None) };
+        let Some(hash) = PasswordHash::from_json(&user) else { return Ok(None) };
+        (hash.salt, roles_of(&user))
+    };
+    if !claim.verify(&server.identity.secret, &salt) || server.revoked_sessions.contains(claim.mac()) {
+        return Ok(None);
+    }
+    Ok(Some((claim.name.clone(), roles, (claim.mac().to_owned(), claim.expiry))))
 }
 
 fn session_cookie(header: &str) -> Option<&str> {
     header.split(';').map(str::trim).find_map(|c| c.strip_prefix("AuthSession=")).filter(|v| !v.is_empty())
 }
 
-fn now_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+/// A new session cookie for `name` (whose password was just checked).
+pub fn make_cookie(server: &Server, name: &str) -> Result<String, HttpError> {
+    let salt = if name == server.identity.admin_name {
+        server.admin_hash().salt
+    } else {
+        user_doc(server, name)?.as_ref().and_then(PasswordHash::from_json).map(|h| h.salt).ok_or_else(|| HttpError::unauthorized("Name or password is incorrect."))?
+    };
+    Ok(session::make_cookie(&server.identity.secret, name, &salt))
 }
 
-fn sign(server: &Server, payload: &str) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(server.identity.secret.as_bytes()).expect("HMAC takes keys of any length");
-    mac.update(payload.as_bytes());
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
-}
-
-/// A session token: `base64url(name:expiry_hex):hmac`, signed with the
-/// server's secret (CouchDB signs `name:timestamp` with HMAC-SHA1 of its
-/// secret and the user's salt; ours is the same idea with SHA-256).
-pub fn make_cookie(server: &Server, name: &str) -> String {
-    let payload = format!("{name}:{:x}", now_secs() + SESSION_SECONDS);
-    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.as_bytes());
-    format!("{encoded}.{}", sign(server, &payload))
-}
-
-fn verify_cookie(server: &Server, value: &str) -> Option<String> {
-    let (encoded, mac) = value.split_once('.')?;
-    let payload = String::from_utf8(base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded).ok()?).ok()?;
-    let expected = sign(server, &payload);
-    if expected.len() != mac.len() || expected.bytes().zip(mac.bytes()).fold(0u8, |a, (x, y)| a | (x ^ y)) != 0 {
-        return None;
+/// Logout: the request's session cookie, if valid, is forgotten by the
+/// server too.
+pub fn end_session(server: &Server, req: &Request) -> Result<(), HttpError> {
+    if let Some((_, _, (mac, expiry))) = cookie_user(server, req)? {
+        server.revoked_sessions.revoke(&mac, expiry).map_err(|e| HttpError::internal(format!("recording a logout: {e}")))?;
     }
-    let (name, expiry) = payload.rsplit_once(':')?;
-    (u64::from_str_radix(expiry, 16).ok()? > now_secs()).then(|| name.to_owned())
+    Ok(())
 }

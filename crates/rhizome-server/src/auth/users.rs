@@ -3,7 +3,7 @@
 //! admins may set roles
 //! (https://docs.couchdb.org/en/stable/intro/security.html#users-documents).
 
-use super::password::{PasswordHash, USER_ITERATIONS};
+use super::password::PasswordHash;
 use super::UserCtx;
 use crate::error::HttpError;
 use serde_json::{Map, Value};
@@ -12,7 +12,7 @@ pub const USER_PREFIX: &str = "org.couchdb.user:";
 
 /// Checks and rewrites one document written to `_users`. `current` is the
 /// stored winner, if any.
-pub fn prepare(ctx: &UserCtx, doc: &mut Map<String, Value>, current: Option<&Map<String, Value>>) -> Result<(), HttpError> {
+pub fn prepare(ctx: &UserCtx, doc: &mut Map<String, Value>, current: Option<&Map<String, Value>>, iterations: u32) -> Result<(), HttpError> {
     let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
     if id.starts_with("_design/") {
         return Ok(());
@@ -44,7 +44,9 @@ pub fn prepare(ctx: &UserCtx, doc: &mut Map<String, Value>, current: Option<&Map
     }
     match doc.remove("password") {
         Some(Value::String(p)) => {
-            let hash = PasswordHash::new(&p, USER_ITERATIONS);
+            let hash = PasswordHash::new(&p, iterations);
+            // A SHA-1 hash's `pbkdf2_prf` is absent; a new hash sets its own.
+            doc.remove("pbkdf2_prf");
             if let Value::Object(fields) = hash.fields() {
                 doc.extend(fields);
             }
@@ -53,7 +55,7 @@ pub fn prepare(ctx: &UserCtx, doc: &mut Map<String, Value>, current: Option<&Map
         None => {
             // An update without a password keeps the stored hash.
             if let Some(current) = current {
-                for k in ["password_scheme", "derived_key", "salt", "iterations"] {
+                for k in ["password_scheme", "pbkdf2_prf", "derived_key", "salt", "iterations"] {
                     if let (Some(v), false) = (current.get(k), doc.contains_key(k)) {
                         doc.insert(k.into(), v.clone());
                     }

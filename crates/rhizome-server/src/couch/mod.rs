@@ -23,7 +23,7 @@ pub fn write_docs(ctx: &UserCtx, db: &DbHandle, mut docs: Vec<Map<String, Value>
         for doc in &mut docs {
             let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
             let current = db.db.get_doc(&id, &ReadOptions::default()).ok();
-            users::prepare(ctx, doc, current.as_ref())?;
+            users::prepare(ctx, doc, current.as_ref(), db.pbkdf2_iterations)?;
         }
     }
     let out = db.writes.write(&db.db, docs, new_edits)?;

@@ -68,15 +68,16 @@ pub fn session(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Response
         )),
         Method::POST => {
             let (name, password) = credentials(req)?;
-            let Some(roles) = auth::check_password(server, &name, &password)? else {
+            let Some(roles) = auth::check_password(server, &name, &password, req.peer)? else {
                 return Err(HttpError::unauthorized("Name or password is incorrect."));
             };
             let mut r = json(200, &json!({ "ok": true, "name": name, "roles": roles }));
-            let cookie = format!("AuthSession={}; Version=1; Path=/; Max-Age={}; HttpOnly", auth::make_cookie(server, &name), auth::SESSION_SECONDS);
+            let cookie = format!("AuthSession={}; Version=1; Path=/; Max-Age={}; HttpOnly", auth::make_cookie(server, &name)?, auth::SESSION_SECONDS);
             http::set_header(&mut r, "set-cookie", &cookie);
             Ok(r)
         }
         Method::DELETE => {
+            auth::end_session(server, req)?;
             let mut r = json(200, &json!({ "ok": true }));
             http::set_header(&mut r, "set-cookie", "AuthSession=; Version=1; Path=/; Max-Age=0; HttpOnly");
             Ok(r)
