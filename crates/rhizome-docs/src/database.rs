@@ -207,6 +207,9 @@ impl Database {
     /// Writes (or, with `_deleted`, removes) a `_local` document; returns
     /// the new `_rev`.
     pub fn put_local(&self, id: &str, mut doc: Map<String, Value>) -> Result<String> {
+        if !doc.get("_deleted").and_then(Value::as_bool).unwrap_or(false) {
+            self.projector.check_local(id, &doc).map_err(|reason| DocError::Validation(format!("{id}: {reason}")))?;
+        }
         let mut txn = self.store.transaction()?;
         let current: Option<Map<String, Value>> = match txn.kv().get(LOCAL, id.as_bytes())? {
             Some(v) => Some(serde_json::from_slice(&v).map_err(|e| DocError::Corrupt(format!("local document {id}: {e}")))?),

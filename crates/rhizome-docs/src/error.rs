@@ -16,6 +16,10 @@ pub enum DocError {
     /// 400 `doc_validation` (bad special members, bad attachment data).
     #[error("{0}")]
     Validation(String),
+    /// 409 `conflict` with its own reason: the document's id is the graph
+    /// IRI of another document (`JsonLdProjector`'s naming rule).
+    #[error("{0}")]
+    IdConflict(String),
     /// 412 `missing_stub`: an attachment stub names data the store lacks.
     #[error("{0}")]
     MissingStub(String),

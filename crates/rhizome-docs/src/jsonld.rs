@@ -58,6 +58,40 @@ impl DocumentIris {
     }
 }
 
+/// The naming rule that keeps one graph per document: an id that is an
+/// absolute IRI is its own graph IRI, so such an id under this database's
+/// own prefix `<base>/<db>/` would be the graph of the document that the
+/// rest of it names (`http://localhost:5984/db/doc1` is `doc1`'s graph).
+/// Those ids are refused, whether that document exists yet or not (409,
+/// [`crate::DocError::IdConflict`]); and, for documents stored before the
+/// rule, a document whose graph IRI is the id of a live document is
+/// refused too. Absolute IRIs anywhere else stay their own graphs.
+impl DocumentIris {
+    /// Why `doc_id` may not be a document id here, if it is under the
+    /// database's own prefix.
+    pub fn reserved_id(&self, doc_id: &str) -> Option<String> {
+        if !is_absolute_iri(doc_id) {
+            return None;
+        }
+        let rest = doc_id.strip_prefix(&self.prefix)?;
+        let owner = percent_decode(rest).filter(|o| !o.is_empty());
+        Some(match owner {
+            Some(owner) => format!(
+                "Document id {doc_id} is the graph IRI of document {owner:?}; ids under {} name the graphs of this database's documents",
+                self.prefix
+            ),
+            None => format!("Document id {doc_id} is under {}, where the graphs of this database's documents are named", self.prefix),
+        })
+    }
+
+    /// The id of another document that would share `doc_id`'s graph: a
+    /// document whose id is `doc_id`'s graph IRI (only possible for data
+    /// written before [`Self::reserved_id`] was checked).
+    fn graph_iri_taken_by(&self, doc_id: &str) -> Option<String> {
+        (!is_absolute_iri(doc_id)).then(|| self.graph_iri(doc_id))
+    }
+}
+
 /// An `_id` that is an absolute IRI (a scheme, then `:`, and no spaces):
 /// its graph is itself.
 fn is_absolute_iri(id: &str) -> bool {
@@ -114,12 +148,33 @@ fn is_json_ld(body: &Map<String, Value>) -> bool {
     body.keys().any(|k| k.starts_with('@'))
 }
 
+/// The database's default context. Checked on every read as well as when
+/// it is written ([`check_default_context`]): a context stored before the
+/// check existed, or by an older version, fails the write that would use
+/// it, with the reason, instead of reaching oxjsonld.
 fn default_context(txn: &StoreTransaction<'_>) -> Result<Option<Value>, String> {
     let Some(bytes) = txn.kv().get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
     let doc: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| format!("{DEFAULT_CONTEXT_DOC}: {e}"))?;
-    Ok(doc.get("@context").cloned())
+    let Some(context) = doc.get("@context") else { return Ok(None) };
+    crate::jsonld_limits::check_json_ld(&serde_json::json!({ "@context": context }))
+        .map_err(|e| format!("the database's default context ({DEFAULT_CONTEXT_DOC}) cannot be used: {e}"))?;
+    Ok(Some(context.clone()))
+}
+
+/// Checks a new `_local/rhizome-context` as the documents it governs are
+/// checked: the bounds of [`crate::jsonld_limits`], then oxjsonld reading
+/// a document made of the context alone (so a context it refuses, such as
+/// a remote one or a malformed term definition, is refused here).
+pub(crate) fn check_default_context(doc: &Map<String, Value>) -> Result<(), String> {
+    let Some(context) = doc.get("@context") else { return Ok(()) };
+    let probe = serde_json::json!({ "@context": context, "@id": "urn:rhizome:context-check", "urn:rhizome:p": "v" });
+    crate::jsonld_limits::check_json_ld(&probe)?;
+    let text = probe.to_string();
+    crate::jsonld_limits::on_known_stack(|| {
+        JsonLdParser::new().for_slice(text.as_bytes()).try_for_each(|q| q.map(drop).map_err(|e| format!("invalid JSON-LD context: {e}")))
+    })?
 }
 
 impl GraphProjector for JsonLdProjector {
@@ -156,6 +211,23 @@ impl GraphProjector for JsonLdProjector {
     fn doc_id(&self, graph_iri: &str) -> Option<String> {
         Some(self.iris.doc_id(graph_iri))
     }
+
+    fn id_conflict(&self, txn: &StoreTransaction<'_>, doc_id: &str) -> Result<Option<String>, String> {
+        if let Some(reason) = self.iris.reserved_id(doc_id) {
+            return Ok(Some(reason));
+        }
+        let Some(iri) = self.iris.graph_iri_taken_by(doc_id) else { return Ok(None) };
+        let Some(bytes) = txn.kv().get(crate::keys::DOCS, iri.as_bytes()).map_err(|e| e.to_string())? else { return Ok(None) };
+        let live = !crate::keys::DocInfo::from_bytes(&iri, &bytes).map_err(|e| e.to_string())?.deleted;
+        Ok(live.then(|| format!("The graph IRI of document {doc_id:?} is {iri}, the id of another document; delete that document first")))
+    }
+
+    fn check_local(&self, id: &str, doc: &Map<String, Value>) -> Result<(), String> {
+        if id == DEFAULT_CONTEXT_DOC {
+            check_default_context(doc)?;
+        }
+        Ok(())
+    }
 }
 
 /// The quads of a document read as JSON-LD; none for plain JSON.
@@ -170,9 +242,13 @@ fn parse_document(txn: &StoreTransaction<'_>, body: &Map<String, Value>, iri: &s
             None => {}
         }
     }
-    let text = Value::Object(json).to_string();
+    let json = Value::Object(json);
+    // oxjsonld recurses on contexts: bounded first, then run on a stack of
+    // known size (see jsonld_limits).
+    crate::jsonld_limits::check_json_ld(&json)?;
+    let text = json.to_string();
     let parser = JsonLdParser::new().with_base_iri(iri).map_err(|e| format!("document IRI {iri}: {e}"))?;
-    parser.for_slice(text.as_bytes()).map(|q| q.map_err(|e| format!("invalid JSON-LD: {e}"))).collect()
+    crate::jsonld_limits::on_known_stack(|| parser.for_slice(text.as_bytes()).map(|q| q.map_err(|e| format!("invalid JSON-LD: {e}"))).collect())?
 }
 
 /// The graph `graph_iri` rendered as the members of a JSON-LD document:

@@ -26,6 +26,20 @@ pub trait GraphProjector: Send + Sync {
     fn doc_id(&self, _graph_iri: &str) -> Option<String> {
         None
     }
+
+    /// Why a document written from its JSON (not a deletion) may not have
+    /// this id: its graph would be another document's. Called before the
+    /// write changes anything; the reason becomes a 409.
+    fn id_conflict(&self, _txn: &StoreTransaction<'_>, _doc_id: &str) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+
+    /// Checks a `_local` document before it is stored, for the local
+    /// documents the projection reads (a default context); the reason
+    /// becomes a 400.
+    fn check_local(&self, _id: &str, _doc: &Map<String, Value>) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Projects nothing: documents stay documents only.

@@ -188,6 +188,11 @@ impl Database {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(DocError::Validation("_deleted must be a boolean".into())),
         };
+        if graph_marker.is_none() && !deleted {
+            if let Some(reason) = self.projector.id_conflict(txn, id).map_err(|reason| DocError::Projection { id: id.to_owned(), reason })? {
+                return Err(DocError::IdConflict(reason));
+            }
+        }
         let info = match txn.kv().get(DOCS, id.as_bytes())? {
             Some(bytes) => Some(DocInfo::from_bytes(id, &bytes)?),
             None => None,

@@ -14,6 +14,7 @@ mod dump;
 mod error;
 pub mod index;
 mod load;
+pub mod nesting;
 mod stats;
 mod store;
 pub mod term;

@@ -67,6 +67,7 @@ impl From<DocError> for HttpError {
     fn from(e: DocError) -> HttpError {
         match e {
             DocError::Conflict => HttpError::new(409, "conflict", "Document update conflict."),
+            DocError::IdConflict(r) => HttpError::new(409, "conflict", r),
             DocError::NotFound(reason) => HttpError::not_found(reason),
             DocError::BadRequest(r) => HttpError::bad_request(r),
             DocError::Validation(r) => HttpError::new(400, "doc_validation", r),

@@ -5,9 +5,9 @@
 
 use crate::error::HttpError;
 use crate::http::{Body, Request};
-use crate::state::DbHandle;
+use crate::state::{DbHandle, Server};
 use hyper::Response;
 
-pub fn route(req: &Request, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
-    crate::rdf::route(req, db, what)
+pub fn route(server: &Server, req: &Request, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
+    crate::rdf::route(server, req, db, what)
 }

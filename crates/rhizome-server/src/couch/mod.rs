@@ -85,6 +85,7 @@ fn clone_doc_error(e: &rhizome_docs::DocError) -> rhizome_docs::DocError {
     use rhizome_docs::DocError as D;
     match e {
         D::Conflict => D::Conflict,
+        D::IdConflict(r) => D::IdConflict(r.clone()),
         D::NotFound(r) => D::NotFound(r),
         D::BadRequest(r) => D::BadRequest(r.clone()),
         D::Validation(r) => D::Validation(r.clone()),

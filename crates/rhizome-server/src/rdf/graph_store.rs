@@ -20,6 +20,14 @@
 //! Bodies in Turtle, N-Triples, N-Quads, TriG, RDF/XML or JSON-LD by
 //! `Content-Type` (415 otherwise); malformed RDF is 400 with the parser's
 //! position. Writes go through `Database::rdf_write`.
+//!
+//! Limits: a body nesting deeper than `MAX_RDF_NESTING` (256) levels
+//! (Turtle collections and blank nodes, RDF/XML elements, JSON) is 400 at
+//! the position of the first level past it, and a JSON-LD body is held to
+//! the document bounds (`rhizome_docs::check_json_ld`). The body is parsed
+//! in full before the database's write lock is taken. A write (parsing
+//! included) stops with 503 after [`GRAPH_WRITE_TIMEOUT_MS`] or at
+//! shutdown, rolled back.
 
 use super::negotiate::{self, GRAPH_OFFERS};
 use super::{endpoint_iri, store_error};
@@ -29,8 +37,42 @@ use crate::state::DbHandle;
 use hyper::{Method, Response};
 use oxrdf::{NamedNode, Triple};
 use oxrdfio::{RdfFormat, RdfParser, RdfSerializer};
+use crate::state::Server;
+use rhizome_rdf::nesting::{check_nesting, MAX_RDF_NESTING};
 use rhizome_rdf::{DatasetMode, DecodeCache, QuadPattern, StoreTransaction, TermId};
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// How long a Graph Store write may take, parsing included.
+pub const GRAPH_WRITE_TIMEOUT_MS: u64 = 60_000;
+
+/// Triples parsed or written between two looks at the clock and the
+/// shutdown flag.
+const CHECK_EVERY: usize = 4096;
+
+/// When a write must give up: its deadline, or the server shutting down
+/// (so that SIGTERM stops a long write within a bounded time; the
+/// transaction is dropped and nothing of it is kept).
+struct WriteBudget<'a> {
+    deadline: Instant,
+    shutdown: &'a tokio::sync::watch::Receiver<bool>,
+}
+
+impl WriteBudget<'_> {
+    fn new(server: &Server) -> WriteBudget<'_> {
+        WriteBudget { deadline: Instant::now() + Duration::from_millis(GRAPH_WRITE_TIMEOUT_MS), shutdown: &server.shutdown }
+    }
+
+    fn check(&self) -> Result<(), HttpError> {
+        if *self.shutdown.borrow() {
+            return Err(HttpError::new(503, "shutting_down", "the server is shutting down; the write was not made"));
+        }
+        if Instant::now() > self.deadline {
+            return Err(HttpError::new(503, "write_limit", format!("the Graph Store write took longer than {} s and was not made", GRAPH_WRITE_TIMEOUT_MS / 1000)));
+        }
+        Ok(())
+    }
+}
 
 /// Which graph a request is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,15 +112,16 @@ fn resolve(base: &str, iri: &str) -> Result<NamedNode, HttpError> {
     Ok(NamedNode::new_unchecked(resolved.into_inner()))
 }
 
-pub fn handle(req: &Request, db: &DbHandle, direct: Option<&str>) -> Result<Response<Body>, HttpError> {
+pub fn handle(server: &Server, req: &Request, db: &DbHandle, direct: Option<&str>) -> Result<Response<Body>, HttpError> {
     let target = target(req, db, direct)?;
+    let budget = WriteBudget::new(server);
     match (&req.method, &target) {
         (&Method::GET | &Method::HEAD, Target::Store) => Err(HttpError::bad_request("name a graph: ?graph=IRI or ?default (or query the store at _sparql)")),
         (&Method::GET | &Method::HEAD, _) => get(req, db, &target),
         (&Method::PUT, Target::Store) | (&Method::DELETE, Target::Store) => Err(HttpError::bad_request("name a graph: ?graph=IRI or ?default")),
-        (&Method::PUT, _) => write(req, db, &target, true),
-        (&Method::POST, Target::Store) => create(req, db),
-        (&Method::POST, _) => write(req, db, &target, false),
+        (&Method::PUT, _) => write(req, db, &target, true, &budget),
+        (&Method::POST, Target::Store) => create(req, db, &budget),
+        (&Method::POST, _) => write(req, db, &target, false, &budget),
         (&Method::DELETE, _) => delete(db, &target),
         _ => Err(HttpError::method_not_allowed("GET,HEAD,PUT,POST,DELETE")),
     }
@@ -125,29 +168,42 @@ fn get(req: &Request, db: &DbHandle, target: &Target) -> Result<Response<Body>, 
 
 /// The triples of a request body (every part of a `multipart/form-data`
 /// one), blank nodes kept apart per part.
-fn body_triples(req: &Request, base: &str) -> Result<Vec<Triple>, HttpError> {
+fn body_triples(req: &Request, base: &str, budget: &WriteBudget<'_>) -> Result<Vec<Triple>, HttpError> {
     let content_type = req.header("content-type");
     if negotiate::essence(content_type).as_deref() == Some("multipart/form-data") {
         let ct = content_type.unwrap_or_default();
         let mut triples = Vec::new();
         for part in multipart_parts(ct, &req.body)? {
-            triples.extend(parse_triples(negotiate::body_format(part.content_type.as_deref())?, &part.body, base, part.name.as_deref())?);
+            triples.extend(parse_triples(negotiate::body_format(part.content_type.as_deref())?, &part.body, base, part.name.as_deref(), budget)?);
         }
         return Ok(triples);
     }
-    parse_triples(negotiate::body_format(content_type)?, &req.body, base, None)
+    parse_triples(negotiate::body_format(content_type)?, &req.body, base, None, budget)
 }
 
-fn parse_triples(format: RdfFormat, body: &[u8], base: &str, part: Option<&str>) -> Result<Vec<Triple>, HttpError> {
+/// Parses a body after checking its nesting (and, for JSON-LD, its
+/// contexts), on a stack of known size (the JSON-LD parser recurses on
+/// contexts).
+fn parse_triples(format: RdfFormat, body: &[u8], base: &str, part: Option<&str>, budget: &WriteBudget<'_>) -> Result<Vec<Triple>, HttpError> {
+    let place = part.map(|p| format!(" (part {p})")).unwrap_or_default();
+    let invalid = |e: String| HttpError::bad_request(format!("invalid {} in the request body{place}: {e}", format.name()));
+    check_nesting(format, body, MAX_RDF_NESTING).map_err(|e| invalid(e.to_string()))?;
+    if matches!(format, RdfFormat::JsonLd { .. }) {
+        let json: serde_json::Value = serde_json::from_slice(body).map_err(|e| invalid(e.to_string()))?;
+        rhizome_docs::check_json_ld(&json).map_err(invalid)?;
+    }
     let parser = RdfParser::from_format(format).with_base_iri(base).map_err(|e| HttpError::internal(e.to_string()))?.without_named_graphs().rename_blank_nodes();
-    parser
-        .for_slice(body)
-        .map(|q| q.map(Triple::from))
-        .collect::<Result<_, _>>()
-        .map_err(|e| {
-            let place = part.map(|p| format!(" (part {p})")).unwrap_or_default();
-            HttpError::bad_request(format!("invalid {} in the request body{place}: {e}", format.name()))
-        })
+    rhizome_docs::on_known_stack(|| {
+        let mut triples = Vec::new();
+        for q in parser.for_slice(body) {
+            triples.push(Triple::from(q.map_err(|e| invalid(e.to_string()))?));
+            if triples.len() % CHECK_EVERY == 0 {
+                budget.check()?;
+            }
+        }
+        Ok(triples)
+    })
+    .map_err(HttpError::internal)?
 }
 
 pub(super) struct Part {
@@ -212,12 +268,15 @@ fn graphs_of(txn: &StoreTransaction<'_>, mode: DatasetMode, target: &Target) -> 
 
 /// Adds triples to the target graph (to their subjects' graphs for the
 /// default graph of a union store).
-fn insert(txn: &mut StoreTransaction<'_>, target: &Target, triples: &[Triple]) -> Result<(), HttpError> {
+fn insert(txn: &mut StoreTransaction<'_>, target: &Target, triples: &[Triple], budget: &WriteBudget<'_>) -> Result<(), HttpError> {
     let graph = match target {
         Target::Named(iri) => Some(txn.encode(iri.as_ref().into()).map_err(store_error)?),
         _ => None,
     };
-    for t in triples {
+    for (i, t) in triples.iter().enumerate() {
+        if i % CHECK_EVERY == CHECK_EVERY - 1 {
+            budget.check()?;
+        }
         let s = txn.encode(t.subject.as_ref().into()).map_err(store_error)?;
         let p = txn.encode(t.predicate.as_ref().into()).map_err(store_error)?;
         let o = txn.encode(t.object.as_ref()).map_err(store_error)?;
@@ -241,12 +300,13 @@ fn exists(txn: &StoreTransaction<'_>, target: &Target) -> Result<bool, HttpError
     }
 }
 
-fn write(req: &Request, db: &DbHandle, target: &Target, replace: bool) -> Result<Response<Body>, HttpError> {
+fn write(req: &Request, db: &DbHandle, target: &Target, replace: bool, budget: &WriteBudget<'_>) -> Result<Response<Body>, HttpError> {
     let base = match target {
         Target::Named(iri) => iri.as_str().to_owned(),
         _ => endpoint_iri(req, db, "_graph"),
     };
-    let triples = body_triples(req, &base)?;
+    // Parsed in full before `rdf_write` takes the database's write lock.
+    let triples = body_triples(req, &base, budget)?;
     let mode = db.db.store().mode();
     let created = db.db.rdf_write(|txn| {
         let existed = exists(txn, target)?;
@@ -255,19 +315,20 @@ fn write(req: &Request, db: &DbHandle, target: &Target, replace: bool) -> Result
                 txn.drop_graph(g).map_err(store_error)?;
             }
         }
-        insert(txn, target, &triples)?;
+        insert(txn, target, &triples, budget)?;
+        budget.check()?;
         Ok::<_, HttpError>(!existed)
     })?;
     db.notify();
     Ok(empty(if created { 201 } else { 204 }))
 }
 
-fn create(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+fn create(req: &Request, db: &DbHandle, budget: &WriteBudget<'_>) -> Result<Response<Body>, HttpError> {
     let iri = format!("{}/{}", endpoint_iri(req, db, "_graph"), http::uuid());
     let graph = NamedNode::new(&iri).map_err(|e| HttpError::bad_request(format!("cannot name a graph {iri}: {e}")))?;
     let target = Target::Named(graph);
-    let triples = body_triples(req, &iri)?;
-    db.db.rdf_write(|txn| insert(txn, &target, &triples))?;
+    let triples = body_triples(req, &iri, budget)?;
+    db.db.rdf_write(|txn| insert(txn, &target, &triples, budget))?;
     db.notify();
     let mut r = empty(201);
     http::set_header(&mut r, "location", &iri);

@@ -14,16 +14,16 @@ mod sparql_protocol;
 
 use crate::error::HttpError;
 use crate::http::{Body, Request};
-use crate::state::DbHandle;
+use crate::state::{DbHandle, Server};
 use hyper::Response;
 use rhizome_sparql::SparqlError;
 
-pub fn route(req: &Request, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
+pub fn route(server: &Server, req: &Request, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
     match what {
         "_sparql" => sparql_protocol::handle(req, db),
-        "_graph" => graph_store::handle(req, db, None),
+        "_graph" => graph_store::handle(server, req, db, None),
         _ => match what.strip_prefix("_graph/") {
-            Some(path) => graph_store::handle(req, db, Some(path)),
+            Some(path) => graph_store::handle(server, req, db, Some(path)),
             None => Err(HttpError::not_found(format!("no endpoint {what}"))),
         },
     }
