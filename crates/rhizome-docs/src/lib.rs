@@ -19,8 +19,10 @@
 
 mod all_docs;
 mod changes;
+mod compact;
 mod database;
 mod error;
+mod graph_write;
 pub mod keys;
 mod jsonld;
 mod projector;
@@ -33,6 +35,7 @@ pub use all_docs::{AllDocs, AllDocsOptions};
 pub use changes::{Changes, ChangesFilter, ChangesOptions};
 pub use database::{valid_db_name, Compacted, Database, DbInfo, DEFAULT_REVS_LIMIT};
 pub use error::{DocError, Result};
+pub use graph_write::DEFAULT_GRAPH_DOC;
 pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC};
 pub use projector::{GraphProjector, NoProjection};
 pub use read::{Attachment, OpenRev, OpenRevs, ReadOptions};
