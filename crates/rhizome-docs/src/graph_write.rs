@@ -27,6 +27,19 @@ use rhizome_rdf::{QuadPattern, StoreTransaction, TermId};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
+/// What an RDF write does to a document whose graph it removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmptiedGraphs {
+    /// The write named the graph (`DROP GRAPH`, a Graph Store `DELETE`, a
+    /// `DELETE` of its last triple): only RDF goes; the document stays with
+    /// its other members and attachments, and is deleted only when nothing
+    /// else is left.
+    KeepDocumentData,
+    /// The write was meant for everything (`DROP ALL`, `CLEAR NAMED`):
+    /// every document whose graph it removed is deleted.
+    DeleteDocuments,
+}
+
 /// The revision a graph write gives a document.
 #[derive(Debug)]
 pub(crate) enum GraphRevision {

@@ -35,7 +35,7 @@ pub use all_docs::{AllDocs, AllDocsOptions};
 pub use changes::{Changes, ChangesFilter, ChangesOptions};
 pub use database::{valid_db_name, Compacted, Database, DbInfo, DEFAULT_REVS_LIMIT};
 pub use error::{DocError, Result};
-pub use graph_write::DEFAULT_GRAPH_DOC;
+pub use graph_write::{EmptiedGraphs, DEFAULT_GRAPH_DOC};
 pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC};
 pub use projector::{GraphProjector, NoProjection};
 pub use read::{Attachment, OpenRev, OpenRevs, ReadOptions};

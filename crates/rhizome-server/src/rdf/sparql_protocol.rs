@@ -29,7 +29,8 @@ use hyper::{Method, Response};
 use oxrdf::NamedNode;
 use rhizome_sparql::{execute_update_with_stored_default, parse_query, parse_update, write_results, PreparedQuery, QueryResults, ResultFormat, Statistics, UpdateLimits};
 use serde_json::json;
-use spargebra::algebra::QueryDataset;
+use rhizome_docs::EmptiedGraphs;
+use spargebra::algebra::{GraphTarget, QueryDataset};
 use spargebra::{GraphUpdateOperation, Query, Update};
 use std::time::{Duration, Instant};
 
@@ -252,7 +253,13 @@ fn update(db: &DbHandle, text: &str, params: &Params, base: &str) -> Result<Resp
     // Writes to the default graph go to the database's stored default
     // graph, never to the documents the union default graph shows.
     let stored_default = db.db.stored_default_graph().map(oxrdf::NamedNode::new).transpose().map_err(|e| HttpError::internal(format!("stored default graph IRI: {e}")))?;
-    let summary = db.db.rdf_write(|txn| execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(sparql_error))?;
+    // DROP/CLEAR ALL or NAMED are meant for every graph: the documents
+    // whose graphs they remove are deleted, not kept with their other data.
+    let everything = update.operations.iter().any(|op| {
+        matches!(op, GraphUpdateOperation::Drop { graph: GraphTarget::AllGraphs | GraphTarget::NamedGraphs, .. } | GraphUpdateOperation::Clear { graph: GraphTarget::AllGraphs | GraphTarget::NamedGraphs, .. })
+    });
+    let emptied = if everything { EmptiedGraphs::DeleteDocuments } else { EmptiedGraphs::KeepDocumentData };
+    let summary = db.db.rdf_write_with(emptied, |txn| execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(sparql_error))?;
     db.notify();
     Ok(http::json(200, &json!({ "ok": true, "inserted": summary.quads_inserted, "deleted": summary.quads_deleted })))
 }
