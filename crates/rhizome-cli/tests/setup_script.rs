@@ -1,8 +1,10 @@
 //! `scripts/setup` decides every install from the package manager's record.
-//! The real script runs against fake `dpkg-query`, `apt-get`, `npm` and `node`
-//! (put first on PATH and named by the DPKG_QUERY / APT_GET / NPM / NODE
-//! overrides) that keep their state in files: a dpkg status list, an npm
-//! "tree is complete" flag, and a log of every install they were asked for.
+//! The real script (copied with scripts/lib/ into a fake repository root)
+//! runs against fake `dpkg-query`, `apt-get`, `npm`, `node` and `python3`
+//! (named by the DPKG_QUERY / APT_GET / NPM / NODE / PYTHON overrides) that
+//! keep their state in files: a dpkg status list, an npm "tree is complete"
+//! flag, a venv whose fake pip knows what it installed, and a log of every
+//! install they were asked for.
 //! Fake `apt-get install` records its packages as installed, so a second run
 //! shows the script is quick and quiet when everything is there.
 
@@ -43,6 +45,24 @@ case "$1" in
 esac
 "#;
 
+// `python3 -m venv DIR` makes DIR/bin/python, a fake whose pip keeps its
+// record in DIR/installed.
+const FAKE_PYTHON: &str = r#"#!/usr/bin/env bash
+[ "$1 $2" = "-m venv" ] || { echo "fake python3: unexpected $*" >&2; exit 2; }
+mkdir -p "$3/bin"
+cat > "$3/bin/python" <<'PY'
+#!/usr/bin/env bash
+venv="$(cd "$(dirname "$0")/.." && pwd)"
+[ "$1 $2" = "-m pip" ] || exit 2
+case "$3" in
+  show) shift 3; for p in "$@"; do case "$p" in -*) ;; *) grep -qx "$p" "$venv/installed" 2>/dev/null || exit 1 ;; esac; done ;;
+  install) shift 3; for p in "$@"; do case "$p" in -*) ;; *) p="${p%%==*}"; echo "$p" >> "$venv/installed"; echo "pip install $p" >> "$FAKE/log" ;; esac; done ;;
+  *) exit 2 ;;
+esac
+PY
+chmod +x "$3/bin/python"
+"#;
+
 impl FakeMachine {
     /// A machine whose dpkg record holds `packages` ("name|status") and whose
     /// npm tree is complete or not.
@@ -50,7 +70,14 @@ impl FakeMachine {
         let dir = tempfile::tempdir().expect("a temp dir");
         let bin = dir.path().join("bin");
         fs::create_dir(&bin).unwrap();
-        for (name, text) in [("dpkg-query", FAKE_DPKG_QUERY), ("apt-get", FAKE_APT_GET), ("npm", FAKE_NPM), ("node", "#!/bin/sh\n"), ("sudo", "#!/bin/sh\nexec \"$@\"\n")] {
+        for (name, text) in [
+            ("dpkg-query", FAKE_DPKG_QUERY),
+            ("apt-get", FAKE_APT_GET),
+            ("npm", FAKE_NPM),
+            ("node", "#!/bin/sh\n"),
+            ("python3", FAKE_PYTHON),
+            ("sudo", "#!/bin/sh\nexec \"$@\"\n"),
+        ] {
             let path = bin.join(name);
             fs::write(&path, text).unwrap();
             make_executable(&path);
@@ -62,6 +89,13 @@ impl FakeMachine {
         if npm_tree_complete {
             fs::write(dir.path().join("npm-tree-complete"), "").unwrap();
         }
+        // The repository: the real scripts, and the folders they work in.
+        let root = dir.path().join("repo");
+        fs::create_dir_all(root.join("scripts/lib")).unwrap();
+        fs::create_dir_all(root.join("tests/pouchdb")).unwrap();
+        fs::create_dir_all(root.join("tests/python")).unwrap();
+        fs::copy(repo().join("scripts/setup"), root.join("scripts/setup")).unwrap();
+        fs::copy(repo().join("scripts/lib/install.sh"), root.join("scripts/lib/install.sh")).unwrap();
         FakeMachine { dir }
     }
 
@@ -71,18 +105,27 @@ impl FakeMachine {
         let bin = self.dir.path().join("bin");
         let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
         let out = Command::new("bash")
-            .arg(repo().join("scripts/setup"))
+            .arg(self.dir.path().join("repo/scripts/setup"))
             .env("PATH", path)
             .env("FAKE", self.dir.path())
             .env("DPKG_QUERY", bin.join("dpkg-query"))
             .env("APT_GET", bin.join("apt-get"))
             .env("NPM", bin.join("npm"))
             .env("NODE", node)
+            .env("PYTHON", bin.join("python3"))
             .output()
             .expect("bash runs scripts/setup");
         assert!(out.status.success(), "scripts/setup failed: {}", String::from_utf8_lossy(&out.stderr));
         let after = fs::read_to_string(self.dir.path().join("log")).unwrap();
         after[before.len()..].lines().filter(|l| !l.contains(" update")).map(str::to_owned).collect()
+    }
+
+    /// A venv of tests/python whose pip already has rdflib.
+    fn with_rdflib(&self) {
+        let venv = self.dir.path().join("repo/tests/python/.venv");
+        let out = Command::new(self.dir.path().join("bin/python3")).args(["-m", "venv"]).arg(&venv).output().unwrap();
+        assert!(out.status.success());
+        fs::write(venv.join("installed"), "rdflib\n").unwrap();
     }
 
     fn node(&self) -> String {
@@ -102,6 +145,7 @@ fn installs_libclang_when_only_libclang_cpp_is_present() {
     let mut packages = BASE.to_vec();
     packages.push("libclang-cpp14|install ok installed");
     let machine = FakeMachine::new(&packages, true);
+    machine.with_rdflib();
     let installs = machine.run_setup(&machine.node());
     assert_eq!(installs, vec!["apt-get install -y -qq libclang-dev clang"], "libclang-cpp14 is not libclang");
     // Now the record has them: a second run installs nothing.
@@ -113,6 +157,7 @@ fn does_nothing_when_everything_is_there() {
     let mut packages = BASE.to_vec();
     packages.extend(["libclang-dev|install ok installed", "clang|install ok installed"]);
     let machine = FakeMachine::new(&packages, true);
+    machine.with_rdflib();
     assert_eq!(machine.run_setup(&machine.node()), Vec::<String>::new());
 }
 
@@ -121,6 +166,7 @@ fn a_package_removed_with_its_config_left_is_missing() {
     let mut packages = BASE.to_vec();
     packages.extend(["libclang-dev|deinstall ok config-files", "clang|install ok installed"]);
     let machine = FakeMachine::new(&packages, true);
+    machine.with_rdflib();
     assert_eq!(machine.run_setup(&machine.node()), vec!["apt-get install -y -qq libclang-dev"]);
 }
 
@@ -129,6 +175,7 @@ fn runs_npm_ci_when_npm_says_the_tree_is_incomplete() {
     let mut packages = BASE.to_vec();
     packages.extend(["libclang-dev|install ok installed", "clang|install ok installed"]);
     let machine = FakeMachine::new(&packages, false);
+    machine.with_rdflib();
     assert_eq!(machine.run_setup(&machine.node()), vec!["npm ci in pouchdb"]);
     assert_eq!(machine.run_setup(&machine.node()), Vec::<String>::new());
 }
@@ -138,6 +185,16 @@ fn installs_node_when_the_command_is_missing() {
     let mut packages = BASE.to_vec();
     packages.extend(["libclang-dev|install ok installed", "clang|install ok installed", "curl|install ok installed"]);
     let machine = FakeMachine::new(&packages, true);
+    machine.with_rdflib();
     let installs = machine.run_setup("no-such-node-command");
     assert_eq!(installs, vec!["apt-get install -y -qq nodejs npm"]);
+}
+
+#[test]
+fn makes_the_rdflib_venv_when_pip_lacks_it() {
+    let mut packages = BASE.to_vec();
+    packages.extend(["libclang-dev|install ok installed", "clang|install ok installed"]);
+    let machine = FakeMachine::new(&packages, true);
+    assert_eq!(machine.run_setup(&machine.node()), vec!["pip install rdflib"]);
+    assert_eq!(machine.run_setup(&machine.node()), Vec::<String>::new());
 }

@@ -19,8 +19,10 @@
 
 mod all_docs;
 mod changes;
+mod compact;
 mod database;
 mod error;
+mod graph_write;
 pub mod keys;
 mod jsonld;
 mod jsonld_limits;
@@ -34,6 +36,7 @@ pub use all_docs::{AllDocs, AllDocsOptions};
 pub use changes::{Changes, ChangesFilter, ChangesOptions};
 pub use database::{valid_db_name, Compacted, Database, DbInfo, DEFAULT_REVS_LIMIT};
 pub use error::{DocError, Result};
+pub use graph_write::{EmptiedGraphs, DEFAULT_GRAPH_DOC};
 pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC};
 pub use jsonld_limits::{check_json_ld, on_known_stack, JSONLD_STACK_BYTES, MAX_CONTEXT_COPIES, MAX_CONTEXT_DEPTH, MAX_CONTEXT_TERMS, MAX_JSON_DEPTH};
 pub use projector::{GraphProjector, NoProjection};

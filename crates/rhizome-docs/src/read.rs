@@ -61,7 +61,14 @@ pub(crate) fn body(kv: &dyn KvRead, id: &str, rev: &Rev) -> Result<Option<Map<St
         Some(bytes) => {
             let stored: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
             match stored.get(crate::jsonld::GRAPH_MARKER) {
-                Some(Value::String(iri)) => Ok(Some(crate::jsonld::render_graph(kv, iri)?)),
+                Some(Value::String(iri)) => {
+                    let mut rendered = crate::jsonld::render_graph(kv, iri)?;
+                    // A graph-bodied revision keeps its attachments.
+                    if let Some(atts) = stored.get("_attachments") {
+                        rendered.insert("_attachments".into(), atts.clone());
+                    }
+                    Ok(Some(rendered))
+                }
                 _ => Ok(Some(stored)),
             }
         }

@@ -9,6 +9,7 @@
 //! does (https://docs.couchdb.org/en/stable/api/database/bulk-api.html#db-bulk-docs).
 
 use crate::keys::{self, body_key, meta, DocInfo, ATTACHMENTS, BODIES, DB_META, DOCS, SEQS};
+use crate::graph_write::{EmptiedGraphs, GraphRevision};
 use crate::{Database, DocError, Result, Rev};
 use base64::Engine;
 use md5::{Digest, Md5};
@@ -88,14 +89,24 @@ impl Database {
     /// deletion, when the graph is now empty), and so appears in
     /// `_changes`; all committed together.
     pub fn rdf_write<T, E: From<DocError>>(&self, f: impl FnOnce(&mut StoreTransaction<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E> {
+        self.rdf_write_with(EmptiedGraphs::KeepDocumentData, f)
+    }
+
+    /// [`Database::rdf_write`], saying what becomes of a document whose
+    /// graph the write removed (see [`EmptiedGraphs`]).
+    pub fn rdf_write_with<T, E: From<DocError>>(
+        &self,
+        emptied: EmptiedGraphs,
+        f: impl FnOnce(&mut StoreTransaction<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
         let mut txn = self.store.transaction().map_err(DocError::from)?;
         let out = f(&mut txn)?;
-        self.record_graph_writes(&mut txn)?;
+        self.record_graph_writes(&mut txn, emptied)?;
         txn.commit().map_err(DocError::from)?;
         Ok(out)
     }
 
-    fn record_graph_writes(&self, txn: &mut StoreTransaction<'_>) -> Result<()> {
+    fn record_graph_writes(&self, txn: &mut StoreTransaction<'_>, emptied: EmptiedGraphs) -> Result<()> {
         let touched = txn.touched_graphs().to_vec();
         if touched.is_empty() {
             return Ok(());
@@ -114,19 +125,28 @@ impl Database {
                 Some(bytes) => Some(DocInfo::from_bytes(&id, &bytes)?),
                 None => None,
             };
-            let live = info.as_ref().is_some_and(|i| !i.deleted);
-            if empty && !live {
+            let live = info.as_ref().filter(|i| !i.deleted);
+            if empty && live.is_none() {
                 continue;
             }
-            let mut doc = Map::new();
+            let old_body = match live {
+                Some(i) => read_body(txn, &id, &i.winner)?,
+                None => None,
+            };
+            let revision = match (empty, emptied) {
+                (true, EmptiedGraphs::DeleteDocuments) => GraphRevision::Delete,
+                _ => crate::graph_write::revision_after_graph_write(txn, graph, iri.as_str(), old_body.as_ref(), empty)?,
+            };
+            let (mut doc, marker) = match revision {
+                GraphRevision::Json(body) => (body, None),
+                GraphRevision::Graph(stubs) => (Map::from_iter(stubs.map(|s| ("_attachments".to_owned(), s))), Some(iri.as_str())),
+                GraphRevision::Delete => (Map::from_iter([("_deleted".to_owned(), Value::Bool(true))]), Some(iri.as_str())),
+            };
             doc.insert("_id".into(), Value::String(id.clone()));
-            if let Some(i) = info.as_ref().filter(|i| !i.deleted) {
+            if let Some(i) = live {
                 doc.insert("_rev".into(), Value::String(i.winner.to_string()));
             }
-            if empty {
-                doc.insert("_deleted".into(), Value::Bool(true));
-            }
-            match self.write_one(txn, &mut counters, &id, doc, true, Some(iri.as_str())) {
+            match self.write_one(txn, &mut counters, &id, doc, true, marker) {
                 Ok(_) | Err(DocError::Conflict) => {}
                 Err(e) => return Err(e),
             }

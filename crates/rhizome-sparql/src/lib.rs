@@ -34,4 +34,4 @@ pub use error::{Result, SparqlError};
 pub use plan::Statistics;
 pub use query::{parse_query, PreparedQuery, QueryResults};
 pub use results::{write_results, ResultFormat};
-pub use update::{execute_update, execute_update_in, parse_update, UpdateLimits, UpdateSummary};
+pub use update::{execute_update, execute_update_in, execute_update_with_stored_default, parse_update, UpdateLimits, UpdateSummary};

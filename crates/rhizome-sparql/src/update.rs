@@ -50,9 +50,29 @@ pub struct UpdateLimits {
 /// will commit (or drop, if this fails): for callers that own the write
 /// path, such as a database's documents. `mode` is the store's.
 pub fn execute_update_in(txn: &mut StoreTransaction<'_>, mode: DatasetMode, stats: &Statistics, update: &Update, limits: &UpdateLimits) -> Result<UpdateSummary> {
+    execute_update_with_stored_default(txn, mode, stats, update, limits, None)
+}
+
+/// As [`execute_update_in`]; in a union store, `stored_default` is the
+/// graph that writes to the default graph go to (a database's own default
+/// graph, as Jena's union mode keeps one): `INSERT` into the default graph
+/// adds there, `DELETE` from it and `CLEAR`/`DROP DEFAULT` remove only
+/// from there, and `NAMED` leaves it out; reads of the default graph are
+/// still the union of every graph, and `ALL` is still every graph. Without
+/// it, a triple written to the default graph of a union store goes to its
+/// subject's graph and removals reach every graph.
+pub fn execute_update_with_stored_default(
+    txn: &mut StoreTransaction<'_>,
+    mode: DatasetMode,
+    stats: &Statistics,
+    update: &Update,
+    limits: &UpdateLimits,
+    stored_default: Option<&NamedNode>,
+) -> Result<UpdateSummary> {
     let mut summary = UpdateSummary::default();
+    let stored_default = stored_default.filter(|_| mode == DatasetMode::Union);
     for op in &update.operations {
-        Operation { txn, mode, stats, summary: &mut summary, limits }.run(op)?;
+        Operation { txn, mode, stats, summary: &mut summary, limits, stored_default }.run(op)?;
     }
     Ok(summary)
 }
@@ -63,6 +83,7 @@ struct Operation<'t, 's> {
     stats: &'t Statistics,
     summary: &'t mut UpdateSummary,
     limits: &'t UpdateLimits,
+    stored_default: Option<&'t NamedNode>,
 }
 
 fn graph_ref(g: &GraphName) -> GraphNameRef<'_> {
@@ -222,7 +243,10 @@ impl Operation<'_, '_> {
         let p = self.encode(quad.predicate.into())?;
         let o = self.encode(quad.object)?;
         let g = match quad.graph_name {
-            GraphNameRef::DefaultGraph => self.txn.default_graph_of(s),
+            GraphNameRef::DefaultGraph => match self.stored_default {
+                Some(d) => self.encode(d.as_ref().into())?,
+                None => self.txn.default_graph_of(s),
+            },
             GraphNameRef::NamedNode(n) => self.encode(n.into())?,
             GraphNameRef::BlankNode(b) => self.encode(b.into())?,
         };
@@ -245,6 +269,7 @@ impl Operation<'_, '_> {
                 None => return Ok(()),
             },
             (None, DatasetMode::Plain) => vec![TermId::DEFAULT_GRAPH],
+            (None, DatasetMode::Union) if self.stored_default.is_some() => self.stored_default_id()?.into_iter().collect(),
             (None, DatasetMode::Union) => self
                 .txn
                 .scan(QuadPattern { s: Some(s), p: Some(p), o: Some(o), g: None })
@@ -280,6 +305,14 @@ impl Operation<'_, '_> {
         Ok(())
     }
 
+    /// The id of the stored default graph, if the store has its IRI.
+    fn stored_default_id(&self) -> Result<Option<TermId>> {
+        match self.stored_default {
+            Some(d) => Ok(self.txn.lookup(d.as_ref().into())?),
+            None => Ok(None),
+        }
+    }
+
     fn graphs(&self) -> Result<Vec<TermId>> {
         Ok(rhizome_rdf::index::graph_names(self.txn.reader())?)
     }
@@ -299,9 +332,13 @@ impl Operation<'_, '_> {
             }
             GraphTarget::DefaultGraph => match self.mode {
                 DatasetMode::Plain => vec![TermId::DEFAULT_GRAPH],
+                DatasetMode::Union if self.stored_default.is_some() => self.stored_default_id()?.into_iter().collect(),
                 DatasetMode::Union => self.graphs()?,
             },
-            GraphTarget::NamedGraphs => self.graphs()?.into_iter().filter(|g| *g != TermId::DEFAULT_GRAPH).collect(),
+            GraphTarget::NamedGraphs => {
+                let stored_default = self.stored_default_id()?;
+                self.graphs()?.into_iter().filter(|g| *g != TermId::DEFAULT_GRAPH && Some(*g) != stored_default).collect()
+            }
             GraphTarget::AllGraphs => self.graphs()?,
         };
         for g in graphs {

@@ -4,10 +4,11 @@
 //! Graphs are named indirectly (`?graph=IRI`, `?default`) or directly (the
 //! graph's IRI is the request URL, `/{db}/_graph/some/path`, §4.1). In a
 //! union database (every database made by the server) the default graph is
-//! the union of all graphs: GET reads everything, and a write to it places
-//! each triple in its subject's graph (the store's rule,
-//! `StoreTransaction::default_graph_of`); PUT and DELETE on it therefore
-//! replace and clear the whole database, as SPARQL's `CLEAR DEFAULT` does.
+//! the union of all graphs for reads (GET), and for writes the database's
+//! stored default graph (`Database::stored_default_graph`, the document
+//! `default-graph`): PUT, POST and DELETE of `?default` replace, add to and
+//! clear that graph only, never the documents the union shows, as SPARQL's
+//! `CLEAR DEFAULT` does (`DROP ALL` is what removes everything).
 //!
 //! - GET/HEAD: the graph in the negotiated format; 404 for a missing graph;
 //! - PUT: replaces the graph; 201 if it was created, 204 otherwise (§5.3);
@@ -118,6 +119,7 @@ pub fn handle(server: &Server, req: &Request, db: &DbHandle, direct: Option<&str
     match (&req.method, &target) {
         (&Method::GET | &Method::HEAD, Target::Store) => Err(HttpError::bad_request("name a graph: ?graph=IRI or ?default (or query the store at _sparql)")),
         (&Method::GET | &Method::HEAD, _) => get(req, db, &target),
+        (_, Target::Default) if db.db.stored_default_graph().is_some() => write_stored_default(req, db, &budget),
         (&Method::PUT, Target::Store) | (&Method::DELETE, Target::Store) => Err(HttpError::bad_request("name a graph: ?graph=IRI or ?default")),
         (&Method::PUT, _) => write(req, db, &target, true, &budget),
         (&Method::POST, Target::Store) => create(req, db, &budget),
@@ -321,6 +323,42 @@ fn write(req: &Request, db: &DbHandle, target: &Target, replace: bool, budget: &
     })?;
     db.notify();
     Ok(empty(if created { 201 } else { 204 }))
+}
+
+/// PUT, POST or DELETE of `?default` in a union database: the stored
+/// default graph, which always exists (204), as the default graph does.
+fn write_stored_default(req: &Request, db: &DbHandle, budget: &WriteBudget<'_>) -> Result<Response<Body>, HttpError> {
+    let iri = db.db.stored_default_graph().unwrap_or_default();
+    let stored = Target::Named(NamedNode::new(&iri).map_err(|e| HttpError::internal(format!("stored default graph IRI {iri}: {e}")))?);
+    match req.method {
+        Method::PUT | Method::POST => {
+            // Parsed in full before `rdf_write` takes the database's write lock.
+            let triples = body_triples(req, &endpoint_iri(req, db, "_graph"), budget)?;
+            db.db.rdf_write(|txn| {
+                if req.method == Method::PUT {
+                    for g in graphs_of(txn, DatasetMode::Union, &stored)? {
+                        txn.drop_graph(g).map_err(store_error)?;
+                    }
+                }
+                if !triples.is_empty() {
+                    insert(txn, &stored, &triples, budget)?;
+                }
+                budget.check()?;
+                Ok::<_, HttpError>(())
+            })?;
+        }
+        Method::DELETE => {
+            db.db.rdf_write(|txn| {
+                for g in graphs_of(txn, DatasetMode::Union, &stored)? {
+                    txn.drop_graph(g).map_err(store_error)?;
+                }
+                Ok::<_, HttpError>(())
+            })?;
+        }
+        _ => return Err(HttpError::method_not_allowed("GET,HEAD,PUT,POST,DELETE")),
+    }
+    db.notify();
+    Ok(empty(204))
 }
 
 fn create(req: &Request, db: &DbHandle, budget: &WriteBudget<'_>) -> Result<Response<Body>, HttpError> {

@@ -27,9 +27,10 @@ use crate::http::{self, Body, Request};
 use crate::state::DbHandle;
 use hyper::{Method, Response};
 use oxrdf::NamedNode;
-use rhizome_sparql::{execute_update_in, parse_query, parse_update, write_results, PreparedQuery, QueryResults, ResultFormat, Statistics, UpdateLimits};
+use rhizome_sparql::{execute_update_with_stored_default, parse_query, parse_update, write_results, PreparedQuery, QueryResults, ResultFormat, Statistics, UpdateLimits};
 use serde_json::json;
-use spargebra::algebra::QueryDataset;
+use rhizome_docs::EmptiedGraphs;
+use spargebra::algebra::{GraphTarget, QueryDataset};
 use spargebra::{GraphUpdateOperation, Query, Update};
 use std::time::{Duration, Instant};
 
@@ -249,7 +250,16 @@ fn update(db: &DbHandle, text: &str, params: &Params, base: &str) -> Result<Resp
     // The WHERE clauses get the query limits, counted from before the
     // writer is taken: an update holds the database's writer while it runs.
     let limits = UpdateLimits { deadline: Some(Instant::now() + Duration::from_millis(QUERY_TIMEOUT_MS)), memory_bytes: Some(QUERY_MEMORY_BYTES) };
-    let summary = db.db.rdf_write(|txn| execute_update_in(txn, mode, &stats, &update, &limits).map_err(sparql_error))?;
+    // Writes to the default graph go to the database's stored default
+    // graph, never to the documents the union default graph shows.
+    let stored_default = db.db.stored_default_graph().map(oxrdf::NamedNode::new).transpose().map_err(|e| HttpError::internal(format!("stored default graph IRI: {e}")))?;
+    // DROP/CLEAR ALL or NAMED are meant for every graph: the documents
+    // whose graphs they remove are deleted, not kept with their other data.
+    let everything = update.operations.iter().any(|op| {
+        matches!(op, GraphUpdateOperation::Drop { graph: GraphTarget::AllGraphs | GraphTarget::NamedGraphs, .. } | GraphUpdateOperation::Clear { graph: GraphTarget::AllGraphs | GraphTarget::NamedGraphs, .. })
+    });
+    let emptied = if everything { EmptiedGraphs::DeleteDocuments } else { EmptiedGraphs::KeepDocumentData };
+    let summary = db.db.rdf_write_with(emptied, |txn| execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(sparql_error))?;
     db.notify();
     Ok(http::json(200, &json!({ "ok": true, "inserted": summary.quads_inserted, "deleted": summary.quads_deleted })))
 }

@@ -1,0 +1,185 @@
+//! An RDF write to a document's graph (what SPARQL Update and the Graph
+//! Store Protocol do through `Database::rdf_write`) gives the document a new
+//! revision that keeps it: its `@context`, its names, its lists, language
+//! maps and native values, its members that are not RDF and its
+//! attachments; the JSON after the write is the JSON before plus the change,
+//! and the graph is the graph before plus the change.
+
+use oxrdf::graph::CanonicalizationAlgorithm;
+use oxrdf::{Graph, GraphNameRef, Literal, NamedNode, QuadRef, Term, TermRef, Triple};
+use rhizome_docs::{Database, DocError, DocumentIris, JsonLdProjector, ReadOptions};
+use rhizome_rdf::QuadPattern;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+const BASE: &str = "http://localhost:5984";
+
+fn database() -> Database {
+    Database::memory_with(Arc::new(JsonLdProjector::new(DocumentIris::new(BASE, "db"))))
+}
+
+fn graph_iri(id: &str) -> String {
+    format!("{BASE}/db/{id}")
+}
+
+fn put(db: &Database, doc: Value) -> String {
+    let mut out = db.update_docs(vec![doc.as_object().expect("an object").clone()], true).unwrap();
+    out.remove(0).1.unwrap().to_string()
+}
+
+fn get(db: &Database, id: &str) -> Map<String, Value> {
+    db.get_doc(id, &ReadOptions::default()).unwrap()
+}
+
+/// The document without `_id` and `_rev`.
+fn members(mut doc: Map<String, Value>) -> Value {
+    doc.remove("_id");
+    doc.remove("_rev");
+    Value::Object(doc)
+}
+
+/// The canonical graph of a document.
+fn graph_of(db: &Database, id: &str) -> Graph {
+    let snapshot = db.store().snapshot().unwrap();
+    let iri = graph_iri(id);
+    let mut g = Graph::new();
+    if let Some(gid) = snapshot.lookup(TermRef::NamedNode(NamedNode::new(&iri).unwrap().as_ref())).unwrap() {
+        for q in snapshot.scan(QuadPattern { g: Some(gid), ..Default::default() }) {
+            let q = q.unwrap();
+            let s = match snapshot.decode(q[0]).unwrap().unwrap() {
+                Term::NamedNode(n) => oxrdf::NamedOrBlankNode::from(n),
+                Term::BlankNode(b) => b.into(),
+                other => panic!("subject {other}"),
+            };
+            let Term::NamedNode(p) = snapshot.decode(q[1]).unwrap().unwrap() else { panic!("predicate") };
+            g.insert(&Triple::new(s, p, snapshot.decode(q[2]).unwrap().unwrap()));
+        }
+    }
+    g.canonicalize(CanonicalizationAlgorithm::Unstable);
+    g
+}
+
+fn with(mut g: Graph, t: &Triple) -> Graph {
+    g.insert(t);
+    g.canonicalize(CanonicalizationAlgorithm::Unstable);
+    g
+}
+
+fn triple(s: &str, p: &str, o: impl Into<Term>) -> Triple {
+    Triple::new(NamedNode::new(s).unwrap(), NamedNode::new(p).unwrap(), o)
+}
+
+/// Adds (or removes) a triple in a document's graph, as an RDF write.
+fn change(db: &Database, id: &str, t: &Triple, add: bool) {
+    let g = NamedNode::new(graph_iri(id)).unwrap();
+    db.rdf_write(|txn| -> Result<(), DocError> {
+        let q = QuadRef::new(t.subject.as_ref(), t.predicate.as_ref(), t.object.as_ref(), GraphNameRef::NamedNode(g.as_ref()));
+        let ids = txn.encode_quad(q)?;
+        if add {
+            txn.insert(&ids)?;
+        } else {
+            txn.remove(&ids)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_graph_write_keeps_the_context_names_other_members_and_attachments() {
+    let db = database();
+    put(
+        &db,
+        json!({"_id": "p", "@context": {"name": "http://schema.org/name"}, "@id": "http://e/p", "name": "P", "app_flag": true,
+               "_attachments": {"f.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}}),
+    );
+    let before = graph_of(&db, "p");
+    let email = triple("http://e/p", "http://schema.org/email", Literal::new_simple_literal("e"));
+    change(&db, "p", &email, true);
+    let doc = get(&db, "p");
+    assert!(doc["_rev"].as_str().unwrap().starts_with("2-"), "{doc:?}");
+    let mut after = members(doc);
+    let atts = after.as_object_mut().unwrap().remove("_attachments").expect("attachments kept");
+    assert_eq!(atts["f.txt"]["stub"], true, "{atts}");
+    assert_eq!(
+        after,
+        json!({"@context": {"name": "http://schema.org/name"}, "@id": "http://e/p", "name": "P", "http://schema.org/email": "e", "app_flag": true})
+    );
+    assert_eq!(db.attachment("p", "f.txt", None).unwrap().data, b"hello");
+    assert_eq!(graph_of(&db, "p"), with(before, &email));
+}
+
+#[test]
+fn nested_objects_lists_language_maps_type_arrays_numbers_and_booleans_round_trip() {
+    let db = database();
+    let original = json!({
+        "@context": {
+            "@vocab": "http://schema.org/",
+            "xsd": "http://www.w3.org/2001/XMLSchema#",
+            "knows": {"@type": "@id"},
+            "tags": {"@container": "@list"},
+            "label": {"@id": "http://www.w3.org/2000/01/rdf-schema#label", "@container": "@language"},
+            "born": {"@type": "xsd:date"}
+        },
+        "@id": "http://e/a",
+        "@type": ["Person", "Agent"],
+        "name": "A",
+        "age": 42,
+        "height": 1.75,
+        "active": true,
+        "address": {"street": "Main St", "city": "X"},
+        "tags": ["x", "y", "z"],
+        "label": {"en": "Ann", "fr": "Anne"},
+        "knows": "http://e/b",
+        "born": "1990-01-01"
+    });
+    let mut doc = original.clone();
+    doc["_id"] = json!("a");
+    put(&db, doc);
+    let before = graph_of(&db, "a");
+    let email = triple("http://e/a", "http://schema.org/email", Literal::new_simple_literal("a@e"));
+    change(&db, "a", &email, true);
+    let mut expected = original.clone();
+    expected["email"] = json!("a@e");
+    assert_eq!(members(get(&db, "a")), expected);
+    assert_eq!(graph_of(&db, "a"), with(before.clone(), &email));
+
+    // And back: removing the triple gives the original document again.
+    change(&db, "a", &email, false);
+    assert_eq!(members(get(&db, "a")), original);
+    assert_eq!(graph_of(&db, "a"), before);
+}
+
+#[test]
+fn a_value_a_term_cannot_hold_falls_back_to_the_full_iri() {
+    let db = database();
+    put(&db, json!({"_id": "c", "@context": {"age": {"@id": "http://schema.org/age", "@type": "http://www.w3.org/2001/XMLSchema#integer"}}, "@id": "http://e/c", "age": "5"}));
+    let before = graph_of(&db, "c");
+    // A second age that is not an integer: `age` cannot hold both.
+    let odd = triple("http://e/c", "http://schema.org/age", Literal::new_simple_literal("five"));
+    change(&db, "c", &odd, true);
+    let doc = members(get(&db, "c"));
+    assert_eq!(graph_of(&db, "c"), with(before, &odd));
+    assert_eq!(doc["@context"], json!({"age": {"@id": "http://schema.org/age", "@type": "http://www.w3.org/2001/XMLSchema#integer"}}));
+    assert!(doc.get("http://schema.org/age").is_some(), "{doc}");
+}
+
+#[test]
+fn emptying_the_graph_keeps_a_document_with_other_members_and_deletes_one_without() {
+    let db = database();
+    put(&db, json!({"_id": "k", "@context": {"name": "http://schema.org/name"}, "@id": "http://e/k", "name": "K", "app_flag": 1}));
+    put(&db, json!({"_id": "d", "@context": {"name": "http://schema.org/name"}, "@id": "http://e/d", "name": "D"}));
+    change(&db, "k", &triple("http://e/k", "http://schema.org/name", Literal::new_simple_literal("K")), false);
+    change(&db, "d", &triple("http://e/d", "http://schema.org/name", Literal::new_simple_literal("D")), false);
+    assert_eq!(members(get(&db, "k")), json!({"@context": {"name": "http://schema.org/name"}, "app_flag": 1}));
+    assert!(matches!(db.get_doc("d", &ReadOptions::default()), Err(DocError::NotFound(_))));
+}
+
+#[test]
+fn a_plain_json_document_keeps_its_members_when_its_graph_is_written() {
+    let db = database();
+    put(&db, json!({"_id": "j", "kind": "note", "n": 3}));
+    let t = triple("http://e/j", "http://schema.org/name", Literal::new_simple_literal("J"));
+    change(&db, "j", &t, true);
+    assert_eq!(members(get(&db, "j")), json!({"kind": "note", "n": 3, "@id": "http://e/j", "http://schema.org/name": "J"}));
+}
