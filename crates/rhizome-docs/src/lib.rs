@@ -37,4 +37,4 @@ pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC};
 pub use projector::{GraphProjector, NoProjection};
 pub use read::{Attachment, OpenRev, OpenRevs, ReadOptions};
 pub use revtree::{EditError, Leaf, Rev, RevTree};
-pub use write::{attachment_digest, validate_doc_id, WriteOutcome};
+pub use write::{attachment_digest, validate_attachment_name, validate_doc_id, WriteOutcome};

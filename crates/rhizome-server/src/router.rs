@@ -92,7 +92,8 @@ impl Route {
                 };
                 Route::DbOp(db.to_string(), op)
             }
-            [db, "_local", id, ..] if s.len() == 3 => Route::Local(db.to_string(), format!("_local/{id}")),
+            [db, "_local", id] => Route::Local(db.to_string(), format!("_local/{id}")),
+            [_, "_local", _, ..] => return Err(HttpError::bad_request("_local documents do not accept attachments.")),
             [db, "_design", name] => Route::Doc(db.to_string(), format!("_design/{name}")),
             [db, "_design", name, rest @ ..] => Route::Attachment(db.to_string(), format!("_design/{name}"), rest.join("/")),
             [_, "_design"] | [_, "_local"] => return Err(HttpError::bad_request("Missing document id")),
@@ -204,5 +205,6 @@ mod tests {
         assert_eq!(p("/db/_sparql").unwrap(), Route::Extension("db".into(), "_sparql".into()));
         assert_eq!(p("/db/_bogus").unwrap_err().status, 400);
         assert_eq!(p("/_users").unwrap(), Route::Db("_users".into()));
+        assert_eq!(p("/db/_local/cp/file.txt").unwrap_err().status, 400);
     }
 }
