@@ -1,7 +1,9 @@
 //! CouchDB's own rules on `rhizome serve`, at the HTTP level: what a
 //! document may carry (`couch_doc.erl`), `_local` documents, `open_revs`,
 //! attachments in `_all_docs` and `_changes`, ids that are JavaScript
-//! Object members.
+//! Object members; and the HTTP behaviour real clients rely on (gzip
+//! bodies, the `normal` feed's lines, `COPY`, `_dbs_info`, database info,
+//! multipart answers, reserved paths).
 
 mod common;
 
@@ -250,4 +252,209 @@ fn ids_that_are_object_members_behave_as_any_id() {
     assert_eq!(call(&s, "PUT", "/db/m", Some(json!({ "constructor": { "x": 1 }, "toString": 2 }))).0, 201);
     assert_eq!(call(&s, "GET", "/db/m", None).1["constructor"]["x"], 1);
     assert_eq!(call(&s, "PUT", "/db/m2", Some(json!({ "__proto__": { "x": 1 } }))).1["error"], "doc_validation");
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(data).unwrap();
+    gz.finish().unwrap()
+}
+
+#[test]
+fn gzip_request_bodies_are_decoded_and_bounded_and_other_encodings_refused() {
+    let (_d, s) = start();
+    let json_gz = [("Content-Type", "application/json"), ("Content-Encoding", "gzip")];
+    let r = raw(&s, "PUT", "/db/g", true, &json_gz, &gzip(br#"{"packed":true}"#));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(call(&s, "GET", "/db/g", None).1["packed"], true);
+    let docs = gzip(br#"{"docs":[{"_id":"b1"},{"_id":"b2"}]}"#);
+    assert_eq!(raw(&s, "POST", "/db/_bulk_docs", true, &json_gz, &docs).status, 201);
+    assert_eq!(call(&s, "GET", "/db/b2", None).0, 200);
+    // An attachment uploaded gzipped is stored as what it decodes to.
+    let rev = call(&s, "GET", "/db/g", None).1["_rev"].as_str().unwrap().to_owned();
+    let r = raw(&s, "PUT", &format!("/db/g/f.txt?rev={rev}"), true, &[("Content-Type", "text/plain"), ("Content-Encoding", "gzip")], &gzip(b"plain text"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(raw(&s, "GET", "/db/g/f.txt", true, &[], b"").body, b"plain text");
+    // Not gzip at all; an encoding CouchDB does not take.
+    let r = raw(&s, "PUT", "/db/h", true, &json_gz, b"{\"not\":\"gzip\"}");
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = raw(&s, "PUT", "/db/h", true, &[("Content-Type", "application/json"), ("Content-Encoding", "br")], b"{}");
+    assert_eq!((r.status, r.json()["error"].as_str()), (415, Some("bad_content_type")));
+    // A bomb: 65 MiB of zeros in well under a megabyte is refused at the
+    // body limit (64 MiB by default), and the server stays up.
+    let bomb = gzip(&vec![b' '; 65 << 20]);
+    assert!(bomb.len() < 1 << 20);
+    let r = raw(&s, "POST", "/db/_bulk_docs", true, &json_gz, &bomb);
+    assert_eq!((r.status, r.json()["error"].as_str()), (413, Some("too_large")));
+    assert_eq!(call(&s, "GET", "/db", None).0, 200);
+    assert_eq!(call(&s, "GET", "/db/h", None).0, 404);
+}
+
+#[test]
+fn the_normal_changes_feed_writes_one_change_per_line_and_counts_pending() {
+    let (_d, s) = start();
+    for id in ["a", "b", "c"] {
+        call(&s, "PUT", &format!("/db/{id}"), Some(json!({})));
+    }
+    let r = raw(&s, "GET", "/db/_changes", true, &[], b"");
+    let text = r.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    assert_eq!(lines[0], "{\"results\":[");
+    for (line, id) in lines[1..4].iter().zip(["a", "b", "c"]) {
+        let change = j(line.trim_end_matches(','));
+        assert_eq!(change["id"], id, "{line}");
+    }
+    assert_eq!(lines[4], "],");
+    assert_eq!(j(&text)["pending"], 0);
+    let page = call(&s, "GET", "/db/_changes?limit=1", None).1;
+    assert_eq!(page["results"].as_array().unwrap().len(), 1);
+    assert_eq!(page["pending"], 2);
+    let rest = call(&s, "GET", &format!("/db/_changes?since={}&limit=1", page["last_seq"]), None).1;
+    assert_eq!((rest["results"][0]["id"].as_str(), rest["pending"].as_u64()), (Some("b"), Some(1)));
+    let empty = call(&s, "GET", "/db/_changes?since=now", None).1;
+    assert_eq!((empty["results"].clone(), empty["pending"].as_u64()), (json!([]), Some(0)));
+}
+
+#[test]
+fn session_cookies_expire_and_only_rdf_endpoints_challenge() {
+    let (_d, s) = start();
+    let r = raw(&s, "POST", "/_session", false, &[("Content-Type", "application/json")], br#"{"name":"admin","password":"s3cret"}"#);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let cookie = r.header("set-cookie").unwrap();
+    assert!(cookie.contains("Max-Age=600"), "{cookie}");
+    let expires = cookie.split(';').map(str::trim).find_map(|p| p.strip_prefix("Expires=")).unwrap_or_else(|| panic!("no Expires: {cookie}"));
+    assert!(expires.ends_with(" GMT") && expires.len() == 29, "{expires}");
+    // A database with members: anonymous requests get 401.
+    call(&s, "PUT", "/db/_security", Some(json!({ "members": { "names": ["bob"] } })));
+    let r = raw(&s, "GET", "/db/_sparql?query=ASK%7B%7D", false, &[], b"");
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate"), Some("Basic realm=\"rhizome\""));
+    let r = raw(&s, "GET", "/db/_graph?default", false, &[], b"");
+    assert_eq!((r.status, r.header("www-authenticate")), (401, Some("Basic realm=\"rhizome\"")));
+    for path in ["/db", "/db/doc", "/db/_all_docs"] {
+        let r = raw(&s, "GET", path, false, &[], b"");
+        assert_eq!((r.status, r.header("www-authenticate")), (401, None), "{path}");
+    }
+    // With the credentials the challenge asked for, the query runs.
+    let r = raw(&s, "GET", "/db/_sparql?query=ASK%7B%7D", true, &[("Accept", "application/sparql-results+json")], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn copy_makes_a_new_document_or_overwrites_with_a_rev() {
+    let (_d, s) = start();
+    let att = json!({ "v": 1, "_attachments": { "f.txt": { "content_type": "text/plain", "data": "aGVsbG8=" } } });
+    call(&s, "PUT", "/db/src", Some(att));
+    let r = raw(&s, "COPY", "/db/src", true, &[("Destination", "dst")], b"");
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["id"], "dst");
+    let copy = call(&s, "GET", "/db/dst", None).1;
+    assert_eq!(copy["v"], 1);
+    assert_eq!(raw(&s, "GET", "/db/dst/f.txt", true, &[], b"").body, b"hello");
+    // Onto an existing document: 409 without its rev, a new revision with it.
+    assert_eq!(raw(&s, "COPY", "/db/src", true, &[("Destination", "dst")], b"").status, 409);
+    let dest = format!("dst?rev={}", copy["_rev"].as_str().unwrap());
+    let r = raw(&s, "COPY", "/db/src", true, &[("Destination", dest.as_str())], b"");
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(r.json()["rev"].as_str().unwrap().starts_with("2-"));
+    assert_eq!(raw(&s, "COPY", "/db/src", true, &[], b"").status, 400);
+    assert_eq!(raw(&s, "COPY", "/db/nothing", true, &[("Destination", "x")], b"").status, 404);
+}
+
+#[test]
+fn database_info_has_every_couchdb_field_and_dbs_info_lists_several() {
+    let (_d, s) = start();
+    call(&s, "PUT", "/db/a", Some(json!({})));
+    let rev = call(&s, "PUT", "/db/b", Some(json!({}))).1["rev"].as_str().unwrap().to_owned();
+    call(&s, "DELETE", &format!("/db/b?rev={rev}"), None);
+    let info = call(&s, "GET", "/db", None).1;
+    for field in ["db_name", "update_seq", "doc_count", "doc_del_count", "purge_seq", "compact_running", "sizes", "props", "cluster", "instance_start_time", "disk_format_version"] {
+        assert!(info.get(field).is_some(), "{field} missing in {info}");
+    }
+    for size in ["file", "external", "active"] {
+        assert!(info["sizes"][size].is_u64(), "{info}");
+    }
+    assert_eq!((info["doc_count"].as_u64(), info["doc_del_count"].as_u64()), (Some(1), Some(1)));
+    call(&s, "PUT", "/other", None);
+    let (status, all) = call(&s, "POST", "/_dbs_info", Some(json!({ "keys": ["db", "nope", "other"] })));
+    assert_eq!(status, 200);
+    assert_eq!(all[0]["key"], "db");
+    assert_eq!(all[0]["info"]["doc_count"], 1);
+    assert_eq!(all[1], json!({ "key": "nope", "error": "not_found" }));
+    assert_eq!(all[2]["info"]["db_name"], "other");
+    let (_, listed) = call(&s, "GET", "/_dbs_info", None);
+    let names: Vec<&str> = listed.as_array().unwrap().iter().map(|e| e["key"].as_str().unwrap()).collect();
+    assert!(names.contains(&"db") && names.contains(&"other"), "{listed}");
+    assert_eq!(raw(&s, "GET", "/_dbs_info", false, &[], b"").status, 401);
+}
+
+#[test]
+fn all_docs_refuses_keys_with_a_key_range() {
+    let (_d, s) = start();
+    for q in ["key=%22a%22", "startkey=%22a%22", "endkey=%22b%22", "start_key=%22a%22"] {
+        let (status, out) = call(&s, "POST", &format!("/db/_all_docs?{q}"), Some(json!({ "keys": ["a"] })));
+        assert_eq!((status, out["error"].as_str()), (400, Some("query_parse_error")), "{q}");
+        let (status, _) = call(&s, "GET", &format!("/db/_all_docs?keys=%5B%22a%22%5D&{q}"), None);
+        assert_eq!(status, 400, "{q}");
+    }
+    assert_eq!(call(&s, "POST", "/db/_all_docs?limit=1", Some(json!({ "keys": ["a"] }))).0, 200);
+}
+
+#[test]
+fn open_revs_and_attachments_answer_multipart_when_asked() {
+    let (_d, s) = start();
+    let att = json!({ "_attachments": { "f.txt": { "content_type": "text/plain", "data": "aGVsbG8=" } } });
+    let r1 = call(&s, "PUT", "/db/m", Some(att)).1["rev"].as_str().unwrap().to_owned();
+    call(&s, "PUT", "/db/plain", Some(json!({ "v": 1 })));
+    let q = format!("/db/m?revs=true&attachments=true&open_revs=[\"{r1}\",\"9-zzz\"]").replace('"', "%22");
+    let r = raw(&s, "GET", &q, true, &[("Accept", "multipart/mixed")], b"");
+    assert_eq!(r.status, 200);
+    let ct = r.header("content-type").unwrap().to_owned();
+    assert!(ct.starts_with("multipart/mixed; boundary="), "{ct}");
+    let text = r.text();
+    let outer = ct.split("boundary=").nth(1).unwrap().trim_matches('"').to_owned();
+    let parts: Vec<&str> = text.split(&format!("--{outer}")).filter(|p| !p.trim().is_empty() && p.trim() != "--").collect();
+    assert_eq!(parts.len(), 2, "{text}");
+    assert!(parts[0].contains("Content-Type: multipart/related; boundary="), "{}", parts[0]);
+    assert!(parts[0].contains("\"follows\":true"), "{}", parts[0]);
+    assert!(parts[0].contains("Content-Disposition: attachment; filename=\"f.txt\""), "{}", parts[0]);
+    assert!(parts[0].contains("\r\n\r\nhello\r\n"), "{}", parts[0]);
+    assert!(parts[1].contains("Content-Type: application/json; error=\"true\""), "{}", parts[1]);
+    assert!(parts[1].contains("{\"missing\":\"9-zzz\"}"), "{}", parts[1]);
+    // A document without attachments is a JSON part.
+    let q = "/db/plain?open_revs=all".to_owned();
+    let r = raw(&s, "GET", &q, true, &[("Accept", "multipart/mixed")], b"");
+    assert!(r.text().contains("Content-Type: application/json\r\n\r\n{"), "{}", r.text());
+    // JSON unless multipart is asked for (PouchDB, curl's */*).
+    let r = raw(&s, "GET", "/db/plain?open_revs=all", true, &[("Accept", "*/*")], b"");
+    assert_eq!(r.json()[0]["ok"]["v"], 1);
+    // One document with its attachments as multipart/related.
+    let r = raw(&s, "GET", "/db/m?attachments=true", true, &[("Accept", "multipart/related")], b"");
+    let ct = r.header("content-type").unwrap().to_owned();
+    assert!(ct.starts_with("multipart/related; boundary="), "{ct}");
+    assert!(r.text().contains("\r\n\r\nhello\r\n--"), "{}", r.text());
+    let r = raw(&s, "GET", "/db/m?attachments=true", true, &[("Accept", "application/json")], b"");
+    assert_eq!(r.json()["_attachments"]["f.txt"]["data"], "aGVsbG8=");
+}
+
+#[test]
+fn reserved_paths_answer_couchdb_errors() {
+    let (_d, s) = start();
+    let (status, out) = call(&s, "GET", "/db/_design/nope/_view/v", None);
+    assert_eq!((status, out["error"].as_str(), out["reason"].as_str()), (404, Some("not_found"), Some("missing")));
+    call(&s, "PUT", "/db/_design/d", Some(json!({ "language": "javascript" })));
+    let (status, out) = call(&s, "GET", "/db/_design/d/_view/v?limit=1", None);
+    assert_eq!((status, out), (404, json!({ "error": "not_found", "reason": "missing_named_view" })));
+    assert_eq!(call(&s, "POST", "/db/_design/d/_view/v", Some(json!({ "keys": [] }))).0, 404);
+    assert_eq!(call(&s, "PUT", "/db/_design/d/_view/v", Some(json!({}))).0, 405);
+    let (status, out) = call(&s, "GET", "/db/_design/d/_show/s/doc", None);
+    assert_eq!((status, out["error"].as_str()), (404, Some("not_found")));
+    assert_ne!(out["reason"], "Document is missing attachment");
+    // A design document's real attachments are still attachments.
+    let rev = call(&s, "GET", "/db/_design/d", None).1["_rev"].as_str().unwrap().to_owned();
+    let r = raw(&s, "PUT", &format!("/db/_design/d/page.html?rev={rev}"), true, &[("Content-Type", "text/html")], b"<p/>");
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(raw(&s, "GET", "/db/_design/d/page.html", true, &[], b"").body, b"<p/>");
 }

@@ -183,11 +183,13 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
         Err(e) => return Err(HttpError::bad_request(format!("reading the request body: {e}"))),
     };
+    let mut headers = parts.headers;
+    let body = http::decode_body(&mut headers, body, limit)?;
     let request = http::Request {
         method: parts.method,
         segments: http::split_path(parts.uri.path())?,
         query: http::parse_query(parts.uri.query().unwrap_or(""))?,
-        headers: parts.headers,
+        headers,
         body,
     };
     // A single-document read is a few point reads of warm data: run it
