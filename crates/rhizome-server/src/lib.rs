@@ -32,6 +32,7 @@ mod state;
 pub use error::{HttpError, ServerError};
 pub use state::{base_iri, database_dir, projector_for};
 #[doc(hidden)]
+pub use couch::fuzz_couch_request;
 pub use rdf::fuzz_parse_request;
 
 use bytes::Bytes;
