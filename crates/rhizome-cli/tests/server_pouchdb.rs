@@ -38,6 +38,13 @@ fn pouchdb_crud_bulk_changes_attachments_and_conflicts() {
 }
 
 #[test]
+fn pouchdb_meets_couchdbs_document_rules_local_documents_and_object_member_ids() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    run_script(&server, "rules.js", &[]);
+}
+
+#[test]
 fn pouchdb_push_pull_and_live_sync_of_10000_documents_agree_on_every_winner() {
     let data = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(data.path());

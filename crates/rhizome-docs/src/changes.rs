@@ -39,6 +39,9 @@ pub struct ChangesOptions {
 pub struct Changes {
     pub rows: Vec<Value>,
     pub last_seq: u64,
+    /// Changes after `last_seq` that a `limit` left out (CouchDB's
+    /// `pending`; 0 for a descending feed).
+    pub pending: u64,
 }
 
 impl Database {
@@ -78,10 +81,20 @@ impl Database {
             }
         }
         cursor.status()?;
+        let mut pending = 0;
+        if hit_limit && !opts.descending {
+            // What is left: the sequence entries after the last one read
+            // (one per document, keys only).
+            while cursor.valid() {
+                pending += 1;
+                cursor.next();
+            }
+            cursor.status()?;
+        }
         if !hit_limit && !opts.descending {
             last_seq = last_seq.max(update_seq);
         }
-        Ok(Changes { rows, last_seq })
+        Ok(Changes { rows, last_seq, pending })
     }
 }
 

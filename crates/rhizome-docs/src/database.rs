@@ -205,38 +205,66 @@ impl Database {
     }
 
     /// Writes (or, with `_deleted`, removes) a `_local` document; returns
-    /// the new `_rev`.
-    pub fn put_local(&self, id: &str, mut doc: Map<String, Value>) -> Result<String> {
-        if !doc.get("_deleted").and_then(Value::as_bool).unwrap_or(false) {
+    /// the new `_rev`. As CouchDB keeps them
+    /// (`couch_db_updater:increment_local_doc_revs`): the revision is
+    /// `0-N`, one more than the revision given (`0-1` without one), a
+    /// removal answers `0-0`, and only the body is kept (no history, no
+    /// attachments). Unlike CouchDB 3, which lets the last writer win, a
+    /// revision given for a document that exists must be its current one
+    /// (409 otherwise, as PouchDB's own local documents and CouchDB 1.x);
+    /// after a removal the document can be put again with or without the
+    /// revision it had. A removal without a revision removes whatever is
+    /// there.
+    pub fn put_local(&self, id: &str, doc: Map<String, Value>) -> Result<String> {
+        if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !LOCAL_MEMBERS.contains(&k.as_str())) {
+            return Err(DocError::Validation(format!("Bad special document member: {bad}")));
+        }
+        let deleted = match doc.get("_deleted") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(DocError::Validation("_deleted must be a boolean".into())),
+        };
+        if !deleted {
             self.projector.check_local(id, &doc).map_err(|reason| DocError::Validation(format!("{id}: {reason}")))?;
         }
+        let given = match doc.get("_rev") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(r)) => Some(r.strip_prefix("0-").and_then(|n| n.parse::<u64>().ok()).ok_or_else(|| DocError::BadRequest("Invalid rev format".into()))?),
+            Some(_) => return Err(DocError::BadRequest("Invalid rev format".into())),
+        };
         let mut txn = self.store.transaction()?;
         let current: Option<Map<String, Value>> = match txn.kv().get(LOCAL, id.as_bytes())? {
             Some(v) => Some(serde_json::from_slice(&v).map_err(|e| DocError::Corrupt(format!("local document {id}: {e}")))?),
             None => None,
         };
-        let current_rev = current.as_ref().and_then(|c| c.get("_rev")).and_then(Value::as_str).map(str::to_owned);
-        let given = doc.get("_rev").and_then(Value::as_str).map(str::to_owned);
-        if current_rev.is_some() && given != current_rev {
-            return Err(DocError::Conflict);
+        let current_rev = current.as_ref().and_then(|c| c.get("_rev")).and_then(Value::as_str).and_then(|r| r.strip_prefix("0-")).and_then(|n| n.parse::<u64>().ok());
+        if let Some(current_rev) = current_rev {
+            if given.is_some_and(|g| g != current_rev) || (given.is_none() && !deleted) {
+                return Err(DocError::Conflict);
+            }
         }
-        let n = current_rev.as_deref().and_then(|r| r.strip_prefix("0-")).and_then(|n| n.parse::<u64>().ok()).unwrap_or(0) + 1;
-        let deleted = doc.get("_deleted").and_then(Value::as_bool).unwrap_or(false);
-        let rev = format!("0-{n}");
-        if deleted {
+        let rev = if deleted {
             if current.is_none() {
                 return Err(DocError::NotFound("missing"));
             }
             txn.kv_mut().delete(LOCAL, id.as_bytes());
+            "0-0".to_owned()
         } else {
-            doc.insert("_id".into(), Value::String(id.to_owned()));
-            doc.insert("_rev".into(), Value::String(rev.clone()));
-            txn.kv_mut().put(LOCAL, id.as_bytes(), Value::Object(doc).to_string().as_bytes());
-        }
+            let rev = format!("0-{}", given.unwrap_or(0) + 1);
+            let mut body: Map<String, Value> = doc.into_iter().filter(|(k, _)| !k.starts_with('_')).collect();
+            body.insert("_id".into(), Value::String(id.to_owned()));
+            body.insert("_rev".into(), Value::String(rev.clone()));
+            txn.kv_mut().put(LOCAL, id.as_bytes(), Value::Object(body).to_string().as_bytes());
+            rev
+        };
         txn.commit()?;
         Ok(rev)
     }
 }
+
+/// The special members a `_local` document may carry: all but `_id`,
+/// `_rev` and `_deleted` are ignored, as CouchDB ignores them.
+const LOCAL_MEMBERS: &[&str] = &["_id", "_rev", "_deleted", "_attachments", "_revisions", "_revs_info", "_conflicts", "_deleted_conflicts", "_local_seq"];
 
 fn validate_security(security: &Value) -> Result<()> {
     let Some(obj) = security.as_object() else {

@@ -42,4 +42,4 @@ pub use jsonld_limits::{check_json_ld, on_known_stack, JSONLD_STACK_BYTES, MAX_C
 pub use projector::{GraphProjector, NoProjection};
 pub use read::{Attachment, OpenRev, OpenRevs, ReadOptions};
 pub use revtree::{EditError, Leaf, Rev, RevTree};
-pub use write::{attachment_digest, validate_doc_id, WriteOutcome};
+pub use write::{attachment_digest, validate_attachment_name, validate_doc_id, WriteOutcome};

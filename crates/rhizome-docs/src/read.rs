@@ -202,6 +202,9 @@ impl Database {
                 }
             }
             OpenRevs::List(revs) => {
+                // With `latest`, several revisions asked for can lead to the
+                // same leaf; CouchDB answers each leaf once.
+                let mut seen = std::collections::HashSet::new();
                 for r in revs {
                     let Some(info) = &info else {
                         out.push(OpenRev::Missing(r.clone()));
@@ -212,6 +215,9 @@ impl Database {
                         out.push(OpenRev::Missing(r.clone()));
                     }
                     for t in targets {
+                        if !seen.insert(t.clone()) {
+                            continue;
+                        }
                         match render(kv, id, info, &t, opts) {
                             Ok(doc) => out.push(OpenRev::Ok(doc)),
                             Err(DocError::NotFound(_)) => out.push(OpenRev::Missing(t)),

@@ -18,8 +18,29 @@ use serde_json::{json, Map, Value};
 
 /// CouchDB's special members a document may carry; any other member
 /// starting with `_` is refused with `doc_validation`.
-const SPECIAL_MEMBERS: &[&str] =
-    &["_id", "_rev", "_deleted", "_attachments", "_revisions", "_revs_info", "_conflicts", "_deleted_conflicts", "_local_seq"];
+const SPECIAL_MEMBERS: &[&str] = &[
+    "_id",
+    "_rev",
+    "_deleted",
+    "_attachments",
+    "_revisions",
+    "_revs_info",
+    "_conflicts",
+    "_deleted_conflicts",
+    "_local_seq",
+    "_replication_state",
+    "_replication_state_time",
+    "_replication_state_reason",
+    "_replication_id",
+    "_replication_stats",
+];
+
+/// The special members CouchDB keeps in a document's body (the
+/// replicator's state in `_replicator` documents); the others are
+/// metadata, dropped from the stored body.
+fn kept_in_body(member: &str) -> bool {
+    !member.starts_with('_') || member.starts_with("_replication_")
+}
 
 /// The outcome of one document of a write.
 pub type WriteOutcome = std::result::Result<Rev, DocError>;
@@ -203,6 +224,9 @@ impl Database {
         if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !SPECIAL_MEMBERS.contains(&k.as_str())) {
             return Err(DocError::Validation(format!("Bad special document member: {bad}")));
         }
+        if let Some(Value::Object(atts)) = doc.get("_attachments") {
+            atts.keys().try_for_each(|name| validate_attachment_name(name))?;
+        }
         let deleted = match doc.get("_deleted") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
@@ -221,14 +245,19 @@ impl Database {
         let old_leaves = tree.leaves();
         let mut body: Map<String, Value> = match graph_marker {
             Some(iri) => Map::from_iter([(crate::jsonld::GRAPH_MARKER.to_owned(), Value::String(iri.to_owned()))]),
-            None => doc.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect(),
+            None => doc.iter().filter(|(k, _)| kept_in_body(k)).map(|(k, v)| (k.clone(), v.clone())).collect(),
         };
 
         let rev = if new_edits {
-            let base = match doc.get("_rev") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(Rev::parse(s).ok_or_else(|| DocError::BadRequest("Invalid rev format".into()))?),
-                Some(_) => return Err(DocError::BadRequest("Invalid rev format".into())),
+            // As CouchDB's `transfer_fields`: `_revisions`, when present,
+            // names the revision edited, whatever `_rev` says.
+            let base = match revisions_path(&doc)? {
+                Some(path) => Some(path[0].clone()),
+                None => match doc.get("_rev") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => Some(Rev::parse(s).ok_or_else(|| DocError::BadRequest("Invalid rev format".into()))?),
+                    Some(_) => return Err(DocError::BadRequest("Invalid rev format".into())),
+                },
             };
             let pos = match (&base, tree.winner()) {
                 (Some(b), _) => b.pos + 1,
@@ -339,28 +368,33 @@ fn read_body(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<Option<M
     }
 }
 
+/// `_revisions` as a path of revisions, newest first; `None` without one.
+fn revisions_path(doc: &Map<String, Value>) -> Result<Option<Vec<Rev>>> {
+    let Some(revisions) = doc.get("_revisions").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let start = revisions.get("start").and_then(Value::as_u64).ok_or_else(|| DocError::Validation("_revisions.start isn't an integer.".into()))?;
+    let ids = revisions.get("ids").and_then(Value::as_array).ok_or_else(|| DocError::Validation("_revisions.ids isn't a array.".into()))?;
+    if ids.is_empty() || start < ids.len() as u64 {
+        return Err(DocError::Validation("_revisions.start isn't a valid value for _revisions.ids".into()));
+    }
+    let path = ids
+        .iter()
+        .enumerate()
+        .map(|(i, h)| match h.as_str() {
+            Some(h) if !h.is_empty() => Ok(Rev::new(start - i as u64, h)),
+            _ => Err(DocError::Validation("RevId isn't a string".into())),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Some(path))
+}
+
 /// The revision path a replicator sends: `_revisions` (newest first) or
-/// just `_rev`.
+/// just `_rev`. When both are there and disagree, `_revisions` wins, as in
+/// CouchDB's `couch_doc:transfer_fields` (PouchDB's replicator sends such
+/// documents, and refusing them would stop a whole replication).
 fn replicated_path(doc: &Map<String, Value>) -> Result<Vec<Rev>> {
-    if let Some(revisions) = doc.get("_revisions") {
-        let start = revisions.get("start").and_then(Value::as_u64).ok_or_else(|| DocError::BadRequest("_revisions.start must be a positive integer".into()))?;
-        let ids = revisions.get("ids").and_then(Value::as_array).ok_or_else(|| DocError::BadRequest("_revisions.ids must be an array".into()))?;
-        if ids.is_empty() || start < ids.len() as u64 {
-            return Err(DocError::BadRequest("_revisions.ids does not fit _revisions.start".into()));
-        }
-        let path = ids
-            .iter()
-            .enumerate()
-            .map(|(i, h)| match h.as_str() {
-                Some(h) if !h.is_empty() => Ok(Rev::new(start - i as u64, h)),
-                _ => Err(DocError::BadRequest("_revisions.ids must be strings".into())),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        if let Some(rev) = doc.get("_rev").and_then(Value::as_str) {
-            if Rev::parse(rev).as_ref() != Some(&path[0]) {
-                return Err(DocError::BadRequest("_rev does not match _revisions".into()));
-            }
-        }
+    if let Some(path) = revisions_path(doc)? {
         return Ok(path);
     }
     match doc.get("_rev").and_then(Value::as_str).map(Rev::parse) {
@@ -368,6 +402,18 @@ fn replicated_path(doc: &Map<String, Value>) -> Result<Vec<Rev>> {
         Some(None) => Err(DocError::BadRequest("Invalid rev format".into())),
         None => Err(DocError::BadRequest("new_edits=false needs _rev or _revisions on every document".into())),
     }
+}
+
+/// CouchDB refuses attachment names that start with `_`
+/// (`couch_httpd_db:validate_attachment_name`).
+pub fn validate_attachment_name(name: &str) -> Result<()> {
+    if name.starts_with('_') {
+        return Err(DocError::BadRequest(format!("Attachment name '{name}' starts with prohibited character '_'")));
+    }
+    if name.is_empty() {
+        return Err(DocError::BadRequest("Attachment name must not be empty".into()));
+    }
+    Ok(())
 }
 
 /// CouchDB's attachment digest: `md5-` and the base64 of the MD5.

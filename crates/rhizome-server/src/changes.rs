@@ -8,7 +8,7 @@
 //! client goes away.
 
 use crate::error::HttpError;
-use crate::http::{json, Body, Request};
+use crate::http::{Body, Request};
 use crate::router::Reply;
 use crate::state::DbHandle;
 use bytes::Bytes;
@@ -99,7 +99,7 @@ pub fn request(req: &Request, db: Arc<DbHandle>) -> Result<Reply, HttpError> {
     let feed = match req.param("feed").unwrap_or("normal") {
         "normal" => {
             let changes = db.db.changes(&opts)?;
-            return Ok(Reply::Done(json(200, &json!({ "results": changes.rows, "last_seq": changes.last_seq, "pending": 0 }))));
+            return Ok(Reply::Done(crate::http::response(200, "application/json", Bytes::from(normal_body(&changes)))));
         }
         "longpoll" => Feed::Longpoll,
         "continuous" => Feed::Continuous,
@@ -156,7 +156,7 @@ async fn stream(mut f: FeedRequest, tx: mpsc::Sender<Bytes>, mut shutdown: watch
         match f.feed {
             Feed::Longpoll => {
                 if !changes.rows.is_empty() || f.opts.descending {
-                    return send(&tx, line(&json!({ "results": changes.rows, "last_seq": changes.last_seq, "pending": 0 }))).await;
+                    return send(&tx, normal_body(&changes)).await;
                 }
             }
             Feed::Continuous | Feed::EventSource => {
@@ -196,6 +196,24 @@ async fn stream(mut f: FeedRequest, tx: mpsc::Sender<Bytes>, mut shutdown: watch
             }
         }
     }
+}
+
+/// A `normal` (or `longpoll`) answer written as CouchDB writes it: one
+/// change per line, so clients that split the body on lines (nano's
+/// `changesReader`) see one change per line.
+fn normal_body(changes: &rhizome_docs::Changes) -> Vec<u8> {
+    let mut out = b"{\"results\":[\n".to_vec();
+    for (i, row) in changes.rows.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b",\n");
+        }
+        out.extend_from_slice(&serde_json::to_vec(row).unwrap_or_default());
+    }
+    if !changes.rows.is_empty() {
+        out.push(b'\n');
+    }
+    out.extend_from_slice(format!("],\n\"last_seq\":{},\"pending\":{}}}\n", changes.last_seq, changes.pending).as_bytes());
+    out
 }
 
 async fn end(f: &FeedRequest, tx: &mpsc::Sender<Bytes>, last_seq: u64) -> Result<(), Closed> {

@@ -74,6 +74,38 @@ impl Request {
     }
 }
 
+/// Decodes a request body sent with `Content-Encoding: gzip` (IBM's
+/// Cloudant SDK gzips every request body), bounding what it decodes to
+/// `limit` bytes as the raw body is bounded: a body that inflates past it
+/// is a 413, not memory. Identity passes through; any other encoding is
+/// a 415, as CouchDB answers. The header is removed once decoded, so an
+/// attachment upload is stored decoded.
+pub fn decode_body(headers: &mut HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, HttpError> {
+    use std::io::Read;
+    let Some(encoding) = headers.get("content-encoding") else {
+        return Ok(body);
+    };
+    let encoding = encoding.to_str().unwrap_or("").trim().to_ascii_lowercase();
+    match encoding.as_str() {
+        "" | "identity" => {}
+        "gzip" | "x-gzip" => {
+            let mut out = Vec::new();
+            let mut decoder = flate2::read::MultiGzDecoder::new(&body[..]).take(limit as u64 + 1);
+            decoder.read_to_end(&mut out).map_err(|e| HttpError::bad_request(format!("the gzip request body could not be decoded: {e}")))?;
+            if out.len() > limit {
+                return Err(HttpError::new(413, "too_large", format!("the request body is larger than the limit of {limit} bytes once decoded")));
+            }
+            headers.remove("content-encoding");
+            return Ok(Bytes::from(out));
+        }
+        other => {
+            return Err(HttpError::new(415, "bad_content_type", format!("Content-Encoding {other:?} is not supported (only gzip and identity)")));
+        }
+    }
+    headers.remove("content-encoding");
+    Ok(body)
+}
+
 /// A response body: all at once, or fed by a channel (streams end when the
 /// sender is dropped).
 pub enum Body {
@@ -190,6 +222,32 @@ pub fn split_path(path: &str) -> Result<Vec<String>, HttpError> {
     Ok(segs)
 }
 
+/// An HTTP date (RFC 9110 IMF-fixdate): `Sun, 06 Nov 1994 08:49:37 GMT`.
+pub fn http_date(t: std::time::SystemTime) -> String {
+    let secs = t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    format!(
+        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// 32 random hex digits, as CouchDB's uuids.
 pub fn uuid() -> String {
     let mut b = [0u8; 16];
@@ -200,4 +258,33 @@ pub fn uuid() -> String {
         b = t.to_be_bytes();
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn http_dates_are_imf_fixdates() {
+        assert_eq!(http_date(UNIX_EPOCH), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(http_date(UNIX_EPOCH + Duration::from_secs(784_111_777)), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(http_date(UNIX_EPOCH + Duration::from_secs(951_782_400)), "Tue, 29 Feb 2000 00:00:00 GMT");
+    }
+
+    #[test]
+    fn gzip_bodies_are_decoded_within_the_limit() {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&[b'a'; 1000]).unwrap();
+        let packed = Bytes::from(gz.finish().unwrap());
+        let mut h = HeaderMap::new();
+        h.insert("content-encoding", HeaderValue::from_static("gzip"));
+        assert_eq!(decode_body(&mut h.clone(), packed.clone(), 1000).unwrap().len(), 1000);
+        assert_eq!(decode_body(&mut h.clone(), packed.clone(), 999).unwrap_err().status, 413);
+        assert_eq!(decode_body(&mut h, Bytes::from_static(b"not gzip"), 1000).unwrap_err().status, 400);
+        let mut br = HeaderMap::new();
+        br.insert("content-encoding", HeaderValue::from_static("br"));
+        assert_eq!(decode_body(&mut br, packed, 1000).unwrap_err().status, 415);
+    }
 }

@@ -39,6 +39,7 @@ pub use connections::{
 pub use error::{HttpError, ServerError};
 pub use state::{base_iri, database_dir, projector_for};
 #[doc(hidden)]
+pub use couch::fuzz_couch_request;
 pub use rdf::fuzz_parse_request;
 
 use bytes::Bytes;
@@ -264,11 +265,13 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
         }
     }
     let body: Bytes = read.freeze();
+    let mut headers = parts.headers;
+    let body = http::decode_body(&mut headers, body, limit)?;
     let request = http::Request {
         method: parts.method,
         segments: http::split_path(parts.uri.path())?,
         query: http::parse_query(parts.uri.query().unwrap_or(""))?,
-        headers: parts.headers,
+        headers,
         body,
         peer: Some(peer.ip()),
     };

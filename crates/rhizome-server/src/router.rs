@@ -47,6 +47,7 @@ pub enum Route {
     Up,
     Uuids,
     AllDbs,
+    DbsInfo,
     Session,
     Replicate,
     SchedulerDocs,
@@ -58,7 +59,16 @@ pub enum Route {
     Attachment(String, String, String),
     /// Views the lead builds on the same store: `_sparql`, `_graph`.
     Extension(String, String),
+    /// `/{db}/_design/{ddoc}/_view/...` and CouchDB's other design
+    /// functions, which Rhizome does not run: CouchDB's 404s, so that a
+    /// client sees "no such view" rather than a missing attachment.
+    DesignAction(String, String, String, String),
 }
+
+/// The design-document handlers of CouchDB (`chttpd_handlers`): paths
+/// under a design document starting with one of these are not
+/// attachments.
+const DESIGN_ACTIONS: &[&str] = &["_view", "_show", "_list", "_update", "_rewrite", "_info", "_search", "_search_info", "_nouveau", "_nouveau_info"];
 
 impl Route {
     pub fn parse(segments: &[String]) -> Result<Route, HttpError> {
@@ -68,6 +78,7 @@ impl Route {
             ["_up"] => Route::Up,
             ["_uuids"] => Route::Uuids,
             ["_all_dbs"] => Route::AllDbs,
+            ["_dbs_info"] => Route::DbsInfo,
             ["_session"] => Route::Session,
             ["_replicate"] => Route::Replicate,
             ["_scheduler", "docs"] => Route::SchedulerDocs,
@@ -92,7 +103,11 @@ impl Route {
                 };
                 Route::DbOp(db.to_string(), op)
             }
-            [db, "_local", id, ..] if s.len() == 3 => Route::Local(db.to_string(), format!("_local/{id}")),
+            [db, "_local", id] => Route::Local(db.to_string(), format!("_local/{id}")),
+            [_, "_local", _, ..] => return Err(HttpError::bad_request("_local documents do not accept attachments.")),
+            [db, "_design", name, action, rest @ ..] if DESIGN_ACTIONS.contains(action) => {
+                Route::DesignAction(db.to_string(), format!("_design/{name}"), action.to_string(), rest.join("/"))
+            }
             [db, "_design", name] => Route::Doc(db.to_string(), format!("_design/{name}")),
             [db, "_design", name, rest @ ..] => Route::Attachment(db.to_string(), format!("_design/{name}"), rest.join("/")),
             [_, "_design"] | [_, "_local"] => return Err(HttpError::bad_request("Missing document id")),
@@ -105,7 +120,7 @@ impl Route {
 
     pub fn db_name(&self) -> Option<&str> {
         match self {
-            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) => Some(db),
+            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) | Route::DesignAction(db, ..) => Some(db),
             _ => None,
         }
     }
@@ -115,7 +130,7 @@ impl Route {
         let read = matches!(*method, Method::GET | Method::HEAD);
         match self {
             Route::Root | Route::Up | Route::Uuids | Route::Session => Access::Public,
-            Route::AllDbs | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks => Access::ServerAdmin,
+            Route::AllDbs | Route::DbsInfo | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks => Access::ServerAdmin,
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
             Route::Db(_) => Access::Member,
             Route::DbOp(_, DbOp::Compact) => Access::DbAdmin,
@@ -123,7 +138,7 @@ impl Route {
             Route::DbOp(_, _) => Access::Member,
             Route::Doc(db, id) | Route::Attachment(db, id, _) if db == "_users" && id.starts_with(auth::users::USER_PREFIX) => Access::UserDoc(id.clone()),
             Route::Doc(_, id) | Route::Attachment(_, id, _) if id.starts_with("_design/") && !read => Access::DbAdmin,
-            Route::Doc(..) | Route::Attachment(..) | Route::Local(..) | Route::Extension(..) => Access::Member,
+            Route::Doc(..) | Route::Attachment(..) | Route::Local(..) | Route::Extension(..) | Route::DesignAction(..) => Access::Member,
         }
     }
 }
@@ -132,6 +147,22 @@ impl Route {
 /// synchronous).
 pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
     let route = Route::parse(&req.segments)?;
+    let rdf = matches!(route, Route::Extension(..));
+    match handle_route(server, req, route) {
+        // SPARQL and Graph Store clients (Jena, Java's Authenticator,
+        // urllib's handlers, SPARQLWrapper) send their credentials only
+        // when challenged. CouchDB's endpoints stay without a challenge,
+        // as CouchDB's (no browser pop-up).
+        Err(e) if e.status == 401 && rdf => {
+            let mut r = crate::http::error(&e);
+            crate::http::set_header(&mut r, "www-authenticate", "Basic realm=\"rhizome\"");
+            Ok(Reply::Done(r))
+        }
+        other => other,
+    }
+}
+
+fn handle_route(server: &Server, req: &Request, route: Route) -> Result<Reply, HttpError> {
     let ctx = auth::authenticate(server, req)?;
     let db: Option<Arc<DbHandle>> = match route.db_name() {
         Some(name) => server.db(name)?,
@@ -153,6 +184,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Up => srv::up(m)?.into(),
         Route::Uuids => srv::uuids(req)?.into(),
         Route::AllDbs => srv::all_dbs(server, m)?.into(),
+        Route::DbsInfo => database::dbs_info(server, req)?.into(),
         Route::Session => srv::session(server, req, ctx)?.into(),
         Route::Replicate => couch::replicate::replicate(server, req, ctx)?.into(),
         Route::SchedulerDocs => crate::replicator_db::scheduler_docs(server, m)?.into(),
@@ -182,6 +214,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Local(_, id) => documents::local(req, &*need(db)?, &id)?.into(),
         Route::Attachment(_, id, name) => attachments::attachment(server, req, ctx, &*need(db)?, &id, &name)?.into(),
         Route::Extension(_, what) => extension::route(server, req, &*need(db)?, &what)?.into(),
+        Route::DesignAction(_, ddoc, action, rest) => documents::design_action(req, &*need(db)?, &ddoc, &action, &rest)?.into(),
     })
 }
 
@@ -204,5 +237,8 @@ mod tests {
         assert_eq!(p("/db/_sparql").unwrap(), Route::Extension("db".into(), "_sparql".into()));
         assert_eq!(p("/db/_bogus").unwrap_err().status, 400);
         assert_eq!(p("/_users").unwrap(), Route::Db("_users".into()));
+        assert_eq!(p("/db/_local/cp/file.txt").unwrap_err().status, 400);
+        assert_eq!(p("/db/_design/d/_view/v").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_view".into(), "v".into()));
+        assert_eq!(p("/db/_design/d/_other").unwrap(), Route::Attachment("db".into(), "_design/d".into(), "_other".into()));
     }
 }

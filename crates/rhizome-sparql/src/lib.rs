@@ -27,6 +27,7 @@ mod expression;
 mod plan;
 mod query;
 mod results;
+mod select_star;
 mod terms;
 mod update;
 

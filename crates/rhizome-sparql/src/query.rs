@@ -22,7 +22,9 @@ pub fn parse_query(text: &str, base_iri: Option<&str>) -> Result<Query> {
     if let Some(base) = base_iri {
         parser = parser.with_base_iri(base).map_err(|e| SparqlError::Evaluation(format!("bad base IRI: {e}")))?;
     }
-    Ok(parser.parse_query(text)?)
+    let mut query = parser.parse_query(text)?;
+    crate::select_star::restore_order(text, &mut query);
+    Ok(query)
 }
 
 enum TemplateTerm {

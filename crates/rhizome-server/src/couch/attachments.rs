@@ -32,6 +32,7 @@ pub fn attachment(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, 
             Ok(r)
         }
         Method::PUT | Method::DELETE => {
+            rhizome_docs::validate_attachment_name(name)?;
             let mut doc = match &rev {
                 Some(r) => db.db.get_doc(id, &ReadOptions { rev: Some(r.clone()), ..Default::default() })?,
                 None => match db.db.get_doc(id, &ReadOptions::default()) {

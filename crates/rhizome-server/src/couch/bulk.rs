@@ -39,6 +39,11 @@ pub fn all_docs(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpErro
         }
         _ => return Err(HttpError::method_not_allowed("GET,HEAD,POST")),
     }
+    // As CouchDB (couch_mrview_http): `keys` picks rows itself, so a key
+    // range beside it is a contradiction, not something to ignore.
+    if keys.is_some() && ["key", "startkey", "start_key", "endkey", "end_key"].iter().any(|p| req.param(p).is_some()) {
+        return Err(HttpError::new(400, "query_parse_error", "`keys` is incompatible with `key`, `start_key` and `end_key`"));
+    }
     let keys = keys.map(|k| k.into_iter().map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())).collect());
     let key = key_param(req, &["key"])?;
     let opts = AllDocsOptions {

@@ -25,10 +25,42 @@ pub fn delete(server: &Server, name: &str) -> Result<Response<Body>, HttpError> 
 }
 
 pub fn info(db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    Ok(json(200, &info_json(db)?))
+}
+
+/// `GET|POST /_dbs_info`: the info of several databases at once
+/// (https://docs.couchdb.org/en/stable/api/server/common.html#dbs-info):
+/// the `keys` of a POST, or every database (with `limit` and `skip`).
+pub fn dbs_info(server: &Server, req: &Request) -> Result<Response<Body>, HttpError> {
+    let names: Vec<String> = match req.method {
+        Method::GET | Method::HEAD => {
+            let all = server.all_dbs()?;
+            let skip = req.number("skip")?.unwrap_or(0) as usize;
+            let limit = req.number("limit")?.map(|n| n as usize).unwrap_or(usize::MAX);
+            all.into_iter().skip(skip).take(limit).collect()
+        }
+        Method::POST => {
+            let body = req.json_object()?;
+            let keys = body.get("keys").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("`keys` member must exist."))?;
+            keys.iter().map(|k| k.as_str().map(str::to_owned).ok_or_else(|| HttpError::bad_request("`keys` must hold database names"))).collect::<Result<_, _>>()?
+        }
+        _ => return Err(HttpError::method_not_allowed("GET,HEAD,POST")),
+    };
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        out.push(match server.db(&name)? {
+            Some(db) => json!({ "key": name, "info": info_json(&db)? }),
+            None => json!({ "key": name, "error": "not_found" }),
+        });
+    }
+    Ok(json(200, &Value::Array(out)))
+}
+
+/// Every member CouchDB 3's `GET /{db}` has.
+fn info_json(db: &DbHandle) -> Result<Value, HttpError> {
     let info = db.db.info()?;
-    Ok(json(
-        200,
-        &json!({
+    Ok(
+        json!({
             "db_name": db.name,
             "update_seq": info.update_seq,
             "doc_count": info.doc_count,
@@ -41,7 +73,7 @@ pub fn info(db: &DbHandle) -> Result<Response<Body>, HttpError> {
             "props": {},
             "cluster": { "q": 1, "n": 1, "w": 1, "r": 1 },
         }),
-    ))
+    )
 }
 
 pub fn compact(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {

@@ -2,7 +2,7 @@
 //! and `/{db}/_local/{id}`
 //! (https://docs.couchdb.org/en/stable/api/document/common.html).
 
-use super::{open_revs, outcome_json, parse_rev, read_options, write_docs};
+use super::{multipart, open_revs, outcome_json, parse_rev, read_options, write_docs};
 use crate::auth::UserCtx;
 use crate::error::HttpError;
 use crate::http::{self, json, Body, Request};
@@ -31,8 +31,35 @@ pub fn document(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, id
             let doc: Map<String, Value> = json!({ "_id": id, "_rev": rev, "_deleted": true }).as_object().cloned().unwrap_or_default();
             write_one(ctx, db, doc, true, 200)
         }
-        _ => Err(HttpError::method_not_allowed("DELETE,GET,HEAD,PUT")),
+        _ if req.method.as_str() == "COPY" => copy(req, ctx, db, id),
+        _ => Err(HttpError::method_not_allowed("COPY,DELETE,GET,HEAD,PUT")),
     }
+}
+
+/// `COPY /{db}/{docid}` with `Destination: {newid}` (or `{newid}?rev={rev}`
+/// to overwrite an existing document): a new revision of the destination
+/// with the source's body and attachments
+/// (https://docs.couchdb.org/en/stable/api/document/common.html#copy--db-docid).
+fn copy(req: &Request, ctx: &UserCtx, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpError> {
+    let destination = req.header("destination").ok_or_else(|| HttpError::bad_request("Destination header is mandatory for COPY."))?;
+    let (dest_id, dest_rev) = match destination.split_once('?') {
+        Some((dest, query)) => (dest, http::parse_query(query)?.into_iter().find(|(k, _)| k == "rev").map(|(_, v)| v)),
+        None => (destination, None),
+    };
+    let dest_id = http::percent_decode(dest_id.trim(), false)?;
+    validate_doc_id(&dest_id)?;
+    if dest_id.starts_with("_design/") && !crate::auth::access::is_db_admin(ctx, &db.db.security()?) {
+        return Err(HttpError::forbidden("You are not a db or server admin."));
+    }
+    let source_rev = req.param("rev").map(parse_rev).transpose()?;
+    let source = db.db.get_doc(id, &rhizome_docs::ReadOptions { rev: source_rev, attachments: true, ..Default::default() })?;
+    let mut doc: Map<String, Value> = source.into_iter().filter(|(k, _)| !k.starts_with('_') || k == "_attachments").collect();
+    doc.insert("_id".into(), Value::String(dest_id));
+    if let Some(rev) = dest_rev {
+        parse_rev(&rev)?;
+        doc.insert("_rev".into(), Value::String(rev));
+    }
+    write_one(ctx, db, doc, true, 201)
 }
 
 fn write_one(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>, new_edits: bool, status: u16) -> Result<Response<Body>, HttpError> {
@@ -49,10 +76,22 @@ fn write_one(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>, new_edits: b
 
 fn get(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpError> {
     let opts = read_options(req)?;
+    let accept = req.header("accept");
     if let Some(which) = open_revs(req)? {
-        // PouchDB asks with `Accept: application/json`; we always answer
-        // JSON (CouchDB would answer multipart/mixed otherwise).
         let revs = db.db.open_revs(id, &which, &opts)?;
+        // CouchDB's replicator asks for multipart/mixed; PouchDB and
+        // others ask for JSON.
+        if multipart::accepts(accept, "multipart/mixed") {
+            let parts = revs
+                .into_iter()
+                .map(|r| match r {
+                    OpenRev::Ok(doc) => multipart::document_part(doc),
+                    OpenRev::Missing(rev) => Ok(("application/json; error=\"true\"".to_owned(), json!({ "missing": rev.to_string() }).to_string().into_bytes())),
+                })
+                .collect::<Result<Vec<_>, HttpError>>()?;
+            let (content_type, body) = multipart::mixed(parts);
+            return Ok(http::response(200, &content_type, body.into()));
+        }
         let out: Vec<Value> = revs
             .into_iter()
             .map(|r| match r {
@@ -70,7 +109,12 @@ fn get(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpErr
         http::set_header(&mut r, "etag", &etag);
         return Ok(r);
     }
-    let mut r = json(200, &Value::Object(doc));
+    let mut r = if multipart::accepts(accept, "multipart/related") {
+        let (content_type, body) = multipart::document_part(doc)?;
+        http::response(200, &content_type, body.into())
+    } else {
+        json(200, &Value::Object(doc))
+    };
     http::set_header(&mut r, "etag", &etag);
     Ok(r)
 }
@@ -116,6 +160,22 @@ pub fn local(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, H
         }
         _ => Err(HttpError::method_not_allowed("DELETE,GET,HEAD,PUT")),
     }
+}
+
+/// `/{db}/_design/{ddoc}/_view/{name}` and the other design functions:
+/// Rhizome has no JavaScript views, so the answer is CouchDB's for a view
+/// that does not exist: `missing_named_view` when the design document is
+/// there, `missing` (or `deleted`) when it is not.
+pub fn design_action(req: &Request, db: &DbHandle, ddoc: &str, action: &str, rest: &str) -> Result<Response<Body>, HttpError> {
+    if !matches!(req.method, Method::GET | Method::HEAD | Method::POST) {
+        return Err(HttpError::method_not_allowed("GET,HEAD,POST"));
+    }
+    db.db.get_doc(ddoc, &rhizome_docs::ReadOptions::default())?;
+    Err(match action {
+        "_view" => HttpError::not_found("missing_named_view"),
+        "_info" => HttpError::not_found(format!("{ddoc} has no view index (Rhizome runs no JavaScript views)")),
+        _ => HttpError::not_found(format!("missing function {} {rest} on design doc {ddoc}", &action[1..])),
+    })
 }
 
 /// For `_bulk_docs` results.

@@ -16,6 +16,28 @@ use crate::state::DbHandle;
 use rhizome_docs::{OpenRevs, ReadOptions, Rev, WriteOutcome};
 use serde_json::{Map, Value};
 
+/// For the fuzz target `couch_request`: a body through the decoders of
+/// CouchDB's endpoints (`Content-Encoding`, `multipart/related` documents
+/// and the multipart answers built from them) and, as text, through the
+/// query parser (with `SELECT *`'s order): never a panic.
+pub fn fuzz_couch_request(content_encoding: &str, content_type: &str, body: &[u8]) {
+    let mut headers = hyper::header::HeaderMap::new();
+    if let Ok(v) = hyper::header::HeaderValue::from_str(content_encoding) {
+        headers.insert("content-encoding", v);
+    }
+    if let Ok(decoded) = crate::http::decode_body(&mut headers, bytes::Bytes::copy_from_slice(body), 1 << 16) {
+        assert!(decoded.len() <= (1 << 16).max(body.len()), "decoding stays within the limit");
+    }
+    if let Ok(doc) = multipart::parse(content_type, body) {
+        if let Ok(part) = multipart::document_part(doc) {
+            let _ = multipart::mixed(vec![part]);
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(body) {
+        let _ = rhizome_sparql::parse_query(text, None);
+    }
+}
+
 /// Writes documents through the store, then wakes `_changes` feeds. Writes
 /// to `_users` have their passwords hashed first.
 pub fn write_docs(ctx: &UserCtx, db: &DbHandle, mut docs: Vec<Map<String, Value>>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>, HttpError> {

@@ -106,9 +106,89 @@ pub fn parse(content_type: &str, body: &[u8]) -> Result<Map<String, Value>, Http
     Ok(doc)
 }
 
+/// Whether the client's `Accept` names `media_type` explicitly. CouchDB
+/// also answers multipart to `*/*`; we answer it only to clients that ask
+/// (CouchDB's replicator does), so that `curl` and JSON clients keep JSON.
+pub fn accepts(accept: Option<&str>, media_type: &str) -> bool {
+    accept.is_some_and(|a| a.split(',').any(|t| t.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case(media_type))))
+}
+
+/// A rendered document's inline attachments, taken out of the JSON (which
+/// then marks them `follows`), in the JSON's order. Empty when every
+/// attachment is a stub.
+fn take_inline(doc: &mut Map<String, Value>) -> Result<Vec<(String, String, Vec<u8>)>, HttpError> {
+    let Some(Value::Object(atts)) = doc.get_mut("_attachments") else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for (name, att) in atts.iter_mut() {
+        let Some(att) = att.as_object_mut() else { continue };
+        let Some(Value::String(data)) = att.remove("data") else { continue };
+        let bytes = base64::engine::general_purpose::STANDARD.decode(data.as_bytes()).map_err(|e| HttpError::internal(format!("attachment {name}: {e}")))?;
+        att.insert("follows".into(), Value::Bool(true));
+        att.insert("length".into(), Value::from(bytes.len()));
+        let content_type = att.get("content_type").and_then(Value::as_str).unwrap_or("application/octet-stream").to_owned();
+        out.push((name.clone(), content_type, bytes));
+    }
+    Ok(out)
+}
+
+/// A document as one part of a multipart body: `application/json` when it
+/// has no inline attachment, else a `multipart/related` of the JSON and
+/// one part per attachment, as CouchDB sends them
+/// (https://docs.couchdb.org/en/stable/api/document/common.html#efficient-multiple-attachments-retrieving).
+/// Returns the part's content type and body.
+pub fn document_part(mut doc: Map<String, Value>) -> Result<(String, Vec<u8>), HttpError> {
+    let atts = take_inline(&mut doc)?;
+    let json = serde_json::to_vec(&Value::Object(doc)).unwrap_or_default();
+    if atts.is_empty() {
+        return Ok(("application/json".to_owned(), json));
+    }
+    let boundary = crate::http::uuid();
+    let mut out = Vec::new();
+    out.extend_from_slice(format!("--{boundary}\r\nContent-Type: application/json\r\n\r\n").as_bytes());
+    out.extend_from_slice(&json);
+    for (name, content_type, bytes) in atts {
+        let quoted = name.replace('\\', "\\\\").replace('"', "\\\"");
+        out.extend_from_slice(
+            format!("\r\n--{boundary}\r\nContent-Disposition: attachment; filename=\"{quoted}\"\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n", bytes.len()).as_bytes(),
+        );
+        out.extend_from_slice(&bytes);
+    }
+    out.extend_from_slice(format!("\r\n--{boundary}--").as_bytes());
+    Ok((format!("multipart/related; boundary=\"{boundary}\""), out))
+}
+
+/// `open_revs` as `multipart/mixed`: one part per revision (a document
+/// part, or `{"missing": rev}` marked `error="true"`), as CouchDB's
+/// replicator reads them.
+pub fn mixed(parts: Vec<(String, Vec<u8>)>) -> (String, Vec<u8>) {
+    let boundary = crate::http::uuid();
+    let mut out = Vec::new();
+    for (content_type, body) in parts {
+        out.extend_from_slice(format!("--{boundary}\r\nContent-Type: {content_type}\r\n\r\n").as_bytes());
+        out.extend_from_slice(&body);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(format!("--{boundary}--").as_bytes());
+    (format!("multipart/mixed; boundary=\"{boundary}\""), out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn documents_with_inline_attachments_become_multipart_related_and_parse_back() {
+        let doc: Map<String, Value> = serde_json::from_str(r#"{"_id":"d","_rev":"1-a","_attachments":{"a.txt":{"content_type":"text/plain","digest":"md5-x","revpos":1,"data":"eW8h"},"s":{"stub":true,"length":1}}}"#).unwrap();
+        let (ct, body) = document_part(doc).unwrap();
+        assert!(ct.starts_with("multipart/related; boundary="), "{ct}");
+        let back = parse(&ct, &body).unwrap();
+        assert_eq!(back["_attachments"]["a.txt"]["data"], "eW8h");
+        assert_eq!(back["_attachments"]["s"]["stub"], true);
+        let (ct, body) = document_part(serde_json::from_str(r#"{"_id":"d"}"#).unwrap()).unwrap();
+        assert_eq!((ct.as_str(), body.as_slice()), ("application/json", br#"{"_id":"d"}"#.as_slice()));
+        assert!(accepts(Some("multipart/mixed, application/json"), "multipart/mixed"));
+        assert!(!accepts(Some("*/*"), "multipart/mixed"));
+    }
 
     #[test]
     fn multipart_documents_get_their_attachments_inline() {
