@@ -67,16 +67,27 @@ async function sparql(params) {
     assert.deepStrictEqual(r.results.bindings.map((b) => b.name.value), ['Alice Liddell']);
   });
 
-  await step('a SPARQL update is a new revision that PouchDB sees in _changes', async () => {
+  // A loaded subject's document is the graph named by the subject's IRI; an
+  // update without GRAPH would go to the stored default graph instead.
+  await step('a SPARQL update of a document\'s graph is a new revision that PouchDB sees in _changes', async () => {
     const before = await db.get(subject);
     const since = (await db.info()).update_seq;
-    await sparql({ update: `INSERT DATA { <${subject}> <${FOAF}nick> "bobby" }` });
+    await sparql({ update: `INSERT DATA { GRAPH <${subject}> { <${subject}> <${FOAF}nick> "bobby" } }` });
     const changes = await db.changes({ since });
     assert.ok(changes.results.some((c) => c.id === subject), JSON.stringify(changes));
     const after = await db.get(subject);
     assert.ok(after._rev.startsWith('2-'), `${before._rev} -> ${after._rev}`);
     const node = after['@graph'].find((n) => n['@id'] === subject);
     assert.deepStrictEqual(node[FOAF + 'nick'], [{ '@value': 'bobby' }]);
+  });
+
+  await step('an update without GRAPH goes to the stored default graph, a document PouchDB sees too', async () => {
+    const since = (await db.info()).update_seq;
+    await sparql({ update: `INSERT DATA { <http://example.org/note> <${FOAF}nick> "loose" }` });
+    const changes = await db.changes({ since });
+    assert.deepStrictEqual(changes.results.map((c) => c.id), ['default-graph'], JSON.stringify(changes));
+    const r = await sparql({ query: `ASK { <http://example.org/note> <${FOAF}nick> "loose" }` });
+    assert.strictEqual(r.boolean, true);
   });
 
   await step('a deleted document leaves no triples', async () => {
