@@ -657,6 +657,7 @@ impl Output<'_> {
     /// One value under a term's coercion, or `None` if it does not fit.
     fn term_value(&mut self, def: &TermDefinition, value: &Object) -> Option<Value> {
         match (&def.type_mapping, value) {
+            (Some(TypeMapping::Id | TypeMapping::Vocab), Object::Iri(i)) if self.embedded.contains(i.as_str()) => Some(Value::Object(self.node(i))),
             (Some(TypeMapping::Id), Object::Iri(i)) => Some(Value::String(self.iri(i, false))),
             (Some(TypeMapping::Vocab), Object::Iri(i)) => Some(Value::String(self.iri(i, true))),
             (Some(TypeMapping::Id | TypeMapping::Vocab), Object::Blank(b)) => {
@@ -683,6 +684,7 @@ impl Output<'_> {
     /// A value as the context's defaults read it (no term coercion).
     fn plain_value(&mut self, value: &Object) -> Value {
         match value {
+            Object::Iri(i) if self.embedded.contains(i.as_str()) => Value::Object(self.node(i)),
             Object::Iri(i) => {
                 let iri = self.iri(i, false);
                 Value::Object(Map::from_iter([("@id".to_owned(), Value::String(iri))]))

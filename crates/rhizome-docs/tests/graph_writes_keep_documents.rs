@@ -183,3 +183,70 @@ fn a_plain_json_document_keeps_its_members_when_its_graph_is_written() {
     change(&db, "j", &t, true);
     assert_eq!(members(get(&db, "j")), json!({"kind": "note", "n": 3, "@id": "http://e/j", "http://schema.org/name": "J"}));
 }
+
+/// Puts `original` as `id`, adds `t` to its graph and checks the document
+/// is `original` plus `key: value`, the graph the old one plus `t`; then
+/// removes `t` and checks both are back to the original.
+fn round_trip(db: &Database, id: &str, original: Value, t: Triple, key: &str, value: Value) {
+    let mut doc = original.clone();
+    doc["_id"] = json!(id);
+    put(db, doc);
+    let before = graph_of(db, id);
+    change(db, id, &t, true);
+    let mut expected = original.clone();
+    expected[key] = value;
+    assert_eq!(members(get(db, id)), expected);
+    assert_eq!(graph_of(db, id), with(before.clone(), &t));
+    change(db, id, &t, false);
+    assert_eq!(members(get(db, id)), original);
+    assert_eq!(graph_of(db, id), before);
+}
+
+#[test]
+fn prefixes_default_language_sets_and_relative_ids_round_trip() {
+    let db = database();
+    let original = json!({
+        "@context": {
+            "s": "http://schema.org/",
+            "@language": "en",
+            "keywords": {"@id": "s:keywords", "@container": "@set"},
+            "title": {"@id": "s:name"},
+            "plain": {"@id": "s:alternateName", "@language": null}
+        },
+        "@id": "#me",
+        "title": "Hello",
+        "plain": "no language",
+        "keywords": ["a", "b"],
+        "s:knows": {"@id": "#you", "title": "You"}
+    });
+    let t = Triple::new(NamedNode::new(format!("{}#me", graph_iri("r"))).unwrap(), NamedNode::new("http://schema.org/email").unwrap(), Literal::new_language_tagged_literal("mail", "en").unwrap());
+    round_trip(&db, "r", original, t, "s:email", json!("mail"));
+}
+
+#[test]
+fn the_database_default_context_is_used_and_not_copied_into_the_document() {
+    let db = database();
+    let ctx = json!({"@context": {"name": "http://schema.org/name", "email": "http://schema.org/email"}});
+    db.put_local("_local/rhizome-context", ctx.as_object().unwrap().clone()).unwrap();
+    let original = json!({"@id": "http://e/d", "name": "D", "app": "kept"});
+    let t = triple("http://e/d", "http://schema.org/email", Literal::new_simple_literal("d@e"));
+    round_trip(&db, "dc", original, t, "email", json!("d@e"));
+}
+
+#[test]
+fn blank_nodes_shared_or_in_cycles_keep_their_graph() {
+    let db = database();
+    put(&db, json!({"_id": "b", "@context": {"@vocab": "http://e/"}, "@graph": [
+        {"@id": "_:x", "next": {"@id": "_:y"}},
+        {"@id": "_:y", "next": {"@id": "_:x"}},
+        {"@id": "http://e/a", "shared": {"@id": "_:z"}, "also": {"@id": "_:z"}},
+        {"@id": "_:z", "v": 1}
+    ]}));
+    let before = graph_of(&db, "b");
+    let t = triple("http://e/a", "http://e/w", Literal::new_simple_literal("w"));
+    change(&db, "b", &t, true);
+    assert_eq!(graph_of(&db, "b"), with(before, &t));
+    let doc = members(get(&db, "b"));
+    assert_eq!(doc["@context"], json!({"@vocab": "http://e/"}));
+    assert!(doc["@graph"].is_array(), "{doc}");
+}
