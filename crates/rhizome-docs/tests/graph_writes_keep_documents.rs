@@ -250,3 +250,36 @@ fn blank_nodes_shared_or_in_cycles_keep_their_graph() {
     assert_eq!(doc["@context"], json!({"@vocab": "http://e/"}));
     assert!(doc["@graph"].is_array(), "{doc}");
 }
+
+#[test]
+fn a_long_chain_of_nodes_written_through_rdf_stays_a_document() {
+    let db = database();
+    put(&db, json!({"_id": "chain", "@context": {"next": {"@id": "http://e/next", "@type": "@id"}}, "@id": "http://e/n0", "next": "http://e/n1", "flag": "kept"}));
+    let n = 2000;
+    let g = NamedNode::new(graph_iri("chain")).unwrap();
+    let mut expected = Graph::new();
+    expected.insert(&triple("http://e/n0", "http://e/next", NamedNode::new("http://e/n1").unwrap()));
+    db.rdf_write(|txn| -> Result<(), DocError> {
+        for i in 1..n {
+            // A chain of blank nodes and of IRIs, each referenced once.
+            let s = oxrdf::BlankNode::new(format!("b{i}")).unwrap();
+            let o = oxrdf::BlankNode::new(format!("b{}", i + 1)).unwrap();
+            let p = NamedNode::new("http://e/next").unwrap();
+            let q = QuadRef::new(s.as_ref(), p.as_ref(), o.as_ref(), GraphNameRef::NamedNode(g.as_ref()));
+            let ids = txn.encode_quad(q)?;
+            txn.insert(&ids)?;
+            let t = triple(&format!("http://e/n{i}"), "http://e/next", NamedNode::new(format!("http://e/n{}", i + 1)).unwrap());
+            let ids = txn.encode_quad(QuadRef::new(t.subject.as_ref(), t.predicate.as_ref(), t.object.as_ref(), GraphNameRef::NamedNode(g.as_ref())))?;
+            txn.insert(&ids)?;
+            expected.insert(&t);
+        }
+        Ok(())
+    })
+    .unwrap();
+    let doc = members(get(&db, "chain"));
+    assert_eq!(doc["flag"], "kept");
+    let snapshot = db.store().snapshot().unwrap();
+    let gid = snapshot.lookup(TermRef::NamedNode(g.as_ref())).unwrap().unwrap();
+    let quads = snapshot.scan(QuadPattern { g: Some(gid), ..Default::default() }).count();
+    assert_eq!(quads, expected.len() + n - 1, "the blank chain is kept as well");
+}
