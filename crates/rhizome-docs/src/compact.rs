@@ -71,6 +71,11 @@ pub(crate) struct Context {
     opaque: bool,
 }
 
+/// How deep nodes are embedded in one another, and lists in lists: a
+/// graph written through SPARQL can chain any number of nodes, and the
+/// rendering recurses (serde_json reads at most 128 levels back anyway).
+const MAX_NESTING: usize = 32;
+
 const GEN_DELIMS: &[char] = &[':', '/', '?', '#', '[', ']', '@'];
 
 fn is_keyword(s: &str) -> bool {
@@ -420,14 +425,18 @@ pub(crate) fn compact_graph(triples: &[Triple], ctx: &Context, shape: &Shape, ex
     order.extend(nodes.keys().filter(|k| !embeddable(k) && !seen.contains(*k)).cloned().collect::<Vec<_>>());
     seen.extend(order.iter().cloned());
     let mut embedded: HashSet<String> = HashSet::new();
-    fn claim(key: &str, nodes: &BTreeMap<String, Node>, embeddable: &dyn Fn(&String) -> bool, embedded: &mut HashSet<String>, tops: &HashSet<String>) {
+    /// Claims the embeddable nodes `key` references, `depth` levels down.
+    fn claim(key: &str, depth: usize, nodes: &BTreeMap<String, Node>, embeddable: &dyn Fn(&String) -> bool, embedded: &mut HashSet<String>, tops: &HashSet<String>) {
         let Some(node) = nodes.get(key) else { return };
+        if depth >= MAX_NESTING {
+            return;
+        }
         let mut stack: Vec<&Object> = node.props.values().flatten().collect();
         while let Some(o) = stack.pop() {
             match o {
                 Object::Iri(k) | Object::Blank(k) => {
                     if nodes.contains_key(k) && embeddable(k) && !tops.contains(k) && embedded.insert(k.clone()) {
-                        claim(k, nodes, embeddable, embedded, tops);
+                        claim(k, depth + 1, nodes, embeddable, embedded, tops);
                     }
                 }
                 Object::List(items) => stack.extend(items.iter()),
@@ -435,20 +444,21 @@ pub(crate) fn compact_graph(triples: &[Triple], ctx: &Context, shape: &Shape, ex
             }
         }
     }
-    let mut i = 0;
+    let keys: Vec<&String> = nodes.keys().collect();
+    let (mut i, mut next) = (0, 0);
     loop {
         while i < order.len() {
-            claim(&order[i].clone(), &nodes, &embeddable, &mut embedded, &seen);
+            claim(&order[i].clone(), 0, &nodes, &embeddable, &mut embedded, &seen);
             i += 1;
         }
-        // Nodes only reachable from a cycle of single references.
-        match nodes.keys().find(|k| !seen.contains(*k) && !embedded.contains(*k)) {
-            Some(k) => {
-                seen.insert(k.clone());
-                order.push(k.clone());
-            }
-            None => break,
+        // Nodes not claimed: only reachable from a cycle of single
+        // references, or nested too deep.
+        while next < keys.len() && (seen.contains(keys[next]) || embedded.contains(keys[next])) {
+            next += 1;
         }
+        let Some(k) = keys.get(next) else { break };
+        seen.insert((*k).clone());
+        order.push((*k).clone());
     }
 
     let mut out = Output { ctx, shape, nodes: &nodes, embedded: &embedded, blank_labels: HashMap::new(), expanded };
@@ -507,18 +517,14 @@ fn fold_lists(nodes: &mut BTreeMap<String, Node>, refs: &HashMap<String, usize>)
     if lists.is_empty() && !nodes.values().any(|n| n.props.values().flatten().any(|o| matches!(o, Object::Iri(i) if i == rdf::NIL.as_str()))) {
         return;
     }
-    let items_of = |keys: &[String], nodes: &BTreeMap<String, Node>| -> Vec<Object> { keys.iter().map(|k| nodes[k].props[rdf::FIRST.as_str()][0].clone()).collect() };
-    let mut folded: HashMap<String, Vec<Object>> = lists.iter().map(|(head, keys)| (head.clone(), items_of(keys, nodes))).collect();
-    for keys in lists.values() {
-        for k in keys {
-            nodes.remove(k);
-        }
-    }
-    fn fold(o: &mut Object, folded: &mut HashMap<String, Vec<Object>>) {
+    // Heads are folded where they are referenced (lists in lists too, up to
+    // MAX_NESTING); a chain's nodes are removed only once it is folded.
+    fn fold(o: &mut Object, depth: usize, lists: &mut HashMap<String, Vec<String>>, nodes: &mut BTreeMap<String, Node>) {
         match o {
-            Object::Blank(b) => {
-                if let Some(mut items) = folded.remove(b.as_str()) {
-                    items.iter_mut().for_each(|i| fold(i, folded));
+            Object::Blank(b) if depth < MAX_NESTING => {
+                if let Some(keys) = lists.remove(b.as_str()) {
+                    let mut items: Vec<Object> = keys.iter().filter_map(|k| nodes.remove(k)?.props.remove(rdf::FIRST.as_str())?.into_iter().next()).collect();
+                    items.iter_mut().for_each(|i| fold(i, depth + 1, lists, nodes));
                     *o = Object::List(items);
                 }
             }
@@ -526,10 +532,13 @@ fn fold_lists(nodes: &mut BTreeMap<String, Node>, refs: &HashMap<String, usize>)
             _ => {}
         }
     }
-    for node in nodes.values_mut() {
+    let subjects: Vec<String> = nodes.keys().cloned().collect();
+    for key in subjects {
+        let Some(mut node) = nodes.remove(&key) else { continue }; // folded into a list meanwhile
         for values in node.props.values_mut() {
-            values.iter_mut().for_each(|o| fold(o, &mut folded));
+            values.iter_mut().for_each(|o| fold(o, 0, &mut lists, nodes));
         }
+        nodes.insert(key, node);
     }
 }
 
@@ -657,6 +666,7 @@ impl Output<'_> {
     /// One value under a term's coercion, or `None` if it does not fit.
     fn term_value(&mut self, def: &TermDefinition, value: &Object) -> Option<Value> {
         match (&def.type_mapping, value) {
+            (Some(TypeMapping::Id | TypeMapping::Vocab), Object::Iri(i)) if self.embedded.contains(i.as_str()) => Some(Value::Object(self.node(i))),
             (Some(TypeMapping::Id), Object::Iri(i)) => Some(Value::String(self.iri(i, false))),
             (Some(TypeMapping::Vocab), Object::Iri(i)) => Some(Value::String(self.iri(i, true))),
             (Some(TypeMapping::Id | TypeMapping::Vocab), Object::Blank(b)) => {
@@ -683,6 +693,7 @@ impl Output<'_> {
     /// A value as the context's defaults read it (no term coercion).
     fn plain_value(&mut self, value: &Object) -> Value {
         match value {
+            Object::Iri(i) if self.embedded.contains(i.as_str()) => Value::Object(self.node(i)),
             Object::Iri(i) => {
                 let iri = self.iri(i, false);
                 Value::Object(Map::from_iter([("@id".to_owned(), Value::String(iri))]))

@@ -9,7 +9,7 @@
 //!   numbers come back as the document wrote them. The result is read back
 //!   as JSON-LD before it is used: if it does not give exactly the graph,
 //!   the expanded form (full IRIs, value objects, same context) is used,
-//!   and failing that the graph-bodied form.
+//!   and failing that the write is refused (nothing is lost).
 //! - A JSON document whose graph became empty keeps its other members and
 //!   attachments; it is deleted only when nothing else is left.
 //! - A graph-bodied document (`{"_graph": IRI}`, written as RDF) stays one,
@@ -20,8 +20,7 @@ use crate::jsonld::{DEFAULT_CONTEXT_DOC, GRAPH_MARKER};
 use crate::keys::LOCAL;
 use crate::{DocError, Result};
 use oxjsonld::JsonLdParser;
-use oxrdf::graph::CanonicalizationAlgorithm;
-use oxrdf::{Graph, NamedOrBlankNode, Term, Triple};
+use oxrdf::{NamedOrBlankNode, Term, Triple};
 use rhizome_rdf::term::Dictionary;
 use rhizome_rdf::{QuadPattern, StoreTransaction, TermId};
 use serde_json::{Map, Value};
@@ -50,11 +49,12 @@ pub(crate) enum GraphRevision {
     Delete,
 }
 
-/// The new revision of the document whose winner's stored body is `old`
+/// The new revision of document `id`, whose winner's stored body is `old`
 /// (`None`: no live document) after its graph `graph` (`graph_iri`)
 /// changed; `empty`: the graph no longer exists.
 pub(crate) fn revision_after_graph_write(
     txn: &StoreTransaction<'_>,
+    id: &str,
     graph: TermId,
     graph_iri: &str,
     old: Option<&Map<String, Value>>,
@@ -87,18 +87,26 @@ pub(crate) fn revision_after_graph_write(
     }
     let triples = graph_triples(txn, graph, graph_iri)?;
     let shape = Shape::of(old, &ctx, graph_iri);
-    let wanted = canonical(triples.iter().cloned());
+    let wanted = signature(triples.iter().cloned());
     for expanded in [false, true] {
         if ctx.is_opaque() && !expanded {
             continue;
         }
         let mut body = kept.clone();
         body.extend(compact_graph(&triples, &ctx, &shape, expanded));
-        if reads_back(&body, default_context.as_ref(), graph_iri).as_ref() == Some(&wanted) {
+        // A context this module does not follow (a remote one) cannot be
+        // read here; the expanded form means the same without it.
+        let check = if ctx.is_opaque() { body.iter().filter(|(k, _)| *k != "@context").map(|(k, v)| (k.clone(), v.clone())).collect() } else { body.clone() };
+        if reads_back(&check, if ctx.is_opaque() { None } else { default_context.as_ref() }, graph_iri).as_ref() == Some(&wanted) {
             return Ok(GraphRevision::Json(with_stubs(body)));
         }
     }
-    Ok(GraphRevision::Graph(stubs))
+    // Never reached for a context this module follows; refusing keeps the
+    // document rather than dropping what is not RDF.
+    Err(DocError::Projection {
+        id: id.to_owned(),
+        reason: "the changed graph cannot be written back into this document under its @context; change the document through the CouchDB API".into(),
+    })
 }
 
 /// Stubs of every attachment of a stored body, for the next revision.
@@ -152,15 +160,72 @@ fn graph_triples(txn: &StoreTransaction<'_>, graph: TermId, graph_iri: &str) -> 
     Ok(out)
 }
 
-fn canonical(triples: impl IntoIterator<Item = Triple>) -> Graph {
-    let mut g: Graph = triples.into_iter().collect();
-    g.canonicalize(CanonicalizationAlgorithm::Unstable);
-    g
+/// A graph's fingerprint for comparing a body read back with the graph it
+/// must give: its ground triples exactly, and its blank nodes by a few
+/// rounds of colour refinement (each blank node hashed with the
+/// predicates and neighbours around it), so two graphs that differ in any
+/// triple differ here. Full canonicalization (oxrdf's) is exponential on
+/// some graphs and recursive on long chains, which SPARQL can write.
+fn signature(triples: impl IntoIterator<Item = Triple>) -> Vec<u64> {
+    use std::hash::{Hash, Hasher};
+    // A set first (a body may state a triple twice); then a multiset of
+    // hashes, since blank nodes alike hash alike.
+    let triples: Vec<Triple> = triples.into_iter().collect::<std::collections::HashSet<Triple>>().into_iter().collect();
+    let hash = |parts: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        parts(&mut h);
+        h.finish()
+    };
+    let term_hash = |t: &Term, colors: &HashMap<String, u64>| -> u64 {
+        match t {
+            Term::BlankNode(b) => hash(&|h| (1u8, colors.get(b.as_str()).copied().unwrap_or(0)).hash(h)),
+            other => hash(&|h| (0u8, other.to_string()).hash(h)),
+        }
+    };
+    let subject_term = |t: &Triple| -> Term {
+        match &t.subject {
+            NamedOrBlankNode::NamedNode(n) => n.clone().into(),
+            NamedOrBlankNode::BlankNode(b) => b.clone().into(),
+        }
+    };
+    let mut colors: HashMap<String, u64> = HashMap::new();
+    for _round in 0..4 {
+        let mut around: HashMap<String, Vec<u64>> = HashMap::new();
+        for t in &triples {
+            let (s, o) = (subject_term(t), &t.object);
+            let p = t.predicate.as_str();
+            if let Term::BlankNode(b) = &s {
+                let other = term_hash(o, &colors);
+                around.entry(b.as_str().to_owned()).or_default().push(hash(&|h| (0u8, p, other).hash(h)));
+            }
+            if let Term::BlankNode(b) = o {
+                let other = term_hash(&s, &colors);
+                around.entry(b.as_str().to_owned()).or_default().push(hash(&|h| (1u8, p, other).hash(h)));
+            }
+        }
+        colors = around
+            .into_iter()
+            .map(|(b, mut edges)| {
+                edges.sort_unstable();
+                let old = colors.get(&b).copied().unwrap_or(0);
+                (b, hash(&|h| (old, &edges).hash(h)))
+            })
+            .collect();
+    }
+    let mut out: Vec<u64> = triples
+        .iter()
+        .map(|t| {
+            let (s, o) = (term_hash(&subject_term(t), &colors), term_hash(&t.object, &colors));
+            hash(&|h| (s, t.predicate.as_str(), o).hash(h))
+        })
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 /// The graph a body projects to, as the projector reads it (CouchDB's
 /// members left out, the database's context when it has none).
-fn reads_back(body: &Map<String, Value>, default_context: Option<&Value>, graph_iri: &str) -> Option<Graph> {
+fn reads_back(body: &Map<String, Value>, default_context: Option<&Value>, graph_iri: &str) -> Option<Vec<u64>> {
     let mut json: Map<String, Value> = body.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
     if let (false, Some(ctx)) = (json.contains_key("@context"), default_context) {
         json.insert("@context".into(), ctx.clone());
@@ -168,7 +233,7 @@ fn reads_back(body: &Map<String, Value>, default_context: Option<&Value>, graph_
     let text = Value::Object(json).to_string();
     let parser = JsonLdParser::new().with_base_iri(graph_iri).ok()?;
     let quads: Vec<oxrdf::Quad> = parser.for_slice(text.as_bytes()).collect::<std::result::Result<_, _>>().ok()?;
-    Some(canonical(quads.into_iter().map(Triple::from)))
+    Some(signature(quads.into_iter().map(Triple::from)))
 }
 
 /// The document holding a union database's stored default graph: where
@@ -187,5 +252,35 @@ impl crate::Database {
             rhizome_rdf::DatasetMode::Union => self.projector.graph_iri(DEFAULT_GRAPH_DOC),
             rhizome_rdf::DatasetMode::Plain => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxrdf::{BlankNode, Literal, NamedNode};
+
+    fn t(s: &str, o: Term) -> Triple {
+        let s: NamedOrBlankNode = match s.strip_prefix("_:") {
+            Some(b) => BlankNode::new(b).unwrap().into(),
+            None => NamedNode::new(s).unwrap().into(),
+        };
+        Triple::new(s, NamedNode::new("http://e/p").unwrap(), o)
+    }
+
+    #[test]
+    fn signatures_tell_graphs_apart_up_to_blank_node_names() {
+        let lit = |v: &str| Term::from(Literal::new_simple_literal(v));
+        let blank = |b: &str| Term::from(BlankNode::new(b).unwrap());
+        let a = vec![t("http://e/s", blank("x")), t("_:x", lit("1")), t("_:y", lit("1"))];
+        let renamed = vec![t("http://e/s", blank("m")), t("_:m", lit("1")), t("_:n", lit("1"))];
+        assert_eq!(signature(a.clone()), signature(renamed));
+        // Two blank nodes alike are two, not one.
+        assert_ne!(signature(a.clone()), signature(vec![t("http://e/s", blank("x")), t("_:x", lit("1"))]));
+        // Which blank node the IRI points at matters.
+        let moved = vec![t("http://e/s", blank("x")), t("_:x", lit("1")), t("_:y", lit("2"))];
+        assert_ne!(signature(a.clone()), signature(moved));
+        let doubled = a.iter().cloned().chain(a.iter().cloned());
+        assert_eq!(signature(a.clone()), signature(doubled), "a triple stated twice is one");
     }
 }

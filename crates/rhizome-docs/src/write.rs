@@ -156,7 +156,7 @@ impl Database {
             };
             let revision = match (empty, emptied) {
                 (true, EmptiedGraphs::DeleteDocuments) => GraphRevision::Delete,
-                _ => crate::graph_write::revision_after_graph_write(txn, graph, iri.as_str(), old_body.as_ref(), empty)?,
+                _ => crate::graph_write::revision_after_graph_write(txn, &id, graph, iri.as_str(), old_body.as_ref(), empty)?,
             };
             let (mut doc, marker) = match revision {
                 GraphRevision::Json(body) => (body, None),

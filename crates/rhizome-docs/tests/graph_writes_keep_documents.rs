@@ -183,3 +183,103 @@ fn a_plain_json_document_keeps_its_members_when_its_graph_is_written() {
     change(&db, "j", &t, true);
     assert_eq!(members(get(&db, "j")), json!({"kind": "note", "n": 3, "@id": "http://e/j", "http://schema.org/name": "J"}));
 }
+
+/// Puts `original` as `id`, adds `t` to its graph and checks the document
+/// is `original` plus `key: value`, the graph the old one plus `t`; then
+/// removes `t` and checks both are back to the original.
+fn round_trip(db: &Database, id: &str, original: Value, t: Triple, key: &str, value: Value) {
+    let mut doc = original.clone();
+    doc["_id"] = json!(id);
+    put(db, doc);
+    let before = graph_of(db, id);
+    change(db, id, &t, true);
+    let mut expected = original.clone();
+    expected[key] = value;
+    assert_eq!(members(get(db, id)), expected);
+    assert_eq!(graph_of(db, id), with(before.clone(), &t));
+    change(db, id, &t, false);
+    assert_eq!(members(get(db, id)), original);
+    assert_eq!(graph_of(db, id), before);
+}
+
+#[test]
+fn prefixes_default_language_sets_and_relative_ids_round_trip() {
+    let db = database();
+    let original = json!({
+        "@context": {
+            "s": "http://schema.org/",
+            "@language": "en",
+            "keywords": {"@id": "s:keywords", "@container": "@set"},
+            "title": {"@id": "s:name"},
+            "plain": {"@id": "s:alternateName", "@language": null}
+        },
+        "@id": "#me",
+        "title": "Hello",
+        "plain": "no language",
+        "keywords": ["a", "b"],
+        "s:knows": {"@id": "#you", "title": "You"}
+    });
+    let t = Triple::new(NamedNode::new(format!("{}#me", graph_iri("r"))).unwrap(), NamedNode::new("http://schema.org/email").unwrap(), Literal::new_language_tagged_literal("mail", "en").unwrap());
+    round_trip(&db, "r", original, t, "s:email", json!("mail"));
+}
+
+#[test]
+fn the_database_default_context_is_used_and_not_copied_into_the_document() {
+    let db = database();
+    let ctx = json!({"@context": {"name": "http://schema.org/name", "email": "http://schema.org/email"}});
+    db.put_local("_local/rhizome-context", ctx.as_object().unwrap().clone()).unwrap();
+    let original = json!({"@id": "http://e/d", "name": "D", "app": "kept"});
+    let t = triple("http://e/d", "http://schema.org/email", Literal::new_simple_literal("d@e"));
+    round_trip(&db, "dc", original, t, "email", json!("d@e"));
+}
+
+#[test]
+fn blank_nodes_shared_or_in_cycles_keep_their_graph() {
+    let db = database();
+    put(&db, json!({"_id": "b", "@context": {"@vocab": "http://e/"}, "@graph": [
+        {"@id": "_:x", "next": {"@id": "_:y"}},
+        {"@id": "_:y", "next": {"@id": "_:x"}},
+        {"@id": "http://e/a", "shared": {"@id": "_:z"}, "also": {"@id": "_:z"}},
+        {"@id": "_:z", "v": 1}
+    ]}));
+    let before = graph_of(&db, "b");
+    let t = triple("http://e/a", "http://e/w", Literal::new_simple_literal("w"));
+    change(&db, "b", &t, true);
+    assert_eq!(graph_of(&db, "b"), with(before, &t));
+    let doc = members(get(&db, "b"));
+    assert_eq!(doc["@context"], json!({"@vocab": "http://e/"}));
+    assert!(doc["@graph"].is_array(), "{doc}");
+}
+
+#[test]
+fn a_long_chain_of_nodes_written_through_rdf_stays_a_document() {
+    let db = database();
+    put(&db, json!({"_id": "chain", "@context": {"next": {"@id": "http://e/next", "@type": "@id"}}, "@id": "http://e/n0", "next": "http://e/n1", "flag": "kept"}));
+    let n = 2000;
+    let g = NamedNode::new(graph_iri("chain")).unwrap();
+    let mut expected = Graph::new();
+    expected.insert(&triple("http://e/n0", "http://e/next", NamedNode::new("http://e/n1").unwrap()));
+    db.rdf_write(|txn| -> Result<(), DocError> {
+        for i in 1..n {
+            // A chain of blank nodes and of IRIs, each referenced once.
+            let s = oxrdf::BlankNode::new(format!("b{i}")).unwrap();
+            let o = oxrdf::BlankNode::new(format!("b{}", i + 1)).unwrap();
+            let p = NamedNode::new("http://e/next").unwrap();
+            let q = QuadRef::new(s.as_ref(), p.as_ref(), o.as_ref(), GraphNameRef::NamedNode(g.as_ref()));
+            let ids = txn.encode_quad(q)?;
+            txn.insert(&ids)?;
+            let t = triple(&format!("http://e/n{i}"), "http://e/next", NamedNode::new(format!("http://e/n{}", i + 1)).unwrap());
+            let ids = txn.encode_quad(QuadRef::new(t.subject.as_ref(), t.predicate.as_ref(), t.object.as_ref(), GraphNameRef::NamedNode(g.as_ref())))?;
+            txn.insert(&ids)?;
+            expected.insert(&t);
+        }
+        Ok(())
+    })
+    .unwrap();
+    let doc = members(get(&db, "chain"));
+    assert_eq!(doc["flag"], "kept");
+    let snapshot = db.store().snapshot().unwrap();
+    let gid = snapshot.lookup(TermRef::NamedNode(g.as_ref())).unwrap().unwrap();
+    let quads = snapshot.scan(QuadPattern { g: Some(gid), ..Default::default() }).count();
+    assert_eq!(quads, expected.len() + n - 1, "the blank chain is kept as well");
+}
