@@ -9,10 +9,11 @@
 //!   `_local/rhizome-context`), with the graph IRI as base; an update
 //!   replaces the graph, a deletion empties it. A document with no context
 //!   and no JSON-LD keyword at its top level is plain JSON and has no graph.
-//! - A document whose body is its graph (loaded as RDF, or last written by
+//! - A document whose body is its graph (loaded as RDF, or first made by
 //!   SPARQL Update or the Graph Store Protocol) stores only a marker,
 //!   `{"_graph": IRI}`: the quads are the body, and reads render them as
-//!   JSON-LD ([`render_graph`]), so nothing is stored twice.
+//!   JSON-LD ([`render_graph`]), so nothing is stored twice. An RDF write to
+//!   the graph of a JSON document keeps the JSON (`graph_write.rs`).
 
 use crate::keys::LOCAL;
 use crate::GraphProjector;
