@@ -22,6 +22,10 @@ pub struct Request {
     pub body: Bytes,
     /// The client's address (login throttling is per address too).
     pub peer: Option<std::net::IpAddr>,
+    /// Set when the client went away before its answer was ready (hyper
+    /// drops the request's future); long work (queries, graph writes)
+    /// checks it and stops.
+    pub cancelled: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Request {

@@ -267,6 +267,7 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     let body: Bytes = read.freeze();
     let mut headers = parts.headers;
     let body = http::decode_body(&mut headers, body, limit)?;
+    let cancel = CancelOnDrop::new();
     let request = http::Request {
         method: parts.method,
         segments: http::split_path(parts.uri.path())?,
@@ -274,6 +275,7 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
         headers,
         body,
         peer: Some(peer.ip()),
+        cancelled: cancel.flag.clone(),
     };
     // A single-document read is a few point reads of warm data: run it
     // here rather than pay a hop to the blocking pool. Everything that
@@ -294,8 +296,35 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
             .await
             .map_err(|e| HttpError::internal(format!("request task failed: {e}")))??
     };
+    cancel.disarm();
     Ok(match reply {
         Reply::Done(r) => r,
         Reply::Feed(feed) => changes::run(feed, server.shutdown.clone()),
     })
+}
+
+/// Sets its flag if dropped before `disarm`: hyper drops a request's future
+/// when the client closes the connection, and the blocking work still
+/// running for it (a query, a graph write) sees the flag and stops.
+struct CancelOnDrop {
+    flag: Arc<std::sync::atomic::AtomicBool>,
+    armed: bool,
+}
+
+impl CancelOnDrop {
+    fn new() -> CancelOnDrop {
+        CancelOnDrop { flag: Arc::default(), armed: true }
+    }
+
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            self.flag.store(true, Ordering::SeqCst);
+        }
+    }
 }

@@ -57,16 +57,21 @@ const CHECK_EVERY: usize = 4096;
 struct WriteBudget<'a> {
     deadline: Instant,
     shutdown: &'a tokio::sync::watch::Receiver<bool>,
+    cancelled: &'a std::sync::atomic::AtomicBool,
 }
 
 impl WriteBudget<'_> {
-    fn new(server: &Server) -> WriteBudget<'_> {
-        WriteBudget { deadline: Instant::now() + Duration::from_millis(GRAPH_WRITE_TIMEOUT_MS), shutdown: &server.shutdown }
+    fn new<'a>(server: &'a Server, req: &'a Request) -> WriteBudget<'a> {
+        WriteBudget { deadline: Instant::now() + Duration::from_millis(GRAPH_WRITE_TIMEOUT_MS), shutdown: &server.shutdown, cancelled: &req.cancelled }
     }
 
     fn check(&self) -> Result<(), HttpError> {
         if *self.shutdown.borrow() {
             return Err(HttpError::new(503, "shutting_down", "the server is shutting down; the write was not made"));
+        }
+        if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
+            // Nobody reads this answer: the client has gone.
+            return Err(HttpError::new(499, "client_closed_request", "the client went away; the write was not made"));
         }
         if Instant::now() > self.deadline {
             return Err(HttpError::new(503, "write_limit", format!("the Graph Store write took longer than {} s and was not made", GRAPH_WRITE_TIMEOUT_MS / 1000)));
@@ -115,7 +120,7 @@ fn resolve(base: &str, iri: &str) -> Result<NamedNode, HttpError> {
 
 pub fn handle(server: &Server, req: &Request, db: &DbHandle, direct: Option<&str>) -> Result<Response<Body>, HttpError> {
     let target = target(req, db, direct)?;
-    let budget = WriteBudget::new(server);
+    let budget = WriteBudget::new(server, req);
     match (&req.method, &target) {
         (&Method::GET | &Method::HEAD, Target::Store) => Err(HttpError::bad_request("name a graph: ?graph=IRI or ?default (or query the store at _sparql)")),
         (&Method::GET | &Method::HEAD, _) => get(req, db, &target),
