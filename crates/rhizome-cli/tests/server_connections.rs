@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 /// Raises this process's soft open-file limit to its hard limit; the
 /// limit now in force.
+// `rlim_t` is u64 on 64-bit Linux and macOS, not everywhere.
+#[allow(clippy::unnecessary_cast)]
 fn raise_file_limit() -> u64 {
     // SAFETY: getrlimit/setrlimit only read and write the struct given.
     unsafe {

@@ -379,6 +379,8 @@ impl LimitLog {
 
 /// Raises the soft limit on open files to the hard limit (a server's
 /// connections are files); returns the limit in force.
+// `rlim_t` is u64 on 64-bit Linux and macOS, not everywhere.
+#[allow(clippy::unnecessary_cast)]
 pub fn raise_file_limit() -> Option<u64> {
     #[cfg(unix)]
     unsafe {
