@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 /// Raises this process's soft open-file limit to its hard limit; the
 /// limit now in force.
+// `rlim_t` is u64 on 64-bit Linux and macOS, not everywhere.
+#[allow(clippy::unnecessary_cast)]
 fn raise_file_limit() -> u64 {
     // SAFETY: getrlimit/setrlimit only read and write the struct given.
     unsafe {
@@ -132,4 +134,23 @@ fn idle_keep_alive_connections_close_but_a_waiting_longpoll_feed_does_not() {
         Ok(_) => {}
         Err(e) => assert!(matches!(e.kind(), ErrorKind::ConnectionReset), "the idle connection is closed, not left open: {e}"),
     }
+}
+
+#[test]
+fn a_request_body_that_stops_coming_gets_408_and_the_connection_is_closed() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start_with_env(data.path(), &[("RHIZOME_BODY_TIMEOUT_SECS", "1")]);
+    assert_eq!(server.request("PUT", "/db", Some(common::server::ADMIN), None).0, 201);
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    // Promises 100 bytes of body, sends 10, then nothing.
+    let auth = "Authorization: Basic YWRtaW46czNjcmV0\r\n"; // admin:s3cret
+    write!(s, "PUT /db/doc HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"a\":\"123").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).expect("the server closes the connection after the 408");
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("request_timeout"), "{text}");
+    // Nothing was written and the server still answers.
+    assert_eq!(server.request("GET", "/db/doc", Some(common::server::ADMIN), None).0, 404);
 }

@@ -379,6 +379,8 @@ impl LimitLog {
 
 /// Raises the soft limit on open files to the hard limit (a server's
 /// connections are files); returns the limit in force.
+// `rlim_t` is u64 on 64-bit Linux and macOS, not everywhere.
+#[allow(clippy::unnecessary_cast)]
 pub fn raise_file_limit() -> Option<u64> {
     #[cfg(unix)]
     unsafe {
@@ -414,5 +416,42 @@ pub fn connections_within(max_connections: usize, file_limit: Option<u64>) -> us
             max_connections.min(room)
         }
         None => max_connections,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(total: usize, per_address: usize) -> ConnectionLimits {
+        ConnectionLimits { max_connections: total, max_connections_per_address: per_address, ..ConnectionLimits::default() }
+    }
+
+    #[test]
+    fn at_a_cap_the_longest_stalled_waiting_connection_is_evicted_and_busy_ones_never() {
+        let registry = Connections::new(limits(10, 2));
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let first = registry.admit(a).unwrap();
+        std::thread::sleep(Duration::from_millis(3));
+        let second = registry.admit(a).unwrap();
+        let other = registry.admit(b).unwrap();
+        // The per-address cap: the oldest of a's goes, b's stays.
+        let third = registry.admit(a).unwrap();
+        assert!(first.conn.evicted.load(Ordering::Acquire));
+        assert!(!second.conn.evicted.load(Ordering::Acquire) && !other.conn.evicted.load(Ordering::Acquire));
+        // Busy connections are not evicted: with both of a's busy, a new
+        // one from a is refused.
+        let _busy2 = registry.busy(&second.conn);
+        let _busy3 = registry.busy(&third.conn);
+        assert!(registry.admit(a).is_none());
+        drop(first);
+        assert_eq!(registry.open.lock().unwrap().per_address.get(&a), Some(&2), "an evicted connection is counted once");
+        // The total cap evicts across addresses.
+        let registry = Connections::new(limits(2, 10));
+        let x = registry.admit(a).unwrap();
+        let _y = registry.admit(b).unwrap();
+        let _z = registry.admit(b).unwrap();
+        assert!(x.conn.evicted.load(Ordering::Acquire));
     }
 }

@@ -4,7 +4,8 @@
 //! attachment, bulk and `_changes` endpoints with CouchDB's JSON errors),
 //! authentication (server admin, `_users`, Basic and cookie sessions) and
 //! the per-database `_security` guard that every route passes through, the
-//! request log, body limits and clean shutdown. Does not own document
+//! request log, body limits, connection limits and timeouts
+//! (`connections.rs`) and clean shutdown. Does not own document
 //! semantics (`rhizome-docs`) or query evaluation (`rhizome-sparql`); the
 //! RDF views (`/{db}/_sparql`, `/{db}/_graph`: SPARQL 1.1 Protocol and
 //! Graph Store Protocol) are routed in `extension.rs` and answered in

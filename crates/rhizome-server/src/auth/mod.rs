@@ -66,20 +66,34 @@ impl UserCtx {
 /// address wait.
 pub fn check_password(server: &Server, name: &str, password: &str, peer: Option<IpAddr>) -> Result<Option<Vec<String>>, HttpError> {
     server.login_throttle.check(name, peer)?;
+    // A weak hash is upgraded only after a full verification: that one
+    // runs on a blocking thread (`is_cheap` was false), as the upgrade's
+    // PBKDF2 and write must.
     let roles = if name == server.identity.admin_name {
         let hash = server.admin_hash();
-        verify_cached(server, name, password, &hash).then(|| {
-            upgrade_admin(server, password, &hash);
-            vec!["_admin".to_owned()]
-        })
+        match verify_cached(server, name, password, &hash) {
+            Verified::Wrong => None,
+            how => {
+                if how == Verified::Now {
+                    upgrade_admin(server, password, &hash);
+                }
+                Some(vec!["_admin".to_owned()])
+            }
+        }
     } else {
         match user_doc(server, name)? {
             Some(user) => match PasswordHash::from_json(&user) {
-                Some(hash) if verify_cached(server, name, password, &hash) => {
-                    upgrade_user(server, name, password, &hash, user.clone());
-                    Some(roles_of(&user))
-                }
-                _ => None,
+                Some(hash) => match verify_cached(server, name, password, &hash) {
+                    Verified::Wrong => None,
+                    how => {
+                        let roles = roles_of(&user);
+                        if how == Verified::Now {
+                            upgrade_user(server, name, password, &hash, user);
+                        }
+                        Some(roles)
+                    }
+                },
+                None => None,
             },
             None => None,
         }
@@ -118,19 +132,28 @@ fn credential_key(server: &Server, name: &str, password: &str) -> [u8; 32] {
 /// password, salt and derived key), as CouchDB's auth cache does: only the
 /// first request with a password pays PBKDF2. A changed hash (new password,
 /// upgrade) misses the cache.
-fn verify_cached(server: &Server, name: &str, password: &str, hash: &PasswordHash) -> bool {
+fn verify_cached(server: &Server, name: &str, password: &str, hash: &PasswordHash) -> Verified {
     let key = credential_key(server, name, password);
     let remembered = |cache: &std::collections::HashMap<[u8; 32], (String, String)>| {
         cache.get(&key).is_some_and(|(salt, derived)| *salt == hash.salt && *derived == hash.derived_key)
     };
     if remembered(&server.verified.lock().unwrap_or_else(|p| p.into_inner())) {
-        return true;
+        return Verified::Cached;
     }
     if !password::verify(password, hash) {
-        return false;
+        return Verified::Wrong;
     }
     remember(server, key, hash);
-    true
+    Verified::Now
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verified {
+    /// Matched a verification remembered in memory.
+    Cached,
+    /// Matched now, by PBKDF2.
+    Now,
+    Wrong,
 }
 
 fn remember(server: &Server, key: [u8; 32], hash: &PasswordHash) {
@@ -214,15 +237,21 @@ pub fn authenticate(server: &Server, req: &Request) -> Result<UserCtx, HttpError
             None => Err(HttpError::unauthorized("Name or password is incorrect.")),
         };
     }
-    match cookie_user(server, req)? {
-        Some((name, roles, _)) => Ok(UserCtx { name: Some(name), roles, method: Some("cookie") }),
+    match cookie_session(server, req)? {
+        Some(s) => Ok(UserCtx { name: Some(s.name), roles: s.roles, method: Some("cookie") }),
         None => Ok(UserCtx::default()),
     }
 }
 
-/// The user a valid session cookie names, with their roles and the cookie's
-/// MAC and expiry.
-fn cookie_user(server: &Server, req: &Request) -> Result<Option<(String, Vec<String>, (String, u64))>, HttpError> {
+/// A valid session cookie of a request.
+struct CookieSession {
+    name: String,
+    roles: Vec<String>,
+    mac: String,
+    expiry: u64,
+}
+
+fn cookie_session(server: &Server, req: &Request) -> Result<Option<CookieSession>, HttpError> {
     let Some(value) = req.header("cookie").and_then(session_cookie) else { return Ok(None) };
     let Some(claim) = session::claim(value) else { return Ok(None) };
     let (salt, roles) = if claim.name == server.identity.admin_name {
@@ -235,7 +264,7 @@ fn cookie_user(server: &Server, req: &Request) -> Result<Option<(String, Vec<Str
     if !claim.verify(&server.identity.secret, &salt) || server.revoked_sessions.contains(claim.mac()) {
         return Ok(None);
     }
-    Ok(Some((claim.name.clone(), roles, (claim.mac().to_owned(), claim.expiry))))
+    Ok(Some(CookieSession { name: claim.name.clone(), roles, mac: claim.mac().to_owned(), expiry: claim.expiry }))
 }
 
 fn session_cookie(header: &str) -> Option<&str> {
@@ -255,8 +284,8 @@ pub fn make_cookie(server: &Server, name: &str) -> Result<String, HttpError> {
 /// Logout: the request's session cookie, if valid, is forgotten by the
 /// server too.
 pub fn end_session(server: &Server, req: &Request) -> Result<(), HttpError> {
-    if let Some((_, _, (mac, expiry))) = cookie_user(server, req)? {
-        server.revoked_sessions.revoke(&mac, expiry).map_err(|e| HttpError::internal(format!("recording a logout: {e}")))?;
+    if let Some(session) = cookie_session(server, req)? {
+        server.revoked_sessions.revoke(&session.mac, session.expiry).map_err(|e| HttpError::internal(format!("recording a logout: {e}")))?;
     }
     Ok(())
 }

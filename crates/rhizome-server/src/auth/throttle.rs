@@ -73,6 +73,14 @@ impl LoginThrottle {
         let now = Instant::now();
         if failures.len() >= SWEEP_AT {
             failures.retain(|_, f| now.duration_since(f.last) < FORGET_AFTER || f.until > now);
+            // Still full (failures from very many addresses or names): keep
+            // only what is locked now, so memory and sweeps stay bounded.
+            if failures.len() >= SWEEP_AT / 2 {
+                failures.retain(|_, f| f.until > now);
+            }
+            if failures.len() >= SWEEP_AT / 2 {
+                failures.clear();
+            }
         }
         for (key, scale) in Self::keys(name, peer) {
             let f = failures.entry(key).or_insert(Failures { count: 0, last: now, until: now });
