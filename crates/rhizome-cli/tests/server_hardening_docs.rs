@@ -178,6 +178,17 @@ fn deeply_nested_rdf_xml_is_refused_at_its_position_and_replacing_a_nested_graph
     assert_eq!(call(&server, "PUT", target, "application/rdf+xml", body.as_bytes()).status, 201);
     assert_eq!(call(&server, "PUT", target, "application/rdf+xml", body.as_bytes()).status, 204);
     assert_eq!(graph_size(&server, "db", "http://example.org/nested"), 100);
+    // Entities that expand to gigabytes ("billion laughs") are refused
+    // before the parser expands them.
+    let mut laughs = String::from("<?xml version=\"1.0\"?>\n<!DOCTYPE rdf:RDF [\n<!ENTITY a0 \"lol\">\n");
+    for i in 1..12 {
+        laughs.push_str(&format!("<!ENTITY a{i} \"{}\">\n", format!("&a{};", i - 1).repeat(10)));
+    }
+    laughs.push_str("]>\n<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\" xmlns:e=\"http://e/\"><rdf:Description rdf:about=\"http://e/s\"><e:p>&a11;</e:p></rdf:Description></rdf:RDF>");
+    let r = call(&server, "PUT", target, "application/rdf+xml", laughs.as_bytes());
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("entity"), "{}", r.text());
+    assert_alive(&server, "db");
 }
 
 #[test]

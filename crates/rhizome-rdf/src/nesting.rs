@@ -14,28 +14,40 @@
 //! - JSON-LD: arrays and objects.
 //!
 //! N-Triples and N-Quads do not nest (but for RDF-star's `<<`, counted too).
+//!
+//! RDF/XML entities are bounded too ([`MAX_XML_ENTITY_BYTES`],
+//! [`MAX_XML_EXPANSION_BYTES`]): the parser expands `<!ENTITY>`
+//! declarations of the DOCTYPE eagerly, nested ones included.
 
 use oxrdfio::RdfFormat;
 
 /// The default bound: far above real data, far below what costs.
 pub const MAX_RDF_NESTING: usize = 256;
+/// RDF/XML entities (`<!ENTITY name "value">` in the DOCTYPE) are expanded
+/// by the parser where they are declared and where they are used, so a
+/// few nested declarations ("billion laughs") would make gigabytes: one
+/// entity may expand to at most this many bytes...
+pub const MAX_XML_ENTITY_BYTES: u64 = 1 << 20;
+/// ... and all uses of entities in a document together to this many.
+pub const MAX_XML_EXPANSION_BYTES: u64 = 64 << 20;
 
 /// A body nested deeper than the limit: where the first level past it opens.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{what} nested deeper than {limit} levels at line {line}, column {column}")]
+#[error("{what} at line {line}, column {column}")]
 pub struct NestingError {
     /// 1-based.
     pub line: u64,
     /// 1-based, in bytes.
     pub column: u64,
     pub limit: usize,
-    /// What nests: "collections and blank nodes", "XML elements", ...
-    pub what: &'static str,
+    /// What went past the limit: "XML elements nested deeper than 256
+    /// levels", ...
+    pub what: String,
 }
 
 /// Checks that `data` in `format` nests at most `limit` levels.
 pub fn check_nesting(format: RdfFormat, data: &[u8], limit: usize) -> Result<(), NestingError> {
-    let mut scan = Scan { data, pos: 0, line: 1, line_start: 0, depth: 0, limit, what: "" };
+    let mut scan = Scan { data, pos: 0, line: 1, line_start: 0, depth: 0, limit, what: "", entities: Vec::new(), expanded: 0 };
     match format {
         RdfFormat::RdfXml => {
             scan.what = "XML elements";
@@ -60,9 +72,13 @@ struct Scan<'a> {
     depth: usize,
     limit: usize,
     what: &'static str,
+    /// RDF/XML: declared entities and their expanded sizes.
+    entities: Vec<(&'a [u8], u64)>,
+    /// RDF/XML: bytes that entity references expand to so far.
+    expanded: u64,
 }
 
-impl Scan<'_> {
+impl<'a> Scan<'a> {
     fn peek(&self, at: usize) -> Option<u8> {
         self.data.get(self.pos + at).copied()
     }
@@ -101,7 +117,7 @@ impl Scan<'_> {
     fn open(&mut self) -> Result<(), NestingError> {
         self.depth += 1;
         if self.depth > self.limit {
-            return Err(NestingError { line: self.line, column: (self.pos - self.line_start + 1) as u64, limit: self.limit, what: self.what });
+            return Err(NestingError { line: self.line, column: (self.pos - self.line_start + 1) as u64, limit: self.limit, what: format!("{} nested deeper than {} levels", self.what, self.limit) });
         }
         Ok(())
     }
@@ -193,8 +209,78 @@ impl Scan<'_> {
         Ok(())
     }
 
+    /// Refuses entity expansion past the limits (`what` says which).
+    fn entity_error(&self, what: &str, limit: u64) -> NestingError {
+        NestingError { line: self.line, column: (self.pos - self.line_start + 1) as u64, limit: limit as usize, what: format!("{what} past {limit} bytes") }
+    }
+
+    /// The expanded size of an entity value: its bytes, with references
+    /// to declared entities replaced by their sizes.
+    fn expanded_size(&self, value: &[u8]) -> u64 {
+        let mut size = 0u64;
+        let mut i = 0;
+        while i < value.len() {
+            if value[i] == b'&' {
+                if let Some(end) = value[i..].iter().position(|&c| c == b';') {
+                    let name = &value[i + 1..i + end];
+                    if let Some((_, n)) = self.entities.iter().rev().find(|(e, _)| *e == name) {
+                        size = size.saturating_add(*n);
+                        i += end + 1;
+                        continue;
+                    }
+                }
+            }
+            size += 1;
+            i += 1;
+        }
+        size
+    }
+
+    /// `<!ENTITY name "value">` declarations of a DOCTYPE, read as the
+    /// RDF/XML parser reads them.
+    fn xml_entities(&mut self, doctype: &'a [u8]) -> Result<(), NestingError> {
+        let mut rest = doctype;
+        while let Some(at) = rest.windows(8).position(|w| w == b"<!ENTITY") {
+            rest = &rest[at + 8..];
+            let trimmed = rest.trim_ascii_start();
+            let trimmed = trimmed.strip_prefix(b"%").unwrap_or(trimmed).trim_ascii_start();
+            let Some(name_end) = trimmed.iter().position(|c| c.is_ascii_whitespace()) else { break };
+            let name = &trimmed[..name_end];
+            let Some(value) = trimmed[name_end..].trim_ascii_start().strip_prefix(b"\"") else { continue };
+            let Some(value_end) = value.iter().position(|&c| c == b'"') else { break };
+            let size = self.expanded_size(&value[..value_end]);
+            if size > MAX_XML_ENTITY_BYTES {
+                return Err(self.entity_error("an XML entity declared in the DOCTYPE expands", MAX_XML_ENTITY_BYTES));
+            }
+            self.entities.push((name, size));
+            rest = &value[value_end..];
+        }
+        Ok(())
+    }
+
+    /// A reference `&name;` at the current position: counts what it
+    /// expands to.
+    fn xml_reference(&mut self) -> Result<(), NestingError> {
+        if self.entities.is_empty() {
+            return Ok(());
+        }
+        let rest = &self.data[self.pos + 1..];
+        let Some(end) = rest.iter().take(256).position(|&c| c == b';') else { return Ok(()) };
+        let name = &rest[..end];
+        if let Some((_, n)) = self.entities.iter().rev().find(|(e, _)| *e == name) {
+            self.expanded = self.expanded.saturating_add(*n);
+            if self.expanded > MAX_XML_EXPANSION_BYTES {
+                return Err(self.entity_error("the XML entity references of the document expand", MAX_XML_EXPANSION_BYTES));
+            }
+        }
+        Ok(())
+    }
+
     fn xml(&mut self) -> Result<(), NestingError> {
         while let Some(b) = self.peek(0) {
+            if b == b'&' {
+                self.xml_reference()?;
+            }
             if b != b'<' {
                 self.bump();
                 continue;
@@ -208,11 +294,12 @@ impl Scan<'_> {
             } else if self.starts_with(b"<!") {
                 // A declaration; a DOCTYPE's internal subset is in brackets
                 // and holds its own `<!...>` and quoted values.
+                let start = self.pos;
                 self.bump_n(2);
                 let mut brackets = 0usize;
                 while let Some(c) = self.peek(0) {
                     match c {
-                        b'"' | b'\'' => self.skip_xml_quoted(c),
+                        b'"' | b'\'' => self.skip_xml_quoted(c)?,
                         b'[' => {
                             brackets += 1;
                             self.bump();
@@ -229,6 +316,10 @@ impl Scan<'_> {
                         _ => self.bump(),
                     }
                 }
+                let declaration: &[u8] = &self.data[start..self.pos];
+                if declaration.starts_with(b"<!DOCTYPE") {
+                    self.xml_entities(declaration)?;
+                }
             } else if self.peek(1) == Some(b'/') {
                 self.close();
                 self.skip_past(b">");
@@ -240,7 +331,7 @@ impl Scan<'_> {
                 let mut empty = false;
                 while let Some(c) = self.peek(0) {
                     match c {
-                        b'"' | b'\'' => self.skip_xml_quoted(c),
+                        b'"' | b'\'' => self.skip_xml_quoted(c)?,
                         b'/' if self.peek(1) == Some(b'>') => {
                             empty = true;
                             self.bump_n(2);
@@ -256,7 +347,7 @@ impl Scan<'_> {
                 if !empty {
                     self.depth += 1;
                     if self.depth > self.limit {
-                        return Err(NestingError { line, column, limit: self.limit, what: self.what });
+                        return Err(NestingError { line, column, limit: self.limit, what: format!("{} nested deeper than {} levels", self.what, self.limit) });
                     }
                 }
             }
@@ -265,14 +356,20 @@ impl Scan<'_> {
     }
 
     /// An XML attribute or entity value: no escapes, ends at its quote.
-    fn skip_xml_quoted(&mut self, quote: u8) {
+    /// Entity references in it count (an entity's own value is counted
+    /// when it is declared, before this runs past it).
+    fn skip_xml_quoted(&mut self, quote: u8) -> Result<(), NestingError> {
         self.bump();
         while let Some(c) = self.peek(0) {
+            if c == b'&' {
+                self.xml_reference()?;
+            }
             self.bump();
             if c == quote {
-                return;
+                return Ok(());
             }
         }
+        Ok(())
     }
 }
 
@@ -303,8 +400,29 @@ mod tests {
         let xml = "<?xml version=\"1.0\"?>\n<!DOCTYPE rdf:RDF [ <!ENTITY e \"<a><b>\"> ]>\n<rdf:RDF a='>'><!-- <x><y> --><d><![CDATA[<z><z>]]><e/><p x=\"/>\"><q/></p></d></rdf:RDF>";
         assert!(check_nesting(RdfFormat::RdfXml, xml.as_bytes(), 3).is_ok());
         let e = check_nesting(RdfFormat::RdfXml, xml.as_bytes(), 2).unwrap_err();
-        assert_eq!((e.line, e.what), (3, "XML elements"), "{e}");
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.what.starts_with("XML elements nested deeper than 2 levels"), "{e}");
         assert_eq!(e.column, 56, "{e}");
+    }
+
+    #[test]
+    fn xml_entities_that_expand_too_far_are_refused() {
+        let mut laughs = String::from("<?xml version=\"1.0\"?>\n<!DOCTYPE rdf:RDF [\n<!ENTITY a0 \"lol\">\n");
+        for i in 1..12 {
+            laughs.push_str(&format!("<!ENTITY a{i} \"{}\">\n", format!("&a{};", i - 1).repeat(10)));
+        }
+        laughs.push_str("]>\n<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\"><rdf:Description rdf:about=\"&a11;\"/></rdf:RDF>");
+        let e = check_nesting(RdfFormat::RdfXml, laughs.as_bytes(), MAX_RDF_NESTING).unwrap_err();
+        assert!(e.to_string().contains("entity"), "{e}");
+        // Small entities, used many times, up to the total.
+        let mut uses = String::from("<!DOCTYPE rdf:RDF [ <!ENTITY big \"");
+        uses.push_str(&"x".repeat(1 << 20));
+        uses.push_str("\"> <!ENTITY e \"http://e/\"> ]><rdf:RDF>");
+        uses.push_str(&"<e:p rdf:resource=\"&e;x\"/>".repeat(100));
+        assert!(check_nesting(RdfFormat::RdfXml, uses.as_bytes(), MAX_RDF_NESTING).is_ok());
+        uses.push_str(&"<e:p>&big;</e:p>".repeat(65));
+        let e = check_nesting(RdfFormat::RdfXml, uses.as_bytes(), MAX_RDF_NESTING).unwrap_err();
+        assert!(e.to_string().contains("references"), "{e}");
     }
 
     #[test]
