@@ -8,6 +8,6 @@ use crate::http::{Body, Request};
 use crate::state::DbHandle;
 use hyper::Response;
 
-pub fn route(req: &Request, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
-    crate::rdf::route(req, db, what)
+pub fn route(req: &Request, server: &crate::state::Server, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
+    crate::rdf::route(req, server, db, what)
 }

@@ -181,7 +181,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Doc(_, id) => documents::document(server, req, ctx, &*need(db)?, &id)?.into(),
         Route::Local(_, id) => documents::local(req, &*need(db)?, &id)?.into(),
         Route::Attachment(_, id, name) => attachments::attachment(server, req, ctx, &*need(db)?, &id, &name)?.into(),
-        Route::Extension(_, what) => extension::route(req, &*need(db)?, &what)?.into(),
+        Route::Extension(_, what) => extension::route(req, server, &*need(db)?, &what)?.into(),
     })
 }
 
