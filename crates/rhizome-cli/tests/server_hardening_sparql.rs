@@ -221,12 +221,15 @@ fn the_cli_refuses_deep_queries_cleanly_and_loads_local_files() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     common::output_ok(common::rhizome(&data).args(["init"]));
-    let deep = format!("SELECT * {}", nested("{ ", "?s ?p ?o", " }", 2000));
-    let o = common::run(common::rhizome(&data).args(["query", &deep]));
+    let deep = dir.path().join("deep.rq");
+    std::fs::write(&deep, format!("SELECT * {}", nested("{ ", "?s ?p ?o", " }", 2000))).unwrap();
+    let o = common::run(common::rhizome(&data).args(["query", "--file"]).arg(&deep));
     assert_eq!(o.status.code(), Some(1), "a clean failure, not a crash: {}", common::stderr(&o));
     assert!(common::stderr(&o).contains("deeper than"), "{}", common::stderr(&o));
     let unions = format!("SELECT * {{ {} }}", chain("{ ?s ?p ?o }", " UNION ", 20_000));
-    let o = common::run(common::rhizome(&data).args(["update", &format!("DELETE {{ ?s ?p ?o }} WHERE {unions}")]));
+    let update = dir.path().join("unions.ru");
+    std::fs::write(&update, format!("DELETE {{ ?s ?p ?o }} WHERE {unions}")).unwrap();
+    let o = common::run(common::rhizome(&data).args(["update", "--file"]).arg(&update));
     assert_eq!(o.status.code(), Some(1), "{}", common::stderr(&o));
     // The CLI's user owns the store and the files: LOAD reads local files.
     let file = dir.path().join("local.nt");
