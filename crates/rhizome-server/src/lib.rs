@@ -75,6 +75,11 @@ pub struct ServerConfig {
     // hashing and login throttling.
     pub connections: ConnectionLimits,
     pub auth: AuthSettings,
+    /// The one folder SPARQL `LOAD <file:...>` may read (`--load-dir`);
+    /// `None`: LOAD of files is refused.
+    pub load_dir: Option<PathBuf>,
+    /// The most bytes one LOAD reads (`--load-max-bytes`).
+    pub load_max_bytes: u64,
 }
 
 /// Runs the server until SIGINT or SIGTERM, on its own runtime.
@@ -123,6 +128,8 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
             .await
             .map_err(|e| ServerError::Config(format!("opening the data directory: {e}")))??
     };
+    let mut server = server;
+    server.sparql = rdf::SparqlSettings::new(config.load_dir.as_deref(), config.load_max_bytes)?;
     let server = Arc::new(server);
     replicator_db::start(server.clone());
     let listener = TcpListener::bind(config.bind).await.map_err(|source| ServerError::Io { what: format!("binding {}", config.bind), source })?;

@@ -111,6 +111,8 @@ pub struct Server {
     pub replications: Arc<Mutex<HashMap<String, Arc<crate::couch::replicate::Running>>>>,
     /// The replications of `_replicator` documents.
     pub replicator_docs: crate::replicator_db::DocJobs,
+    /// What SPARQL requests may do beyond the database (LOAD).
+    pub sparql: crate::rdf::SparqlSettings,
 }
 
 /// The folder of database `name` under a server's data folder (for tools
@@ -175,6 +177,7 @@ impl Server {
             shutdown,
             replications: Default::default(),
             replicator_docs: Default::default(),
+            sparql: Default::default(),
         };
         // CouchDB creates its system databases on first start.
         for system in ["_users", crate::replicator_db::REPLICATOR_DB] {

@@ -26,8 +26,13 @@ pub enum SparqlError {
     Timeout,
     #[error("the query was cancelled")]
     Cancelled,
-    #[error("the query needs more than its memory limit of {limit_bytes} bytes for one sort, group or join")]
+    #[error("the query exceeded its memory limit of {limit_bytes} bytes (strings it builds, sorts, groups, joins and materialized patterns together)")]
     MemoryLimit { limit_bytes: usize },
+    /// The request nests deeper, or chains more operators, than the
+    /// engine evaluates (`nesting::MAX_NESTING`, `nesting::MAX_OPERATORS`):
+    /// refused before anything recursive runs.
+    #[error("{0}")]
+    TooComplex(String),
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
 }

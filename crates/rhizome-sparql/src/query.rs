@@ -18,6 +18,8 @@ use std::sync::Arc;
 
 /// Parses a query; errors carry line, column and what was expected.
 pub fn parse_query(text: &str, base_iri: Option<&str>) -> Result<Query> {
+    // Nesting and chains first: the parser recurses over them.
+    crate::nesting::check_request_text(text)?;
     let mut parser = spargebra::SparqlParser::new();
     if let Some(base) = base_iri {
         parser = parser.with_base_iri(base).map_err(|e| SparqlError::Evaluation(format!("bad base IRI: {e}")))?;
@@ -213,7 +215,7 @@ impl<'s> PreparedQuery<'s> {
 
     pub fn execute(&self) -> Result<QueryResults<'_>> {
         let ev = self.ev.clone();
-        let rows = ev.eval(&self.plan, ev.empty_row());
+        let rows: crate::eval::Rows<'_> = Box::new(WithinBudget { ev: ev.clone(), rows: ev.eval(&self.plan, ev.empty_row()), done: false });
         Ok(match &self.form {
             Form::Select(vars) => {
                 let variables = vars.iter().map(|(v, _)| v.clone()).collect();
@@ -301,6 +303,32 @@ impl<'s> PreparedQuery<'s> {
             }
         }
         Ok(out)
+    }
+}
+
+/// The result rows, failing with `SparqlError::MemoryLimit` if an
+/// expression on the way gave up building a value past the memory budget
+/// (it answered `None`, which a FILTER or an aggregate takes for an
+/// ordinary error value: without this, rows would go missing silently).
+struct WithinBudget<'a> {
+    ev: Rc<Evaluator<'a>>,
+    rows: crate::eval::Rows<'a>,
+    done: bool,
+}
+
+impl Iterator for WithinBudget<'_> {
+    type Item = Result<Row>;
+    fn next(&mut self) -> Option<Result<Row>> {
+        if self.done {
+            return None;
+        }
+        let next = self.rows.next();
+        if let Err(e) = self.ev.limits.memory_error() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        self.done = next.is_none();
+        next
     }
 }
 

@@ -28,6 +28,21 @@ pub struct TermSpace<'a> {
 struct LocalTerms {
     terms: Vec<Term>,
     ids: FxHashMap<Term, TermId>,
+    /// What `terms` and `ids` hold, estimated: kept for the whole query,
+    /// so it counts against the query's memory budget.
+    bytes: usize,
+}
+
+/// Estimated bytes of a term kept twice (in the list and as a map key).
+fn kept_bytes(t: &Term) -> usize {
+    let text = match t {
+        Term::NamedNode(n) => n.as_str().len(),
+        Term::BlankNode(b) => b.as_str().len(),
+        Term::Literal(l) => l.value().len() + l.language().map_or(0, str::len) + l.datatype().as_str().len(),
+        #[allow(unreachable_patterns)]
+        _ => 64,
+    };
+    2 * (text + std::mem::size_of::<Term>()) + 16
 }
 
 impl<'a> TermSpace<'a> {
@@ -96,6 +111,11 @@ impl<'a> TermSpace<'a> {
         }
     }
 
+    /// Bytes held by the terms the query computed (see `LocalTerms::bytes`).
+    pub fn local_bytes(&self) -> usize {
+        self.local.borrow().bytes
+    }
+
     /// The id of a term: the store's if it has it, else a query-local one.
     pub fn encode(&self, term: TermRef<'_>) -> Result<TermId> {
         match term_key(term) {
@@ -116,6 +136,7 @@ impl<'a> TermSpace<'a> {
             return *id;
         }
         let id = TermId::new(tag::QUERY_LOCAL, local.terms.len() as u64);
+        local.bytes += kept_bytes(&term);
         local.terms.push(term.clone());
         local.ids.insert(term, id);
         id

@@ -14,6 +14,8 @@ use spargebra::term::{GraphName, GraphNamePattern, GroundTermPattern, NamedNodeP
 use spargebra::{GraphUpdateOperation, Query, Update};
 
 pub fn parse_update(text: &str, base_iri: Option<&str>) -> Result<Update> {
+    // Nesting and chains first: the parser recurses over them.
+    crate::nesting::check_request_text(text)?;
     let mut parser = spargebra::SparqlParser::new();
     if let Some(base) = base_iri {
         parser = parser.with_base_iri(base).map_err(|e| SparqlError::Evaluation(format!("bad base IRI: {e}")))?;
@@ -27,23 +29,115 @@ pub struct UpdateSummary {
     pub quads_deleted: u64,
 }
 
-/// Runs a whole update request in one transaction.
+/// Runs a whole update request in one transaction, for the owner of a
+/// local store: `LOAD` reads any local file the process can read
+/// ([`LoadPolicy::AnyLocalFile`], as `rhizome load` does), within
+/// [`DEFAULT_LOAD_MAX_BYTES`].
 pub fn execute_update(store: &Store, update: &Update) -> Result<UpdateSummary> {
     let stats = Statistics::from_store(&store.stats()?);
     let mut txn = store.transaction()?;
-    let summary = execute_update_in(&mut txn, store.mode(), &stats, update, &UpdateLimits::default())?;
+    let limits = UpdateLimits { load: LoadPolicy::AnyLocalFile, ..UpdateLimits::default() };
+    let summary = execute_update_in(&mut txn, store.mode(), &stats, update, &limits)?;
     txn.commit()?;
     Ok(summary)
 }
 
-/// Bounds on the WHERE clauses of an update (none by default), so that a
-/// runaway DELETE/INSERT does not hold the store's writer forever.
+/// Bounds on an update (none by default but that `LOAD` is refused), so
+/// that a runaway DELETE/INSERT or LOAD does not hold the store's writer
+/// forever, and a client cannot read the server's files.
 #[derive(Clone, Debug, Default)]
 pub struct UpdateLimits {
-    /// The whole request fails with `SparqlError::Timeout` past this instant.
+    /// The whole request fails with `SparqlError::Timeout` past this
+    /// instant (WHERE clauses and LOAD alike).
     pub deadline: Option<std::time::Instant>,
     /// As `PreparedQuery::set_memory_limit`, for each WHERE clause.
     pub memory_bytes: Option<usize>,
+    /// What `LOAD` may read.
+    pub load: LoadPolicy,
+    /// The most bytes one `LOAD` reads (after decompression);
+    /// [`DEFAULT_LOAD_MAX_BYTES`] when `None`.
+    pub load_max_bytes: Option<u64>,
+}
+
+/// The most bytes one `LOAD` reads unless set (256 MiB).
+pub const DEFAULT_LOAD_MAX_BYTES: u64 = 256 << 20;
+
+/// What `LOAD <file:...>` may read. `http:` and `https:` IRIs are never
+/// fetched: a server that fetched them for its clients would reach
+/// whatever its network reaches.
+#[derive(Clone, Debug, Default)]
+pub enum LoadPolicy {
+    /// Nothing (a server's default: its members must not read its files).
+    #[default]
+    Refused,
+    /// Files inside one folder: the IRI's path must lie in it as written
+    /// (no `..`) and once symbolic links are resolved.
+    Folder(LoadFolder),
+    /// Any local file the process can read (the CLI on a local store: its
+    /// user owns both).
+    AnyLocalFile,
+}
+
+/// A folder `LOAD` may read from, as given and resolved.
+#[derive(Clone, Debug)]
+pub struct LoadFolder {
+    given: std::path::PathBuf,
+    canonical: std::path::PathBuf,
+}
+
+impl LoadFolder {
+    /// The folder at `path`, which must exist.
+    pub fn new(path: &std::path::Path) -> std::io::Result<LoadFolder> {
+        let canonical = path.canonicalize()?;
+        if !canonical.is_dir() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a folder"));
+        }
+        let given = if path.is_absolute() { path.to_owned() } else { canonical.clone() };
+        Ok(LoadFolder { given, canonical })
+    }
+
+    /// The file `path` names, if it is a regular file inside the folder.
+    /// Every other case gives the same `None`, so that a refusal tells
+    /// nothing about what exists outside the folder; a path outside the
+    /// folder as written is refused before the file system is asked.
+    fn file(&self, path: &std::path::Path) -> Option<std::path::PathBuf> {
+        use std::path::Component;
+        if !path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
+            return None;
+        }
+        if !path.starts_with(&self.given) && !path.starts_with(&self.canonical) {
+            return None;
+        }
+        let resolved = path.canonicalize().ok()?;
+        (resolved.starts_with(&self.canonical) && resolved.is_file()).then_some(resolved)
+    }
+}
+
+/// The local path of a `file:` IRI (`file:///p`, `file://localhost/p`),
+/// percent-decoded; `None` for other hosts and undecodable paths.
+fn file_iri_path(iri: &str) -> Option<std::path::PathBuf> {
+    let rest = iri.strip_prefix("file://")?;
+    let path = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !path.starts_with('/') || path.contains(['?', '#']) {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(path.len());
+    let raw = path.as_bytes();
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'%' {
+            let hex = std::str::from_utf8(raw.get(i + 1..i + 3)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            bytes.push(raw[i]);
+            i += 1;
+        }
+    }
+    if bytes.contains(&0) {
+        return None;
+    }
+    Some(std::path::PathBuf::from(String::from_utf8(bytes).ok()?))
 }
 
 /// Runs a whole update request inside a transaction the caller opened and
@@ -285,22 +379,64 @@ impl Operation<'_, '_> {
     }
 
     fn load(&mut self, source: &NamedNode, destination: &GraphName) -> Result<()> {
-        let error = |reason: String| SparqlError::Load { iri: source.to_string(), reason };
-        let path = source
-            .as_str()
-            .strip_prefix("file://")
-            .ok_or_else(|| error("only file: IRIs can be loaded".into()))?;
-        let path = std::path::Path::new(path);
-        let format = rhizome_rdf::format_from_path(path).ok_or_else(|| error("unknown RDF format (by file extension)".into()))?;
-        let bytes = std::fs::read(path).map_err(|e| error(e.to_string()))?;
-        let parser = RdfParser::from_format(format).with_base_iri(source.as_str()).map_err(|e| error(e.to_string()))?;
-        let quads: Vec<Quad> = parser.for_slice(&bytes).collect::<std::result::Result<_, _>>().map_err(|e| error(e.to_string()))?;
+        use std::io::Read;
+        let iri = source.as_str();
+        // A file is named by its last segment only: the rest is a path on
+        // the server's machine, which errors do not show.
+        let shown = match iri.strip_prefix("file:") {
+            Some(path) => path.rsplit('/').next().unwrap_or_default().to_owned(),
+            None => source.to_string(),
+        };
+        let error = |reason: String| SparqlError::Load { iri: shown.clone(), reason };
+        if iri.starts_with("http:") || iri.starts_with("https:") {
+            return Err(error("LOAD of http: and https: IRIs is off on this server".into()));
+        }
+        if !iri.starts_with("file:") {
+            return Err(error("only file: IRIs can be loaded".into()));
+        }
+        let path = match &self.limits.load {
+            LoadPolicy::Refused => {
+                return Err(error("LOAD of file: IRIs is off on this server (an admin can allow one folder with rhizome serve --load-dir)".into()))
+            }
+            LoadPolicy::Folder(folder) => file_iri_path(iri)
+                .and_then(|p| folder.file(&p))
+                .ok_or_else(|| error("no readable file of that name in the server's load folder".into()))?,
+            LoadPolicy::AnyLocalFile => file_iri_path(iri).ok_or_else(|| error("not a local file IRI".into()))?,
+        };
+        let format = rhizome_rdf::format_from_path(&path).ok_or_else(|| error("unknown RDF format (by file extension)".into()))?;
+        let max_bytes = self.limits.load_max_bytes.unwrap_or(DEFAULT_LOAD_MAX_BYTES);
+        let mut file = std::fs::File::open(&path).map_err(|e| error(io_reason(&e)))?;
+        let mut magic = [0u8; 2];
+        let gzip = file.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
+        std::io::Seek::rewind(&mut file).map_err(|e| error(io_reason(&e)))?;
+        let raw: Box<dyn Read> = if gzip { Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))) } else { Box::new(file) };
+        let over = std::rc::Rc::new(std::cell::Cell::new(false));
+        let limited = LimitedRead { inner: raw, left: max_bytes, over: over.clone() };
+        let parser = RdfParser::from_format(format).with_base_iri(iri).map_err(|e| error(e.to_string()))?;
+        let quads = parser.for_reader(limited);
+        let mut n = 0u64;
         for q in quads {
+            n += 1;
+            if n.is_multiple_of(1024) {
+                if let Some(deadline) = self.limits.deadline {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(SparqlError::Timeout);
+                    }
+                }
+            }
+            let q = match q {
+                Ok(q) => q,
+                Err(_) if over.get() => return Err(error(format!("the file is larger than the load limit of {max_bytes} bytes"))),
+                Err(e) => return Err(error(e.to_string())),
+            };
             let graph = match destination {
                 GraphName::NamedNode(n) => n.as_ref().into(),
                 GraphName::DefaultGraph => q.graph_name.as_ref(),
             };
             self.insert(QuadRef::new(&q.subject, &q.predicate, &q.object, graph))?;
+        }
+        if over.get() {
+            return Err(error(format!("the file is larger than the load limit of {max_bytes} bytes")));
         }
         Ok(())
     }
@@ -350,6 +486,36 @@ impl Operation<'_, '_> {
             }
         }
         Ok(())
+    }
+}
+
+/// An I/O error's kind and text without any path (std's messages hold none).
+fn io_reason(e: &std::io::Error) -> String {
+    e.to_string()
+}
+
+/// A reader that gives at most `left` bytes, then fails (and says so).
+struct LimitedRead<R> {
+    inner: R,
+    left: u64,
+    over: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl<R: std::io::Read> std::io::Read for LimitedRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            // One byte more than the limit means the file is larger.
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? == 0 {
+                return Ok(0);
+            }
+            self.over.set(true);
+            return Err(std::io::Error::other("past the load limit"));
+        }
+        let want = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
     }
 }
 

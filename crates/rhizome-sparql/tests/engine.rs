@@ -180,7 +180,7 @@ fn an_update_past_its_deadline_stops_in_its_where_clause_and_writes_nothing() {
     // The WHERE clause is a 90,000-row cross product: it checks the clock.
     let request = parse_update("PREFIX : <http://ex/> INSERT DATA { :x :y 1 } ; INSERT { ?a :seen ?d } WHERE { ?a ?b ?c . ?d ?e ?f }", None).unwrap();
     let stats = Statistics::from_store(&store.stats().unwrap());
-    let limits = UpdateLimits { deadline: Some(std::time::Instant::now()), memory_bytes: None };
+    let limits = UpdateLimits { deadline: Some(std::time::Instant::now()), memory_bytes: None, ..UpdateLimits::default() };
     let mut txn = store.transaction().unwrap();
     let outcome = execute_update_in(&mut txn, store.mode(), &stats, &request, &limits);
     assert!(matches!(outcome, Err(SparqlError::Timeout)), "{:?}", outcome.map(|_| ()));

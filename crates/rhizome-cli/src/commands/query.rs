@@ -33,7 +33,14 @@ pub struct Args {
     memory_limit_mb: Option<usize>,
 }
 
+/// Runs on a thread of the query stack (`rhizome_sparql::nesting`): the
+/// deepest queries the nesting limits allow need more than the main
+/// thread's stack.
 pub fn run(data: &Path, args: Args) -> Result<()> {
+    rhizome_sparql::nesting::run_with_query_stack(|| run_query(data, args))?
+}
+
+fn run_query(data: &Path, args: Args) -> Result<()> {
     let text = super::request_text(args.query, args.file.as_deref())?;
     // A syntax error says line, column and what was expected.
     let query = parse_query(&text, args.base.as_deref())?;

@@ -20,6 +20,14 @@ pub struct Args {
     /// Do not log one line per request to stderr.
     #[arg(long)]
     quiet: bool,
+    /// The one folder SPARQL `LOAD <file:...>` may read from (a file's
+    /// path must lie inside it, symbolic links resolved). Without it,
+    /// LOAD of files is refused; LOAD of http(s): IRIs always is.
+    #[arg(long, env = "RHIZOME_LOAD_DIR")]
+    load_dir: Option<std::path::PathBuf>,
+    /// The most bytes one SPARQL LOAD reads (after decompression).
+    #[arg(long, env = "RHIZOME_LOAD_MAX_BYTES", default_value_t = rhizome_sparql::DEFAULT_LOAD_MAX_BYTES)]
+    load_max_bytes: u64,
     #[command(flatten)]
     hardening: Hardening,
 }
@@ -95,6 +103,8 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
         log_requests: !args.quiet,
         connections: args.hardening.connections(),
         auth: args.hardening.auth(),
+        load_dir: args.load_dir,
+        load_max_bytes: args.load_max_bytes,
     };
     rhizome_server::run(config)?;
     Ok(())

@@ -17,7 +17,14 @@ pub struct Args {
     base: Option<String>,
 }
 
+/// Runs on a thread of the query stack, as `rhizome query`. `LOAD` reads
+/// any local file the user can (the store is theirs, as with `rhizome
+/// load`), within `rhizome_sparql::DEFAULT_LOAD_MAX_BYTES`.
 pub fn run(data: &Path, args: Args) -> Result<()> {
+    rhizome_sparql::nesting::run_with_query_stack(|| run_update(data, args))?
+}
+
+fn run_update(data: &Path, args: Args) -> Result<()> {
     let text = super::request_text(args.update, args.file.as_deref())?;
     let update = parse_update(&text, args.base.as_deref())?;
     let store = Store::open(data)?;

@@ -18,9 +18,11 @@ use crate::state::{DbHandle, Server};
 use hyper::Response;
 use rhizome_sparql::SparqlError;
 
+pub use sparql_protocol::SparqlSettings;
+
 pub fn route(server: &Server, req: &Request, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
     match what {
-        "_sparql" => sparql_protocol::handle(req, db),
+        "_sparql" => sparql_protocol::handle(req, &server.sparql, db),
         "_graph" => graph_store::handle(server, req, db, None),
         _ => match what.strip_prefix("_graph/") {
             Some(path) => graph_store::handle(server, req, db, Some(path)),
@@ -57,15 +59,18 @@ fn endpoint_iri(req: &Request, db: &DbHandle, endpoint: &str) -> String {
 }
 
 /// SPARQL errors as HTTP: the client's mistakes are 400 with the reason
-/// (syntax errors name line and column), limits 503, the store's failures
-/// 500.
+/// (syntax errors name line and column, nesting and memory limits say
+/// which), the time limit 503, the store's failures 500.
 fn sparql_error(e: SparqlError) -> HttpError {
     match e {
         SparqlError::Syntax(_) => HttpError::new(400, "query_parse_error", e.to_string()),
         SparqlError::Unsupported(_) | SparqlError::Evaluation(_) | SparqlError::Load { .. } | SparqlError::NoSuchGraph(_) | SparqlError::GraphExists(_) => {
             HttpError::bad_request(e.to_string())
         }
-        SparqlError::Timeout | SparqlError::MemoryLimit { .. } | SparqlError::Cancelled => HttpError::new(503, "query_limit", e.to_string()),
+        // A request the engine will never run (too deep, too much memory
+        // for this server) is the client's to change: 400, not 503.
+        SparqlError::TooComplex(_) | SparqlError::MemoryLimit { .. } => HttpError::new(400, "query_limit", e.to_string()),
+        SparqlError::Timeout | SparqlError::Cancelled => HttpError::new(503, "query_limit", e.to_string()),
         SparqlError::Store(_) | SparqlError::Io(_) => HttpError::internal(e.to_string()),
     }
 }

@@ -13,12 +13,17 @@
 //!   CSV, TSV (ASK: `true` or `false`); CONSTRUCT and DESCRIBE in Turtle (default),
 //!   N-Triples, RDF/XML, JSON-LD, N-Quads, TriG; 406 when nothing fits.
 //!
-//! Queries run on the request's blocking thread (the router runs every
-//! handler under `spawn_blocking`) against one snapshot, within
-//! [`QUERY_TIMEOUT_MS`] and [`QUERY_MEMORY_BYTES`]; the whole result is
-//! serialized before the response starts, so a limit hit mid-way is an
-//! error status rather than a truncated body. The WHERE clauses of an
-//! update get the same limits (then nothing is written).
+//! Requests are parsed, planned and run on a thread of known stack
+//! (`rhizome_sparql::nesting`: the router's blocking threads have 2 MiB,
+//! too little for the deepest requests the engine's nesting limits let
+//! through) against one snapshot, within [`QUERY_TIMEOUT_MS`] counted from
+//! the request's start (parsing and LOAD included) and one memory budget of
+//! [`QUERY_MEMORY_BYTES`]; the whole result is serialized before the
+//! response starts, so a limit hit mid-way is an error status rather than
+//! a truncated body. An update gets the same limits (then nothing is
+//! written). `LOAD <file:...>` reads only inside the folder an admin named
+//! with `rhizome serve --load-dir`, and nothing without it; `http(s):` is
+//! never fetched.
 
 use super::negotiate::{self, GraphFormat, GRAPH_OFFERS};
 use super::{endpoint_iri, sparql_error};
@@ -27,7 +32,13 @@ use crate::http::{self, Body, Request};
 use crate::state::DbHandle;
 use hyper::{Method, Response};
 use oxrdf::NamedNode;
-use rhizome_sparql::{execute_update_with_stored_default, parse_query, parse_update, write_results, PreparedQuery, QueryResults, ResultFormat, Statistics, UpdateLimits};
+use crate::error::ServerError;
+use rhizome_sparql::nesting::run_with_query_stack;
+use rhizome_sparql::{
+    execute_update_with_stored_default, parse_query, parse_update, write_results, LoadFolder, LoadPolicy, PreparedQuery, QueryResults, ResultFormat, SparqlError, Statistics,
+    UpdateLimits,
+};
+use std::path::Path;
 use serde_json::json;
 use rhizome_docs::EmptiedGraphs;
 use spargebra::algebra::{GraphTarget, QueryDataset};
@@ -39,9 +50,30 @@ use std::time::{Duration, Instant};
 /// not hold one of the server's blocking threads for minutes).
 pub const QUERY_TIMEOUT_MS: u64 = 30_000;
 
-/// The most memory one sort, group, join table or materialized pattern of
-/// a query may take (256 MiB), past which it stops with 503.
+/// The memory budget of one request (256 MiB): the strings its expressions
+/// build and keep, and each sort, group, join table or materialized
+/// pattern on top of them; past it the request stops with 400.
 pub const QUERY_MEMORY_BYTES: usize = 256 << 20;
+
+/// What SPARQL requests may do beyond their database: which folder `LOAD`
+/// may read, and how much of one file.
+#[derive(Clone, Debug, Default)]
+pub struct SparqlSettings {
+    load: LoadPolicy,
+    load_max_bytes: Option<u64>,
+}
+
+impl SparqlSettings {
+    /// `load_dir`: the folder `LOAD <file:...>` may read (it must exist);
+    /// `None` refuses every LOAD of a file.
+    pub fn new(load_dir: Option<&Path>, load_max_bytes: u64) -> Result<SparqlSettings, ServerError> {
+        let load = match load_dir {
+            None => LoadPolicy::Refused,
+            Some(dir) => LoadPolicy::Folder(LoadFolder::new(dir).map_err(|e| ServerError::Config(format!("--load-dir {}: {e}", dir.display())))?),
+        };
+        Ok(SparqlSettings { load, load_max_bytes: Some(load_max_bytes) })
+    }
+}
 
 enum Operation {
     Query(String),
@@ -131,12 +163,23 @@ fn operation(req: &Request) -> Result<(Operation, Params), HttpError> {
     }
 }
 
-pub fn handle(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+pub fn handle(req: &Request, settings: &SparqlSettings, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    // The time limit covers the whole request: parsing and LOAD too.
+    let deadline = Instant::now() + Duration::from_millis(QUERY_TIMEOUT_MS);
     let (op, params) = operation(req)?;
     let base = endpoint_iri(req, db, "_sparql");
-    match op {
-        Operation::Query(text) => query(req, db, &text, &params, &base),
-        Operation::Update(text) => update(db, &text, &params, &base),
+    run_with_query_stack(|| match op {
+        Operation::Query(text) => query(req, db, &text, &params, &base, deadline),
+        Operation::Update(text) => update(db, settings, &text, &params, &base, deadline),
+    })
+    .map_err(sparql_error)?
+}
+
+/// The time left before `deadline`, or the time limit's error.
+fn time_left(deadline: Instant) -> Result<Duration, HttpError> {
+    match deadline.checked_duration_since(Instant::now()) {
+        Some(left) if !left.is_zero() => Ok(left),
+        _ => Err(sparql_error(SparqlError::Timeout)),
     }
 }
 
@@ -177,7 +220,7 @@ fn results_content_type(f: ResultFormat) -> &'static str {
     }
 }
 
-fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str) -> Result<Response<Body>, HttpError> {
+fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, deadline: Instant) -> Result<Response<Body>, HttpError> {
     let mut query = parse_query(text, Some(base)).map_err(sparql_error)?;
     let default = params.iris("default-graph-uri")?;
     let named = params.iris("named-graph-uri")?;
@@ -198,7 +241,7 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str) 
     let stats = Statistics::from_store(&store.stats().map_err(super::store_error)?);
     let snapshot = store.snapshot().map_err(super::store_error)?;
     let prepared = PreparedQuery::new(&snapshot, stats, &query).map_err(sparql_error)?;
-    prepared.set_timeout(Duration::from_millis(QUERY_TIMEOUT_MS));
+    prepared.set_timeout(time_left(deadline)?);
     prepared.set_memory_limit(QUERY_MEMORY_BYTES);
     let results = prepared.execute().map_err(sparql_error)?;
     let mut out = Vec::new();
@@ -228,7 +271,7 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str) 
     Ok(r)
 }
 
-fn update(db: &DbHandle, text: &str, params: &Params, base: &str) -> Result<Response<Body>, HttpError> {
+fn update(db: &DbHandle, settings: &SparqlSettings, text: &str, params: &Params, base: &str, deadline: Instant) -> Result<Response<Body>, HttpError> {
     let mut update: Update = parse_update(text, Some(base)).map_err(sparql_error)?;
     let default = params.iris("using-graph-uri")?;
     let named = params.iris("using-named-graph-uri")?;
@@ -247,9 +290,15 @@ fn update(db: &DbHandle, text: &str, params: &Params, base: &str) -> Result<Resp
     let store = db.db.store();
     let mode = store.mode();
     let stats = Statistics::from_store(&store.stats().map_err(super::store_error)?);
-    // The WHERE clauses get the query limits, counted from before the
-    // writer is taken: an update holds the database's writer while it runs.
-    let limits = UpdateLimits { deadline: Some(Instant::now() + Duration::from_millis(QUERY_TIMEOUT_MS)), memory_bytes: Some(QUERY_MEMORY_BYTES) };
+    // The WHERE clauses and LOADs get the query limits, counted from the
+    // request's start: an update holds the database's writer while it runs.
+    time_left(deadline)?;
+    let limits = UpdateLimits {
+        deadline: Some(deadline),
+        memory_bytes: Some(QUERY_MEMORY_BYTES),
+        load: settings.load.clone(),
+        load_max_bytes: settings.load_max_bytes,
+    };
     // Writes to the default graph go to the database's stored default
     // graph, never to the documents the union default graph shows.
     let stored_default = db.db.stored_default_graph().map(oxrdf::NamedNode::new).transpose().map_err(|e| HttpError::internal(format!("stored default graph IRI: {e}")))?;

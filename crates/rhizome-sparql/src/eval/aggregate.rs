@@ -65,7 +65,7 @@ impl<'a> Evaluator<'a> {
                     found.insert(key.as_slice().into(), at);
                     groups.push((key.as_slice().into(), fresh()));
                     if groups.len().is_multiple_of(4096) {
-                        self.limits.check_memory(super::rows_bytes(groups.len(), 2 * keys.len() + 8 * aggregates.len()))?;
+                        self.check_memory(super::rows_bytes(groups.len(), 2 * keys.len() + 8 * aggregates.len()))?;
                     }
                     at
                 }
@@ -174,6 +174,7 @@ impl<'a> Evaluator<'a> {
             }
         }
         let value = self.expr(e, row);
+        self.limits.memory_error()?;
         if agg.distinct {
             let id = value.as_ref().map(|t| self.encode(t)).transpose()?;
             if !acc.seen.insert(id) {
@@ -217,6 +218,9 @@ impl<'a> Evaluator<'a> {
                 match &mut acc.concat {
                     None => acc.concat = Some((l.value().to_owned(), Some(lang))),
                     Some((s, common)) => {
+                        // The string grows for the whole group: it draws
+                        // from the query's memory budget as it does.
+                        self.check_memory(s.len() + sep.len() + l.value().len())?;
                         s.push_str(sep);
                         s.push_str(l.value());
                         if common.as_ref() != Some(&lang) {

@@ -59,7 +59,7 @@ impl<'a> Evaluator<'a> {
         for r in self.eval(plan, self.empty_row()) {
             rows.push(r?);
             if rows.len().is_multiple_of(4096) {
-                self.limits.check_memory(super::rows_bytes(2 * rows.len(), self.width))?;
+                self.check_memory(super::rows_bytes(2 * rows.len(), self.width))?;
             }
         }
         Ok(rows)

@@ -60,15 +60,27 @@ pub struct Limits {
     pub deadline: std::cell::Cell<Option<std::time::Instant>>,
     pub cancelled: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ticks: std::cell::Cell<u32>,
-    /// The most bytes one sort, group, hash table or MINUS side may hold
-    /// (estimated from its rows); past it the query fails with a clear
-    /// error instead of the process being killed.
+    /// The query's memory budget: what it keeps for its whole run (the
+    /// terms it computed, `TermSpace::local_bytes`) plus any one sort,
+    /// group, hash table, MINUS side or string being built (estimated from
+    /// its rows or bytes) may not pass it; past it the query fails with a
+    /// clear error instead of the process being killed.
     pub memory_bytes: std::cell::Cell<usize>,
+    /// Set when an expression gave up building a value past the budget:
+    /// expressions answer `None` (SPARQL's error value), so the error is
+    /// raised by the operator around them (BIND, the result rows, `check`).
+    memory_exceeded: std::cell::Cell<bool>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { deadline: Default::default(), cancelled: Default::default(), ticks: Default::default(), memory_bytes: std::cell::Cell::new(1 << 30) }
+        Limits {
+            deadline: Default::default(),
+            cancelled: Default::default(),
+            ticks: Default::default(),
+            memory_bytes: std::cell::Cell::new(1 << 30),
+            memory_exceeded: Default::default(),
+        }
     }
 }
 
@@ -86,7 +98,16 @@ impl Limits {
         Ok(())
     }
 
+    /// The error of an expression that gave up building a value, if one did.
+    pub fn memory_error(&self) -> Result<()> {
+        if self.memory_exceeded.get() {
+            return Err(SparqlError::MemoryLimit { limit_bytes: self.memory_bytes.get() });
+        }
+        Ok(())
+    }
+
     pub fn check(&self) -> Result<()> {
+        self.memory_error()?;
         let t = self.ticks.get().wrapping_add(1);
         self.ticks.set(t);
         if !t.is_multiple_of(1024) {
@@ -127,6 +148,22 @@ pub fn merge(a: &Row, b: &Row) -> Option<Row> {
 impl<'a> Evaluator<'a> {
     pub fn empty_row(&self) -> Row {
         vec![None; self.width]
+    }
+
+    /// `bytes` more than the query keeps for its run (the terms it
+    /// computed): within the memory budget, or `SparqlError::MemoryLimit`.
+    pub fn check_memory(&self, bytes: usize) -> Result<()> {
+        self.limits.check_memory(bytes.saturating_add(self.space.local_bytes()))
+    }
+
+    /// Whether a value of `bytes` may be built; if not, the query fails
+    /// (`Limits::memory_error`) and the expression answers `None`.
+    pub fn value_fits(&self, bytes: usize) -> bool {
+        let fits = bytes.saturating_add(self.space.local_bytes()) <= self.limits.memory_bytes.get();
+        if !fits {
+            self.limits.memory_exceeded.set(true);
+        }
+        fits
     }
 
     pub fn expr(self: &Rc<Self>, e: &'a crate::expression::Expr, row: &Row) -> Option<Term> {
@@ -203,7 +240,8 @@ impl<'a> Evaluator<'a> {
                         Err(e) => return Some(Err(e)),
                     };
                     if let Some(t) = ev.expr(e, &row) {
-                        let id = match ev.encode(&t) {
+                        // A computed term is kept for the whole query.
+                        let id = match ev.encode(&t).and_then(|id| ev.check_memory(0).map(|()| id)) {
                             Ok(id) => id,
                             Err(e) => return Some(Err(e)),
                         };
@@ -211,6 +249,8 @@ impl<'a> Evaluator<'a> {
                             Some(x) if x != id => return None,
                             _ => row[v] = Some(id),
                         }
+                    } else if let Err(e) = ev.limits.memory_error() {
+                        return Some(Err(e));
                     }
                     Some(Ok(row))
                 }))
@@ -314,6 +354,7 @@ impl<'a> Evaluator<'a> {
                     crate::expression::Expr::Var(v) if r[*v].is_some() => SortKey::Id(r[*v].expect("checked")),
                     _ => SortKey::Term(self.expr(e, &r)),
                 };
+                self.limits.memory_error()?;
                 if let (0, Some(t)) = (i, &threshold) {
                     let o = key_order(&key, t);
                     if (if *desc { o.reverse() } else { o }) == std::cmp::Ordering::Greater {
@@ -327,7 +368,7 @@ impl<'a> Evaluator<'a> {
             }
             keyed.push((row_keys, r));
             if keyed.len().is_multiple_of(4096) {
-                self.limits.check_memory(rows_bytes(keyed.len(), self.width + 4 * keys.len()))?;
+                self.check_memory(rows_bytes(keyed.len(), self.width + 4 * keys.len()))?;
             }
             if let Some(k) = top {
                 if k > 0 && keyed.len() >= next_trim {

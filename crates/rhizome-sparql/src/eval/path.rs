@@ -46,7 +46,7 @@ impl<'a> Evaluator<'a> {
                 if ok {
                     out.push(r);
                     if out.len().is_multiple_of(4096) {
-                        self.limits.check_memory(super::rows_bytes(out.len(), self.width))?;
+                        self.check_memory(super::rows_bytes(out.len(), self.width))?;
                     }
                 }
             }
@@ -201,7 +201,7 @@ impl<'a> Walk<'_, 'a> {
                 }
                 frontier = following;
             }
-            self.ev.limits.check_memory(out.len() * 16)?;
+            self.ev.check_memory(out.len() * 16)?;
         }
         Ok(out)
     }

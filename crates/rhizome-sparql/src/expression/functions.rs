@@ -80,7 +80,28 @@ fn uuid() -> String {
     format!("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xffff, b >> 48, b & 0xffff_ffff_ffff)
 }
 
+/// Values past this many bytes are weighed against the query's memory
+/// budget (smaller ones are not worth the check).
+const LARGE_VALUE_BYTES: usize = 4096;
+
+/// A function's value, if it fits the query's memory budget: CONCAT,
+/// REPLACE, UCASE or ENCODE_FOR_URI applied again and again can double a
+/// string each time, so a value past the budget fails the query
+/// (`Evaluator::value_fits`) instead of exhausting the server's memory.
 pub fn call<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr], row: &Row) -> Option<Term> {
+    let value = call_unchecked(ev, f, args, row)?;
+    let bytes = match &value {
+        Term::Literal(l) => l.value().len(),
+        Term::NamedNode(n) => n.as_str().len(),
+        _ => 0,
+    };
+    if bytes > LARGE_VALUE_BYTES && !ev.value_fits(bytes) {
+        return None;
+    }
+    Some(value)
+}
+
+fn call_unchecked<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr], row: &Row) -> Option<Term> {
     let arg = |i: usize| -> Option<Term> { evaluate(ev, args.get(i)?, row) };
     match f {
         Function::Str => Some(match arg(0)? {
@@ -168,6 +189,9 @@ pub fn call<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr], row: 
             for i in 0..args.len() {
                 let t = arg(i)?;
                 let (s, l) = string_arg(&t)?;
+                if out.len() + s.len() > LARGE_VALUE_BYTES && !ev.value_fits(out.len() + s.len()) {
+                    return None;
+                }
                 out.push_str(s);
                 let l = l.map(str::to_owned);
                 lang = Some(match lang {
@@ -220,7 +244,22 @@ pub fn call<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr], row: 
                 return None;
             }
             let replacement = xpath_replacement(string_arg(&r)?.0)?;
-            Some(string_like(re.replace_all(s, replacement.as_str()).into_owned(), lang))
+            let mut bounded = BoundedReplacement { replacement: &replacement, room: LARGE_VALUE_BYTES.max(s.len()), over: false };
+            let mut out = re.replace_all(s, &mut bounded).into_owned();
+            if bounded.over {
+                // Past the room for a small value: redone once with the
+                // room the budget leaves.
+                if !ev.value_fits(bounded.room + 1) {
+                    return None;
+                }
+                let room = ev.limits.memory_bytes.get().saturating_sub(ev.space.local_bytes());
+                bounded = BoundedReplacement { replacement: &replacement, room, over: false };
+                out = re.replace_all(s, &mut bounded).into_owned();
+                if bounded.over && !ev.value_fits(room.saturating_add(1)) {
+                    return None;
+                }
+            }
+            Some(string_like(out, lang))
         }
         Function::UCase => {
             let t = arg(0)?;
@@ -379,6 +418,28 @@ pub fn call<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr], row: 
 }
 
 /// MD5 and SHA of a string's UTF-8 bytes, as lower-case hex.
+/// A regex replacement that stops expanding once the output passes
+/// `room` bytes, judged before each expansion (a `$0` repeated in the
+/// replacement copies the whole match each time).
+struct BoundedReplacement<'r> {
+    replacement: &'r str,
+    room: usize,
+    over: bool,
+}
+
+impl regex::Replacer for &mut BoundedReplacement<'_> {
+    fn replace_append(&mut self, caps: &regex::Captures<'_>, dst: &mut String) {
+        let matched = caps.get(0).map_or(0, |m| m.len());
+        let references = self.replacement.bytes().filter(|b| *b == b'$').count();
+        let most = self.replacement.len().saturating_add(references.saturating_mul(matched));
+        if self.over || dst.len().saturating_add(most) > self.room {
+            self.over = true;
+            return;
+        }
+        caps.expand(self.replacement, dst);
+    }
+}
+
 fn hash<H: sha2::Digest>(t: &Term) -> Option<Term> {
     let Term::Literal(l) = t else { return None };
     if l.datatype() != xsd::STRING {

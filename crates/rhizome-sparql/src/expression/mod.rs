@@ -97,6 +97,10 @@ impl Expr {
 }
 
 pub fn translate_expression(t: &mut Translator<'_, '_>, e: &Expression) -> Result<Expr> {
+    t.descend(|t| translate_node(t, e))
+}
+
+fn translate_node(t: &mut Translator<'_, '_>, e: &Expression) -> Result<Expr> {
     use Expression as E;
     let two = |t: &mut Translator<'_, '_>, a: &Expression, b: &Expression| -> Result<(Box<Expr>, Box<Expr>)> {
         Ok((Box::new(translate_expression(t, a)?), Box::new(translate_expression(t, b)?)))

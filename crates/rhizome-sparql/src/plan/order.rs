@@ -5,7 +5,7 @@
 
 use super::{QuadPlan, Slot};
 use rhizome_rdf::{Stats, TermId};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 #[derive(Clone, Debug, Default)]
 pub struct Statistics {
@@ -60,7 +60,9 @@ impl Statistics {
 /// Orders patterns; `bound` are the variables the left context binds
 /// before this BGP runs (index nested loops from a join's left side).
 pub fn order_patterns(mut patterns: Vec<QuadPlan>, stats: &Statistics, bound: &[usize]) -> Vec<QuadPlan> {
-    let mut bound_vars: Vec<usize> = bound.to_vec();
+    // A set: a BGP of thousands of patterns (a path of as many steps)
+    // would otherwise cost n^3 lookups here.
+    let mut bound_vars: FxHashSet<usize> = bound.iter().copied().collect();
     let mut out = Vec::with_capacity(patterns.len());
     // Expected rows so far, per row the BGP starts from.
     let mut rows = 1.0;
@@ -87,11 +89,11 @@ pub fn order_patterns(mut patterns: Vec<QuadPlan>, stats: &Statistics, bound: &[
         rows *= best_key.1;
         for s in [p.s, p.p, p.o] {
             if let Slot::Var(v) = s {
-                bound_vars.push(v);
+                bound_vars.insert(v);
             }
         }
         if let super::GraphSlot::Named(Slot::Var(v)) = p.g {
-            bound_vars.push(v);
+            bound_vars.insert(v);
         }
         out.push(p);
     }

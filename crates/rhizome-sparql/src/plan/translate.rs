@@ -20,11 +20,21 @@ pub struct Translator<'s, 'a> {
     /// Variables a join's left side binds before the pattern being
     /// translated runs (for the join order of its BGPs).
     bound: Vec<Var>,
+    /// Patterns, expressions and paths being translated around the current
+    /// one (bounded by `MAX_PLAN_DEPTH`: every later stage recurses as deep).
+    depth: usize,
+    /// Nodes translated so far: a right side that cannot take bindings is
+    /// translated twice, so nested ones cost twice per level.
+    steps: u64,
 }
+
+/// The most algebra nodes one request may translate (right sides
+/// translated twice included).
+const MAX_TRANSLATION_STEPS: u64 = 2_000_000;
 
 impl<'s, 'a> Translator<'s, 'a> {
     pub fn new(space: &'s TermSpace<'a>, stats: Statistics) -> Self {
-        Translator { space, stats, names: Vec::new(), ids: FxHashMap::default(), graph: GraphSlot::Default, hidden: 0, bound: Vec::new() }
+        Translator { space, stats, names: Vec::new(), ids: FxHashMap::default(), graph: GraphSlot::Default, hidden: 0, bound: Vec::new(), depth: 0, steps: 0 }
     }
 
     /// The number of variables (the width of every row).
@@ -39,6 +49,23 @@ impl<'s, 'a> Translator<'s, 'a> {
 
     pub fn statistics(&self) -> &Statistics {
         &self.stats
+    }
+
+    /// Runs `f` one level deeper in the algebra, refusing to go past
+    /// `MAX_PLAN_DEPTH` (the text checks of `nesting` keep requests from
+    /// text well inside it).
+    pub(crate) fn descend<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        if self.depth >= crate::nesting::MAX_PLAN_DEPTH {
+            return Err(SparqlError::TooComplex(format!("query nesting deeper than {}", crate::nesting::MAX_PLAN_DEPTH)));
+        }
+        self.steps += 1;
+        if self.steps > MAX_TRANSLATION_STEPS {
+            return Err(SparqlError::TooComplex(format!("query too complex to plan (more than {MAX_TRANSLATION_STEPS} steps); split it")));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
 
 
@@ -89,6 +116,10 @@ impl<'s, 'a> Translator<'s, 'a> {
     }
 
     fn path(&mut self, p: &PropertyPathExpression) -> Result<PathPlan> {
+        self.descend(|t| t.path_node(p))
+    }
+
+    fn path_node(&mut self, p: &PropertyPathExpression) -> Result<PathPlan> {
         use PropertyPathExpression as P;
         let b = |x: PathPlan| Box::new(x);
         Ok(match p {
@@ -110,6 +141,10 @@ impl<'s, 'a> Translator<'s, 'a> {
     }
 
     pub fn pattern(&mut self, p: &GraphPattern) -> Result<Plan> {
+        self.descend(|t| t.pattern_node(p))
+    }
+
+    fn pattern_node(&mut self, p: &GraphPattern) -> Result<Plan> {
         let b = Box::new;
         Ok(match p {
             GraphPattern::Bgp { patterns } => {
@@ -235,6 +270,12 @@ impl<'s, 'a> Translator<'s, 'a> {
     /// The right side of a join: if it will run with the left's bindings
     /// (index nested loops), its BGPs are ordered knowing them.
     fn right_side(&mut self, left: &Plan, right: &GraphPattern) -> Result<Plan> {
+        if !may_accept_bindings(right) {
+            // It runs alone: translated once, for itself (translating it
+            // with hints first and again without would cost twice per
+            // level of nested right sides, 2^depth in all).
+            return self.pattern(right);
+        }
         let outer = self.bound.len();
         self.bound.extend(left.certain_vars());
         let hinted = self.pattern(right);
@@ -267,6 +308,46 @@ impl<'s, 'a> Translator<'s, 'a> {
                 Aggregate { kind, expr: Some(self.expression(expr)?), distinct: *distinct }
             }
         })
+    }
+}
+
+/// Whether a pattern's plan may accept bindings from the left
+/// (`Plan::accepts_bindings`), told from the algebra before translating:
+/// exact but for FILTER and BIND, whose plans may still refuse (their
+/// variables must be certain below them), which `right_side` checks on the
+/// translated plan.
+fn may_accept_bindings(p: &GraphPattern) -> bool {
+    match p {
+        GraphPattern::Bgp { .. } | GraphPattern::Path { .. } | GraphPattern::Values { .. } => true,
+        GraphPattern::Join { left, right } | GraphPattern::Union { left, right } => may_accept_bindings(left) && may_accept_bindings(right),
+        GraphPattern::Graph { name: NamedNodePattern::Variable(v), inner } if !pushable(inner, v) => true,
+        GraphPattern::Graph { inner, .. } => may_accept_bindings(inner),
+        GraphPattern::Filter { expr, inner } | GraphPattern::Extend { inner, expression: expr, .. } => !has_exists(expr) && may_accept_bindings(inner),
+        _ => false,
+    }
+}
+
+fn has_exists(e: &spargebra::algebra::Expression) -> bool {
+    use spargebra::algebra::Expression as E;
+    match e {
+        E::Exists(_) => true,
+        E::Or(a, b)
+        | E::And(a, b)
+        | E::Equal(a, b)
+        | E::SameTerm(a, b)
+        | E::Greater(a, b)
+        | E::GreaterOrEqual(a, b)
+        | E::Less(a, b)
+        | E::LessOrEqual(a, b)
+        | E::Add(a, b)
+        | E::Subtract(a, b)
+        | E::Multiply(a, b)
+        | E::Divide(a, b) => has_exists(a) || has_exists(b),
+        E::UnaryPlus(a) | E::UnaryMinus(a) | E::Not(a) => has_exists(a),
+        E::In(a, list) => has_exists(a) || list.iter().any(has_exists),
+        E::If(a, b, c) => has_exists(a) || has_exists(b) || has_exists(c),
+        E::Coalesce(list) | E::FunctionCall(_, list) => list.iter().any(has_exists),
+        _ => false,
     }
 }
 
