@@ -6,7 +6,10 @@
 //!   secret that signs session cookies (written atomically, mode 0600);
 //! - `base-iri`: the base of document graph IRIs, fixed at first use;
 //! - `dbs/<name>/`: one store per database (documents and their graphs);
-//!   characters of the name other than `[a-z0-9_-]` are written `%XX`.
+//!   characters of the name other than `[a-z0-9_-]` are written `%XX`
+//!   (names whose folder name would pass 255 bytes are refused);
+//! - `revoked-sessions`: session cookies logged out before their expiry
+//!   (`auth/session.rs`).
 
 use crate::auth::password::{self, PasswordHash};
 use crate::error::{HttpError, ServerError};
