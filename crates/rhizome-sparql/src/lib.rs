@@ -4,7 +4,9 @@
 //! (`plan`), its execution as iterators of rows of ids with index nested
 //! loop and hash joins (`eval`), expressions and built-in functions over XSD
 //! values (`expression`), SPARQL Update as one store transaction per request
-//! (`update`) and result serialization (`results`).
+//! (`update`) and result serialization (`results`), and the bounds on a
+//! request's nesting and chains checked before anything recursive runs
+//! (`nesting`).
 //! Does not own: parsing (spargebra), result formats (sparesults), storage
 //! and term encoding (`rhizome-rdf`).
 //!
