@@ -36,6 +36,9 @@ pub struct ChangesOptions {
     pub filter: ChangesFilter,
 }
 
+/// How many remaining changes `pending` counts one by one.
+const PENDING_COUNTED: u64 = 10_000;
+
 pub struct Changes {
     pub rows: Vec<Value>,
     pub last_seq: u64,
@@ -84,12 +87,19 @@ impl Database {
         let mut pending = 0;
         if hit_limit && !opts.descending {
             // What is left: the sequence entries after the last one read
-            // (one per document, keys only).
-            while cursor.valid() {
+            // (one per document), counted up to PENDING_COUNTED; past that,
+            // the span of sequence numbers left, an upper bound (a document
+            // changed twice has one entry), so that a replicator reading a
+            // large database in small batches does not scan the rest of it
+            // for every batch.
+            while cursor.valid() && pending < PENDING_COUNTED {
                 pending += 1;
                 cursor.next();
             }
             cursor.status()?;
+            if pending == PENDING_COUNTED && cursor.valid() {
+                pending = update_seq.saturating_sub(last_seq);
+            }
         }
         if !hit_limit && !opts.descending {
             last_seq = last_seq.max(update_seq);

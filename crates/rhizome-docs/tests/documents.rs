@@ -191,3 +191,23 @@ fn stemmed_revisions_lose_their_bodies_at_once() {
     assert!(matches!(db.get_doc("a", &ReadOptions { rev: Some(first), ..Default::default() }), Err(DocError::NotFound("missing"))));
     assert_eq!(db.compact().unwrap(), Compacted { bodies: 1, attachments: 0 });
 }
+
+#[test]
+fn pending_counts_the_changes_a_limit_left_out() {
+    let db = Database::memory();
+    let docs: Vec<_> = (0..10_005).map(|i| obj(json!({ "_id": format!("d{i:05}") }))).collect();
+    db.update_docs(docs, true).unwrap();
+    let first = db.changes(&ChangesOptions { limit: Some(1), ..Default::default() }).unwrap();
+    // Past the counted part, the span of sequence numbers left.
+    assert_eq!((first.rows.len(), first.last_seq, first.pending), (1, 1, 10_004));
+    let near_end = db.changes(&ChangesOptions { since: 10_000, limit: Some(2), ..Default::default() }).unwrap();
+    assert_eq!(near_end.pending, 3);
+    let all = db.changes(&ChangesOptions { since: 10_000, ..Default::default() }).unwrap();
+    assert_eq!((all.rows.len(), all.pending), (5, 0));
+    // A document changed again is one change left, not two.
+    let rev = db.get_doc("d00000", &ReadOptions::default()).unwrap()["_rev"].clone();
+    let rev2 = put(&db, json!({ "_id": "d00000", "_rev": rev, "v": 1 })).unwrap();
+    put(&db, json!({ "_id": "d00000", "_rev": rev2.to_string(), "v": 2 })).unwrap();
+    let tail = db.changes(&ChangesOptions { since: 10_004, limit: Some(1), ..Default::default() }).unwrap();
+    assert_eq!((tail.rows[0]["id"].as_str(), tail.pending), (Some("d10004"), 1));
+}

@@ -89,6 +89,12 @@ pub fn decode_body(headers: &mut HeaderMap, body: Bytes, limit: usize) -> Result
     let Some(encoding) = headers.get("content-encoding") else {
         return Ok(body);
     };
+    if body.is_empty() {
+        // Nothing to decode (a GET from a client that sets the header on
+        // every request).
+        headers.remove("content-encoding");
+        return Ok(body);
+    }
     let encoding = encoding.to_str().unwrap_or("").trim().to_ascii_lowercase();
     match encoding.as_str() {
         "" | "identity" => {}
