@@ -200,6 +200,12 @@ impl<'s> PreparedQuery<'s> {
         self.ev.limits.cancelled.clone()
     }
 
+    /// Also stops the query with `SparqlError::Cancelled` once `flag` is set
+    /// (the caller's own flag; the first one given counts).
+    pub fn cancel_with(&self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        let _ = self.ev.limits.also_cancelled.set(flag);
+    }
+
     /// Runs the query to its end, counting the rows of every operator, and
     /// gives the plan with estimated (patterns) and actual row counts.
     pub fn explain(mut self) -> Result<String> {

@@ -57,6 +57,9 @@ pub struct UpdateLimits {
     /// The most bytes one `LOAD` reads (after decompression);
     /// [`DEFAULT_LOAD_MAX_BYTES`] when `None`.
     pub load_max_bytes: Option<u64>,
+    /// Set from any thread to stop the update (`SparqlError::Cancelled`,
+    /// nothing written): the server sets it when the client goes away.
+    pub cancelled: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// The most bytes one `LOAD` reads unless set (256 MiB).
@@ -229,6 +232,9 @@ impl Operation<'_, '_> {
                     }
                     if let Some(bytes) = self.limits.memory_bytes {
                         prepared.set_memory_limit(bytes);
+                    }
+                    if let Some(flag) = &self.limits.cancelled {
+                        prepared.cancel_with(flag.clone());
                     }
                     let out = match prepared.execute()? {
                         QueryResults::Solutions { variables, solutions } => (variables, solutions.collect::<Result<Vec<_>>>()?),
@@ -422,6 +428,9 @@ impl Operation<'_, '_> {
                     if std::time::Instant::now() >= deadline {
                         return Err(SparqlError::Timeout);
                     }
+                }
+                if self.limits.cancelled.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
+                    return Err(SparqlError::Cancelled);
                 }
             }
             let q = match q {

@@ -71,6 +71,7 @@ impl WriteBudget<'_> {
         }
         if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
             // Nobody reads this answer: the client has gone.
+            eprintln!("rhizome: stopped a Graph Store write whose client went away");
             return Err(HttpError::new(499, "client_closed_request", "the client went away; the write was not made"));
         }
         if Instant::now() > self.deadline {

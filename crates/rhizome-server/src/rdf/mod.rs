@@ -70,7 +70,12 @@ fn sparql_error(e: SparqlError) -> HttpError {
         // A request the engine will never run (too deep, too much memory
         // for this server) is the client's to change: 400, not 503.
         SparqlError::TooComplex(_) | SparqlError::MemoryLimit { .. } => HttpError::new(400, "query_limit", e.to_string()),
-        SparqlError::Timeout | SparqlError::Cancelled => HttpError::new(503, "query_limit", e.to_string()),
+        SparqlError::Timeout => HttpError::new(503, "query_limit", e.to_string()),
+        // Nobody reads this answer: the client has gone (nginx's 499).
+        SparqlError::Cancelled => {
+            eprintln!("rhizome: stopped a SPARQL request whose client went away");
+            HttpError::new(499, "client_closed_request", e.to_string())
+        }
         SparqlError::Store(_) | SparqlError::Io(_) => HttpError::internal(e.to_string()),
     }
 }

@@ -170,7 +170,7 @@ pub fn handle(req: &Request, settings: &SparqlSettings, db: &DbHandle) -> Result
     let base = endpoint_iri(req, db, "_sparql");
     run_with_query_stack(|| match op {
         Operation::Query(text) => query(req, db, &text, &params, &base, deadline),
-        Operation::Update(text) => update(db, settings, &text, &params, &base, deadline),
+        Operation::Update(text) => update(req, db, settings, &text, &params, &base, deadline),
     })
     .map_err(sparql_error)?
 }
@@ -243,6 +243,7 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, 
     let prepared = PreparedQuery::new(&snapshot, stats, &query).map_err(sparql_error)?;
     prepared.set_timeout(time_left(deadline)?);
     prepared.set_memory_limit(QUERY_MEMORY_BYTES);
+    prepared.cancel_with(req.cancelled.clone());
     let results = prepared.execute().map_err(sparql_error)?;
     let mut out = Vec::new();
     let content_type = match answer {
@@ -271,7 +272,7 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, 
     Ok(r)
 }
 
-fn update(db: &DbHandle, settings: &SparqlSettings, text: &str, params: &Params, base: &str, deadline: Instant) -> Result<Response<Body>, HttpError> {
+fn update(req: &Request, db: &DbHandle, settings: &SparqlSettings, text: &str, params: &Params, base: &str, deadline: Instant) -> Result<Response<Body>, HttpError> {
     let mut update: Update = parse_update(text, Some(base)).map_err(sparql_error)?;
     let default = params.iris("using-graph-uri")?;
     let named = params.iris("using-named-graph-uri")?;
@@ -298,6 +299,7 @@ fn update(db: &DbHandle, settings: &SparqlSettings, text: &str, params: &Params,
         memory_bytes: Some(QUERY_MEMORY_BYTES),
         load: settings.load.clone(),
         load_max_bytes: settings.load_max_bytes,
+        cancelled: Some(req.cancelled.clone()),
     };
     // Writes to the default graph go to the database's stored default
     // graph, never to the documents the union default graph shows.

@@ -59,6 +59,9 @@ pub struct Evaluator<'a> {
 pub struct Limits {
     pub deadline: std::cell::Cell<Option<std::time::Instant>>,
     pub cancelled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// A second flag owned by the caller (the server's per-request flag,
+    /// set when the client goes away), checked as `cancelled` is.
+    pub also_cancelled: std::cell::OnceCell<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     ticks: std::cell::Cell<u32>,
     /// The query's memory budget: what it keeps for its whole run (the
     /// terms it computed, `TermSpace::local_bytes`) plus any one sort,
@@ -77,6 +80,7 @@ impl Default for Limits {
         Limits {
             deadline: Default::default(),
             cancelled: Default::default(),
+            also_cancelled: Default::default(),
             ticks: Default::default(),
             memory_bytes: std::cell::Cell::new(1 << 30),
             memory_exceeded: Default::default(),
@@ -113,7 +117,9 @@ impl Limits {
         if !t.is_multiple_of(1024) {
             return Ok(());
         }
-        if self.cancelled.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.cancelled.load(std::sync::atomic::Ordering::Relaxed)
+            || self.also_cancelled.get().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+        {
             return Err(SparqlError::Cancelled);
         }
         match self.deadline.get() {
