@@ -88,14 +88,20 @@ pub fn run(config: ServerConfig) -> Result<(), ServerError> {
         .enable_all()
         .build()
         .map_err(|source| ServerError::Io { what: "starting the runtime".into(), source })?;
-    runtime.block_on(async move {
+    let result = runtime.block_on(async move {
         let (tx, rx) = watch::channel(false);
         tokio::spawn(async move {
             wait_for_signal().await;
             let _ = tx.send(true);
         });
         serve(config, rx).await
-    })
+    });
+    // Blocking work still running (a query, a write) has seen the shutdown
+    // flag or its time limit by now; dropping the runtime would wait for it
+    // without end, so wait a bounded time. Nothing answered is lost: every
+    // answered write was fsynced before its answer.
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    result
 }
 
 async fn wait_for_signal() {

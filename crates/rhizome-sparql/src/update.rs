@@ -237,7 +237,22 @@ impl Operation<'_, '_> {
                         prepared.cancel_with(flag.clone());
                     }
                     let out = match prepared.execute()? {
-                        QueryResults::Solutions { variables, solutions } => (variables, solutions.collect::<Result<Vec<_>>>()?),
+                        QueryResults::Solutions { variables, solutions } => {
+                            // The solutions are held until the writes: they
+                            // count against the memory budget too.
+                            let limit = self.limits.memory_bytes.unwrap_or(usize::MAX);
+                            let mut held = 0usize;
+                            let mut all = Vec::new();
+                            for s in solutions {
+                                let s = s?;
+                                held = held.saturating_add(s.iter().map(|t| 32 + t.as_ref().map_or(0, term_bytes)).sum::<usize>());
+                                if held > limit {
+                                    return Err(SparqlError::MemoryLimit { limit_bytes: limit });
+                                }
+                                all.push(s);
+                            }
+                            (variables, all)
+                        }
                         _ => unreachable!("a SELECT gives solutions"),
                     };
                     out
@@ -495,6 +510,17 @@ impl Operation<'_, '_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The bytes of a term's text, roughly.
+fn term_bytes(t: &Term) -> usize {
+    match t {
+        Term::NamedNode(n) => n.as_str().len(),
+        Term::BlankNode(b) => b.as_str().len(),
+        Term::Literal(l) => l.value().len() + l.datatype().as_str().len(),
+        #[allow(unreachable_patterns)]
+        _ => 64,
     }
 }
 
