@@ -51,3 +51,70 @@ impl GraphProjector for NoProjection {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Database, DocError, DocumentIris, JsonLdProjector};
+    use serde_json::{json, Map, Value};
+    use std::sync::Arc;
+
+    fn doc(v: Value) -> Map<String, Value> {
+        v.as_object().expect("an object").clone()
+    }
+
+    fn projector(db: &str) -> Arc<JsonLdProjector> {
+        Arc::new(JsonLdProjector::new(DocumentIris::new("http://localhost:5984", db)))
+    }
+
+    #[test]
+    fn a_document_never_shares_its_graph_with_another() {
+        // A document whose id is doc1's graph IRI, stored as if before the
+        // rule (the database was named otherwise then).
+        let mut db = Database::memory_with(projector("other"));
+        let legacy = "http://localhost:5984/db/doc1";
+        let written = db.update_docs(vec![doc(json!({ "_id": legacy, "@id": "http://e/s", "http://e/p": 1 }))], true).unwrap();
+        let legacy_rev = written[0].1.as_ref().expect("written").to_string();
+        db.projector = projector("db");
+        // Now doc1 would share that graph: refused, naming the other id.
+        for new_edits in [true, false] {
+            let d = doc(json!({ "_id": "doc1", "_rev": "1-abc" }));
+            let out = db.update_docs(vec![d], new_edits).unwrap();
+            assert!(matches!(&out[0].1, Err(DocError::IdConflict(r)) if r.contains(legacy)), "{:?}", out[0].1);
+        }
+        // New ids under the prefix are refused in both modes, with the
+        // document they would shadow named.
+        for new_edits in [true, false] {
+            let out = db.update_docs(vec![doc(json!({ "_id": "http://localhost:5984/db/x%20y", "_rev": "1-abc" }))], new_edits).unwrap();
+            assert!(matches!(&out[0].1, Err(DocError::IdConflict(r)) if r.contains("\"x y\"")), "{:?}", out[0].1);
+        }
+        // The old document can still be deleted; then doc1 is free.
+        let out = db.update_docs(vec![doc(json!({ "_id": legacy, "_rev": legacy_rev, "_deleted": true }))], true).unwrap();
+        assert!(out[0].1.is_ok(), "{:?}", out[0].1);
+        let out = db.update_docs(vec![doc(json!({ "_id": "doc1" }))], true).unwrap();
+        assert!(out[0].1.is_ok(), "{:?}", out[0].1);
+        // Absolute IRIs elsewhere are their own graphs, as before.
+        let out = db.update_docs(vec![doc(json!({ "_id": "http://example.org/doc1" }))], true).unwrap();
+        assert!(out[0].1.is_ok(), "{:?}", out[0].1);
+    }
+
+    #[test]
+    fn a_bad_default_context_stored_unchecked_fails_writes_with_a_reason_and_can_be_removed() {
+        let db = Database::memory_with(projector("db"));
+        let mut context = Map::new();
+        context.insert("t0".into(), json!("http://e/"));
+        for i in 1..=2_000 {
+            context.insert(format!("t{i}"), json!(format!("t{}:a", i - 1)));
+        }
+        let stored = json!({ "@context": context });
+        // Written behind put_local's back, as an older version could have.
+        let mut txn = db.store.transaction().unwrap();
+        txn.kv_mut().put(crate::keys::LOCAL, crate::DEFAULT_CONTEXT_DOC.as_bytes(), stored.to_string().as_bytes());
+        txn.commit().unwrap();
+        let err = db.update_docs(vec![doc(json!({ "_id": "a", "t1": 1 }))], true).unwrap_err();
+        assert!(matches!(&err, DocError::Projection { reason, .. } if reason.contains(crate::DEFAULT_CONTEXT_DOC) && reason.contains("256")), "{err:?}");
+        assert!(matches!(db.put_local(crate::DEFAULT_CONTEXT_DOC, doc(stored)), Err(DocError::Validation(_))));
+        db.put_local(crate::DEFAULT_CONTEXT_DOC, doc(json!({ "_deleted": true }))).unwrap();
+        let out = db.update_docs(vec![doc(json!({ "_id": "a", "t1": 1 }))], true).unwrap();
+        assert!(out[0].1.is_ok(), "{:?}", out[0].1);
+    }
+}

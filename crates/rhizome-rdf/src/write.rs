@@ -19,6 +19,9 @@ pub struct StoreTransaction<'a> {
     families: std::sync::Arc<FamilyMarks>,
     mode: DatasetMode,
     next_id: u64,
+    /// `next_id` when the transaction began: blank nodes numbered from here
+    /// on are this transaction's own, so no committed quad holds them.
+    first_id: u64,
     quads: u64,
     terms: u64,
     graphs: u64,
@@ -44,6 +47,9 @@ pub struct StoreTransaction<'a> {
     /// for each insert, quadratic in the graph's size (a Graph Store PUT
     /// of 5,000 nested RDF/XML descriptions over the same took 10-50 s).
     present: MaybeGone,
+    /// Predicates whose quad count reached 0 at some point: their entries
+    /// are removed at commit if it is still 0.
+    emptied_predicates: FxHashSet<TermId>,
 }
 
 #[derive(Default)]
@@ -64,6 +70,7 @@ impl Store {
             families: self.family_marks().clone(),
             mode: self.mode(),
             next_id,
+            first_id: next_id,
             quads,
             terms,
             graphs,
@@ -73,6 +80,7 @@ impl Store {
             key: Vec::new(),
             maybe_gone: MaybeGone::default(),
             present: MaybeGone::default(),
+            emptied_predicates: FxHashSet::default(),
         })
     }
 }
@@ -216,11 +224,14 @@ impl<'a> StoreTransaction<'a> {
         if new_o {
             c[2] = apply(c[2], delta);
         }
+        // A predicate whose quads all went keeps its entry (and its distinct
+        // counts) until commit: the pairs its removals may have emptied are
+        // uncounted then, from these counts. Deleting the entry here made a
+        // graph replaced in one transaction end with distinct counts of 0.
         if c[0] == 0 {
-            self.txn.delete(PREDICATE_STATS, &key);
-        } else {
-            self.txn.put(PREDICATE_STATS, &key, &crate::stats::encode_predicate_stats(&c));
+            self.emptied_predicates.insert(quad[1]);
         }
+        self.txn.put(PREDICATE_STATS, &key, &crate::stats::encode_predicate_stats(&c));
         Ok(())
     }
 
@@ -235,6 +246,10 @@ impl<'a> StoreTransaction<'a> {
         Ok(())
     }
 
+    fn is_own_blank(&self, id: TermId) -> bool {
+        id.is_blank() && id.payload() >= self.first_id
+    }
+
     /// Adds a quad; `false` if it was there already.
     pub fn insert(&mut self, quad: &[TermId; 4]) -> Result<bool> {
         if self.contains(quad)? {
@@ -246,12 +261,14 @@ impl<'a> StoreTransaction<'a> {
         let graph_is_new = !self.present.graphs.contains(&quad[3]) && !self.maybe_gone.graphs.remove(&quad[3]) && !graph_exists_in(&self.txn, quad[3])?;
         let s_pair = (quad[1], quad[0], false);
         let o_pair = (quad[1], quad[2], true);
+        // A blank node of this transaction is in no committed quad: what
+        // `present` and `maybe_gone` do not know of does not exist (no seek).
         let new_s = !self.present.pairs.contains(&s_pair)
             && !self.maybe_gone.pairs.remove(&s_pair)
-            && !self.pair_exists(quad[0], quad[1], layout::SPO, layout::SPOG);
+            && (self.is_own_blank(quad[0]) || !self.pair_exists(quad[0], quad[1], layout::SPO, layout::SPOG));
         let new_o = !self.present.pairs.contains(&o_pair)
             && !self.maybe_gone.pairs.remove(&o_pair)
-            && !self.pair_exists(quad[1], quad[2], layout::POS, layout::POSG);
+            && (self.is_own_blank(quad[2]) || !self.pair_exists(quad[1], quad[2], layout::POS, layout::POSG));
         self.present.graphs.insert(quad[3]);
         self.present.pairs.insert(s_pair);
         self.present.pairs.insert(o_pair);
@@ -345,6 +362,14 @@ impl<'a> StoreTransaction<'a> {
             let gone = if is_object { !self.pair_exists(p, other, layout::POS, layout::POSG) } else { !self.pair_exists(other, p, layout::SPO, layout::SPOG) };
             if gone {
                 self.uncount_distinct(p, if is_object { 2 } else { 1 })?;
+            }
+        }
+        for p in std::mem::take(&mut self.emptied_predicates) {
+            let key = p.to_be_bytes();
+            if let Some(v) = self.txn.get(PREDICATE_STATS, &key)? {
+                if crate::stats::decode_predicate_stats(&v)?[0] == 0 {
+                    self.txn.delete(PREDICATE_STATS, &key);
+                }
             }
         }
         self.txn.put(META, meta::NEXT_ID, &self.next_id.to_be_bytes());
