@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::server::{ServerProcess, ADMIN};
+use common::server::{dechunk, ServerProcess, ADMIN};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -62,20 +62,6 @@ fn raw(server: &ServerProcess, method: &str, path: &str, auth: bool, headers: &[
         lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned())).collect();
     let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
     Raw { status, headers, body: if chunked { dechunk(&rest) } else { rest } }
-}
-
-fn dechunk(mut s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(pos) = s.windows(2).position(|w| w == b"\r\n") {
-        let n = usize::from_str_radix(String::from_utf8_lossy(&s[..pos]).trim(), 16).unwrap_or(0);
-        let rest = &s[pos + 2..];
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.extend_from_slice(&rest[..n]);
-        s = rest[n..].strip_prefix(b"\r\n").unwrap_or(&rest[n..]);
-    }
-    out
 }
 
 fn basic(user: &str, pass: &str) -> String {

@@ -6,26 +6,12 @@
 
 mod common;
 
-use common::server::{ServerProcess, ADMIN};
+use common::server::{base64, ServerProcess, ADMIN};
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 const STOPPED: &str = "stopped a SPARQL request whose client went away";
-
-fn basic(auth: &str) -> String {
-    // The tiny client's encoder is private; this one is enough for ASCII.
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let b = auth.as_bytes();
-    let mut out = String::new();
-    for c in b.chunks(3) {
-        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            out.push(if i <= c.len() { T[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' });
-        }
-    }
-    out
-}
 
 #[test]
 fn a_query_whose_client_goes_away_is_stopped() {
@@ -44,7 +30,7 @@ fn a_query_whose_client_goes_away_is_stopped() {
     write!(
         s,
         "POST /db/_sparql HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {}\r\nContent-Type: application/sparql-query\r\nContent-Length: {}\r\n\r\n{query}",
-        basic(ADMIN),
+        base64(ADMIN.as_bytes()),
         query.len()
     )
     .unwrap();

@@ -138,63 +138,59 @@ fn make_executable(path: &Path) {
     fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// What every machine here has: the packages setup checks besides libclang.
 const BASE: &[&str] = &["g++|install ok installed", "curl|install ok installed", "procps|install ok installed"];
+const LIBCLANG: &[&str] = &["libclang-dev|install ok installed", "clang|install ok installed"];
+
+/// A machine with BASE and `packages` in dpkg's record, the npm tree
+/// complete or not, and rdflib in the venv or not.
+fn machine(packages: &[&str], npm_tree_complete: bool, rdflib: bool) -> FakeMachine {
+    let record: Vec<&str> = BASE.iter().chain(packages).copied().collect();
+    let machine = FakeMachine::new(&record, npm_tree_complete);
+    if rdflib {
+        machine.with_rdflib();
+    }
+    machine
+}
+
+const NOTHING: Vec<String> = Vec::new();
 
 #[test]
 fn installs_libclang_when_only_libclang_cpp_is_present() {
-    let mut packages = BASE.to_vec();
-    packages.push("libclang-cpp14|install ok installed");
-    let machine = FakeMachine::new(&packages, true);
-    machine.with_rdflib();
-    let installs = machine.run_setup(&machine.node());
-    assert_eq!(installs, vec!["apt-get install -y -qq libclang-dev clang"], "libclang-cpp14 is not libclang");
+    let m = machine(&["libclang-cpp14|install ok installed"], true, true);
+    assert_eq!(m.run_setup(&m.node()), vec!["apt-get install -y -qq libclang-dev clang"], "libclang-cpp14 is not libclang");
     // Now the record has them: a second run installs nothing.
-    assert_eq!(machine.run_setup(&machine.node()), Vec::<String>::new());
+    assert_eq!(m.run_setup(&m.node()), NOTHING);
 }
 
 #[test]
 fn does_nothing_when_everything_is_there() {
-    let mut packages = BASE.to_vec();
-    packages.extend(["libclang-dev|install ok installed", "clang|install ok installed"]);
-    let machine = FakeMachine::new(&packages, true);
-    machine.with_rdflib();
-    assert_eq!(machine.run_setup(&machine.node()), Vec::<String>::new());
+    let m = machine(LIBCLANG, true, true);
+    assert_eq!(m.run_setup(&m.node()), NOTHING);
 }
 
 #[test]
 fn a_package_removed_with_its_config_left_is_missing() {
-    let mut packages = BASE.to_vec();
-    packages.extend(["libclang-dev|deinstall ok config-files", "clang|install ok installed"]);
-    let machine = FakeMachine::new(&packages, true);
-    machine.with_rdflib();
-    assert_eq!(machine.run_setup(&machine.node()), vec!["apt-get install -y -qq libclang-dev"]);
+    let m = machine(&["libclang-dev|deinstall ok config-files", "clang|install ok installed"], true, true);
+    assert_eq!(m.run_setup(&m.node()), vec!["apt-get install -y -qq libclang-dev"]);
 }
 
 #[test]
 fn runs_npm_ci_when_npm_says_the_tree_is_incomplete() {
-    let mut packages = BASE.to_vec();
-    packages.extend(["libclang-dev|install ok installed", "clang|install ok installed"]);
-    let machine = FakeMachine::new(&packages, false);
-    machine.with_rdflib();
-    assert_eq!(machine.run_setup(&machine.node()), vec!["npm ci in pouchdb"]);
-    assert_eq!(machine.run_setup(&machine.node()), Vec::<String>::new());
+    let m = machine(LIBCLANG, false, true);
+    assert_eq!(m.run_setup(&m.node()), vec!["npm ci in pouchdb"]);
+    assert_eq!(m.run_setup(&m.node()), NOTHING);
 }
 
 #[test]
 fn installs_node_when_the_command_is_missing() {
-    let mut packages = BASE.to_vec();
-    packages.extend(["libclang-dev|install ok installed", "clang|install ok installed", "curl|install ok installed"]);
-    let machine = FakeMachine::new(&packages, true);
-    machine.with_rdflib();
-    let installs = machine.run_setup("no-such-node-command");
-    assert_eq!(installs, vec!["apt-get install -y -qq nodejs npm"]);
+    let m = machine(LIBCLANG, true, true);
+    assert_eq!(m.run_setup("no-such-node-command"), vec!["apt-get install -y -qq nodejs npm"]);
 }
 
 #[test]
 fn makes_the_rdflib_venv_when_pip_lacks_it() {
-    let mut packages = BASE.to_vec();
-    packages.extend(["libclang-dev|install ok installed", "clang|install ok installed"]);
-    let machine = FakeMachine::new(&packages, true);
-    assert_eq!(machine.run_setup(&machine.node()), vec!["pip install rdflib"]);
-    assert_eq!(machine.run_setup(&machine.node()), Vec::<String>::new());
+    let m = machine(LIBCLANG, true, false);
+    assert_eq!(m.run_setup(&m.node()), vec!["pip install rdflib"]);
+    assert_eq!(m.run_setup(&m.node()), NOTHING);
 }

@@ -104,33 +104,19 @@ fn is_absolute_iri(id: &str) -> bool {
         && oxrdf::NamedNode::new(id).is_ok()
 }
 
+/// What stays as it is in an id's part of a graph IRI: RFC 3986's
+/// unreserved characters. Everything else is `%XX` (uppercase), so graph
+/// IRIs written before keep their spelling.
+const ID_ESCAPES: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, ID_ESCAPES).to_string()
 }
 
+/// `None` when the decoded bytes are not UTF-8; a `%` not followed by two
+/// hex digits stays as it is.
 fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(s).decode_utf8().ok().map(|c| c.into_owned())
 }
 
 /// Projects JSON-LD documents into their graphs (see the module comment).

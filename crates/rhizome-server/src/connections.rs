@@ -119,7 +119,9 @@ impl Open {
         self.conns
             .values()
             .filter(|c| addr.is_none_or(|a| c.addr == a) && c.busy.load(Ordering::Acquire) == 0)
-            .min_by_key(|c| c.stalled_since_ms())
+            // Ids grow with admission: within one millisecond the older
+            // connection goes first, whatever the map's order.
+            .min_by_key(|c| (c.stalled_since_ms(), c.id))
             .cloned()
     }
 }
@@ -432,8 +434,8 @@ mod tests {
         let registry = Connections::new(limits(10, 2));
         let a: IpAddr = "10.0.0.1".parse().unwrap();
         let b: IpAddr = "10.0.0.2".parse().unwrap();
+        // Admitted within the same millisecond: the order of admission decides.
         let first = registry.admit(a).unwrap();
-        std::thread::sleep(Duration::from_millis(3));
         let second = registry.admit(a).unwrap();
         let other = registry.admit(b).unwrap();
         // The per-address cap: the oldest of a's goes, b's stays.

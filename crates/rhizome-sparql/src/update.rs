@@ -117,26 +117,15 @@ impl LoadFolder {
 }
 
 /// The local path of a `file:` IRI (`file:///p`, `file://localhost/p`),
-/// percent-decoded; `None` for other hosts and undecodable paths.
+/// percent-decoded; `None` for other hosts, paths that are not UTF-8 and
+/// paths holding a NUL.
 fn file_iri_path(iri: &str) -> Option<std::path::PathBuf> {
     let rest = iri.strip_prefix("file://")?;
     let path = rest.strip_prefix("localhost").unwrap_or(rest);
     if !path.starts_with('/') || path.contains(['?', '#']) {
         return None;
     }
-    let mut bytes = Vec::with_capacity(path.len());
-    let raw = path.as_bytes();
-    let mut i = 0;
-    while i < raw.len() {
-        if raw[i] == b'%' {
-            let hex = std::str::from_utf8(raw.get(i + 1..i + 3)?).ok()?;
-            bytes.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            bytes.push(raw[i]);
-            i += 1;
-        }
-    }
+    let bytes: Vec<u8> = percent_encoding::percent_decode_str(path).collect();
     if bytes.contains(&0) {
         return None;
     }

@@ -102,7 +102,8 @@ impl Drop for ServerProcess {
     }
 }
 
-fn base64(input: &[u8]) -> String {
+/// Standard base64 with padding (for Basic credentials).
+pub fn base64(input: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in input.chunks(3) {
@@ -139,22 +140,25 @@ pub fn try_request(port: u16, method: &str, path: &str, auth: Option<&str>, body
     s.write_all(body.as_bytes())?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").map_or(raw.len(), |i| i + 4);
+    let head = String::from_utf8_lossy(&raw[..split]);
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    Ok((status, if chunked { dechunk(rest) } else { rest.to_owned() }))
+    let body = if chunked { dechunk(&raw[split..]) } else { raw[split..].to_vec() };
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
 
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+/// A `Transfer-Encoding: chunked` body, joined (the test clients' one decoder).
+pub fn dechunk(mut s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(i) = s.windows(2).position(|w| w == b"\r\n") {
+        let n = std::str::from_utf8(&s[..i]).ok().and_then(|h| usize::from_str_radix(h.trim(), 16).ok()).unwrap_or(0);
+        let rest = &s[i + 2..];
         if n == 0 || rest.len() < n {
             break;
         }
-        out.push_str(&rest[..n]);
-        s = rest[n..].trim_start_matches("\r\n");
+        out.extend_from_slice(&rest[..n]);
+        s = rest[n..].strip_prefix(b"\r\n").unwrap_or(&rest[n..]);
     }
     out
 }

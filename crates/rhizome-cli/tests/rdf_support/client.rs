@@ -2,6 +2,7 @@
 //! added but `Host`, `Connection: close`, `Content-Length` and, with
 //! credentials, `Authorization`.
 
+use crate::common::server::dechunk;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -71,20 +72,6 @@ pub fn request(port: u16, method: &str, target: &str, auth: Option<&str>, header
     let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
     let body = if chunked { dechunk(rest) } else { rest.to_vec() };
     Ok(Reply { status, headers, body })
-}
-
-fn dechunk(mut s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(i) = s.windows(2).position(|w| w == b"\r\n") {
-        let n = std::str::from_utf8(&s[..i]).ok().and_then(|h| usize::from_str_radix(h.trim(), 16).ok()).unwrap_or(0);
-        let rest = &s[i + 2..];
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.extend_from_slice(&rest[..n]);
-        s = rest[n..].strip_prefix(b"\r\n").unwrap_or(&rest[n..]);
-    }
-    out
 }
 
 /// Percent-encodes a query parameter value.
