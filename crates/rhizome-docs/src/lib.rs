@@ -25,6 +25,7 @@ mod error;
 mod graph_write;
 pub mod keys;
 mod jsonld;
+mod json_ld_view;
 mod jsonld_limits;
 mod projector;
 mod read;

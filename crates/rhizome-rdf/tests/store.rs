@@ -11,7 +11,7 @@ const TRIG: &str = r#"
 @prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
 :alice :knows :bob ; :age 42 ; :name "Alice"@en, "Alice" ; :height "1.70"^^xsd:decimal .
 :bob :knows :alice, :carol ; :age "042"^^xsd:integer ; :born "1990-02-03"^^xsd:date .
-:carol :knows [ :name "anonymous friend with a long name" ] .
+:carol :knows [ :name "anonymous friend with a long name" ; :knows [ :name "a friend's friend" ] ] ; :lists ( 1 [ :name "in a list" ] ) .
 :g1 { :alice :likes :bob . :dave :knows :alice . :g1 :about :alice }
 :g2 { :bob :likes :carol ; :score 3.5 ; :ok true . }
 "#;
@@ -34,16 +34,28 @@ fn all_quads(store: &Store) -> Vec<Quad> {
 }
 
 /// The expected quads: triples without a graph go to their subject's graph
-/// in union mode.
+/// in union mode, a blank node's to the graph of the IRI that references it.
 fn expected(mode: DatasetMode) -> Vec<Quad> {
-    RdfParser::from_format(RdfFormat::TriG)
-        .for_slice(TRIG.as_bytes())
-        .map(|q| {
-            let mut q = q.unwrap();
+    let quads: Vec<Quad> = RdfParser::from_format(RdfFormat::TriG).for_slice(TRIG.as_bytes()).map(|q| q.unwrap()).collect();
+    let referrer = |b: &oxrdf::BlankNode| {
+        quads
+            .iter()
+            .find(|r| r.graph_name.is_default_graph() && r.object == Term::BlankNode(b.clone()))
+            .map(|r| r.subject.clone())
+            .expect("every blank node of TRIG is referenced")
+    };
+    quads
+        .iter()
+        .cloned()
+        .map(|mut q| {
             if q.graph_name.is_default_graph() && mode == DatasetMode::Union {
-                q.graph_name = match &q.subject {
-                    oxrdf::NamedOrBlankNode::NamedNode(n) => GraphName::NamedNode(n.clone()),
-                    oxrdf::NamedOrBlankNode::BlankNode(b) => GraphName::BlankNode(b.clone()),
+                let mut owner = q.subject.clone();
+                while let oxrdf::NamedOrBlankNode::BlankNode(b) = &owner {
+                    owner = referrer(b);
+                }
+                q.graph_name = match owner {
+                    oxrdf::NamedOrBlankNode::NamedNode(n) => GraphName::NamedNode(n),
+                    oxrdf::NamedOrBlankNode::BlankNode(_) => unreachable!(),
                 };
             }
             q
@@ -497,4 +509,45 @@ fn replacing_a_graph_keeps_the_counters_exact() {
             assert_eq!(format!("{:?}", kept.predicates), format!("{:?}", exact.predicates), "round {round}");
         }
     }
+}
+
+/// Blank nodes read before what references them, blank nodes nothing
+/// references and cycles of blank nodes, in N-Triples (parsed in parallel
+/// chunks) and Turtle.
+#[test]
+fn blank_node_triples_join_the_graph_of_the_iri_that_references_them() {
+    let nt = "_:b2 <http://e/name> \"deep\" .\n\
+              _:b1 <http://e/next> _:b2 .\n\
+              <http://e/s> <http://e/has> _:b1 .\n\
+              _:lone <http://e/name> \"nobody's\" .\n\
+              _:c1 <http://e/next> _:c2 .\n\
+              _:c2 <http://e/next> _:c1 .\n";
+    let graph_of = |store: &Store, name: &str| -> Vec<String> {
+        let mut graphs: Vec<String> = all_quads(store)
+            .into_iter()
+            .filter(|q| q.object == Term::Literal(oxrdf::Literal::new_simple_literal(name)) || (name.is_empty() && q.predicate.as_str() == "http://e/next"))
+            .map(|q| q.graph_name.to_string())
+            .collect();
+        graphs.sort();
+        graphs
+    };
+    for (store, dir) in stores() {
+        if store.mode() == DatasetMode::Plain {
+            continue;
+        }
+        load_str(&store, dir.path(), "b.nt", nt, &LoadOptions::default()).unwrap();
+        assert_eq!(graph_of(&store, "deep"), vec!["<http://e/s>"]);
+        // No IRI up the chain: each stays in its own blank node's graph.
+        assert!(graph_of(&store, "nobody's")[0].starts_with("_:"));
+        assert!(graph_of(&store, "").iter().filter(|g| g.starts_with("_:")).count() == 2);
+        assert_eq!(graph_of(&store, "").iter().filter(|g| g.as_str() == "<http://e/s>").count(), 1);
+    }
+    // With an orphan graph, those join it.
+    let store = Store::memory(DatasetMode::Union);
+    let dir = tempfile::tempdir().unwrap();
+    let options = LoadOptions { orphan_graph: Some(oxrdf::NamedNode::new("http://e/default").unwrap()), ..LoadOptions::default() };
+    load_str(&store, dir.path(), "b.nt", nt, &options).unwrap();
+    assert_eq!(graph_of(&store, "nobody's"), vec!["<http://e/default>"]);
+    assert_eq!(graph_of(&store, "deep"), vec!["<http://e/s>"]);
+    assert_eq!(graph_of(&store, ""), vec!["<http://e/default>", "<http://e/default>", "<http://e/s>"]);
 }

@@ -29,7 +29,10 @@ pub struct Args {
     /// Load into database NAME of a server's data folder (`--data`, the
     /// server stopped): every new graph (each subject's triples, each named
     /// graph) becomes a document of it, readable and replicable through
-    /// CouchDB's API, its body rendered from its quads as JSON-LD.
+    /// CouchDB's API, its body rendered from its quads as JSON-LD. A blank
+    /// node's triples join the document of the subject that references it
+    /// (through chains of blank nodes, as in lists); blank nodes that no
+    /// IRI references join the document `default-graph`.
     #[arg(long, value_name = "NAME")]
     db: Option<String>,
     /// Files to load; `-` reads stdin (then --format is needed).
@@ -65,6 +68,9 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             let dir = rhizome_server::database_dir(data, name);
             let base = rhizome_server::base_iri(data)?;
             let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, name))?;
+            // Blank nodes no IRI references join the stored default graph.
+            let mut options = options.clone();
+            options.orphan_graph = db.stored_default_graph().map(NamedNode::new).transpose().context("the stored default graph's IRI")?;
             let summary = db.store().load(&inputs, &options)?;
             let show = options.progress;
             let adopted = db.adopt_graphs(10_000, |n| {

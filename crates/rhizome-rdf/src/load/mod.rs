@@ -9,6 +9,7 @@
 //! distinct new term. A file larger than memory loads; what must fit is the
 //! set of its distinct new terms.
 
+mod blank_owners;
 mod dictionary;
 mod input;
 mod parse;
@@ -20,6 +21,7 @@ use crate::index::layout::{self, meta, ID2TERM, META, PREDICATE_STATS, TERM2ID};
 use crate::store::Store;
 use crate::term::TermId;
 use crate::{Error, Result, SyntaxIssue};
+use blank_owners::BlankOwners;
 use dictionary::LoadDictionary;
 use indicatif::{ProgressBar, ProgressStyle};
 use oxrdf::NamedNode;
@@ -40,6 +42,12 @@ pub struct LoadOptions {
     pub base_iri: Option<String>,
     /// Graph for triples (and default-graph quads) of the inputs.
     pub graph: Option<NamedNode>,
+    /// In a union store without `graph`: where blank-node triples go whose
+    /// chain of referrers reaches no IRI (unreferenced blank nodes, cycles);
+    /// `None` leaves each in its own blank node's graph. Every other
+    /// blank-node triple goes to its referring subject's graph
+    /// (`blank_owners`).
+    pub orphan_graph: Option<NamedNode>,
     /// Skip bad statements instead of failing the load.
     pub lenient: bool,
     /// Show a progress bar (the caller decides: a terminal, not a pipe).
@@ -54,6 +62,7 @@ impl Default for LoadOptions {
             format: None,
             base_iri: None,
             graph: None,
+            orphan_graph: None,
             lenient: false,
             progress: false,
             run_buffer_bytes: 1 << 30,
@@ -154,6 +163,15 @@ impl Store {
             None => None,
         };
         let plain = self.mode() == crate::DatasetMode::Plain;
+        let orphan_graph = match &options.orphan_graph {
+            Some(g) if forced_graph.is_none() && !plain => Some(dict.resolve(parse::LocalTerm {
+                tag: crate::term::tag::IRI,
+                hash: crate::term::TermKey::hash(crate::term::tag::IRI, g.as_str().as_bytes()),
+                bytes: g.as_str().as_bytes().into(),
+            })?),
+            _ => None,
+        };
+        let mut blanks = BlankOwners::default();
         let existing: Option<(&dyn rhizome_kv::KvRead, u64)> = store_had_quads.then_some((snapshot.as_ref() as &dyn rhizome_kv::KvRead, first_new_id));
 
         // Parse in worker threads; assign ids and buffer quads here.
@@ -264,7 +282,19 @@ impl Store {
                         Slot::DefaultGraph => match forced_graph {
                             Some(g) => g,
                             None if plain => TermId::DEFAULT_GRAPH,
-                            None => s,
+                            None => {
+                                // The subject's document; a blank node's
+                                // is its referrer's (blank_owners).
+                                blanks.refer(s, o);
+                                if !s.is_blank() {
+                                    s
+                                } else if let Some(owner) = blanks.owner(s) {
+                                    owner
+                                } else {
+                                    blanks.wait([s, p, o]);
+                                    continue;
+                                }
+                            }
                         },
                         other => id(other),
                     };
@@ -275,7 +305,7 @@ impl Store {
                     }
                 }
                 summary.quads_read += chunk.quads.len() as u64;
-                if triples.bytes() + quads.bytes() > options.run_buffer_bytes {
+                if triples.bytes() + quads.bytes() + blanks.bytes() > options.run_buffer_bytes {
                     let spilled = (|| -> Result<()> {
                         if spill_dir.is_none() {
                             spill_dir = Some(
@@ -308,6 +338,12 @@ impl Store {
             return Err(e);
         }
         summary.bytes_read = bytes_read.load(Ordering::Relaxed);
+        for ([s, p, o], owner) in blanks.finish() {
+            match owner.or(orphan_graph) {
+                Some(g) => quads.buffer.push([s.0, p.0, o.0, g.0]),
+                None => triples.buffer.push([s.0, p.0, o.0]),
+            }
+        }
         bar.set_message("sorting and writing indexes");
         trace("parsed");
 

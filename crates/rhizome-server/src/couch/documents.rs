@@ -112,11 +112,23 @@ fn get(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpErr
     let mut r = if multipart::accepts(accept, "multipart/related") {
         let (content_type, body) = multipart::document_part(doc)?;
         http::response(200, &content_type, body.into())
+    } else if prefers_json_ld(accept) {
+        // For JSON-LD processors: the document's graph, nothing else
+        // (rhizome_docs::Database::json_ld_view).
+        let body = serde_json::to_vec(&Value::Object(db.db.json_ld_view(doc)?)).map_err(|e| HttpError::internal(e.to_string()))?;
+        http::response(200, "application/ld+json", body.into())
     } else {
         json(200, &Value::Object(doc))
     };
     http::set_header(&mut r, "etag", &etag);
+    http::set_header(&mut r, "vary", "Accept");
     Ok(r)
+}
+
+/// Whether the client ranks `application/ld+json` above `application/json`
+/// (ties, `*/*` and no `Accept` keep CouchDB's JSON).
+fn prefers_json_ld(accept: Option<&str>) -> bool {
+    crate::rdf::negotiate::choose(accept, &[("application/json", false), ("application/ld+json", true)]).unwrap_or(false)
 }
 
 /// `POST /{db}`: a new document, with a fresh id unless it has one.

@@ -9,7 +9,7 @@
 //! graph writes become document writes.
 
 mod graph_store;
-mod negotiate;
+pub(crate) mod negotiate;
 mod sparql_protocol;
 
 use crate::error::HttpError;
