@@ -30,6 +30,7 @@ mod jsonld_limits;
 mod projector;
 mod read;
 mod revtree;
+pub mod collate;
 pub mod selector;
 mod write;
 
