@@ -1,0 +1,310 @@
+//! View indexes in the database's own store, kept up to date from its
+//! sequence.
+//!
+//! | keyspace | key | value |
+//! |---|---|---|
+//! | `VIEW_ROWS` 40 | signature (8), view number (1), collated key, collated doc id, emit number (u32 BE) | `[key, doc id, value]` as JSON |
+//! | `VIEW_DOC_ROWS` 41 | signature (8), doc id | the document's row keys, each length-prefixed (u32 BE) |
+//! | `VIEW_STATE` 42 | signature (8) | `{"seq", "ddoc", "rows": [per view]}` as JSON |
+//!
+//! Rows sort as CouchDB's: by key in CouchDB's collation
+//! (`rhizome_docs::collate`), then by document id. An index is named by its
+//! design document's signature, so editing a design document without
+//! changing its views keeps the index, and two design documents with the
+//! same views share one. [`refresh`] brings an index to the database's
+//! sequence from the documents changed since (in transactions of
+//! [`BATCH`] documents: memory stays bounded, writers wait at most one
+//! batch, and a restart resumes from the last batch written).
+
+use crate::design::{compilation, DesignDoc, DesignError};
+use crate::js::{FnId, JsError, Limits, Sandbox};
+use crate::tasks::IndexerTask;
+use rhizome_docs::keys::{self, DocInfo, DB_META, SEQS};
+use rhizome_docs::{collate, Database, DocError, ReadOptions};
+use rhizome_kv::{Keyspace, KvRead};
+use serde_json::{json, Value};
+
+pub const VIEW_ROWS: Keyspace = Keyspace(40);
+pub const VIEW_DOC_ROWS: Keyspace = Keyspace(41);
+pub const VIEW_STATE: Keyspace = Keyspace(42);
+
+/// Documents per transaction while an index catches up.
+pub const BATCH: usize = 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    #[error(transparent)]
+    Doc(#[from] DocError),
+    #[error(transparent)]
+    Design(#[from] DesignError),
+    /// A function ran past its limits: CouchDB's `os_process_error`.
+    #[error("{0}")]
+    Process(String),
+    /// CouchDB's `query_parse_error` (400).
+    #[error("{0}")]
+    Query(String),
+    /// CouchDB's `invalid_value` from a built-in reduce.
+    #[error("{0}")]
+    InvalidValue(String),
+    #[error("{0}")]
+    NotFound(String),
+}
+
+impl From<rhizome_kv::Error> for ViewError {
+    fn from(e: rhizome_kv::Error) -> Self {
+        ViewError::Doc(DocError::from(e))
+    }
+}
+
+impl From<rhizome_rdf::Error> for ViewError {
+    fn from(e: rhizome_rdf::Error) -> Self {
+        ViewError::Doc(DocError::from(e))
+    }
+}
+
+pub(crate) fn process_error(e: JsError) -> ViewError {
+    ViewError::Process(e.to_string())
+}
+
+/// An index's short name in its keys: the first 8 bytes of the signature.
+pub fn index_id(ddoc: &DesignDoc) -> [u8; 8] {
+    ddoc.signature()[..8].try_into().expect("8 of 16 bytes")
+}
+
+/// What `VIEW_STATE` keeps of an index.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IndexState {
+    pub seq: u64,
+    pub ddoc: String,
+    /// Rows per view, in the design document's view order.
+    pub rows: Vec<u64>,
+}
+
+impl IndexState {
+    pub fn read(kv: &dyn KvRead, id: &[u8; 8]) -> Result<Option<IndexState>, ViewError> {
+        let Some(bytes) = kv.get(VIEW_STATE, id)? else { return Ok(None) };
+        let v: Value = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("view index state: {e}")))?;
+        Ok(Some(IndexState {
+            seq: v["seq"].as_u64().unwrap_or(0),
+            ddoc: v["ddoc"].as_str().unwrap_or_default().to_owned(),
+            rows: v["rows"].as_array().map(|a| a.iter().map(|n| n.as_u64().unwrap_or(0)).collect()).unwrap_or_default(),
+        }))
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        json!({ "seq": self.seq, "ddoc": self.ddoc, "rows": self.rows }).to_string().into_bytes()
+    }
+}
+
+fn update_seq(kv: &dyn KvRead) -> Result<u64, ViewError> {
+    Ok(keys::u64_value(kv.get(DB_META, keys::meta::UPDATE_SEQ)?, "update_seq")?)
+}
+
+/// The first key of a view's rows: signature, view number.
+pub fn view_prefix(id: &[u8; 8], view: usize) -> Vec<u8> {
+    let mut p = id.to_vec();
+    p.push(view as u8);
+    p
+}
+
+/// The compiled map functions of a design document.
+pub(crate) struct Mapper {
+    pub sandbox: Sandbox,
+    fns: Vec<FnId>,
+}
+
+impl Mapper {
+    pub fn new(ddoc: &DesignDoc, limits: Limits) -> Result<Mapper, ViewError> {
+        let mut sandbox = Sandbox::new(limits).map_err(process_error)?;
+        let mut fns = Vec::with_capacity(ddoc.views.len());
+        for v in &ddoc.views {
+            fns.push(sandbox.compile(&v.map, &ddoc.map_modules).map_err(|e| compilation("map", &v.name, e))?);
+        }
+        Ok(Mapper { sandbox, fns })
+    }
+}
+
+/// Brings the index of `ddoc` to the database's current sequence.
+/// `limits` bound each map call; a function that throws for a document
+/// leaves that document out of that view (logged, as CouchDB does); one
+/// that runs past its limits fails the update (`os_process_error`).
+pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -> Result<IndexState, ViewError> {
+    let id = index_id(ddoc);
+    {
+        // Checked on a snapshot first: a query on an index that is up to
+        // date neither waits for nor blocks writers.
+        let s = db.store().snapshot()?;
+        let state = IndexState::read(s.kv(), &id)?;
+        if let Some(state) = state {
+            if state.seq >= update_seq(s.kv())? {
+                return Ok(state);
+            }
+        }
+    }
+    let mut mapper: Option<Mapper> = None;
+    let mut task: Option<IndexerTask> = None;
+    loop {
+        let mut txn = db.store().transaction()?;
+        let target = update_seq(txn.kv())?;
+        let mut state = IndexState::read(txn.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()] });
+        state.rows.resize(ddoc.views.len(), 0);
+        if state.seq >= target {
+            return Ok(state);
+        }
+        let task = task.get_or_insert_with(|| IndexerTask::start(db_name, &ddoc.id, state.seq, target));
+        let mut batch = Vec::with_capacity(BATCH);
+        {
+            let mut cursor = txn.kv().cursor(SEQS, &(state.seq + 1).to_be_bytes(), None);
+            cursor.seek_first();
+            while cursor.valid() && batch.len() < BATCH {
+                let seq = u64::from_be_bytes(cursor.key().try_into().map_err(|_| DocError::Corrupt("a changes key is not a u64".into()))?);
+                batch.push((seq, String::from_utf8_lossy(cursor.value()).into_owned()));
+                cursor.next();
+            }
+            cursor.status()?;
+        }
+        let reached = if batch.len() < BATCH { target } else { batch.last().map_or(target, |b| b.0) };
+        let mapper = match &mut mapper {
+            Some(m) => m,
+            None => mapper.insert(Mapper::new(ddoc, limits)?),
+        };
+        let read = ReadOptions { conflicts: true, ..Default::default() };
+        for (_, doc_id) in &batch {
+            let mut doc_rows_key = id.to_vec();
+            doc_rows_key.extend_from_slice(doc_id.as_bytes());
+            if let Some(old) = txn.kv().get(VIEW_DOC_ROWS, &doc_rows_key)? {
+                for row in split_rows(&old) {
+                    if let Some(n) = row.get(8).and_then(|v| state.rows.get_mut(*v as usize)) {
+                        *n = n.saturating_sub(1);
+                    }
+                    txn.kv_mut().delete(VIEW_ROWS, row);
+                }
+                txn.kv_mut().delete(VIEW_DOC_ROWS, &doc_rows_key);
+            }
+            if doc_id.starts_with("_design/") && !ddoc.include_design {
+                continue;
+            }
+            let Some(info) = txn.kv().get(keys::DOCS, doc_id.as_bytes())? else { continue };
+            if DocInfo::from_bytes(doc_id, &info)?.deleted {
+                continue;
+            }
+            // The writer lock is held: the last committed state is this
+            // transaction's.
+            let doc = match db.get_doc(doc_id, &read) {
+                Ok(d) => Value::Object(d),
+                Err(DocError::NotFound(_)) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let results = mapper.sandbox.map(&mapper.fns, &doc.to_string()).map_err(process_error)?;
+            let mut written: Vec<u8> = Vec::new();
+            let id_key = collate::encode(&Value::String(doc_id.clone()));
+            for (view, result) in results.into_iter().enumerate() {
+                let rows = match result {
+                    Ok(rows) => rows,
+                    Err(message) => {
+                        eprintln!(
+                            "{}",
+                            json!({ "log": "map function threw", "db": db_name, "ddoc": ddoc.id, "view": ddoc.views[view].name, "doc": doc_id, "error": message })
+                        );
+                        continue;
+                    }
+                };
+                for (n, (key, value)) in rows.into_iter().enumerate() {
+                    let mut row = view_prefix(&id, view);
+                    collate::encode_into(&key, &mut row);
+                    row.extend_from_slice(&id_key);
+                    row.extend_from_slice(&(n as u32).to_be_bytes());
+                    txn.kv_mut().put(VIEW_ROWS, &row, json!([key, doc_id, value]).to_string().as_bytes());
+                    written.extend_from_slice(&(row.len() as u32).to_be_bytes());
+                    written.extend_from_slice(&row);
+                    state.rows[view] += 1;
+                }
+            }
+            for line in mapper.sandbox.take_logs() {
+                eprintln!("{}", json!({ "log": "view", "db": db_name, "ddoc": ddoc.id, "doc": doc_id, "message": line }));
+            }
+            if !written.is_empty() {
+                txn.kv_mut().put(VIEW_DOC_ROWS, &doc_rows_key, &written);
+            }
+        }
+        state.seq = reached;
+        state.ddoc = ddoc.id.clone();
+        txn.kv_mut().put(VIEW_STATE, &id, &state.to_bytes());
+        txn.commit()?;
+        task.progress(reached);
+    }
+}
+
+fn split_rows(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let len = u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+        let row = bytes.get(4..4 + len)?;
+        bytes = &bytes[4 + len..];
+        Some(row)
+    })
+}
+
+/// Removes the indexes of signatures no design document uses now
+/// (`POST /{db}/_view_cleanup`); returns how many.
+pub fn cleanup(db: &Database, live: &[DesignDoc]) -> Result<usize, ViewError> {
+    let live: Vec<[u8; 8]> = live.iter().map(index_id).collect();
+    let stale: Vec<Vec<u8>> = {
+        let s = db.store().snapshot()?;
+        let mut cursor = s.kv().cursor(VIEW_STATE, &[], None);
+        cursor.seek_first();
+        let mut out = Vec::new();
+        while cursor.valid() {
+            if !live.iter().any(|l| l[..] == *cursor.key()) {
+                out.push(cursor.key().to_vec());
+            }
+            cursor.next();
+        }
+        cursor.status()?;
+        out
+    };
+    for id in &stale {
+        loop {
+            let mut txn = db.store().transaction()?;
+            let mut doomed = Vec::new();
+            for ks in [VIEW_ROWS, VIEW_DOC_ROWS] {
+                let upper = rhizome_kv::prefix_upper_bound(id);
+                let mut cursor = txn.kv().cursor(ks, id, upper.as_deref());
+                cursor.seek_first();
+                while cursor.valid() && doomed.len() < BATCH * 4 {
+                    doomed.push((ks, cursor.key().to_vec()));
+                    cursor.next();
+                }
+                cursor.status()?;
+            }
+            let finished = doomed.is_empty();
+            for (ks, key) in doomed {
+                txn.kv_mut().delete(ks, &key);
+            }
+            if finished {
+                txn.kv_mut().delete(VIEW_STATE, id);
+            }
+            txn.commit()?;
+            if finished {
+                break;
+            }
+        }
+    }
+    Ok(stale.len())
+}
+
+/// Bytes of an index's rows as stored (for `_info`'s `sizes`).
+pub fn index_bytes(db: &Database, id: &[u8; 8]) -> Result<u64, ViewError> {
+    let s = db.store().snapshot()?;
+    let upper = rhizome_kv::prefix_upper_bound(id);
+    let mut total = 0u64;
+    for ks in [VIEW_ROWS, VIEW_DOC_ROWS] {
+        let mut cursor = s.kv().cursor(ks, id, upper.as_deref());
+        cursor.seek_first();
+        while cursor.valid() {
+            total += (cursor.key().len() + cursor.value().len()) as u64;
+            cursor.next();
+        }
+        cursor.status()?;
+    }
+    Ok(total)
+}

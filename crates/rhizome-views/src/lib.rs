@@ -1,0 +1,23 @@
+//! `rhizome-views`: CouchDB's query side over a Rhizome database
+//! (../shared/design.md: design documents, map/reduce views with a
+//! sandboxed embedded JavaScript engine, design-document filters and
+//! validation).
+//!
+//! Owns: the sandbox ([`js`]), design documents ([`design`]), the built-in
+//! and JavaScript reduce functions ([`reduce`]), view indexes in the
+//! database's store kept up to date from its sequence ([`index`]), view
+//! queries with CouchDB's options ([`query`]) and `indexer` tasks
+//! ([`tasks`]). Does not own HTTP (`rhizome-server`) or documents
+//! (`rhizome-docs`, whose collation the indexes use).
+
+pub mod design;
+pub mod index;
+pub mod js;
+pub mod query;
+pub mod reduce;
+pub mod tasks;
+
+pub use design::{check_design_doc, DesignDoc, DesignError, ViewDef};
+pub use index::{refresh, ViewError};
+pub use js::{JsError, Limits, Sandbox};
+pub use query::{run_query, UpdateMode, ViewQuery};

@@ -1,0 +1,498 @@
+//! View queries with CouchDB 3's options
+//! (https://docs.couchdb.org/en/stable/api/ddoc/views.html), over the rows
+//! of [`crate::index`].
+//!
+//! Rows come from one range scan per requested key range (or per key of
+//! `keys`), in collation order (reversed for `descending`). Reduce views
+//! are reduced at query time, group by group (`group`, `group_level`),
+//! in chunks of [`REDUCE_CHUNK`] rows then re-reduced, as CouchDB's
+//! B-tree does with its stored partial reductions: a reduce over a whole
+//! view reads the whole view (`offset` likewise counts the rows before the
+//! first one returned).
+
+use crate::design::DesignDoc;
+use crate::index::{self, index_id, process_error, view_prefix, IndexState, ViewError, VIEW_ROWS};
+use crate::js::{Limits, Sandbox};
+use crate::reduce::{Partial, ReduceError, Reducer};
+use rhizome_docs::{collate, Database, DocError, ReadOptions, Rev};
+use rhizome_kv::KvRead;
+use serde_json::{json, Map, Value};
+
+/// Rows per call of a reduce function before partial results are re-reduced.
+pub const REDUCE_CHUNK: usize = 1000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum UpdateMode {
+    /// Bring the index up to date before answering (the default).
+    #[default]
+    True,
+    /// Answer from the index as it is (`update=false`, `stale=ok`).
+    False,
+    /// Answer as it is, then update (`update=lazy`, `stale=update_after`).
+    Lazy,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewQuery {
+    pub key: Option<Value>,
+    pub keys: Option<Vec<Value>>,
+    pub start_key: Option<Value>,
+    pub end_key: Option<Value>,
+    pub start_docid: Option<String>,
+    pub end_docid: Option<String>,
+    pub inclusive_end: bool,
+    pub descending: bool,
+    pub skip: usize,
+    pub limit: Option<usize>,
+    pub group: Option<bool>,
+    pub group_level: Option<usize>,
+    pub reduce: Option<bool>,
+    pub include_docs: bool,
+    pub conflicts: bool,
+    pub attachments: bool,
+    pub update_seq: bool,
+    pub update: UpdateMode,
+}
+
+impl Default for ViewQuery {
+    fn default() -> Self {
+        ViewQuery {
+            key: None,
+            keys: None,
+            start_key: None,
+            end_key: None,
+            start_docid: None,
+            end_docid: None,
+            inclusive_end: true,
+            descending: false,
+            skip: 0,
+            limit: None,
+            group: None,
+            group_level: None,
+            reduce: None,
+            include_docs: false,
+            conflicts: false,
+            attachments: false,
+            update_seq: false,
+            update: UpdateMode::True,
+        }
+    }
+}
+
+fn parse_error(reason: impl Into<String>) -> ViewError {
+    ViewError::Query(reason.into())
+}
+
+fn boolean(name: &str, v: &Value) -> Result<bool, ViewError> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s == "true" => Ok(true),
+        Value::String(s) if s == "false" => Ok(false),
+        other => Err(parse_error(format!("Invalid boolean parameter: {name}={}", plain(other)))),
+    }
+}
+
+fn count(v: &Value) -> Result<usize, ViewError> {
+    let n = match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    match n {
+        Some(n) if n >= 0 => Ok(n as usize),
+        _ => Err(parse_error(format!("Invalid value for positive integer: {}", Value::String(plain(v))))),
+    }
+}
+
+/// A parameter's text as given.
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl ViewQuery {
+    /// From a query string: JSON values for keys, text for the rest.
+    pub fn from_params<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<ViewQuery, ViewError> {
+        let mut q = ViewQuery::default();
+        for (name, text) in params {
+            let value = match name {
+                "key" | "keys" | "startkey" | "start_key" | "endkey" | "end_key" => serde_json::from_str(text)
+                    .map_err(|_| parse_error(format!("Invalid JSON for {name}: {text}")))?,
+                _ => Value::String(text.to_owned()),
+            };
+            q.set(name, value)?;
+        }
+        q.check()?;
+        Ok(q)
+    }
+
+    /// From a JSON body (`POST .../_view/{view}` and `/queries`), over
+    /// what the query string gave.
+    pub fn from_json(mut self, body: &Map<String, Value>) -> Result<ViewQuery, ViewError> {
+        for (name, value) in body {
+            self.set(name, value.clone())?;
+        }
+        self.check()?;
+        Ok(self)
+    }
+
+    fn set(&mut self, name: &str, v: Value) -> Result<(), ViewError> {
+        match name {
+            "key" => self.key = Some(v),
+            "keys" => match v {
+                Value::Array(keys) => self.keys = Some(keys),
+                _ => return Err(parse_error("`keys` member must be an array.")),
+            },
+            "startkey" | "start_key" => self.start_key = Some(v),
+            "endkey" | "end_key" => self.end_key = Some(v),
+            "startkey_docid" | "start_key_doc_id" => self.start_docid = Some(plain(&v)),
+            "endkey_docid" | "end_key_doc_id" => self.end_docid = Some(plain(&v)),
+            "inclusive_end" => self.inclusive_end = boolean(name, &v)?,
+            "descending" => self.descending = boolean(name, &v)?,
+            "skip" => self.skip = count(&v)?,
+            "limit" => self.limit = Some(count(&v)?),
+            "group" => self.group = Some(boolean(name, &v)?),
+            "group_level" => self.group_level = Some(count(&v).map_err(|_| parse_error(format!("Invalid value for integer: {}", Value::String(plain(&v)))))?),
+            "reduce" => self.reduce = Some(boolean(name, &v)?),
+            "include_docs" => self.include_docs = boolean(name, &v)?,
+            "conflicts" => self.conflicts = boolean(name, &v)?,
+            "attachments" => self.attachments = boolean(name, &v)?,
+            "update_seq" => self.update_seq = boolean(name, &v)?,
+            "update" => {
+                self.update = match plain(&v).as_str() {
+                    "true" => UpdateMode::True,
+                    "false" => UpdateMode::False,
+                    "lazy" => UpdateMode::Lazy,
+                    other => return Err(parse_error(format!("Invalid value for `update`: {other}"))),
+                }
+            }
+            "stale" => {
+                self.update = match plain(&v).as_str() {
+                    "ok" => UpdateMode::False,
+                    "update_after" => UpdateMode::Lazy,
+                    other => return Err(parse_error(format!("Invalid value for `stale`: {other}"))),
+                }
+            }
+            "stable" | "sorted" => {
+                boolean(name, &v)?;
+            }
+            // Options CouchDB accepts that change nothing here.
+            "att_encoding_info" | "local_seq" | "partition" | "r" | "callback" | "list" => {}
+            other => return Err(parse_error(format!("Invalid parameter: {other}"))),
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ViewError> {
+        if self.keys.is_some() && (self.key.is_some() || self.start_key.is_some() || self.end_key.is_some()) {
+            return Err(parse_error("`keys` is incompatible with `key`, `start_key` and `end_key`"));
+        }
+        if self.group == Some(false) && self.group_level.is_some() {
+            return Err(parse_error("Can't specify group=false and group_level"));
+        }
+        Ok(())
+    }
+
+    /// The key range as (start, end) in the query's direction.
+    fn bounds(&self) -> (Option<&Value>, Option<&Value>) {
+        match &self.key {
+            Some(k) => (Some(k), Some(k)),
+            None => (self.start_key.as_ref(), self.end_key.as_ref()),
+        }
+    }
+}
+
+/// What a view answers: the response body.
+pub fn run_query(db: &Database, db_name: &str, ddoc: &DesignDoc, view_name: &str, q: &ViewQuery, limits: Limits) -> Result<Value, ViewError> {
+    let (view_no, view) = ddoc.view(view_name).ok_or_else(|| ViewError::NotFound("missing_named_view".into()))?;
+    let reducing = match (view.reduce.is_some(), q.reduce) {
+        (false, Some(true)) => return Err(parse_error("Reduce is invalid for map-only views.")),
+        (has, r) => has && r != Some(false),
+    };
+    if !reducing && (q.group == Some(true) || q.group_level.is_some()) && view.reduce.is_none() {
+        return Err(parse_error("Invalid use of grouping on a map view."));
+    }
+    if reducing && q.include_docs {
+        return Err(parse_error("`include_docs` is invalid for reduce"));
+    }
+    if reducing && q.keys.is_some() && q.group != Some(true) && q.group_level.is_none() {
+        return Err(parse_error("Multi-key fetches for reduce views must use `group=true`"));
+    }
+    if let (Some(s), Some(e)) = q.bounds() {
+        let order = collate::compare(s, e);
+        if !q.descending && order.is_gt() {
+            return Err(parse_error("No rows can match your key range, reverse your start_key and end_key or set descending=true"));
+        }
+        if q.descending && order.is_lt() {
+            return Err(parse_error("No rows can match your key range, reverse your start_key and end_key or set descending=false"));
+        }
+    }
+    let state = match q.update {
+        UpdateMode::True => index::refresh(db, db_name, ddoc, limits)?,
+        UpdateMode::False | UpdateMode::Lazy => {
+            let s = db.store().snapshot()?;
+            IndexState::read(s.kv(), &index_id(ddoc))?.unwrap_or_default()
+        }
+    };
+    let snapshot = db.store().snapshot()?;
+    let kv = snapshot.kv();
+    let prefix = view_prefix(&index_id(ddoc), view_no);
+    let ranges = ranges(&prefix, q);
+    let mut out = if reducing {
+        let mut sandbox = Sandbox::new(limits).map_err(process_error)?;
+        let reducer = DesignDoc::reducer(view, &mut sandbox, &ddoc.map_modules)?.expect("a reduce view");
+        let rows = reduce_rows(kv, &ranges, q, reducer, &mut sandbox)?;
+        json!({ "rows": rows })
+    } else {
+        let total = state.rows.get(view_no).copied().unwrap_or(0);
+        let offset = match ranges.first() {
+            Some(r) if q.keys.is_none() => rows_before(kv, &prefix, r, q.descending)?,
+            _ => 0,
+        };
+        // The first row returned comes after the skipped ones.
+        let offset = (offset + q.skip as u64).min(total);
+        let rows = map_rows(db, kv, &ranges, q)?;
+        json!({ "total_rows": total, "offset": offset, "rows": rows })
+    };
+    if q.update_seq {
+        out["update_seq"] = json!(state.seq);
+    }
+    Ok(out)
+}
+
+/// A byte range of `VIEW_ROWS`: `[lower, upper)`.
+struct Range {
+    lower: Vec<u8>,
+    upper: Vec<u8>,
+}
+
+fn upper_of(prefix: &[u8]) -> Vec<u8> {
+    rhizome_kv::prefix_upper_bound(prefix).unwrap_or_else(|| vec![0xff; prefix.len() + 1])
+}
+
+fn with_key(prefix: &[u8], key: &Value, docid: Option<&str>) -> Vec<u8> {
+    let mut k = prefix.to_vec();
+    collate::encode_into(key, &mut k);
+    if let Some(id) = docid {
+        collate::encode_into(&Value::String(id.to_owned()), &mut k);
+    }
+    k
+}
+
+fn ranges(prefix: &[u8], q: &ViewQuery) -> Vec<Range> {
+    if let Some(keys) = &q.keys {
+        return keys
+            .iter()
+            .map(|k| {
+                let base = with_key(prefix, k, None);
+                Range { upper: upper_of(&base), lower: base }
+            })
+            .collect();
+    }
+    let (start, end) = q.bounds();
+    let (start_id, end_id) = (q.start_docid.as_deref(), q.end_docid.as_deref());
+    // `end` bounds one side, inclusively or not; `start` the other, always
+    // inclusively.
+    let end_bound = |inclusive_side_upper: bool| -> Option<Vec<u8>> {
+        end.map(|e| {
+            let base = with_key(prefix, e, end_id);
+            if q.inclusive_end == inclusive_side_upper {
+                upper_of(&base)
+            } else {
+                base
+            }
+        })
+    };
+    if !q.descending {
+        let lower = start.map_or_else(|| prefix.to_vec(), |s| with_key(prefix, s, start_id));
+        let upper = end_bound(true).unwrap_or_else(|| upper_of(prefix));
+        vec![Range { lower, upper }]
+    } else {
+        let upper = start.map_or_else(|| upper_of(prefix), |s| upper_of(&with_key(prefix, s, start_id)));
+        let lower = end_bound(false).unwrap_or_else(|| prefix.to_vec());
+        vec![Range { lower, upper }]
+    }
+}
+
+/// Calls `f` on each row of the ranges, in the query's order, until it
+/// returns `false`.
+fn scan(kv: &dyn KvRead, ranges: &[Range], descending: bool, mut f: impl FnMut(usize, &[u8]) -> Result<bool, ViewError>) -> Result<(), ViewError> {
+    for (i, r) in ranges.iter().enumerate() {
+        if r.lower >= r.upper {
+            continue;
+        }
+        let mut cursor = kv.cursor(VIEW_ROWS, &r.lower, Some(&r.upper));
+        if descending {
+            cursor.seek_last();
+        } else {
+            cursor.seek_first();
+        }
+        while cursor.valid() {
+            if !f(i, cursor.value())? {
+                return Ok(());
+            }
+            if descending {
+                cursor.prev();
+            } else {
+                cursor.next();
+            }
+        }
+        cursor.status()?;
+    }
+    Ok(())
+}
+
+fn row_parts(bytes: &[u8]) -> Result<(Value, String, Value), ViewError> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| DocError::Corrupt(format!("view row: {e}")))?;
+    match v {
+        Value::Array(mut a) if a.len() == 3 => {
+            let value = a.pop().unwrap_or(Value::Null);
+            let id = a.pop().and_then(|i| i.as_str().map(str::to_owned)).unwrap_or_default();
+            Ok((a.pop().unwrap_or(Value::Null), id, value))
+        }
+        _ => Err(DocError::Corrupt("view row is not [key, id, value]".into()).into()),
+    }
+}
+
+/// Rows of the view before the first row of `r` in the query's direction.
+fn rows_before(kv: &dyn KvRead, prefix: &[u8], r: &Range, descending: bool) -> Result<u64, ViewError> {
+    let (lower, upper) = if descending { (r.upper.clone(), upper_of(prefix)) } else { (prefix.to_vec(), r.lower.clone()) };
+    if lower >= upper {
+        return Ok(0);
+    }
+    let mut cursor = kv.cursor(VIEW_ROWS, &lower, Some(&upper));
+    cursor.seek_first();
+    let mut n = 0;
+    while cursor.valid() {
+        n += 1;
+        cursor.next();
+    }
+    cursor.status()?;
+    Ok(n)
+}
+
+fn map_rows(db: &Database, kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery) -> Result<Vec<Value>, ViewError> {
+    let mut rows = Vec::new();
+    let mut skipped = 0;
+    let limit = q.limit.unwrap_or(usize::MAX);
+    if limit == 0 {
+        return Ok(rows);
+    }
+    scan(kv, ranges, q.descending, |_, bytes| {
+        if skipped < q.skip {
+            skipped += 1;
+            return Ok(true);
+        }
+        let (key, id, value) = row_parts(bytes)?;
+        let mut row = json!({ "id": id, "key": key, "value": value });
+        if q.include_docs {
+            row["doc"] = linked_doc(db, &id, &row["value"], q)?;
+        }
+        rows.push(row);
+        Ok(rows.len() < limit)
+    })?;
+    Ok(rows)
+}
+
+/// The document `include_docs` adds: the one an emitted `{"_id": ...}`
+/// value names (at its `_rev` if given), else the row's; `null` if it is
+/// missing or deleted.
+fn linked_doc(db: &Database, row_id: &str, value: &Value, q: &ViewQuery) -> Result<Value, ViewError> {
+    let (id, rev) = match value.get("_id").and_then(Value::as_str) {
+        Some(linked) => (linked, value.get("_rev").and_then(Value::as_str).and_then(Rev::parse)),
+        None => (row_id, None),
+    };
+    let opts = ReadOptions { rev, conflicts: q.conflicts, attachments: q.attachments, ..Default::default() };
+    match db.get_doc(id, &opts) {
+        Ok(doc) => Ok(Value::Object(doc)),
+        Err(DocError::NotFound(_)) => Ok(Value::Null),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The part of a key a group is made of.
+fn group_key(key: &Value, q: &ViewQuery) -> Value {
+    match (q.group_level, q.group) {
+        (Some(0), _) => Value::Null,
+        (Some(level), _) => match key {
+            Value::Array(items) => Value::Array(items.iter().take(level).cloned().collect()),
+            other => other.clone(),
+        },
+        (None, Some(true)) => key.clone(),
+        (None, _) => Value::Null,
+    }
+}
+
+struct Group {
+    key: Value,
+    /// The collated group key and the range it came from (a group never
+    /// spans two keys of `keys`).
+    id: (usize, Vec<u8>),
+    chunk: Vec<(Value, String, Value)>,
+    partials: Vec<Partial>,
+}
+
+fn reduce_error(e: ReduceError) -> ViewError {
+    match e {
+        ReduceError::InvalidValue(m) => ViewError::InvalidValue(m),
+        ReduceError::Js(e) => process_error(e),
+    }
+}
+
+fn finish(group: Group, reducer: Reducer, sandbox: &mut Sandbox) -> Result<Value, ViewError> {
+    let mut partials = group.partials;
+    if !group.chunk.is_empty() {
+        partials.push(reducer.reduce(Some(sandbox), &group.chunk).map_err(reduce_error)?);
+    }
+    let value = reducer.rereduce(Some(sandbox), partials).map_err(reduce_error)?.finalize();
+    Ok(json!({ "key": group.key, "value": value }))
+}
+
+fn reduce_rows(kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, reducer: Reducer, sandbox: &mut Sandbox) -> Result<Vec<Value>, ViewError> {
+    let limit = q.limit.unwrap_or(usize::MAX);
+    let mut out = Vec::new();
+    let mut skipped = 0;
+    let mut current: Option<Group> = None;
+    let mut emit = |g: Group, sandbox: &mut Sandbox, out: &mut Vec<Value>| -> Result<bool, ViewError> {
+        if skipped < q.skip {
+            skipped += 1;
+            return Ok(true);
+        }
+        out.push(finish(g, reducer, sandbox)?);
+        Ok(out.len() < limit)
+    };
+    if limit == 0 {
+        return Ok(out);
+    }
+    let mut more = true;
+    scan(kv, ranges, q.descending, |range, bytes| {
+        let (key, id, value) = row_parts(bytes)?;
+        let gk = group_key(&key, q);
+        let gid = (range, collate::encode(&gk));
+        if current.as_ref().is_some_and(|g| g.id != gid) {
+            let done = current.take().expect("checked");
+            if !emit(done, sandbox, &mut out)? {
+                more = false;
+                return Ok(false);
+            }
+        }
+        let g = current.get_or_insert_with(|| Group { key: gk, id: gid, chunk: Vec::new(), partials: Vec::new() });
+        g.chunk.push((key, id, value));
+        if g.chunk.len() >= REDUCE_CHUNK {
+            let chunk = std::mem::take(&mut g.chunk);
+            g.partials.push(reducer.reduce(Some(sandbox), &chunk).map_err(reduce_error)?);
+        }
+        Ok(true)
+    })?;
+    if more {
+        if let Some(g) = current.take() {
+            emit(g, sandbox, &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

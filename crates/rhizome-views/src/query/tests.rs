@@ -1,0 +1,175 @@
+use super::*;
+use crate::index::refresh;
+use serde_json::json;
+
+fn put(db: &Database, docs: Vec<Value>) {
+    let docs: Vec<Map<String, Value>> = docs.into_iter().map(|d| d.as_object().unwrap().clone()).collect();
+    for (id, r) in db.update_docs(docs, true).unwrap() {
+        r.unwrap_or_else(|e| panic!("{id}: {e}"));
+    }
+}
+
+fn ddoc(views: Value) -> DesignDoc {
+    DesignDoc::parse("_design/t", json!({ "views": views }).as_object().unwrap()).unwrap().unwrap()
+}
+
+fn query(db: &Database, d: &DesignDoc, view: &str, params: &[(&str, &str)]) -> Value {
+    let q = ViewQuery::from_params(params.iter().copied()).unwrap();
+    run_query(db, "db", d, view, &q, Limits::default()).unwrap()
+}
+
+fn keys(v: &Value) -> Vec<Value> {
+    v["rows"].as_array().unwrap().iter().map(|r| r["key"].clone()).collect()
+}
+
+fn people() -> Database {
+    let db = Database::memory();
+    put(
+        &db,
+        vec![
+            json!({"_id": "a", "age": 30, "name": "Ann", "tags": ["x", "y"]}),
+            json!({"_id": "b", "age": 25, "name": "bob"}),
+            json!({"_id": "c", "age": 30, "name": "Cy"}),
+            json!({"_id": "d", "age": null, "name": "Dee"}),
+            json!({"_id": "e", "name": "Eve"}),
+        ],
+    );
+    db
+}
+
+fn by_age() -> DesignDoc {
+    ddoc(json!({
+        "by_age": {"map": "function (doc) { if (doc.age !== undefined) emit(doc.age, doc.name); }", "reduce": "_count"},
+        "by_name": {"map": "function (doc) { emit(doc.name, 1); }"},
+        "pairs": {"map": "function (doc) { if (doc.age) emit([doc.age, doc.name], doc.age); }", "reduce": "_sum"},
+    }))
+}
+
+#[test]
+fn rows_in_collation_order_with_ranges_skip_limit_and_descending() {
+    let db = people();
+    let d = by_age();
+    let all = query(&db, &d, "by_age", &[("reduce", "false")]);
+    assert_eq!(keys(&all), vec![json!(null), json!(25), json!(30), json!(30)]);
+    assert_eq!(all["total_rows"], 4);
+    assert_eq!(all["rows"][2], json!({"id": "a", "key": 30, "value": "Ann"}));
+    // Strings in Unicode collation: case-insensitive first.
+    assert_eq!(keys(&query(&db, &d, "by_name", &[])), ["Ann", "bob", "Cy", "Dee", "Eve"].map(|s| json!(s)).to_vec());
+    let r = query(&db, &d, "by_age", &[("reduce", "false"), ("startkey", "26"), ("endkey", "30")]);
+    assert_eq!(keys(&r), vec![json!(30), json!(30)]);
+    assert_eq!(r["offset"], 2);
+    let r = query(&db, &d, "by_age", &[("reduce", "false"), ("key", "30"), ("startkey_docid", "b")]);
+    assert_eq!(r["rows"].as_array().unwrap().iter().map(|r| r["id"].clone()).collect::<Vec<_>>(), vec![json!("c")], "key is startkey and endkey");
+    let r = query(&db, &d, "by_age", &[("reduce", "false"), ("startkey", "30"), ("startkey_docid", "b")]);
+    assert_eq!(r["rows"].as_array().unwrap().iter().map(|r| r["id"].clone()).collect::<Vec<_>>(), vec![json!("c")]);
+    let r = query(&db, &d, "by_age", &[("reduce", "false"), ("endkey", "30"), ("inclusive_end", "false")]);
+    assert_eq!(keys(&r), vec![json!(null), json!(25)]);
+    let r = query(&db, &d, "by_age", &[("reduce", "false"), ("descending", "true"), ("skip", "1"), ("limit", "2")]);
+    assert_eq!(keys(&r), vec![json!(30), json!(25)]);
+    assert_eq!(r["offset"], 1);
+    let r = query(&db, &d, "by_age", &[("reduce", "false"), ("descending", "true"), ("startkey", "30"), ("endkey", "25"), ("inclusive_end", "false")]);
+    assert_eq!(keys(&r), vec![json!(30), json!(30)]);
+    let r = query(&db, &d, "by_age", &[("reduce", "false"), ("keys", "[30, 99, null]")]);
+    assert_eq!(keys(&r), vec![json!(30), json!(30), json!(null)]);
+}
+
+#[test]
+fn reduce_group_and_group_level() {
+    let db = people();
+    let d = by_age();
+    assert_eq!(query(&db, &d, "by_age", &[]), json!({"rows": [{"key": null, "value": 4}]}));
+    assert_eq!(
+        query(&db, &d, "by_age", &[("group", "true")])["rows"],
+        json!([{"key": null, "value": 1}, {"key": 25, "value": 1}, {"key": 30, "value": 2}])
+    );
+    assert_eq!(query(&db, &d, "pairs", &[("group_level", "1")])["rows"], json!([{"key": [25], "value": 25}, {"key": [30], "value": 60}]));
+    assert_eq!(query(&db, &d, "pairs", &[("group_level", "0")])["rows"], json!([{"key": null, "value": 85}]));
+    assert_eq!(query(&db, &d, "pairs", &[("group", "true"), ("limit", "1"), ("skip", "1")])["rows"], json!([{"key": [30, "Ann"], "value": 30}]));
+    assert_eq!(query(&db, &d, "by_age", &[("keys", "[30, 25]"), ("group", "true")])["rows"], json!([{"key": 30, "value": 2}, {"key": 25, "value": 1}]));
+}
+
+#[test]
+fn javascript_reduce_with_rereduce_over_many_rows() {
+    let db = Database::memory();
+    let docs: Vec<Value> = (0..2500).map(|i| json!({"_id": format!("d{i:05}"), "n": i, "k": i % 3})).collect();
+    put(&db, docs);
+    let d = ddoc(json!({"v": {"map": "function (doc) { emit(doc.k, doc.n); }", "reduce": "function (keys, values, rereduce) { var s = 0; for (var i = 0; i < values.length; i++) s += values[i]; return s; }"}}));
+    let total: i64 = (0..2500).sum();
+    assert_eq!(query(&db, &d, "v", &[])["rows"][0]["value"], json!(total));
+    let by_k = query(&db, &d, "v", &[("group", "true")]);
+    let want: Vec<i64> = (0..3).map(|k| (0..2500).filter(|i| i % 3 == k).sum()).collect();
+    assert_eq!(by_k["rows"], json!([{"key": 0, "value": want[0]}, {"key": 1, "value": want[1]}, {"key": 2, "value": want[2]}]));
+}
+
+#[test]
+fn the_index_follows_updates_and_deletes_incrementally() {
+    let db = people();
+    let d = by_age();
+    assert_eq!(query(&db, &d, "by_age", &[("group", "true"), ("key", "30")])["rows"][0]["value"], 2);
+    let c = db.get_doc("c", &ReadOptions::default()).unwrap();
+    let mut changed = c.clone();
+    changed.insert("age".into(), json!(25));
+    put(&db, vec![Value::Object(changed)]);
+    let mut gone = db.get_doc("a", &ReadOptions::default()).unwrap();
+    gone.insert("_deleted".into(), json!(true));
+    put(&db, vec![Value::Object(gone)]);
+    put(&db, vec![json!({"_id": "f", "age": 99, "name": "Fay"})]);
+    let r = query(&db, &d, "by_age", &[("reduce", "false")]);
+    assert_eq!(keys(&r), vec![json!(null), json!(25), json!(25), json!(99)]);
+    assert_eq!(r["total_rows"], 4);
+    // update=false answers from the index as it is.
+    put(&db, vec![json!({"_id": "g", "age": 1, "name": "Gil"})]);
+    assert_eq!(query(&db, &d, "by_age", &[("reduce", "false"), ("update", "false")])["total_rows"], 4);
+    assert_eq!(query(&db, &d, "by_age", &[("reduce", "false"), ("stale", "ok"), ("update_seq", "true")])["update_seq"], json!(8));
+    assert_eq!(query(&db, &d, "by_age", &[("reduce", "false")])["total_rows"], 5);
+}
+
+#[test]
+fn include_docs_and_linked_documents() {
+    let db = people();
+    put(&db, vec![json!({"_id": "link", "to": "b"})]);
+    let d = ddoc(json!({"links": {"map": "function (doc) { if (doc.to) { emit(1, null); emit(2, {_id: doc.to}); emit(3, {_id: 'nobody'}); } }"}}));
+    let r = query(&db, &d, "links", &[("include_docs", "true")]);
+    assert_eq!(r["rows"][0]["doc"]["_id"], "link");
+    assert_eq!(r["rows"][1]["doc"]["name"], "bob");
+    assert_eq!(r["rows"][2]["doc"], Value::Null);
+}
+
+#[test]
+fn a_throwing_map_function_skips_the_document_and_errors_are_couchdbs() {
+    let db = people();
+    let d = ddoc(json!({"v": {"map": "function (doc) { emit(doc.name.toLowerCase(), doc.age.toFixed(0)); }"}, "m": {"map": "function (doc) { emit(1, 1); }"}}));
+    // d has age null, e has no age: both throw and are left out.
+    assert_eq!(keys(&query(&db, &d, "v", &[])), vec![json!("ann"), json!("bob"), json!("cy")]);
+    let err = |params: &[(&str, &str)]| match ViewQuery::from_params(params.iter().copied()).and_then(|q| run_query(&db, "db", &d, "m", &q, Limits::default())) {
+        Err(ViewError::Query(m)) => m,
+        other => panic!("{params:?}: {other:?}"),
+    };
+    assert_eq!(err(&[("reduce", "true")]), "Reduce is invalid for map-only views.");
+    assert_eq!(err(&[("group", "true")]), "Invalid use of grouping on a map view.");
+    assert_eq!(err(&[("limit", "-1")]), "Invalid value for positive integer: \"-1\"");
+    assert_eq!(err(&[("keys", "[1]"), ("key", "1")]), "`keys` is incompatible with `key`, `start_key` and `end_key`");
+    assert!(err(&[("startkey", "2"), ("endkey", "1")]).starts_with("No rows can match your key range"));
+    assert!(err(&[("key", "{bad")]).starts_with("Invalid JSON"));
+    assert!(matches!(run_query(&db, "db", &d, "nope", &ViewQuery::default(), Limits::default()), Err(ViewError::NotFound(_))));
+}
+
+#[test]
+fn a_runaway_map_function_fails_the_update_without_writing_a_partial_batch() {
+    let db = people();
+    let d = ddoc(json!({"v": {"map": "function (doc) { if (doc._id == 'c') while (true) {} emit(doc._id, null); }"}}));
+    let limits = Limits { call_timeout: std::time::Duration::from_millis(200), ..Limits::default() };
+    assert!(matches!(refresh(&db, "db", &d, limits), Err(ViewError::Process(_))));
+    let s = db.store().snapshot().unwrap();
+    assert_eq!(IndexState::read(s.kv(), &index_id(&d)).unwrap(), None);
+}
+
+#[test]
+fn mixed_type_keys_collate_as_couchdb_documents() {
+    let db = Database::memory();
+    let values = json!([null, false, true, -1.5, 1, 2, 3, 4, "a", "A", "aa", "b", "B", "ba", "bb", ["a"], ["b"], ["b", "c"], ["b", "c", "a"], ["b", "d"], ["b", "d", "e"], {"a": 1}, {"a": 2}, {"b": 1}, {"b": 2}, {"b": 2, "c": 2}]);
+    let docs: Vec<Value> = values.as_array().unwrap().iter().enumerate().rev().map(|(i, v)| json!({"_id": format!("{i:02}"), "k": v})).collect();
+    put(&db, docs);
+    let d = ddoc(json!({"v": {"map": "function (doc) { emit(doc.k, null); }"}}));
+    assert_eq!(Value::Array(keys(&query(&db, &d, "v", &[]))), values);
+}
