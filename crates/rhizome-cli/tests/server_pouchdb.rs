@@ -45,6 +45,13 @@ fn pouchdb_meets_couchdbs_document_rules_local_documents_and_object_member_ids()
 }
 
 #[test]
+fn pouchdb_db_query_answers_as_pouchdbs_own_map_reduce_engine() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    run_script(&server, "views.js", &[]);
+}
+
+#[test]
 fn pouchdb_push_pull_and_live_sync_of_10000_documents_agree_on_every_winner() {
     let data = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(data.path());

@@ -39,6 +39,8 @@ pub enum DbOp {
     RevsLimit,
     Security,
     EnsureFullCommit,
+    DesignDocs,
+    ViewCleanup,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,6 +100,8 @@ impl Route {
                     "_revs_limit" => DbOp::RevsLimit,
                     "_security" => DbOp::Security,
                     "_ensure_full_commit" => DbOp::EnsureFullCommit,
+                    "_design_docs" => DbOp::DesignDocs,
+                    "_view_cleanup" => DbOp::ViewCleanup,
                     "_sparql" | "_graph" => return Ok(Route::Extension(db.to_string(), op.to_string())),
                     _ => return Err(HttpError::bad_request("Only reserved document ids may start with underscore.")),
                 };
@@ -109,6 +113,8 @@ impl Route {
                 Route::DesignAction(db.to_string(), format!("_design/{name}"), action.to_string(), rest.join("/"))
             }
             [db, "_design", name] => Route::Doc(db.to_string(), format!("_design/{name}")),
+            // `POST /{db}/_compact/{ddoc}`: a design document's indexes.
+            [db, "_compact", name] => Route::DesignAction(db.to_string(), format!("_design/{name}"), "_compact".into(), String::new()),
             [db, "_design", name, rest @ ..] => Route::Attachment(db.to_string(), format!("_design/{name}"), rest.join("/")),
             [_, "_design"] | [_, "_local"] => return Err(HttpError::bad_request("Missing document id")),
             [db, id] => Route::Doc(db.to_string(), id.to_string()),
@@ -133,7 +139,8 @@ impl Route {
             Route::AllDbs | Route::DbsInfo | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks => Access::ServerAdmin,
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
             Route::Db(_) => Access::Member,
-            Route::DbOp(_, DbOp::Compact) => Access::DbAdmin,
+            Route::DbOp(_, DbOp::Compact | DbOp::ViewCleanup) => Access::DbAdmin,
+            Route::DesignAction(_, _, action, _) if action == "_compact" => Access::DbAdmin,
             Route::DbOp(_, DbOp::Security | DbOp::RevsLimit) if !read => Access::DbAdmin,
             Route::DbOp(_, _) => Access::Member,
             Route::Doc(db, id) | Route::Attachment(db, id, _) if db == "_users" && id.starts_with(auth::users::USER_PREFIX) => Access::UserDoc(id.clone()),
@@ -208,13 +215,15 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::RevsLimit => database::revs_limit(req, &db)?.into(),
                 DbOp::Security => database::security(req, &db)?.into(),
                 DbOp::EnsureFullCommit => database::ensure_full_commit(m)?.into(),
+                DbOp::DesignDocs => bulk::all_docs_in(req, &db, true)?.into(),
+                DbOp::ViewCleanup => couch::views::cleanup(req, &db)?.into(),
             }
         }
         Route::Doc(_, id) => documents::document(server, req, ctx, &*need(db)?, &id)?.into(),
         Route::Local(_, id) => documents::local(req, &*need(db)?, &id)?.into(),
         Route::Attachment(_, id, name) => attachments::attachment(server, req, ctx, &*need(db)?, &id, &name)?.into(),
         Route::Extension(_, what) => extension::route(server, req, &*need(db)?, &what)?.into(),
-        Route::DesignAction(_, ddoc, action, rest) => documents::design_action(req, &*need(db)?, &ddoc, &action, &rest)?.into(),
+        Route::DesignAction(_, ddoc, action, rest) => couch::views::design_action(req, need(db)?, &ddoc, &action, &rest)?.into(),
     })
 }
 
@@ -239,6 +248,7 @@ mod tests {
         assert_eq!(p("/_users").unwrap(), Route::Db("_users".into()));
         assert_eq!(p("/db/_local/cp/file.txt").unwrap_err().status, 400);
         assert_eq!(p("/db/_design/d/_view/v").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_view".into(), "v".into()));
+        assert_eq!(p("/db/_compact/d").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_compact".into(), String::new()));
         assert_eq!(p("/db/_design/d/_other").unwrap(), Route::Attachment("db".into(), "_design/d".into(), "_other".into()));
     }
 }

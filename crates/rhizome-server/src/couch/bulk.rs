@@ -24,6 +24,12 @@ fn key_param(req: &Request, names: &[&str]) -> Result<Option<String>, HttpError>
 }
 
 pub fn all_docs(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    all_docs_in(req, db, false)
+}
+
+/// `_all_docs`, or with `design_only` `_design_docs`: the same options,
+/// the key range clamped to `_design/` ids.
+pub fn all_docs_in(req: &Request, db: &DbHandle, design_only: bool) -> Result<Response<Body>, HttpError> {
     let mut keys = match req.json_param("keys")? {
         Some(Value::Array(k)) => Some(k),
         Some(_) => return Err(HttpError::bad_request("keys must be an array")),
@@ -58,6 +64,20 @@ pub fn all_docs(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpErro
         attachments: req.flag("attachments", false)?,
         keys,
     };
+    let mut opts = opts;
+    if design_only {
+        let (low, high) = ("_design/".to_owned(), "_design0".to_owned());
+        let (first, last) = if opts.descending { (&mut opts.end_key, &mut opts.start_key) } else { (&mut opts.start_key, &mut opts.end_key) };
+        *first = Some(first.take().map_or(low.clone(), |k| k.max(low)));
+        let clamped_high = last.as_ref().is_none_or(|k| *k >= high);
+        *last = Some(last.take().map_or(high.clone(), |k| k.min(high)));
+        if clamped_high && !opts.descending {
+            opts.inclusive_end = false;
+        }
+        if let Some(keys) = &mut opts.keys {
+            keys.retain(|k| k.starts_with("_design/"));
+        }
+    }
     let all = db.db.all_docs(&opts)?;
     let mut body = json!({ "total_rows": all.total_rows, "offset": all.offset, "rows": all.rows });
     if req.flag("update_seq", false)? {

@@ -174,22 +174,6 @@ pub fn local(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, H
     }
 }
 
-/// `/{db}/_design/{ddoc}/_view/{name}` and the other design functions:
-/// Rhizome has no JavaScript views, so the answer is CouchDB's for a view
-/// that does not exist: `missing_named_view` when the design document is
-/// there, `missing` (or `deleted`) when it is not.
-pub fn design_action(req: &Request, db: &DbHandle, ddoc: &str, action: &str, rest: &str) -> Result<Response<Body>, HttpError> {
-    if !matches!(req.method, Method::GET | Method::HEAD | Method::POST) {
-        return Err(HttpError::method_not_allowed("GET,HEAD,POST"));
-    }
-    db.db.get_doc(ddoc, &rhizome_docs::ReadOptions::default())?;
-    Err(match action {
-        "_view" => HttpError::not_found("missing_named_view"),
-        "_info" => HttpError::not_found(format!("{ddoc} has no view index (Rhizome runs no JavaScript views)")),
-        _ => HttpError::not_found(format!("missing function {} {rest} on design doc {ddoc}", &action[1..])),
-    })
-}
-
 /// For `_bulk_docs` results.
 pub fn outcomes(results: &[(String, rhizome_docs::WriteOutcome)], only_errors: bool) -> Value {
     Value::Array(results.iter().filter(|(_, o)| !only_errors || o.is_err()).map(|(id, o)| outcome_json(id, o)).collect())

@@ -8,6 +8,7 @@ pub mod documents;
 pub mod multipart;
 pub mod replicate;
 pub mod server;
+pub mod views;
 
 use crate::auth::{users, UserCtx};
 use crate::error::HttpError;
@@ -48,6 +49,7 @@ pub fn write_docs(ctx: &UserCtx, db: &DbHandle, mut docs: Vec<Map<String, Value>
             users::prepare(ctx, doc, current.as_ref(), db.pbkdf2_iterations)?;
         }
     }
+    views::check_design_docs(&docs)?;
     let out = db.writes.write(&db.db, docs, new_edits)?;
     db.notify();
     Ok(out)

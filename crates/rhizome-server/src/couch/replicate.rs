@@ -290,5 +290,6 @@ pub fn active_tasks(server: &Server, method: &Method) -> Result<Response<Body>, 
         task["doc_id"] = json!(doc_id);
         Some(task)
     }));
+    tasks.extend(rhizome_views::tasks::active_tasks());
     Ok(json(200, &Value::Array(tasks)))
 }

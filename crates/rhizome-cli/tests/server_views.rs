@@ -1,0 +1,174 @@
+//! Map/reduce views on a real `rhizome serve`, curl-level: CouchDB's
+//! endpoints and answers (`_view` GET/POST and `/queries`, `_design_docs`,
+//! `_info`, `_view_cleanup`, `_compact/{ddoc}`), design documents checked
+//! on write, a runaway function stopped, an index build shown in
+//! `_active_tasks` and resumed after a kill without starting over.
+//! PouchDB's `db.query` is tested in `server_pouchdb.rs` (`views.js`).
+
+mod common;
+
+use common::server::{ServerProcess, ADMIN};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+fn call(server: &ServerProcess, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let text = body.map(|b| b.to_string());
+    let (status, out) = server.request(method, path, Some(ADMIN), text.as_deref());
+    (status, serde_json::from_str(&out).unwrap_or_else(|_| Value::String(out)))
+}
+
+fn ok(server: &ServerProcess, method: &str, path: &str, body: Option<Value>) -> Value {
+    let (status, out) = call(server, method, path, body);
+    assert!((200..300).contains(&status), "{method} {path}: {status} {out}");
+    out
+}
+
+fn bulk(server: &ServerProcess, db: &str, docs: Vec<Value>) {
+    let out = ok(server, "POST", &format!("/{db}/_bulk_docs"), Some(json!({ "docs": docs })));
+    assert!(out.as_array().unwrap().iter().all(|r| r["ok"] == true), "{out}");
+}
+
+fn server_with(docs: usize, env: &[(&str, &str)]) -> (tempfile::TempDir, ServerProcess) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start_with_env(dir.path(), env);
+    ok(&server, "PUT", "/db", None);
+    let docs: Vec<Value> = (0..docs).map(|i| json!({"_id": format!("d{i:05}"), "n": i, "even": i % 2 == 0})).collect();
+    if !docs.is_empty() {
+        bulk(&server, "db", docs);
+    }
+    (dir, server)
+}
+
+#[test]
+fn views_answer_couchdbs_endpoints() {
+    let (_dir, server) = server_with(10, &[]);
+    let ddoc = json!({"views": {
+        "by_n": {"map": "function (doc) { if ('n' in doc) emit(doc.n, doc.n); }", "reduce": "_sum"},
+        "parity": {"map": "function (doc) { if ('n' in doc) emit(doc.even, 1); }", "reduce": "_count"}
+    }});
+    ok(&server, "PUT", "/db/_design/a", Some(ddoc.clone()));
+    let out = ok(&server, "GET", "/db/_design/a/_view/by_n?reduce=false&startkey=2&endkey=4", None);
+    assert_eq!(out, json!({"total_rows": 10, "offset": 2, "rows": [
+        {"id": "d00002", "key": 2, "value": 2}, {"id": "d00003", "key": 3, "value": 3}, {"id": "d00004", "key": 4, "value": 4}]}));
+    assert_eq!(ok(&server, "GET", "/db/_design/a/_view/by_n", None), json!({"rows": [{"key": null, "value": 45}]}));
+    assert_eq!(
+        ok(&server, "GET", "/db/_design/a/_view/parity?group=true", None),
+        json!({"rows": [{"key": false, "value": 5}, {"key": true, "value": 5}]})
+    );
+    // POST with keys, and several queries at once.
+    let out = ok(&server, "POST", "/db/_design/a/_view/by_n?reduce=false", Some(json!({"keys": [7, 1]})));
+    assert_eq!(out["rows"].as_array().unwrap().iter().map(|r| r["key"].clone()).collect::<Vec<_>>(), vec![json!(7), json!(1)]);
+    let out = ok(&server, "POST", "/db/_design/a/_view/by_n/queries", Some(json!({"queries": [{"reduce": false, "limit": 1}, {"keys": [3], "group": true}]})));
+    assert_eq!(out["results"][0]["rows"][0]["key"], 0);
+    assert_eq!(out["results"][1]["rows"], json!([{"key": 3, "value": 3}]));
+    // include_docs, update_seq, stale.
+    let out = ok(&server, "GET", "/db/_design/a/_view/by_n?reduce=false&key=5&include_docs=true&update_seq=true", None);
+    assert_eq!(out["rows"][0]["doc"]["n"], 5);
+    assert_eq!(out["update_seq"], 11);
+    bulk(&server, "db", vec![json!({"_id": "z", "n": 100, "even": true})]);
+    assert_eq!(ok(&server, "GET", "/db/_design/a/_view/by_n?reduce=false&stale=ok", None)["total_rows"], 10);
+    assert_eq!(ok(&server, "GET", "/db/_design/a/_view/by_n?reduce=false", None)["total_rows"], 11);
+
+    // CouchDB's errors.
+    assert_eq!(call(&server, "GET", "/db/_design/a/_view/nope", None), (404, json!({"error": "not_found", "reason": "missing_named_view"})));
+    assert_eq!(call(&server, "GET", "/db/_design/none/_view/x", None).0, 404);
+    let (status, out) = call(&server, "GET", "/db/_design/a/_view/by_n?include_docs=true", None);
+    assert_eq!((status, out["error"].clone()), (400, json!("query_parse_error")), "{out}");
+    let (status, out) = call(&server, "GET", "/db/_design/a/_view/by_n?startkey=5&endkey=1", None);
+    assert_eq!((status, out["error"].clone()), (400, json!("query_parse_error")), "{out}");
+    assert_eq!(call(&server, "GET", "/db/_design/a/_view/by_n?limit=x", None).0, 400);
+    assert_eq!(call(&server, "GET", "/db/_design/a/_view/by_n?key=%7Bbad", None).0, 400);
+
+    // _design_docs lists design documents only; _info describes the index.
+    ok(&server, "PUT", "/db/_design/b", Some(json!({"language": "javascript"})));
+    let out = ok(&server, "GET", "/db/_design_docs", None);
+    assert_eq!(out["rows"].as_array().unwrap().iter().map(|r| r["id"].clone()).collect::<Vec<_>>(), vec![json!("_design/a"), json!("_design/b")]);
+    let info = ok(&server, "GET", "/db/_design/a/_info", None);
+    assert_eq!(info["name"], "a");
+    assert_eq!(info["view_index"]["update_seq"], 12);
+    assert_eq!(info["view_index"]["signature"].as_str().unwrap().len(), 32);
+    assert!(info["view_index"]["sizes"]["active"].as_u64().unwrap() > 0);
+    assert_eq!(call(&server, "POST", "/db/_compact/a", Some(json!({}))).0, 202);
+    assert_eq!(call(&server, "POST", "/db/_compact/none", Some(json!({}))).0, 404);
+
+    // A changed view is a new index; cleanup drops the old one.
+    let old_signature = info["view_index"]["signature"].clone();
+    let rev = ok(&server, "GET", "/db/_design/a", None)["_rev"].clone();
+    let mut changed = ddoc.clone();
+    changed["_rev"] = rev;
+    changed["views"]["by_n"]["map"] = json!("function (doc) { if ('n' in doc) emit(-doc.n, null); }");
+    ok(&server, "PUT", "/db/_design/a", Some(changed));
+    let info = ok(&server, "GET", "/db/_design/a/_info", None);
+    assert_ne!(info["view_index"]["signature"], old_signature);
+    assert_eq!(info["view_index"]["update_seq"], 0);
+    assert_eq!(ok(&server, "GET", "/db/_design/a/_view/by_n?reduce=false&limit=1", None)["rows"][0]["key"], -100);
+    assert_eq!(call(&server, "POST", "/db/_view_cleanup", Some(json!({}))).0, 202);
+    assert_eq!(ok(&server, "GET", "/db/_design/a/_view/by_n?reduce=false&limit=1", None)["rows"][0]["key"], -100);
+}
+
+#[test]
+fn design_documents_are_checked_on_write_and_functions_are_sandboxed() {
+    // A runaway function stops at this limit instead of CouchDB's 5 s.
+    let (_dir, server) = server_with(3, &[("RHIZOME_JS_TIMEOUT_MS", "500")]);
+    let (status, out) = call(&server, "PUT", "/db/_design/bad", Some(json!({"views": {"v": {"map": "function (doc) { emit(doc"}}})));
+    assert_eq!(status, 400, "{out}");
+    assert_eq!(out["error"], "compilation_error");
+    assert!(out["reason"].as_str().unwrap().starts_with("Compilation of the map function in the 'v' view failed"), "{out}");
+    let (status, out) = call(&server, "PUT", "/db/_design/bad", Some(json!({"views": {"v": {"map": "function (doc) {}", "reduce": "_median"}}})));
+    assert_eq!((status, out["error"].clone()), (400, json!("invalid_design_doc")), "{out}");
+    assert_eq!(call(&server, "GET", "/db/_design/bad", None).0, 404);
+
+    // Runaway and escaping functions: an error for the query, the server goes on.
+    ok(&server, "PUT", "/db/_design/loop", Some(json!({"views": {"v": {"map": "function (doc) { while (true) {} }"}}})));
+    let (status, out) = call(&server, "GET", "/db/_design/loop/_view/v", None);
+    assert_eq!((status, out["error"].clone()), (500, json!("os_process_error")), "{out}");
+    ok(&server, "PUT", "/db/_design/escape", Some(json!({"views": {"v": {"map":
+        "function (doc) { emit([typeof require, typeof std, typeof os, typeof fetch, typeof process], null); var r; try { r = require('../../../../etc/passwd'); } catch (e) { r = String(e[2] || e); } emit('require', r); }"}}})));
+    let out = ok(&server, "GET", "/db/_design/escape/_view/v?startkey=%5B%5D&limit=1", None);
+    assert_eq!(out["rows"][0]["key"], json!(["function", "undefined", "undefined", "undefined", "undefined"]));
+    let out = ok(&server, "GET", "/db/_design/escape/_view/v?key=%22require%22&limit=1", None);
+    assert!(out["rows"][0]["value"].as_str().unwrap().contains("parent"), "{out}");
+    ok(&server, "PUT", "/db/_design/throw", Some(json!({"views": {"v": {"map": "function (doc) { if (doc.n == 1) throw new Error('no'); emit(doc.n, null); }"}}})));
+    let out = ok(&server, "GET", "/db/_design/throw/_view/v", None);
+    assert_eq!(out["rows"].as_array().unwrap().iter().map(|r| r["key"].clone()).collect::<Vec<_>>(), vec![json!(0), json!(2)]);
+    assert_eq!(ok(&server, "GET", "/_up", None)["status"], "ok");
+}
+
+#[test]
+fn an_index_build_shows_in_active_tasks_and_resumes_after_a_kill() {
+    let (_dir, mut server) = server_with(0, &[]);
+    for chunk in 0..6 {
+        let docs: Vec<Value> = (0..1000).map(|i| json!({"_id": format!("d{:05}", chunk * 1000 + i), "n": i})).collect();
+        bulk(&server, "db", docs);
+    }
+    // About 1 ms per document: a build of several seconds.
+    ok(&server, "PUT", "/db/_design/slow", Some(json!({"views": {"v": {"map": "function (doc) { var t = Date.now(); while (Date.now() - t < 1) {} emit(doc.n, null); }", "reduce": "_count"}}})));
+    let port = server.port;
+    let query = std::thread::spawn(move || common::server::try_request(port, "GET", "/db/_design/slow/_view/v", Some(ADMIN), None, &[]));
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut seen_task = false;
+    loop {
+        assert!(Instant::now() < deadline, "the build never committed a batch");
+        let tasks = ok(&server, "GET", "/_active_tasks", None);
+        if let Some(t) = tasks.as_array().unwrap().iter().find(|t| t["type"] == "indexer") {
+            assert_eq!(t["database"], "db");
+            assert_eq!(t["design_document"], "_design/slow");
+            assert_eq!(t["total_changes"], 6001);
+            seen_task = true;
+        }
+        let info = ok(&server, "GET", "/db/_design/slow/_info", None);
+        let seq = info["view_index"]["update_seq"].as_u64().unwrap();
+        if seq >= 1000 && seen_task {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.kill();
+    let _ = query.join();
+    server.restart();
+    let resumed = ok(&server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"].as_u64().unwrap();
+    assert!((1000..6001).contains(&resumed), "the index kept its committed batches: {resumed}");
+    let out = ok(&server, "GET", "/db/_design/slow/_view/v", None);
+    assert_eq!(out["rows"][0]["value"], 6000);
+    assert_eq!(ok(&server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], 6001);
+}

@@ -1,0 +1,202 @@
+//! Design-document endpoints of CouchDB's query side
+//! (https://docs.couchdb.org/en/stable/api/ddoc/views.html):
+//! `GET|POST /{db}/_design/{ddoc}/_view/{view}`, `POST .../queries`,
+//! `GET /{db}/_design/{ddoc}/_info`, `POST /{db}/_compact/{ddoc}` and
+//! `POST /{db}/_view_cleanup`. The indexes and queries are
+//! `rhizome_views`'.
+
+use crate::error::HttpError;
+use crate::http::{json, Body, Request};
+use crate::state::DbHandle;
+use hyper::{Method, Response};
+use rhizome_docs::{AllDocsOptions, ReadOptions};
+use rhizome_views::index::{index_bytes, index_id, IndexState};
+use rhizome_views::{DesignDoc, DesignError, Limits, UpdateMode, ViewError, ViewQuery};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+impl From<ViewError> for HttpError {
+    fn from(e: ViewError) -> Self {
+        match e {
+            ViewError::Doc(e) => e.into(),
+            ViewError::Design(e) => e.into(),
+            ViewError::Process(m) => HttpError::new(500, "os_process_error", m),
+            ViewError::Query(m) => HttpError::new(400, "query_parse_error", m),
+            ViewError::InvalidValue(m) => HttpError::new(500, "invalid_value", m),
+            ViewError::NotFound(m) => HttpError::not_found(m),
+        }
+    }
+}
+
+impl From<DesignError> for HttpError {
+    fn from(e: DesignError) -> Self {
+        HttpError::new(400, e.error(), e.to_string())
+    }
+}
+
+/// The limits of design-document functions: per call
+/// `RHIZOME_JS_TIMEOUT_MS` (default 5000, CouchDB's `os_process_timeout`)
+/// and per sandbox `RHIZOME_JS_MEMORY_MB` (default 64), read at the first
+/// use.
+pub fn limits() -> Limits {
+    static LIMITS: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
+    *LIMITS.get_or_init(|| {
+        let mut l = Limits::default();
+        let env = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|n| *n > 0);
+        if let Some(ms) = env("RHIZOME_JS_TIMEOUT_MS") {
+            l.call_timeout = std::time::Duration::from_millis(ms);
+        }
+        if let Some(mb) = env("RHIZOME_JS_MEMORY_MB") {
+            l.memory_bytes = (mb as usize).saturating_mul(1 << 20);
+        }
+        l
+    })
+}
+
+fn design_doc(db: &DbHandle, id: &str) -> Result<DesignDoc, HttpError> {
+    let body = db.db.get_doc(id, &ReadOptions::default())?;
+    DesignDoc::parse(id, &body)?.ok_or_else(|| HttpError::not_found("missing_named_view"))
+}
+
+pub fn design_action(req: &Request, db: Arc<DbHandle>, ddoc: &str, action: &str, rest: &str) -> Result<Response<Body>, HttpError> {
+    match action {
+        "_view" => view(req, db, ddoc, rest),
+        "_info" => info(req, &db, ddoc),
+        "_compact" => {
+            if req.method != Method::POST {
+                return Err(HttpError::method_not_allowed("POST"));
+            }
+            design_doc(&db, ddoc)?;
+            Ok(json(202, &json!({ "ok": true })))
+        }
+        _ => {
+            if !matches!(req.method, Method::GET | Method::HEAD | Method::POST) {
+                return Err(HttpError::method_not_allowed("GET,HEAD,POST"));
+            }
+            db.db.get_doc(ddoc, &ReadOptions::default())?;
+            Err(HttpError::not_found(format!("missing function {} {rest} on design doc {ddoc}", &action[1..])))
+        }
+    }
+}
+
+fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str) -> Result<Response<Body>, HttpError> {
+    let (name, queries) = match rest.split_once('/') {
+        Some((name, "queries")) => (name, true),
+        Some(_) => return Err(HttpError::not_found("missing_named_view")),
+        None => (rest, false),
+    };
+    let params: Vec<(&str, &str)> = req.query.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let base = ViewQuery::from_params(params)?;
+    let ddoc = design_doc(&db, ddoc_id)?;
+    if ddoc.view(name).is_none() {
+        return Err(HttpError::not_found("missing_named_view"));
+    }
+    let body = match req.method {
+        Method::GET | Method::HEAD if !queries => None,
+        Method::POST => Some(req.json_object()?),
+        _ => return Err(HttpError::method_not_allowed(if queries { "POST" } else { "GET,HEAD,POST" })),
+    };
+    let run = |q: &ViewQuery| -> Result<Value, HttpError> {
+        let out = rhizome_views::run_query(&db.db, &db.name, &ddoc, name, q, limits())?;
+        if q.update == UpdateMode::Lazy {
+            update_later(db.clone(), ddoc.clone());
+        }
+        Ok(out)
+    };
+    if queries {
+        let body = body.unwrap_or_default();
+        let list = body.get("queries").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("`queries` member must be an array"))?;
+        let mut results = Vec::with_capacity(list.len());
+        for item in list {
+            let obj = item.as_object().ok_or_else(|| HttpError::bad_request("each query must be an object"))?;
+            results.push(run(&base.clone().from_json(obj)?)?);
+        }
+        return Ok(json(200, &json!({ "results": results })));
+    }
+    let q = match &body {
+        Some(b) => base.from_json(b)?,
+        None => base,
+    };
+    Ok(json(200, &run(&q)?))
+}
+
+/// `update=lazy`: the index catches up after the answer.
+fn update_later(db: Arc<DbHandle>, ddoc: DesignDoc) {
+    std::thread::spawn(move || {
+        if let Err(e) = rhizome_views::refresh(&db.db, &db.name, &ddoc, limits()) {
+            eprintln!("{}", json!({ "log": "lazy view update failed", "db": db.name, "ddoc": ddoc.id, "error": e.to_string() }));
+        }
+    });
+}
+
+fn info(req: &Request, db: &DbHandle, ddoc_id: &str) -> Result<Response<Body>, HttpError> {
+    if !matches!(req.method, Method::GET | Method::HEAD) {
+        return Err(HttpError::method_not_allowed("GET,HEAD"));
+    }
+    let ddoc = design_doc(db, ddoc_id)?;
+    let id = index_id(&ddoc);
+    let state = {
+        let s = db.db.store().snapshot().map_err(|e| HttpError::internal(e.to_string()))?;
+        IndexState::read(s.kv(), &id)?.unwrap_or_default()
+    };
+    let bytes = index_bytes(&db.db, &id)?;
+    let update_seq = db.db.update_seq()?;
+    let signature: String = ddoc.signature().iter().map(|b| format!("{b:02x}")).collect();
+    let running = rhizome_views::tasks::active_tasks().iter().any(|t| t["database"] == db.name.as_str() && t["design_document"] == ddoc_id);
+    Ok(json(
+        200,
+        &json!({
+            "name": ddoc_id.trim_start_matches("_design/"),
+            "view_index": {
+                "signature": signature,
+                "language": ddoc.language,
+                "sizes": { "file": bytes, "active": bytes, "external": bytes },
+                "update_seq": state.seq,
+                "purge_seq": 0,
+                "updater_running": running,
+                "compact_running": false,
+                "waiting_clients": 0,
+                "waiting_commit": false,
+                "collator_versions": [],
+                "updates_pending": { "minimum": update_seq.saturating_sub(state.seq), "preferred": update_seq.saturating_sub(state.seq), "total": update_seq.saturating_sub(state.seq) },
+            }
+        }),
+    ))
+}
+
+/// Every design document of the database (JavaScript ones).
+pub fn design_docs(db: &DbHandle) -> Result<Vec<DesignDoc>, HttpError> {
+    let opts = AllDocsOptions { start_key: Some("_design/".into()), end_key: Some("_design0".into()), inclusive_end: false, include_docs: true, ..Default::default() };
+    let all = db.db.all_docs(&opts)?;
+    let mut out = Vec::new();
+    for row in all.rows {
+        let (Some(id), Some(Value::Object(doc))) = (row.get("id").and_then(Value::as_str), row.get("doc")) else { continue };
+        if let Ok(Some(d)) = DesignDoc::parse(id, doc) {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
+/// `POST /{db}/_view_cleanup`: drops indexes no design document uses.
+pub fn cleanup(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    if req.method != Method::POST {
+        return Err(HttpError::method_not_allowed("POST"));
+    }
+    let live = design_docs(db)?;
+    rhizome_views::index::cleanup(&db.db, &live)?;
+    Ok(json(202, &json!({ "ok": true })))
+}
+
+/// Checks design documents about to be written (CouchDB validates views
+/// and functions on write): the first refused one's error.
+pub fn check_design_docs(docs: &[Map<String, Value>]) -> Result<(), HttpError> {
+    for doc in docs {
+        let Some(id) = doc.get("_id").and_then(Value::as_str).filter(|id| id.starts_with("_design/")) else { continue };
+        if doc.get("_deleted").and_then(Value::as_bool) == Some(true) {
+            continue;
+        }
+        rhizome_views::check_design_doc(id, doc)?;
+    }
+    Ok(())
+}
