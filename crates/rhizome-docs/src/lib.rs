@@ -29,6 +29,7 @@ mod jsonld_limits;
 mod projector;
 mod read;
 mod revtree;
+pub mod collate;
 pub mod selector;
 mod write;
 

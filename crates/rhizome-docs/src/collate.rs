@@ -1,0 +1,279 @@
+//! CouchDB's collation of JSON values, as a comparison and as an
+//! order-preserving byte encoding
+//! (https://docs.couchdb.org/en/stable/ddocs/views/collation.html).
+//!
+//! The order of types: `null` < `false` < `true` < numbers < strings <
+//! arrays < objects. Numbers by value; arrays element by element, a shorter
+//! prefix first; objects member by member (key, then value), a shorter
+//! prefix first. Strings as ICU's root collation orders them at tertiary
+//! strength, approximated: first case-insensitively by a primary weight
+//! (whitespace, then punctuation and symbols in ICU's order, then digits,
+//! then letters; characters outside ASCII after them, by lowercase code
+//! point), then at a tie lowercase before uppercase (`"a" < "A" < "aa"`),
+//! then by code point. Accents are not folded (ICU would sort `"é"` beside
+//! `"e"`), which is the one known difference.
+//!
+//! [`encode`] gives a byte string whose bytewise order is [`compare`]'s
+//! order, so a store's ordered keys can hold collated values: Mango's JSON
+//! indexes use it for their rows, and JavaScript map/reduce views (issue 15,
+//! point 1) are meant to reuse it for theirs. Encodings are prefix-free, so
+//! several values (a compound key, then a document id) can be concatenated
+//! and still sort as a tuple. `_id` comparisons in Mango use raw (code
+//! point) order instead, as CouchDB's `cmp_raw`.
+
+use serde_json::{Map, Value};
+use std::cmp::Ordering;
+
+const TAG_NULL: u8 = 0x10;
+const TAG_FALSE: u8 = 0x20;
+const TAG_TRUE: u8 = 0x30;
+const TAG_NUMBER: u8 = 0x40;
+const TAG_STRING: u8 = 0x50;
+const TAG_ARRAY: u8 = 0x60;
+const TAG_OBJECT: u8 = 0x70;
+/// Ends a string's sections, an array and an object: below every tag and
+/// every weight's first byte.
+const END: u8 = 0x00;
+/// Greater than any encoding's first byte: `encode(v)` followed by this is
+/// above every key starting with `encode(v)` (range scans' upper bounds).
+pub const AFTER: u8 = 0xFF;
+/// Starts each member of an object.
+const MEMBER: u8 = 0x01;
+
+/// ICU root order of the printable ASCII characters that are not letters or
+/// digits (whitespace first, then punctuation and symbols).
+const ASCII_ORDER: &[u8] = b"\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz";
+
+fn primary(c: char) -> u32 {
+    let lower = if c.is_ascii_uppercase() { c.to_ascii_lowercase() } else { c };
+    if lower.is_ascii() {
+        match ASCII_ORDER.iter().position(|&b| b as char == lower) {
+            Some(i) => 0x10000 + 0x20 + i as u32,
+            // Control characters: before everything else.
+            None => 0x10000 + lower as u32,
+        }
+    } else {
+        let folded = c.to_lowercase().next().unwrap_or(c);
+        0x10000 + 0x100 + folded as u32
+    }
+}
+
+fn tertiary(c: char) -> u8 {
+    if c.is_uppercase() {
+        2
+    } else {
+        1
+    }
+}
+
+/// The collation order of two strings (see the module's comment).
+pub fn compare_strings(a: &str, b: &str) -> Ordering {
+    if a == b {
+        return Ordering::Equal;
+    }
+    a.chars()
+        .map(primary)
+        .cmp(b.chars().map(primary))
+        .then_with(|| a.chars().map(tertiary).cmp(b.chars().map(tertiary)))
+        .then_with(|| a.cmp(b))
+}
+
+fn rank(v: &Value) -> u8 {
+    match v {
+        Value::Null => 0,
+        Value::Bool(false) => 1,
+        Value::Bool(true) => 2,
+        Value::Number(_) => 3,
+        Value::String(_) => 4,
+        Value::Array(_) => 5,
+        Value::Object(_) => 6,
+    }
+}
+
+fn number(n: &serde_json::Number) -> f64 {
+    n.as_f64().unwrap_or(0.0)
+}
+
+/// CouchDB's collation of two JSON values.
+pub fn compare(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (number(x), number(y));
+            // total_cmp tells -0.0 from 0.0; collation does not.
+            if x == y {
+                Ordering::Equal
+            } else {
+                x.total_cmp(&y)
+            }
+        }
+        (Value::String(x), Value::String(y)) => compare_strings(x, y),
+        (Value::Array(x), Value::Array(y)) => x.iter().zip(y).map(|(a, b)| compare(a, b)).find(|o| o.is_ne()).unwrap_or(x.len().cmp(&y.len())),
+        (Value::Object(x), Value::Object(y)) => compare_objects(x, y),
+        _ => rank(a).cmp(&rank(b)),
+    }
+}
+
+fn compare_objects(x: &Map<String, Value>, y: &Map<String, Value>) -> Ordering {
+    for ((ka, va), (kb, vb)) in x.iter().zip(y) {
+        let o = compare_strings(ka, kb).then_with(|| compare(va, vb));
+        if o.is_ne() {
+            return o;
+        }
+    }
+    x.len().cmp(&y.len())
+}
+
+/// Appends the order-preserving encoding of `v` to `out`.
+pub fn encode_into(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Null => out.push(TAG_NULL),
+        Value::Bool(false) => out.push(TAG_FALSE),
+        Value::Bool(true) => out.push(TAG_TRUE),
+        Value::Number(n) => {
+            out.push(TAG_NUMBER);
+            let mut x = number(n);
+            if x == 0.0 {
+                x = 0.0; // -0.0 collates as 0
+            }
+            let bits = x.to_bits();
+            let ordered = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+            out.extend_from_slice(&ordered.to_be_bytes());
+        }
+        Value::String(s) => {
+            out.push(TAG_STRING);
+            encode_string(s, out);
+        }
+        Value::Array(items) => {
+            out.push(TAG_ARRAY);
+            for item in items {
+                encode_into(item, out);
+            }
+            out.push(END);
+        }
+        Value::Object(members) => {
+            out.push(TAG_OBJECT);
+            for (k, v) in members {
+                // A member starts above END, even with an empty key.
+                out.push(MEMBER);
+                encode_string(k, out);
+                encode_into(v, out);
+            }
+            out.push(END);
+        }
+    }
+}
+
+/// Three sections, each ended by `END`: primary weights (3 bytes each, the
+/// first byte never 0), case weights (1 or 2), code points (3 bytes each,
+/// offset so the first byte is never 0).
+fn encode_string(s: &str, out: &mut Vec<u8>) {
+    for c in s.chars() {
+        out.extend_from_slice(&primary(c).to_be_bytes()[1..]);
+    }
+    out.push(END);
+    for c in s.chars() {
+        out.push(tertiary(c));
+    }
+    out.push(END);
+    for c in s.chars() {
+        out.extend_from_slice(&(0x10000 + c as u32).to_be_bytes()[1..]);
+    }
+    out.push(END);
+}
+
+/// The order-preserving encoding of `v`: `encode(a).cmp(&encode(b)) ==
+/// compare(a, b)` for every `a` and `b` (up to numbers that `f64` cannot
+/// tell apart).
+pub fn encode(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_into(v, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The order of CouchDB's collation documentation, and more.
+    fn ordered() -> Vec<Value> {
+        vec![
+            json!(null),
+            json!(false),
+            json!(true),
+            json!(-1e10),
+            json!(-2),
+            json!(0),
+            json!(1),
+            json!(2.5),
+            json!(3),
+            json!(1e20),
+            json!(""),
+            json!(" "),
+            json!("_"),
+            json!("-"),
+            json!("$"),
+            json!("0"),
+            json!("9"),
+            json!("a"),
+            json!("A"),
+            json!("aa"),
+            json!("Aa"),
+            json!("aB"),
+            json!("b"),
+            json!("B"),
+            json!("ba"),
+            json!("bb"),
+            json!("z"),
+            json!("Ω"),
+            json!([]),
+            json!([null]),
+            json!(["a"]),
+            json!(["b"]),
+            json!(["b", "c"]),
+            json!(["b", "c", "a"]),
+            json!(["b", "d"]),
+            json!({}),
+            json!({ "": 1 }),
+            json!({ "a": 1 }),
+            json!({ "a": 2 }),
+            json!({ "b": 1 }),
+            json!({ "b": 2, "c": 2 }),
+        ]
+    }
+
+    #[test]
+    fn values_compare_and_encode_in_couchdbs_collation_order() {
+        let values = ordered();
+        for (i, a) in values.iter().enumerate() {
+            for (j, b) in values.iter().enumerate() {
+                assert_eq!(compare(a, b), i.cmp(&j), "{a} vs {b}");
+                assert_eq!(encode(a).cmp(&encode(b)), i.cmp(&j), "encoded {a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn encodings_are_prefix_free_so_tuples_sort_element_wise() {
+        let values = ordered();
+        for a in &values {
+            for b in &values {
+                for c in &values {
+                    let mut x = encode(a);
+                    encode_into(c, &mut x);
+                    let mut y = encode(b);
+                    encode_into(c, &mut y);
+                    assert_eq!(x.cmp(&y), compare(a, b), "({a}, {c}) vs ({b}, {c})");
+                    let mut after = encode(a);
+                    after.push(AFTER);
+                    assert!(after > x, "({a}, AFTER) is above ({a}, {c})");
+                    if compare(a, b).is_lt() {
+                        assert!(after < encode(b), "({a}, AFTER) is below {b}");
+                    }
+                }
+            }
+        }
+        assert_eq!(compare(&json!(-0.0), &json!(0)), Ordering::Equal);
+        assert_eq!(encode(&json!(-0.0)), encode(&json!(0)));
+    }
+}
