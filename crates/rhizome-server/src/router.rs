@@ -39,6 +39,8 @@ pub enum DbOp {
     RevsLimit,
     Security,
     EnsureFullCommit,
+    Find,
+    Explain,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +65,8 @@ pub enum Route {
     /// functions, which Rhizome does not run: CouchDB's 404s, so that a
     /// client sees "no such view" rather than a missing attachment.
     DesignAction(String, String, String, String),
+    /// `/{db}/_index` and below (Mango's indexes).
+    MangoIndex(String, Vec<String>),
 }
 
 /// The design-document handlers of CouchDB (`chttpd_handlers`): paths
@@ -98,11 +102,15 @@ impl Route {
                     "_revs_limit" => DbOp::RevsLimit,
                     "_security" => DbOp::Security,
                     "_ensure_full_commit" => DbOp::EnsureFullCommit,
+                    "_find" => DbOp::Find,
+                    "_explain" => DbOp::Explain,
+                    "_index" => return Ok(Route::MangoIndex(db.to_string(), Vec::new())),
                     "_sparql" | "_graph" => return Ok(Route::Extension(db.to_string(), op.to_string())),
                     _ => return Err(HttpError::bad_request("Only reserved document ids may start with underscore.")),
                 };
                 Route::DbOp(db.to_string(), op)
             }
+            [db, "_index", rest @ ..] => Route::MangoIndex(db.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             [db, "_local", id] => Route::Local(db.to_string(), format!("_local/{id}")),
             [_, "_local", _, ..] => return Err(HttpError::bad_request("_local documents do not accept attachments.")),
             [db, "_design", name, action, rest @ ..] if DESIGN_ACTIONS.contains(action) => {
@@ -120,7 +128,7 @@ impl Route {
 
     pub fn db_name(&self) -> Option<&str> {
         match self {
-            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) | Route::DesignAction(db, ..) => Some(db),
+            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) | Route::DesignAction(db, ..) | Route::MangoIndex(db, _) => Some(db),
             _ => None,
         }
     }
@@ -136,6 +144,9 @@ impl Route {
             Route::DbOp(_, DbOp::Compact) => Access::DbAdmin,
             Route::DbOp(_, DbOp::Security | DbOp::RevsLimit) if !read => Access::DbAdmin,
             Route::DbOp(_, _) => Access::Member,
+            // Creating or deleting an index writes a design document.
+            Route::MangoIndex(..) if !read => Access::DbAdmin,
+            Route::MangoIndex(..) => Access::Member,
             Route::Doc(db, id) | Route::Attachment(db, id, _) if db == "_users" && id.starts_with(auth::users::USER_PREFIX) => Access::UserDoc(id.clone()),
             Route::Doc(_, id) | Route::Attachment(_, id, _) if id.starts_with("_design/") && !read => Access::DbAdmin,
             Route::Doc(..) | Route::Attachment(..) | Route::Local(..) | Route::Extension(..) | Route::DesignAction(..) => Access::Member,
@@ -208,12 +219,15 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::RevsLimit => database::revs_limit(req, &db)?.into(),
                 DbOp::Security => database::security(req, &db)?.into(),
                 DbOp::EnsureFullCommit => database::ensure_full_commit(m)?.into(),
+                DbOp::Find => couch::mango::find(req, &db)?.into(),
+                DbOp::Explain => couch::mango::explain(req, &db)?.into(),
             }
         }
         Route::Doc(_, id) => documents::document(server, req, ctx, &*need(db)?, &id)?.into(),
         Route::Local(_, id) => documents::local(req, &*need(db)?, &id)?.into(),
         Route::Attachment(_, id, name) => attachments::attachment(server, req, ctx, &*need(db)?, &id, &name)?.into(),
         Route::Extension(_, what) => extension::route(server, req, &*need(db)?, &what)?.into(),
+        Route::MangoIndex(_, rest) => couch::mango::index(req, ctx, &*need(db)?, &rest)?.into(),
         Route::DesignAction(_, ddoc, action, rest) => documents::design_action(req, &*need(db)?, &ddoc, &action, &rest)?.into(),
     })
 }
@@ -239,6 +253,9 @@ mod tests {
         assert_eq!(p("/_users").unwrap(), Route::Db("_users".into()));
         assert_eq!(p("/db/_local/cp/file.txt").unwrap_err().status, 400);
         assert_eq!(p("/db/_design/d/_view/v").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_view".into(), "v".into()));
+        assert_eq!(p("/db/_find").unwrap(), Route::DbOp("db".into(), DbOp::Find));
+        assert_eq!(p("/db/_index").unwrap(), Route::MangoIndex("db".into(), vec![]));
+        assert_eq!(p("/db/_index/_design/d/json/n").unwrap(), Route::MangoIndex("db".into(), vec!["_design".into(), "d".into(), "json".into(), "n".into()]));
         assert_eq!(p("/db/_design/d/_other").unwrap(), Route::Attachment("db".into(), "_design/d".into(), "_other".into()));
     }
 }
