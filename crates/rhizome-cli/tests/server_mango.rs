@@ -130,6 +130,13 @@ fn every_selector_operator_matches_as_couchdb_documents_it() {
     assert_eq!(db.call("GET", "/_find", &Value::Null).0, 405);
     let (status, _) = try_request(server.port, "POST", "/ops/_find", Some(ADMIN), Some("{}"), &[("Content-Type", "text/plain")]).unwrap();
     assert!(status == 415 || status == 400, "a non-JSON content type is refused: {status}");
+    // `_changes?filter=_selector` runs the same engine, and refuses the same selectors.
+    let (status, text) = server.request("POST", "/ops/_changes?filter=_selector", Some(ADMIN), Some(r#"{"selector":{"scores":{"$elemMatch":{"$gt":8}}}}"#));
+    assert_eq!(status, 200, "{text}");
+    let ids: Vec<String> = j(&text)["results"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(ids, s(&["cid"]));
+    let (status, text) = server.request("POST", "/ops/_changes?filter=_selector", Some(ADMIN), Some(r#"{"selector":{"a":{"$bogus":1}}}"#));
+    assert_eq!((status, j(&text)["error"].clone()), (400, json!("invalid_operator")));
     assert_eq!(server.request("GET", "/_up", None, None).0, 200);
 }
 

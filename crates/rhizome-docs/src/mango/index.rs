@@ -260,6 +260,16 @@ impl Database {
 
     /// Brings an index up to the database's current sequence.
     pub fn refresh_mango_index(&self, index: &IndexDef) -> Result<()> {
+        // Checked on a snapshot first: a query on an index that is up to
+        // date (the usual case) neither waits for nor blocks writers.
+        {
+            let s = self.store.snapshot()?;
+            let kv = s.kv();
+            let seen = keys::u64_value(kv.get(MANGO_STATE, &index.id)?, "index state")?;
+            if seen >= keys::u64_value(kv.get(DB_META, keys::meta::UPDATE_SEQ)?, "update_seq")? {
+                return Ok(());
+            }
+        }
         loop {
             let mut txn = self.store.transaction()?;
             let seen = keys::u64_value(txn.kv().get(MANGO_STATE, &index.id)?, "index state")?;
