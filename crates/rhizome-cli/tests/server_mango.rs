@@ -324,3 +324,23 @@ fn an_index_orders_mixed_types_by_couchdb_collation() {
     assert_eq!(strings.len(), 8);
     assert_eq!(sorted(strings), sorted(indexed));
 }
+
+#[test]
+fn large_limits_stream_the_whole_answer() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    let db = Db::new(&server, "big");
+    let docs: Vec<Value> = (0..1500).map(|i| json!({ "_id": format!("d{i:04}"), "n": i, "pad": "x".repeat(100) })).collect();
+    db.put_all(Value::Array(docs));
+    // Past the collected limit the answer streams; it is the same JSON.
+    let all = db.find(json!({ "selector": { "n": { "$gte": 100 } }, "limit": 100000, "execution_stats": true }));
+    assert_eq!(all["docs"].as_array().unwrap().len(), 1400);
+    assert_eq!(all["execution_stats"]["results_returned"], 1400);
+    assert!(all["warning"].is_string());
+    db.index(json!({ "index": { "fields": [{ "n": "desc" }] }, "name": "n" }));
+    let sorted = db.find(json!({ "selector": { "n": { "$lt": 1200 } }, "sort": [{ "n": "desc" }], "limit": 1100, "fields": ["n"] }));
+    let ns: Vec<u64> = sorted["docs"].as_array().unwrap().iter().map(|d| d["n"].as_u64().unwrap()).collect();
+    assert_eq!(ns, (100..1200).rev().collect::<Vec<_>>());
+    let rest = db.find(json!({ "selector": { "n": { "$lt": 1200 } }, "sort": [{ "n": "desc" }], "limit": 1100, "fields": ["n"], "bookmark": sorted["bookmark"] }));
+    assert_eq!(rest["docs"].as_array().unwrap().len(), 100);
+}

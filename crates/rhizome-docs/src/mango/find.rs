@@ -106,9 +106,69 @@ struct Stats {
     docs: u64,
 }
 
+/// A `_find` ready to run: options read, index chosen and up to date, the
+/// bookmark decoded. Errors CouchDB answers with a status all happen while
+/// preparing, so a caller can start streaming the answer after it.
+pub struct PreparedFind {
+    opts: FindOptions,
+    plan: super::plan::Plan,
+    range: Range,
+    started: Instant,
+}
+
+/// What follows the documents of a `_find` answer.
+pub struct FindEnd {
+    pub bookmark: String,
+    keys: u64,
+    docs: u64,
+    returned: u64,
+}
+
+impl PreparedFind {
+    pub fn limit(&self) -> u64 {
+        self.opts.limit
+    }
+
+    /// The members after `docs`: `bookmark`, `warning`, `execution_stats`.
+    pub fn tail(&self, end: &FindEnd) -> Map<String, Value> {
+        let mut out = Map::new();
+        out.insert("bookmark".into(), Value::String(end.bookmark.clone()));
+        if !self.plan.warnings.is_empty() {
+            out.insert("warning".into(), Value::String(self.plan.warnings.join("\n")));
+        }
+        if self.opts.execution_stats {
+            out.insert(
+                "execution_stats".into(),
+                json!({
+                    "total_keys_examined": end.keys,
+                    "total_docs_examined": end.docs,
+                    "total_quorum_docs_examined": 0,
+                    "results_returned": end.returned,
+                    "execution_time_ms": self.started.elapsed().as_secs_f64() * 1000.0,
+                }),
+            );
+        }
+        out
+    }
+}
+
 impl Database {
-    /// `POST /{db}/_find`: the response body.
+    /// `POST /{db}/_find`: the whole response body.
     pub fn find(&self, body: &Map<String, Value>) -> Result<Value> {
+        let q = self.prepare_find(body)?;
+        let mut docs = Vec::new();
+        let end = self.run_find(&q, &mut |doc| {
+            docs.push(doc);
+            true
+        })?;
+        let mut out = Map::new();
+        out.insert("docs".into(), Value::Array(docs));
+        out.extend(q.tail(&end));
+        Ok(Value::Object(out))
+    }
+
+    /// Reads the options, chooses the index and brings it up to date.
+    pub fn prepare_find(&self, body: &Map<String, Value>) -> Result<PreparedFind> {
         let started = Instant::now();
         let opts = FindOptions::parse(body)?;
         let (plan, indexes) = self.plan_find(&opts)?;
@@ -116,11 +176,9 @@ impl Database {
             self.refresh_mango_index(index)?;
         }
         self.drop_stale_mango_indexes(&indexes)?;
-        let s = self.store.snapshot()?;
-        let kv = s.kv();
-        let (keyspace, prefix_len, mut range) = match &plan.access {
-            Access::Json(index) => (MANGO_ROWS, index.id.len(), column_range(index, &opts)),
-            Access::AllDocs => (DOCS, 0, id_range(&opts)),
+        let (prefix_len, mut range) = match &plan.access {
+            Access::Json(index) => (index.id.len(), column_range(index, &opts)),
+            Access::AllDocs => (0, id_range(&opts)),
         };
         if let Some(bookmark) = &opts.bookmark {
             let key = B64
@@ -136,9 +194,23 @@ impl Database {
                 range.lower = range.lower.max(after);
             }
         }
+        Ok(PreparedFind { opts, plan, range, started })
+    }
+
+    /// Runs a prepared `_find` on a fresh snapshot, handing each answer's
+    /// document to `emit` in order (which returns false to stop early).
+    pub fn run_find(&self, q: &PreparedFind, emit: &mut dyn FnMut(Value) -> bool) -> Result<FindEnd> {
+        let opts = &q.opts;
+        let range = &q.range;
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let keyspace = match q.plan.access {
+            Access::Json(_) => MANGO_ROWS,
+            Access::AllDocs => DOCS,
+        };
         let read = ReadOptions { conflicts: opts.conflicts, ..Default::default() };
         let mut stats = Stats::default();
-        let mut docs = Vec::new();
+        let mut returned = 0u64;
         let mut last_key: Option<Vec<u8>> = None;
         let mut skipped = 0;
         if range.lower < range.upper && opts.limit > 0 {
@@ -148,9 +220,9 @@ impl Database {
             } else {
                 cursor.seek_first();
             }
-            while cursor.valid() && (docs.len() as u64) < opts.limit {
+            while cursor.valid() && returned < opts.limit {
                 stats.keys += 1;
-                let (id, info) = match plan.access {
+                let (id, info) = match q.plan.access {
                     Access::AllDocs => {
                         let id = String::from_utf8_lossy(cursor.key()).into_owned();
                         let info = DocInfo::from_bytes(&id, cursor.value())?;
@@ -176,8 +248,11 @@ impl Database {
                         if skipped < opts.skip {
                             skipped += 1;
                         } else {
-                            docs.push(project(doc, opts.fields.as_deref()));
+                            returned += 1;
                             last_key = Some(cursor.key().to_vec());
+                            if !emit(project(doc, opts.fields.as_deref())) {
+                                break;
+                            }
                         }
                     }
                 }
@@ -193,21 +268,7 @@ impl Database {
             Some(k) => B64.encode(k),
             None => opts.bookmark.clone().unwrap_or_else(|| "nil".into()),
         };
-        let returned = docs.len();
-        let mut out = json!({ "docs": docs, "bookmark": bookmark });
-        if !plan.warnings.is_empty() {
-            out["warning"] = Value::String(plan.warnings.join("\n"));
-        }
-        if opts.execution_stats {
-            out["execution_stats"] = json!({
-                "total_keys_examined": stats.keys,
-                "total_docs_examined": stats.docs,
-                "total_quorum_docs_examined": 0,
-                "results_returned": returned,
-                "execution_time_ms": started.elapsed().as_secs_f64() * 1000.0,
-            });
-        }
-        Ok(out)
+        Ok(FindEnd { bookmark, keys: stats.keys, docs: stats.docs, returned })
     }
 
     /// `POST /{db}/_explain`: the response body, in CouchDB's shape.

@@ -4,6 +4,7 @@
 //! [`crate::collate`].
 
 mod find;
+pub use find::{FindEnd, PreparedFind};
 pub mod index;
 pub mod plan;
 

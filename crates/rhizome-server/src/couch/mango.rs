@@ -12,7 +12,9 @@ use crate::http::{json, Body, Request};
 use crate::state::DbHandle;
 use hyper::{Method, Response};
 use rhizome_docs::{mango, DocError, ReadOptions};
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 /// CouchDB's `chttpd:validate_ctype(Req, "application/json")`.
 fn json_body(req: &Request) -> Result<Map<String, Value>, HttpError> {
@@ -26,13 +28,68 @@ fn json_body(req: &Request) -> Result<Map<String, Value>, HttpError> {
     }
 }
 
-pub fn find(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+/// Answers of at most this many documents are built whole; larger limits
+/// stream, so memory stays bounded whatever `limit` asks.
+pub const COLLECTED_FIND_LIMIT: u64 = 1000;
+
+pub fn find(req: &Request, db: &Arc<DbHandle>) -> Result<Response<Body>, HttpError> {
     if req.method != Method::POST {
         return Err(HttpError::method_not_allowed("POST"));
     }
     let body = json_body(req)?;
-    Ok(json(200, &db.db.find(&body)?))
+    let q = db.db.prepare_find(&body)?;
+    if q.limit() <= COLLECTED_FIND_LIMIT {
+        let mut docs = Vec::new();
+        let end = db.db.run_find(&q, &mut |doc| {
+            docs.push(doc);
+            true
+        })?;
+        let mut out = Map::new();
+        out.insert("docs".into(), Value::Array(docs));
+        out.extend(q.tail(&end));
+        return Ok(json(200, &Value::Object(out)));
+    }
+    // Streamed as CouchDB does: a failure after the first bytes ends the
+    // body early (the status is already sent).
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(16);
+    let db = db.clone();
+    std::thread::Builder::new()
+        .name("mango-find".into())
+        .spawn(move || {
+            let mut buf = b"{\"docs\":[".to_vec();
+            let mut first = true;
+            let mut open = true;
+            let ended = db.db.run_find(&q, &mut |doc| {
+                if !first {
+                    buf.push(b',');
+                }
+                first = false;
+                buf.extend_from_slice(doc.to_string().as_bytes());
+                if buf.len() >= STREAM_CHUNK_BYTES {
+                    open = tx.blocking_send(Bytes::from(std::mem::take(&mut buf))).is_ok();
+                }
+                open
+            });
+            if let (Ok(end), true) = (ended, open) {
+                buf.push(b']');
+                for (k, v) in q.tail(&end) {
+                    buf.push(b',');
+                    buf.extend_from_slice(Value::String(k).to_string().as_bytes());
+                    buf.push(b':');
+                    buf.extend_from_slice(v.to_string().as_bytes());
+                }
+                buf.extend_from_slice(b"}\n");
+                let _ = tx.blocking_send(Bytes::from(buf));
+            }
+        })
+        .map_err(|e| HttpError::internal(format!("a _find thread: {e}")))?;
+    let mut r = Response::new(Body::Stream(rx));
+    crate::http::set_header(&mut r, "content-type", "application/json");
+    Ok(r)
 }
+
+/// Bytes gathered before a streamed `_find` sends them.
+const STREAM_CHUNK_BYTES: usize = 64 * 1024;
 
 pub fn explain(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     if req.method != Method::POST {
