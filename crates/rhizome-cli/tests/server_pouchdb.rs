@@ -38,6 +38,13 @@ fn pouchdb_crud_bulk_changes_attachments_and_conflicts() {
 }
 
 #[test]
+fn pouchdb_find_creates_indexes_queries_explains_and_deletes_them() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    run_script(&server, "find.js", &[]);
+}
+
+#[test]
 fn pouchdb_meets_couchdbs_document_rules_local_documents_and_object_member_ids() {
     let data = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(data.path());

@@ -5,7 +5,7 @@
 
 use crate::keys::{meta, u64_value, DocInfo, DB_META, SEQS};
 use crate::read::{render, ReadOptions};
-use crate::selector::matches;
+use crate::selector::Selector;
 use crate::{Database, DocError, Result};
 use rhizome_kv::KvRead;
 use serde_json::{json, Map, Value};
@@ -55,6 +55,11 @@ impl Database {
         let limit = opts.limit.unwrap_or(usize::MAX);
         let read = ReadOptions { conflicts: opts.conflicts, attachments: opts.attachments, ..Default::default() };
         let mut rows = Vec::new();
+        // Parsed once per feed; a bad selector is CouchDB's 400.
+        let selector = match &opts.filter {
+            ChangesFilter::Selector(v) => Some(Selector::parse(v).map_err(|e| DocError::Mango { status: 400, error: e.error, reason: e.reason })?),
+            _ => None,
+        };
         let mut cursor = kv.cursor(SEQS, &[], None);
         if opts.descending {
             cursor.seek_last();
@@ -73,7 +78,7 @@ impl Database {
                 break;
             }
             let id = String::from_utf8_lossy(cursor.value()).into_owned();
-            if let Some(row) = change_row(kv, seq, &id, opts, &read)? {
+            if let Some(row) = change_row(kv, seq, &id, opts, selector.as_ref(), &read)? {
                 rows.push(row);
             }
             last_seq = seq;
@@ -108,7 +113,7 @@ impl Database {
     }
 }
 
-fn change_row(kv: &dyn KvRead, seq: u64, id: &str, opts: &ChangesOptions, read: &ReadOptions) -> Result<Option<Value>> {
+fn change_row(kv: &dyn KvRead, seq: u64, id: &str, opts: &ChangesOptions, selector: Option<&Selector>, read: &ReadOptions) -> Result<Option<Value>> {
     match &opts.filter {
         ChangesFilter::DocIds(ids) if !ids.contains(id) => return Ok(None),
         ChangesFilter::Design if !id.starts_with("_design/") => return Ok(None),
@@ -128,8 +133,8 @@ fn change_row(kv: &dyn KvRead, seq: u64, id: &str, opts: &ChangesOptions, read: 
     } else {
         None
     };
-    if let (ChangesFilter::Selector(selector), Some(doc)) = (&opts.filter, &doc) {
-        if !matches(selector, &Value::Object(doc.clone())) {
+    if let (Some(selector), Some(doc)) = (selector, &doc) {
+        if !selector.matches(&Value::Object(doc.clone())) {
             return Ok(None);
         }
     }

@@ -26,6 +26,10 @@ pub enum DocError {
     /// 500: the graph projection hook refused the write.
     #[error("projection of {id}: {reason}")]
     Projection { id: String, reason: String },
+    /// A Mango request refused with CouchDB's status, error and reason
+    /// (`mango_error`).
+    #[error("{reason}")]
+    Mango { status: u16, error: &'static str, reason: String },
     #[error("corrupt document store: {0}")]
     Corrupt(String),
     #[error(transparent)]

@@ -12,6 +12,9 @@
 //! | `ATTACHMENTS` 33 | digest (`md5-<base64>`) | attachment bytes |
 //! | `LOCAL` 34 | `_local/` id | JSON body with `_rev` `0-N` |
 //! | `DB_META` 35 | name | counters (u64 BE) and the security object |
+//! | `MANGO_ROWS` 36 | index id (8 bytes), collated columns ([`crate::collate`]), doc id | doc id |
+//! | `MANGO_DOC_ROWS` 37 | index id, doc id | the document's `MANGO_ROWS` key |
+//! | `MANGO_STATE` 38 | index id | the sequence the index is up to date with (u64 BE) |
 
 use crate::{DocError, Result, Rev, RevTree};
 use rhizome_kv::Keyspace;
@@ -22,6 +25,9 @@ pub const BODIES: Keyspace = Keyspace(32);
 pub const ATTACHMENTS: Keyspace = Keyspace(33);
 pub const LOCAL: Keyspace = Keyspace(34);
 pub const DB_META: Keyspace = Keyspace(35);
+pub const MANGO_ROWS: Keyspace = Keyspace(36);
+pub const MANGO_DOC_ROWS: Keyspace = Keyspace(37);
+pub const MANGO_STATE: Keyspace = Keyspace(38);
 
 pub mod meta {
     pub const FORMAT_VERSION: &[u8] = b"format_version";

@@ -6,6 +6,7 @@
 //! the same store (and transaction) as the database's quads ([`Database`]):
 //! writes with and without `new_edits`, reads with CouchDB's options,
 //! `_all_docs`, `_changes` with `_doc_ids` and Mango `_selector` filters,
+//! Mango queries (`_find`, `_explain`, JSON indexes kept in the store),
 //! attachments stored by digest, `_local` documents, `_security` and
 //! `_revs_limit`; and the [`GraphProjector`] hook through which a write
 //! updates the document's graph in its own transaction. Does not own HTTP
@@ -27,6 +28,7 @@ pub mod keys;
 mod jsonld;
 mod json_ld_view;
 mod jsonld_limits;
+pub mod mango;
 mod projector;
 mod read;
 mod revtree;

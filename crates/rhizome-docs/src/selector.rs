@@ -1,107 +1,387 @@
-//! A subset of Mango selectors, for `_changes?filter=_selector`
-//! (https://docs.couchdb.org/en/stable/api/database/find.html#selector-syntax):
-//! implicit and explicit `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`,
-//! `$exists`, `$in`, `$nin`, `$and`, `$or`, `$nor`, `$not`, and dotted
-//! field paths into nested objects. Values compare in CouchDB's collation
-//! order of types (null, false, true, numbers, strings, arrays, objects).
+//! Mango selectors: the one selector engine of the database, for `_find`,
+//! `_explain`, partial index filters, `_changes?filter=_selector` and
+//! replication (https://docs.couchdb.org/en/stable/api/database/find.html#selector-syntax).
+//!
+//! A selector is parsed once into [`Selector`], CouchDB's normal form
+//! (`mango_selector:normalize`): implicit `$eq` made explicit, nested
+//! objects made dotted paths, several conditions on one field an `$and`, a
+//! field's `$and`/`$or`/`$nor`/`$not` pushed around it. Bad selectors are
+//! refused with CouchDB's errors (`invalid_operator`, `bad_arg`,
+//! `invalid_selector`). Matching follows CouchDB's: values compare in
+//! collation order ([`crate::collate`]) whatever their types (`$lt: "a"`
+//! matches every number), `_id` in raw order, and a missing field fails
+//! every condition except `$exists: false`.
 
+use crate::collate;
 use serde_json::{Map, Value};
 use std::cmp::Ordering;
 
-/// Whether `doc` satisfies `selector`. An unknown operator matches nothing,
-/// so a typo never leaks documents.
-pub fn matches(selector: &Value, doc: &Value) -> bool {
-    match selector {
-        Value::Object(conditions) => conditions.iter().all(|(k, v)| condition(k, v, doc)),
-        _ => false,
-    }
+/// Why a selector was refused: CouchDB's error name and reason (all 400).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelectorError {
+    pub error: &'static str,
+    pub reason: String,
 }
 
-fn condition(key: &str, value: &Value, doc: &Value) -> bool {
-    match key {
-        "$and" => value.as_array().is_some_and(|xs| xs.iter().all(|x| matches(x, doc))),
-        "$or" => value.as_array().is_some_and(|xs| xs.iter().any(|x| matches(x, doc))),
-        "$nor" => value.as_array().is_some_and(|xs| !xs.iter().any(|x| matches(x, doc))),
-        "$not" => !matches(value, doc),
-        _ if key.starts_with('$') => false,
-        field => field_matches(lookup(doc, field), value),
-    }
+fn bad_arg(op: &str, arg: &Value) -> SelectorError {
+    SelectorError { error: "bad_arg", reason: format!("Bad argument for operator {op}: {arg}") }
 }
 
-fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(doc, |v, part| v.as_object()?.get(part))
+/// A selector in normal form.
+#[derive(Clone, Debug)]
+pub enum Selector {
+    And(Vec<Selector>),
+    Or(Vec<Selector>),
+    Nor(Vec<Selector>),
+    Not(Box<Selector>),
+    /// A condition on the value at `path` (empty: the value itself, inside
+    /// `$elemMatch`, `$allMatch`, `$keyMapMatch`).
+    Field { path: Vec<String>, cond: Cond },
 }
 
-/// A field's condition: an object of operators, or a value meaning `$eq`.
-fn field_matches(field: Option<&Value>, cond: &Value) -> bool {
-    match cond {
-        Value::Object(ops) if ops.keys().any(|k| k.starts_with('$')) => ops.iter().all(|(op, arg)| operator(field, op, arg)),
-        Value::Object(nested) if !nested.is_empty() => {
-            // `{"a": {"b": 1}}` is `{"a.b": 1}`.
-            field.is_some_and(|f| nested.iter().all(|(k, v)| field_matches(lookup(f, k), v)))
+#[derive(Clone, Debug)]
+pub enum Cond {
+    Eq(Value),
+    Ne(Value),
+    Gt(Value),
+    Gte(Value),
+    Lt(Value),
+    Lte(Value),
+    In(Vec<Value>),
+    Nin(Vec<Value>),
+    Exists(bool),
+    Type(String),
+    Size(u64),
+    Mod(i64, i64),
+    Regex(regex::Regex),
+    All(Vec<Value>),
+    ElemMatch(Box<Selector>),
+    AllMatch(Box<Selector>),
+    KeyMapMatch(Box<Selector>),
+    BeginsWith(String),
+}
+
+const COMBINATORS: &[&str] = &["$and", "$or", "$nor", "$not"];
+const CONDITIONS: &[&str] = &[
+    "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$type", "$size", "$mod", "$regex", "$all", "$elemMatch", "$allMatch", "$keyMapMatch", "$beginsWith",
+];
+const TYPES: &[&str] = &["null", "boolean", "number", "string", "array", "object"];
+
+impl Selector {
+    /// Parses and normalizes a selector (a JSON object).
+    pub fn parse(v: &Value) -> Result<Selector, SelectorError> {
+        match v {
+            Value::Object(_) => parse(v, &[], false),
+            other => Err(SelectorError { error: "invalid_selector_json", reason: format!("Selector must be a JSON object, not: {other}") }),
         }
-        other => field.is_some_and(|f| collate(f, other) == Ordering::Equal),
+    }
+
+    /// Whether `doc` satisfies the selector.
+    pub fn matches(&self, doc: &Value) -> bool {
+        match self {
+            Selector::And(xs) => xs.iter().all(|x| x.matches(doc)),
+            Selector::Or(xs) => xs.iter().any(|x| x.matches(doc)),
+            Selector::Nor(xs) => !xs.iter().any(|x| x.matches(doc)),
+            Selector::Not(x) => !x.matches(doc),
+            Selector::Field { path, cond } => match lookup(doc, path) {
+                Lookup::Found(v) => cond.matches(v, path.len() == 1 && path[0] == "_id"),
+                Lookup::Missing => matches!(cond, Cond::Exists(false)),
+                Lookup::BadPath => false,
+            },
+        }
+    }
+
+    /// The normal form as JSON (what `_explain` shows).
+    pub fn to_json(&self) -> Value {
+        let list = |name: &str, xs: &[Selector]| Value::Object(Map::from_iter([(name.to_owned(), Value::Array(xs.iter().map(Selector::to_json).collect()))]));
+        match self {
+            Selector::And(xs) => list("$and", xs),
+            Selector::Or(xs) => list("$or", xs),
+            Selector::Nor(xs) => list("$nor", xs),
+            Selector::Not(x) => Value::Object(Map::from_iter([("$not".to_owned(), x.to_json())])),
+            Selector::Field { path, cond } => {
+                let (op, arg) = cond.to_json();
+                let c = Value::Object(Map::from_iter([(op.to_owned(), arg)]));
+                if path.is_empty() {
+                    c
+                } else {
+                    Value::Object(Map::from_iter([(join_path(path), c)]))
+                }
+            }
+        }
+    }
+
+    /// The conjuncts at the top: the members of an `$and`, or the selector.
+    pub fn conjuncts(&self) -> Vec<&Selector> {
+        match self {
+            Selector::And(xs) => xs.iter().flat_map(Selector::conjuncts).collect(),
+            other => vec![other],
+        }
+    }
+
+    /// Whether every document the selector matches has the field `path`
+    /// (CouchDB's `has_required_fields`: an index on a field only holds
+    /// the documents that have it).
+    pub fn requires_field(&self, path: &[String]) -> bool {
+        match self {
+            Selector::And(xs) => xs.iter().any(|x| x.requires_field(path)),
+            Selector::Or(xs) => !xs.is_empty() && xs.iter().all(|x| x.requires_field(path)),
+            Selector::Nor(_) | Selector::Not(_) => false,
+            Selector::Field { path: p, cond } => p == path && !matches!(cond, Cond::Exists(false)),
+        }
+    }
+
+    /// Whether the selector fixes the field to one value at the top level
+    /// (`is_constant_field`: such a column does not disturb a sort).
+    pub fn is_constant_field(&self, path: &[String]) -> bool {
+        self.conjuncts().iter().any(|c| matches!(c, Selector::Field { path: p, cond: Cond::Eq(_) } if p == path))
+    }
+
+    /// Whether the selector is `{}`.
+    pub fn is_match_all(&self) -> bool {
+        matches!(self, Selector::And(xs) if xs.is_empty())
     }
 }
 
-fn operator(field: Option<&Value>, op: &str, arg: &Value) -> bool {
-    let cmp = |want: fn(Ordering) -> bool| field.is_some_and(|f| same_class(f, arg) && want(collate(f, arg)));
-    match op {
-        "$eq" => cmp(|o| o == Ordering::Equal),
-        "$ne" => field.is_none_or(|f| collate(f, arg) != Ordering::Equal),
-        "$gt" => cmp(|o| o == Ordering::Greater),
-        "$gte" => cmp(|o| o != Ordering::Less),
-        "$lt" => cmp(|o| o == Ordering::Less),
-        "$lte" => cmp(|o| o != Ordering::Greater),
-        "$exists" => arg.as_bool().is_some_and(|want| want == field.is_some()),
-        "$in" => field.is_some_and(|f| arg.as_array().is_some_and(|xs| xs.iter().any(|x| collate(f, x) == Ordering::Equal))),
-        "$nin" => arg.as_array().is_some_and(|xs| field.is_none_or(|f| !xs.iter().any(|x| collate(f, x) == Ordering::Equal))),
-        "$not" => !field_matches(field, arg),
-        _ => false,
+impl Cond {
+    fn matches(&self, v: &Value, raw: bool) -> bool {
+        let cmp = |a: &Value, b: &Value| -> Ordering {
+            match (raw, a, b) {
+                (true, Value::String(x), Value::String(y)) => x.cmp(y),
+                _ => collate::compare(a, b),
+            }
+        };
+        match self {
+            Cond::Eq(a) => cmp(v, a).is_eq(),
+            Cond::Ne(a) => cmp(v, a).is_ne(),
+            Cond::Gt(a) => cmp(v, a).is_gt(),
+            Cond::Gte(a) => cmp(v, a).is_ge(),
+            Cond::Lt(a) => cmp(v, a).is_lt(),
+            Cond::Lte(a) => cmp(v, a).is_le(),
+            Cond::In(args) => match v {
+                Value::Array(items) => args.iter().any(|a| items.iter().any(|x| cmp(x, a).is_eq())),
+                _ => args.iter().any(|a| cmp(v, a).is_eq()),
+            },
+            Cond::Nin(args) => match v {
+                Value::Array(items) => !args.iter().any(|a| items.iter().any(|x| cmp(x, a).is_eq())),
+                _ => !args.iter().any(|a| cmp(v, a).is_eq()),
+            },
+            Cond::Exists(want) => *want,
+            Cond::Type(t) => type_name(v) == t,
+            Cond::Size(n) => v.as_array().is_some_and(|a| a.len() as u64 == *n),
+            Cond::Mod(d, r) => v.as_i64().is_some_and(|x| x.checked_rem(*d) == Some(*r)),
+            Cond::Regex(re) => v.as_str().is_some_and(|s| re.is_match(s)),
+            Cond::All(args) => match v {
+                Value::Array(items) => {
+                    !args.is_empty()
+                        && (args.iter().all(|a| items.iter().any(|x| collate::compare(x, a).is_eq()))
+                            || (args.len() == 1 && collate::compare(&args[0], v).is_eq()))
+                }
+                _ => false,
+            },
+            Cond::ElemMatch(sel) => v.as_array().is_some_and(|items| items.iter().any(|x| sel.matches(x))),
+            Cond::AllMatch(sel) => v.as_array().is_some_and(|items| !items.is_empty() && items.iter().all(|x| sel.matches(x))),
+            Cond::KeyMapMatch(sel) => v.as_object().is_some_and(|m| m.keys().any(|k| sel.matches(&Value::String(k.clone())))),
+            Cond::BeginsWith(p) => v.as_str().is_some_and(|s| s.starts_with(p.as_str())),
+        }
+    }
+
+    fn to_json(&self) -> (&'static str, Value) {
+        match self {
+            Cond::Eq(a) => ("$eq", a.clone()),
+            Cond::Ne(a) => ("$ne", a.clone()),
+            Cond::Gt(a) => ("$gt", a.clone()),
+            Cond::Gte(a) => ("$gte", a.clone()),
+            Cond::Lt(a) => ("$lt", a.clone()),
+            Cond::Lte(a) => ("$lte", a.clone()),
+            Cond::In(a) => ("$in", Value::Array(a.clone())),
+            Cond::Nin(a) => ("$nin", Value::Array(a.clone())),
+            Cond::Exists(b) => ("$exists", Value::Bool(*b)),
+            Cond::Type(t) => ("$type", Value::String(t.clone())),
+            Cond::Size(n) => ("$size", Value::from(*n)),
+            Cond::Mod(d, r) => ("$mod", Value::Array(vec![Value::from(*d), Value::from(*r)])),
+            Cond::Regex(re) => ("$regex", Value::String(re.as_str().to_owned())),
+            Cond::All(a) => ("$all", Value::Array(a.clone())),
+            Cond::ElemMatch(s) => ("$elemMatch", s.to_json()),
+            Cond::AllMatch(s) => ("$allMatch", s.to_json()),
+            Cond::KeyMapMatch(s) => ("$keyMapMatch", s.to_json()),
+            Cond::BeginsWith(p) => ("$beginsWith", Value::String(p.clone())),
+        }
     }
 }
 
-/// Range operators compare within a type class, as Mango does for
-/// `$gt` on a number not matching strings.
-fn same_class(a: &Value, b: &Value) -> bool {
-    rank(a) == rank(b) || (rank(a) <= 2 && rank(b) <= 2)
-}
-
-fn rank(v: &Value) -> u8 {
+fn type_name(v: &Value) -> &'static str {
     match v {
-        Value::Null => 0,
-        Value::Bool(false) => 1,
-        Value::Bool(true) => 2,
-        Value::Number(_) => 3,
-        Value::String(_) => 4,
-        Value::Array(_) => 5,
-        Value::Object(_) => 6,
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }
 
-/// CouchDB's collation of JSON values (strings by code point here, not ICU).
+/// Parses the selector `v` whose fields are under `path`. `relative`: an
+/// operator may apply to the value itself (inside `$elemMatch` and kin).
+fn parse(v: &Value, path: &[String], relative: bool) -> Result<Selector, SelectorError> {
+    let Value::Object(members) = v else {
+        return Ok(field(path, relative, Cond::Eq(v.clone()))?);
+    };
+    let mut parts = Vec::with_capacity(members.len());
+    for (key, arg) in members {
+        parts.push(parse_member(key, arg, path, relative)?);
+    }
+    Ok(if parts.len() == 1 { parts.pop().expect("one part") } else { Selector::And(parts) })
+}
+
+fn field(path: &[String], relative: bool, cond: Cond) -> Result<Selector, SelectorError> {
+    if path.is_empty() && !relative {
+        return Err(SelectorError { error: "invalid_selector", reason: "One or more conditions is missing a field name.".into() });
+    }
+    Ok(Selector::Field { path: path.to_vec(), cond })
+}
+
+fn parse_member(key: &str, arg: &Value, path: &[String], relative: bool) -> Result<Selector, SelectorError> {
+    if COMBINATORS.contains(&key) {
+        return match key {
+            "$not" => match arg {
+                Value::Object(_) => Ok(Selector::Not(Box::new(parse(arg, path, relative)?))),
+                _ => Err(bad_arg(key, arg)),
+            },
+            _ => {
+                let Value::Array(items) = arg else { return Err(bad_arg(key, arg)) };
+                let parsed = items.iter().map(|x| parse(x, path, relative)).collect::<Result<Vec<_>, _>>()?;
+                Ok(match key {
+                    "$and" => Selector::And(parsed),
+                    "$or" => Selector::Or(parsed),
+                    _ => Selector::Nor(parsed),
+                })
+            }
+        };
+    }
+    if CONDITIONS.contains(&key) {
+        return field(path, relative, condition(key, arg)?);
+    }
+    if key == "$text" {
+        return Err(SelectorError { error: "not_supported", reason: "Unsupported operator: $text (text search needs a search service)".into() });
+    }
+    if key.starts_with('$') {
+        return Err(SelectorError { error: "invalid_operator", reason: format!("Invalid operator: {key}") });
+    }
+    let mut full = path.to_vec();
+    full.extend(split_path(key));
+    match arg {
+        Value::Object(m) if !m.is_empty() => parse(arg, &full, relative),
+        _ => field(&full, relative, Cond::Eq(arg.clone())),
+    }
+}
+
+fn condition(op: &str, arg: &Value) -> Result<Cond, SelectorError> {
+    let array = || arg.as_array().cloned().ok_or_else(|| bad_arg(op, arg));
+    let sub = || match arg {
+        Value::Object(_) => parse(arg, &[], true).map(Box::new),
+        _ => Err(bad_arg(op, arg)),
+    };
+    Ok(match op {
+        "$eq" => Cond::Eq(arg.clone()),
+        "$ne" => Cond::Ne(arg.clone()),
+        "$gt" => Cond::Gt(arg.clone()),
+        "$gte" => Cond::Gte(arg.clone()),
+        "$lt" => Cond::Lt(arg.clone()),
+        "$lte" => Cond::Lte(arg.clone()),
+        "$in" => Cond::In(array()?),
+        "$nin" => Cond::Nin(array()?),
+        "$all" => Cond::All(array()?),
+        "$exists" => Cond::Exists(arg.as_bool().ok_or_else(|| bad_arg(op, arg))?),
+        "$type" => match arg.as_str() {
+            Some(t) if TYPES.contains(&t) => Cond::Type(t.to_owned()),
+            _ => return Err(bad_arg(op, arg)),
+        },
+        "$size" => Cond::Size(arg.as_u64().ok_or_else(|| bad_arg(op, arg))?),
+        "$mod" => match arg.as_array().map(Vec::as_slice) {
+            Some([d, r]) => match (d.as_i64(), r.as_i64()) {
+                (Some(d), Some(r)) if d != 0 => Cond::Mod(d, r),
+                _ => return Err(bad_arg(op, arg)),
+            },
+            _ => return Err(bad_arg(op, arg)),
+        },
+        "$regex" => {
+            let text = arg.as_str().ok_or_else(|| bad_arg(op, arg))?;
+            Cond::Regex(regex::RegexBuilder::new(text).size_limit(1 << 20).build().map_err(|_| bad_arg(op, arg))?)
+        }
+        "$beginsWith" => Cond::BeginsWith(arg.as_str().ok_or_else(|| bad_arg(op, arg))?.to_owned()),
+        "$elemMatch" => Cond::ElemMatch(sub()?),
+        "$allMatch" => Cond::AllMatch(sub()?),
+        "$keyMapMatch" => Cond::KeyMapMatch(sub()?),
+        _ => return Err(SelectorError { error: "invalid_operator", reason: format!("Invalid operator: {op}") }),
+    })
+}
+
+/// A field name's path: split at dots, `\.` being a dot inside a name.
+pub fn split_path(field: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut chars = field.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('.') => parts.last_mut().expect("a part").push('.'),
+                Some(other) => {
+                    let last = parts.last_mut().expect("a part");
+                    last.push('\\');
+                    last.push(other);
+                }
+                None => parts.last_mut().expect("a part").push('\\'),
+            },
+            '.' => parts.push(String::new()),
+            c => parts.last_mut().expect("a part").push(c),
+        }
+    }
+    parts
+}
+
+/// The field name of a path (dots inside names escaped).
+pub fn join_path(path: &[String]) -> String {
+    path.iter().map(|p| p.replace('.', "\\.")).collect::<Vec<_>>().join(".")
+}
+
+enum Lookup<'a> {
+    Found(&'a Value),
+    Missing,
+    /// A step went through something other than an object.
+    BadPath,
+}
+
+fn lookup<'a>(doc: &'a Value, path: &[String]) -> Lookup<'a> {
+    let mut v = doc;
+    for part in path {
+        match v {
+            Value::Object(m) => match m.get(part) {
+                Some(x) => v = x,
+                None => return Lookup::Missing,
+            },
+            _ => return Lookup::BadPath,
+        }
+    }
+    Lookup::Found(v)
+}
+
+/// The value at `path` in `doc`, if it is there.
+pub fn get_path<'a>(doc: &'a Value, path: &[String]) -> Option<&'a Value> {
+    match lookup(doc, path) {
+        Lookup::Found(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// Whether `doc` satisfies `selector`; a selector that does not parse
+/// matches nothing, so a typo never leaks documents.
+pub fn matches(selector: &Value, doc: &Value) -> bool {
+    Selector::parse(selector).is_ok_and(|s| s.matches(doc))
+}
+
+/// CouchDB's collation of JSON values (see [`crate::collate`]).
 pub fn collate(a: &Value, b: &Value) -> Ordering {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            x.as_f64().unwrap_or(f64::NAN).partial_cmp(&y.as_f64().unwrap_or(f64::NAN)).unwrap_or(Ordering::Equal)
-        }
-        (Value::String(x), Value::String(y)) => x.cmp(y),
-        (Value::Array(x), Value::Array(y)) => {
-            x.iter().zip(y).map(|(a, b)| collate(a, b)).find(|o| *o != Ordering::Equal).unwrap_or(x.len().cmp(&y.len()))
-        }
-        (Value::Object(x), Value::Object(y)) => collate_objects(x, y),
-        _ => rank(a).cmp(&rank(b)),
-    }
-}
-
-fn collate_objects(x: &Map<String, Value>, y: &Map<String, Value>) -> Ordering {
-    for ((ka, va), (kb, vb)) in x.iter().zip(y) {
-        let o = ka.cmp(kb).then_with(|| collate(va, vb));
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    x.len().cmp(&y.len())
+    collate::compare(a, b)
 }
 
 #[cfg(test)]
@@ -111,23 +391,69 @@ mod tests {
 
     #[test]
     fn selectors_match_fields_operators_and_combinations() {
-        let doc = json!({ "_id": "a", "type": "post", "n": 5, "tags": ["x"], "author": { "name": "ann", "age": 40 } });
+        let doc = json!({ "_id": "a", "type": "post", "n": 5, "tags": ["x", "y"], "author": { "name": "ann", "age": 40 }, "m": { "k1": 1, "zz": 2 } });
         for (sel, want) in [
             (json!({ "type": "post" }), true),
             (json!({ "type": { "$eq": "page" } }), false),
             (json!({ "n": { "$gt": 4, "$lte": 5 } }), true),
             (json!({ "n": { "$gt": "4" } }), false),
+            (json!({ "n": { "$lt": "4" } }), true),
             (json!({ "author.name": "ann" }), true),
             (json!({ "author": { "age": { "$gte": 41 } } }), false),
             (json!({ "missing": { "$exists": false } }), true),
+            (json!({ "missing": { "$ne": 1 } }), false),
             (json!({ "n": { "$in": [1, 5] } }), true),
+            (json!({ "tags": { "$in": ["y", "z"] } }), true),
+            (json!({ "tags": { "$nin": ["y"] } }), false),
             (json!({ "type": { "$ne": "post" } }), false),
             (json!({ "$or": [{ "n": 1 }, { "type": "post" }] }), true),
             (json!({ "$and": [{ "n": 5 }, { "type": "page" }] }), false),
-            (json!({ "n": { "$bogus": 1 } }), false),
+            (json!({ "$nor": [{ "n": 1 }, { "type": "page" }] }), true),
+            (json!({ "$not": { "n": 5 } }), false),
+            (json!({ "n": { "$not": { "$eq": 4 } } }), true),
+            (json!({ "n": { "$type": "number" } }), true),
+            (json!({ "tags": { "$size": 2 } }), true),
+            (json!({ "n": { "$mod": [2, 1] } }), true),
+            (json!({ "type": { "$regex": "^po" } }), true),
+            (json!({ "tags": { "$all": ["x", "y"] } }), true),
+            (json!({ "tags": { "$all": ["x", "q"] } }), false),
+            (json!({ "tags": { "$elemMatch": { "$eq": "y" } } }), true),
+            (json!({ "tags": { "$allMatch": { "$gt": "w" } } }), true),
+            (json!({ "m": { "$keyMapMatch": { "$beginsWith": "k" } } }), true),
+            (json!({ "type": { "$beginsWith": "pa" } }), false),
+            (json!({ "author.name.first": "ann" }), false),
             (json!({}), true),
         ] {
-            assert_eq!(matches(&sel, &doc), want, "{sel}");
+            let parsed = Selector::parse(&sel).unwrap_or_else(|e| panic!("{sel}: {e:?}"));
+            assert_eq!(parsed.matches(&doc), want, "{sel}");
+            // The normal form means the same.
+            assert_eq!(Selector::parse(&parsed.to_json()).unwrap().matches(&doc), want, "normal form of {sel}");
         }
+    }
+
+    #[test]
+    fn bad_selectors_get_couchdbs_errors() {
+        for (sel, error) in [
+            (json!({ "n": { "$bogus": 1 } }), "invalid_operator"),
+            (json!({ "n": { "$in": 1 } }), "bad_arg"),
+            (json!({ "n": { "$mod": [0, 1] } }), "bad_arg"),
+            (json!({ "n": { "$type": "integer" } }), "bad_arg"),
+            (json!({ "n": { "$regex": "(" } }), "bad_arg"),
+            (json!({ "$and": {} }), "bad_arg"),
+            (json!({ "$gt": 1 }), "invalid_selector"),
+            (json!([1]), "invalid_selector_json"),
+        ] {
+            assert_eq!(Selector::parse(&sel).unwrap_err().error, error, "{sel}");
+        }
+    }
+
+    #[test]
+    fn dotted_paths_and_escaped_dots() {
+        assert_eq!(split_path("a.b\\.c"), vec!["a".to_owned(), "b.c".to_owned()]);
+        assert_eq!(join_path(&split_path("a.b\\.c")), "a.b\\.c");
+        let s = Selector::parse(&json!({ "a": { "b": 1, "c": { "$gt": 2 } } })).unwrap();
+        assert_eq!(s.to_json(), json!({ "$and": [{ "a.b": { "$eq": 1 } }, { "a.c": { "$gt": 2 } }] }));
+        assert!(s.requires_field(&["a".to_owned(), "b".to_owned()]));
+        assert!(s.is_constant_field(&["a".to_owned(), "b".to_owned()]));
     }
 }

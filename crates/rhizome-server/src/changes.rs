@@ -71,7 +71,13 @@ pub fn request(req: &Request, db: Arc<DbHandle>) -> Result<Reply, HttpError> {
         Some("_selector") => {
             let selector = body.as_ref().and_then(|b| b.get("selector")).cloned();
             match selector {
-                Some(s @ Value::Object(_)) => ChangesFilter::Selector(s),
+                Some(s @ Value::Object(_)) => {
+                    // Refused before the feed starts, with Mango's error.
+                    if let Err(e) = rhizome_docs::selector::Selector::parse(&s) {
+                        return Err(HttpError::new(400, e.error, e.reason));
+                    }
+                    ChangesFilter::Selector(s)
+                }
                 _ => return Err(HttpError::bad_request("filter=_selector needs a selector object in the POST body")),
             }
         }

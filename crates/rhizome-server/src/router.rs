@@ -41,6 +41,8 @@ pub enum DbOp {
     EnsureFullCommit,
     DesignDocs,
     ViewCleanup,
+    Find,
+    Explain,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +67,8 @@ pub enum Route {
     /// functions, which Rhizome does not run: CouchDB's 404s, so that a
     /// client sees "no such view" rather than a missing attachment.
     DesignAction(String, String, String, String),
+    /// `/{db}/_index` and below (Mango's indexes).
+    MangoIndex(String, Vec<String>),
 }
 
 /// The design-document handlers of CouchDB (`chttpd_handlers`): paths
@@ -102,11 +106,15 @@ impl Route {
                     "_ensure_full_commit" => DbOp::EnsureFullCommit,
                     "_design_docs" => DbOp::DesignDocs,
                     "_view_cleanup" => DbOp::ViewCleanup,
+                    "_find" => DbOp::Find,
+                    "_explain" => DbOp::Explain,
+                    "_index" => return Ok(Route::MangoIndex(db.to_string(), Vec::new())),
                     "_sparql" | "_graph" => return Ok(Route::Extension(db.to_string(), op.to_string())),
                     _ => return Err(HttpError::bad_request("Only reserved document ids may start with underscore.")),
                 };
                 Route::DbOp(db.to_string(), op)
             }
+            [db, "_index", rest @ ..] => Route::MangoIndex(db.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             [db, "_local", id] => Route::Local(db.to_string(), format!("_local/{id}")),
             [_, "_local", _, ..] => return Err(HttpError::bad_request("_local documents do not accept attachments.")),
             [db, "_design", name, action, rest @ ..] if DESIGN_ACTIONS.contains(action) => {
@@ -126,7 +134,7 @@ impl Route {
 
     pub fn db_name(&self) -> Option<&str> {
         match self {
-            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) | Route::DesignAction(db, ..) => Some(db),
+            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) | Route::DesignAction(db, ..) | Route::MangoIndex(db, _) => Some(db),
             _ => None,
         }
     }
@@ -143,6 +151,9 @@ impl Route {
             Route::DesignAction(_, _, action, _) if action == "_compact" => Access::DbAdmin,
             Route::DbOp(_, DbOp::Security | DbOp::RevsLimit) if !read => Access::DbAdmin,
             Route::DbOp(_, _) => Access::Member,
+            // Creating or deleting an index writes a design document.
+            Route::MangoIndex(..) if !read => Access::DbAdmin,
+            Route::MangoIndex(..) => Access::Member,
             Route::Doc(db, id) | Route::Attachment(db, id, _) if db == "_users" && id.starts_with(auth::users::USER_PREFIX) => Access::UserDoc(id.clone()),
             Route::Doc(_, id) | Route::Attachment(_, id, _) if id.starts_with("_design/") && !read => Access::DbAdmin,
             Route::Doc(..) | Route::Attachment(..) | Route::Local(..) | Route::Extension(..) | Route::DesignAction(..) => Access::Member,
@@ -217,6 +228,8 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::EnsureFullCommit => database::ensure_full_commit(m)?.into(),
                 DbOp::DesignDocs => bulk::all_docs_in(req, &db, true)?.into(),
                 DbOp::ViewCleanup => couch::views::cleanup(req, &db)?.into(),
+                DbOp::Find => couch::mango::find(req, &db)?.into(),
+                DbOp::Explain => couch::mango::explain(req, &db)?.into(),
             }
         }
         Route::Doc(_, id) => documents::document(server, req, ctx, &*need(db)?, &id)?.into(),
@@ -224,6 +237,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Attachment(_, id, name) => attachments::attachment(server, req, ctx, &*need(db)?, &id, &name)?.into(),
         Route::Extension(_, what) => extension::route(server, req, &*need(db)?, &what)?.into(),
         Route::DesignAction(_, ddoc, action, rest) => couch::views::design_action(req, need(db)?, &ddoc, &action, &rest)?.into(),
+        Route::MangoIndex(_, rest) => couch::mango::index(req, ctx, &*need(db)?, &rest)?.into(),
     })
 }
 
@@ -249,6 +263,9 @@ mod tests {
         assert_eq!(p("/db/_local/cp/file.txt").unwrap_err().status, 400);
         assert_eq!(p("/db/_design/d/_view/v").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_view".into(), "v".into()));
         assert_eq!(p("/db/_compact/d").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_compact".into(), String::new()));
+        assert_eq!(p("/db/_find").unwrap(), Route::DbOp("db".into(), DbOp::Find));
+        assert_eq!(p("/db/_index").unwrap(), Route::MangoIndex("db".into(), vec![]));
+        assert_eq!(p("/db/_index/_design/d/json/n").unwrap(), Route::MangoIndex("db".into(), vec!["_design".into(), "d".into(), "json".into(), "n".into()]));
         assert_eq!(p("/db/_design/d/_other").unwrap(), Route::Attachment("db".into(), "_design/d".into(), "_other".into()));
     }
 }

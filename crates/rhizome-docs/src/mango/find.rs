@@ -1,0 +1,351 @@
+//! Running `_find` and `_explain`
+//! (https://docs.couchdb.org/en/stable/api/database/find.html): the plan's
+//! index (or `_all_docs`) is scanned in order between the bounds the
+//! selector gives its leading columns, each document read from the
+//! snapshot is matched against the whole selector, then `skip`, `limit`
+//! and `fields` apply. Rows stream from the cursor; only the answer (at
+//! most `limit` documents) is kept. The bookmark is the last row's key, so
+//! the next page resumes right after it.
+
+use super::index::{list_indexes, mango_error, IndexDef};
+use super::plan::{bounds, plan, Access, Bounds, FindOptions};
+use crate::collate;
+use crate::keys::{DocInfo, DOCS, MANGO_ROWS};
+use crate::read::{render, ReadOptions};
+use crate::selector::get_path;
+use crate::{Database, DocError, Result};
+use base64::Engine;
+use serde_json::{json, Map, Value};
+use std::time::Instant;
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+/// A scan's key range: `[lower, upper)` in its keyspace.
+struct Range {
+    lower: Vec<u8>,
+    upper: Vec<u8>,
+    /// For `_explain`'s `mrargs`.
+    start_key: Value,
+    end_key: Value,
+}
+
+fn column_range(index: &IndexDef, opts: &FindOptions) -> Range {
+    let mut prefix = index.id.to_vec();
+    let mut start_key = Vec::new();
+    let mut end_key = Vec::new();
+    let mut last: Option<Bounds> = None;
+    for column in &index.columns {
+        match bounds(&opts.selector, column) {
+            Some(b) if b.is_point() => {
+                let v = b.lower.as_ref().expect("a point has a lower bound").0.clone();
+                collate::encode_into(&v, &mut prefix);
+                start_key.push(v.clone());
+                end_key.push(v);
+            }
+            Some(b) => {
+                last = Some(b);
+                break;
+            }
+            None => break,
+        }
+    }
+    let mut lower = prefix.clone();
+    let mut upper = prefix;
+    match last.as_ref().and_then(|b| b.lower.as_ref()) {
+        Some((v, inclusive)) => {
+            collate::encode_into(v, &mut lower);
+            if !inclusive {
+                lower.push(collate::AFTER);
+            }
+            start_key.push(v.clone());
+        }
+        None => {}
+    }
+    match last.as_ref().and_then(|b| b.upper.as_ref()) {
+        Some((v, inclusive)) => {
+            collate::encode_into(v, &mut upper);
+            if *inclusive {
+                upper.push(collate::AFTER);
+            }
+            end_key.push(v.clone());
+        }
+        None => {
+            upper.push(collate::AFTER);
+            end_key.push(Value::String("<MAX>".into()));
+        }
+    }
+    Range { lower, upper, start_key: Value::Array(start_key), end_key: Value::Array(end_key) }
+}
+
+/// `_all_docs` between the string bounds the selector puts on `_id`
+/// (raw order, as ids are stored).
+fn id_range(opts: &FindOptions) -> Range {
+    let b = bounds(&opts.selector, &["_id".to_owned()]).unwrap_or_default();
+    let (mut lower, mut start_key) = (Vec::new(), Value::Null);
+    if let Some((Value::String(s), inclusive)) = &b.lower {
+        lower = s.as_bytes().to_vec();
+        if !inclusive {
+            lower.push(0);
+        }
+        start_key = Value::String(s.clone());
+    }
+    let (mut upper, mut end_key) = (vec![0xFF], Value::String("<MAX>".into()));
+    if let Some((Value::String(s), inclusive)) = &b.upper {
+        upper = s.as_bytes().to_vec();
+        if *inclusive {
+            upper.push(0);
+        }
+        end_key = Value::String(s.clone());
+    }
+    Range { lower, upper, start_key, end_key }
+}
+
+#[derive(Default)]
+struct Stats {
+    keys: u64,
+    docs: u64,
+}
+
+/// A `_find` ready to run: options read, index chosen and up to date, the
+/// bookmark decoded. Errors CouchDB answers with a status all happen while
+/// preparing, so a caller can start streaming the answer after it.
+pub struct PreparedFind {
+    opts: FindOptions,
+    plan: super::plan::Plan,
+    range: Range,
+    started: Instant,
+}
+
+/// What follows the documents of a `_find` answer.
+pub struct FindEnd {
+    pub bookmark: String,
+    keys: u64,
+    docs: u64,
+    returned: u64,
+}
+
+impl PreparedFind {
+    pub fn limit(&self) -> u64 {
+        self.opts.limit
+    }
+
+    /// The members after `docs`: `bookmark`, `warning`, `execution_stats`.
+    pub fn tail(&self, end: &FindEnd) -> Map<String, Value> {
+        let mut out = Map::new();
+        out.insert("bookmark".into(), Value::String(end.bookmark.clone()));
+        if !self.plan.warnings.is_empty() {
+            out.insert("warning".into(), Value::String(self.plan.warnings.join("\n")));
+        }
+        if self.opts.execution_stats {
+            out.insert(
+                "execution_stats".into(),
+                json!({
+                    "total_keys_examined": end.keys,
+                    "total_docs_examined": end.docs,
+                    "total_quorum_docs_examined": 0,
+                    "results_returned": end.returned,
+                    "execution_time_ms": self.started.elapsed().as_secs_f64() * 1000.0,
+                }),
+            );
+        }
+        out
+    }
+}
+
+impl Database {
+    /// `POST /{db}/_find`: the whole response body.
+    pub fn find(&self, body: &Map<String, Value>) -> Result<Value> {
+        let q = self.prepare_find(body)?;
+        let mut docs = Vec::new();
+        let end = self.run_find(&q, &mut |doc| {
+            docs.push(doc);
+            true
+        })?;
+        let mut out = Map::new();
+        out.insert("docs".into(), Value::Array(docs));
+        out.extend(q.tail(&end));
+        Ok(Value::Object(out))
+    }
+
+    /// Reads the options, chooses the index and brings it up to date.
+    pub fn prepare_find(&self, body: &Map<String, Value>) -> Result<PreparedFind> {
+        let started = Instant::now();
+        let opts = FindOptions::parse(body)?;
+        let (plan, indexes) = self.plan_find(&opts)?;
+        if let (Access::Json(index), true) = (&plan.access, opts.update) {
+            self.refresh_mango_index(index)?;
+        }
+        self.drop_stale_mango_indexes(&indexes)?;
+        let (prefix_len, mut range) = match &plan.access {
+            Access::Json(index) => (index.id.len(), column_range(index, &opts)),
+            Access::AllDocs => (0, id_range(&opts)),
+        };
+        if let Some(bookmark) = &opts.bookmark {
+            let key = B64
+                .decode(bookmark)
+                .ok()
+                .filter(|k| k.len() > prefix_len && k[..prefix_len] == range.lower[..prefix_len.min(range.lower.len())])
+                .ok_or_else(|| mango_error(400, "invalid_bookmark", format!("Invalid bookmark value: {}", Value::String(bookmark.clone()))))?;
+            if opts.descending {
+                range.upper = range.upper.min(key);
+            } else {
+                let mut after = key;
+                after.push(0);
+                range.lower = range.lower.max(after);
+            }
+        }
+        Ok(PreparedFind { opts, plan, range, started })
+    }
+
+    /// Runs a prepared `_find` on a fresh snapshot, handing each answer's
+    /// document to `emit` in order (which returns false to stop early).
+    pub fn run_find(&self, q: &PreparedFind, emit: &mut dyn FnMut(Value) -> bool) -> Result<FindEnd> {
+        let opts = &q.opts;
+        let range = &q.range;
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let keyspace = match q.plan.access {
+            Access::Json(_) => MANGO_ROWS,
+            Access::AllDocs => DOCS,
+        };
+        let read = ReadOptions { conflicts: opts.conflicts, ..Default::default() };
+        let mut stats = Stats::default();
+        let mut returned = 0u64;
+        let mut last_key: Option<Vec<u8>> = None;
+        let mut skipped = 0;
+        if range.lower < range.upper && opts.limit > 0 {
+            let mut cursor = kv.cursor(keyspace, &range.lower, Some(&range.upper));
+            if opts.descending {
+                cursor.seek_last();
+            } else {
+                cursor.seek_first();
+            }
+            while cursor.valid() && returned < opts.limit {
+                stats.keys += 1;
+                let (id, info) = match q.plan.access {
+                    Access::AllDocs => {
+                        let id = String::from_utf8_lossy(cursor.key()).into_owned();
+                        let info = DocInfo::from_bytes(&id, cursor.value())?;
+                        (id, Some(info))
+                    }
+                    Access::Json(_) => {
+                        let id = String::from_utf8_lossy(cursor.value()).into_owned();
+                        let info = match kv.get(DOCS, id.as_bytes())? {
+                            Some(bytes) => Some(DocInfo::from_bytes(&id, &bytes)?),
+                            None => None,
+                        };
+                        (id, info)
+                    }
+                };
+                if let Some(info) = info.filter(|i| !i.deleted) {
+                    stats.docs += 1;
+                    let doc = match render(kv, &id, &info, &info.winner, &read) {
+                        Ok(d) => Value::Object(d),
+                        Err(DocError::NotFound(_)) => Value::Null,
+                        Err(e) => return Err(e),
+                    };
+                    if !doc.is_null() && opts.selector.matches(&doc) {
+                        if skipped < opts.skip {
+                            skipped += 1;
+                        } else {
+                            returned += 1;
+                            last_key = Some(cursor.key().to_vec());
+                            if !emit(project(doc, opts.fields.as_deref())) {
+                                break;
+                            }
+                        }
+                    }
+                }
+                if opts.descending {
+                    cursor.prev();
+                } else {
+                    cursor.next();
+                }
+            }
+            cursor.status()?;
+        }
+        let bookmark = match last_key {
+            Some(k) => B64.encode(k),
+            None => opts.bookmark.clone().unwrap_or_else(|| "nil".into()),
+        };
+        Ok(FindEnd { bookmark, keys: stats.keys, docs: stats.docs, returned })
+    }
+
+    /// `POST /{db}/_explain`: the response body, in CouchDB's shape.
+    pub fn explain(&self, db_name: &str, body: &Map<String, Value>) -> Result<Value> {
+        let opts = FindOptions::parse(body)?;
+        let (plan, _) = self.plan_find(&opts)?;
+        let range = match &plan.access {
+            Access::Json(index) => column_range(index, &opts),
+            Access::AllDocs => id_range(&opts),
+        };
+        Ok(json!({
+            "dbname": db_name,
+            "index": plan.access.to_json(),
+            "partitioned": false,
+            "selector": opts.selector.to_json(),
+            "opts": opts.to_json(),
+            "limit": opts.limit,
+            "skip": opts.skip,
+            "fields": opts.fields_json(),
+            "mrargs": {
+                "include_docs": true,
+                "view_type": "map",
+                "reduce": false,
+                "partition": null,
+                "start_key": range.start_key,
+                "end_key": range.end_key,
+                "direction": if opts.descending { "rev" } else { "fwd" },
+                "stable": opts.stable,
+                "update": opts.update,
+                "conflicts": "undefined",
+            },
+            "covering": false,
+        }))
+    }
+
+    /// `GET /{db}/_index`: `_all_docs` then every JSON index.
+    pub fn list_mango_indexes(&self) -> Result<Vec<Value>> {
+        let mut out = vec![super::plan::all_docs_json()];
+        out.extend(self.mango_indexes()?.iter().map(IndexDef::to_json));
+        Ok(out)
+    }
+
+    fn plan_find(&self, opts: &FindOptions) -> Result<(super::plan::Plan, Vec<IndexDef>)> {
+        let s = self.store.snapshot()?;
+        let indexes = list_indexes(s.kv())?;
+        Ok((plan(&indexes, opts)?, indexes))
+    }
+}
+
+/// Keeps only `fields` of a document (nested paths build nested objects),
+/// as `mango_doc:get_field`/`set_field`.
+fn project(doc: Value, fields: Option<&[Vec<String>]>) -> Value {
+    let Some(fields) = fields else { return doc };
+    let mut out = Value::Object(Map::new());
+    for path in fields {
+        let Some(v) = get_path(&doc, path) else { continue };
+        let mut at = &mut out;
+        for (i, part) in path.iter().enumerate() {
+            let Value::Object(m) = at else { break };
+            if i + 1 == path.len() {
+                m.insert(part.clone(), v.clone());
+                break;
+            }
+            at = m.entry(part.clone()).or_insert_with(|| Value::Object(Map::new()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn projection_keeps_nested_paths() {
+        let doc = json!({ "_id": "a", "a": { "b": 1, "c": 2 }, "d": 3 });
+        let fields = vec![vec!["_id".to_owned()], vec!["a".to_owned(), "b".to_owned()], vec!["missing".to_owned()]];
+        assert_eq!(project(doc, Some(&fields)), json!({ "_id": "a", "a": { "b": 1 } }));
+    }
+}

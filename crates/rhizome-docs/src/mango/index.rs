@@ -1,0 +1,383 @@
+//! Mango JSON indexes: their definitions (views of `"language": "query"`
+//! design documents, as CouchDB keeps them, so they replicate and list in
+//! `_all_docs`), their rows in the store and keeping them up to date.
+//!
+//! An index's rows are `MANGO_ROWS` keys: the index id, its columns'
+//! values collated ([`crate::collate`]), then the document id, so rows sort
+//! as CouchDB's view rows (by key, then id). A document is indexed when it
+//! has every column's field and matches the `partial_filter_selector`
+//! (`mango_native_proc`), design documents never. `MANGO_STATE` keeps the
+//! sequence an index has seen; [`Database::refresh_mango_index`] brings it
+//! to the database's sequence from the documents changed since, in
+//! transactions of [`REFRESH_BATCH`] documents, so memory stays bounded
+//! and writers wait at most one batch.
+
+use crate::collate;
+use crate::keys::{self, DocInfo, DB_META, DOCS, MANGO_DOC_ROWS, MANGO_ROWS, MANGO_STATE, SEQS};
+use crate::read::{render, ReadOptions};
+use crate::selector::{join_path, split_path, Selector};
+use crate::{Database, DocError, Result};
+use md5::{Digest, Md5};
+use rhizome_kv::KvRead;
+use serde_json::{json, Map, Value};
+
+/// Documents per transaction while an index catches up.
+pub const REFRESH_BATCH: usize = 1000;
+
+pub(crate) fn mango_error(status: u16, error: &'static str, reason: impl Into<String>) -> DocError {
+    DocError::Mango { status, error, reason: reason.into() }
+}
+
+/// One JSON index of a design document.
+#[derive(Clone, Debug)]
+pub struct IndexDef {
+    /// `_design/...`
+    pub ddoc: String,
+    pub name: String,
+    /// Column paths, in order.
+    pub columns: Vec<Vec<String>>,
+    /// Whether the definition's fields are `desc` (all or none are).
+    pub descending: bool,
+    pub partial: Option<Selector>,
+    partial_json: Option<Value>,
+    /// The store's name for the index: a hash of its design document, name
+    /// and definition, so a changed definition is a new index.
+    pub id: [u8; 8],
+}
+
+impl IndexDef {
+    /// What `GET /{db}/_index` shows of it.
+    pub fn to_json(&self) -> Value {
+        let dir = if self.descending { "desc" } else { "asc" };
+        let fields: Vec<Value> = self.columns.iter().map(|c| json!({ join_path(c): dir })).collect();
+        let mut def = json!({ "fields": fields });
+        if let Some(p) = &self.partial_json {
+            def["partial_filter_selector"] = p.clone();
+        }
+        json!({ "ddoc": self.ddoc, "name": self.name, "type": "json", "partitioned": false, "def": def })
+    }
+
+    /// The `MANGO_ROWS` key of `doc` (with `_id`), if the index holds it.
+    fn row_key(&self, id: &str, doc: &Value) -> Option<Vec<u8>> {
+        if self.partial.as_ref().is_some_and(|p| !p.matches(doc)) {
+            return None;
+        }
+        let mut key = self.id.to_vec();
+        for column in &self.columns {
+            collate::encode_into(crate::selector::get_path(doc, column)?, &mut key);
+        }
+        key.extend_from_slice(id.as_bytes());
+        Some(key)
+    }
+}
+
+/// The definition of a new index, from a `POST /{db}/_index` body.
+#[derive(Clone, Debug)]
+pub struct NewIndex {
+    pub ddoc: String,
+    pub name: String,
+    /// The view as it goes into the design document's `views`.
+    pub view: Value,
+}
+
+const CREATE_KEYS: &[&str] = &["index", "ddoc", "name", "type", "partitioned", "w"];
+
+/// Reads a `POST /{db}/_index` body (`mango_opts:validate_idx_create`).
+pub fn new_index(body: &Map<String, Value>) -> Result<NewIndex> {
+    if let Some(bad) = body.keys().find(|k| !CREATE_KEYS.contains(&k.as_str())) {
+        return Err(mango_error(400, "invalid_key", format!("Invalid key {bad} for this request.")));
+    }
+    match body.get("type").map(|t| t.as_str()) {
+        None | Some(Some("json")) => {}
+        Some(Some(t @ ("text" | "nouveau"))) => return Err(mango_error(503, "required index service unavailable", t)),
+        Some(Some(t)) => return Err(mango_error(400, "invalid_index", format!("Invalid type for index: {t}"))),
+        Some(None) => return Err(mango_error(400, "invalid_string", format!("Invalid string: {}", body["type"]))),
+    }
+    if body.get("partitioned").is_some_and(|p| p.as_bool() == Some(true)) {
+        return Err(mango_error(400, "invalid_partitioned_option", "Requested partitioned option does not match existing value on this database"));
+    }
+    let Some(index) = body.get("index") else {
+        return Err(mango_error(400, "missing_required_key", "Missing required key: index"));
+    };
+    let Some(index) = index.as_object() else {
+        return Err(mango_error(400, "invalid_index", format!("JSON indexes must be an object, not: {index}")));
+    };
+    let (columns, descending) = parse_fields(index.get("fields"))?;
+    let partial = index.get("partial_filter_selector").or_else(|| index.get("selector"));
+    if let Some(p) = partial {
+        Selector::parse(p).map_err(|e| mango_error(400, e.error, e.reason))?;
+    }
+    let dir = if descending { "desc" } else { "asc" };
+    let fields: Vec<Value> = columns.iter().map(|c| json!({ join_path(c): dir })).collect();
+    let mut def = json!({ "fields": fields });
+    if let Some(p) = partial {
+        def["partial_filter_selector"] = p.clone();
+    }
+    let hash: String = Md5::digest(def.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let text = |k: &str| -> Result<Option<String>> {
+        match body.get(k) {
+            None => Ok(None),
+            Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+            Some(v) => Err(mango_error(400, "invalid_string", format!("Invalid string: {v}"))),
+        }
+    };
+    let ddoc = match text("ddoc")? {
+        Some(d) if d.starts_with("_design/") => d,
+        Some(d) => format!("_design/{d}"),
+        None => format!("_design/{hash}"),
+    };
+    let name = text("name")?.unwrap_or_else(|| hash.clone());
+    let mut map = Map::new();
+    map.insert("fields".into(), Value::Object(fields.iter().filter_map(Value::as_object).flat_map(|m| m.clone()).collect()));
+    if let Some(p) = partial {
+        map.insert("partial_filter_selector".into(), p.clone());
+    }
+    let view = json!({ "map": map, "reduce": "_count", "options": { "def": def } });
+    Ok(NewIndex { ddoc, name, view })
+}
+
+/// Index fields: names or `{name: "asc"|"desc"}`, one direction for all.
+fn parse_fields(fields: Option<&Value>) -> Result<(Vec<Vec<String>>, bool)> {
+    let bad = |v: &Value| mango_error(400, "invalid_sort_json", format!("Sort must be an array of sort specs, not: {v}"));
+    let Some(Value::Array(items)) = fields else {
+        return Err(mango_error(400, "invalid_index", "Index is missing its definition."));
+    };
+    if items.is_empty() {
+        return Err(mango_error(400, "invalid_index", "Index is missing its definition."));
+    }
+    let mut columns = Vec::new();
+    let mut dirs = Vec::new();
+    for item in items {
+        match item {
+            Value::String(s) => {
+                columns.push(split_path(s));
+                dirs.push(false);
+            }
+            Value::Object(m) if m.len() == 1 => {
+                let (k, v) = m.iter().next().expect("one member");
+                let desc = match v.as_str() {
+                    Some("asc") => false,
+                    Some("desc") => true,
+                    _ => return Err(mango_error(400, "invalid_sort_dir", format!("Invalid sort direction: {v}"))),
+                };
+                columns.push(split_path(k));
+                dirs.push(desc);
+            }
+            other => return Err(bad(other)),
+        }
+    }
+    if dirs.iter().any(|d| *d != dirs[0]) {
+        return Err(mango_error(400, "unsupported_mixed_sort", "Sorts currently only support a single direction for all fields."));
+    }
+    Ok((columns, dirs[0]))
+}
+
+/// Adds `index` to a design document (or a new one); `None` when the
+/// document has this very index already (CouchDB's `"exists"`).
+pub fn add_to_design_doc(ddoc: Option<Map<String, Value>>, index: &NewIndex) -> Result<Option<Map<String, Value>>> {
+    let mut doc = ddoc.unwrap_or_default();
+    match doc.get("language") {
+        None => {}
+        Some(Value::String(l)) if l == "query" => {}
+        Some(other) => return Err(mango_error(400, "invalid_ddoc_lang", format!("Existing design doc has an invalid language: {other}"))),
+    }
+    doc.insert("_id".into(), Value::String(index.ddoc.clone()));
+    doc.insert("language".into(), Value::String("query".into()));
+    let views = doc.entry("views").or_insert_with(|| Value::Object(Map::new()));
+    if !views.is_object() {
+        *views = Value::Object(Map::new());
+    }
+    let views = views.as_object_mut().expect("views is an object");
+    if views.get(&index.name).and_then(|v| v.get("options")).and_then(|o| o.get("def")) == index.view.get("options").and_then(|o| o.get("def")) {
+        return Ok(None);
+    }
+    views.insert(index.name.clone(), index.view.clone());
+    Ok(Some(doc))
+}
+
+/// Removes the JSON index `name` from a design document: the document to
+/// write (deleted when no view is left), or `None` if it has no such index.
+pub fn remove_from_design_doc(mut doc: Map<String, Value>, name: &str) -> Option<Map<String, Value>> {
+    if doc.get("language").and_then(Value::as_str) != Some("query") {
+        return None;
+    }
+    let views = doc.get_mut("views")?.as_object_mut()?;
+    views.remove(name)?;
+    if views.is_empty() {
+        let mut gone = Map::new();
+        for k in ["_id", "_rev"] {
+            if let Some(v) = doc.get(k) {
+                gone.insert(k.to_owned(), v.clone());
+            }
+        }
+        gone.insert("_deleted".into(), Value::Bool(true));
+        return Some(gone);
+    }
+    Some(doc)
+}
+
+/// The JSON indexes of one design document's body.
+fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef> {
+    if body.get("language").and_then(Value::as_str) != Some("query") {
+        return Vec::new();
+    }
+    let Some(views) = body.get("views").and_then(Value::as_object) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (name, view) in views {
+        let def = view.get("options").and_then(|o| o.get("def"));
+        let fields = def.and_then(|d| d.get("fields")).cloned().or_else(|| {
+            // CouchDB's `map.fields` is an object of field -> direction.
+            let m = view.get("map")?.get("fields")?.as_object()?;
+            Some(Value::Array(m.iter().map(|(k, v)| json!({ k: v })).collect()))
+        });
+        let Ok((columns, descending)) = parse_fields(fields.as_ref()) else { continue };
+        let partial_json = def.and_then(|d| d.get("partial_filter_selector")).or_else(|| view.get("map").and_then(|m| m.get("partial_filter_selector"))).cloned();
+        let partial = match &partial_json {
+            Some(p) => match Selector::parse(p) {
+                Ok(s) => Some(s),
+                Err(_) => continue,
+            },
+            None => None,
+        };
+        let mut md5 = Md5::new();
+        md5.update(ddoc.as_bytes());
+        md5.update([0]);
+        md5.update(name.as_bytes());
+        md5.update([0]);
+        md5.update(json!({ "columns": columns, "partial": partial_json }).to_string().as_bytes());
+        let id: [u8; 8] = md5.finalize()[..8].try_into().expect("an MD5 digest has 16 bytes");
+        out.push(IndexDef { ddoc: ddoc.to_owned(), name: name.clone(), columns, descending, partial, partial_json, id });
+    }
+    out
+}
+
+impl Database {
+    /// Every JSON index of the database, by design document and name.
+    pub fn mango_indexes(&self) -> Result<Vec<IndexDef>> {
+        let s = self.store.snapshot()?;
+        list_indexes(s.kv())
+    }
+
+    /// Brings an index up to the database's current sequence.
+    pub fn refresh_mango_index(&self, index: &IndexDef) -> Result<()> {
+        // Checked on a snapshot first: a query on an index that is up to
+        // date (the usual case) neither waits for nor blocks writers.
+        {
+            let s = self.store.snapshot()?;
+            let kv = s.kv();
+            let seen = keys::u64_value(kv.get(MANGO_STATE, &index.id)?, "index state")?;
+            if seen >= keys::u64_value(kv.get(DB_META, keys::meta::UPDATE_SEQ)?, "update_seq")? {
+                return Ok(());
+            }
+        }
+        loop {
+            let mut txn = self.store.transaction()?;
+            let seen = keys::u64_value(txn.kv().get(MANGO_STATE, &index.id)?, "index state")?;
+            let update_seq = keys::u64_value(txn.kv().get(DB_META, keys::meta::UPDATE_SEQ)?, "update_seq")?;
+            if seen >= update_seq {
+                return Ok(());
+            }
+            let mut batch = Vec::with_capacity(REFRESH_BATCH);
+            {
+                let mut cursor = txn.kv().cursor(SEQS, &(seen + 1).to_be_bytes(), None);
+                cursor.seek_first();
+                while cursor.valid() && batch.len() < REFRESH_BATCH {
+                    let seq = u64::from_be_bytes(cursor.key().try_into().map_err(|_| DocError::Corrupt("a changes key is not a u64".into()))?);
+                    batch.push((seq, String::from_utf8_lossy(cursor.value()).into_owned()));
+                    cursor.next();
+                }
+                cursor.status()?;
+            }
+            let done = batch.len() < REFRESH_BATCH;
+            let reached = if done { update_seq } else { batch.last().map(|(s, _)| *s).unwrap_or(update_seq) };
+            for (_, id) in &batch {
+                let mut doc_row = index.id.to_vec();
+                doc_row.extend_from_slice(id.as_bytes());
+                if let Some(old) = txn.kv().get(MANGO_DOC_ROWS, &doc_row)? {
+                    txn.kv_mut().delete(MANGO_ROWS, &old);
+                    txn.kv_mut().delete(MANGO_DOC_ROWS, &doc_row);
+                }
+                if id.starts_with("_design/") {
+                    continue;
+                }
+                let Some(bytes) = txn.kv().get(DOCS, id.as_bytes())? else { continue };
+                let info = DocInfo::from_bytes(id, &bytes)?;
+                if info.deleted {
+                    continue;
+                }
+                let doc = Value::Object(render(txn.kv(), id, &info, &info.winner, &ReadOptions::default())?);
+                if let Some(row) = index.row_key(id, &doc) {
+                    txn.kv_mut().put(MANGO_ROWS, &row, id.as_bytes());
+                    txn.kv_mut().put(MANGO_DOC_ROWS, &doc_row, &row);
+                }
+            }
+            txn.kv_mut().put(MANGO_STATE, &index.id, &reached.to_be_bytes());
+            txn.commit()?;
+        }
+    }
+
+    /// Removes the rows of indexes no design document defines any more.
+    pub(crate) fn drop_stale_mango_indexes(&self, live: &[IndexDef]) -> Result<()> {
+        let stale: Vec<Vec<u8>> = {
+            let s = self.store.snapshot()?;
+            let mut cursor = s.kv().cursor(MANGO_STATE, &[], None);
+            cursor.seek_first();
+            let mut out = Vec::new();
+            while cursor.valid() {
+                if !live.iter().any(|i| i.id[..] == *cursor.key()) {
+                    out.push(cursor.key().to_vec());
+                }
+                cursor.next();
+            }
+            cursor.status()?;
+            out
+        };
+        for id in stale {
+            loop {
+                let mut txn = self.store.transaction()?;
+                let mut doomed = Vec::new();
+                for ks in [MANGO_ROWS, MANGO_DOC_ROWS] {
+                    let upper = rhizome_kv::prefix_upper_bound(&id);
+                    let mut cursor = txn.kv().cursor(ks, &id, upper.as_deref());
+                    cursor.seek_first();
+                    while cursor.valid() && doomed.len() < REFRESH_BATCH * 2 {
+                        doomed.push((ks, cursor.key().to_vec()));
+                        cursor.next();
+                    }
+                    cursor.status()?;
+                }
+                let finished = doomed.is_empty();
+                for (ks, key) in doomed {
+                    txn.kv_mut().delete(ks, &key);
+                }
+                if finished {
+                    txn.kv_mut().delete(MANGO_STATE, &id);
+                }
+                txn.commit()?;
+                if finished {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn list_indexes(kv: &dyn KvRead) -> Result<Vec<IndexDef>> {
+    let mut out = Vec::new();
+    let mut cursor = kv.cursor(DOCS, b"_design/", Some(b"_design0"));
+    cursor.seek_first();
+    while cursor.valid() {
+        let id = String::from_utf8_lossy(cursor.key()).into_owned();
+        let info = DocInfo::from_bytes(&id, cursor.value())?;
+        if !info.deleted {
+            if let Some(body) = crate::read::body(kv, &id, &info.winner)? {
+                out.extend(indexes_of(&id, &body));
+            }
+        }
+        cursor.next();
+    }
+    cursor.status()?;
+    out.sort_by(|a, b| (&a.ddoc, &a.name).cmp(&(&b.ddoc, &b.name)));
+    Ok(out)
+}
