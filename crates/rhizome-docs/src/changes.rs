@@ -21,6 +21,17 @@ pub enum ChangesFilter {
     Selector(Value),
     /// `filter=_design`: design documents only.
     Design,
+    /// Code from outside this crate: a design document's filter function,
+    /// or `filter=_view` (rhizome-views).
+    Custom(std::sync::Arc<dyn DocFilter>),
+}
+
+/// A filter on the winning revision that this crate does not know how to
+/// run (JavaScript). `start` makes the matcher for one pass over the
+/// changes, on the thread that makes the pass (a JavaScript engine is not
+/// `Send`).
+pub trait DocFilter: Send + Sync + std::fmt::Debug {
+    fn start(&self) -> Result<Box<dyn FnMut(&Map<String, Value>) -> Result<bool>>>;
 }
 
 #[derive(Clone, Debug, Default)]
@@ -60,6 +71,10 @@ impl Database {
             ChangesFilter::Selector(v) => Some(Selector::parse(v).map_err(|e| DocError::Mango { status: 400, error: e.error, reason: e.reason })?),
             _ => None,
         };
+        let mut custom = match &opts.filter {
+            ChangesFilter::Custom(f) => Some(f.start()?),
+            _ => None,
+        };
         let mut cursor = kv.cursor(SEQS, &[], None);
         if opts.descending {
             cursor.seek_last();
@@ -78,7 +93,7 @@ impl Database {
                 break;
             }
             let id = String::from_utf8_lossy(cursor.value()).into_owned();
-            if let Some(row) = change_row(kv, seq, &id, opts, selector.as_ref(), &read)? {
+            if let Some(row) = change_row(kv, seq, &id, opts, selector.as_ref(), custom.as_deref_mut(), &read)? {
                 rows.push(row);
             }
             last_seq = seq;
@@ -113,7 +128,17 @@ impl Database {
     }
 }
 
-fn change_row(kv: &dyn KvRead, seq: u64, id: &str, opts: &ChangesOptions, selector: Option<&Selector>, read: &ReadOptions) -> Result<Option<Value>> {
+type Matcher = dyn FnMut(&Map<String, Value>) -> Result<bool>;
+
+fn change_row(
+    kv: &dyn KvRead,
+    seq: u64,
+    id: &str,
+    opts: &ChangesOptions,
+    selector: Option<&Selector>,
+    custom: Option<&mut Matcher>,
+    read: &ReadOptions,
+) -> Result<Option<Value>> {
     match &opts.filter {
         ChangesFilter::DocIds(ids) if !ids.contains(id) => return Ok(None),
         ChangesFilter::Design if !id.starts_with("_design/") => return Ok(None),
@@ -123,7 +148,7 @@ fn change_row(kv: &dyn KvRead, seq: u64, id: &str, opts: &ChangesOptions, select
         return Err(DocError::Corrupt(format!("changes entry {seq} names {id:?}, which has no document")));
     };
     let info = DocInfo::from_bytes(id, &bytes)?;
-    let doc = if opts.include_docs || matches!(opts.filter, ChangesFilter::Selector(_)) {
+    let doc = if opts.include_docs || matches!(opts.filter, ChangesFilter::Selector(_) | ChangesFilter::Custom(_)) {
         Some(match render(kv, id, &info, &info.winner, read) {
             Ok(doc) => doc,
             // A deleted winner's body may be empty; CouchDB shows the stub.
@@ -135,6 +160,11 @@ fn change_row(kv: &dyn KvRead, seq: u64, id: &str, opts: &ChangesOptions, select
     };
     if let (Some(selector), Some(doc)) = (selector, &doc) {
         if !selector.matches(&Value::Object(doc.clone())) {
+            return Ok(None);
+        }
+    }
+    if let (Some(matcher), Some(doc)) = (custom, &doc) {
+        if !matcher(doc)? {
             return Ok(None);
         }
     }

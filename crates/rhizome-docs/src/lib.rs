@@ -37,7 +37,7 @@ pub mod selector;
 mod write;
 
 pub use all_docs::{AllDocs, AllDocsOptions};
-pub use changes::{Changes, ChangesFilter, ChangesOptions};
+pub use changes::{Changes, ChangesFilter, ChangesOptions, DocFilter};
 pub use database::{valid_db_name, Compacted, Database, DbInfo, DEFAULT_REVS_LIMIT};
 pub use error::{DocError, Result};
 pub use graph_write::{EmptiedGraphs, DEFAULT_GRAPH_DOC};

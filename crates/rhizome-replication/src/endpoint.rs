@@ -21,6 +21,10 @@ pub enum Filter {
     DocIds(Vec<String>),
     /// `selector`: documents whose winning revision matches a Mango selector.
     Selector(Value),
+    /// `filter`: a design document's filter function (`ddoc/name`, or
+    /// `_view` with `query_params.view`), called with `query_params` as
+    /// the request's query.
+    Design { name: String, query_params: serde_json::Map<String, Value> },
 }
 
 /// A revision the target refused (`_bulk_docs` with `new_edits=false`
@@ -127,6 +131,7 @@ impl<D: LocalDatabase> Endpoint for LocalEndpoint<D> {
             None => ChangesFilter::None,
             Some(Filter::DocIds(ids)) => ChangesFilter::DocIds(ids.iter().cloned().collect()),
             Some(Filter::Selector(s)) => ChangesFilter::Selector(s.clone()),
+            Some(Filter::Design { name, query_params }) => ChangesFilter::Custom(std::sync::Arc::new(design_filter(&self.database(), name, query_params)?)),
         };
         let opts = ChangesOptions { since: local_seq(since), limit: Some(limit), all_leaves: true, filter, ..Default::default() };
         let deadline = wait.map(|w| Instant::now() + w);
@@ -192,4 +197,26 @@ fn error_name(e: &DocError) -> &'static str {
         DocError::MissingStub(_) => "missing_stub",
         _ => "error",
     }
+}
+
+/// A design-document filter of a local source database.
+fn design_filter(db: &Database, name: &str, query_params: &serde_json::Map<String, Value>) -> Result<rhizome_views::filter::JsFilter> {
+    use rhizome_views::filter::JsFilter;
+    let bad = |reason: String| Error::Protocol { endpoint: "source".into(), reason };
+    let (ddoc_name, function, view) = if name == "_view" {
+        let v = query_params.get("view").and_then(Value::as_str).ok_or_else(|| bad("filter _view needs query_params.view".into()))?;
+        let (d, f) = v.split_once('/').ok_or_else(|| bad(format!("view {v:?} is not designname/viewname")))?;
+        (d.to_owned(), f.to_owned(), true)
+    } else {
+        let (d, f) = name.split_once('/').ok_or_else(|| bad(format!("filter {name:?} is not designname/filtername")))?;
+        (d.to_owned(), f.to_owned(), false)
+    };
+    let id = format!("_design/{ddoc_name}");
+    let body = db.get_doc(&id, &ReadOptions::default())?;
+    let ddoc = rhizome_views::DesignDoc::parse(&id, &body).map_err(|e| bad(e.to_string()))?.ok_or_else(|| bad(format!("{id} is not a JavaScript design document")))?;
+    let limits = rhizome_views::Limits::default();
+    let req = serde_json::json!({ "query": query_params, "method": "GET", "userCtx": { "db": null, "name": null, "roles": ["_admin"] } });
+    let filter = if view { JsFilter::view(ddoc, &function, limits) } else { JsFilter::function(ddoc, &function, req, limits) }.map_err(|e| bad(format!("{name}: {e}")))?;
+    filter.check().map_err(|e| bad(e.to_string()))?;
+    Ok(filter)
 }

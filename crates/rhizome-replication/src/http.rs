@@ -229,6 +229,17 @@ impl Endpoint for HttpEndpoint {
             None => self.expect(Method::GET, &path, None)?,
             Some(Filter::DocIds(ids)) => self.expect(Method::POST, &format!("{path}&filter=_doc_ids"), Some(&json!({ "doc_ids": ids })))?,
             Some(Filter::Selector(s)) => self.expect(Method::POST, &format!("{path}&filter=_selector"), Some(&json!({ "selector": s })))?,
+            Some(Filter::Design { name, query_params }) => {
+                let mut path = format!("{path}&filter={}", percent_encode(name));
+                for (k, v) in query_params {
+                    let v = match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    path.push_str(&format!("&{}={}", percent_encode(k), percent_encode(&v)));
+                }
+                self.expect(Method::GET, &path, None)?
+            }
         };
         let rows = match body.get("results") {
             Some(Value::Array(rows)) => rows.clone(),

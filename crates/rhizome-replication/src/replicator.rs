@@ -96,6 +96,7 @@ pub fn replication_id(source: &dyn Endpoint, target: &dyn Endpoint, filter: Opti
             format!("\ndoc_ids {}", json!(ids))
         }
         Some(Filter::Selector(s)) => format!("\nselector {s}"),
+        Some(Filter::Design { name, query_params }) => format!("\nfilter {name} {}", Value::Object(query_params.clone())),
     };
     hex(&Md5::digest(format!("rhizome-replication 1\n{}\n{}{filter}", source.name(), target.name()).as_bytes()))
 }

@@ -50,7 +50,7 @@ fn parse_since(text: &str, db: &DbHandle) -> Result<u64, HttpError> {
     number.parse().map_err(|_| HttpError::bad_request(format!("Invalid since: {text:?}")))
 }
 
-pub fn request(req: &Request, db: Arc<DbHandle>) -> Result<Reply, HttpError> {
+pub fn request(req: &Request, ctx: &crate::auth::UserCtx, db: Arc<DbHandle>) -> Result<Reply, HttpError> {
     let body = match req.method {
         Method::GET | Method::HEAD => None,
         Method::POST if req.body.is_empty() => None,
@@ -82,7 +82,7 @@ pub fn request(req: &Request, db: Arc<DbHandle>) -> Result<Reply, HttpError> {
             }
         }
         Some("_design") => ChangesFilter::Design,
-        Some(other) => return Err(HttpError::bad_request(format!("filter {other} is not supported (only _doc_ids, _selector, _design)"))),
+        Some(other) => crate::couch::views::changes_filter(req, ctx, &db, other, body.as_ref())?,
     };
     let opts = ChangesOptions {
         since: match req.param("since").or(req.header("last-event-id")) {

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const REPLICATOR_DB: &str = "_replicator";
 
 /// The members of a `_replicator` document that define its replication.
-const SPEC_MEMBERS: &[&str] = &["source", "target", "continuous", "create_target", "doc_ids", "selector"];
+const SPEC_MEMBERS: &[&str] = &["source", "target", "continuous", "create_target", "doc_ids", "selector", "filter", "query_params"];
 
 /// What the server knows of one `_replicator` document's replication.
 pub struct DocJob {

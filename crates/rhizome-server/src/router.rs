@@ -221,7 +221,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::BulkDocs => bulk::bulk_docs(server, req, ctx, &db)?.into(),
                 DbOp::BulkGet => bulk::bulk_get(req, &db)?.into(),
                 DbOp::RevsDiff => bulk::revs_diff(req, &db)?.into(),
-                DbOp::Changes => crate::changes::request(req, db)?,
+                DbOp::Changes => crate::changes::request(req, ctx, db)?,
                 DbOp::Compact => database::compact(req, &db)?.into(),
                 DbOp::RevsLimit => database::revs_limit(req, &db)?.into(),
                 DbOp::Security => database::security(req, &db)?.into(),

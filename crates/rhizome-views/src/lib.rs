@@ -11,11 +11,13 @@
 //! (`rhizome-docs`, whose collation the indexes use).
 
 pub mod design;
+pub mod filter;
 pub mod index;
 pub mod js;
 pub mod query;
 pub mod reduce;
 pub mod tasks;
+pub mod validate;
 
 pub use design::{check_design_doc, DesignDoc, DesignError, ViewDef};
 pub use index::{refresh, ViewError};

@@ -121,6 +121,19 @@ pub(crate) fn flag(body: &Map<String, Value>, k: &str) -> Result<bool, HttpError
 
 /// The documents a replication request chooses: `doc_ids` or `selector`.
 pub(crate) fn filter(body: &Map<String, Value>) -> Result<Option<Filter>, HttpError> {
+    let chosen = ["doc_ids", "selector", "filter"].iter().filter(|k| body.contains_key(**k)).count();
+    if chosen > 1 {
+        return Err(HttpError::bad_request("give one of doc_ids, selector and filter"));
+    }
+    if let Some(name) = body.get("filter") {
+        let name = name.as_str().filter(|n| *n == "_view" || n.contains('/')).ok_or_else(|| HttpError::bad_request("filter must be `designname/filtername` or `_view`"))?;
+        let query_params = match body.get("query_params") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(q)) => q.clone(),
+            Some(_) => return Err(HttpError::bad_request("query_params must be an object")),
+        };
+        return Ok(Some(Filter::Design { name: name.to_owned(), query_params }));
+    }
     Ok(match (body.get("doc_ids"), body.get("selector")) {
         (Some(_), Some(_)) => return Err(HttpError::bad_request("give doc_ids or selector, not both")),
         (Some(Value::Array(ids)), None) => Some(Filter::DocIds(
@@ -161,9 +174,9 @@ pub fn replicate(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Respon
     }
     let body = req.json_object()?;
     let (continuous, create_target, cancel) = (flag(&body, "continuous")?, flag(&body, "create_target")?, flag(&body, "cancel")?);
-    for unsupported in ["filter", "query_params", "since_seq"] {
+    for unsupported in ["since_seq"] {
         if body.contains_key(unsupported) {
-            return Err(HttpError::bad_request(format!("{unsupported} is not supported by this server's replicator yet (doc_ids and selector are)")));
+            return Err(HttpError::bad_request(format!("{unsupported} is not supported by this server's replicator yet (doc_ids, selector and filter are)")));
         }
     }
     let filter = filter(&body)?;

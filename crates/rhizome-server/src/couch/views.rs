@@ -9,7 +9,10 @@ use crate::error::HttpError;
 use crate::http::{json, Body, Request};
 use crate::state::DbHandle;
 use hyper::{Method, Response};
-use rhizome_docs::{AllDocsOptions, ReadOptions};
+use crate::auth::UserCtx;
+use rhizome_docs::{AllDocsOptions, ChangesFilter, DocError, ReadOptions};
+use rhizome_views::filter::{FilterError, JsFilter};
+use rhizome_views::validate::Validators;
 use rhizome_views::index::{index_bytes, index_id, IndexState};
 use rhizome_views::{DesignDoc, DesignError, Limits, UpdateMode, ViewError, ViewQuery};
 use serde_json::{json, Map, Value};
@@ -188,15 +191,97 @@ pub fn cleanup(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError
     Ok(json(202, &json!({ "ok": true })))
 }
 
-/// Checks design documents about to be written (CouchDB validates views
-/// and functions on write): the first refused one's error.
-pub fn check_design_docs(docs: &[Map<String, Value>]) -> Result<(), HttpError> {
-    for doc in docs {
-        let Some(id) = doc.get("_id").and_then(Value::as_str).filter(|id| id.starts_with("_design/")) else { continue };
-        if doc.get("_deleted").and_then(Value::as_bool) == Some(true) {
+/// Design documents about to be written that CouchDB would refuse (it
+/// validates views and functions on write), each with its error.
+pub fn check_design_docs(docs: &[Map<String, Value>]) -> Vec<Option<DocError>> {
+    docs.iter()
+        .map(|doc| {
+            let id = doc.get("_id").and_then(Value::as_str).filter(|id| id.starts_with("_design/"))?;
+            if doc.get("_deleted").and_then(Value::as_bool) == Some(true) {
+                return None;
+            }
+            rhizome_views::check_design_doc(id, doc).err().map(|e| DocError::Mango { status: 400, error: e.error(), reason: e.to_string() })
+        })
+        .collect()
+}
+
+/// Runs the database's `validate_doc_update` functions on each write not
+/// refused yet (not design or `_local` documents, as CouchDB), marking the
+/// ones they refuse.
+pub fn validate_writes(ctx: &UserCtx, db: &DbHandle, docs: &[Map<String, Value>], refused: &mut [Option<DocError>]) -> Result<(), HttpError> {
+    if docs.iter().all(|d| d.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_design/") || id.starts_with("_local/"))) {
+        return Ok(());
+    }
+    let ddocs = design_docs(db)?;
+    let Some(mut validators) = Validators::new(&ddocs, limits())? else { return Ok(()) };
+    let user_ctx = json!({ "db": db.name, "name": ctx.name, "roles": ctx.roles });
+    let sec_obj = db.db.security()?;
+    for (doc, slot) in docs.iter().zip(refused.iter_mut()) {
+        let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default();
+        if slot.is_some() || id.starts_with("_design/") || id.starts_with("_local/") {
             continue;
         }
-        rhizome_views::check_design_doc(id, doc)?;
+        let old = match db.db.get_doc(id, &ReadOptions::default()) {
+            Ok(d) => Value::Object(d),
+            Err(DocError::NotFound(_)) => Value::Null,
+            Err(e) => return Err(e.into()),
+        };
+        if let Err(r) = validators.check(&Value::Object(doc.clone()), &old, &user_ctx, &sec_obj) {
+            let (status, error) = r.status_and_error();
+            *slot = Some(DocError::Mango { status, error, reason: r.reason().to_owned() });
+        }
     }
     Ok(())
+}
+
+/// `_changes?filter=ddoc/name` (a design document's filter function) and
+/// `filter=_view&view=ddoc/view` (documents the view's map emits for).
+pub fn changes_filter(req: &Request, ctx: &UserCtx, db: &DbHandle, name: &str, body: Option<&Map<String, Value>>) -> Result<ChangesFilter, HttpError> {
+    let (ddoc_name, function, is_view) = if name == "_view" {
+        let view = req.param("view").ok_or_else(|| HttpError::bad_request("filter=_view needs view=ddoc/view"))?;
+        let (d, v) = view.split_once('/').ok_or_else(|| HttpError::bad_request("`view` must be of the form `designname/viewname`"))?;
+        (d, v, true)
+    } else {
+        let (d, f) = name.split_once('/').ok_or_else(|| HttpError::bad_request("`filter` must be of the form `designname/filtername`"))?;
+        (d, f, false)
+    };
+    let ddoc_id = format!("_design/{ddoc_name}");
+    let body_doc = db.db.get_doc(&ddoc_id, &ReadOptions::default())?;
+    let ddoc = DesignDoc::parse(&ddoc_id, &body_doc)?.ok_or_else(|| HttpError::not_found("missing"))?;
+    let filter = if is_view {
+        JsFilter::view(ddoc, function, limits())
+    } else {
+        JsFilter::function(ddoc, function, request_object(req, ctx, db, body)?, limits())
+    }
+    .map_err(|e| match e {
+        FilterError::Missing(reason) => HttpError::not_found(reason),
+        FilterError::Design(e) => e.into(),
+    })?;
+    filter.check()?;
+    Ok(ChangesFilter::Custom(Arc::new(filter)))
+}
+
+/// The request object CouchDB gives filter functions (`chttpd_external`).
+fn request_object(req: &Request, ctx: &UserCtx, db: &DbHandle, body: Option<&Map<String, Value>>) -> Result<Value, HttpError> {
+    let query: Map<String, Value> = req.query.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+    let headers: Map<String, Value> = req
+        .headers
+        .iter()
+        .filter(|(k, _)| k.as_str() != "authorization" && k.as_str() != "cookie")
+        .filter_map(|(k, v)| Some((k.as_str().to_owned(), Value::String(v.to_str().ok()?.to_owned()))))
+        .collect();
+    Ok(json!({
+        "info": { "db_name": db.name, "update_seq": db.db.update_seq()? },
+        "id": null,
+        "method": req.method.as_str(),
+        "path": req.segments,
+        "query": query,
+        "headers": headers,
+        "body": body.map_or(Value::String("undefined".into()), |b| Value::String(Value::Object(b.clone()).to_string())),
+        "peer": req.peer.map(|p| p.to_string()),
+        "form": {},
+        "cookie": {},
+        "userCtx": { "db": db.name, "name": ctx.name, "roles": ctx.roles },
+        "secObj": db.db.security()?,
+    }))
 }
