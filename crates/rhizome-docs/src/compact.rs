@@ -67,7 +67,8 @@ pub(crate) struct Context {
     vocab: Option<String>,
     language: Option<String>,
     /// Something in the context this module does not follow (a remote
-    /// context, `@import`, `@direction`): only the expanded form is used.
+    /// context it was not given, `@import`, `@direction`): only the
+    /// expanded form is used.
     opaque: bool,
 }
 
@@ -84,22 +85,36 @@ fn is_keyword(s: &str) -> bool {
 
 impl Context {
     /// The active context of `value` (an object, an array of them, `null`).
+    #[cfg(test)]
     pub(crate) fn parse(value: &Value) -> Context {
+        Context::parse_with(value, &crate::contexts::Resolved::default())
+    }
+
+    /// The active context of `value`, remote contexts (URLs) read from
+    /// `remote`; one `remote` lacks makes the context opaque.
+    pub(crate) fn parse_with(value: &Value, remote: &crate::contexts::Resolved) -> Context {
         let mut ctx = Context::default();
-        ctx.process(value);
+        ctx.process(value, remote, 0);
         ctx
     }
 
-    fn process(&mut self, value: &Value) {
+    fn process(&mut self, value: &Value, remote: &crate::contexts::Resolved, depth: usize) {
         match value {
             Value::Null => *self = Context::default(),
             Value::Array(items) => {
                 for item in items {
-                    self.process(item);
+                    self.process(item, remote, depth);
                 }
             }
             Value::Object(map) => self.process_object(map),
-            _ => self.opaque = true, // a remote context
+            // A remote context is processed where it stands, as JSON-LD's
+            // context processing does (its `@base` aside, which this
+            // module does not use).
+            Value::String(url) => match remote.context(url) {
+                Some(context) if depth < crate::contexts::MAX_REMOTE_DEPTH => self.process(context, remote, depth + 1),
+                _ => self.opaque = true,
+            },
+            _ => self.opaque = true,
         }
     }
 

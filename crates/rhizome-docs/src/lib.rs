@@ -20,6 +20,7 @@
 mod all_docs;
 mod changes;
 mod compact;
+pub mod contexts;
 mod database;
 mod error;
 mod graph_write;
@@ -33,6 +34,7 @@ pub mod selector;
 mod write;
 
 pub use all_docs::{AllDocs, AllDocsOptions};
+pub use contexts::{ContextFetcher, ContextSource, ContextStore};
 pub use changes::{Changes, ChangesFilter, ChangesOptions};
 pub use database::{valid_db_name, Compacted, Database, DbInfo, DEFAULT_REVS_LIMIT};
 pub use error::{DocError, Result};
