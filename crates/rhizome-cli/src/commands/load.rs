@@ -64,7 +64,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             }
             let dir = rhizome_server::database_dir(data, name);
             let base = rhizome_server::base_iri(data)?;
-            let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, name))?;
+            let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, name, rhizome_server::context_store(data)?))?;
             let summary = db.store().load(&inputs, &options)?;
             let show = options.progress;
             let adopted = db.adopt_graphs(10_000, |n| {
