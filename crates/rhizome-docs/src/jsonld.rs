@@ -171,7 +171,7 @@ pub(crate) fn check_default_context(doc: &Map<String, Value>, contexts: &Context
     // names may be fetched here.
     contexts.prefetch(&probe)?;
     let remote = contexts.resolve(&probe)?;
-    crate::jsonld_limits::check_json_ld(&remote.inline(&probe))?;
+    remote.check_limits(&probe)?;
     let text = probe.to_string();
     crate::jsonld_limits::on_known_stack(|| {
         JsonLdParser::new()
@@ -264,14 +264,10 @@ fn parse_document(txn: &StoreTransaction<'_>, body: &Map<String, Value>, iri: &s
     // Remote contexts from the cache only (fetched before the write's
     // transaction, by `prepare`): no network inside the write.
     let remote = contexts.resolve(&json)?;
-    // oxjsonld recurses on contexts: bounded first (remote contexts
-    // written in place, as oxjsonld will process them), then run on a
-    // stack of known size (see jsonld_limits).
-    if remote.is_empty() {
-        crate::jsonld_limits::check_json_ld(&json)?;
-    } else {
-        crate::jsonld_limits::check_json_ld(&remote.inline(&json))?;
-    }
+    // oxjsonld recurses on contexts: bounded first (with the remote
+    // contexts it will process), then run on a stack of known size (see
+    // jsonld_limits).
+    remote.check_limits(&json)?;
     let text = json.to_string();
     let parser = JsonLdParser::new()
         .with_base_iri(iri)
