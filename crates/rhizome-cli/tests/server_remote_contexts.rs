@@ -324,9 +324,13 @@ fn a_sparql_insert_keeps_a_remote_context_and_its_compact_names() {
     let context = json!({"@context": {"nick": format!("{FOAF}nick"), "Person": format!("{FOAF}Person")}});
     assert_eq!(req(&server, "PUT", &format!("/_contexts?url={}", encode(url)), Some(&context.to_string())).0, 201);
     assert_eq!(put_doc(&server, "bob", &json!({"@context": url, "@id": "http://example.org/bob", "@type": "Person", "nick": "bobby"})).0, 201);
+    // Activity Streams writes `id` and `type` (aliases of `@id`, `@type`).
+    let note = json!({"@context": "https://www.w3.org/ns/activitystreams", "id": "http://example.org/n1", "type": "Note", "content": "hi"});
+    assert_eq!(put_doc(&server, "n1", &note).0, 201);
     let update = format!(
         "INSERT DATA {{ GRAPH <http://localhost:5984/db/alice> {{ <http://example.org/alice> <http://schema.org/jobTitle> \"Engineer\" }} \
-         GRAPH <http://localhost:5984/db/bob> {{ <http://example.org/bob> <{FOAF}nick> \"bob\" }} }}"
+         GRAPH <http://localhost:5984/db/bob> {{ <http://example.org/bob> <{FOAF}nick> \"bob\" }} \
+         GRAPH <http://localhost:5984/db/n1> {{ <http://example.org/n1> <https://www.w3.org/ns/activitystreams#summary> \"short\" }} }}"
     );
     let r = rdf_support::client::request(server.port, "POST", "/db/_sparql", Some(ADMIN), &[("Content-Type", "application/sparql-update")], Some(update.as_bytes()))
         .expect("the server answers");
@@ -351,6 +355,15 @@ fn a_sparql_insert_keeps_a_remote_context_and_its_compact_names() {
     };
     nicks.sort();
     assert_eq!(nicks, ["bob", "bobby"], "{doc}");
+    let (status, body) = req(&server, "GET", "/db/n1", None);
+    assert_eq!(status, 200, "{body}");
+    let mut doc: Value = serde_json::from_str(&body).expect("JSON");
+    let members = doc.as_object_mut().expect("an object");
+    members.retain(|k, _| !k.starts_with('_'));
+    assert_eq!(
+        doc,
+        json!({"@context": "https://www.w3.org/ns/activitystreams", "id": "http://example.org/n1", "type": "Note", "content": "hi", "summary": "short"})
+    );
     // The rewritten documents still project the same graph.
     assert!(ask(&server, "ASK { GRAPH <http://localhost:5984/db/alice> { <http://example.org/alice> a <http://schema.org/Person> ; <http://schema.org/jobTitle> \"Engineer\" ; <http://schema.org/name> \"Alice\" } }"));
 }

@@ -7,8 +7,10 @@
 //! writes with and without `new_edits`, reads with CouchDB's options,
 //! `_all_docs`, `_changes` with `_doc_ids` and Mango `_selector` filters,
 //! attachments stored by digest, `_local` documents, `_security` and
-//! `_revs_limit`; and the [`GraphProjector`] hook through which a write
-//! updates the document's graph in its own transaction. Does not own HTTP
+//! `_revs_limit`; the [`GraphProjector`] hook through which a write
+//! updates the document's graph in its own transaction; and remote JSON-LD
+//! contexts ([`ContextStore`]: shipped ones and a cache, no network of
+//! its own). Does not own HTTP
 //! (`rhizome-server`), replication (`rhizome-replication`) or the JSON-LD
 //! projection itself (a `GraphProjector` implementation).
 //!

@@ -203,7 +203,17 @@ fn get(host: &str, port: u16, path: &str, deadline: Instant, max_bytes: usize) -
             return Err(Failure::TooLarge);
         }
     }
-    let end = header_end.ok_or_else(|| Failure::Other("the connection closed before a full response header".into()))?;
+    parse_response(&raw, max_bytes)
+}
+
+/// A whole HTTP/1.1 response (read until the server closed): a redirect's
+/// target, or the body of a 200 within `max_bytes`.
+fn parse_response(raw: &[u8], max_bytes: usize) -> Result<Fetched, Failure> {
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| i + 4)
+        .ok_or_else(|| Failure::Other("the connection closed before a full response header".into()))?;
     let head = std::str::from_utf8(&raw[..end]).map_err(|_| Failure::Other("response header is not UTF-8".into()))?;
     let status: u16 = head
         .split_whitespace()
@@ -258,6 +268,14 @@ fn dechunk(mut raw: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
+/// Fuzzing: an arbitrary response through the fetcher's parser (never a
+/// panic).
+pub(crate) fn fuzz_response(raw: &[u8]) {
+    let _ = parse_response(raw, 4096);
+    let _ = dechunk(raw);
+    let _ = split_http_url(&String::from_utf8_lossy(raw));
+}
+
 /// `/_contexts` (server admins only): `GET` lists the shipped and cached
 /// contexts; with `?url=`, `GET` returns that context document, `PUT` adds
 /// or replaces it in the cache (the body: a JSON object with `@context`),
@@ -303,6 +321,24 @@ mod tests {
         assert_eq!(split_http_url("http://127.0.0.1:8080").unwrap(), ("127.0.0.1".into(), 8080, "/".into()));
         assert_eq!(split_http_url("http://[::1]:81/x#f").unwrap(), ("::1".into(), 81, "/x".into()));
         assert!(split_http_url("https://schema.org/").unwrap_err().contains("TLS"));
+    }
+
+    #[test]
+    fn responses_parse_redirects_statuses_and_sizes() {
+        let body = |r: Result<Fetched, Failure>| match r {
+            Ok(Fetched::Body(b)) => String::from_utf8(b).unwrap(),
+            Ok(Fetched::Redirect(l)) => format!("redirect {l}"),
+            Err(Failure::TooLarge) => "too large".into(),
+            Err(Failure::TimedOut) => "timed out".into(),
+            Err(Failure::Other(why)) => why,
+        };
+        assert_eq!(body(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", 10)), "{}");
+        assert_eq!(body(parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 10)), "{}");
+        assert_eq!(body(parse_response(b"HTTP/1.1 301 Moved\r\nLocation: /x\r\n\r\n", 10)), "redirect /x");
+        assert_eq!(body(parse_response(b"HTTP/1.1 404 Not Found\r\n\r\n", 10)), "HTTP 404");
+        assert_eq!(body(parse_response(b"HTTP/1.1 200 OK\r\n\r\n0123456789ab", 10)), "too large");
+        assert_eq!(body(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}", 10)), "the body ended after 2 of 5 bytes");
+        assert!(body(parse_response(b"garbage", 10)).contains("header"));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! authentication (server admin, `_users`, Basic and cookie sessions) and
 //! the per-database `_security` guard that every route passes through, the
 //! request log, body limits, connection limits and timeouts
-//! (`connections.rs`) and clean shutdown. Does not own document
+//! (`connections.rs`), fetching remote JSON-LD contexts and the admin's
+//! `/_contexts` (`contexts.rs`), and clean shutdown. Does not own document
 //! semantics (`rhizome-docs`) or query evaluation (`rhizome-sparql`); the
 //! RDF views (`/{db}/_sparql`, `/{db}/_graph`: SPARQL 1.1 Protocol and
 //! Graph Store Protocol) are routed in `extension.rs` and answered in
