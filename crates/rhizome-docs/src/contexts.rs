@@ -27,6 +27,10 @@ use std::sync::{Arc, OnceLock, RwLock};
 pub const MAX_REMOTE_DEPTH: usize = 8;
 /// Remote contexts one document may use, all levels together.
 pub const MAX_REMOTE_CONTEXTS: usize = 32;
+/// Contexts the cache holds at most: past it, nothing more is fetched (an
+/// admin can still add or remove contexts), so that an open allow-list
+/// cannot fill the disk.
+pub const MAX_CACHED_CONTEXTS: usize = 10_000;
 /// The version of the cache files' format.
 const CACHE_FORMAT: u64 = 1;
 
@@ -251,6 +255,10 @@ impl ContextStore {
         self.walk(doc, None, &mut |url| match self.get(url) {
             Some(c) => Ok(c),
             None => match &self.fetcher {
+                Some(_) if lock_read(&self.cached).len() >= MAX_CACHED_CONTEXTS => Err(format!(
+                    "remote context {url} is not cached, and the context cache is full ({MAX_CACHED_CONTEXTS} contexts); \
+                     a server admin can remove some with DELETE /_contexts?url=..."
+                )),
                 Some(fetcher) => {
                     let bytes = fetcher.fetch(url)?;
                     let document: Value = serde_json::from_slice(&bytes).map_err(|e| format!("remote context {url} is not JSON: {e}"))?;
