@@ -194,6 +194,14 @@ fn shipped_contexts_project_offline_and_unknown_ones_are_refused_with_their_url(
     assert_eq!(out[0]["error"], "doc_validation", "{body}");
     assert!(out[0]["reason"].as_str().unwrap_or_default().contains(unknown), "{body}");
     assert_eq!(out[1]["ok"], true, "{body}");
+    // Graph Store Protocol bodies in JSON-LD resolve them the same way.
+    let target = format!("/db/_graph?graph={}", encode("http://example.org/g1"));
+    let (status, body) = req(&server, "PUT", &target, Some(&json!({"@context": "https://schema.org/", "@id": "http://example.org/x", "name": "X"}).to_string()));
+    assert!(status == 201 || status == 204, "{status}: {body}");
+    assert!(ask(&server, "ASK { GRAPH <http://example.org/g1> { <http://example.org/x> <http://schema.org/name> \"X\" } }"));
+    let (status, body) = req(&server, "PUT", &target, Some(&json!({"@context": unknown, "@id": "http://example.org/x", "name": "Y"}).to_string()));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains(unknown), "{body}");
     // The database's default context may be a remote one too.
     let (status, body) = req(&server, "PUT", "/db/_local/rhizome-context", Some(&json!({"@context": "https://schema.org/"}).to_string()));
     assert_eq!(status, 201, "{body}");

@@ -86,7 +86,7 @@ impl ContextSource {
 #[derive(Debug)]
 pub struct RemoteContext {
     pub document: Value,
-    bytes: Vec<u8>,
+    bytes: Arc<Vec<u8>>,
     pub source: ContextSource,
     /// Its term definitions, when it is plain: local term definitions only,
     /// no scoped contexts, no URLs, no `@import` (schema.org, Activity
@@ -97,7 +97,7 @@ pub struct RemoteContext {
 impl RemoteContext {
     fn new(document: Value, bytes: Vec<u8>, source: ContextSource) -> RemoteContext {
         let plain_terms = plain_terms(document.get("@context").unwrap_or(&Value::Null));
-        RemoteContext { document, bytes, source, plain_terms }
+        RemoteContext { document, bytes: Arc::new(bytes), source, plain_terms }
     }
 
     /// The value of the document's `@context`.
@@ -338,7 +338,7 @@ impl Resolved {
     /// at most that much to the depth where they are used, far within the
     /// stack JSON-LD runs on. Others are written in place and the whole is
     /// checked (slower: schema.org's 2,845 terms took 3.5 ms that way).
-    pub(crate) fn check_limits(&self, doc: &Value) -> Result<(), String> {
+    pub fn check_limits(&self, doc: &Value) -> Result<(), String> {
         if self.contexts.is_empty() {
             return crate::jsonld_limits::check_json_ld(doc);
         }
@@ -415,8 +415,17 @@ impl Resolved {
         }
     }
 
-    /// oxjsonld's document loader over these contexts only: it never
-    /// fetches, and a URL not resolved here is an error naming it.
+    /// The bytes of these contexts by URL, for a JSON-LD parser's document
+    /// loader: it never fetches, and a URL not resolved here is an error
+    /// naming it.
+    pub fn documents(
+        &self,
+    ) -> impl Fn(&str) -> Result<Vec<u8>, String> + Send + Sync + std::panic::UnwindSafe + std::panic::RefUnwindSafe + 'static {
+        let bytes: Arc<HashMap<String, Arc<Vec<u8>>>> = Arc::new(self.contexts.iter().map(|(u, c)| (u.clone(), c.bytes.clone())).collect());
+        move |url: &str| bytes.get(url).map(|b| b.as_ref().clone()).ok_or_else(|| format!("remote context {url} is not in the context cache"))
+    }
+
+    /// oxjsonld's document loader over these contexts ([`Self::documents`]).
     pub(crate) fn loader(
         &self,
     ) -> impl Fn(&str, &oxjsonld::JsonLdLoadDocumentOptions) -> Result<oxjsonld::JsonLdRemoteDocument, Box<dyn std::error::Error + Send + Sync>>
@@ -425,11 +434,9 @@ impl Resolved {
            + std::panic::UnwindSafe
            + std::panic::RefUnwindSafe
            + 'static {
-        let bytes: Arc<HashMap<String, Arc<Vec<u8>>>> =
-            Arc::new(self.contexts.iter().map(|(u, c)| (u.clone(), Arc::new(c.bytes.clone()))).collect());
-        move |url: &str, _options: &oxjsonld::JsonLdLoadDocumentOptions| match bytes.get(url) {
-            Some(b) => Ok(oxjsonld::JsonLdRemoteDocument { document: b.as_ref().clone(), document_url: url.to_owned() }),
-            None => Err(format!("remote context {url} is not in the context cache").into()),
+        let documents = self.documents();
+        move |url: &str, _options: &oxjsonld::JsonLdLoadDocumentOptions| {
+            Ok(oxjsonld::JsonLdRemoteDocument { document: documents(url)?, document_url: url.to_owned() })
         }
     }
 }
