@@ -375,3 +375,30 @@ fn a_sparql_insert_keeps_a_remote_context_and_its_compact_names() {
     // The rewritten documents still project the same graph.
     assert!(ask(&server, "ASK { GRAPH <http://localhost:5984/db/alice> { <http://example.org/alice> a <http://schema.org/Person> ; <http://schema.org/jobTitle> \"Engineer\" ; <http://schema.org/name> \"Alice\" } }"));
 }
+
+#[test]
+fn replicated_documents_fetch_their_contexts_before_they_are_written() {
+    let host = ContextHost::start();
+    let person = host.url("/person.jsonld");
+    // The source knows the context because an admin added it.
+    let (_a_dir, a) = new_server(&[]);
+    let context = json!({"@context": {"nick": format!("{FOAF}nick"), "Person": format!("{FOAF}Person")}});
+    assert_eq!(req(&a, "PUT", &format!("/_contexts?url={}", encode(&person)), Some(&context.to_string())).0, 201);
+    let (status, body) = put_doc(&a, "zed", &json!({"@context": person, "@id": "http://example.org/zed", "@type": "Person", "nick": "z"}));
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(host.hits.load(Ordering::SeqCst), 0);
+    // The target fetches it when the replicated document arrives.
+    let (_b_dir, b) = new_server(&[("RHIZOME_CONTEXT_HOSTS", "127.0.0.1")]);
+    let source = format!("http://{ADMIN}@127.0.0.1:{}/db", a.port);
+    let (status, body) = req(&b, "POST", "/_replicate", Some(&json!({"source": source, "target": "db"}).to_string()));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(host.hits.load(Ordering::SeqCst), 1);
+    assert!(ask(&b, &format!("ASK {{ GRAPH <http://localhost:5984/db/zed> {{ <http://example.org/zed> a <{FOAF}Person> ; <{FOAF}nick> \"z\" }} }}")));
+    // An offline target refuses that document alone, naming the context.
+    let (_c_dir, c) = new_server(&[]);
+    let (status, body) = req(&c, "POST", "/_replicate", Some(&json!({"source": source, "target": "db"}).to_string()));
+    assert_eq!(status, 200, "{body}");
+    let out: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(out["history"][0]["doc_write_failures"], 1, "{body}");
+    assert_eq!(req(&c, "GET", "/db/zed", None).0, 404);
+}
