@@ -113,7 +113,8 @@ fn serve_context(mut conn: TcpStream, hits: &AtomicUsize) {
     }
     hits.fetch_add(1, Ordering::SeqCst);
     let text = String::from_utf8_lossy(&head);
-    let path = text.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    // The query is not part of the route (a new URL for the same file).
+    let path = text.split_whitespace().nth(1).unwrap_or("/").split('?').next().unwrap_or("/").to_owned();
     let body = match path.as_str() {
         "/person.jsonld" => json!({"@context": {"nick": format!("{FOAF}nick"), "Person": format!("{FOAF}Person")}}).to_string(),
         "/nested.jsonld" => {
@@ -279,10 +280,17 @@ fn contexts_are_fetched_from_allowed_hosts_within_limits_and_cached() {
         )
     ));
     assert_eq!(host.hits.load(Ordering::SeqCst), 2);
+    // A context on a nested node is fetched as well.
+    let person = host.url("/person.jsonld?nested");
+    let doc = json!({"@id": "http://example.org/frank", "http://xmlns.com/foaf/0.1/knows": {"@context": person, "@id": "http://example.org/gus", "nick": "g"}});
+    let (status, body) = put_doc(&server, "frank", &doc);
+    assert_eq!(status, 201, "{body}");
+    assert!(ask(&server, &format!("ASK {{ GRAPH <http://localhost:5984/db/frank> {{ <http://example.org/gus> <{FOAF}nick> \"g\" }} }}")));
+    assert_eq!(host.hits.load(Ordering::SeqCst), 3);
     // Cached: a second document fetches nothing.
     let (status, body) = put_doc(&server, "eve2", &json!({"@context": nested, "nick": "e2"}));
     assert_eq!(status, 201, "{body}");
-    assert_eq!(host.hits.load(Ordering::SeqCst), 2);
+    assert_eq!(host.hits.load(Ordering::SeqCst), 3);
     // Too large, and no answer in time: 400s naming the URL and the limit.
     let big = host.url("/big.jsonld");
     let (status, body) = put_doc(&server, "big", &json!({"@context": big, "pad": "x"}));
@@ -307,7 +315,7 @@ fn contexts_are_fetched_from_allowed_hosts_within_limits_and_cached() {
     let (status, body) = put_doc(&strict, "p", &json!({"@context": person, "nick": "x"}));
     assert_eq!(status, 400, "{body}");
     assert!(body.contains(&person) && body.contains("not one contexts may be fetched from"), "{body}");
-    assert_eq!(host.hits.load(Ordering::SeqCst), 5, "the strict server fetched nothing (2 + big + silent + missing)");
+    assert_eq!(host.hits.load(Ordering::SeqCst), 6, "the strict server fetched nothing (3 + big + silent + missing)");
 
     // The cache outlives the server that served it and a restart: the
     // context's host is gone, documents using it are still written.

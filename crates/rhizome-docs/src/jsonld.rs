@@ -234,11 +234,12 @@ impl GraphProjector for JsonLdProjector {
     }
 
     fn prepare(&self, doc: &Map<String, Value>) -> Result<(), String> {
-        if doc.contains_key(GRAPH_MARKER) || !doc.contains_key("@context") {
-            // A document without its own context uses the database's,
-            // whose remote contexts were fetched when it was written.
+        if doc.contains_key(GRAPH_MARKER) {
             return Ok(());
         }
+        // Contexts anywhere in the body (nested nodes have their own too);
+        // a document without one at its top uses the database's, whose
+        // remote contexts were fetched when it was written.
         let json: Map<String, Value> = doc.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
         self.contexts.prefetch(&Value::Object(json))
     }
