@@ -67,8 +67,12 @@ pub(crate) struct Context {
     vocab: Option<String>,
     language: Option<String>,
     /// Something in the context this module does not follow (a remote
-    /// context, `@import`, `@direction`): only the expanded form is used.
+    /// context it was not given, `@import`, `@direction`): only the
+    /// expanded form is used.
     opaque: bool,
+    /// Terms that alias `@id` or `@type` (`"id": "@id"`, as Activity
+    /// Streams, Verifiable Credentials and Web Annotation define), by term.
+    aliases: HashMap<String, &'static str>,
 }
 
 /// How deep nodes are embedded in one another, and lists in lists: a
@@ -84,22 +88,36 @@ fn is_keyword(s: &str) -> bool {
 
 impl Context {
     /// The active context of `value` (an object, an array of them, `null`).
+    #[cfg(test)]
     pub(crate) fn parse(value: &Value) -> Context {
+        Context::parse_with(value, &crate::contexts::Resolved::default())
+    }
+
+    /// The active context of `value`, remote contexts (URLs) read from
+    /// `remote`; one `remote` lacks makes the context opaque.
+    pub(crate) fn parse_with(value: &Value, remote: &crate::contexts::Resolved) -> Context {
         let mut ctx = Context::default();
-        ctx.process(value);
+        ctx.process(value, remote, 0);
         ctx
     }
 
-    fn process(&mut self, value: &Value) {
+    fn process(&mut self, value: &Value, remote: &crate::contexts::Resolved, depth: usize) {
         match value {
             Value::Null => *self = Context::default(),
             Value::Array(items) => {
                 for item in items {
-                    self.process(item);
+                    self.process(item, remote, depth);
                 }
             }
             Value::Object(map) => self.process_object(map),
-            _ => self.opaque = true, // a remote context
+            // A remote context is processed where it stands, as JSON-LD's
+            // context processing does (its `@base` aside, which this
+            // module does not use).
+            Value::String(url) => match remote.context(url) {
+                Some(context) if depth < crate::contexts::MAX_REMOTE_DEPTH => self.process(context, remote, depth + 1),
+                _ => self.opaque = true,
+            },
+            _ => self.opaque = true,
         }
     }
 
@@ -129,6 +147,16 @@ impl Context {
         let mut defined = HashMap::new();
         for (term, def) in &raw {
             defined.insert(term.to_string(), self.define(term, def, &raw));
+            let target = match def {
+                Value::String(t) => Some(t.as_str()),
+                Value::Object(o) => o.get("@id").and_then(Value::as_str),
+                _ => None,
+            };
+            match target {
+                Some("@id") => self.aliases.insert(term.to_string(), "@id"),
+                Some("@type") => self.aliases.insert(term.to_string(), "@type"),
+                _ => self.aliases.remove(*term),
+            };
         }
         self.terms.extend(defined);
     }
@@ -245,7 +273,7 @@ impl Context {
         if key.starts_with('_') || key == "@context" {
             return false;
         }
-        if key.starts_with('@') {
+        if key.starts_with('@') || self.aliases.contains_key(key) {
             return true;
         }
         if let Some(def) = self.terms.get(key) {
@@ -256,6 +284,17 @@ impl Context {
 
     pub(crate) fn is_opaque(&self) -> bool {
         self.opaque
+    }
+
+    /// Whether `key` is `keyword` or a term aliasing it.
+    fn is_keyword_key(&self, key: &str, keyword: &str) -> bool {
+        key == keyword || self.aliases.get(key) == Some(&keyword)
+    }
+
+    /// The member of `node` holding `keyword` (`@id`, `@type`), under the
+    /// keyword or an alias.
+    fn keyword_member<'v>(&self, node: &'v Value, keyword: &str) -> Option<&'v Value> {
+        node.as_object()?.iter().find(|(k, _)| self.is_keyword_key(k, keyword)).map(|(_, v)| v)
     }
 
     /// Expands an `@id` value written in the document (compact IRIs; no
@@ -323,6 +362,10 @@ pub(crate) struct Shape {
     /// Each string and number of the original by first appearance: values
     /// of arrays (`@type`, sets, several values) come back in its order.
     pub rank: HashMap<String, usize>,
+    /// The keys the original wrote `@id` and `@type` under, where it used an
+    /// alias of its context (`id`, `type`).
+    pub id_key: Option<String>,
+    pub type_key: Option<String>,
 }
 
 impl Shape {
@@ -330,7 +373,7 @@ impl Shape {
         let mut shape = Shape { graph_form: body.contains_key("@graph"), ..Default::default() };
         let Ok(base) = oxiri::Iri::parse(base.to_owned()) else { return shape };
         let push_top = |v: &Value, shape: &mut Shape| {
-            if let Some(iri) = v.get("@id").and_then(Value::as_str).and_then(|s| ctx.expand_id(s, &base)) {
+            if let Some(iri) = ctx.keyword_member(v, "@id").and_then(Value::as_str).and_then(|s| ctx.expand_id(s, &base)) {
                 shape.top.push(iri);
             }
         };
@@ -349,7 +392,7 @@ impl Shape {
                         if k == "@context" {
                             continue;
                         }
-                        if let (true, Value::String(s)) = (k == "@id", v) {
+                        if let (true, Value::String(s)) = (ctx.is_keyword_key(k, "@id"), v) {
                             if !s.contains(':') {
                                 if let Some(iri) = ctx.expand_id(s, base) {
                                     written.entry(iri).or_insert_with(|| s.clone());
@@ -364,6 +407,8 @@ impl Shape {
             }
         }
         walk(&Value::Object(body.clone()), ctx, &base, &mut shape.written);
+        shape.id_key = body.keys().find(|k| ctx.aliases.get(*k) == Some(&"@id")).cloned();
+        shape.type_key = body.keys().find(|k| ctx.aliases.get(*k) == Some(&"@type")).cloned();
         fn rank(v: &Value, out: &mut HashMap<String, usize>) {
             let n = out.len();
             match v {
@@ -575,12 +620,21 @@ impl Output<'_> {
     /// A node's members; `key` is its IRI or `_:label`.
     fn node(&mut self, key: &str) -> Map<String, Value> {
         let mut out = Map::new();
+        // The document's own spelling of `@id` and `@type` (an alias of its
+        // context), except in the expanded form.
+        let (id_key, type_key) = match self.expanded {
+            true => ("@id".to_owned(), "@type".to_owned()),
+            false => (
+                self.shape.id_key.clone().unwrap_or_else(|| "@id".into()),
+                self.shape.type_key.clone().unwrap_or_else(|| "@type".into()),
+            ),
+        };
         let is_blank = key.starts_with("_:");
         if !is_blank {
-            out.insert("@id".into(), Value::String(self.iri(key, false)));
+            out.insert(id_key, Value::String(self.iri(key, false)));
         } else if !self.embedded.contains(key) {
             let label = self.blank(key);
-            out.insert("@id".into(), Value::String(label));
+            out.insert(id_key, Value::String(label));
         }
         let Some(node) = self.nodes.get(key) else { return out };
         let mut types: Vec<Value> = node.types.iter().map(|t| Value::String(self.type_iri(t))).collect();
@@ -588,10 +642,10 @@ impl Output<'_> {
         match types.len() {
             0 => {}
             1 if !self.expanded => {
-                out.insert("@type".into(), types.into_iter().next().unwrap_or(Value::Null));
+                out.insert(type_key, types.into_iter().next().unwrap_or(Value::Null));
             }
             _ => {
-                out.insert("@type".into(), Value::Array(types));
+                out.insert(type_key, Value::Array(types));
             }
         }
         for (predicate, values) in &node.props {

@@ -215,6 +215,12 @@ impl Database {
     /// after a removal the document can be put again with or without the
     /// revision it had. A removal without a revision removes whatever is
     /// there.
+    /// Where this database's documents resolve remote JSON-LD contexts
+    /// (`None`: its documents are not RDF).
+    pub fn contexts(&self) -> Option<&crate::ContextStore> {
+        self.projector.contexts()
+    }
+
     pub fn put_local(&self, id: &str, doc: Map<String, Value>) -> Result<String> {
         if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !LOCAL_MEMBERS.contains(&k.as_str())) {
             return Err(DocError::Validation(format!("Bad special document member: {bad}")));

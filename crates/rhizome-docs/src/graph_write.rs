@@ -59,6 +59,7 @@ pub(crate) fn revision_after_graph_write(
     graph_iri: &str,
     old: Option<&Map<String, Value>>,
     empty: bool,
+    contexts: Option<&crate::contexts::ContextStore>,
 ) -> Result<GraphRevision> {
     let Some(old) = old else {
         return Ok(if empty { GraphRevision::Delete } else { GraphRevision::Graph(None) });
@@ -71,7 +72,14 @@ pub(crate) fn revision_after_graph_write(
         Some(_) => None,
         None => default_context(txn)?,
     };
-    let ctx = Context::parse(old.get("@context").or(default_context.as_ref()).unwrap_or(&Value::Null));
+    let context_value = old.get("@context").or(default_context.as_ref()).unwrap_or(&Value::Null);
+    // Remote contexts come from the cache (filled when the document was
+    // written); one no longer there leaves the context opaque, and the
+    // expanded form is written.
+    let remote = contexts
+        .and_then(|store| store.resolve(&serde_json::json!({ "@context": context_value })).ok())
+        .unwrap_or_default();
+    let ctx = Context::parse_with(context_value, &remote);
     let kept: Map<String, Value> = old.iter().filter(|(k, _)| !ctx.is_rdf_member(k) && !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
     let with_stubs = |mut body: Map<String, Value>| {
         if let Some(s) = &stubs {
@@ -97,7 +105,7 @@ pub(crate) fn revision_after_graph_write(
         // A context this module does not follow (a remote one) cannot be
         // read here; the expanded form means the same without it.
         let check = if ctx.is_opaque() { body.iter().filter(|(k, _)| *k != "@context").map(|(k, v)| (k.clone(), v.clone())).collect() } else { body.clone() };
-        if reads_back(&check, if ctx.is_opaque() { None } else { default_context.as_ref() }, graph_iri).as_ref() == Some(&wanted) {
+        if reads_back(&check, if ctx.is_opaque() { None } else { default_context.as_ref() }, graph_iri, &remote).as_ref() == Some(&wanted) {
             return Ok(GraphRevision::Json(with_stubs(body)));
         }
     }
@@ -225,14 +233,14 @@ fn signature(triples: impl IntoIterator<Item = Triple>) -> Vec<u64> {
 
 /// The graph a body projects to, as the projector reads it (CouchDB's
 /// members left out, the database's context when it has none).
-fn reads_back(body: &Map<String, Value>, default_context: Option<&Value>, graph_iri: &str) -> Option<Vec<u64>> {
+fn reads_back(body: &Map<String, Value>, default_context: Option<&Value>, graph_iri: &str, remote: &crate::contexts::Resolved) -> Option<Vec<u64>> {
     let mut json: Map<String, Value> = body.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
     if let (false, Some(ctx)) = (json.contains_key("@context"), default_context) {
         json.insert("@context".into(), ctx.clone());
     }
     let text = Value::Object(json).to_string();
     let parser = JsonLdParser::new().with_base_iri(graph_iri).ok()?;
-    let quads: Vec<oxrdf::Quad> = parser.for_slice(text.as_bytes()).collect::<std::result::Result<_, _>>().ok()?;
+    let quads: Vec<oxrdf::Quad> = parser.for_slice(text.as_bytes()).with_load_document_callback(remote.loader()).collect::<std::result::Result<_, _>>().ok()?;
     Some(signature(quads.into_iter().map(Triple::from)))
 }
 

@@ -15,6 +15,7 @@
 //!   JSON-LD ([`render_graph`]), so nothing is stored twice. An RDF write to
 //!   the graph of a JSON document keeps the JSON (`graph_write.rs`).
 
+use crate::contexts::ContextStore;
 use crate::keys::LOCAL;
 use crate::GraphProjector;
 use oxjsonld::{JsonLdParser, JsonLdSerializer};
@@ -24,6 +25,7 @@ use rhizome_rdf::term::Dictionary;
 use rhizome_rdf::{QuadPattern, QuadScan, StoreTransaction, TermId};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The member of a stored body that marks a document whose body is its graph.
 pub const GRAPH_MARKER: &str = "_graph";
@@ -123,11 +125,19 @@ fn percent_decode(s: &str) -> Option<String> {
 #[derive(Clone, Debug)]
 pub struct JsonLdProjector {
     iris: DocumentIris,
+    /// Where remote contexts (`"@context": "https://schema.org/"`) are
+    /// resolved ([`crate::contexts`]).
+    contexts: Arc<ContextStore>,
 }
 
 impl JsonLdProjector {
+    /// Remote contexts: the shipped ones only.
     pub fn new(iris: DocumentIris) -> JsonLdProjector {
-        JsonLdProjector { iris }
+        JsonLdProjector { iris, contexts: Arc::new(ContextStore::offline()) }
+    }
+
+    pub fn with_contexts(iris: DocumentIris, contexts: Arc<ContextStore>) -> JsonLdProjector {
+        JsonLdProjector { iris, contexts }
     }
 }
 
@@ -154,13 +164,20 @@ fn default_context(txn: &StoreTransaction<'_>) -> Result<Option<Value>, String> 
 /// checked: the bounds of [`crate::jsonld_limits`], then oxjsonld reading
 /// a document made of the context alone (so a context it refuses, such as
 /// a remote one or a malformed term definition, is refused here).
-pub(crate) fn check_default_context(doc: &Map<String, Value>) -> Result<(), String> {
+pub(crate) fn check_default_context(doc: &Map<String, Value>, contexts: &ContextStore) -> Result<(), String> {
     let Some(context) = doc.get("@context") else { return Ok(()) };
     let probe = serde_json::json!({ "@context": context, "@id": "urn:rhizome:context-check", "urn:rhizome:p": "v" });
-    crate::jsonld_limits::check_json_ld(&probe)?;
+    // Called before the local document's transaction: remote contexts it
+    // names may be fetched here.
+    contexts.prefetch(&probe)?;
+    let remote = contexts.resolve(&probe)?;
+    remote.check_limits(&probe)?;
     let text = probe.to_string();
     crate::jsonld_limits::on_known_stack(|| {
-        JsonLdParser::new().for_slice(text.as_bytes()).try_for_each(|q| q.map(drop).map_err(|e| format!("invalid JSON-LD context: {e}")))
+        JsonLdParser::new()
+            .for_slice(text.as_bytes())
+            .with_load_document_callback(remote.loader())
+            .try_for_each(|q| q.map(drop).map_err(|e| format!("invalid JSON-LD context: {e}")))
     })?
 }
 
@@ -175,7 +192,7 @@ impl GraphProjector for JsonLdProjector {
         // Parsed in full before the graph changes: a malformed document
         // fails the write with nothing of it applied.
         let quads = match winner {
-            Some(body) => parse_document(txn, body, &iri)?,
+            Some(body) => parse_document(txn, body, &iri, &self.contexts)?,
             None => Vec::new(),
         };
         if let Some(graph) = txn.lookup(TermRef::NamedNode(graph_node.as_ref())).map_err(|e| e.to_string())? {
@@ -211,14 +228,29 @@ impl GraphProjector for JsonLdProjector {
 
     fn check_local(&self, id: &str, doc: &Map<String, Value>) -> Result<(), String> {
         if id == DEFAULT_CONTEXT_DOC {
-            check_default_context(doc)?;
+            check_default_context(doc, &self.contexts)?;
         }
         Ok(())
+    }
+
+    fn prepare(&self, doc: &Map<String, Value>) -> Result<(), String> {
+        if doc.contains_key(GRAPH_MARKER) {
+            return Ok(());
+        }
+        // Contexts anywhere in the body (nested nodes have their own too);
+        // a document without one at its top uses the database's, whose
+        // remote contexts were fetched when it was written.
+        let json: Map<String, Value> = doc.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
+        self.contexts.prefetch(&Value::Object(json))
+    }
+
+    fn contexts(&self) -> Option<&ContextStore> {
+        Some(&self.contexts)
     }
 }
 
 /// The quads of a document read as JSON-LD; none for plain JSON.
-fn parse_document(txn: &StoreTransaction<'_>, body: &Map<String, Value>, iri: &str) -> Result<Vec<oxrdf::Quad>, String> {
+fn parse_document(txn: &StoreTransaction<'_>, body: &Map<String, Value>, iri: &str, contexts: &ContextStore) -> Result<Vec<oxrdf::Quad>, String> {
     let mut json: Map<String, Value> = body.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
     if !json.contains_key("@context") {
         match default_context(txn)? {
@@ -230,12 +262,18 @@ fn parse_document(txn: &StoreTransaction<'_>, body: &Map<String, Value>, iri: &s
         }
     }
     let json = Value::Object(json);
-    // oxjsonld recurses on contexts: bounded first, then run on a stack of
-    // known size (see jsonld_limits).
-    crate::jsonld_limits::check_json_ld(&json)?;
+    // Remote contexts from the cache only (fetched before the write's
+    // transaction, by `prepare`): no network inside the write.
+    let remote = contexts.resolve(&json)?;
+    // oxjsonld recurses on contexts: bounded first (with the remote
+    // contexts it will process), then run on a stack of known size (see
+    // jsonld_limits).
+    remote.check_limits(&json)?;
     let text = json.to_string();
-    let parser = JsonLdParser::new().with_base_iri(iri).map_err(|e| format!("document IRI {iri}: {e}"))?;
-    crate::jsonld_limits::on_known_stack(|| parser.for_slice(text.as_bytes()).map(|q| q.map_err(|e| format!("invalid JSON-LD: {e}"))).collect())?
+    let parser = JsonLdParser::new()
+        .with_base_iri(iri)
+        .map_err(|e| format!("document IRI {iri}: {e}"))?;
+    crate::jsonld_limits::on_known_stack(|| parser.for_slice(text.as_bytes()).with_load_document_callback(remote.loader()).map(|q| q.map_err(|e| format!("invalid JSON-LD: {e}"))).collect())?
 }
 
 /// The graph `graph_iri` rendered as the members of a JSON-LD document:

@@ -39,7 +39,16 @@ pub const MAX_CONTEXT_COPIES: usize = 20_000_000;
 /// Checks a JSON-LD document (or a context wrapped as `{"@context": ...}`)
 /// against the bounds above; the error says which bound and where.
 pub fn check_json_ld(doc: &Value) -> Result<(), String> {
-    let mut walk = Walk::default();
+    check_json_ld_with_terms(doc, 0)
+}
+
+/// [`check_json_ld`] for a document whose remote contexts hold `remote_terms`
+/// term definitions (plain ones: see `crate::contexts::Resolved::check_limits`).
+pub(crate) fn check_json_ld_with_terms(doc: &Value, remote_terms: usize) -> Result<(), String> {
+    if remote_terms > MAX_CONTEXT_TERMS {
+        return Err(format!("the remote contexts of this document hold {remote_terms} JSON-LD term definitions; the limit is {MAX_CONTEXT_TERMS}"));
+    }
+    let mut walk = Walk { terms: remote_terms, ..Walk::default() };
     // (value, depth, JSON path); contexts found on the way are checked as
     // they are met.
     let mut stack: Vec<(&Value, usize, Path)> = vec![(doc, 1, Path::root())];

@@ -8,8 +8,10 @@
 //! `_all_docs`, `_changes` with `_doc_ids` and Mango `_selector` filters,
 //! Mango queries (`_find`, `_explain`, JSON indexes kept in the store),
 //! attachments stored by digest, `_local` documents, `_security` and
-//! `_revs_limit`; and the [`GraphProjector`] hook through which a write
-//! updates the document's graph in its own transaction. Does not own HTTP
+//! `_revs_limit`; the [`GraphProjector`] hook through which a write
+//! updates the document's graph in its own transaction; and remote JSON-LD
+//! contexts ([`ContextStore`]: shipped ones and a cache, no network of
+//! its own). Does not own HTTP
 //! (`rhizome-server`), replication (`rhizome-replication`) or the JSON-LD
 //! projection itself (a `GraphProjector` implementation).
 //!
@@ -21,6 +23,7 @@
 mod all_docs;
 mod changes;
 mod compact;
+pub mod contexts;
 mod database;
 mod error;
 mod graph_write;
@@ -37,6 +40,7 @@ pub mod selector;
 mod write;
 
 pub use all_docs::{AllDocs, AllDocsOptions};
+pub use contexts::{ContextFetcher, ContextSource, ContextStore};
 pub use changes::{Changes, ChangesFilter, ChangesOptions, DocFilter};
 pub use database::{valid_db_name, Compacted, Database, DbInfo, DEFAULT_REVS_LIMIT};
 pub use error::{DocError, Result};

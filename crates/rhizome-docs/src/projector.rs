@@ -40,6 +40,19 @@ pub trait GraphProjector: Send + Sync {
     fn check_local(&self, _id: &str, _doc: &Map<String, Value>) -> Result<(), String> {
         Ok(())
     }
+
+    /// Called for each document of a write before the write's transaction
+    /// (and lock) is taken, to get what the projection needs from outside
+    /// (remote JSON-LD contexts); the reason becomes that document's 400.
+    fn prepare(&self, _doc: &Map<String, Value>) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The remote contexts the projection reads, if any (for RDF writes
+    /// that give a JSON document back its shape).
+    fn contexts(&self) -> Option<&crate::contexts::ContextStore> {
+        None
+    }
 }
 
 /// Projects nothing: documents stay documents only.

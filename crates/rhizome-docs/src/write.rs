@@ -88,11 +88,20 @@ impl Database {
     /// error is a store failure (nothing written); the inner ones are per
     /// document.
     pub fn update_docs(&self, docs: Vec<Map<String, Value>>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>> {
+        // Before the transaction (and its lock): what the projection will
+        // need from outside, such as remote JSON-LD contexts, is fetched
+        // now; a document that cannot have it is refused on its own.
+        let refused: Vec<Option<String>> =
+            docs.iter().map(|doc| if doc.get("_deleted") == Some(&Value::Bool(true)) { None } else { self.projector.prepare(doc).err() }).collect();
         let mut txn = self.store.transaction()?;
         let mut counters = Counters::read(&txn)?;
         let mut out = Vec::with_capacity(docs.len());
-        for doc in docs {
+        for (doc, refused) in docs.into_iter().zip(refused) {
             let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+            if let Some(reason) = refused {
+                out.push((id.clone(), Err(DocError::Validation(format!("{id}: {reason}")))));
+                continue;
+            }
             let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None) {
                 Err(e @ (DocError::Store(_) | DocError::Kv(_) | DocError::Corrupt(_) | DocError::Projection { .. })) => return Err(e),
                 other => other,
@@ -156,7 +165,7 @@ impl Database {
             };
             let revision = match (empty, emptied) {
                 (true, EmptiedGraphs::DeleteDocuments) => GraphRevision::Delete,
-                _ => crate::graph_write::revision_after_graph_write(txn, &id, graph, iri.as_str(), old_body.as_ref(), empty)?,
+                _ => crate::graph_write::revision_after_graph_write(txn, &id, graph, iri.as_str(), old_body.as_ref(), empty, self.projector.contexts())?,
             };
             let (mut doc, marker) = match revision {
                 GraphRevision::Json(body) => (body, None),

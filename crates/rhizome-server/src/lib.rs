@@ -5,7 +5,8 @@
 //! authentication (server admin, `_users`, Basic and cookie sessions) and
 //! the per-database `_security` guard that every route passes through, the
 //! request log, body limits, connection limits and timeouts
-//! (`connections.rs`) and clean shutdown. Does not own document
+//! (`connections.rs`), fetching remote JSON-LD contexts and the admin's
+//! `/_contexts` (`contexts.rs`), and clean shutdown. Does not own document
 //! semantics (`rhizome-docs`) or query evaluation (`rhizome-sparql`); the
 //! RDF views (`/{db}/_sparql`, `/{db}/_graph`: SPARQL 1.1 Protocol and
 //! Graph Store Protocol) are routed in `extension.rs` and answered in
@@ -21,6 +22,7 @@
 mod auth;
 mod changes;
 mod connections;
+mod contexts;
 mod couch;
 pub mod error;
 mod extension;
@@ -37,8 +39,9 @@ pub use connections::{
     ConnectionLimits, DEFAULT_BODY_TIMEOUT_SECS, DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
 };
+pub use contexts::{ContextSettings, DEFAULT_CONTEXT_MAX_BYTES, DEFAULT_CONTEXT_TIMEOUT_MS};
 pub use error::{HttpError, ServerError};
-pub use state::{base_iri, database_dir, projector_for};
+pub use state::{base_iri, context_store, database_dir, projector_for};
 #[doc(hidden)]
 pub use couch::fuzz_couch_request;
 pub use rdf::fuzz_parse_request;
@@ -80,6 +83,8 @@ pub struct ServerConfig {
     pub load_dir: Option<PathBuf>,
     /// The most bytes one LOAD reads (`--load-max-bytes`).
     pub load_max_bytes: u64,
+    /// Fetching remote JSON-LD contexts (`--context-hosts` and friends).
+    pub contexts: ContextSettings,
 }
 
 /// Runs the server until SIGINT or SIGTERM, on its own runtime.
@@ -136,6 +141,13 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     };
     let mut server = server;
     server.sparql = rdf::SparqlSettings::new(config.load_dir.as_deref(), config.load_max_bytes)?;
+    if !config.contexts.hosts.is_empty() {
+        // No user database is open yet: each will see this store.
+        let fetcher: Box<dyn rhizome_docs::ContextFetcher> = Box::new(contexts::HttpContextFetcher::new(config.contexts.clone()));
+        server.contexts = std::sync::Arc::new(
+            rhizome_docs::ContextStore::open(&state::contexts_dir(&config.data_dir), Some(fetcher)).map_err(ServerError::Config)?,
+        );
+    }
     let server = Arc::new(server);
     replicator_db::start(server.clone());
     let listener = TcpListener::bind(config.bind).await.map_err(|source| ServerError::Io { what: format!("binding {}", config.bind), source })?;

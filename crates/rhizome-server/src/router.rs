@@ -56,6 +56,8 @@ pub enum Route {
     Replicate,
     SchedulerDocs,
     ActiveTasks,
+    /// `/_contexts`: the remote JSON-LD context cache (`contexts.rs`).
+    Contexts,
     Db(String),
     DbOp(String, DbOp),
     Doc(String, String),
@@ -89,6 +91,7 @@ impl Route {
             ["_replicate"] => Route::Replicate,
             ["_scheduler", "docs"] => Route::SchedulerDocs,
             ["_active_tasks"] => Route::ActiveTasks,
+            ["_contexts"] => Route::Contexts,
             [db] if db.starts_with('_') && *db != "_users" && *db != "_replicator" => {
                 return Err(HttpError::bad_request(format!("Unknown or unsupported endpoint /{db}")))
             }
@@ -144,7 +147,7 @@ impl Route {
         let read = matches!(*method, Method::GET | Method::HEAD);
         match self {
             Route::Root | Route::Up | Route::Uuids | Route::Session => Access::Public,
-            Route::AllDbs | Route::DbsInfo | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks => Access::ServerAdmin,
+            Route::AllDbs | Route::DbsInfo | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks | Route::Contexts => Access::ServerAdmin,
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
             Route::Db(_) => Access::Member,
             Route::DbOp(_, DbOp::Compact | DbOp::ViewCleanup) => Access::DbAdmin,
@@ -207,6 +210,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Replicate => couch::replicate::replicate(server, req, ctx)?.into(),
         Route::SchedulerDocs => crate::replicator_db::scheduler_docs(server, m)?.into(),
         Route::ActiveTasks => couch::replicate::active_tasks(server, m)?.into(),
+        Route::Contexts => crate::contexts::handle(server, req)?.into(),
         Route::Db(name) => match *m {
             Method::PUT => database::create(server, &name, db.is_some())?.into(),
             Method::DELETE => database::delete(server, &name)?.into(),

@@ -9,12 +9,14 @@
 //!   characters of the name other than `[a-z0-9_-]` are written `%XX`
 //!   (names whose folder name would pass 255 bytes are refused);
 //! - `revoked-sessions`: session cookies logged out before their expiry
-//!   (`auth/session.rs`).
+//!   (`auth/session.rs`);
+//! - `_contexts/`: the remote JSON-LD context cache, one file per context
+//!   (`rhizome_docs::contexts`).
 
 use crate::auth::password::{self, PasswordHash};
 use crate::error::{HttpError, ServerError};
 use crate::http::uuid;
-use rhizome_docs::{valid_db_name, Database, DocumentIris, GraphProjector, JsonLdProjector, NoProjection};
+use rhizome_docs::{valid_db_name, ContextStore, Database, DocumentIris, GraphProjector, JsonLdProjector, NoProjection};
 
 /// The base of document graph IRIs when a data folder is first used:
 /// CouchDB's address.
@@ -116,6 +118,9 @@ pub struct Server {
     pub replicator_docs: crate::replicator_db::DocJobs,
     /// What SPARQL requests may do beyond the database (LOAD).
     pub sparql: crate::rdf::SparqlSettings,
+    /// Remote JSON-LD contexts: shipped, cached in `<data>/_contexts`, and
+    /// fetched when `--context-hosts` allows (`crate::contexts`).
+    pub contexts: Arc<ContextStore>,
 }
 
 /// The folder of database `name` under a server's data folder (for tools
@@ -125,12 +130,24 @@ pub fn database_dir(data_dir: &Path, name: &str) -> PathBuf {
 }
 
 /// The projector of database `name`: user databases' documents are RDF,
-/// their graphs named under `base` ([`base_iri`]).
-pub fn projector_for(base: &str, name: &str) -> Arc<dyn GraphProjector> {
+/// their graphs named under `base` ([`base_iri`]), remote JSON-LD contexts
+/// resolved in `contexts` ([`context_store`]).
+pub fn projector_for(base: &str, name: &str, contexts: Arc<ContextStore>) -> Arc<dyn GraphProjector> {
     if name.starts_with('_') {
         return Arc::new(NoProjection);
     }
-    Arc::new(JsonLdProjector::new(DocumentIris::new(base, name)))
+    Arc::new(JsonLdProjector::with_contexts(DocumentIris::new(base, name), contexts))
+}
+
+/// The folder of the remote context cache, `<data>/_contexts`.
+pub(crate) fn contexts_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("_contexts")
+}
+
+/// The data folder's remote context cache, without fetching (for tools
+/// that write a database while the server is stopped).
+pub fn context_store(data_dir: &Path) -> Result<Arc<ContextStore>, ServerError> {
+    ContextStore::open(&contexts_dir(data_dir), None).map(Arc::new).map_err(ServerError::Config)
 }
 
 fn encode_name(name: &str) -> String {
@@ -181,6 +198,7 @@ impl Server {
             replications: Default::default(),
             replicator_docs: Default::default(),
             sparql: Default::default(),
+            contexts: context_store(data_dir)?,
         };
         // CouchDB creates its system databases on first start.
         for system in ["_users", crate::replicator_db::REPLICATOR_DB] {
@@ -197,7 +215,7 @@ impl Server {
         if name.starts_with('_') {
             return self.projector.clone();
         }
-        projector_for(&self.base_iri, name)
+        projector_for(&self.base_iri, name, self.contexts.clone())
     }
 
     fn db_dir(&self, name: &str) -> PathBuf {

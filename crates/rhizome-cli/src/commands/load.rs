@@ -67,7 +67,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             }
             let dir = rhizome_server::database_dir(data, name);
             let base = rhizome_server::base_iri(data)?;
-            let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, name))?;
+            let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, name, rhizome_server::context_store(data)?))?;
             // Blank nodes no IRI references join the stored default graph.
             let mut options = options.clone();
             options.orphan_graph = db.stored_default_graph().map(NamedNode::new).transpose().context("the stored default graph's IRI")?;

@@ -54,7 +54,7 @@ fn endpoint(data: &Path, spec: &str, is_target: bool, create: bool) -> Result<Bo
         );
     }
     let base = rhizome_server::base_iri(data)?;
-    let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, spec)).with_context(|| {
+    let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, spec, rhizome_server::context_store(data)?)).with_context(|| {
         format!("cannot open database {spec:?} in {} (if a server is running on this folder, replicate through its URL)", data.display())
     })?;
     Ok(Box::new(LocalEndpoint::new(db, spec)))

@@ -30,6 +30,28 @@ pub struct Args {
     load_max_bytes: u64,
     #[command(flatten)]
     hardening: Hardening,
+    #[command(flatten)]
+    contexts: Contexts,
+}
+
+/// Remote JSON-LD contexts (`"@context": "https://schema.org/"`, issue 14).
+/// schema.org, Activity Streams, Verifiable Credentials v1 and v2 and Web
+/// Annotation are shipped; others come from the cache in DATA/_contexts
+/// (filled by fetches and by `PUT /_contexts?url=...`).
+#[derive(clap::Args)]
+struct Contexts {
+    /// Hosts remote contexts may be fetched from, comma-separated: `host`
+    /// (any port), `host:port`, or `*` for any host. Empty (the default):
+    /// nothing is fetched; only shipped and cached contexts are used.
+    /// Only http:// is fetched (no TLS client).
+    #[arg(long, env = "RHIZOME_CONTEXT_HOSTS", value_delimiter = ',', default_value = "")]
+    context_hosts: Vec<String>,
+    /// Milliseconds one context fetch may take in all, redirects included.
+    #[arg(long, env = "RHIZOME_CONTEXT_TIMEOUT_MS", default_value_t = rhizome_server::DEFAULT_CONTEXT_TIMEOUT_MS)]
+    context_timeout_ms: u64,
+    /// The largest context document fetched, in bytes.
+    #[arg(long, env = "RHIZOME_CONTEXT_MAX_BYTES", default_value_t = rhizome_server::DEFAULT_CONTEXT_MAX_BYTES)]
+    context_max_bytes: usize,
 }
 
 /// Connection limits, password hashing and login throttling (issue 20).
@@ -105,6 +127,11 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
         auth: args.hardening.auth(),
         load_dir: args.load_dir,
         load_max_bytes: args.load_max_bytes,
+        contexts: rhizome_server::ContextSettings {
+            hosts: args.contexts.context_hosts.iter().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect(),
+            timeout_ms: args.contexts.context_timeout_ms.max(1),
+            max_bytes: args.contexts.context_max_bytes,
+        },
     };
     rhizome_server::run(config)?;
     Ok(())

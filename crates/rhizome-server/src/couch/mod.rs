@@ -20,8 +20,9 @@ use serde_json::{Map, Value};
 
 /// For the fuzz target `couch_request`: a body through the decoders of
 /// CouchDB's endpoints (`Content-Encoding`, `multipart/related` documents
-/// and the multipart answers built from them) and, as text, through the
-/// query parser (with `SELECT *`'s order): never a panic.
+/// and the multipart answers built from them), as text through the query
+/// parser (with `SELECT *`'s order), and as an HTTP response through the
+/// remote context fetcher's parser: never a panic.
 pub fn fuzz_couch_request(content_encoding: &str, content_type: &str, body: &[u8]) {
     let mut headers = hyper::header::HeaderMap::new();
     if let Ok(v) = hyper::header::HeaderValue::from_str(content_encoding) {
@@ -38,6 +39,7 @@ pub fn fuzz_couch_request(content_encoding: &str, content_type: &str, body: &[u8
     if let Ok(text) = std::str::from_utf8(body) {
         let _ = rhizome_sparql::parse_query(text, None);
     }
+    crate::contexts::fuzz_response(body);
 }
 
 /// Writes documents through the store, then wakes `_changes` feeds. Writes

@@ -176,34 +176,58 @@ fn get(req: &Request, db: &DbHandle, target: &Target) -> Result<Response<Body>, 
 
 /// The triples of a request body (every part of a `multipart/form-data`
 /// one), blank nodes kept apart per part.
-fn body_triples(req: &Request, base: &str, budget: &WriteBudget<'_>) -> Result<Vec<Triple>, HttpError> {
+fn body_triples(req: &Request, base: &str, budget: &WriteBudget<'_>, contexts: Option<&rhizome_docs::ContextStore>) -> Result<Vec<Triple>, HttpError> {
     let content_type = req.header("content-type");
     if negotiate::essence(content_type).as_deref() == Some("multipart/form-data") {
         let ct = content_type.unwrap_or_default();
         let mut triples = Vec::new();
         for part in multipart_parts(ct, &req.body)? {
-            triples.extend(parse_triples(negotiate::body_format(part.content_type.as_deref())?, &part.body, base, part.name.as_deref(), budget)?);
+            triples.extend(parse_triples(negotiate::body_format(part.content_type.as_deref())?, &part.body, base, part.name.as_deref(), budget, contexts)?);
         }
         return Ok(triples);
     }
-    parse_triples(negotiate::body_format(content_type)?, &req.body, base, None, budget)
+    parse_triples(negotiate::body_format(content_type)?, &req.body, base, None, budget, contexts)
 }
 
 /// Parses a body after checking its nesting (and, for JSON-LD, its
 /// contexts), on a stack of known size (the JSON-LD parser recurses on
 /// contexts).
-fn parse_triples(format: RdfFormat, body: &[u8], base: &str, part: Option<&str>, budget: &WriteBudget<'_>) -> Result<Vec<Triple>, HttpError> {
+fn parse_triples(
+    format: RdfFormat,
+    body: &[u8],
+    base: &str,
+    part: Option<&str>,
+    budget: &WriteBudget<'_>,
+    contexts: Option<&rhizome_docs::ContextStore>,
+) -> Result<Vec<Triple>, HttpError> {
     let place = part.map(|p| format!(" (part {p})")).unwrap_or_default();
     let invalid = |e: String| HttpError::bad_request(format!("invalid {} in the request body{place}: {e}", format.name()));
     check_nesting(format, body, MAX_RDF_NESTING).map_err(|e| invalid(e.to_string()))?;
+    let mut remote = rhizome_docs::contexts::Resolved::default();
     if matches!(format, RdfFormat::JsonLd { .. }) {
         let json: serde_json::Value = serde_json::from_slice(body).map_err(|e| invalid(e.to_string()))?;
-        rhizome_docs::check_json_ld(&json).map_err(invalid)?;
+        // Remote contexts as documents have them: fetched now (before the
+        // write's lock), then read from the cache only.
+        let offline;
+        let store = match contexts {
+            Some(store) => store,
+            None => {
+                offline = rhizome_docs::ContextStore::offline();
+                &offline
+            }
+        };
+        store.prefetch(&json).map_err(invalid)?;
+        remote = store.resolve(&json).map_err(invalid)?;
+        remote.check_limits(&json).map_err(invalid)?;
     }
+    let documents = remote.documents();
     let parser = RdfParser::from_format(format).with_base_iri(base).map_err(|e| HttpError::internal(e.to_string()))?.without_named_graphs().rename_blank_nodes();
     rhizome_docs::on_known_stack(|| {
         let mut triples = Vec::new();
-        for q in parser.for_slice(body) {
+        let quads = parser.for_slice(body).with_document_loader(move |url| {
+            Ok(oxrdfio::LoadedDocument { url: url.to_owned(), content: documents(url)?, format: RdfFormat::JsonLd { profile: oxrdfio::JsonLdProfile::Context.into() } })
+        });
+        for q in quads {
             triples.push(Triple::from(q.map_err(|e| invalid(e.to_string()))?));
             if triples.len() % CHECK_EVERY == 0 {
                 budget.check()?;
@@ -314,7 +338,7 @@ fn write(req: &Request, db: &DbHandle, target: &Target, replace: bool, budget: &
         _ => endpoint_iri(req, db, "_graph"),
     };
     // Parsed in full before `rdf_write` takes the database's write lock.
-    let triples = body_triples(req, &base, budget)?;
+    let triples = body_triples(req, &base, budget, db.db.contexts())?;
     let mode = db.db.store().mode();
     let created = db.db.rdf_write(|txn| {
         let existed = exists(txn, target)?;
@@ -339,7 +363,7 @@ fn write_stored_default(req: &Request, db: &DbHandle, budget: &WriteBudget<'_>) 
     match req.method {
         Method::PUT | Method::POST => {
             // Parsed in full before `rdf_write` takes the database's write lock.
-            let triples = body_triples(req, &endpoint_iri(req, db, "_graph"), budget)?;
+            let triples = body_triples(req, &endpoint_iri(req, db, "_graph"), budget, db.db.contexts())?;
             db.db.rdf_write(|txn| {
                 if req.method == Method::PUT {
                     for g in graphs_of(txn, DatasetMode::Union, &stored)? {
@@ -371,7 +395,7 @@ fn create(req: &Request, db: &DbHandle, budget: &WriteBudget<'_>) -> Result<Resp
     let iri = format!("{}/{}", endpoint_iri(req, db, "_graph"), http::uuid());
     let graph = NamedNode::new(&iri).map_err(|e| HttpError::bad_request(format!("cannot name a graph {iri}: {e}")))?;
     let target = Target::Named(graph);
-    let triples = body_triples(req, &iri, budget)?;
+    let triples = body_triples(req, &iri, budget, db.db.contexts())?;
     db.db.rdf_write(|txn| insert(txn, &target, &triples, budget))?;
     db.notify();
     let mut r = empty(201);
