@@ -88,17 +88,17 @@ fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str) -> Result<R
         Some(_) => return Err(HttpError::not_found("missing_named_view")),
         None => (rest, false),
     };
+    let body = match req.method {
+        Method::GET | Method::HEAD if !queries => None,
+        Method::POST => Some(req.json_object()?),
+        _ => return Err(HttpError::method_not_allowed(if queries { "POST" } else { "GET,HEAD,POST" })),
+    };
     let params: Vec<(&str, &str)> = req.query.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let base = ViewQuery::from_params(params)?;
     let ddoc = design_doc(&db, ddoc_id)?;
     if ddoc.view(name).is_none() {
         return Err(HttpError::not_found("missing_named_view"));
     }
-    let body = match req.method {
-        Method::GET | Method::HEAD if !queries => None,
-        Method::POST => Some(req.json_object()?),
-        _ => return Err(HttpError::method_not_allowed(if queries { "POST" } else { "GET,HEAD,POST" })),
-    };
     let run = |q: &ViewQuery| -> Result<Value, HttpError> {
         let out = rhizome_views::run_query(&db.db, &db.name, &ddoc, name, q, limits())?;
         if q.update == UpdateMode::Lazy {
