@@ -11,7 +11,7 @@ use super::index::{list_indexes, mango_error, IndexDef};
 use super::plan::{bounds, plan, Access, Bounds, FindOptions};
 use crate::collate;
 use crate::keys::{DocInfo, DOCS, MANGO_ROWS};
-use crate::read::{render, ReadOptions};
+use crate::read::{render, render_winner, ReadOptions};
 use crate::selector::get_path;
 use crate::{Database, DocError, Result};
 use base64::Engine;
@@ -208,7 +208,6 @@ impl Database {
             Access::Json(_) => MANGO_ROWS,
             Access::AllDocs => DOCS,
         };
-        let read = ReadOptions { conflicts: opts.conflicts, ..Default::default() };
         let mut stats = Stats::default();
         let mut returned = 0u64;
         let mut last_key: Option<Vec<u8>> = None;
@@ -222,29 +221,17 @@ impl Database {
             }
             while cursor.valid() && returned < opts.limit {
                 stats.keys += 1;
-                let (id, info) = match q.plan.access {
-                    Access::AllDocs => {
-                        let id = String::from_utf8_lossy(cursor.key()).into_owned();
-                        let info = DocInfo::from_bytes(&id, cursor.value())?;
-                        (id, Some(info))
-                    }
-                    Access::Json(_) => {
-                        let id = String::from_utf8_lossy(cursor.value()).into_owned();
-                        let info = match kv.get(DOCS, id.as_bytes())? {
-                            Some(bytes) => Some(DocInfo::from_bytes(&id, &bytes)?),
-                            None => None,
-                        };
-                        (id, info)
-                    }
+                let id = match q.plan.access {
+                    Access::AllDocs => String::from_utf8_lossy(cursor.key()).into_owned(),
+                    Access::Json(_) => String::from_utf8_lossy(cursor.value()).into_owned(),
                 };
-                if let Some(info) = info.filter(|i| !i.deleted) {
+                let doc = match q.plan.access {
+                    Access::AllDocs => candidate(kv, &id, Some(cursor.value()), opts.conflicts)?,
+                    Access::Json(_) => candidate(kv, &id, kv.get(DOCS, id.as_bytes())?.as_deref(), opts.conflicts)?,
+                };
+                if let Some(doc) = doc {
                     stats.docs += 1;
-                    let doc = match render(kv, &id, &info, &info.winner, &read) {
-                        Ok(d) => Value::Object(d),
-                        Err(DocError::NotFound(_)) => Value::Null,
-                        Err(e) => return Err(e),
-                    };
-                    if !doc.is_null() && opts.selector.matches(&doc) {
+                    if opts.selector.matches(&doc) {
                         if skipped < opts.skip {
                             skipped += 1;
                         } else {
@@ -316,6 +303,28 @@ impl Database {
         let indexes = list_indexes(s.kv())?;
         Ok((plan(&indexes, opts)?, indexes))
     }
+}
+
+/// A live document of a row (its `DOCS` value given), as the selector
+/// sees it; `None` for a deleted or vanished one. Only `conflicts` needs
+/// the revision tree decoded.
+fn candidate(kv: &dyn rhizome_kv::KvRead, id: &str, info: Option<&[u8]>, conflicts: bool) -> Result<Option<Value>> {
+    let Some(bytes) = info else { return Ok(None) };
+    let (_, winner, deleted, _) = DocInfo::header(bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+    if deleted {
+        return Ok(None);
+    }
+    let doc = if conflicts {
+        let info = DocInfo::from_bytes(id, bytes)?;
+        match render(kv, id, &info, &info.winner, &ReadOptions { conflicts: true, ..Default::default() }) {
+            Ok(d) => Some(d),
+            Err(DocError::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        }
+    } else {
+        render_winner(kv, id, &winner)?
+    };
+    Ok(doc.map(Value::Object))
 }
 
 /// Keeps only `fields` of a document (nested paths build nested objects),
