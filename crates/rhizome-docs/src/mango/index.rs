@@ -21,6 +21,11 @@ use md5::{Digest, Md5};
 use rhizome_kv::KvRead;
 use serde_json::{json, Map, Value};
 
+/// The version of the rows' format (the collation encoding and the key
+/// layout), part of every index id: a new format gives every index a new
+/// id, so old rows are dropped as stale and the index is built again.
+const ROW_FORMAT: &[u8] = b"mango-rows-1\0";
+
 /// Documents per transaction while an index catches up.
 pub const REFRESH_BATCH: usize = 1000;
 
@@ -217,7 +222,7 @@ pub fn remove_from_design_doc(mut doc: Map<String, Value>, name: &str) -> Option
 }
 
 /// The JSON indexes of one design document's body.
-fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef> {
+pub(crate) fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef> {
     if body.get("language").and_then(Value::as_str) != Some("query") {
         return Vec::new();
     }
@@ -240,6 +245,7 @@ fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef> {
             None => None,
         };
         let mut md5 = Md5::new();
+        md5.update(ROW_FORMAT);
         md5.update(ddoc.as_bytes());
         md5.update([0]);
         md5.update(name.as_bytes());
