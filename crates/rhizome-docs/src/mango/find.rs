@@ -100,6 +100,9 @@ fn id_range(opts: &FindOptions) -> Range {
     Range { lower, upper, start_key, end_key }
 }
 
+/// Rows scanned between two checks of `run_find`'s `cancelled`.
+pub const CANCEL_CHECK_KEYS: u64 = 1024;
+
 #[derive(Default)]
 struct Stats {
     keys: u64,
@@ -157,10 +160,14 @@ impl Database {
     pub fn find(&self, body: &Map<String, Value>) -> Result<Value> {
         let q = self.prepare_find(body)?;
         let mut docs = Vec::new();
-        let end = self.run_find(&q, &mut |doc| {
-            docs.push(doc);
-            true
-        })?;
+        let end = self.run_find(
+            &q,
+            &mut |doc| {
+                docs.push(doc);
+                true
+            },
+            &|| false,
+        )?;
         let mut out = Map::new();
         out.insert("docs".into(), Value::Array(docs));
         out.extend(q.tail(&end));
@@ -199,7 +206,9 @@ impl Database {
 
     /// Runs a prepared `_find` on a fresh snapshot, handing each answer's
     /// document to `emit` in order (which returns false to stop early).
-    pub fn run_find(&self, q: &PreparedFind, emit: &mut dyn FnMut(Value) -> bool) -> Result<FindEnd> {
+    /// `cancelled` is asked every [`CANCEL_CHECK_KEYS`] rows scanned (a
+    /// client that went away stops a long scan that matches nothing).
+    pub fn run_find(&self, q: &PreparedFind, emit: &mut dyn FnMut(Value) -> bool, cancelled: &dyn Fn() -> bool) -> Result<FindEnd> {
         let opts = &q.opts;
         let range = &q.range;
         let s = self.store.snapshot()?;
@@ -221,6 +230,9 @@ impl Database {
             }
             while cursor.valid() && returned < opts.limit {
                 stats.keys += 1;
+                if stats.keys % CANCEL_CHECK_KEYS == 0 && cancelled() {
+                    return Err(mango_error(499, "cancelled", "the client went away"));
+                }
                 let id = match q.plan.access {
                     Access::AllDocs => String::from_utf8_lossy(cursor.key()).into_owned(),
                     Access::Json(_) => String::from_utf8_lossy(cursor.value()).into_owned(),
