@@ -200,6 +200,12 @@ fn sort_limit_skip_bookmark_fields_and_the_planner() {
         assert!(explain.get(key).is_some(), "_explain has {key}: {explain}");
     }
     assert_eq!(db.ids(json!({ "selector": { "genre": "drama", "year": { "$gt": 2010 } }, "sort": ["genre", "year"] })), s(&["m22", "m24", "m26", "m28"]));
+    // $beginsWith bounds the index range, as CouchDB 3.4 does.
+    db.index(json!({ "index": { "fields": ["cast.lead"] }, "ddoc": "lead", "name": "lead" }));
+    let begins = db.find(json!({ "selector": { "cast.lead": { "$beginsWith": "L2" } }, "sort": ["cast.lead"], "execution_stats": true }));
+    let ids: Vec<&str> = begins["docs"].as_array().unwrap().iter().map(|d| d["_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["m02", "m20", "m21", "m22", "m23", "m24", "m25", "m26", "m27", "m28", "m29"]);
+    assert_eq!(begins["execution_stats"]["total_keys_examined"], 11, "{begins}");
     // A sort on `year` after a fixed `genre` can use genre-year.
     assert_eq!(db.ids(json!({ "selector": { "genre": "comedy", "year": { "$gt": 2012 } }, "sort": [{ "year": "desc" }] })), s(&["m29", "m27", "m25", "m23"]));
     // use_index: a named index that cannot serve the query falls back with

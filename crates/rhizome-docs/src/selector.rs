@@ -359,6 +359,11 @@ fn lookup<'a>(doc: &'a Value, path: &[String]) -> Lookup<'a> {
                 Some(x) => v = x,
                 None => return Lookup::Missing,
             },
+            // `tags.0`: an array's element by position, as `mango_doc`.
+            Value::Array(items) => match part.parse::<usize>().ok().and_then(|i| items.get(i)) {
+                Some(x) => v = x,
+                None => return Lookup::BadPath,
+            },
             _ => return Lookup::BadPath,
         }
     }
@@ -422,6 +427,8 @@ mod tests {
             (json!({ "m": { "$keyMapMatch": { "$beginsWith": "k" } } }), true),
             (json!({ "type": { "$beginsWith": "pa" } }), false),
             (json!({ "author.name.first": "ann" }), false),
+            (json!({ "tags.1": "y" }), true),
+            (json!({ "tags.5": { "$exists": false } }), false),
             (json!({}), true),
         ] {
             let parsed = Selector::parse(&sel).unwrap_or_else(|e| panic!("{sel}: {e:?}"));

@@ -262,6 +262,15 @@ pub fn bounds(selector: &Selector, path: &[String]) -> Option<Bounds> {
                 b.tighten_upper(v, true);
                 true
             }
+            // Every string starting with the prefix collates between the
+            // prefix and the prefix followed by the last code point
+            // (strings with U+10FFFF right after the prefix and more after
+            // it excepted, a noncharacter).
+            Cond::BeginsWith(p) => {
+                b.tighten_lower(&Value::String(p.clone()), true);
+                b.tighten_upper(&Value::String(format!("{p}\u{10FFFF}")), true);
+                true
+            }
             _ => false,
         };
     }
