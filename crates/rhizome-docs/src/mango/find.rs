@@ -7,7 +7,7 @@
 //! most `limit` documents) is kept. The bookmark is the last row's key, so
 //! the next page resumes right after it.
 
-use super::index::{list_indexes, mango_error, IndexDef};
+use super::index::{index_behind, list_indexes, mango_error, stale_indexes, IndexDef};
 use super::plan::{bounds, plan, Access, Bounds, FindOptions};
 use crate::collate;
 use crate::keys::{DocInfo, DOCS, MANGO_ROWS};
@@ -178,11 +178,23 @@ impl Database {
     pub fn prepare_find(&self, body: &Map<String, Value>) -> Result<PreparedFind> {
         let started = Instant::now();
         let opts = FindOptions::parse(body)?;
-        let (plan, indexes) = self.plan_find(&opts)?;
-        if let (Access::Json(index), true) = (&plan.access, opts.update) {
+        // One snapshot decides; writes happen only when something is due.
+        let (plan, behind, stale) = {
+            let s = self.store.snapshot()?;
+            let indexes = list_indexes(s.kv())?;
+            let plan = plan(&indexes, &opts)?;
+            let behind = match &plan.access {
+                Access::Json(index) => opts.update && index_behind(s.kv(), index)?,
+                Access::AllDocs => false,
+            };
+            (plan, behind, stale_indexes(s.kv(), &indexes)?)
+        };
+        if !stale.is_empty() {
+            self.drop_mango_indexes(stale)?;
+        }
+        if let (Access::Json(index), true) = (&plan.access, behind) {
             self.refresh_mango_index(index)?;
         }
-        self.drop_stale_mango_indexes(&indexes)?;
         let (prefix_len, mut range) = match &plan.access {
             Access::Json(index) => (index.id.len(), column_range(index, &opts)),
             Access::AllDocs => (0, id_range(&opts)),
@@ -273,7 +285,7 @@ impl Database {
     /// `POST /{db}/_explain`: the response body, in CouchDB's shape.
     pub fn explain(&self, db_name: &str, body: &Map<String, Value>) -> Result<Value> {
         let opts = FindOptions::parse(body)?;
-        let (plan, _) = self.plan_find(&opts)?;
+        let plan = self.plan_find(&opts)?;
         let range = match &plan.access {
             Access::Json(index) => column_range(index, &opts),
             Access::AllDocs => id_range(&opts),
@@ -310,10 +322,9 @@ impl Database {
         Ok(out)
     }
 
-    fn plan_find(&self, opts: &FindOptions) -> Result<(super::plan::Plan, Vec<IndexDef>)> {
+    fn plan_find(&self, opts: &FindOptions) -> Result<super::plan::Plan> {
         let s = self.store.snapshot()?;
-        let indexes = list_indexes(s.kv())?;
-        Ok((plan(&indexes, opts)?, indexes))
+        plan(&list_indexes(s.kv())?, opts)
     }
 }
 
