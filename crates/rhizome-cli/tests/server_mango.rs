@@ -350,3 +350,29 @@ fn large_limits_stream_the_whole_answer() {
     let rest = db.find(json!({ "selector": { "n": { "$lt": 1200 } }, "sort": [{ "n": "desc" }], "limit": 1100, "fields": ["n"], "bookmark": sorted["bookmark"] }));
     assert_eq!(rest["docs"].as_array().unwrap().len(), 100);
 }
+
+#[test]
+fn members_query_and_only_database_admins_manage_indexes() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    let admin = |m: &str, p: &str, b: &str| {
+        let (status, text) = server.request(m, p, Some(ADMIN), Some(b));
+        assert!((200..300).contains(&status), "{m} {p}: {status} {text}");
+    };
+    admin("PUT", "/club", "");
+    admin("PUT", "/club/_security", r#"{"admins":{"names":["dba"],"roles":[]},"members":{"names":["bob"],"roles":[]}}"#);
+    for name in ["bob", "dba", "eve"] {
+        admin("PUT", &format!("/_users/org.couchdb.user:{name}"), &format!(r#"{{"name":"{name}","type":"user","roles":[],"password":"pw-{name}"}}"#));
+    }
+    admin("PUT", "/club/x", r#"{"n":1}"#);
+    let index = r#"{"index":{"fields":["n"]},"name":"n"}"#;
+    let find = r#"{"selector":{"n":1}}"#;
+    let as_user = |who: &str, m: &str, p: &str, b: &str| server.request(m, p, Some(&format!("{who}:pw-{who}")), Some(b)).0;
+    assert_eq!(as_user("bob", "POST", "/club/_find", find), 200);
+    assert_eq!(as_user("bob", "GET", "/club/_index", ""), 200);
+    assert!([401, 403].contains(&as_user("bob", "POST", "/club/_index", index)), "a member cannot write the index's design document");
+    assert!([401, 403].contains(&as_user("eve", "POST", "/club/_find", find)), "a stranger cannot query");
+    assert_eq!(as_user("dba", "POST", "/club/_index", index), 200);
+    assert_eq!(as_user("bob", "POST", "/club/_explain", find), 200);
+    assert!([401, 403].contains(&as_user("bob", "DELETE", "/club/_index/_design/n/json/n", "")));
+}
