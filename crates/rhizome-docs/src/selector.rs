@@ -136,11 +136,6 @@ impl Selector {
     pub fn is_constant_field(&self, path: &[String]) -> bool {
         self.conjuncts().iter().any(|c| matches!(c, Selector::Field { path: p, cond: Cond::Eq(_) } if p == path))
     }
-
-    /// Whether the selector is `{}`.
-    pub fn is_match_all(&self) -> bool {
-        matches!(self, Selector::And(xs) if xs.is_empty())
-    }
 }
 
 impl Cond {

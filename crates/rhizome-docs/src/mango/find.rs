@@ -3,9 +3,10 @@
 //! index (or `_all_docs`) is scanned in order between the bounds the
 //! selector gives its leading columns, each document read from the
 //! snapshot is matched against the whole selector, then `skip`, `limit`
-//! and `fields` apply. Rows stream from the cursor; only the answer (at
-//! most `limit` documents) is kept. The bookmark is the last row's key, so
-//! the next page resumes right after it.
+//! and `fields` apply. Rows stream from the cursor and each answer's
+//! document goes to the caller as it is found ([`Database::run_find`]), so
+//! nothing is collected here. The bookmark is the last row's key, so the
+//! next page resumes right after it.
 
 use super::index::{index_behind, list_indexes, mango_error, stale_indexes, IndexDef};
 use super::plan::{bounds, plan, Access, Bounds, FindOptions};
