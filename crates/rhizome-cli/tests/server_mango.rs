@@ -165,6 +165,9 @@ fn sort_limit_skip_bookmark_fields_and_the_planner() {
     assert_eq!(docs[0], json!({ "_id": "m29", "cast": { "lead": "L29" } }));
     assert_eq!(answer["execution_stats"]["total_keys_examined"], 5, "the index range is scanned, not the database: {answer}");
     assert_eq!(answer["execution_stats"]["results_returned"], 5);
+    // An index scan that reads many documents per result says so.
+    let poor = db.find(json!({ "selector": { "year": { "$gt": 0 }, "cast.lead": "nobody" } }));
+    assert!(poor["warning"].as_str().unwrap().starts_with("The number of documents examined is high"), "{poor}");
     // limit, skip and bookmark paginate in index order.
     let page1 = db.find(json!({ "selector": { "year": { "$gte": 1990 } }, "sort": ["year"], "limit": 4, "skip": 2 }));
     let ids1: Vec<&str> = page1["docs"].as_array().unwrap().iter().map(|d| d["_id"].as_str().unwrap()).collect();

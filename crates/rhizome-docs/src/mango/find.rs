@@ -120,6 +120,9 @@ pub struct PreparedFind {
     started: Instant,
 }
 
+/// CouchDB's default `[mango] index_scan_warning_threshold`.
+pub const INDEX_SCAN_WARNING_RATIO: u64 = 10;
+
 /// What follows the documents of a `_find` answer.
 pub struct FindEnd {
     pub bookmark: String,
@@ -137,8 +140,14 @@ impl PreparedFind {
     pub fn tail(&self, end: &FindEnd) -> Map<String, Value> {
         let mut out = Map::new();
         out.insert("bookmark".into(), Value::String(end.bookmark.clone()));
-        if !self.plan.warnings.is_empty() {
-            out.insert("warning".into(), Value::String(self.plan.warnings.join("\n")));
+        let mut warnings = self.plan.warnings.clone();
+        // CouchDB's `index_scan_warning`: more than INDEX_SCAN_WARNING_RATIO
+        // documents read per result (per nothing, when nothing was found).
+        if end.docs > INDEX_SCAN_WARNING_RATIO * end.returned.max(1) {
+            warnings.push("The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this.".into());
+        }
+        if !warnings.is_empty() {
+            out.insert("warning".into(), Value::String(warnings.join("\n")));
         }
         if self.opts.execution_stats {
             out.insert(
