@@ -130,6 +130,11 @@ fn every_selector_operator_matches_as_couchdb_documents_it() {
     assert_eq!(db.call("GET", "/_find", &Value::Null).0, 405);
     let (status, _) = try_request(server.port, "POST", "/ops/_find", Some(ADMIN), Some("{}"), &[("Content-Type", "text/plain")]).unwrap();
     assert!(status == 415 || status == 400, "a non-JSON content type is refused: {status}");
+    // conflicts=true shows a document's conflicting revisions.
+    db.ok("POST", "/_bulk_docs", json!({ "new_edits": false, "docs": [{ "_id": "ann", "_rev": "1-ffff", "name": "Ann", "other": true }] }));
+    let with = db.find(json!({ "selector": { "_id": "ann" }, "conflicts": true }));
+    assert_eq!(with["docs"][0]["_conflicts"].as_array().map(Vec::len), Some(1), "{with}");
+    assert!(db.find(json!({ "selector": { "_id": "ann" } }))["docs"][0].get("_conflicts").is_none());
     // `_changes?filter=_selector` runs the same engine, and refuses the same selectors.
     let (status, text) = server.request("POST", "/ops/_changes?filter=_selector", Some(ADMIN), Some(r#"{"selector":{"scores":{"$elemMatch":{"$gt":8}}}}"#));
     assert_eq!(status, 200, "{text}");
