@@ -71,6 +71,9 @@ impl Selector {
     /// Parses and normalizes a selector (a JSON object).
     pub fn parse(v: &Value) -> Result<Selector, SelectorError> {
         match v {
+            // `{"$and": []}` alone selects nothing, as CouchDB's
+            // `maybe_noop_range` (beside other conditions it is neutral).
+            Value::Object(m) if m.len() == 1 && m.get("$and").and_then(Value::as_array).is_some_and(Vec::is_empty) => Ok(Selector::Or(Vec::new())),
             Value::Object(_) => parse(v, &[], false),
             other => Err(SelectorError { error: "invalid_selector_json", reason: format!("Selector must be a JSON object, not: {other}") }),
         }
@@ -95,6 +98,7 @@ impl Selector {
     pub fn to_json(&self) -> Value {
         let list = |name: &str, xs: &[Selector]| Value::Object(Map::from_iter([(name.to_owned(), Value::Array(xs.iter().map(Selector::to_json).collect()))]));
         match self {
+            Selector::And(xs) if xs.is_empty() => Value::Object(Map::new()),
             Selector::And(xs) => list("$and", xs),
             Selector::Or(xs) => list("$or", xs),
             Selector::Nor(xs) => list("$nor", xs),
@@ -425,6 +429,9 @@ mod tests {
             (json!({ "tags.1": "y" }), true),
             (json!({ "tags.5": { "$exists": false } }), false),
             (json!({}), true),
+            (json!({ "$and": [] }), false),
+            (json!({ "$or": [] }), false),
+            (json!({ "n": 5, "$and": [] }), true),
         ] {
             let parsed = Selector::parse(&sel).unwrap_or_else(|e| panic!("{sel}: {e:?}"));
             assert_eq!(parsed.matches(&doc), want, "{sel}");
