@@ -130,6 +130,11 @@ fn every_selector_operator_matches_as_couchdb_documents_it() {
     assert_eq!(db.call("GET", "/_find", &Value::Null).0, 405);
     let (status, _) = try_request(server.port, "POST", "/ops/_find", Some(ADMIN), Some("{}"), &[("Content-Type", "text/plain")]).unwrap();
     assert!(status == 415 || status == 400, "a non-JSON content type is refused: {status}");
+    // conflicts=true shows a document's conflicting revisions.
+    db.ok("POST", "/_bulk_docs", json!({ "new_edits": false, "docs": [{ "_id": "ann", "_rev": "1-ffff", "name": "Ann", "other": true }] }));
+    let with = db.find(json!({ "selector": { "_id": "ann" }, "conflicts": true }));
+    assert_eq!(with["docs"][0]["_conflicts"].as_array().map(Vec::len), Some(1), "{with}");
+    assert!(db.find(json!({ "selector": { "_id": "ann" } }))["docs"][0].get("_conflicts").is_none());
     // `_changes?filter=_selector` runs the same engine, and refuses the same selectors.
     let (status, text) = server.request("POST", "/ops/_changes?filter=_selector", Some(ADMIN), Some(r#"{"selector":{"scores":{"$elemMatch":{"$gt":8}}}}"#));
     assert_eq!(status, 200, "{text}");
@@ -165,6 +170,9 @@ fn sort_limit_skip_bookmark_fields_and_the_planner() {
     assert_eq!(docs[0], json!({ "_id": "m29", "cast": { "lead": "L29" } }));
     assert_eq!(answer["execution_stats"]["total_keys_examined"], 5, "the index range is scanned, not the database: {answer}");
     assert_eq!(answer["execution_stats"]["results_returned"], 5);
+    // An index scan that reads many documents per result says so.
+    let poor = db.find(json!({ "selector": { "year": { "$gt": 0 }, "cast.lead": "nobody" } }));
+    assert!(poor["warning"].as_str().unwrap().starts_with("The number of documents examined is high"), "{poor}");
     // limit, skip and bookmark paginate in index order.
     let page1 = db.find(json!({ "selector": { "year": { "$gte": 1990 } }, "sort": ["year"], "limit": 4, "skip": 2 }));
     let ids1: Vec<&str> = page1["docs"].as_array().unwrap().iter().map(|d| d["_id"].as_str().unwrap()).collect();
@@ -200,6 +208,12 @@ fn sort_limit_skip_bookmark_fields_and_the_planner() {
         assert!(explain.get(key).is_some(), "_explain has {key}: {explain}");
     }
     assert_eq!(db.ids(json!({ "selector": { "genre": "drama", "year": { "$gt": 2010 } }, "sort": ["genre", "year"] })), s(&["m22", "m24", "m26", "m28"]));
+    // $beginsWith bounds the index range, as CouchDB 3.4 does.
+    db.index(json!({ "index": { "fields": ["cast.lead"] }, "ddoc": "lead", "name": "lead" }));
+    let begins = db.find(json!({ "selector": { "cast.lead": { "$beginsWith": "L2" } }, "sort": ["cast.lead"], "execution_stats": true }));
+    let ids: Vec<&str> = begins["docs"].as_array().unwrap().iter().map(|d| d["_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["m02", "m20", "m21", "m22", "m23", "m24", "m25", "m26", "m27", "m28", "m29"]);
+    assert_eq!(begins["execution_stats"]["total_keys_examined"], 11, "{begins}");
     // A sort on `year` after a fixed `genre` can use genre-year.
     assert_eq!(db.ids(json!({ "selector": { "genre": "comedy", "year": { "$gt": 2012 } }, "sort": [{ "year": "desc" }] })), s(&["m29", "m27", "m25", "m23"]));
     // use_index: a named index that cannot serve the query falls back with
@@ -300,6 +314,9 @@ fn an_index_orders_mixed_types_by_couchdb_collation() {
         json!("b"),
         json!("B"),
         json!("ba"),
+        json!("e"),
+        json!("É"),
+        json!("éa"),
         json!([]),
         json!([1]),
         json!([1, 2]),
@@ -321,7 +338,7 @@ fn an_index_orders_mixed_types_by_couchdb_collation() {
     // Ranges cross types in collation order, with and without the index.
     let strings = db.ids(json!({ "selector": { "v": { "$gte": "", "$lt": [] } }, "use_index": "_all_docs" }));
     let indexed = db.ids(json!({ "selector": { "v": { "$gte": "", "$lt": [] } } }));
-    assert_eq!(strings.len(), 8);
+    assert_eq!(strings.len(), 11);
     assert_eq!(sorted(strings), sorted(indexed));
 }
 
@@ -343,4 +360,30 @@ fn large_limits_stream_the_whole_answer() {
     assert_eq!(ns, (100..1200).rev().collect::<Vec<_>>());
     let rest = db.find(json!({ "selector": { "n": { "$lt": 1200 } }, "sort": [{ "n": "desc" }], "limit": 1100, "fields": ["n"], "bookmark": sorted["bookmark"] }));
     assert_eq!(rest["docs"].as_array().unwrap().len(), 100);
+}
+
+#[test]
+fn members_query_and_only_database_admins_manage_indexes() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    let admin = |m: &str, p: &str, b: &str| {
+        let (status, text) = server.request(m, p, Some(ADMIN), Some(b));
+        assert!((200..300).contains(&status), "{m} {p}: {status} {text}");
+    };
+    admin("PUT", "/club", "");
+    admin("PUT", "/club/_security", r#"{"admins":{"names":["dba"],"roles":[]},"members":{"names":["bob"],"roles":[]}}"#);
+    for name in ["bob", "dba", "eve"] {
+        admin("PUT", &format!("/_users/org.couchdb.user:{name}"), &format!(r#"{{"name":"{name}","type":"user","roles":[],"password":"pw-{name}"}}"#));
+    }
+    admin("PUT", "/club/x", r#"{"n":1}"#);
+    let index = r#"{"index":{"fields":["n"]},"name":"n"}"#;
+    let find = r#"{"selector":{"n":1}}"#;
+    let as_user = |who: &str, m: &str, p: &str, b: &str| server.request(m, p, Some(&format!("{who}:pw-{who}")), Some(b)).0;
+    assert_eq!(as_user("bob", "POST", "/club/_find", find), 200);
+    assert_eq!(as_user("bob", "GET", "/club/_index", ""), 200);
+    assert!([401, 403].contains(&as_user("bob", "POST", "/club/_index", index)), "a member cannot write the index's design document");
+    assert!([401, 403].contains(&as_user("eve", "POST", "/club/_find", find)), "a stranger cannot query");
+    assert_eq!(as_user("dba", "POST", "/club/_index", index), 200);
+    assert_eq!(as_user("bob", "POST", "/club/_explain", find), 200);
+    assert!([401, 403].contains(&as_user("bob", "DELETE", "/club/_index/_design/n/json/n", "")));
 }

@@ -6,12 +6,13 @@
 //! arrays < objects. Numbers by value; arrays element by element, a shorter
 //! prefix first; objects member by member (key, then value), a shorter
 //! prefix first. Strings as ICU's root collation orders them at tertiary
-//! strength, approximated: first case-insensitively by a primary weight
-//! (whitespace, then punctuation and symbols in ICU's order, then digits,
-//! then letters; characters outside ASCII after them, by lowercase code
-//! point), then at a tie lowercase before uppercase (`"a" < "A" < "aa"`),
-//! then by code point. Accents are not folded (ICU would sort `"é"` beside
-//! `"e"`), which is the one known difference.
+//! strength, approximated: first by a primary weight ignoring case and the
+//! accents of Latin letters (whitespace, then punctuation and symbols in
+//! ICU's order, then digits, then letters; other characters after them, by
+//! lowercase code point), then at a tie by accents (`"e" < "é"`), then
+//! lowercase before uppercase (`"a" < "A" < "aa"`), then by code point.
+//! Known differences from ICU: scripts other than Latin sort by code point,
+//! and letters ICU expands (`ß`, `æ`) or strokes (`ø`) are not folded.
 //!
 //! [`encode`] gives a byte string whose bytewise order is [`compare`]'s
 //! order, so a store's ordered keys can hold collated values: Mango's JSON
@@ -44,7 +45,49 @@ const MEMBER: u8 = 0x01;
 /// digits (whitespace first, then punctuation and symbols).
 const ASCII_ORDER: &[u8] = b"\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz";
 
+/// Latin letters with diacritics, U+00C0 to U+024F: the base letter of
+/// each (`.` where there is none) and its first combining mark (1 + the
+/// mark's offset from U+0300; 0 for none), from Unicode's canonical
+/// decompositions (NFD). ICU orders these by the base letter first and by
+/// the accent after (secondary strength), before case.
+const LATIN_FIRST: u32 = 0xC0;
+const LATIN_BASES: &[u8] = concat!(
+    "AAAAAA.CEEEEIIII.NOOOOO..UUUUY..aaaaaa.ceeeeiiii.nooooo..uuuuy.yAaAaAaCcCcCcCcDd..EeEeEeEeEeGgGg",
+    "GgGgHh..IiIiIiIiI...JjKk.LlLlLl....NnNnNn...OoOoOo..RrRrRrSsSsSsSsTtTt..UuUuUuUuUuUuWwYyYZzZzZz.",
+    "................................Oo.............Uu............................AaIiOoUuUuUuUuUu.Aa",
+    "Aa....GgKkOoOo..j...Gg..NnAa....AaAaEeEeIiIiOoOoRrRrUuUuSsTt..Hh......AaEeOoOoOoOoYy............",
+    "................",
+).as_bytes();
+const LATIN_ACCENTS: &[u8] = &[
+    1, 2, 3, 4, 9, 11, 0, 40, 1, 2, 3, 9, 1, 2, 3, 9, 0, 4, 1, 2, 3, 4, 9, 0, 0, 1, 2, 3, 9, 2, 0, 0, 1, 2, 3,
+    4, 9, 11, 0, 40, 1, 2, 3, 9, 1, 2, 3, 9, 0, 4, 1, 2, 3, 4, 9, 0, 0, 1, 2, 3, 9, 2, 0, 9, 5, 5, 7, 7, 41,
+    41, 2, 2, 3, 3, 8, 8, 13, 13, 13, 13, 0, 0, 5, 5, 7, 7, 8, 8, 41, 41, 13, 13, 3, 3, 7, 7, 8, 8, 40, 40, 3,
+    3, 0, 0, 4, 4, 5, 5, 7, 7, 41, 41, 8, 0, 0, 0, 3, 3, 40, 40, 0, 2, 2, 40, 40, 13, 13, 0, 0, 0, 0, 2, 2,
+    40, 40, 13, 13, 0, 0, 0, 5, 5, 7, 7, 12, 12, 0, 0, 2, 2, 40, 40, 13, 13, 2, 2, 3, 3, 40, 40, 13, 13, 40,
+    40, 13, 13, 0, 0, 4, 4, 5, 5, 7, 7, 11, 11, 12, 12, 41, 41, 3, 3, 3, 3, 9, 2, 2, 8, 8, 13, 13, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 28, 28, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 28, 28, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 13, 13, 13, 13, 13, 13, 13, 13, 9, 9, 9, 9, 9, 9, 9, 9, 0, 9, 9, 8, 8, 0, 0, 0, 0, 13, 13, 13,
+    13, 41, 41, 41, 41, 0, 0, 13, 0, 0, 0, 2, 2, 0, 0, 1, 1, 11, 11, 0, 0, 0, 0, 16, 16, 18, 18, 16, 16, 18,
+    18, 16, 16, 18, 18, 16, 16, 18, 18, 16, 16, 18, 18, 16, 16, 18, 18, 39, 39, 39, 39, 0, 0, 13, 13, 0, 0, 0,
+    0, 0, 0, 8, 8, 40, 40, 9, 9, 4, 4, 8, 8, 8, 8, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+];
+
+const _: () = assert!(LATIN_BASES.len() == LATIN_ACCENTS.len(), "one accent per base letter");
+
+/// The base letter and accent weight of a character (itself and 0 when it
+/// has no accent in the table).
+fn fold(c: char) -> (char, u8) {
+    let i = (c as u32).wrapping_sub(LATIN_FIRST) as usize;
+    match LATIN_BASES.get(i) {
+        Some(&b) if b != b'.' => (b as char, LATIN_ACCENTS[i]),
+        _ => (c, 0),
+    }
+}
+
 fn primary(c: char) -> u32 {
+    let c = fold(c).0;
     let lower = if c.is_ascii_uppercase() { c.to_ascii_lowercase() } else { c };
     if lower.is_ascii() {
         match ASCII_ORDER.iter().position(|&b| b as char == lower) {
@@ -56,6 +99,11 @@ fn primary(c: char) -> u32 {
         let folded = c.to_lowercase().next().unwrap_or(c);
         0x10000 + 0x100 + folded as u32
     }
+}
+
+/// Accents: 1 for none, above for a mark (never 0, which ends a section).
+fn secondary(c: char) -> u8 {
+    1 + fold(c).1
 }
 
 fn tertiary(c: char) -> u8 {
@@ -74,6 +122,7 @@ pub fn compare_strings(a: &str, b: &str) -> Ordering {
     a.chars()
         .map(primary)
         .cmp(b.chars().map(primary))
+        .then_with(|| a.chars().map(secondary).cmp(b.chars().map(secondary)))
         .then_with(|| a.chars().map(tertiary).cmp(b.chars().map(tertiary)))
         .then_with(|| a.cmp(b))
 }
@@ -163,12 +212,16 @@ pub fn encode_into(v: &Value, out: &mut Vec<u8>) {
     }
 }
 
-/// Three sections, each ended by `END`: primary weights (3 bytes each, the
-/// first byte never 0), case weights (1 or 2), code points (3 bytes each,
-/// offset so the first byte is never 0).
+/// Four sections, each ended by `END`: primary weights (3 bytes each, the
+/// first byte never 0), accent weights, case weights (1 or 2), code points
+/// (3 bytes each, offset so the first byte is never 0).
 fn encode_string(s: &str, out: &mut Vec<u8>) {
     for c in s.chars() {
         out.extend_from_slice(&primary(c).to_be_bytes()[1..]);
+    }
+    out.push(END);
+    for c in s.chars() {
+        out.push(secondary(c));
     }
     out.push(END);
     for c in s.chars() {
@@ -224,6 +277,12 @@ mod tests {
             json!("B"),
             json!("ba"),
             json!("bb"),
+            json!("e"),
+            json!("E"),
+            json!("é"),
+            json!("É"),
+            json!("ef"),
+            json!("éf"),
             json!("z"),
             json!("Ω"),
             json!([]),

@@ -76,6 +76,19 @@ pub(crate) fn body(kv: &dyn KvRead, id: &str, rev: &Rev) -> Result<Option<Map<St
     }
 }
 
+/// The winning revision of a live document as a query sees it (`_id`,
+/// `_rev`, the body, attachment stubs), without decoding its revision
+/// tree: what Mango reads for every candidate row.
+pub(crate) fn render_winner(kv: &dyn KvRead, id: &str, winner: &Rev) -> Result<Option<Map<String, Value>>> {
+    let Some(mut doc) = body(kv, id, winner)? else { return Ok(None) };
+    if let Some(atts) = doc.get_mut("_attachments") {
+        *atts = render_attachments(kv, atts, None)?;
+    }
+    doc.insert("_id".into(), Value::String(id.to_owned()));
+    doc.insert("_rev".into(), Value::String(winner.to_string()));
+    Ok(Some(doc))
+}
+
 /// Renders revision `rev` of a document as CouchDB returns it.
 pub(crate) fn render(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions) -> Result<Map<String, Value>> {
     let Some(stored) = body(kv, id, rev)? else {

@@ -71,6 +71,9 @@ impl Selector {
     /// Parses and normalizes a selector (a JSON object).
     pub fn parse(v: &Value) -> Result<Selector, SelectorError> {
         match v {
+            // `{"$and": []}` alone selects nothing, as CouchDB's
+            // `maybe_noop_range` (beside other conditions it is neutral).
+            Value::Object(m) if m.len() == 1 && m.get("$and").and_then(Value::as_array).is_some_and(Vec::is_empty) => Ok(Selector::Or(Vec::new())),
             Value::Object(_) => parse(v, &[], false),
             other => Err(SelectorError { error: "invalid_selector_json", reason: format!("Selector must be a JSON object, not: {other}") }),
         }
@@ -95,6 +98,7 @@ impl Selector {
     pub fn to_json(&self) -> Value {
         let list = |name: &str, xs: &[Selector]| Value::Object(Map::from_iter([(name.to_owned(), Value::Array(xs.iter().map(Selector::to_json).collect()))]));
         match self {
+            Selector::And(xs) if xs.is_empty() => Value::Object(Map::new()),
             Selector::And(xs) => list("$and", xs),
             Selector::Or(xs) => list("$or", xs),
             Selector::Nor(xs) => list("$nor", xs),
@@ -135,11 +139,6 @@ impl Selector {
     /// (`is_constant_field`: such a column does not disturb a sort).
     pub fn is_constant_field(&self, path: &[String]) -> bool {
         self.conjuncts().iter().any(|c| matches!(c, Selector::Field { path: p, cond: Cond::Eq(_) } if p == path))
-    }
-
-    /// Whether the selector is `{}`.
-    pub fn is_match_all(&self) -> bool {
-        matches!(self, Selector::And(xs) if xs.is_empty())
     }
 }
 
@@ -359,6 +358,11 @@ fn lookup<'a>(doc: &'a Value, path: &[String]) -> Lookup<'a> {
                 Some(x) => v = x,
                 None => return Lookup::Missing,
             },
+            // `tags.0`: an array's element by position, as `mango_doc`.
+            Value::Array(items) => match part.parse::<usize>().ok().and_then(|i| items.get(i)) {
+                Some(x) => v = x,
+                None => return Lookup::BadPath,
+            },
             _ => return Lookup::BadPath,
         }
     }
@@ -422,7 +426,12 @@ mod tests {
             (json!({ "m": { "$keyMapMatch": { "$beginsWith": "k" } } }), true),
             (json!({ "type": { "$beginsWith": "pa" } }), false),
             (json!({ "author.name.first": "ann" }), false),
+            (json!({ "tags.1": "y" }), true),
+            (json!({ "tags.5": { "$exists": false } }), false),
             (json!({}), true),
+            (json!({ "$and": [] }), false),
+            (json!({ "$or": [] }), false),
+            (json!({ "n": 5, "$and": [] }), true),
         ] {
             let parsed = Selector::parse(&sel).unwrap_or_else(|e| panic!("{sel}: {e:?}"));
             assert_eq!(parsed.matches(&doc), want, "{sel}");

@@ -3,15 +3,16 @@
 //! index (or `_all_docs`) is scanned in order between the bounds the
 //! selector gives its leading columns, each document read from the
 //! snapshot is matched against the whole selector, then `skip`, `limit`
-//! and `fields` apply. Rows stream from the cursor; only the answer (at
-//! most `limit` documents) is kept. The bookmark is the last row's key, so
-//! the next page resumes right after it.
+//! and `fields` apply. Rows stream from the cursor and each answer's
+//! document goes to the caller as it is found ([`Database::run_find`]), so
+//! nothing is collected here. The bookmark is the last row's key, so the
+//! next page resumes right after it.
 
-use super::index::{list_indexes, mango_error, IndexDef};
+use super::index::{index_behind, list_indexes, mango_error, stale_indexes, IndexDef};
 use super::plan::{bounds, plan, Access, Bounds, FindOptions};
 use crate::collate;
 use crate::keys::{DocInfo, DOCS, MANGO_ROWS};
-use crate::read::{render, ReadOptions};
+use crate::read::{render, render_winner, ReadOptions};
 use crate::selector::get_path;
 use crate::{Database, DocError, Result};
 use base64::Engine;
@@ -100,6 +101,9 @@ fn id_range(opts: &FindOptions) -> Range {
     Range { lower, upper, start_key, end_key }
 }
 
+/// Rows scanned between two checks of `run_find`'s `cancelled`.
+pub const CANCEL_CHECK_KEYS: u64 = 1024;
+
 #[derive(Default)]
 struct Stats {
     keys: u64,
@@ -115,6 +119,9 @@ pub struct PreparedFind {
     range: Range,
     started: Instant,
 }
+
+/// CouchDB's default `[mango] index_scan_warning_threshold`.
+pub const INDEX_SCAN_WARNING_RATIO: u64 = 10;
 
 /// What follows the documents of a `_find` answer.
 pub struct FindEnd {
@@ -133,8 +140,14 @@ impl PreparedFind {
     pub fn tail(&self, end: &FindEnd) -> Map<String, Value> {
         let mut out = Map::new();
         out.insert("bookmark".into(), Value::String(end.bookmark.clone()));
-        if !self.plan.warnings.is_empty() {
-            out.insert("warning".into(), Value::String(self.plan.warnings.join("\n")));
+        let mut warnings = self.plan.warnings.clone();
+        // CouchDB's `index_scan_warning`: more than INDEX_SCAN_WARNING_RATIO
+        // documents read per result (per nothing, when nothing was found).
+        if end.docs > INDEX_SCAN_WARNING_RATIO * end.returned.max(1) {
+            warnings.push("The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this.".into());
+        }
+        if !warnings.is_empty() {
+            out.insert("warning".into(), Value::String(warnings.join("\n")));
         }
         if self.opts.execution_stats {
             out.insert(
@@ -157,10 +170,14 @@ impl Database {
     pub fn find(&self, body: &Map<String, Value>) -> Result<Value> {
         let q = self.prepare_find(body)?;
         let mut docs = Vec::new();
-        let end = self.run_find(&q, &mut |doc| {
-            docs.push(doc);
-            true
-        })?;
+        let end = self.run_find(
+            &q,
+            &mut |doc| {
+                docs.push(doc);
+                true
+            },
+            &|| false,
+        )?;
         let mut out = Map::new();
         out.insert("docs".into(), Value::Array(docs));
         out.extend(q.tail(&end));
@@ -171,11 +188,23 @@ impl Database {
     pub fn prepare_find(&self, body: &Map<String, Value>) -> Result<PreparedFind> {
         let started = Instant::now();
         let opts = FindOptions::parse(body)?;
-        let (plan, indexes) = self.plan_find(&opts)?;
-        if let (Access::Json(index), true) = (&plan.access, opts.update) {
+        // One snapshot decides; writes happen only when something is due.
+        let (plan, behind, stale) = {
+            let s = self.store.snapshot()?;
+            let indexes = list_indexes(s.kv())?;
+            let plan = plan(&indexes, &opts)?;
+            let behind = match &plan.access {
+                Access::Json(index) => opts.update && index_behind(s.kv(), index)?,
+                Access::AllDocs => false,
+            };
+            (plan, behind, stale_indexes(s.kv(), &indexes)?)
+        };
+        if !stale.is_empty() {
+            self.drop_mango_indexes(stale)?;
+        }
+        if let (Access::Json(index), true) = (&plan.access, behind) {
             self.refresh_mango_index(index)?;
         }
-        self.drop_stale_mango_indexes(&indexes)?;
         let (prefix_len, mut range) = match &plan.access {
             Access::Json(index) => (index.id.len(), column_range(index, &opts)),
             Access::AllDocs => (0, id_range(&opts)),
@@ -199,7 +228,9 @@ impl Database {
 
     /// Runs a prepared `_find` on a fresh snapshot, handing each answer's
     /// document to `emit` in order (which returns false to stop early).
-    pub fn run_find(&self, q: &PreparedFind, emit: &mut dyn FnMut(Value) -> bool) -> Result<FindEnd> {
+    /// `cancelled` is asked every [`CANCEL_CHECK_KEYS`] rows scanned (a
+    /// client that went away stops a long scan that matches nothing).
+    pub fn run_find(&self, q: &PreparedFind, emit: &mut dyn FnMut(Value) -> bool, cancelled: &dyn Fn() -> bool) -> Result<FindEnd> {
         let opts = &q.opts;
         let range = &q.range;
         let s = self.store.snapshot()?;
@@ -208,7 +239,6 @@ impl Database {
             Access::Json(_) => MANGO_ROWS,
             Access::AllDocs => DOCS,
         };
-        let read = ReadOptions { conflicts: opts.conflicts, ..Default::default() };
         let mut stats = Stats::default();
         let mut returned = 0u64;
         let mut last_key: Option<Vec<u8>> = None;
@@ -222,29 +252,20 @@ impl Database {
             }
             while cursor.valid() && returned < opts.limit {
                 stats.keys += 1;
-                let (id, info) = match q.plan.access {
-                    Access::AllDocs => {
-                        let id = String::from_utf8_lossy(cursor.key()).into_owned();
-                        let info = DocInfo::from_bytes(&id, cursor.value())?;
-                        (id, Some(info))
-                    }
-                    Access::Json(_) => {
-                        let id = String::from_utf8_lossy(cursor.value()).into_owned();
-                        let info = match kv.get(DOCS, id.as_bytes())? {
-                            Some(bytes) => Some(DocInfo::from_bytes(&id, &bytes)?),
-                            None => None,
-                        };
-                        (id, info)
-                    }
+                if stats.keys % CANCEL_CHECK_KEYS == 0 && cancelled() {
+                    return Err(mango_error(499, "cancelled", "the client went away"));
+                }
+                let id = match q.plan.access {
+                    Access::AllDocs => String::from_utf8_lossy(cursor.key()).into_owned(),
+                    Access::Json(_) => String::from_utf8_lossy(cursor.value()).into_owned(),
                 };
-                if let Some(info) = info.filter(|i| !i.deleted) {
+                let doc = match q.plan.access {
+                    Access::AllDocs => candidate(kv, &id, Some(cursor.value()), opts.conflicts)?,
+                    Access::Json(_) => candidate(kv, &id, kv.get(DOCS, id.as_bytes())?.as_deref(), opts.conflicts)?,
+                };
+                if let Some(doc) = doc {
                     stats.docs += 1;
-                    let doc = match render(kv, &id, &info, &info.winner, &read) {
-                        Ok(d) => Value::Object(d),
-                        Err(DocError::NotFound(_)) => Value::Null,
-                        Err(e) => return Err(e),
-                    };
-                    if !doc.is_null() && opts.selector.matches(&doc) {
+                    if opts.selector.matches(&doc) {
                         if skipped < opts.skip {
                             skipped += 1;
                         } else {
@@ -274,7 +295,7 @@ impl Database {
     /// `POST /{db}/_explain`: the response body, in CouchDB's shape.
     pub fn explain(&self, db_name: &str, body: &Map<String, Value>) -> Result<Value> {
         let opts = FindOptions::parse(body)?;
-        let (plan, _) = self.plan_find(&opts)?;
+        let plan = self.plan_find(&opts)?;
         let range = match &plan.access {
             Access::Json(index) => column_range(index, &opts),
             Access::AllDocs => id_range(&opts),
@@ -311,11 +332,32 @@ impl Database {
         Ok(out)
     }
 
-    fn plan_find(&self, opts: &FindOptions) -> Result<(super::plan::Plan, Vec<IndexDef>)> {
+    fn plan_find(&self, opts: &FindOptions) -> Result<super::plan::Plan> {
         let s = self.store.snapshot()?;
-        let indexes = list_indexes(s.kv())?;
-        Ok((plan(&indexes, opts)?, indexes))
+        plan(&list_indexes(s.kv())?, opts)
     }
+}
+
+/// A live document of a row (its `DOCS` value given), as the selector
+/// sees it; `None` for a deleted or vanished one. Only `conflicts` needs
+/// the revision tree decoded.
+fn candidate(kv: &dyn rhizome_kv::KvRead, id: &str, info: Option<&[u8]>, conflicts: bool) -> Result<Option<Value>> {
+    let Some(bytes) = info else { return Ok(None) };
+    let (_, winner, deleted, _) = DocInfo::header(bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+    if deleted {
+        return Ok(None);
+    }
+    let doc = if conflicts {
+        let info = DocInfo::from_bytes(id, bytes)?;
+        match render(kv, id, &info, &info.winner, &ReadOptions { conflicts: true, ..Default::default() }) {
+            Ok(d) => Some(d),
+            Err(DocError::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        }
+    } else {
+        render_winner(kv, id, &winner)?
+    };
+    Ok(doc.map(Value::Object))
 }
 
 /// Keeps only `fields` of a document (nested paths build nested objects),

@@ -14,12 +14,17 @@
 
 use crate::collate;
 use crate::keys::{self, DocInfo, DB_META, DOCS, MANGO_DOC_ROWS, MANGO_ROWS, MANGO_STATE, SEQS};
-use crate::read::{render, ReadOptions};
+use crate::read::render_winner;
 use crate::selector::{join_path, split_path, Selector};
 use crate::{Database, DocError, Result};
 use md5::{Digest, Md5};
 use rhizome_kv::KvRead;
 use serde_json::{json, Map, Value};
+
+/// The version of the rows' format (the collation encoding and the key
+/// layout), part of every index id: a new format gives every index a new
+/// id, so old rows are dropped as stale and the index is built again.
+const ROW_FORMAT: &[u8] = b"mango-rows-1\0";
 
 /// Documents per transaction while an index catches up.
 pub const REFRESH_BATCH: usize = 1000;
@@ -217,7 +222,7 @@ pub fn remove_from_design_doc(mut doc: Map<String, Value>, name: &str) -> Option
 }
 
 /// The JSON indexes of one design document's body.
-fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef> {
+pub(crate) fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef> {
     if body.get("language").and_then(Value::as_str) != Some("query") {
         return Vec::new();
     }
@@ -240,6 +245,7 @@ fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef> {
             None => None,
         };
         let mut md5 = Md5::new();
+        md5.update(ROW_FORMAT);
         md5.update(ddoc.as_bytes());
         md5.update([0]);
         md5.update(name.as_bytes());
@@ -262,13 +268,8 @@ impl Database {
     pub fn refresh_mango_index(&self, index: &IndexDef) -> Result<()> {
         // Checked on a snapshot first: a query on an index that is up to
         // date (the usual case) neither waits for nor blocks writers.
-        {
-            let s = self.store.snapshot()?;
-            let kv = s.kv();
-            let seen = keys::u64_value(kv.get(MANGO_STATE, &index.id)?, "index state")?;
-            if seen >= keys::u64_value(kv.get(DB_META, keys::meta::UPDATE_SEQ)?, "update_seq")? {
-                return Ok(());
-            }
+        if !index_behind(self.store.snapshot()?.kv(), index)? {
+            return Ok(());
         }
         loop {
             let mut txn = self.store.transaction()?;
@@ -301,11 +302,12 @@ impl Database {
                     continue;
                 }
                 let Some(bytes) = txn.kv().get(DOCS, id.as_bytes())? else { continue };
-                let info = DocInfo::from_bytes(id, &bytes)?;
-                if info.deleted {
+                let (_, winner, deleted, _) = DocInfo::header(&bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+                if deleted {
                     continue;
                 }
-                let doc = Value::Object(render(txn.kv(), id, &info, &info.winner, &ReadOptions::default())?);
+                let Some(doc) = render_winner(txn.kv(), id, &winner)? else { continue };
+                let doc = Value::Object(doc);
                 if let Some(row) = index.row_key(id, &doc) {
                     txn.kv_mut().put(MANGO_ROWS, &row, id.as_bytes());
                     txn.kv_mut().put(MANGO_DOC_ROWS, &doc_row, &row);
@@ -317,21 +319,9 @@ impl Database {
     }
 
     /// Removes the rows of indexes no design document defines any more.
-    pub(crate) fn drop_stale_mango_indexes(&self, live: &[IndexDef]) -> Result<()> {
-        let stale: Vec<Vec<u8>> = {
-            let s = self.store.snapshot()?;
-            let mut cursor = s.kv().cursor(MANGO_STATE, &[], None);
-            cursor.seek_first();
-            let mut out = Vec::new();
-            while cursor.valid() {
-                if !live.iter().any(|i| i.id[..] == *cursor.key()) {
-                    out.push(cursor.key().to_vec());
-                }
-                cursor.next();
-            }
-            cursor.status()?;
-            out
-        };
+    /// Removes the rows of indexes no design document defines any more
+    /// (`stale`, from [`stale_indexes`]).
+    pub(crate) fn drop_mango_indexes(&self, stale: Vec<Vec<u8>>) -> Result<()> {
         for id in stale {
             loop {
                 let mut txn = self.store.transaction()?;
@@ -361,6 +351,27 @@ impl Database {
         }
         Ok(())
     }
+}
+
+/// Whether the index has not seen the database's last change.
+pub(crate) fn index_behind(kv: &dyn KvRead, index: &IndexDef) -> Result<bool> {
+    let seen = keys::u64_value(kv.get(MANGO_STATE, &index.id)?, "index state")?;
+    Ok(seen < keys::u64_value(kv.get(DB_META, keys::meta::UPDATE_SEQ)?, "update_seq")?)
+}
+
+/// The ids of indexes with rows in the store that `live` does not define.
+pub(crate) fn stale_indexes(kv: &dyn KvRead, live: &[IndexDef]) -> Result<Vec<Vec<u8>>> {
+    let mut cursor = kv.cursor(MANGO_STATE, &[], None);
+    cursor.seek_first();
+    let mut out = Vec::new();
+    while cursor.valid() {
+        if !live.iter().any(|i| i.id[..] == *cursor.key()) {
+            out.push(cursor.key().to_vec());
+        }
+        cursor.next();
+    }
+    cursor.status()?;
+    Ok(out)
 }
 
 pub(crate) fn list_indexes(kv: &dyn KvRead) -> Result<Vec<IndexDef>> {

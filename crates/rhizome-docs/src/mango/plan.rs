@@ -262,6 +262,15 @@ pub fn bounds(selector: &Selector, path: &[String]) -> Option<Bounds> {
                 b.tighten_upper(v, true);
                 true
             }
+            // Every string starting with the prefix collates between the
+            // prefix and the prefix followed by the last code point
+            // (strings with U+10FFFF right after the prefix and more after
+            // it excepted, a noncharacter).
+            Cond::BeginsWith(p) => {
+                b.tighten_lower(&Value::String(p.clone()), true);
+                b.tighten_upper(&Value::String(format!("{p}\u{10FFFF}")), true);
+                true
+            }
             _ => false,
         };
     }
@@ -380,4 +389,53 @@ pub fn plan(indexes: &[IndexDef], opts: &FindOptions) -> Result<Plan> {
             .then_with(|| (&a.ddoc, &a.name).cmp(&(&b.ddoc, &b.name)))
     });
     Ok(Plan { access: Access::Json(chosen[0].clone()), warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mango::index::{add_to_design_doc, new_index};
+
+    fn index(fields: Value, name: &str, partial: Option<Value>) -> IndexDef {
+        let mut def = json!({ "fields": fields });
+        if let Some(p) = partial {
+            def["partial_filter_selector"] = p;
+        }
+        let new = new_index(json!({ "index": def, "ddoc": name, "name": name }).as_object().unwrap()).unwrap();
+        let doc = add_to_design_doc(None, &new).unwrap().unwrap();
+        super::super::index::indexes_of(&new.ddoc, &doc).pop().unwrap()
+    }
+
+    fn chosen(indexes: &[IndexDef], query: Value) -> Result<String> {
+        let opts = FindOptions::parse(query.as_object().unwrap())?;
+        Ok(match plan(indexes, &opts)?.access {
+            Access::AllDocs => "_all_docs".into(),
+            Access::Json(i) => i.name,
+        })
+    }
+
+    #[test]
+    fn the_planner_chooses_as_couchdb() {
+        let indexes = vec![
+            index(json!(["a"]), "a", None),
+            index(json!(["a", "b"]), "ab", None),
+            index(json!(["b", "c"]), "bc", None),
+            index(json!(["c"]), "c-partial", Some(json!({ "t": 1 }))),
+        ];
+        // The selector must require every column that is not sorted on.
+        assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 } })).unwrap(), "a");
+        assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1, "b": { "$gt": 2 } } })).unwrap(), "ab");
+        assert_eq!(chosen(&indexes, json!({ "selector": { "z": 1 } })).unwrap(), "_all_docs");
+        assert_eq!(chosen(&indexes, json!({ "selector": { "$or": [{ "a": 1 }, { "a": 2 }] } })).unwrap(), "a");
+        assert_eq!(chosen(&indexes, json!({ "selector": { "$or": [{ "a": 1 }, { "b": 2 }] } })).unwrap(), "_all_docs");
+        assert_eq!(chosen(&indexes, json!({ "selector": { "a": { "$exists": false } } })).unwrap(), "_all_docs");
+        // A sort must be the columns in order, after fixed ones.
+        assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 }, "sort": ["b"] })).unwrap(), "ab");
+        assert_eq!(chosen(&indexes, json!({ "selector": { "a": { "$gt": 1 } }, "sort": ["b"] })).map_err(|e| e.to_string()), Err("No index exists for this sort, try indexing by the sort fields.".into()));
+        assert_eq!(chosen(&indexes, json!({ "selector": { "z": 1 }, "sort": ["_id"] })).unwrap(), "_all_docs");
+        // Partial indexes only when named.
+        assert_eq!(chosen(&indexes, json!({ "selector": { "c": 1 } })).unwrap(), "_all_docs");
+        assert_eq!(chosen(&indexes, json!({ "selector": { "c": 1 }, "use_index": "c-partial" })).unwrap(), "c-partial");
+        assert!(chosen(&indexes, json!({ "selector": { "z": 1 }, "use_index": "a", "allow_fallback": false })).is_err());
+    }
 }

@@ -40,10 +40,15 @@ pub fn find(req: &Request, db: &Arc<DbHandle>) -> Result<Response<Body>, HttpErr
     let q = db.db.prepare_find(&body)?;
     if q.limit() <= COLLECTED_FIND_LIMIT {
         let mut docs = Vec::new();
-        let end = db.db.run_find(&q, &mut |doc| {
-            docs.push(doc);
-            true
-        })?;
+        let cancelled = req.cancelled.clone();
+        let end = db.db.run_find(
+            &q,
+            &mut |doc| {
+                docs.push(doc);
+                true
+            },
+            &|| cancelled.load(std::sync::atomic::Ordering::Relaxed),
+        )?;
         let mut out = Map::new();
         out.insert("docs".into(), Value::Array(docs));
         out.extend(q.tail(&end));
@@ -59,17 +64,22 @@ pub fn find(req: &Request, db: &Arc<DbHandle>) -> Result<Response<Body>, HttpErr
             let mut buf = b"{\"docs\":[".to_vec();
             let mut first = true;
             let mut open = true;
-            let ended = db.db.run_find(&q, &mut |doc| {
-                if !first {
-                    buf.push(b',');
-                }
-                first = false;
-                buf.extend_from_slice(doc.to_string().as_bytes());
-                if buf.len() >= STREAM_CHUNK_BYTES {
-                    open = tx.blocking_send(Bytes::from(std::mem::take(&mut buf))).is_ok();
-                }
-                open
-            });
+            let closed = tx.clone();
+            let ended = db.db.run_find(
+                &q,
+                &mut |doc| {
+                    if !first {
+                        buf.push(b',');
+                    }
+                    first = false;
+                    buf.extend_from_slice(doc.to_string().as_bytes());
+                    if buf.len() >= STREAM_CHUNK_BYTES {
+                        open = tx.blocking_send(Bytes::from(std::mem::take(&mut buf))).is_ok();
+                    }
+                    open
+                },
+                &|| closed.is_closed(),
+            );
             if let (Ok(end), true) = (ended, open) {
                 buf.push(b']');
                 for (k, v) in q.tail(&end) {
