@@ -90,9 +90,14 @@ async function measure(name, url) {
   out.build_s = build;
   console.error(`${name}: built 3 views in ${build.toFixed(1)} s`);
   const keys = randoms(KEYS, N, 42);
-  const [keyQuery, rows] = await seconds(() => http(server, 'POST', `${db}/_design/bench/_view/num_count?reduce=false`, { keys }));
-  if (rows.rows.length !== KEYS) throw new Error(`${name}: ${rows.rows.length} rows for ${KEYS} keys`);
-  out.keys_s = keyQuery;
+  // The best of three, for each server alike (the first pays for a cold cache).
+  out.keys_s = Infinity;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const [keyQuery, rows] = await seconds(() => http(server, 'POST', `${db}/_design/bench/_view/num_count?reduce=false`, { keys }));
+    if (rows.rows.length !== KEYS) throw new Error(`${name}: ${rows.rows.length} rows for ${KEYS} keys`);
+    out.keys_s = Math.min(out.keys_s, keyQuery);
+  }
+  const keyQuery = out.keys_s;
   const [sums, total] = await seconds(() => http(server, 'GET', `${db}/_design/bench/_view/num_sum`));
   out.sum_s = sums;
   out.sum = total.rows[0].value;

@@ -68,7 +68,7 @@ impl Database {
         let mut rows = Vec::new();
         // Parsed once per feed; a bad selector is CouchDB's 400.
         let selector = match &opts.filter {
-            ChangesFilter::Selector(v) => Some(Selector::parse(v).map_err(|e| DocError::Mango { status: 400, error: e.error, reason: e.reason })?),
+            ChangesFilter::Selector(v) => Some(Selector::parse(v).map_err(|e| DocError::Coded { status: 400, error: e.error, reason: e.reason })?),
             _ => None,
         };
         let mut custom = match &opts.filter {

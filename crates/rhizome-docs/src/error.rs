@@ -26,10 +26,11 @@ pub enum DocError {
     /// 500: the graph projection hook refused the write.
     #[error("projection of {id}: {reason}")]
     Projection { id: String, reason: String },
-    /// A Mango request refused with CouchDB's status, error and reason
-    /// (`mango_error`).
+    /// Refused with CouchDB's own status, error name and reason: Mango
+    /// requests (`mango_error`), `validate_doc_update` (401/403), design
+    /// documents that do not compile, JavaScript past its limits.
     #[error("{reason}")]
-    Mango { status: u16, error: &'static str, reason: String },
+    Coded { status: u16, error: &'static str, reason: String },
     #[error("corrupt document store: {0}")]
     Corrupt(String),
     #[error(transparent)]

@@ -273,7 +273,10 @@ fn parse_document(txn: &StoreTransaction<'_>, body: &Map<String, Value>, iri: &s
     let parser = JsonLdParser::new()
         .with_base_iri(iri)
         .map_err(|e| format!("document IRI {iri}: {e}"))?;
-    crate::jsonld_limits::on_known_stack(|| parser.for_slice(text.as_bytes()).with_load_document_callback(remote.loader()).map(|q| q.map_err(|e| format!("invalid JSON-LD: {e}"))).collect())?
+    let loader = remote.loader();
+    crate::jsonld_limits::on_known_stack_owned(move || {
+        parser.for_slice(text.as_bytes()).with_load_document_callback(loader).map(|q| q.map_err(|e| format!("invalid JSON-LD: {e}"))).collect()
+    })?
 }
 
 /// The graph `graph_iri` rendered as the members of a JSON-LD document:

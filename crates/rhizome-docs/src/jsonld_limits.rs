@@ -111,6 +111,50 @@ pub fn on_known_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String
     })
 }
 
+/// [`on_known_stack`] for work that owns what it uses: it runs on one of a
+/// few long-lived threads with [`JSONLD_STACK_BYTES`] of stack instead of a
+/// new thread, since starting a thread with a 16 MiB stack for every
+/// document cost more than projecting a small document.
+pub fn on_known_stack_owned<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    type Job = Box<dyn FnOnce() + Send>;
+    static POOL: std::sync::OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Job>>>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+        let mut started = 0;
+        for _ in 0..workers {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new().name("json-ld".into()).stack_size(JSONLD_STACK_BYTES).spawn(move || loop {
+                let job = match rx.lock() {
+                    Ok(r) => r.recv(),
+                    Err(_) => return,
+                };
+                match job {
+                    Ok(job) => job(),
+                    Err(_) => return,
+                }
+            });
+            started += usize::from(spawned.is_ok());
+        }
+        (started > 0).then(|| std::sync::Mutex::new(tx))
+    });
+    let Some(sender) = pool else { return on_known_stack(f) };
+    let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);
+    let job: Job = Box::new(move || {
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
+            let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+            format!("JSON-LD processing failed: {what}")
+        });
+        let _ = done_tx.send(out);
+    });
+    let sent = sender.lock().map_err(|_| "the JSON-LD threads are gone".to_owned())?.send(job);
+    if sent.is_err() {
+        return Err("the JSON-LD threads are gone".into());
+    }
+    done_rx.recv().map_err(|_| "JSON-LD processing stopped".to_owned())?
+}
+
 /// A JSON path, kept as an index into [`Paths`] so that walking a large
 /// document builds no strings.
 #[derive(Clone, Copy)]

@@ -74,7 +74,7 @@ impl From<DocError> for HttpError {
             // The document's JSON-LD could not be read (nothing was written).
             DocError::Projection { id, reason } => HttpError::new(400, "doc_validation", format!("{id}: {reason}")),
             DocError::MissingStub(r) => HttpError::new(412, "missing_stub", r),
-            DocError::Mango { status, error, reason } => HttpError::new(status, error, reason),
+            DocError::Coded { status, error, reason } => HttpError::new(status, error, reason),
             other => HttpError::internal(other.to_string()),
         }
     }

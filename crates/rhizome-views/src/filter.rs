@@ -86,12 +86,12 @@ fn truthy(v: &Value) -> bool {
 }
 
 fn process_error(e: JsError) -> DocError {
-    DocError::Mango { status: 500, error: "os_process_error", reason: e.to_string() }
+    DocError::Coded { status: 500, error: "os_process_error", reason: e.to_string() }
 }
 
 impl DocFilter for JsFilter {
     fn start(&self) -> rhizome_docs::Result<Box<dyn FnMut(&Map<String, Value>) -> rhizome_docs::Result<bool>>> {
-        let (mut sandbox, f) = self.compile().map_err(|e| DocError::Mango { status: 400, error: e.error(), reason: e.to_string() })?;
+        let (mut sandbox, f) = self.compile().map_err(|e| DocError::Coded { status: 400, error: e.error(), reason: e.to_string() })?;
         let kind = self.kind.clone();
         let ddoc = self.ddoc.id.clone();
         Ok(Box::new(move |doc: &Map<String, Value>| {

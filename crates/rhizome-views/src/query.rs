@@ -16,6 +16,7 @@ use crate::js::{Limits, Sandbox};
 use crate::reduce::{Partial, ReduceError, Reducer};
 use rhizome_docs::{collate, Database, DocError, ReadOptions, Rev};
 use rhizome_kv::KvRead;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 /// Rows per call of a reduce function before partial results are re-reduced.
@@ -204,8 +205,8 @@ impl ViewQuery {
     }
 }
 
-/// What a view answers: the response body.
-pub fn run_query(db: &Database, db_name: &str, ddoc: &DesignDoc, view_name: &str, q: &ViewQuery, limits: Limits) -> Result<Value, ViewError> {
+/// What a view answers: the response body, as JSON text.
+pub fn run_query(db: &Database, db_name: &str, ddoc: &DesignDoc, view_name: &str, q: &ViewQuery, limits: Limits) -> Result<String, ViewError> {
     let (view_no, view) = ddoc.view(view_name).ok_or_else(|| ViewError::NotFound("missing_named_view".into()))?;
     let reducing = match (view.reduce.is_some(), q.reduce) {
         (false, Some(true)) => return Err(parse_error("Reduce is invalid for map-only views.")),
@@ -240,11 +241,14 @@ pub fn run_query(db: &Database, db_name: &str, ddoc: &DesignDoc, view_name: &str
     let kv = snapshot.kv();
     let prefix = view_prefix(&index_id(ddoc), view_no);
     let ranges = ranges(&prefix, q);
-    let mut out = if reducing {
+    // The answer is written as JSON text: map rows go from their stored
+    // text to the answer without being parsed into values.
+    let mut out = String::from("{");
+    if reducing {
         let mut sandbox = Sandbox::new(limits).map_err(process_error)?;
         let reducer = DesignDoc::reducer(view, &mut sandbox, &ddoc.map_modules)?.expect("a reduce view");
         let rows = reduce_rows(kv, &ranges, q, reducer, &mut sandbox)?;
-        json!({ "rows": rows })
+        out.push_str(&format!("\"rows\":{}", Value::Array(rows)));
     } else {
         let total = state.rows.get(view_no).copied().unwrap_or(0);
         let offset = match ranges.first() {
@@ -253,12 +257,14 @@ pub fn run_query(db: &Database, db_name: &str, ddoc: &DesignDoc, view_name: &str
         };
         // The first row returned comes after the skipped ones.
         let offset = (offset + q.skip as u64).min(total);
-        let rows = map_rows(db, kv, &ranges, q)?;
-        json!({ "total_rows": total, "offset": offset, "rows": rows })
-    };
-    if q.update_seq {
-        out["update_seq"] = json!(state.seq);
+        out.push_str(&format!("\"total_rows\":{total},\"offset\":{offset},\"rows\":["));
+        map_rows(db, kv, &ranges, q, &mut out)?;
+        out.push(']');
     }
+    if q.update_seq {
+        out.push_str(&format!(",\"update_seq\":{}", state.seq));
+    }
+    out.push('}');
     Ok(out)
 }
 
@@ -317,19 +323,25 @@ fn ranges(prefix: &[u8], q: &ViewQuery) -> Vec<Range> {
 }
 
 /// Calls `f` on each row of the ranges, in the query's order, until it
-/// returns `false`.
+/// returns `false`. One cursor serves every range (a `keys` query of 10,000
+/// keys is 10,000 seeks, not 10,000 new iterators).
 fn scan(kv: &dyn KvRead, ranges: &[Range], descending: bool, mut f: impl FnMut(usize, &[u8]) -> Result<bool, ViewError>) -> Result<(), ViewError> {
+    let (Some(low), Some(high)) = (ranges.iter().map(|r| &r.lower).min(), ranges.iter().map(|r| &r.upper).max()) else { return Ok(()) };
+    let mut cursor = kv.cursor(VIEW_ROWS, low, Some(high));
     for (i, r) in ranges.iter().enumerate() {
         if r.lower >= r.upper {
             continue;
         }
-        let mut cursor = kv.cursor(VIEW_ROWS, &r.lower, Some(&r.upper));
         if descending {
-            cursor.seek_last();
+            // The last row below `upper`.
+            cursor.seek_for_prev(&r.upper);
+            if cursor.valid() && cursor.key() >= r.upper.as_slice() {
+                cursor.prev();
+            }
         } else {
-            cursor.seek_first();
+            cursor.seek(&r.lower);
         }
-        while cursor.valid() {
+        while cursor.valid() && cursor.key() >= r.lower.as_slice() && cursor.key() < r.upper.as_slice() {
             if !f(i, cursor.value())? {
                 return Ok(());
             }
@@ -373,27 +385,37 @@ fn rows_before(kv: &dyn KvRead, prefix: &[u8], r: &Range, descending: bool) -> R
     Ok(n)
 }
 
-fn map_rows(db: &Database, kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery) -> Result<Vec<Value>, ViewError> {
-    let mut rows = Vec::new();
+fn map_rows(db: &Database, kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, out: &mut String) -> Result<(), ViewError> {
     let mut skipped = 0;
+    let mut written = 0;
     let limit = q.limit.unwrap_or(usize::MAX);
     if limit == 0 {
-        return Ok(rows);
+        return Ok(());
     }
     scan(kv, ranges, q.descending, |_, bytes| {
         if skipped < q.skip {
             skipped += 1;
             return Ok(true);
         }
-        let (key, id, value) = row_parts(bytes)?;
-        let mut row = json!({ "id": id, "key": key, "value": value });
-        if q.include_docs {
-            row["doc"] = linked_doc(db, &id, &row["value"], q)?;
+        let (key, id, value): (&RawValue, String, &RawValue) = serde_json::from_slice(bytes).map_err(|e| DocError::Corrupt(format!("view row: {e}")))?;
+        if written > 0 {
+            out.push(',');
         }
-        rows.push(row);
-        Ok(rows.len() < limit)
-    })?;
-    Ok(rows)
+        out.push_str("{\"id\":");
+        out.push_str(&Value::String(id.clone()).to_string());
+        out.push_str(",\"key\":");
+        out.push_str(key.get());
+        out.push_str(",\"value\":");
+        out.push_str(value.get());
+        if q.include_docs {
+            let value: Value = serde_json::from_str(value.get()).map_err(|e| DocError::Corrupt(format!("view row: {e}")))?;
+            out.push_str(",\"doc\":");
+            out.push_str(&linked_doc(db, &id, &value, q)?.to_string());
+        }
+        out.push('}');
+        written += 1;
+        Ok(written < limit)
+    })
 }
 
 /// The document `include_docs` adds: the one an emitted `{"_id": ...}`

@@ -30,7 +30,7 @@ const ROW_FORMAT: &[u8] = b"mango-rows-1\0";
 pub const REFRESH_BATCH: usize = 1000;
 
 pub(crate) fn mango_error(status: u16, error: &'static str, reason: impl Into<String>) -> DocError {
-    DocError::Mango { status, error, reason: reason.into() }
+    DocError::Coded { status, error, reason: reason.into() }
 }
 
 /// One JSON index of a design document.

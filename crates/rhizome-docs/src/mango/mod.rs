@@ -53,6 +53,6 @@ mod tests {
         assert_eq!(ids(&full), ["x"]);
         assert!(full["warning"].as_str().unwrap().contains("No matching index"));
         let err = db.find(&obj(json!({ "selector": { "w": 1 }, "sort": ["w"] }))).unwrap_err();
-        assert!(matches!(err, crate::DocError::Mango { error: "no_usable_index", .. }), "{err:?}");
+        assert!(matches!(err, crate::DocError::Coded { error: "no_usable_index", .. }), "{err:?}");
     }
 }

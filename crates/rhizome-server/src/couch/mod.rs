@@ -135,7 +135,7 @@ fn clone_doc_error(e: &rhizome_docs::DocError) -> rhizome_docs::DocError {
         D::BadRequest(r) => D::BadRequest(r.clone()),
         D::Validation(r) => D::Validation(r.clone()),
         D::MissingStub(r) => D::MissingStub(r.clone()),
-        D::Mango { status, error, reason } => D::Mango { status: *status, error, reason: reason.clone() },
+        D::Coded { status, error, reason } => D::Coded { status: *status, error, reason: reason.clone() },
         other => D::Corrupt(other.to_string()),
     }
 }

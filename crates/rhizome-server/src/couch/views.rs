@@ -99,14 +99,14 @@ fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str) -> Result<R
     if ddoc.view(name).is_none() {
         return Err(HttpError::not_found("missing_named_view"));
     }
-    let run = |q: &ViewQuery| -> Result<Value, HttpError> {
+    let run = |q: &ViewQuery| -> Result<String, HttpError> {
         let out = rhizome_views::run_query(&db.db, &db.name, &ddoc, name, q, limits())?;
         if q.update == UpdateMode::Lazy {
             update_later(db.clone(), ddoc.clone());
         }
         Ok(out)
     };
-    if queries {
+    let text = if queries {
         let body = body.unwrap_or_default();
         let list = body.get("queries").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("`queries` member must be an array"))?;
         let mut results = Vec::with_capacity(list.len());
@@ -114,13 +114,15 @@ fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str) -> Result<R
             let obj = item.as_object().ok_or_else(|| HttpError::bad_request("each query must be an object"))?;
             results.push(run(&base.clone().from_json(obj)?)?);
         }
-        return Ok(json(200, &json!({ "results": results })));
-    }
-    let q = match &body {
-        Some(b) => base.from_json(b)?,
-        None => base,
+        format!("{{\"results\":[{}]}}", results.join(","))
+    } else {
+        let q = match &body {
+            Some(b) => base.from_json(b)?,
+            None => base,
+        };
+        run(&q)?
     };
-    Ok(json(200, &run(&q)?))
+    Ok(crate::http::response(200, "application/json", text.into_bytes().into()))
 }
 
 /// `update=lazy`: the index catches up after the answer.
@@ -200,7 +202,7 @@ pub fn check_design_docs(docs: &[Map<String, Value>]) -> Vec<Option<DocError>> {
             if doc.get("_deleted").and_then(Value::as_bool) == Some(true) {
                 return None;
             }
-            rhizome_views::check_design_doc(id, doc).err().map(|e| DocError::Mango { status: 400, error: e.error(), reason: e.to_string() })
+            rhizome_views::check_design_doc(id, doc).err().map(|e| DocError::Coded { status: 400, error: e.error(), reason: e.to_string() })
         })
         .collect()
 }
@@ -228,7 +230,7 @@ pub fn validate_writes(ctx: &UserCtx, db: &DbHandle, docs: &[Map<String, Value>]
         };
         if let Err(r) = validators.check(&Value::Object(doc.clone()), &old, &user_ctx, &sec_obj) {
             let (status, error) = r.status_and_error();
-            *slot = Some(DocError::Mango { status, error, reason: r.reason().to_owned() });
+            *slot = Some(DocError::Coded { status, error, reason: r.reason().to_owned() });
         }
     }
     Ok(())
