@@ -100,4 +100,16 @@ mod tests {
         put(&db, json!({"_id": "b", "n": 2}));
         assert_eq!(view(&db, "b")["@context"][1], json!({"n": "http://d/n"}));
     }
+
+    #[test]
+    fn design_documents_have_no_graph_even_under_a_default_context() {
+        let db = db();
+        let mut local = Map::new();
+        local.insert("@context".into(), json!({"@vocab": "http://d/"}));
+        db.put_local("_local/rhizome-context", local).unwrap();
+        put(&db, json!({"_id": "_design/x", "views": {"age": {"map": "function (doc) {}"}}}));
+        assert_eq!(db.store().stats().unwrap().quads, 0);
+        put(&db, json!({"_id": "p", "age": 3}));
+        assert_eq!(db.store().stats().unwrap().quads, 1);
+    }
 }

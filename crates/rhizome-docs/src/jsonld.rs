@@ -7,7 +7,8 @@
 //!   JSON-LD (`oxjsonld`) with its own `@context`, else the database's
 //!   default context (the `@context` of the local document
 //!   `_local/rhizome-context`), with the graph IRI as base; an update
-//!   replaces the graph, a deletion empties it. A document with no context
+//!   replaces the graph, a deletion empties it. Design documents have no
+//!   graph. A document with no context
 //!   and no JSON-LD keyword at its top level is plain JSON and has no graph.
 //! - A document whose body is its graph (loaded as RDF, or first made by
 //!   SPARQL Update or the Graph Store Protocol) stores only a marker,
@@ -192,6 +193,10 @@ impl GraphProjector for JsonLdProjector {
         // Parsed in full before the graph changes: a malformed document
         // fails the write with nothing of it applied.
         let quads = match winner {
+            // Design documents are the database's code (views, Mango
+            // indexes, validation), not its data: no graph, even under a
+            // default context with `@vocab`.
+            Some(_) if doc_id.starts_with("_design/") => Vec::new(),
             Some(body) => parse_document(txn, body, &iri, &self.contexts)?,
             None => Vec::new(),
         };

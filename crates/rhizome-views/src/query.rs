@@ -386,6 +386,9 @@ fn rows_before(kv: &dyn KvRead, prefix: &[u8], r: &Range, descending: bool) -> R
 }
 
 fn map_rows(db: &Database, kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, out: &mut String) -> Result<(), ViewError> {
+    if q.keys.is_some() && q.skip == 0 && q.limit.is_none() && !q.descending && !q.include_docs {
+        return keyed_rows(kv, ranges, out);
+    }
     let mut skipped = 0;
     let mut written = 0;
     let limit = q.limit.unwrap_or(usize::MAX);
@@ -416,6 +419,65 @@ fn map_rows(db: &Database, kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, out
         written += 1;
         Ok(written < limit)
     })
+}
+
+/// The rows of a `keys` query without paging: the keys are visited in
+/// index order (a cursor moving forward costs less than seeks back and
+/// forth) and the rows written back in the order the keys were given.
+fn keyed_rows(kv: &dyn KvRead, ranges: &[Range], out: &mut String) -> Result<(), ViewError> {
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    order.sort_by(|a, b| ranges[*a].lower.cmp(&ranges[*b].lower));
+    let mut texts: Vec<String> = vec![String::new(); ranges.len()];
+    let (Some(low), Some(high)) = (ranges.iter().map(|r| &r.lower).min(), ranges.iter().map(|r| &r.upper).max()) else { return Ok(()) };
+    let mut cursor = kv.cursor(VIEW_ROWS, low, Some(high));
+    let mut last_upper: Option<&[u8]> = None;
+    for i in order {
+        let r = &ranges[i];
+        // The cursor stands on the first row at or after the last range's
+        // end: it is where this range starts if that end is not past this
+        // start, or a few steps before it; otherwise (a key given twice,
+        // a far jump) seek.
+        let reusable = cursor.valid() && last_upper.is_some_and(|u| u <= r.lower.as_slice());
+        let mut found = false;
+        if reusable {
+            for _ in 0..16 {
+                if !cursor.valid() || cursor.key() >= r.lower.as_slice() {
+                    found = true;
+                    break;
+                }
+                cursor.next();
+            }
+        }
+        if !found {
+            cursor.seek(&r.lower);
+        }
+        last_upper = Some(r.upper.as_slice());
+        let text = &mut texts[i];
+        while cursor.valid() && cursor.key() < r.upper.as_slice() {
+            let (key, id, value): (&RawValue, &str, &RawValue) = serde_json::from_slice(cursor.value()).map_err(|e| DocError::Corrupt(format!("view row: {e}")))?;
+            if !text.is_empty() {
+                text.push(',');
+            }
+            text.push_str("{\"id\":");
+            text.push_str(&Value::String(id.to_owned()).to_string());
+            text.push_str(",\"key\":");
+            text.push_str(key.get());
+            text.push_str(",\"value\":");
+            text.push_str(value.get());
+            text.push('}');
+            cursor.next();
+        }
+        cursor.status()?;
+    }
+    let mut first = true;
+    for t in texts.iter().filter(|t| !t.is_empty()) {
+        if !first {
+            out.push(',');
+        }
+        out.push_str(t);
+        first = false;
+    }
+    Ok(())
 }
 
 /// The document `include_docs` adds: the one an emitted `{"_id": ...}`

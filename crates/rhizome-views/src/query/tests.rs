@@ -71,6 +71,12 @@ fn rows_in_collation_order_with_ranges_skip_limit_and_descending() {
     assert_eq!(keys(&r), vec![json!(30), json!(30)]);
     let r = query(&db, &d, "by_age", &[("reduce", "false"), ("keys", "[30, 99, null]")]);
     assert_eq!(keys(&r), vec![json!(30), json!(30), json!(null)]);
+    // Keys out of order and twice: rows in the order given, each time.
+    let r = query(&db, &d, "by_age", &[("reduce", "false"), ("keys", "[30, 25, 30, null, 25]")]);
+    assert_eq!(keys(&r), [30, 30, 25, 30, 30].iter().map(|k| json!(k)).chain([json!(null), json!(25)]).collect::<Vec<_>>());
+    assert_eq!(r["rows"][2]["id"], "b");
+    let r = query(&db, &d, "by_age", &[("reduce", "false"), ("keys", "[30, 25]"), ("limit", "3")]);
+    assert_eq!(keys(&r), vec![json!(30), json!(30), json!(25)]);
 }
 
 #[test]
