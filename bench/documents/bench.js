@@ -9,6 +9,7 @@ const autocannon = require('autocannon');
 const PouchDB = require('pouchdb');
 PouchDB.plugin(require('pouchdb-adapter-memory'));
 const fs = require('fs');
+const { split, http } = require('../lib/couch');
 const os = require('os');
 const path = require('path');
 
@@ -19,31 +20,6 @@ const CONNECTIONS = 25;
 function doc(i) {
   // A small profile document, like the Pokec profiles ArangoDB's benchmark reads and writes.
   return { name: `user ${i}`, age: 18 + (i % 60), city: ['Fribourg', 'Bern', 'Basel', 'Zurich'][i % 4], public: i % 2 === 0, tags: ['a', 'b', String(i % 10)] };
-}
-
-function split(url) {
-  const u = new URL(url);
-  const headers = { 'content-type': 'application/json' };
-  if (u.username) headers.authorization = 'Basic ' + Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
-  u.username = '';
-  u.password = '';
-  return { base: u.toString().replace(/\/$/, ''), headers };
-}
-
-async function http(server, method, p, body) {
-  const init = { method, headers: server.headers, body: body === undefined ? undefined : JSON.stringify(body) };
-  let r;
-  try {
-    r = await fetch(server.base + p, init);
-  } catch (e) {
-    // A pooled keep-alive connection the server closed while idle (node's
-    // http server drops them after 5 s): fetch does not retry a POST, so
-    // try once more on a new connection.
-    r = await fetch(server.base + p, init);
-  }
-  const text = await r.text();
-  if (r.status >= 300 && !(method === 'DELETE' && r.status === 404)) throw new Error(`${method} ${p}: ${r.status} ${text.slice(0, 200)}`);
-  return text ? JSON.parse(text) : null;
 }
 
 // The load generator: `rhizome bench-http` (RHIZOME_BIN set by run; one

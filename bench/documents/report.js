@@ -4,6 +4,7 @@
 'use strict';
 const fs = require('fs');
 const os = require('os');
+const { writeSection } = require('../lib/couch');
 
 const [file, benchmarks, command] = process.argv.slice(2);
 const data = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -45,15 +46,4 @@ md += `\nLatencies: ${servers.map(lat).join('; ')}.\n`;
 md += `\nLoad generator: ${data.client === 'rhizome' ? '`rhizome bench-http` (one thread, keep-alive)' : 'autocannon'}, ${data.connections} connections.\n`;
 md += `\nMachine: ${data.cpus} cores, ${os.platform()}; measured ${new Date().toISOString().slice(0, 10)} with \`${command}\`.\n`;
 console.log(md);
-if (benchmarks && fs.existsSync(benchmarks)) {
-  const begin = '<!-- bench/documents:begin -->';
-  const end = '<!-- bench/documents:end -->';
-  let text = fs.readFileSync(benchmarks, 'utf8');
-  const section = `${begin}\n${md}${end}`;
-  if (text.includes(begin)) {
-    text = text.slice(0, text.indexOf(begin)) + section + text.slice(text.indexOf(end) + end.length);
-  } else {
-    text += `\n## Documents: rhizome serve vs pouchdb-server (bench/documents)\n\n${section}\n`;
-  }
-  fs.writeFileSync(benchmarks, text);
-}
+writeSection(benchmarks, 'bench/documents', '## Documents: rhizome serve vs pouchdb-server (bench/documents)', md);

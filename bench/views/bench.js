@@ -2,6 +2,7 @@
 // Usage: node bench.js OUT.json NAME=URL [NAME=URL...]   (URL may hold user:pass@)
 'use strict';
 const fs = require('fs');
+const { split, http } = require('../lib/couch');
 const os = require('os');
 
 const N = Number(process.env.BENCH_DOCS || 100000);
@@ -13,28 +14,6 @@ const CITIES = ['Fribourg', 'Bern', 'Basel', 'Zurich'];
 function doc(i) {
   // Pokec-like profiles (seed 003): a unique number, an age, a score.
   return { _id: `p${String(i).padStart(8, '0')}`, num: i, age: 18 + ((i * 7919) % 60), score: (i * 31) % 1000, city: CITIES[i % 4], name: `user ${i}` };
-}
-
-function split(url) {
-  const u = new URL(url);
-  const headers = { 'content-type': 'application/json' };
-  if (u.username) headers.authorization = 'Basic ' + Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
-  u.username = '';
-  u.password = '';
-  return { base: u.toString().replace(/\/$/, ''), headers };
-}
-
-async function http(server, method, p, body, headers) {
-  const init = { method, headers: { ...server.headers, ...(headers || {}) }, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) };
-  let r;
-  try {
-    r = await fetch(server.base + p, init);
-  } catch (e) {
-    r = await fetch(server.base + p, init);
-  }
-  const text = await r.text();
-  if (r.status >= 300 && !(method === 'DELETE' && r.status === 404)) throw new Error(`${method} ${p}: ${r.status} ${text.slice(0, 300)}`);
-  return text ? JSON.parse(text) : null;
 }
 
 const seconds = async (fn) => {

@@ -4,6 +4,7 @@
 'use strict';
 const fs = require('fs');
 const os = require('os');
+const { writeSection } = require('../lib/couch');
 
 const [file, benchmarks, command] = process.argv.slice(2);
 const data = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -34,15 +35,9 @@ md += `\nBuilding the views took Rhizome ${us.build_s.toFixed(1)} s against ${us
 md += `Index creation for _find: ${servers.map((r) => `${r.name} ${r.index_s.toFixed(1)} s`).join(', ')}.\n`;
 md += `\nMachine: ${data.cpus} cores, ${os.platform()}; measured ${new Date().toISOString().slice(0, 10)} with \`${command}\` (BENCH_DOCS=${data.docs}).\n`;
 console.log(md);
-if (benchmarks && fs.existsSync(benchmarks)) {
-  const begin = '<!-- bench/views:begin -->';
-  const end = '<!-- bench/views:end -->';
-  let text = fs.readFileSync(benchmarks, 'utf8');
-  const section = `${begin}\n${md}${end}`;
-  if (text.includes(begin)) {
-    text = text.slice(0, text.indexOf(begin)) + section + text.slice(text.indexOf(end) + end.length);
-  } else {
-    text += `\n## Views and Mango: rhizome serve vs pouchdb-server (bench/views)\n\nSeed 001 kept CouchDB for its views and found that one "takes time to generate on a large table"; seed 004 spent 2m43s instead of 50 s loading 700k triples because of its views. Same documents, same queries, side by side in one run.\n\n${section}\n`;
-  }
-  fs.writeFileSync(benchmarks, text);
-}
+writeSection(
+  benchmarks,
+  'bench/views',
+  '## Views and Mango: rhizome serve vs pouchdb-server (bench/views)\n\nSeed 001 kept CouchDB for its views and found that one "takes time to generate on a large table"; seed 004 spent 2m43s instead of 50 s loading 700k triples because of its views. Same documents, same queries, side by side in one run.',
+  md,
+);

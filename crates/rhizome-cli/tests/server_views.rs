@@ -137,11 +137,12 @@ fn design_documents_are_checked_on_write_and_functions_are_sandboxed() {
 #[test]
 fn an_index_build_shows_in_active_tasks_and_resumes_after_a_kill() {
     let (_dir, mut server) = server_with(0, &[]);
-    let docs: Vec<Value> = (0..1100).map(|i| json!({"_id": format!("d{i:05}"), "n": i})).collect();
+    let docs: Vec<Value> = (0..1100).map(|i| json!({"_id": format!("d{i:05}"), "n": i, "slow": i >= 1000})).collect();
     bulk(&server, "db", docs);
-    // The first batch (1000 documents) is quick; each document after it
-    // takes 100 ms, so the build stays in its second batch for seconds.
-    ok(&server, "PUT", "/db/_design/slow", Some(json!({"views": {"v": {"map": "function (doc) { if (doc.n >= 1000) { var t = Date.now(); while (Date.now() - t < 100) {} } emit(doc.n, null); }", "reduce": "_count"}}})));
+    // The first batch (1000 documents) is quick; each slow document after
+    // it takes half a second, so the build stays in its second batch for
+    // most of a minute, whatever the machine's load.
+    ok(&server, "PUT", "/db/_design/slow", Some(json!({"views": {"v": {"map": "function (doc) { if (doc.slow) { var t = Date.now(); while (Date.now() - t < 500) {} } emit(doc.n, null); }", "reduce": "_count"}}})));
     let port = server.port;
     let query = std::thread::spawn(move || common::server::try_request(port, "GET", "/db/_design/slow/_view/v", Some(ADMIN), None, &[]));
     let deadline = Instant::now() + Duration::from_secs(300);
@@ -162,11 +163,21 @@ fn an_index_build_shows_in_active_tasks_and_resumes_after_a_kill() {
     server.kill();
     let _ = query.join();
     server.restart();
-    // The committed batch survived: the build goes on from there.
+    // The committed batch survived: the build goes on from there. The
+    // slow documents are made quick first (new revisions, so new
+    // sequence numbers after the index's).
     assert_eq!(ok(&server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], 1000);
+    let quick: Vec<Value> = (1000..1100)
+        .map(|i| {
+            let id = format!("d{i:05}");
+            let rev = ok(&server, "GET", &format!("/db/{id}"), None)["_rev"].clone();
+            json!({"_id": id, "_rev": rev, "n": i, "slow": false})
+        })
+        .collect();
+    bulk(&server, "db", quick);
     let out = ok(&server, "GET", "/db/_design/slow/_view/v", None);
     assert_eq!(out["rows"][0]["value"], 1100);
-    assert_eq!(ok(&server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], 1101);
+    assert_eq!(ok(&server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], 1201);
 }
 
 #[test]

@@ -36,6 +36,7 @@ mod projector;
 mod read;
 mod revtree;
 pub mod collate;
+pub mod secondary;
 pub mod selector;
 mod write;
 

@@ -19,7 +19,8 @@
 use crate::design::{compilation, DesignDoc, DesignError};
 use crate::js::{FnId, JsError, Limits, Sandbox};
 use crate::tasks::IndexerTask;
-use rhizome_docs::keys::{self, DocInfo, DB_META, SEQS};
+use rhizome_docs::keys::{self, DocInfo, DB_META};
+use rhizome_docs::secondary::IndexSpaces;
 use rhizome_docs::{collate, Database, DocError, ReadOptions};
 use rhizome_kv::{Keyspace, KvRead};
 use serde_json::{json, Value};
@@ -152,18 +153,7 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
             return Ok(state);
         }
         let task = task.get_or_insert_with(|| IndexerTask::start(db_name, &ddoc.id, state.seq, target));
-        let mut batch = Vec::with_capacity(BATCH);
-        {
-            let mut cursor = txn.kv().cursor(SEQS, &(state.seq + 1).to_be_bytes(), None);
-            cursor.seek_first();
-            while cursor.valid() && batch.len() < BATCH {
-                let seq = u64::from_be_bytes(cursor.key().try_into().map_err(|_| DocError::Corrupt("a changes key is not a u64".into()))?);
-                batch.push((seq, String::from_utf8_lossy(cursor.value()).into_owned()));
-                cursor.next();
-            }
-            cursor.status()?;
-        }
-        let reached = if batch.len() < BATCH { target } else { batch.last().map_or(target, |b| b.0) };
+        let (batch, reached) = rhizome_docs::secondary::changed_since(txn.kv(), state.seq, target, BATCH)?;
         let mapper = match &mut mapper {
             Some(m) => m,
             None => mapper.insert(Mapper::new(ddoc, limits)?),
@@ -244,51 +234,19 @@ fn split_rows(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
+/// Where views keep their state and rows.
+const VIEW_SPACES: IndexSpaces = IndexSpaces { state: VIEW_STATE, rows: &[VIEW_ROWS, VIEW_DOC_ROWS] };
+
 /// Removes the indexes of signatures no design document uses now
 /// (`POST /{db}/_view_cleanup`); returns how many.
 pub fn cleanup(db: &Database, live: &[DesignDoc]) -> Result<usize, ViewError> {
-    let live: Vec<[u8; 8]> = live.iter().map(index_id).collect();
-    let stale: Vec<Vec<u8>> = {
+    let ids: Vec<[u8; 8]> = live.iter().map(index_id).collect();
+    let live: Vec<&[u8]> = ids.iter().map(|i| &i[..]).collect();
+    let stale = {
         let s = db.store().snapshot()?;
-        let mut cursor = s.kv().cursor(VIEW_STATE, &[], None);
-        cursor.seek_first();
-        let mut out = Vec::new();
-        while cursor.valid() {
-            if !live.iter().any(|l| l[..] == *cursor.key()) {
-                out.push(cursor.key().to_vec());
-            }
-            cursor.next();
-        }
-        cursor.status()?;
-        out
+        VIEW_SPACES.stale(s.kv(), &live)?
     };
-    for id in &stale {
-        loop {
-            let mut txn = db.store().transaction()?;
-            let mut doomed = Vec::new();
-            for ks in [VIEW_ROWS, VIEW_DOC_ROWS] {
-                let upper = rhizome_kv::prefix_upper_bound(id);
-                let mut cursor = txn.kv().cursor(ks, id, upper.as_deref());
-                cursor.seek_first();
-                while cursor.valid() && doomed.len() < BATCH * 4 {
-                    doomed.push((ks, cursor.key().to_vec()));
-                    cursor.next();
-                }
-                cursor.status()?;
-            }
-            let finished = doomed.is_empty();
-            for (ks, key) in doomed {
-                txn.kv_mut().delete(ks, &key);
-            }
-            if finished {
-                txn.kv_mut().delete(VIEW_STATE, id);
-            }
-            txn.commit()?;
-            if finished {
-                break;
-            }
-        }
-    }
+    db.drop_indexes(&VIEW_SPACES, &stale)?;
     Ok(stale.len())
 }
 

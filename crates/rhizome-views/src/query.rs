@@ -385,6 +385,23 @@ fn rows_before(kv: &dyn KvRead, prefix: &[u8], r: &Range, descending: bool) -> R
     Ok(n)
 }
 
+/// A stored row's parts (`[key, doc id, value]`), the key and value as
+/// the JSON text they were stored as.
+fn stored_row(bytes: &[u8]) -> Result<(&RawValue, String, &RawValue), ViewError> {
+    serde_json::from_slice(bytes).map_err(|e| DocError::Corrupt(format!("view row: {e}")).into())
+}
+
+/// Appends `{"id":…,"key":…,"value":…` to an answer; the caller closes the
+/// object (after a `doc`, if it adds one).
+fn open_row(out: &mut String, key: &RawValue, id: &str, value: &RawValue) {
+    out.push_str("{\"id\":");
+    out.push_str(&Value::String(id.to_owned()).to_string());
+    out.push_str(",\"key\":");
+    out.push_str(key.get());
+    out.push_str(",\"value\":");
+    out.push_str(value.get());
+}
+
 fn map_rows(db: &Database, kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, out: &mut String) -> Result<(), ViewError> {
     if q.keys.is_some() && q.skip == 0 && q.limit.is_none() && !q.descending && !q.include_docs {
         return keyed_rows(kv, ranges, out);
@@ -400,16 +417,11 @@ fn map_rows(db: &Database, kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, out
             skipped += 1;
             return Ok(true);
         }
-        let (key, id, value): (&RawValue, String, &RawValue) = serde_json::from_slice(bytes).map_err(|e| DocError::Corrupt(format!("view row: {e}")))?;
+        let (key, id, value) = stored_row(bytes)?;
         if written > 0 {
             out.push(',');
         }
-        out.push_str("{\"id\":");
-        out.push_str(&Value::String(id.clone()).to_string());
-        out.push_str(",\"key\":");
-        out.push_str(key.get());
-        out.push_str(",\"value\":");
-        out.push_str(value.get());
+        open_row(out, key, &id, value);
         if q.include_docs {
             let value: Value = serde_json::from_str(value.get()).map_err(|e| DocError::Corrupt(format!("view row: {e}")))?;
             out.push_str(",\"doc\":");
@@ -454,16 +466,11 @@ fn keyed_rows(kv: &dyn KvRead, ranges: &[Range], out: &mut String) -> Result<(),
         last_upper = Some(r.upper.as_slice());
         let text = &mut texts[i];
         while cursor.valid() && cursor.key() < r.upper.as_slice() {
-            let (key, id, value): (&RawValue, &str, &RawValue) = serde_json::from_slice(cursor.value()).map_err(|e| DocError::Corrupt(format!("view row: {e}")))?;
+            let (key, id, value) = stored_row(cursor.value())?;
             if !text.is_empty() {
                 text.push(',');
             }
-            text.push_str("{\"id\":");
-            text.push_str(&Value::String(id.to_owned()).to_string());
-            text.push_str(",\"key\":");
-            text.push_str(key.get());
-            text.push_str(",\"value\":");
-            text.push_str(value.get());
+            open_row(text, key, &id, value);
             text.push('}');
             cursor.next();
         }

@@ -13,7 +13,8 @@
 //! and writers wait at most one batch.
 
 use crate::collate;
-use crate::keys::{self, DocInfo, DB_META, DOCS, MANGO_DOC_ROWS, MANGO_ROWS, MANGO_STATE, SEQS};
+use crate::secondary::IndexSpaces;
+use crate::keys::{self, DocInfo, DB_META, DOCS, MANGO_DOC_ROWS, MANGO_ROWS, MANGO_STATE};
 use crate::read::render_winner;
 use crate::selector::{join_path, split_path, Selector};
 use crate::{Database, DocError, Result};
@@ -278,19 +279,7 @@ impl Database {
             if seen >= update_seq {
                 return Ok(());
             }
-            let mut batch = Vec::with_capacity(REFRESH_BATCH);
-            {
-                let mut cursor = txn.kv().cursor(SEQS, &(seen + 1).to_be_bytes(), None);
-                cursor.seek_first();
-                while cursor.valid() && batch.len() < REFRESH_BATCH {
-                    let seq = u64::from_be_bytes(cursor.key().try_into().map_err(|_| DocError::Corrupt("a changes key is not a u64".into()))?);
-                    batch.push((seq, String::from_utf8_lossy(cursor.value()).into_owned()));
-                    cursor.next();
-                }
-                cursor.status()?;
-            }
-            let done = batch.len() < REFRESH_BATCH;
-            let reached = if done { update_seq } else { batch.last().map(|(s, _)| *s).unwrap_or(update_seq) };
+            let (batch, reached) = crate::secondary::changed_since(txn.kv(), seen, update_seq, REFRESH_BATCH)?;
             for (_, id) in &batch {
                 let mut doc_row = index.id.to_vec();
                 doc_row.extend_from_slice(id.as_bytes());
@@ -318,38 +307,10 @@ impl Database {
         }
     }
 
-    /// Removes the rows of indexes no design document defines any more.
     /// Removes the rows of indexes no design document defines any more
     /// (`stale`, from [`stale_indexes`]).
     pub(crate) fn drop_mango_indexes(&self, stale: Vec<Vec<u8>>) -> Result<()> {
-        for id in stale {
-            loop {
-                let mut txn = self.store.transaction()?;
-                let mut doomed = Vec::new();
-                for ks in [MANGO_ROWS, MANGO_DOC_ROWS] {
-                    let upper = rhizome_kv::prefix_upper_bound(&id);
-                    let mut cursor = txn.kv().cursor(ks, &id, upper.as_deref());
-                    cursor.seek_first();
-                    while cursor.valid() && doomed.len() < REFRESH_BATCH * 2 {
-                        doomed.push((ks, cursor.key().to_vec()));
-                        cursor.next();
-                    }
-                    cursor.status()?;
-                }
-                let finished = doomed.is_empty();
-                for (ks, key) in doomed {
-                    txn.kv_mut().delete(ks, &key);
-                }
-                if finished {
-                    txn.kv_mut().delete(MANGO_STATE, &id);
-                }
-                txn.commit()?;
-                if finished {
-                    break;
-                }
-            }
-        }
-        Ok(())
+        self.drop_indexes(&MANGO_SPACES, &stale)
     }
 }
 
@@ -360,18 +321,12 @@ pub(crate) fn index_behind(kv: &dyn KvRead, index: &IndexDef) -> Result<bool> {
 }
 
 /// The ids of indexes with rows in the store that `live` does not define.
+/// Where Mango's indexes keep their state and rows.
+pub(crate) const MANGO_SPACES: IndexSpaces = IndexSpaces { state: MANGO_STATE, rows: &[MANGO_ROWS, MANGO_DOC_ROWS] };
+
 pub(crate) fn stale_indexes(kv: &dyn KvRead, live: &[IndexDef]) -> Result<Vec<Vec<u8>>> {
-    let mut cursor = kv.cursor(MANGO_STATE, &[], None);
-    cursor.seek_first();
-    let mut out = Vec::new();
-    while cursor.valid() {
-        if !live.iter().any(|i| i.id[..] == *cursor.key()) {
-            out.push(cursor.key().to_vec());
-        }
-        cursor.next();
-    }
-    cursor.status()?;
-    Ok(out)
+    let live: Vec<&[u8]> = live.iter().map(|i| &i.id[..]).collect();
+    MANGO_SPACES.stale(kv, &live)
 }
 
 pub(crate) fn list_indexes(kv: &dyn KvRead) -> Result<Vec<IndexDef>> {
