@@ -1,7 +1,9 @@
-//! Statistics: store-wide counters and per-predicate counts, kept by every
-//! write and recomputed exactly by `compact`. The SPARQL planner reads them.
+//! Statistics: store-wide counters, per-predicate counts and per-class
+//! counts (quads of `rdf:type` per object), kept by every write and
+//! recomputed exactly by `compact`. The SPARQL planner reads them.
 
-use crate::index::layout::{self, meta, GRAPHS, ID2TERM, META, PREDICATE_STATS};
+use crate::index::layout::{self, meta, CLASS_STATS, GRAPHS, ID2TERM, META, PREDICATE_STATS};
+use crate::term::Dictionary;
 use crate::store::{read_u64, DatasetMode, Store};
 use crate::term::TermId;
 use crate::{Error, Result};
@@ -22,8 +24,31 @@ pub struct Stats {
     pub quads: u64,
     pub terms: u64,
     pub graphs: u64,
+    /// 0 from `planner_stats` (walking the store's files is not free).
     pub bytes_on_disk: u64,
     pub predicates: Vec<PredicateStats>,
+    /// `rdf:type`'s id, if the store has the term.
+    pub rdf_type: Option<TermId>,
+    /// Per class (object of `rdf:type`): its quads.
+    pub classes: Vec<(TermId, u64)>,
+}
+
+pub const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
+
+/// `rdf:type`'s id as `reader` sees it.
+pub(crate) fn rdf_type_id(reader: &dyn KvRead) -> Result<Option<TermId>> {
+    Dictionary::lookup(reader, oxrdf::NamedNodeRef::new_unchecked(RDF_TYPE).into())
+}
+
+pub(crate) fn class_key(rdf_type: TermId, class: TermId) -> [u8; 16] {
+    let mut k = [0; 16];
+    k[..8].copy_from_slice(&rdf_type.to_be_bytes());
+    k[8..].copy_from_slice(&class.to_be_bytes());
+    k
+}
+
+pub(crate) fn decode_count(b: &[u8]) -> Result<u64> {
+    b.try_into().map(u64::from_be_bytes).map_err(|_| Error::Corrupt("class statistics entry is not 8 bytes".into()))
 }
 
 pub(crate) fn encode_predicate_stats(c: &[u64; 3]) -> [u8; 24] {
@@ -46,7 +71,16 @@ pub(crate) fn decode_predicate_stats(b: &[u8]) -> Result<[u64; 3]> {
 }
 
 impl Store {
+    /// Every statistic, with the bytes the store takes on disk.
     pub fn stats(&self) -> Result<Stats> {
+        let mut stats = self.planner_stats()?;
+        stats.bytes_on_disk = self.kv().size_on_disk()?;
+        Ok(stats)
+    }
+
+    /// The statistics a query plan reads: counters, predicates and classes
+    /// (no walk over the store's files).
+    pub fn planner_stats(&self) -> Result<Stats> {
         let snapshot = self.snapshot()?;
         let kv = snapshot.kv();
         let mut predicates = Vec::new();
@@ -63,13 +97,28 @@ impl Store {
             cursor.next();
         }
         cursor.status()?;
+        let rdf_type = rdf_type_id(kv)?;
+        let mut classes = Vec::new();
+        if let Some(t) = rdf_type {
+            let prefix = t.to_be_bytes();
+            let upper = rhizome_kv::prefix_upper_bound(&prefix);
+            let mut cursor = kv.cursor(CLASS_STATS, &prefix, upper.as_deref());
+            cursor.seek_first();
+            while cursor.valid() {
+                classes.push((TermId::from_be_slice(&cursor.key()[8..]), decode_count(cursor.value())?));
+                cursor.next();
+            }
+            cursor.status()?;
+        }
         Ok(Stats {
             mode: self.mode(),
             quads: read_u64(kv, meta::QUADS)?,
             terms: read_u64(kv, meta::TERMS)?,
             graphs: read_u64(kv, meta::GRAPHS)?,
-            bytes_on_disk: self.kv().size_on_disk()?,
+            bytes_on_disk: 0,
             predicates,
+            rdf_type,
+            classes,
         })
     }
 }
@@ -134,12 +183,17 @@ pub(crate) fn refresh(store: &Store) -> Result<()> {
         }
         last = Some((s, p));
     })?;
+    let rdf_type = rdf_type_id(snapshot)?.map(|t| t.0);
+    let mut classes: BTreeMap<u64, u64> = BTreeMap::new();
     for ks in [layout::POS, layout::POSG] {
         let mut last = None;
         count_keys(snapshot, ks, |k| {
             let (p, o) = (id_at(k, 0), id_at(k, 1));
             if last != Some((p, o)) {
                 per_p.entry(p).or_default()[2] += 1;
+            }
+            if Some(p) == rdf_type {
+                *classes.entry(o).or_default() += 1;
             }
             last = Some((p, o));
         })?;
@@ -163,6 +217,16 @@ pub(crate) fn refresh(store: &Store) -> Result<()> {
     }
     for (p, c) in &per_p {
         txn.put(PREDICATE_STATS, &p.to_be_bytes(), &encode_predicate_stats(c));
+    }
+    let mut old = Vec::new();
+    count_keys(snapshot, CLASS_STATS, |k| old.push(k.to_vec()))?;
+    for k in old {
+        txn.delete(CLASS_STATS, &k);
+    }
+    if let Some(t) = rdf_type {
+        for (class, n) in &classes {
+            txn.put(CLASS_STATS, &class_key(TermId(t), TermId(*class)), &n.to_be_bytes());
+        }
     }
     txn.put(META, meta::QUADS, &(triples + quads).to_be_bytes());
     txn.put(META, meta::GRAPHS, &(graphs.len() as u64).to_be_bytes());

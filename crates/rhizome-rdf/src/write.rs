@@ -4,7 +4,7 @@
 //! kept if it is dropped instead. SPARQL Update and document writes go
 //! through here; bulk loads go through `load`.
 
-use crate::index::layout::{self, meta, GRAPHS, ID2TERM, META, PREDICATE_STATS, TERM2ID};
+use crate::index::layout::{self, meta, CLASS_STATS, GRAPHS, ID2TERM, META, PREDICATE_STATS, TERM2ID};
 use crate::index::{Families, FamilyMarks, QuadPattern, QuadScan};
 use crate::store::{graph_exists_in, read_u64, DatasetMode, Store};
 use crate::term::{tag, term_key, Dictionary, TermId, TermKey};
@@ -50,6 +50,9 @@ pub struct StoreTransaction<'a> {
     /// Predicates whose quad count reached 0 at some point: their entries
     /// are removed at commit if it is still 0.
     emptied_predicates: FxHashSet<TermId>,
+    /// `rdf:type`'s id (set when this transaction adds the term): its
+    /// quads are counted per class as well.
+    rdf_type: Option<TermId>,
 }
 
 #[derive(Default)]
@@ -65,6 +68,7 @@ impl Store {
         let txn = self.kv().transaction()?;
         let read = |k| read_u64(&txn, k);
         let (next_id, quads, terms, graphs) = (read(meta::NEXT_ID)?.max(1), read(meta::QUADS)?, read(meta::TERMS)?, read(meta::GRAPHS)?);
+        let rdf_type = crate::stats::rdf_type_id(&txn)?;
         Ok(StoreTransaction {
             txn,
             families: self.family_marks().clone(),
@@ -81,6 +85,7 @@ impl Store {
             maybe_gone: MaybeGone::default(),
             present: MaybeGone::default(),
             emptied_predicates: FxHashSet::default(),
+            rdf_type,
         })
     }
 }
@@ -143,13 +148,16 @@ impl<'a> StoreTransaction<'a> {
                 if let Some(id) = Dictionary::lookup_key(&self.txn, tag, &bytes)? {
                     return Ok(id);
                 }
-                let id = TermId::new(tag, self.next_id);
+                let id = crate::term::new_dictionary_id(tag, &bytes, self.next_id)?;
                 self.next_id += 1;
                 self.terms += 1;
                 let txn = &self.txn;
                 let (key, value) = Dictionary::new_entry(tag, &bytes, id, |key| Ok(txn.get(TERM2ID, key)?))?;
                 self.txn.put(TERM2ID, &key, &value);
                 self.txn.put(ID2TERM, &id.to_be_bytes(), &bytes);
+                if tag == crate::term::tag::IRI && bytes.as_ref() == crate::stats::RDF_TYPE.as_bytes() {
+                    self.rdf_type = Some(id);
+                }
                 Ok(id)
             }
         }
@@ -235,6 +243,24 @@ impl<'a> StoreTransaction<'a> {
         Ok(())
     }
 
+    /// The class count of a typed quad, moved by `delta`; the entry goes
+    /// with the class's last quad.
+    fn bump_class(&mut self, quad: &[TermId; 4], delta: i64) -> Result<()> {
+        let Some(t) = self.rdf_type.filter(|t| *t == quad[1]) else { return Ok(()) };
+        let key = crate::stats::class_key(t, quad[2]);
+        let n = match self.txn.get(CLASS_STATS, &key)? {
+            Some(v) => crate::stats::decode_count(&v)?,
+            None => 0,
+        };
+        let n = if delta < 0 { n.saturating_sub(delta.unsigned_abs()) } else { n + delta as u64 };
+        if n == 0 {
+            self.txn.delete(CLASS_STATS, &key);
+        } else {
+            self.txn.put(CLASS_STATS, &key, &n.to_be_bytes());
+        }
+        Ok(())
+    }
+
     /// One distinct subject (`column` 1) or object (2) of predicate `p` less.
     fn uncount_distinct(&mut self, p: TermId, column: usize) -> Result<()> {
         let key = p.to_be_bytes();
@@ -284,6 +310,7 @@ impl<'a> StoreTransaction<'a> {
             self.graphs += 1;
         }
         self.bump_predicate(quad, 1, new_s, new_o)?;
+        self.bump_class(quad, 1)?;
         Ok(true)
     }
 
@@ -306,6 +333,7 @@ impl<'a> StoreTransaction<'a> {
         self.maybe_gone.pairs.insert(s_pair);
         self.maybe_gone.pairs.insert(o_pair);
         self.bump_predicate(quad, -1, false, false)?;
+        self.bump_class(quad, -1)?;
         Ok(true)
     }
 

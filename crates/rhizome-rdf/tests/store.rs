@@ -551,3 +551,54 @@ fn blank_node_triples_join_the_graph_of_the_iri_that_references_them() {
     assert_eq!(graph_of(&store, "deep"), vec!["<http://e/s>"]);
     assert_eq!(graph_of(&store, ""), vec!["<http://e/default>", "<http://e/default>", "<http://e/s>"]);
 }
+
+#[test]
+fn class_counts_follow_loads_writes_and_removals_and_match_a_recount() {
+    // Per-class counts (quads of rdf:type per object) are what the planner
+    // estimates `?x a C` from: kept by bulk loads (on top of what the store
+    // had) and by transactions, and equal to the recount `compact` makes.
+    let mut nt = String::new();
+    for i in 0..500 {
+        let class = if i % 10 == 0 { "Rare" } else { "Common" };
+        nt.push_str(&format!("<http://e/s{i}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://e/{class}> .\n"));
+        nt.push_str(&format!("<http://e/s{i}> <http://e/p> \"{i}\" .\n"));
+    }
+    for (store, dir) in stores() {
+        let count = |store: &Store, class: &str| -> u64 {
+            let stats = store.stats().unwrap();
+            let id = store.snapshot().unwrap().lookup(oxrdf::NamedNodeRef::new(class).unwrap().into()).unwrap();
+            id.and_then(|id| stats.classes.iter().find(|(c, _)| *c == id).map(|(_, n)| *n)).unwrap_or(0)
+        };
+        load_str(&store, dir.path(), "x.nt", &nt, &LoadOptions::default()).unwrap();
+        assert_eq!((count(&store, "http://e/Common"), count(&store, "http://e/Rare")), (450, 50));
+        // A second load adds to the counts; quads it repeats are not counted twice.
+        let more = "<http://e/t1> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://e/Rare> .\n\
+                    <http://e/s0> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://e/Rare> .\n";
+        load_str(&store, dir.path(), "y.nt", more, &LoadOptions::default()).unwrap();
+        assert_eq!(count(&store, "http://e/Rare"), 51);
+        let mut txn = store.transaction().unwrap();
+        let ty = oxrdf::NamedNode::new("http://www.w3.org/1999/02/22-rdf-syntax-ns#type").unwrap();
+        let quad = |s: &str, c: &str| {
+            let s = oxrdf::NamedNode::new(format!("http://e/{s}")).unwrap();
+            Quad::new(s, ty.clone(), oxrdf::NamedNode::new(format!("http://e/{c}")).unwrap(), oxrdf::GraphName::DefaultGraph)
+        };
+        for i in 0..5 {
+            let ids = txn.encode_quad(quad(&format!("s{i}"), "New").as_ref()).unwrap();
+            txn.insert(&ids).unwrap();
+        }
+        let gone = txn.encode_quad(quad("s10", "Rare").as_ref()).unwrap();
+        assert!(txn.remove(&gone).unwrap());
+        txn.commit().unwrap();
+        assert_eq!((count(&store, "http://e/New"), count(&store, "http://e/Rare")), (5, 50));
+        let mut txn = store.transaction().unwrap();
+        for i in 0..5 {
+            let ids = txn.encode_quad(quad(&format!("s{i}"), "New").as_ref()).unwrap();
+            txn.remove(&ids).unwrap();
+        }
+        txn.commit().unwrap();
+        let kept = store.stats().unwrap().classes;
+        assert!(count(&store, "http://e/New") == 0 && kept.len() == 2, "{kept:?}");
+        store.compact().unwrap();
+        assert_eq!(store.stats().unwrap().classes, kept, "the counts the writes kept are a recount's");
+    }
+}

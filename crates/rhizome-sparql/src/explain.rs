@@ -1,5 +1,6 @@
 //! EXPLAIN: the plan as an indented tree, each operator with the rows it
-//! gave, each quad pattern with the rows the planner expected per lookup.
+//! gave, each quad pattern with the rows the planner expected per lookup
+//! beside the rows it gave per lookup, so a misestimate shows.
 
 use crate::plan::{GraphSlot, Plan, QuadPlan, Slot, Statistics, Var};
 use crate::terms::TermSpace;
@@ -33,8 +34,12 @@ impl Explain<'_, '_> {
     }
 
     fn patterns(&mut self, ps: &[QuadPlan], depth: usize) {
+        use crate::eval::{LOOKUPS, ROWS_OUT, pattern_key};
         let mut bound: Vec<Var> = Vec::new();
         let pad = "  ".repeat(depth);
+        // Lookups counted at the first pattern of a star, whose rows are
+        // counted after its last pattern.
+        let mut group_lookups: Option<u64> = None;
         for p in ps {
             let is_bound = |s: Slot| matches!(s, Slot::Const(_)) || s.var().is_some_and(|v| bound.contains(&v));
             let estimate = self.stats.estimate(p, &[is_bound(p.s), is_bound(p.p), is_bound(p.o)]);
@@ -50,7 +55,27 @@ impl Explain<'_, '_> {
                 Some(n) => format!(", hashed after {n} lookups (hash join)"),
                 None => String::new(),
             };
-            let line = format!("{pad}{} {} {}{graph}{ranges}: about {estimate:.0} rows per lookup{hashed}", self.slot(p.s), self.slot(p.p), self.slot(p.o));
+            if let Some(n) = self.counts.get(&pattern_key(p, LOOKUPS)) {
+                group_lookups = Some(*n);
+            }
+            let actual = match (self.counts.get(&pattern_key(p, ROWS_OUT)), group_lookups) {
+                (Some(rows), Some(lookups)) => {
+                    group_lookups = None;
+                    let per = if lookups == 0 { 0.0 } else { *rows as f64 / lookups as f64 };
+                    format!("; actual {rows} rows from {lookups} lookups ({per:.1} per lookup)")
+                }
+                (Some(rows), None) => {
+                    format!("; actual {rows} rows (merge join of the patterns so far)")
+                }
+                (None, Some(_)) => "; actual: counted with the next pattern (one lookup for both)".into(),
+                (None, None) => String::new(),
+            };
+            let line = format!(
+                "{pad}{} {} {}{graph}{ranges}: estimated {estimate:.0} rows per lookup{hashed}{actual}",
+                self.slot(p.s),
+                self.slot(p.p),
+                self.slot(p.o)
+            );
             let _ = writeln!(self.out, "{line}");
             bound.extend([p.s, p.p, p.o].iter().filter_map(|s| s.var()));
         }

@@ -34,7 +34,7 @@ pub struct UpdateSummary {
 /// ([`LoadPolicy::AnyLocalFile`], as `rhizome load` does), within
 /// [`DEFAULT_LOAD_MAX_BYTES`].
 pub fn execute_update(store: &Store, update: &Update) -> Result<UpdateSummary> {
-    let stats = Statistics::from_store(&store.stats()?);
+    let stats = Statistics::from_store(&store.planner_stats()?);
     let mut txn = store.transaction()?;
     let limits = UpdateLimits { load: LoadPolicy::AnyLocalFile, ..UpdateLimits::default() };
     let summary = execute_update_in(&mut txn, store.mode(), &stats, update, &limits)?;

@@ -206,7 +206,7 @@ fn ours(dataset: &Dataset, query: &str, mode: DatasetMode) -> Result<Rows, Strin
     data.push('}');
     execute_update(&store, &parse_update(&data, None).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let snapshot = store.snapshot().map_err(|e| e.to_string())?;
-    let stats = Statistics::from_store(&store.stats().map_err(|e| e.to_string())?);
+    let stats = Statistics::from_store(&store.planner_stats().map_err(|e| e.to_string())?);
     let query = parse_query(query, None).map_err(|e| e.to_string())?;
     // Once with the engine's own choice of join method, once with every
     // pattern the nested loops look up hashed at its first lookup: both

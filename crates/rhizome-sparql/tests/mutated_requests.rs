@@ -159,7 +159,7 @@ fn contents(store: &Store) -> Vec<[rhizome_rdf::TermId; 4]> {
 fn run_query(store: &Store, text: &str) -> Result<(), String> {
     let query = parse_query(text, Some("http://example.org/")).map_err(|e| e.to_string())?;
     let snapshot = store.snapshot().map_err(|e| e.to_string())?;
-    let stats = Statistics::from_store(&store.stats().map_err(|e| e.to_string())?);
+    let stats = Statistics::from_store(&store.planner_stats().map_err(|e| e.to_string())?);
     let prepared = PreparedQuery::new(&snapshot, stats, &query).map_err(|e| e.to_string())?;
     prepared.set_timeout(Duration::from_secs(2));
     prepared.set_memory_limit(64 << 20);

@@ -50,7 +50,7 @@ fn queries_on_a_generated_university() {
         ("group by", "PREFIX : <http://ex/> SELECT ?d (COUNT(?a) AS ?n) { ?a :worksFor ?d } GROUP BY ?d", 500, int(100)),
         ("path +", "PREFIX : <http://ex/> SELECT (COUNT(*) AS ?n) { :p1 :knows+ ?x }", 1, String::new()),
     ];
-    let stats = Statistics::from_store(&store.stats().unwrap());
+    let stats = Statistics::from_store(&store.planner_stats().unwrap());
     for (name, text, expected_rows, expected_first) in queries {
         let snapshot = store.snapshot().unwrap();
         let started = Instant::now();

@@ -174,7 +174,7 @@ fn is_ordered(p: &GraphPattern) -> bool {
 /// first lookup, so that the suite checks both join methods.
 fn run_query(store: &Store, query: &Query, hash_at_once: bool) -> Result<Outcome, String> {
     let snapshot = store.snapshot().map_err(|e| e.to_string())?;
-    let stats = Statistics::from_store(&store.stats().map_err(|e| e.to_string())?);
+    let stats = Statistics::from_store(&store.planner_stats().map_err(|e| e.to_string())?);
     let prepared = PreparedQuery::new(&snapshot, stats, query).map_err(|e| e.to_string())?;
     if hash_at_once {
         prepared.set_hash_join_after(0);
@@ -225,7 +225,7 @@ fn run_test(root: &Path, test: &TestCase) -> Result<(), String> {
             let result = test.result.as_deref().ok_or("no expected result")?;
             if test.kind == Kind::CsvResultFormat {
                 let snapshot = store.snapshot().map_err(|e| e.to_string())?;
-                let stats = Statistics::from_store(&store.stats().map_err(|e| e.to_string())?);
+                let stats = Statistics::from_store(&store.planner_stats().map_err(|e| e.to_string())?);
                 let prepared = PreparedQuery::new(&snapshot, stats, &query).map_err(|e| e.to_string())?;
                 let expected = read_text(root, result)?.replace("\r\n", "\n");
                 // SELECT * lists variables sorted (spargebra); the expected

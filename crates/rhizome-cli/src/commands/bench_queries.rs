@@ -40,7 +40,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     let text = std::fs::read_to_string(&args.queries).with_context(|| format!("cannot read {}", args.queries.display()))?;
     let Some(format) = ResultFormat::from_name(&args.format) else { bail!("unknown format {:?}", args.format) };
     let store = Store::open(data)?;
-    let stats = Statistics::from_store(&store.stats()?);
+    let stats = Statistics::from_store(&store.planner_stats()?);
     let snapshot = store.snapshot()?;
     let stdout = std::io::stdout();
     for (i, line) in text.lines().enumerate() {

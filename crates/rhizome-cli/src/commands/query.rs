@@ -52,7 +52,7 @@ fn run_query(data: &Path, args: Args) -> Result<()> {
         None => None,
     };
     let store = Store::open(data)?;
-    let stats = Statistics::from_store(&store.stats()?);
+    let stats = Statistics::from_store(&store.planner_stats()?);
     let snapshot = store.snapshot()?;
     let prepared = PreparedQuery::new(&snapshot, stats, &query)?;
     if let Some(ms) = args.timeout_ms {

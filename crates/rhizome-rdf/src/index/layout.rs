@@ -20,6 +20,10 @@ pub const TERM2ID: Keyspace = Keyspace(2);
 pub const PREDICATE_STATS: Keyspace = Keyspace(3);
 /// Graphs that exist while empty (SPARQL CREATE GRAPH).
 pub const GRAPHS: Keyspace = Keyspace(4);
+/// Quads per class: `rdf:type` id, class id -> count, kept by every write
+/// (the typed-subject pattern `?x a C` is the planner's commonest start,
+/// and classes differ in size by orders of magnitude).
+pub const CLASS_STATS: Keyspace = Keyspace(5);
 
 // Subject-graph triples (graph = subject).
 pub const SPO: Keyspace = Keyspace(10);

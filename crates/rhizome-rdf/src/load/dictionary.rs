@@ -61,7 +61,9 @@ impl<'a> LoadDictionary<'a> {
             }
         }
         self.new_terms += 1;
-        Ok(self.allocate(tag))
+        let id = crate::term::new_dictionary_id(tag, bytes, self.next_id)?;
+        self.next_id += 1;
+        Ok(id)
     }
 
     pub fn resolve(&mut self, t: LocalTerm) -> Result<TermId> {
@@ -86,6 +88,18 @@ impl<'a> LoadDictionary<'a> {
         Ok(id)
     }
 
+    /// The id of a dictionary term this load resolved or the store had
+    /// before it, without adding it.
+    pub fn existing(&self, tag: u8, bytes: &[u8]) -> Result<Option<TermId>> {
+        if let Some((_, _, id, _)) = self.entries.iter().find(|(t, b, _, _)| *t == tag && **b == *bytes) {
+            return Ok(Some(*id));
+        }
+        if self.store_has_terms {
+            return Dictionary::lookup_key(self.snapshot, tag, bytes);
+        }
+        Ok(None)
+    }
+
     /// A blank node label of file `file`: fresh for this load.
     pub fn blank(&mut self, file: usize, label: &str) -> TermId {
         if let Some(id) = self.blanks.get(&(file, Box::from(label))) {
@@ -100,7 +114,7 @@ impl<'a> LoadDictionary<'a> {
     pub fn into_new_terms(self, first_new_id: u64) -> Vec<NewTerm> {
         self.entries
             .into_iter()
-            .filter(|(_, _, id, _)| id.payload() >= first_new_id)
+            .filter(|(_, _, id, _)| id.sequence() >= first_new_id)
             .map(|(_, bytes, id, _)| NewTerm { id, bytes })
             .collect()
     }

@@ -17,7 +17,7 @@ mod runs;
 
 pub use input::{format_from_name, format_from_path, LoadInput};
 
-use crate::index::layout::{self, meta, ID2TERM, META, PREDICATE_STATS, TERM2ID};
+use crate::index::layout::{self, meta, CLASS_STATS, ID2TERM, META, PREDICATE_STATS, TERM2ID};
 use crate::store::Store;
 use crate::term::TermId;
 use crate::{Error, Result, SyntaxIssue};
@@ -356,11 +356,13 @@ impl Store {
         let writer = |ks: Keyspace| -> Result<Box<dyn SortedRunWriter>> {
             Ok(if small { rhizome_kv::memory_run_writer(ks) } else { bulk.sorted_run_writer(ks)? })
         };
+        let rdf_type = dict.existing(crate::term::tag::IRI, crate::stats::RDF_TYPE.as_bytes())?;
+        let objects = Observe::Objects { rdf_type: rdf_type.map(|t| t.0) };
         let mut jobs: Vec<(Ordering3or4, Observe)> = Vec::new();
         for (i, o) in layout::TRIPLE_ORDERINGS.iter().enumerate() {
             let observe = match i {
                 0 => Observe::Subjects { graphs: true },
-                1 => Observe::Objects,
+                1 => objects,
                 _ => Observe::Nothing,
             };
             jobs.push((Ordering3or4::Triple(i, *o), observe));
@@ -368,7 +370,7 @@ impl Store {
         for (i, o) in layout::QUAD_ORDERINGS.iter().enumerate() {
             let observe = match o.name().as_str() {
                 "SPOG" => Observe::Subjects { graphs: false },
-                "POSG" => Observe::Objects,
+                "POSG" => objects,
                 "GSPO" => Observe::Graphs,
                 _ => Observe::Nothing,
             };
@@ -394,6 +396,7 @@ impl Store {
         });
         let mut runs = Vec::new();
         let mut per_predicate: FxHashMap<u64, [u64; 3]> = FxHashMap::default();
+        let mut classes: FxHashMap<u64, u64> = FxHashMap::default();
         let mut triple_graphs = Vec::new();
         let mut quad_graphs = Vec::new();
         let mut triples_added = 0;
@@ -401,6 +404,9 @@ impl Store {
         for r in results.into_inner().expect("results") {
             let (run, observed, is_triple) = r?;
             runs.push(run);
+            for (class, n) in observed.classes {
+                *classes.entry(class).or_default() += n;
+            }
             for (p, c) in observed.per_predicate {
                 let e = per_predicate.entry(p).or_default();
                 for k in 0..3 {
@@ -492,6 +498,20 @@ impl Store {
             w.put(&p.to_be_bytes(), &crate::stats::encode_predicate_stats(c))?;
         }
         runs.push(w.finish()?);
+        if let Some(t) = rdf_type.filter(|_| !classes.is_empty()) {
+            let mut counts: Vec<(u64, u64)> = classes.into_iter().collect();
+            counts.sort_unstable();
+            let mut w = writer(CLASS_STATS)?;
+            for (class, n) in counts {
+                let key = crate::stats::class_key(t, TermId(class));
+                let before = match snapshot.get(CLASS_STATS, &key)? {
+                    Some(v) => crate::stats::decode_count(&v)?,
+                    None => 0,
+                };
+                w.put(&key, &(before + n).to_be_bytes())?;
+            }
+            runs.push(w.finish()?);
+        }
         summary.quads_added = triples_added + quads_added;
         summary.terms_added = terms_added;
         summary.graphs_added = graphs_added;

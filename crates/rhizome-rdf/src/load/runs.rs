@@ -52,7 +52,7 @@ impl<const N: usize> Family<N> {
         if let Some((snapshot, first_new_id)) = existing {
             let is_new_id = |id: u64| {
                 let t = TermId(id);
-                (t.is_in_dictionary() || t.is_blank()) && t.payload() >= first_new_id
+                (t.is_in_dictionary() || t.is_blank()) && t.sequence() >= first_new_id
             };
             let ordering = self.orderings[0];
             let mut key = Vec::with_capacity(32);
@@ -129,8 +129,11 @@ pub(crate) enum Observe {
     /// SPO-like keys: quads and distinct subjects per predicate, and the
     /// distinct subjects (graphs of subject-graph triples).
     Subjects { graphs: bool },
-    /// POS-like keys: distinct objects per predicate.
-    Objects,
+    /// POS-like keys: distinct objects per predicate, and quads per class
+    /// (object) of the given `rdf:type` id.
+    Objects {
+        rdf_type: Option<u64>,
+    },
     /// GSPO-like keys: the distinct graphs.
     Graphs,
 }
@@ -140,6 +143,7 @@ pub(crate) struct Observed {
     pub keys: u64,
     pub per_predicate: FxHashMap<u64, [u64; 3]>,
     pub graphs: Vec<u64>,
+    pub classes: FxHashMap<u64, u64>,
 }
 
 /// Merges the runs of one ordering (spilled files plus the sorted buffer)
@@ -183,9 +187,12 @@ pub(crate) fn merge_into<const N: usize>(
                     observed.graphs.push(k[0]);
                 }
             }
-            Observe::Objects => {
+            Observe::Objects { rdf_type } => {
                 if last.is_none_or(|l| l[0] != k[0] || l[1] != k[1]) {
                     observed.per_predicate.entry(k[0]).or_default()[2] += 1;
+                }
+                if Some(k[0]) == rdf_type {
+                    *observed.classes.entry(k[1]).or_default() += 1;
                 }
             }
             Observe::Graphs => {

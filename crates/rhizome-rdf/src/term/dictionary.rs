@@ -93,6 +93,18 @@ pub fn term_key(term: TermRef<'_>) -> TermKey<'_> {
     }
 }
 
+/// The id a new dictionary term gets from its sequence number: a
+/// language-tagged string's carries its language (`TermId::lang_code`).
+pub fn new_dictionary_id(tag: u8, bytes: &[u8], sequence: u64) -> Result<TermId> {
+    let language = if tag == tag::LANG_STRING {
+        let nul = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+        Some(utf8(&bytes[..nul])?)
+    } else {
+        None
+    };
+    TermId::dictionary(tag, sequence, language).ok_or_else(|| Error::Invalid("the store has used every id for language-tagged strings (2^40)".into()))
+}
+
 fn utf8(bytes: &[u8]) -> Result<&str> {
     std::str::from_utf8(bytes).map_err(|_| Error::Corrupt("dictionary entry is not UTF-8".into()))
 }

@@ -238,7 +238,7 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, 
         Query::Construct { .. } | Query::Describe { .. } => Answer::Graph(negotiate::choose(accept, GRAPH_OFFERS)?),
     };
     let store = db.db.store();
-    let stats = Statistics::from_store(&store.stats().map_err(super::store_error)?);
+    let stats = Statistics::from_store(&store.planner_stats().map_err(super::store_error)?);
     let snapshot = store.snapshot().map_err(super::store_error)?;
     let prepared = PreparedQuery::new(&snapshot, stats, &query).map_err(sparql_error)?;
     prepared.set_timeout(time_left(deadline)?);
@@ -290,7 +290,7 @@ fn update(req: &Request, db: &DbHandle, settings: &SparqlSettings, text: &str, p
     }
     let store = db.db.store();
     let mode = store.mode();
-    let stats = Statistics::from_store(&store.stats().map_err(super::store_error)?);
+    let stats = Statistics::from_store(&store.planner_stats().map_err(super::store_error)?);
     // The WHERE clauses and LOADs get the query limits, counted from the
     // request's start: an update holds the database's writer while it runs.
     time_left(deadline)?;

@@ -128,25 +128,73 @@ impl<'a> Evaluator<'a> {
         }))
     }
 
+    /// MINUS as an anti-join on hashes: the right rows are grouped by
+    /// which variables they bind, and a left row is checked against each
+    /// group by one hash lookup on the variables both bind (built per
+    /// group and set of shared variables the first time it is needed),
+    /// instead of against every right row.
     pub(super) fn minus(self: &Rc<Self>, a: &'a Plan, b: &'a Plan, input: Row) -> Rows<'a> {
         let right: Vec<Row> = match self.materialize(b) {
             Ok(r) => r,
             Err(e) => return fail(e),
         };
+        let mut anti = AntiJoin::new(right);
         Box::new(self.eval(a, input).filter(move |r| match r {
-            Ok(row) => !right.iter().any(|b| {
-                let mut shared = false;
-                for (x, y) in row.iter().zip(b) {
-                    if let (Some(x), Some(y)) = (x, y) {
-                        if x != y {
-                            return false;
-                        }
-                        shared = true;
-                    }
-                }
-                shared
-            }),
+            Ok(row) => !anti.excludes(row),
             Err(_) => true,
         }))
+    }
+}
+
+/// The right side of a MINUS: rows grouped by the variables they bind.
+struct AntiJoin {
+    groups: Vec<AntiGroup>,
+}
+
+struct AntiGroup {
+    vars: Vec<Var>,
+    rows: Vec<Row>,
+    /// Per list of shared variables (those of the group a left row also
+    /// binds): the right rows' values on them.
+    by_shared: FxHashMap<Vec<Var>, rustc_hash::FxHashSet<Vec<TermId>>>,
+}
+
+impl AntiJoin {
+    fn new(rows: Vec<Row>) -> AntiJoin {
+        let mut index: FxHashMap<Vec<Var>, usize> = FxHashMap::default();
+        let mut groups: Vec<AntiGroup> = Vec::new();
+        for r in rows {
+            let vars: Vec<Var> = (0..r.len()).filter(|v| r[*v].is_some()).collect();
+            if vars.is_empty() {
+                continue; // shares no variable with any row: removes nothing
+            }
+            let i = *index.entry(vars.clone()).or_insert_with(|| {
+                groups.push(AntiGroup { vars, rows: Vec::new(), by_shared: FxHashMap::default() });
+                groups.len() - 1
+            });
+            groups[i].rows.push(r);
+        }
+        AntiJoin { groups }
+    }
+
+    /// Whether some right row shares a variable with `left` and agrees
+    /// with it on every variable both bind.
+    fn excludes(&mut self, left: &Row) -> bool {
+        for g in &mut self.groups {
+            let shared: Vec<Var> = g.vars.iter().copied().filter(|v| left[*v].is_some()).collect();
+            if shared.is_empty() {
+                continue;
+            }
+            let key: Vec<TermId> = shared.iter().map(|v| left[*v].expect("shared vars are bound on the left")).collect();
+            let rows = &g.rows;
+            let set = g
+                .by_shared
+                .entry(shared)
+                .or_insert_with_key(|shared| rows.iter().map(|r| shared.iter().map(|v| r[*v].expect("group vars are bound")).collect()).collect());
+            if set.contains(&key) {
+                return true;
+            }
+        }
+        false
     }
 }

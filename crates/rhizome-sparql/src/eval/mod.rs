@@ -7,6 +7,7 @@ mod aggregate;
 mod join;
 mod path;
 mod pattern;
+pub(crate) use pattern::{LOOKUPS, ROWS_OUT, pattern_key};
 
 use crate::error::{Result, SparqlError};
 use crate::expression::{evaluate, value};

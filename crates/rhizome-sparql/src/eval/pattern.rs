@@ -21,7 +21,10 @@ impl<'a> Evaluator<'a> {
         // Variables bound before each pattern runs.
         let mut bound: Vec<bool> = input.iter().map(Option::is_some).collect();
         let (mut rows, merged) = match self.merge_leading(patterns, &input) {
-            Some((rows, merged)) => (rows, merged),
+            Some((rows, merged)) => {
+                let last = &patterns[*merged.iter().max().expect("a merge joins patterns")];
+                (self.counted(rows, pattern_key(last, ROWS_OUT)), merged)
+            }
             None => (one(input), Vec::new()),
         };
         for &i in &merged {
@@ -47,6 +50,7 @@ impl<'a> Evaluator<'a> {
                 }
             }
             let ev = self.clone();
+            rows = self.counted(rows, pattern_key(&patterns[i], LOOKUPS));
             if star > 1 {
                 let (group, group_pools) = (&patterns[i..i + star], pools[i..i + star].to_vec());
                 rows = Box::new(rows.flat_map(move |r| match r {
@@ -60,9 +64,23 @@ impl<'a> Evaluator<'a> {
                     Err(e) => super::fail(e),
                 }));
             }
+            rows = self.counted(rows, pattern_key(&patterns[i + star - 1], ROWS_OUT));
             i += star;
         }
         rows
+    }
+
+    /// `rows`, counted under `key` when explaining.
+    fn counted(self: &Rc<Self>, rows: Rows<'a>, key: usize) -> Rows<'a> {
+        if self.profile.is_none() {
+            return rows;
+        }
+        let ev = self.clone();
+        Box::new(rows.inspect(move |_| {
+            if let Some(c) = &ev.profile {
+                *c.borrow_mut().entry(key).or_default() += 1;
+            }
+        }))
     }
 
     /// How many patterns from `i` on form a star around a subject variable
@@ -479,6 +497,16 @@ impl<'a> Evaluator<'a> {
         }
         Ok(self.space.scan(QuadPattern { g: Some(g), ..Default::default() }).next().transpose()?.is_some())
     }
+}
+
+/// What EXPLAIN counts per quad pattern, keyed by its address plus one of
+/// these (addresses are 8-aligned, so the keys are no plan node's): the
+/// rows that went into its lookups, and the rows after it.
+pub(crate) const LOOKUPS: usize = 1;
+pub(crate) const ROWS_OUT: usize = 2;
+
+pub(crate) fn pattern_key(p: &QuadPlan, what: usize) -> usize {
+    p as *const QuadPlan as usize + what
 }
 
 fn bind_quad(row: &Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -> Option<Row> {

@@ -94,6 +94,9 @@ pub fn truth<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<bool>
         Expr::Not(a) => truth(ev, a, row).map(|b| !b),
         Expr::Bound(v) => Some(row.get(*v).copied().flatten().is_some()),
         Expr::Equal(a, b) => {
+            if let Some(decided) = lang_equal_by_id(a, b, row).or_else(|| lang_equal_by_id(b, a, row)) {
+                return decided;
+            }
             if let (Some(x), Some(y)) = (operand_id(a, row), operand_id(b, row)) {
                 if let Some(same) = equal_by_id(x, y) {
                     return Some(same);
@@ -106,6 +109,10 @@ pub fn truth<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<bool>
             }
             equals(&evaluate(ev, a, row)?, &evaluate(ev, b, row)?)
         }
+        Expr::Call(f, args) => match call_by_id(f, args, row) {
+            Some(decided) => decided,
+            None => ebv(&evaluate(ev, e, row)?),
+        },
         Expr::Greater(a, b) => cmp(ev, a, b, row, |o| o == Ordering::Greater),
         Expr::GreaterOrEqual(a, b) => cmp(ev, a, b, row, |o| o != Ordering::Less),
         Expr::Less(a, b) => cmp(ev, a, b, row, |o| o == Ordering::Less),
@@ -125,6 +132,119 @@ fn connective<'a>(ev: &Rc<Evaluator<'a>>, a: &'a Expr, b: &'a Expr, row: &Row, d
     match (x, truth(ev, b, row)) {
         (_, Some(y)) if y == decisive => Some(decisive),
         (Some(_), Some(_)) => Some(!decisive),
+        _ => None,
+    }
+}
+
+/// A constant simple literal's text (or an `xsd:string`'s).
+fn plain_text(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Const(Term::Literal(l)) | Expr::Inlined(_, Term::Literal(l)) if l.datatype() == oxrdf::vocab::xsd::STRING => Some(l.value()),
+        _ => None,
+    }
+}
+
+/// The id of `lang(?v)`'s variable, if `e` is that call.
+fn lang_of_var(e: &Expr, row: &Row) -> Option<Option<TermId>> {
+    match e {
+        Expr::Call(spargebra::algebra::Function::Lang, args) => match args.as_slice() {
+            [Expr::Var(v)] => Some(row.get(*v).copied().flatten()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The language a term's id tells without reading the term: `Some("")`
+/// for literals without one; the outer `None` when the id does not tell
+/// (a language tag not in the id), the inner `None` for an error (not a
+/// literal, or unbound).
+enum IdLanguage {
+    Error,
+    None,
+    /// The language code (`rhizome_rdf::term::lang_code`), never 0.
+    Code(u16),
+}
+
+fn id_language(id: Option<TermId>) -> Option<IdLanguage> {
+    let Some(id) = id else { return Some(IdLanguage::Error) };
+    match id.lang_code() {
+        Some(0) => None,
+        Some(code) => Some(IdLanguage::Code(code)),
+        None if id.is_literal() => Some(IdLanguage::None),
+        None => Some(IdLanguage::Error),
+    }
+}
+
+/// `lang(?v) = "xx"` decided on the id (`None`: read the term).
+fn lang_equal_by_id(a: &Expr, b: &Expr, row: &Row) -> Option<Option<bool>> {
+    use rhizome_rdf::term::lang_code;
+    let (id, text) = (lang_of_var(a, row)?, plain_text(b)?);
+    Some(match id_language(id)? {
+        IdLanguage::Error => None,
+        IdLanguage::None => Some(text.is_empty()),
+        IdLanguage::Code(code) => {
+            let wanted = lang_code::of(text);
+            if wanted == 0 && !text.is_empty() {
+                // Not a lowercase tag with a short primary subtag: no
+                // stored tag with a code equals it unless only case
+                // differs, which the term must tell.
+                return None;
+            }
+            if code & lang_code::HAS_SUBTAGS != 0 && code == wanted {
+                return None; // same primary, both with subtags: compare them
+            }
+            Some(code == wanted)
+        }
+    })
+}
+
+/// Calls decided on ids alone: `langMatches(lang(?v), "xx")` and `"*"`,
+/// and `STRSTARTS` of an inlined short string (`None`: evaluate).
+fn call_by_id(f: &spargebra::algebra::Function, args: &[Expr], row: &Row) -> Option<Option<bool>> {
+    use rhizome_rdf::term::lang_code;
+    use spargebra::algebra::Function;
+    match (f, args) {
+        (Function::LangMatches, [tag_arg, range]) => {
+            let (id, range) = (lang_of_var(tag_arg, row)?, plain_text(range)?);
+            if range.is_empty() {
+                return None;
+            }
+            Some(match id_language(id)? {
+                IdLanguage::Error => None,
+                IdLanguage::None => Some(false), // "" matches no non-empty range
+                IdLanguage::Code(_) if range == "*" => Some(true),
+                IdLanguage::Code(code) => {
+                    let range = range.to_ascii_lowercase();
+                    let (first, more) = match range.split_once('-') {
+                        Some((first, _)) => (first, true),
+                        None => (range.as_str(), false),
+                    };
+                    let wanted = lang_code::primary(first);
+                    if wanted == 0 {
+                        return None;
+                    }
+                    let primary = code & !lang_code::HAS_SUBTAGS;
+                    if primary != wanted {
+                        Some(false)
+                    } else if more {
+                        return None; // "de-ch": the subtags decide
+                    } else {
+                        Some(true)
+                    }
+                }
+            })
+        }
+        (Function::StrStarts, [Expr::Var(v), prefix]) => {
+            let id = row.get(*v).copied().flatten()?;
+            let prefix = plain_text(prefix)?;
+            if id.tag() != tag::SHORT_STRING {
+                return None;
+            }
+            let p = id.payload();
+            let bytes = (0..7).map(|i| (p >> (8 * (6 - i))) as u8).take_while(|b| *b != 0);
+            Some(Some(prefix.len() <= 7 && bytes.take(prefix.len()).eq(prefix.bytes())))
+        }
         _ => None,
     }
 }

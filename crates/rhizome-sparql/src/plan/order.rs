@@ -12,6 +12,10 @@ pub struct Statistics {
     pub quads: u64,
     /// Per predicate: quads, distinct subjects, distinct objects.
     pub predicates: FxHashMap<TermId, [u64; 3]>,
+    /// `rdf:type`'s id, and per class its quads: `?x a C` is estimated
+    /// exactly, not as the predicate's average over its classes.
+    pub rdf_type: Option<TermId>,
+    pub classes: FxHashMap<TermId, u64>,
 }
 
 impl Statistics {
@@ -19,6 +23,8 @@ impl Statistics {
         Statistics {
             quads: stats.quads,
             predicates: stats.predicates.iter().map(|p| (p.predicate, [p.quads, p.distinct_subjects, p.distinct_objects])).collect(),
+            rdf_type: stats.rdf_type,
+            classes: stats.classes.iter().copied().collect(),
         }
     }
 
@@ -40,6 +46,11 @@ impl Statistics {
             Slot::Const(pred) => {
                 let [q, ds, dobj] = self.predicates.get(&pred).copied().unwrap_or([0, 1, 1]);
                 let q = q as f64;
+                if let (Some(t), Slot::Const(class), false) = (self.rdf_type, p.o, bound[0]) {
+                    if t == pred {
+                        return self.classes.get(&class).copied().unwrap_or(0) as f64;
+                    }
+                }
                 match (bound[0], bound[2]) {
                     (true, true) => 1.0_f64.min(q),
                     (true, false) => q / ds.max(1) as f64,
@@ -117,6 +128,30 @@ mod tests {
         let ordered = order_patterns(vec![q(0, common, 1), q(2, other, 3), q(0, rare, 4)], &stats, &[]);
         let preds: Vec<Slot> = ordered.iter().map(|p| p.p).collect();
         assert_eq!(preds, vec![Slot::Const(rare), Slot::Const(common), Slot::Const(other)]);
+    }
+
+    #[test]
+    fn a_typed_subject_pattern_is_estimated_from_its_class_count() {
+        let (ty, big, small) = (TermId(0x0200_0000_0000_0001), TermId(0x0200_0000_0000_0002), TermId(0x0200_0000_0000_0003));
+        let mut stats = Statistics { quads: 10_000, rdf_type: Some(ty), ..Default::default() };
+        stats.predicates.insert(ty, [5000, 5000, 2]);
+        stats.classes.insert(big, 4900);
+        stats.classes.insert(small, 100);
+        let q = |o| QuadPlan {
+            s: Slot::Var(0),
+            p: Slot::Const(ty),
+            o: Slot::Const(o),
+            g: GraphSlot::Default,
+            o_ranges: None,
+            o_share: None,
+            alone_rows: None,
+            left_rows: None,
+        };
+        let unbound = [false, true, true];
+        assert_eq!(stats.estimate(&q(big), &unbound), 4900.0);
+        assert_eq!(stats.estimate(&q(small), &unbound), 100.0);
+        assert_eq!(stats.estimate(&q(TermId(0x0200_0000_0000_0009)), &unbound), 0.0, "a class with no members");
+        assert_eq!(stats.estimate(&q(big), &[true, true, true]), 1.0, "membership of a bound subject");
     }
 
     #[test]
