@@ -134,3 +134,47 @@ fn plain_stores_keep_a_default_graph() {
     let nq = output_ok(rhizome(&data).args(["quads", "--limit", "1"]));
     assert_eq!(nq.split(' ').count(), 4, "default-graph quads have no graph term: {nq}");
 }
+
+#[test]
+fn queries_open_the_store_read_only_and_wait_for_no_writer() {
+    // `query`, `quads`, `dump` and `stats` open the store read-only: they
+    // write nothing to it (no new manifest or log file), and a store a
+    // server holds is refused with a clear message, as writes are.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("db");
+    output_ok(rhizome(&data).arg("load").arg(sample()));
+    let files = || -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&data)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with("LOG")) // the engine's info log
+            .collect();
+        names.sort();
+        names
+    };
+    let before = files();
+    let q = "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }";
+    let count = output_ok(rhizome(&data).args(["query", "--format", "tsv", q]));
+    output_ok(rhizome(&data).args(["quads", "--count"]));
+    output_ok(rhizome(&data).arg("stats"));
+    output_ok(rhizome(&data).args(["dump", "--format", "nquads"]));
+    assert_eq!(files(), before, "a read-only command changed the store's files");
+    // A load reading from a pipe holds the store open until its input ends.
+    let mut writer = rhizome(&data).args(["load", "--format", "ntriples", "-"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut input = writer.stdin.take().unwrap();
+    input.write_all(b"<http://e/s> <http://e/p> <http://e/o> .\n").unwrap();
+    let mut refused = None;
+    for _ in 0..200 {
+        let o = run(rhizome(&data).args(["query", "--format", "tsv", q]));
+        if !o.status.success() {
+            refused = Some(o);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_clean_failure(&refused.expect("a query while a load holds the store is refused"), "in use by another process");
+    drop(input);
+    assert!(writer.wait().unwrap().success());
+    let after = output_ok(rhizome(&data).args(["query", "--format", "tsv", q]));
+    assert_ne!(after, count, "the load's triple is seen once the load is done");
+}

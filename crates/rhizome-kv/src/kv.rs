@@ -28,6 +28,19 @@ impl Kv {
         Ok(Self::new(Arc::new(RocksBackend::open(path, &RocksOptions::from_env()?)?)))
     }
 
+    /// Opens the embedded store at `path` for reading only (see
+    /// [`crate::RocksBackend::open_read_only`]).
+    #[cfg(feature = "rocksdb")]
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        use crate::{RocksBackend, RocksOptions};
+        Ok(Self::new(Arc::new(RocksBackend::open_read_only(path, &RocksOptions::from_env()?)?)))
+    }
+
+    #[cfg(not(feature = "rocksdb"))]
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        Self::open(path)
+    }
+
     /// Without the embedded backend there is nothing on disk to open.
     #[cfg(not(feature = "rocksdb"))]
     pub fn open(path: &Path) -> Result<Self> {

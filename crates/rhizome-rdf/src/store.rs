@@ -57,6 +57,16 @@ impl Store {
         Self::open_kv(Kv::open(path)?, Some(path.to_owned()), None)
     }
 
+    /// Opens an existing store for reading only (queries, dumps): faster
+    /// to open, nothing written; writes fail. Writers are kept out while
+    /// it is open, as by `open`.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        if !is_store_dir(path) {
+            return Err(Error::NoStore(path.to_owned()));
+        }
+        Self::open_kv(Kv::open_read_only(path)?, Some(path.to_owned()), None)
+    }
+
     /// Opens the store at `path`, creating it in `mode` if it does not exist.
     /// An existing store keeps its mode; asking for another is an error.
     pub fn open_or_create(path: &Path, mode: Option<DatasetMode>) -> Result<Store> {

@@ -27,7 +27,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             Some(GraphName::NamedNode(NamedNode::new(g).with_context(|| format!("--graph {g:?} is not an IRI"))?))
         }
     };
-    let store = Store::open(data)?;
+    let store = Store::open_read_only(data)?;
     let snapshot = store.snapshot()?;
     let options = DumpOptions { format, graph };
     match &args.output {

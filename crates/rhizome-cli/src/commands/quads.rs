@@ -26,7 +26,7 @@ pub struct Args {
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
-    let store = Store::open(data)?;
+    let store = Store::open_read_only(data)?;
     let snapshot = store.snapshot()?;
     let mut pattern = QuadPattern::default();
     let mut missing = false;

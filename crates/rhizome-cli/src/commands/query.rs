@@ -51,7 +51,7 @@ fn run_query(data: &Path, args: Args) -> Result<()> {
         },
         None => None,
     };
-    let store = Store::open(data)?;
+    let store = Store::open_read_only(data)?;
     let stats = Statistics::from_store(&store.planner_stats()?);
     let snapshot = store.snapshot()?;
     let prepared = PreparedQuery::new(&snapshot, stats, &query)?;

@@ -10,7 +10,7 @@ pub struct Args {
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
-    let store = Store::open(data)?;
+    let store = Store::open_read_only(data)?;
     let stats = store.stats()?;
     let mut json = serde_json::json!({
         "mode": match stats.mode { DatasetMode::Union => "union", DatasetMode::Plain => "plain" },

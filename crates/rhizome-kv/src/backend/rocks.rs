@@ -89,6 +89,32 @@ pub struct RocksBackend {
     path: PathBuf,
     ingest_dir: PathBuf,
     next_run: AtomicU64,
+    /// Read-only opens: the engine's lock file, held (an fcntl lock, as the
+    /// engine takes it) so that no writer opens the store meanwhile.
+    _lock: Option<std::fs::File>,
+}
+
+/// Takes the engine's own lock on `path/LOCK` for this process, as a
+/// writer would: `Error::Locked` if another process holds it.
+fn lock_store(path: &Path) -> Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let lock_path = path.join("LOCK");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(|source| Error::Io { path: lock_path.clone(), source })?;
+    // SAFETY: a zeroed flock is a valid value; the fields are set below.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as _;
+    lock.l_whence = libc::SEEK_SET as _;
+    // SAFETY: the fd is open for the call and `lock` lives across it.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } != 0 {
+        return Err(Error::Locked(path.to_owned()));
+    }
+    Ok(file)
 }
 
 /// Options of the engine; `for_ingestion` gives those of sorted files
@@ -156,6 +182,31 @@ impl RocksBackend {
             path: path.to_owned(),
             ingest_dir,
             next_run: AtomicU64::new(0),
+            _lock: None,
+        })
+    }
+
+    /// Opens an existing store for reading only: nothing is written (no
+    /// new manifest, options file or log, no fsync), which is most of
+    /// what opening costs a one-query process. The store stays locked
+    /// against writers while open, as a read-write open locks it; writes
+    /// fail.
+    pub fn open_read_only(path: &Path, tuning: &RocksOptions) -> Result<Self> {
+        let lock = lock_store(path)?;
+        let mut options = engine_options(tuning, false);
+        options.create_if_missing(false);
+        // One thread opens the table files: starting the default 16 costs
+        // a one-query process more than the files do.
+        options.set_max_file_opening_threads(1);
+        options.set_skip_stats_update_on_db_open(true);
+        let db = DB::open_for_read_only(&options, path, false).map_err(|e| Error::Engine(e.into_string()))?;
+        Ok(RocksBackend {
+            db: Arc::new(db),
+            ingest_options: Arc::new(engine_options(tuning, true)),
+            path: path.to_owned(),
+            ingest_dir: path.join("ingest"),
+            next_run: AtomicU64::new(0),
+            _lock: Some(lock),
         })
     }
 }
