@@ -170,6 +170,8 @@ impl<'s> PreparedQuery<'s> {
             named_graphs: Default::default(),
             profile: None,
             hash_after_lookups: Default::default(),
+            regexes: Default::default(),
+            exists_states: Default::default(),
         };
         Ok(PreparedQuery { ev: Rc::new(ev), plan, form, names, stats })
     }

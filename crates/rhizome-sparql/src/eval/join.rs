@@ -138,16 +138,82 @@ impl<'a> Evaluator<'a> {
             Ok(r) => r,
             Err(e) => return fail(e),
         };
-        let mut anti = AntiJoin::new(right);
+        let mut anti = SemiJoin::new(right);
         Box::new(self.eval(a, input).filter(move |r| match r {
-            Ok(row) => !anti.excludes(row),
+            Ok(row) => !anti.matches(row, true),
             Err(_) => true,
         }))
     }
+
+    /// `EXISTS { p }` for `row`: looked up with the row's bindings, until
+    /// as many rows have been looked up as make reading `p` once whole
+    /// likely cheaper; then `p` is read alone (if it has at most
+    /// `SEMI_JOIN_MAX_ROWS` solutions) and every later row is one hash
+    /// probe on the variables it shares with `p` (a semi-join; NOT EXISTS
+    /// is its negation, an anti-join).
+    pub(crate) fn exists(self: &Rc<Self>, p: &'a Plan, row: &Row) -> Result<bool> {
+        let key = p as *const Plan as usize;
+        let in_graph_loop = !self.graph_context.borrow().is_empty();
+        let lookups = {
+            let mut states = self.exists_states.borrow_mut();
+            let state = states.entry(key).or_default();
+            if let Some(hashed) = &mut state.hashed {
+                return Ok(hashed.matches(row, false));
+            }
+            state.lookups += 1;
+            state.lookups
+        };
+        // Tests set the hash-join threshold to run both methods (0: hash at
+        // once, `u64::MAX`: never).
+        let after = self.hash_after_lookups.get().unwrap_or(SEMI_JOIN_AFTER_LOOKUPS).max(1);
+        if lookups == after && p.accepts_bindings() && !in_graph_loop {
+            if let Some(rows) = self.materialize_at_most(p, SEMI_JOIN_MAX_ROWS)? {
+                let mut hashed = SemiJoin::new(rows);
+                let found = hashed.matches(row, false);
+                self.exists_states.borrow_mut().entry(key).or_default().hashed = Some(hashed);
+                return Ok(found);
+            }
+        }
+        match self.eval(p, row.clone()).next() {
+            Some(Ok(_)) => Ok(true),
+            Some(Err(e)) => Err(e),
+            None => Ok(false),
+        }
+    }
+
+    /// Every row of a plan evaluated alone, or `None` past `max` rows.
+    fn materialize_at_most(self: &Rc<Self>, plan: &'a Plan, max: usize) -> Result<Option<Vec<Row>>> {
+        let mut rows = Vec::new();
+        for r in self.eval(plan, self.empty_row()) {
+            rows.push(r?);
+            if rows.len() > max {
+                return Ok(None);
+            }
+            if rows.len().is_multiple_of(4096) {
+                self.check_memory(super::rows_bytes(2 * rows.len(), self.width))?;
+            }
+        }
+        Ok(Some(rows))
+    }
 }
 
-/// The right side of a MINUS: rows grouped by the variables they bind.
-struct AntiJoin {
+/// EXISTS lookups made before reading the pattern whole is tried: a lookup
+/// costs about what reading a few hundred quads in order does.
+const SEMI_JOIN_AFTER_LOOKUPS: u64 = 1024;
+/// The most solutions an EXISTS pattern may have to be read whole.
+const SEMI_JOIN_MAX_ROWS: usize = 1 << 18;
+
+/// An EXISTS pattern's evaluation state (per query and pattern).
+#[derive(Default)]
+pub struct ExistsState {
+    lookups: u64,
+    hashed: Option<SemiJoin>,
+}
+
+/// The rows of a pattern, grouped by the variables they bind, for probes
+/// by a row on the variables both bind: the right side of a MINUS, or an
+/// EXISTS pattern read whole.
+pub struct SemiJoin {
     groups: Vec<AntiGroup>,
 }
 
@@ -159,31 +225,31 @@ struct AntiGroup {
     by_shared: FxHashMap<Vec<Var>, rustc_hash::FxHashSet<Vec<TermId>>>,
 }
 
-impl AntiJoin {
-    fn new(rows: Vec<Row>) -> AntiJoin {
+impl SemiJoin {
+    fn new(rows: Vec<Row>) -> SemiJoin {
         let mut index: FxHashMap<Vec<Var>, usize> = FxHashMap::default();
         let mut groups: Vec<AntiGroup> = Vec::new();
         for r in rows {
             let vars: Vec<Var> = (0..r.len()).filter(|v| r[*v].is_some()).collect();
-            if vars.is_empty() {
-                continue; // shares no variable with any row: removes nothing
-            }
             let i = *index.entry(vars.clone()).or_insert_with(|| {
                 groups.push(AntiGroup { vars, rows: Vec::new(), by_shared: FxHashMap::default() });
                 groups.len() - 1
             });
             groups[i].rows.push(r);
         }
-        AntiJoin { groups }
+        SemiJoin { groups }
     }
 
-    /// Whether some right row shares a variable with `left` and agrees
-    /// with it on every variable both bind.
-    fn excludes(&mut self, left: &Row) -> bool {
+    /// Whether some row agrees with `left` on every variable both bind
+    /// (compatible), sharing at least one when `shared_needed` (MINUS).
+    fn matches(&mut self, left: &Row, shared_needed: bool) -> bool {
         for g in &mut self.groups {
             let shared: Vec<Var> = g.vars.iter().copied().filter(|v| left[*v].is_some()).collect();
             if shared.is_empty() {
-                continue;
+                if shared_needed {
+                    continue;
+                }
+                return true; // a row compatible with any
             }
             let key: Vec<TermId> = shared.iter().map(|v| left[*v].expect("shared vars are bound on the left")).collect();
             let rows = &g.rows;

@@ -52,6 +52,12 @@ pub struct Evaluator<'a> {
     /// of when the lookups have cost what reading it whole does (tests use
     /// it to run both join methods over the same queries).
     pub hash_after_lookups: std::cell::Cell<Option<u64>>,
+    /// Compiled regular expressions by pattern and flags (`None`: the
+    /// pattern or flags are invalid): a REGEX filter compiles its pattern
+    /// once per query, not once per row.
+    /// Per EXISTS pattern (by address): lookups made, or its rows hashed.
+    pub exists_states: std::cell::RefCell<rustc_hash::FxHashMap<usize, join::ExistsState>>,
+    pub regexes: std::cell::RefCell<rustc_hash::FxHashMap<(String, Option<String>), Option<Rc<regex::Regex>>>>,
 }
 
 /// A time limit and a cancellation flag, checked as scans yield quads
@@ -335,6 +341,13 @@ impl<'a> Evaluator<'a> {
         let key_order = |a: &SortKey, b: &SortKey| match (a, b) {
             (SortKey::Id(x), SortKey::Id(y)) if x == y => std::cmp::Ordering::Equal,
             (SortKey::Id(x), SortKey::Id(y)) if ordered_by_id(*x, *y) => x.cmp(y),
+            // Two plain strings (the commonest sort key after ids): their
+            // text, as `value::order` would decide it.
+            (SortKey::Term(Some(Term::Literal(x))), SortKey::Term(Some(Term::Literal(y))))
+                if x.datatype() == oxrdf::vocab::xsd::STRING && y.datatype() == oxrdf::vocab::xsd::STRING =>
+            {
+                x.value().cmp(y.value())
+            }
             _ => value::order(self.sort_term(a).as_ref(), self.sort_term(b).as_ref()),
         };
         let cmp = |a: &(Vec<SortKey>, Row), b: &(Vec<SortKey>, Row)| {
@@ -389,6 +402,7 @@ impl<'a> Evaluator<'a> {
                         let o = key_order(&a.0[0], &b.0[0]);
                         if desc { o.reverse() } else { o }
                     };
+                    self.decode_sort_keys(&mut keyed);
                     keyed.select_nth_unstable_by(k - 1, first);
                     let kth = keyed[k - 1].0[0].clone();
                     keyed.retain(|e| {
@@ -404,11 +418,30 @@ impl<'a> Evaluator<'a> {
                 }
             }
         }
-        keyed.sort_by(cmp);
+        self.decode_sort_keys(&mut keyed);
+        // A permutation is sorted, not the rows with their keys (moving
+        // those is most of a large sort); ties keep the order rows came in.
+        let mut order: Vec<u32> = (0..keyed.len() as u32).collect();
+        order.sort_unstable_by(|&i, &j| cmp(&keyed[i as usize], &keyed[j as usize]).then(i.cmp(&j)));
         if let Some(k) = top {
-            keyed.truncate(k);
+            order.truncate(k);
         }
-        Ok(keyed.into_iter().map(|(_, r)| r).collect())
+        let mut rows: Vec<Option<Row>> = keyed.into_iter().map(|(_, r)| Some(r)).collect();
+        Ok(order.into_iter().map(|i| rows[i as usize].take().expect("each row once")).collect())
+    }
+
+    /// Decodes, once per row, the keys that compare by value (not by id)
+    /// before a sort compares them n log n times.
+    fn decode_sort_keys(&self, keyed: &mut [(Vec<SortKey>, Row)]) {
+        for (keys, _) in keyed.iter_mut() {
+            for k in keys.iter_mut() {
+                if let SortKey::Id(id) = *k {
+                    if !inlined_value(id) {
+                        *k = SortKey::Term(self.space.decode(id).ok());
+                    }
+                }
+            }
+        }
     }
 
     fn sort_term(&self, key: &SortKey) -> Option<Term> {

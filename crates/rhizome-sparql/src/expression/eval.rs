@@ -67,10 +67,9 @@ pub fn evaluate<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<Te
             }
             .into_term())
         }
-        Expr::Exists(p) => {
-            let mut rows = ev.eval(p, row.clone());
-            Some(boolean(matches!(rows.next(), Some(Ok(_)))))
-        }
+        // An error inside (a time limit, say) is raised again by the
+        // operator around, which checks the same limits.
+        Expr::Exists(p) => ev.exists(p, row).ok().map(boolean),
         Expr::Bound(v) => Some(boolean(row.get(*v).copied().flatten().is_some())),
         Expr::If(c, a, b) => {
             if ebv(&evaluate(ev, c, row)?)? {

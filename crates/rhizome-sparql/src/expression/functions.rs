@@ -37,6 +37,22 @@ fn compatible<'t>(a: &'t Term, b: &'t Term) -> Option<((&'t str, Option<&'t str>
     }
 }
 
+/// `regex(pattern, flags)` from the query's cache of compiled patterns
+/// (at most 256 kept: patterns computed per row do not grow it unbounded).
+fn cached_regex(ev: &Evaluator<'_>, pattern: &str, flags: Option<&str>) -> Option<Rc<regex::Regex>> {
+    let key = (pattern.to_owned(), flags.map(str::to_owned));
+    if let Some(re) = ev.regexes.borrow().get(&key) {
+        return re.clone();
+    }
+    let re = regex(pattern, flags).map(Rc::new);
+    let mut cache = ev.regexes.borrow_mut();
+    if cache.len() >= 256 {
+        cache.clear();
+    }
+    cache.insert(key, re.clone());
+    re
+}
+
 fn regex(pattern: &str, flags: Option<&str>) -> Option<regex::Regex> {
     let mut b = String::new();
     let mut literal = false;
@@ -239,7 +255,7 @@ fn call_unchecked<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr],
                 Some(_) => Some(string_arg(&arg(3)?)?.0.to_owned()),
                 None => None,
             };
-            let re = regex(string_arg(&p)?.0, flags.as_deref())?;
+            let re = cached_regex(ev, string_arg(&p)?.0, flags.as_deref())?;
             if re.is_match("") {
                 return None;
             }
@@ -403,7 +419,7 @@ fn call_unchecked<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr],
                 None => None,
             };
             let (pattern, None) = string_arg(&p)? else { return None };
-            Some(boolean(regex(pattern, flags.as_deref())?.is_match(s)))
+            Some(boolean(cached_regex(ev, pattern, flags.as_deref())?.is_match(s)))
         }
         Function::Md5 => hash::<md5::Md5>(&arg(0)?),
         Function::Sha1 => hash::<sha1::Sha1>(&arg(0)?),

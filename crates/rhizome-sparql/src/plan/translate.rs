@@ -167,7 +167,7 @@ impl<'s, 'a> Translator<'s, 'a> {
             }
             GraphPattern::Filter { expr, inner } => {
                 let mut inner = self.pattern(inner)?;
-                let expr = self.expression(expr)?;
+                let expr = self.with_bound(&inner, |t| t.expression(expr))?;
                 super::ranges::push_filter_ranges(&expr, &mut inner, self.space, &self.stats, &self.bound);
                 Plan::Filter(expr, b(inner))
             }
@@ -197,7 +197,8 @@ impl<'s, 'a> Translator<'s, 'a> {
             GraphPattern::Extend { inner, variable, expression } => {
                 let inner = self.pattern(inner)?;
                 let v = self.var(variable);
-                Plan::Extend(b(inner), v, self.expression(expression)?)
+                let e = self.with_bound(&inner, |t| t.expression(expression))?;
+                Plan::Extend(b(inner), v, e)
             }
             GraphPattern::Minus { left, right } => Plan::Minus(b(self.pattern(left)?), b(self.pattern(right)?)),
             GraphPattern::Values { variables, bindings } => {
@@ -265,6 +266,18 @@ impl<'s, 'a> Translator<'s, 'a> {
             #[allow(unreachable_patterns)]
             _ => return Err(SparqlError::Unsupported("this graph pattern".into())),
         })
+    }
+
+    /// Translates with `inner`'s certain variables known bound: the
+    /// patterns of an EXISTS in a FILTER or BIND over `inner` run once per
+    /// row of it, with its bindings (a pattern of the EXISTS that looks
+    /// rare alone but shares nothing bound must not go first).
+    fn with_bound<T>(&mut self, inner: &Plan, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let outer = self.bound.len();
+        self.bound.extend(inner.certain_vars());
+        let out = f(self);
+        self.bound.truncate(outer);
+        out
     }
 
     /// The right side of a join: if it will run with the left's bindings
