@@ -170,6 +170,21 @@ impl<'a> TermSpace<'a> {
         Ok(())
     }
 
+    /// `f` of an id's term, without a copy where the term is cached
+    /// (string filters over stored text read it in place).
+    pub fn with_term<R>(&self, id: TermId, f: impl Fn(&Term) -> R) -> Result<R> {
+        if id.is_in_dictionary() {
+            if let Some(s) = &self.shared {
+                if let Some(r) = s.with(id, &f) {
+                    return Ok(r);
+                }
+                let term = self.decode(id)?;
+                return Ok(f(&term));
+            }
+        }
+        Ok(f(&self.decode(id)?))
+    }
+
     pub fn decode(&self, id: TermId) -> Result<Term> {
         if id.tag() == tag::QUERY_LOCAL {
             let local = self.local.borrow();

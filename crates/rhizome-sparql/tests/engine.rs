@@ -494,6 +494,8 @@ fn language_and_prefix_filters_decided_on_ids_agree_with_the_terms() {
     // language-tagged string, the bytes of an inlined short string). The
     // same filters with the constant computed (`CONCAT`) go through the
     // terms: both must keep the same rows, for tags with and without a code.
+    // STRSTARTS, STRENDS, CONTAINS and REGEX on stored strings read the text
+    // in place; computed arguments copy it.
     let store = Store::memory(DatasetMode::Union);
     let objects = [
         "\"Haus\"@de",
@@ -536,8 +538,11 @@ fn language_and_prefix_filters_decided_on_ids_agree_with_the_terms() {
         kept += check(&format!("lang(?l) = \"{tag}\""), &format!("lang(?l) = CONCAT(\"{tag}\")"));
         kept += check(&format!("\"{tag}\" != lang(?l)"), &format!("CONCAT(\"{tag}\") != lang(?l)"));
     }
-    for prefix in ["", "a", "ab", "abc", "abcdefg", "abcdefgh", "b", "Ha"] {
-        kept += check(&format!("STRSTARTS(?l, \"{prefix}\")"), &format!("STRSTARTS(?l, CONCAT(\"{prefix}\"))"));
+    for prefix in ["", "a", "ab", "abc", "abcdefg", "abcdefgh", "b", "Ha", "gh", "us", "ma"] {
+        for f in ["STRSTARTS", "STRENDS", "CONTAINS", "REGEX"] {
+            kept += check(&format!("{f}(?l, \"{prefix}\")"), &format!("{f}(?l, CONCAT(\"{prefix}\"))"));
+        }
+        kept += check(&format!("REGEX(?l, \"{prefix}\", \"i\")"), &format!("REGEX(?l, CONCAT(\"{prefix}\"), \"i\")"));
     }
     assert!(kept > 100, "the filters kept rows to compare: {kept}");
     assert_eq!(select(&store, "PREFIX : <http://ex/> SELECT ?s { ?s :l ?l FILTER(langMatches(lang(?l), \"de\")) }").len(), 3);

@@ -67,6 +67,18 @@ impl TermCache {
         Some(t)
     }
 
+    /// `f` of the cached term, without cloning it (`None`: not cached).
+    pub fn with<R>(&self, id: TermId, f: impl FnOnce(&Term) -> R) -> Option<R> {
+        let mut shard = self.shard(id);
+        if let Some(t) = shard.current.get(&id) {
+            return Some(f(t));
+        }
+        let t = shard.previous.remove(&id)?;
+        let r = f(&t);
+        shard.insert(id, t);
+        Some(r)
+    }
+
     /// Whether the term is cached (kept as recently used, as `get` does),
     /// without cloning it.
     pub fn touch(&self, id: TermId) -> bool {

@@ -108,7 +108,7 @@ pub fn truth<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<bool>
             }
             equals(&evaluate(ev, a, row)?, &evaluate(ev, b, row)?)
         }
-        Expr::Call(f, args) => match call_by_id(f, args, row) {
+        Expr::Call(f, args) => match call_by_id(f, args, row).or_else(|| text_test_in_place(ev, f, args, row)) {
             Some(decided) => decided,
             None => ebv(&evaluate(ev, e, row)?),
         },
@@ -246,6 +246,35 @@ fn call_by_id(f: &spargebra::algebra::Function, args: &[Expr], row: &Row) -> Opt
         }
         _ => None,
     }
+}
+
+/// `STRSTARTS`, `STRENDS`, `CONTAINS` and `REGEX` of a variable and
+/// constants, tested on the stored text in place (no copy of the term;
+/// `None`: evaluate as usual).
+fn text_test_in_place<'a>(ev: &Rc<Evaluator<'a>>, f: &spargebra::algebra::Function, args: &[Expr], row: &Row) -> Option<Option<bool>> {
+    use spargebra::algebra::Function;
+    let (Expr::Var(v), Some(pattern)) = (args.first()?, args.get(1).and_then(plain_text)) else { return None };
+    let id = row.get(*v).copied().flatten()?;
+    if !matches!(id.tag(), tag::STRING | tag::LANG_STRING) {
+        return None;
+    }
+    let regex = match (f, args.get(2)) {
+        (Function::Regex, None) => Some(ev.regex(pattern, None)?),
+        (Function::Regex, Some(flags)) => Some(ev.regex(pattern, Some(plain_text(flags)?))?),
+        (Function::StrStarts | Function::StrEnds | Function::Contains, None) => None,
+        _ => return None,
+    };
+    let test = |t: &Term| -> Option<bool> {
+        let Term::Literal(l) = t else { return None };
+        let text = l.value();
+        Some(match (&regex, f) {
+            (Some(re), _) => re.is_match(text),
+            (None, Function::StrStarts) => text.starts_with(pattern),
+            (None, Function::StrEnds) => text.ends_with(pattern),
+            (None, _) => text.contains(pattern),
+        })
+    };
+    ev.space.with_term(id, test).ok()
 }
 
 /// The id of an operand that is a bound variable or an inlined constant.

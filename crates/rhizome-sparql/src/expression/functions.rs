@@ -37,6 +37,14 @@ fn compatible<'t>(a: &'t Term, b: &'t Term) -> Option<((&'t str, Option<&'t str>
     }
 }
 
+impl Evaluator<'_> {
+    /// A compiled regular expression from the query's cache (`None`: the
+    /// pattern or flags are invalid).
+    pub(crate) fn regex(&self, pattern: &str, flags: Option<&str>) -> Option<Rc<regex::Regex>> {
+        cached_regex(self, pattern, flags)
+    }
+}
+
 /// `regex(pattern, flags)` from the query's cache of compiled patterns
 /// (at most 256 kept: patterns computed per row do not grow it unbounded).
 fn cached_regex(ev: &Evaluator<'_>, pattern: &str, flags: Option<&str>) -> Option<Rc<regex::Regex>> {
