@@ -156,6 +156,17 @@ impl<'s> PreparedQuery<'s> {
                 Form::Describe(vars.iter().map(|v| t.var(v)).collect())
             }
         };
+        // What the result reads: a BIND of anything else is not computed.
+        let mut plan = plan;
+        match &form {
+            Form::Select(vars) => crate::plan::prune_unused_binds(&mut plan, &vars.iter().map(|(_, v)| *v).collect::<Vec<_>>()),
+            Form::Ask => crate::plan::prune_unused_binds(&mut plan, &[]),
+            Form::Construct(triples) => {
+                let vars: Vec<Var> = triples.iter().flatten().filter_map(|t| if let TemplateTerm::Var(v) = t { Some(*v) } else { None }).collect();
+                crate::plan::prune_unused_binds(&mut plan, &vars)
+            }
+            Form::Describe(vars) => crate::plan::prune_unused_binds(&mut plan, vars),
+        }
         let width = t.width();
         let stats = t.statistics().clone();
         let names = t.into_names();

@@ -597,3 +597,29 @@ fn exists_over_many_rows_is_a_semi_join_that_gives_what_lookups_give() {
         .unwrap();
     assert!(explain.contains("Filter: 1333 rows") || explain.contains("Filter: 1334 rows"), "{explain}");
 }
+
+#[test]
+fn a_bind_nothing_reads_is_not_computed_and_the_rows_stay_the_same() {
+    let store = Store::memory(DatasetMode::Union);
+    update(&store, "PREFIX : <http://ex/> INSERT DATA { :a :name \"Ann\" . :b :name \"Bob\" . :c :name 3 }");
+    let snapshot = store.snapshot().unwrap();
+    let explain = |q: &str| {
+        let stats = Statistics::from_store(&store.planner_stats().unwrap());
+        PreparedQuery::new(&snapshot, stats, &parse_query(q, None).unwrap()).unwrap().explain().unwrap()
+    };
+    // Counted, not read: the BIND goes (CONCAT of a number is an error,
+    // which would only leave ?who unbound, never drop the row).
+    let counted = "PREFIX : <http://ex/> SELECT (COUNT(*) AS ?n) { { SELECT ?p ?who { ?p :name ?x BIND(CONCAT(?x, \"!\") AS ?who) } } }";
+    assert!(!explain(counted).contains("Bind ?who"), "{}", explain(counted));
+    assert_eq!(select(&store, counted), vec![vec!["\"3\"^^<http://www.w3.org/2001/XMLSchema#integer>".to_owned()]]);
+    // Read by a filter, an ORDER BY, a projection or a DISTINCT: kept.
+    for q in [
+        "PREFIX : <http://ex/> SELECT ?p { ?p :name ?x BIND(CONCAT(?x, \"!\") AS ?who) FILTER(?who = \"Ann!\") }",
+        "PREFIX : <http://ex/> SELECT ?p { ?p :name ?x BIND(STRLEN(?x) AS ?len) } ORDER BY ?len LIMIT 1",
+        "PREFIX : <http://ex/> SELECT ?who { ?p :name ?x BIND(CONCAT(?x, \"!\") AS ?who) }",
+        "PREFIX : <http://ex/> SELECT (COUNT(DISTINCT *) AS ?n) { ?p :name ?x BIND(1 AS ?one) }",
+    ] {
+        assert!(explain(q).contains("Bind ?"), "{q}: {}", explain(q));
+    }
+    assert_eq!(select(&store, "PREFIX : <http://ex/> SELECT ?p { ?p :name ?x BIND(CONCAT(?x, \"!\") AS ?who) FILTER(?who = \"Ann!\") }").len(), 1);
+}

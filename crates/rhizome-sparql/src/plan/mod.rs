@@ -3,10 +3,12 @@
 //! patterns of each basic graph pattern ordered from the store's statistics.
 
 mod order;
+mod prune;
 mod ranges;
 mod translate;
 
 pub use order::Statistics;
+pub use prune::prune_unused_binds;
 pub use translate::Translator;
 
 use crate::expression::Expr;
