@@ -366,6 +366,8 @@ PrefixResultNames        = 0
 RdfFreeTextRulesSize     = 100
 IndexTreeMaps            = 64
 MaxQueryMem              = 2G
+; ORDER BY ... LIMIT/OFFSET past 10,000 rows is refused at the default
+MaxSortedTopRows         = 10000000
 VectorSize               = 1000
 MaxVectorSize            = 1000000
 AdjustVectorSize         = 0

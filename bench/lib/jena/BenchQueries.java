@@ -2,7 +2,8 @@
 // same protocol as `rhizome bench-queries`): the query file holds one JSON
 // line {"id": ..., "query": ...} per query; each runs `warmup` times, then
 // `repeat` times measured, parsed, executed and its results written as TSV
-// into a byte counter; one JSON line per query on stdout:
+// (CONSTRUCT and DESCRIBE: N-Triples) into a line counter; one JSON line per
+// query on stdout (rows: solutions, or triples for a graph):
 // {"id":"q01","rows":123,"seconds":[...]} or {"id":..,"error":..}.
 //
 // java -cp 'bench/work/jena/*:bench/work/jena-bench' BenchQueries LOC FILE WARMUP REPEAT [SLOW_SECONDS [TIMEOUT_MS]]
@@ -14,6 +15,8 @@ import java.nio.file.*;
 import java.util.*;
 import org.apache.jena.atlas.json.*;
 import org.apache.jena.query.*;
+import org.apache.jena.riot.Lang;
+import org.apache.jena.riot.RDFDataMgr;
 import org.apache.jena.system.Txn;
 import org.apache.jena.tdb2.TDB2Factory;
 
@@ -45,12 +48,23 @@ public class BenchQueries {
             for (int run = 0; run < runs; run++) {
                 long t0 = System.nanoTime();
                 LineCounter sink = new LineCounter();
+                boolean[] graph = {false};
                 try {
                     Txn.executeRead(ds, () -> {
                         Query q = QueryFactory.create(text);
                         try (QueryExecution qe = QueryExecution.dataset(ds).query(q)
                                 .timeout(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS).build()) {
-                            ResultSetFormatter.outputAsTSV(sink, qe.execSelect());
+                            if (q.isConstructType()) {
+                                graph[0] = true;
+                                RDFDataMgr.write(sink, qe.execConstruct(), Lang.NTRIPLES);
+                            } else if (q.isDescribeType()) {
+                                graph[0] = true;
+                                RDFDataMgr.write(sink, qe.execDescribe(), Lang.NTRIPLES);
+                            } else if (q.isAskType()) {
+                                ResultSetFormatter.outputAsTSV(sink, qe.execAsk());
+                            } else {
+                                ResultSetFormatter.outputAsTSV(sink, qe.execSelect());
+                            }
                         }
                     });
                 } catch (org.apache.jena.query.QueryCancelledException e) {
@@ -60,7 +74,7 @@ public class BenchQueries {
                     error = e.toString();
                     break;
                 }
-                rows = sink.lines - 1; // header line
+                rows = graph[0] ? sink.lines : sink.lines - 1; // TSV: a header line
                 double el = (System.nanoTime() - t0) / 1e9;
                 if (run >= warmup) seconds.add(el);
                 else if (el > slow) runs = run + 2; // slow: one measured run after the warm-up
