@@ -8,6 +8,9 @@ use rustc_hash::FxHashMap;
 use std::fmt::Write;
 
 struct Explain<'r, 's> {
+    /// Variables bound by the left side of the join being rendered (a
+    /// BGP on the right is looked up with them bound).
+    outer: Vec<Var>,
     counts: &'r FxHashMap<usize, u64>,
     names: &'r [String],
     stats: &'r Statistics,
@@ -16,7 +19,7 @@ struct Explain<'r, 's> {
 }
 
 pub fn render(plan: &Plan, counts: &FxHashMap<usize, u64>, names: &[String], stats: &Statistics, space: &TermSpace<'_>) -> String {
-    let mut e = Explain { counts, names, stats, space, out: String::new() };
+    let mut e = Explain { outer: Vec::new(), counts, names, stats, space, out: String::new() };
     e.node(plan, 0);
     e.out
 }
@@ -35,7 +38,7 @@ impl Explain<'_, '_> {
 
     fn patterns(&mut self, ps: &[QuadPlan], depth: usize) {
         use crate::eval::{LOOKUPS, ROWS_OUT, pattern_key};
-        let mut bound: Vec<Var> = Vec::new();
+        let mut bound: Vec<Var> = self.outer.clone();
         let pad = "  ".repeat(depth);
         // Lookups counted at the first pattern of a star, whose rows are
         // counted after its last pattern.
@@ -107,8 +110,21 @@ impl Explain<'_, '_> {
         if let Plan::Bgp(ps) = plan {
             self.patterns(ps, depth + 1);
         }
-        for c in children {
+        for (i, c) in children.iter().enumerate() {
+            // The right side of a nested-loop join runs with the left's
+            // variables bound.
+            let outer = match plan {
+                Plan::Join(a, b) | Plan::LeftJoin(a, b, _) if i == 1 && b.accepts_bindings() => Some(a.certain_vars()),
+                _ => None,
+            };
+            let saved = outer.map(|o| {
+                let widened = [self.outer.clone(), o].concat();
+                std::mem::replace(&mut self.outer, widened)
+            });
             self.node(c, depth + 1);
+            if let Some(s) = saved {
+                self.outer = s;
+            }
         }
     }
 }

@@ -623,3 +623,31 @@ fn a_bind_nothing_reads_is_not_computed_and_the_rows_stay_the_same() {
     }
     assert_eq!(select(&store, "PREFIX : <http://ex/> SELECT ?p { ?p :name ?x BIND(CONCAT(?x, \"!\") AS ?who) FILTER(?who = \"Ann!\") }").len(), 1);
 }
+
+#[test]
+fn a_filter_runs_right_after_the_patterns_that_bind_its_variables() {
+    // 300 professors, one in ten teaching nothing: the NOT EXISTS needs only
+    // ?p, so the names are looked up for the 30 kept, not for all 300; the
+    // language test needs ?l, so the courses of other labels are not read.
+    let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
+    for p in 0..300 {
+        data.push_str(&format!(" :p{p} a :Prof ; :name \"Name {p}\" ; :label \"L{p}\"@{} .", ["en", "de", "fr"][p % 3]));
+        if p % 10 != 0 {
+            data.push_str(&format!(" :c{p} :taughtBy :p{p} ."));
+        }
+    }
+    data.push('}');
+    let store = Store::memory(DatasetMode::Union);
+    update(&store, &data);
+    let snapshot = store.snapshot().unwrap();
+    let explain = |q: &str| {
+        let stats = Statistics::from_store(&store.planner_stats().unwrap());
+        PreparedQuery::new(&snapshot, stats, &parse_query(q, None).unwrap()).unwrap().explain().unwrap()
+    };
+    let q = "PREFIX : <http://ex/> SELECT ?p ?n { ?p a :Prof ; :name ?n FILTER NOT EXISTS { ?c :taughtBy ?p } }";
+    let text = explain(q);
+    assert!(text.contains("?p <http://ex/name> ?n: estimated 1 rows per lookup; actual 30 rows from 30 lookups"), "{text}");
+    assert_eq!(select(&store, q).len(), 30);
+    let q = "PREFIX : <http://ex/> SELECT ?p ?n { ?p :label ?l ; :name ?n FILTER(lang(?l) = \"de\" && STRSTARTS(?n, \"Name 1\")) }";
+    assert_eq!(select(&store, q).len(), (0..300).filter(|p| p % 3 == 1 && p.to_string().starts_with('1')).count());
+}

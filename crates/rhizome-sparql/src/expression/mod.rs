@@ -56,13 +56,24 @@ impl Expr {
         out
     }
 
+    /// The patterns of the EXISTS in the expression.
+    pub(crate) fn exists_plans(&self) -> Vec<&Plan> {
+        let mut out = Vec::new();
+        self.visit(&mut |e| {
+            if let Expr::Exists(p) = e {
+                out.push(&**p);
+            }
+        });
+        out
+    }
+
     pub fn has_exists(&self) -> bool {
         let mut found = false;
         self.visit(&mut |e| found |= matches!(e, Expr::Exists(_)));
         found
     }
 
-    fn visit(&self, f: &mut dyn FnMut(&Expr)) {
+    fn visit<'s>(&'s self, f: &mut dyn FnMut(&'s Expr)) {
         f(self);
         match self {
             Expr::Const(_) | Expr::Inlined(..) | Expr::Var(_) | Expr::Exists(_) | Expr::Bound(_) => {}

@@ -4,6 +4,7 @@
 
 mod order;
 mod prune;
+mod pushdown;
 mod ranges;
 mod translate;
 

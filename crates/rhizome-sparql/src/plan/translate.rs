@@ -169,7 +169,7 @@ impl<'s, 'a> Translator<'s, 'a> {
                 let mut inner = self.pattern(inner)?;
                 let expr = self.with_bound(&inner, |t| t.expression(expr))?;
                 super::ranges::push_filter_ranges(&expr, &mut inner, self.space, &self.stats, &self.bound);
-                Plan::Filter(expr, b(inner))
+                super::pushdown::filter_into_bgp(expr, inner)
             }
             GraphPattern::Union { left, right } => Plan::Union(b(self.pattern(left)?), b(self.pattern(right)?)),
             GraphPattern::Graph { name, inner } => {
