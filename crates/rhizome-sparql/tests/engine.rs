@@ -11,12 +11,26 @@ fn update(store: &Store, text: &str) {
 fn select(store: &Store, text: &str) -> Vec<Vec<String>> {
     let snapshot = store.snapshot().unwrap();
     let stats = Statistics::from_store(&store.planner_stats().unwrap());
-    let prepared = PreparedQuery::new(&snapshot, stats, &parse_query(text, None).unwrap()).unwrap();
+    sorted_rows(PreparedQuery::new(&snapshot, stats, &parse_query(text, None).unwrap()).unwrap())
+}
+
+/// The rows of a prepared SELECT as N-Triples terms ("" for unbound), sorted.
+fn sorted_rows(prepared: PreparedQuery<'_>) -> Vec<Vec<String>> {
     let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
     let mut rows: Vec<Vec<String>> =
         solutions.map(|s| s.unwrap().into_iter().map(|t| t.map(|t| t.to_string()).unwrap_or_default()).collect()).collect();
     rows.sort();
     rows
+}
+
+/// The rows of `query`, with patterns hashed after `hash_after` lookups
+/// (`None`: the engine's own choice).
+fn rows_hashed_after(snapshot: &rhizome_rdf::StoreSnapshot, stats: &Statistics, query: &str, hash_after: Option<u64>) -> Vec<Vec<String>> {
+    let prepared = PreparedQuery::new(snapshot, stats.clone(), &parse_query(query, None).unwrap()).unwrap();
+    if let Some(n) = hash_after {
+        prepared.set_hash_join_after(n);
+    }
+    sorted_rows(prepared)
 }
 
 const DATA: &str = "PREFIX : <http://ex/> INSERT DATA { :a :knows :b . :b :knows :c . :a :age 30 . :b :age 41 . GRAPH :g { :c :knows :a } }";
@@ -324,17 +338,7 @@ fn a_pattern_looked_up_often_enough_is_hashed_and_gives_the_rows_lookups_give() 
     let stats = Statistics::from_store(&store.planner_stats().unwrap());
     let explain = PreparedQuery::new(&snapshot, stats.clone(), &parse_query(query, None).unwrap()).unwrap().explain().unwrap();
     assert!(explain.contains("hash join"), "some pattern is hashed: {explain}");
-    let rows = |hash_after: Option<u64>| -> Vec<Vec<String>> {
-        let prepared = PreparedQuery::new(&snapshot, stats.clone(), &parse_query(query, None).unwrap()).unwrap();
-        if let Some(n) = hash_after {
-            prepared.set_hash_join_after(n);
-        }
-        let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
-        let mut rows: Vec<Vec<String>> =
-            solutions.map(|s| s.unwrap().into_iter().map(|t| t.map(|t| t.to_string()).unwrap_or_default()).collect()).collect();
-        rows.sort();
-        rows
-    };
+    let rows = |hash_after: Option<u64>| rows_hashed_after(&snapshot, &stats, query, hash_after);
     let (chosen, never_hashed, hashed_at_once) = (rows(None), rows(Some(u64::MAX)), rows(Some(0)));
     // Ages 31..69 of 20..69: 39 in 50 people.
     assert_eq!(chosen.len(), 3000 / 50 * 39);
@@ -575,17 +579,7 @@ fn exists_over_many_rows_is_a_semi_join_that_gives_what_lookups_give() {
         ("PREFIX : <http://ex/> SELECT ?s { ?s a :Student FILTER NOT EXISTS { ?x :title \"Dean\" } }", 4000),
         ("PREFIX : <http://ex/> SELECT ?s ?b { ?s a :Student BIND(EXISTS { ?s :advisor :p3 } AS ?b) FILTER(?b) }", (0..4000).filter(|i| i % 300 == 3).count()),
     ] {
-        let rows = |hash_after: Option<u64>| -> Vec<Vec<String>> {
-            let prepared = PreparedQuery::new(&snapshot, stats.clone(), &parse_query(query, None).unwrap()).unwrap();
-            if let Some(n) = hash_after {
-                prepared.set_hash_join_after(n);
-            }
-            let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
-            let mut rows: Vec<Vec<String>> =
-                solutions.map(|s| s.unwrap().into_iter().map(|t| t.map(|t| t.to_string()).unwrap_or_default()).collect()).collect();
-            rows.sort();
-            rows
-        };
+        let rows = |hash_after: Option<u64>| rows_hashed_after(&snapshot, &stats, query, hash_after);
         let chosen = rows(None);
         assert_eq!(chosen.len(), expected, "{query}");
         assert_eq!(chosen, rows(Some(u64::MAX)), "lookups only: {query}");
