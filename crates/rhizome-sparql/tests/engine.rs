@@ -645,3 +645,29 @@ fn a_filter_runs_right_after_the_patterns_that_bind_its_variables() {
     let q = "PREFIX : <http://ex/> SELECT ?p ?n { ?p :label ?l ; :name ?n FILTER(lang(?l) = \"de\" && STRSTARTS(?n, \"Name 1\")) }";
     assert_eq!(select(&store, q).len(), (0..300).filter(|p| p % 3 == 1 && p.to_string().starts_with('1')).count());
 }
+
+#[test]
+fn an_alternative_of_many_links_from_a_bound_end_is_one_scan_with_the_same_pairs() {
+    // `(:a|:b|:c)` from a bound end reads the end's quads once and keeps
+    // the three predicates; `(:a|:b|^(^:c))` (the same path) is evaluated
+    // link by link: both must reach the same nodes, as often, for single
+    // steps, `*` and `+`, forwards and backwards.
+    let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
+    for i in 0..60 {
+        let p = [":a", ":b", ":c", ":d"][i % 4];
+        data.push_str(&format!(" :n{} {p} :n{} . :n{} :a :n{} .", i % 20, (i * 7) % 20, i % 20, (i + 3) % 20));
+    }
+    data.push('}');
+    let store = Store::memory(DatasetMode::Union);
+    update(&store, &data);
+    let mut compared = 0;
+    for (path, other) in [("(:a|:b|:c)", "(:a|:b|^(^:c))"), ("(:a|:b|:c)*", "(:a|:b|^(^:c))*"), ("(:a|:b|:c)+", "(:a|:b|^(^:c))+"), ("(:d|:c|:b)", "(:d|:c|^(^:b))")] {
+        for (s, o) in [(":n3", "?y"), ("?x", ":n5"), (":n0", ":n7")] {
+            let q = |p: &str| format!("PREFIX : <http://ex/> SELECT * {{ {s} {p} {o} }}");
+            let (a, b) = (select(&store, &q(path)), select(&store, &q(other)));
+            assert_eq!(a, b, "{}", q(path));
+            compared += a.len();
+        }
+    }
+    assert!(compared > 40, "the paths reached nodes to compare: {compared}");
+}

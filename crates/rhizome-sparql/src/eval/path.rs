@@ -55,6 +55,29 @@ impl<'a> Evaluator<'a> {
     }
 }
 
+/// The predicates of an alternative of plain links, if it is one and no
+/// predicate repeats (`a|a` gives its pairs twice).
+fn links(path: &PathPlan) -> Option<Vec<TermId>> {
+    fn collect(path: &PathPlan, out: &mut Vec<TermId>) -> bool {
+        match path {
+            PathPlan::Link(p) => {
+                out.push(*p);
+                true
+            }
+            PathPlan::Alternative(x, y) => collect(x, out) && collect(y, out),
+            _ => false,
+        }
+    }
+    let mut out = Vec::new();
+    if !collect(path, &mut out) {
+        return None;
+    }
+    let mut sorted = out.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    (sorted.len() == out.len()).then_some(sorted)
+}
+
 /// One path evaluation: its lookups share a small pool of reusable scans,
 /// re-pointed from node to node instead of opening a RocksDB iterator per
 /// node reached (a walk looks up every node it reaches).
@@ -126,6 +149,23 @@ impl<'a> Walk<'_, 'a> {
             PathPlan::Link(p) => self.scan_pairs(s, Some(*p), o, g, &[])?,
             PathPlan::Negated(not) => self.scan_pairs(s, None, o, g, not)?,
             PathPlan::Reverse(x) => self.pairs(x, o, s, g, [constant[1], constant[0]])?.into_iter().map(|(a, b)| (b, a)).collect(),
+            PathPlan::Alternative(..) if s.is_some() != o.is_some() && links(path).is_some_and(|ps| ps.len() >= 3) => {
+                // `(a|b|c|...)` from one bound end: one scan of the end's
+                // quads keeping those predicates, not a lookup per predicate
+                // (each node of a `*` walk is looked up once, not n times).
+                let set = links(path).expect("checked");
+                let mut out = Vec::new();
+                self.with_path_scan(QuadPattern { s, p: None, o, g }, |scan| {
+                    while let Some(q) = scan.next_quad()? {
+                        self.ev.limits.check()?;
+                        if set.contains(&q[1]) {
+                            out.push((q[0], q[2]));
+                        }
+                    }
+                    Ok(())
+                })?;
+                out
+            }
             PathPlan::Alternative(x, y) => {
                 let mut v = self.pairs(x, s, o, g, constant)?;
                 v.extend(self.pairs(y, s, o, g, constant)?);
