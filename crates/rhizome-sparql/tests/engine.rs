@@ -548,6 +548,10 @@ fn language_and_prefix_filters_decided_on_ids_agree_with_the_terms() {
         }
         kept += check(&format!("REGEX(?l, \"{prefix}\", \"i\")"), &format!("REGEX(?l, CONCAT(\"{prefix}\"), \"i\")"));
     }
+    // Terms the query computes have ids of the query's own, which say
+    // nothing of a language: read as terms.
+    let computed = "PREFIX : <http://ex/> SELECT ?l { VALUES ?x { 1 2 } BIND(IF(?x = 1, STRLANG(\"Hausboot\", \"de\"), IRI(\"http://ex/x\")) AS ?l) FILTER(langMatches(lang(?l), \"de\") || lang(?l) = \"de\") }";
+    assert_eq!(select(&store, computed), vec![vec!["\"Hausboot\"@de".to_owned()]]);
     assert!(kept > 100, "the filters kept rows to compare: {kept}");
     assert_eq!(select(&store, "PREFIX : <http://ex/> SELECT ?s { ?s :l ?l FILTER(langMatches(lang(?l), \"de\")) }").len(), 3);
 }

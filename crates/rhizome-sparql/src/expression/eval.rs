@@ -167,11 +167,15 @@ enum IdLanguage {
 
 fn id_language(id: Option<TermId>) -> Option<IdLanguage> {
     let Some(id) = id else { return Some(IdLanguage::Error) };
-    match id.lang_code() {
-        Some(0) => None,
-        Some(code) => Some(IdLanguage::Code(code)),
-        None if id.is_literal() => Some(IdLanguage::None),
-        None => Some(IdLanguage::Error),
+    match (id.lang_code(), id.tag()) {
+        (Some(0), _) => None,
+        (Some(code), _) => Some(IdLanguage::Code(code)),
+        // Stored literals of every other kind: no language.
+        (None, tag::SHORT_STRING..=tag::TYPED) => Some(IdLanguage::None),
+        (None, tag::IRI | tag::BLANK) => Some(IdLanguage::Error),
+        // A term of the query's own (computed, or a constant the store
+        // lacks): its id does not tell what it is.
+        _ => None,
     }
 }
 
