@@ -17,8 +17,11 @@ pub(super) struct HashedSide {
 }
 
 impl HashedSide {
-    pub(super) fn build(rows: Vec<Row>, width: usize) -> HashedSide {
-        let keys: Vec<Var> = (0..width).filter(|v| !rows.is_empty() && rows.iter().all(|r| r[*v].is_some())).collect();
+    /// `left_vars`: the variables every row on the left binds. The keys
+    /// are those bound on both sides: a key the left rows lack would send
+    /// every probe to every right row.
+    pub(super) fn build(rows: Vec<Row>, width: usize, left_vars: &[Var]) -> HashedSide {
+        let keys: Vec<Var> = (0..width).filter(|v| left_vars.contains(v) && !rows.is_empty() && rows.iter().all(|r| r[*v].is_some())).collect();
         let mut buckets: FxHashMap<Vec<TermId>, Vec<Row>> = FxHashMap::default();
         for r in &rows {
             let k = keys.iter().map(|v| r[*v].expect("key vars are bound in every row")).collect();
@@ -65,13 +68,15 @@ impl<'a> Evaluator<'a> {
         Ok(rows)
     }
 
-    fn hashed(self: &Rc<Self>, plan: &'a Plan) -> Result<Rc<HashedSide>> {
+    fn hashed(self: &Rc<Self>, plan: &'a Plan, left: &'a Plan, input: &Row) -> Result<Rc<HashedSide>> {
         let rows = self.materialize(plan)?;
-        Ok(Rc::new(HashedSide::build(rows, self.width)))
+        let mut left_vars = left.certain_vars();
+        left_vars.extend((0..input.len()).filter(|v| input[*v].is_some()));
+        Ok(Rc::new(HashedSide::build(rows, self.width, &left_vars)))
     }
 
     pub(super) fn join(self: &Rc<Self>, a: &'a Plan, b: &'a Plan, input: Row) -> Rows<'a> {
-        let left = self.eval(a, input);
+        let left = self.eval(a, input.clone());
         if b.accepts_bindings() {
             let ev = self.clone();
             let per_row = self.per_row(b);
@@ -80,7 +85,7 @@ impl<'a> Evaluator<'a> {
                 Err(e) => fail(e),
             }));
         }
-        let right = match self.hashed(b) {
+        let right = match self.hashed(b, a, &input) {
             Ok(h) => h,
             Err(e) => return fail(e),
         };
@@ -95,13 +100,13 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(super) fn left_join(self: &Rc<Self>, a: &'a Plan, b: &'a Plan, e: Option<&'a Expr>, input: Row) -> Rows<'a> {
-        let left = self.eval(a, input);
+        let left = self.eval(a, input.clone());
         let ev = self.clone();
         let per_row = self.per_row(b);
         let right = if b.accepts_bindings() {
             None
         } else {
-            match self.hashed(b) {
+            match self.hashed(b, a, &input) {
                 Ok(h) => Some(h),
                 Err(e) => return fail(e),
             }
