@@ -160,19 +160,38 @@ fn queries_open_the_store_read_only_and_wait_for_no_writer() {
     output_ok(rhizome(&data).args(["dump", "--format", "nquads"]));
     assert_eq!(files(), before, "a read-only command changed the store's files");
     // A load reading from a pipe holds the store open until its input ends.
-    let mut writer = rhizome(&data).args(["load", "--format", "ntriples", "-"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    let mut input = writer.stdin.take().unwrap();
-    input.write_all(b"<http://e/s> <http://e/p> <http://e/o> .\n").unwrap();
-    let mut refused = None;
-    for _ in 0..200 {
-        let o = run(rhizome(&data).args(["query", "--format", "tsv", q]));
-        if !o.status.success() {
-            refused = Some(o);
-            break;
+    // A query that opens the store first makes the load fail the same way
+    // (each refuses the other): then the load is started again.
+    let mut held = None;
+    for _ in 0..20 {
+        let mut writer = rhizome(&data).args(["load", "--format", "ntriples", "-"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let mut input = writer.stdin.take().unwrap();
+        input.write_all(b"<http://e/s> <http://e/p> <http://e/o> .\n").unwrap();
+        let mut refused = None;
+        for _ in 0..200 {
+            if writer.try_wait().unwrap().is_some() {
+                break; // it lost the race: start it again
+            }
+            let o = run(rhizome(&data).args(["query", "--format", "tsv", q]));
+            if !o.status.success() {
+                refused = Some(o);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        match refused {
+            Some(o) => {
+                held = Some((writer, input, o));
+                break;
+            }
+            None => {
+                let _ = writer.kill();
+                let _ = writer.wait();
+            }
+        }
     }
-    assert_clean_failure(&refused.expect("a query while a load holds the store is refused"), "in use by another process");
+    let (mut writer, input, refused) = held.expect("a query while a load holds the store is refused");
+    assert_clean_failure(&refused, "in use by another process");
     drop(input);
     assert!(writer.wait().unwrap().success());
     let after = output_ok(rhizome(&data).args(["query", "--format", "tsv", q]));
