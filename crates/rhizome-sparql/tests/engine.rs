@@ -566,6 +566,10 @@ fn exists_over_many_rows_is_a_semi_join_that_gives_what_lookups_give() {
     let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
     for i in 0..4000 {
         data.push_str(&format!(" :s{i} a :Student ; :advisor :p{} .", i % 300));
+        // Every other student has a mentor: their advisor for one in four.
+        if i % 2 == 0 {
+            data.push_str(&format!(" :s{i} :mentor :p{} .", if i % 4 == 0 { i % 300 } else { (i + 1) % 300 }));
+        }
     }
     for p in 0..300 {
         let title = if p % 3 == 0 { "Lecturer" } else { "Prof." };
@@ -582,6 +586,12 @@ fn exists_over_many_rows_is_a_semi_join_that_gives_what_lookups_give() {
         ("PREFIX : <http://ex/> SELECT ?s { ?s a :Student FILTER EXISTS { ?x :title \"Lecturer\" } }", 4000),
         ("PREFIX : <http://ex/> SELECT ?s { ?s a :Student FILTER NOT EXISTS { ?x :title \"Dean\" } }", 4000),
         ("PREFIX : <http://ex/> SELECT ?s ?b { ?s a :Student BIND(EXISTS { ?s :advisor :p3 } AS ?b) FILTER(?b) }", (0..4000).filter(|i| i % 300 == 3).count()),
+        // The pattern hashed on the shared variable alone (4,000 solutions,
+        // 300 distinct professors).
+        ("PREFIX : <http://ex/> SELECT ?p { ?p :title ?t FILTER EXISTS { ?x :advisor ?p } }", 300),
+        // Rows that bind ?a (a mentor) and rows that do not: a row binding
+        // a variable the hashed rows dropped is still decided on it.
+        ("PREFIX : <http://ex/> SELECT ?s ?a { ?s a :Student OPTIONAL { ?s :mentor ?a } FILTER EXISTS { ?s :advisor ?a } }", (0..4000).filter(|i| i % 2 == 1 || i % 4 == 0).count()),
     ] {
         let rows = |hash_after: Option<u64>| rows_hashed_after(&snapshot, &stats, query, hash_after);
         let chosen = rows(None);

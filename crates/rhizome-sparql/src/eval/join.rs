@@ -162,18 +162,21 @@ impl<'a> Evaluator<'a> {
         let lookups = {
             let mut states = self.exists_states.borrow_mut();
             let state = states.entry(key).or_default();
-            if let Some(hashed) = &mut state.hashed {
-                return Ok(hashed.matches(row, false));
+            match &mut state.hashed {
+                Some(hashed) if hashed.covers(row) => return Ok(hashed.matches(row, false)),
+                // A row binding a variable the hashed rows dropped: looked up.
+                Some(_) => u64::MAX,
+                None => {
+                    state.lookups += 1;
+                    state.lookups
+                }
             }
-            state.lookups += 1;
-            state.lookups
         };
         // Tests set the hash-join threshold to run both methods (0: hash at
         // once, `u64::MAX`: never).
         let after = self.hash_after_lookups.get().unwrap_or(SEMI_JOIN_AFTER_LOOKUPS).max(1);
         if lookups == after && p.accepts_bindings() && !in_graph_loop {
-            if let Some(rows) = self.materialize_at_most(p, SEMI_JOIN_MAX_ROWS)? {
-                let mut hashed = SemiJoin::new(rows);
+            if let Some(mut hashed) = self.semi_join_of(p, row)? {
                 let found = hashed.matches(row, false);
                 self.exists_states.borrow_mut().entry(key).or_default().hashed = Some(hashed);
                 return Ok(found);
@@ -186,27 +189,49 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Every row of a plan evaluated alone, or `None` past `max` rows.
-    fn materialize_at_most(self: &Rc<Self>, plan: &'a Plan, max: usize) -> Result<Option<Vec<Row>>> {
-        let mut rows = Vec::new();
-        for r in self.eval(plan, self.empty_row()) {
-            rows.push(r?);
-            if rows.len() > max {
+    /// The rows of an EXISTS pattern evaluated alone, for a semi-join with
+    /// rows on the left like `row`: each kept only on the variables `row`
+    /// binds (the others can not decide compatibility with such rows) and
+    /// only once, so that a pattern of millions of solutions with few
+    /// distinct values on the shared variables (`?s :attends ?course`)
+    /// hashes small. `None` past `SEMI_JOIN_MAX_READ` solutions read or
+    /// `SEMI_JOIN_MAX_ROWS` kept.
+    fn semi_join_of(self: &Rc<Self>, p: &'a Plan, row: &Row) -> Result<Option<SemiJoin>> {
+        let mut kept: rustc_hash::FxHashSet<Row> = rustc_hash::FxHashSet::default();
+        let mut dropped = vec![false; self.width];
+        for (read, r) in self.eval(p, self.empty_row()).enumerate() {
+            let mut r = r?;
+            for (v, value) in r.iter_mut().enumerate() {
+                if value.is_some() && row[v].is_none() {
+                    dropped[v] = true;
+                    *value = None;
+                }
+            }
+            kept.insert(r);
+            if read >= SEMI_JOIN_MAX_READ || kept.len() > SEMI_JOIN_MAX_ROWS {
                 return Ok(None);
             }
-            if rows.len().is_multiple_of(4096) {
-                self.check_memory(super::rows_bytes(2 * rows.len(), self.width))?;
+            if read.is_multiple_of(4096) {
+                self.check_memory(super::rows_bytes(2 * kept.len(), self.width))?;
             }
         }
-        Ok(Some(rows))
+        let mut hashed = SemiJoin::new(kept.into_iter().collect());
+        hashed.dropped = dropped;
+        Ok(Some(hashed))
     }
 }
 
 /// EXISTS lookups made before reading the pattern whole is tried: a lookup
 /// costs about what reading a few hundred quads in order does.
 const SEMI_JOIN_AFTER_LOOKUPS: u64 = 1024;
-/// The most solutions an EXISTS pattern may have to be read whole.
+/// The most distinct solutions (on the variables shared with the left) an
+/// EXISTS pattern may have to be hashed.
 const SEMI_JOIN_MAX_ROWS: usize = 1 << 18;
+/// The most solutions read to hash an EXISTS pattern. A solution read in
+/// order costs a tenth to a twentieth of a lookup, so this is what
+/// 100,000-200,000 lookups cost: paid once, and wasted only when the left
+/// side ends soon after the lookups that triggered it.
+const SEMI_JOIN_MAX_READ: usize = 1 << 21;
 
 /// An EXISTS pattern's evaluation state (per query and pattern).
 #[derive(Default)]
@@ -220,6 +245,9 @@ pub struct ExistsState {
 /// EXISTS pattern read whole.
 pub struct SemiJoin {
     groups: Vec<AntiGroup>,
+    /// Variables the rows were bound on but no longer hold (`semi_join_of`):
+    /// a left row binding one of them is not decided here.
+    dropped: Vec<bool>,
 }
 
 struct AntiGroup {
@@ -242,7 +270,12 @@ impl SemiJoin {
             });
             groups[i].rows.push(r);
         }
-        SemiJoin { groups }
+        SemiJoin { groups, dropped: Vec::new() }
+    }
+
+    /// Whether `left` binds none of the variables the rows dropped.
+    fn covers(&self, left: &Row) -> bool {
+        self.dropped.iter().zip(left).all(|(dropped, v)| !dropped || v.is_none())
     }
 
     /// Whether some row agrees with `left` on every variable both bind
