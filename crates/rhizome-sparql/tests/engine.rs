@@ -685,3 +685,48 @@ fn an_alternative_of_many_links_from_a_bound_end_is_one_scan_with_the_same_pairs
     }
     assert!(compared > 40, "the paths reached nodes to compare: {compared}");
 }
+
+#[test]
+fn a_path_with_free_ends_runs_after_a_far_more_selective_bgp_and_gives_the_same_pairs() {
+    // 3,000 students advised by 300 professors, each professor teaching 5
+    // courses; 10 professors are lecturers. The path enumerates 4,500
+    // pairs; the BGP selects 10 professors, from whom the path is looked up.
+    let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
+    for i in 0..3000 {
+        data.push_str(&format!(" :s{i} :advisor :p{} .", i % 300));
+    }
+    for p in 0..300 {
+        for c in 0..5 {
+            data.push_str(&format!(" :p{p} :teaches :c{p}_{c} ."));
+        }
+        if p % 30 == 0 {
+            data.push_str(&format!(" :p{p} :title \"Lecturer\" ."));
+        }
+    }
+    data.push('}');
+    let store = Store::memory(DatasetMode::Union);
+    update(&store, &data);
+    let snapshot = store.snapshot().unwrap();
+    let stats = Statistics::from_store(&store.planner_stats().unwrap());
+    let query = "PREFIX : <http://ex/> SELECT ?x ?p { ?x (:advisor|^:teaches) ?p . ?p :title \"Lecturer\" }";
+    let explain = PreparedQuery::new(&snapshot, stats, &parse_query(query, None).unwrap()).unwrap().explain().unwrap();
+    let (bgp, path) = (explain.find("BGP").expect("a BGP"), explain.find("Path ?x .. ?p").expect("a path"));
+    assert!(bgp < path, "the BGP runs first: {explain}");
+    let rows = select(&store, query);
+    let mut expected: Vec<Vec<String>> = Vec::new();
+    for p in (0..300).filter(|p| p % 30 == 0) {
+        let prof = format!("<http://ex/p{p}>");
+        for i in (0..3000).filter(|i| i % 300 == p) {
+            expected.push(vec![format!("<http://ex/s{i}>"), prof.clone()]);
+        }
+        for c in 0..5 {
+            expected.push(vec![format!("<http://ex/c{p}_{c}>"), prof.clone()]);
+        }
+    }
+    expected.sort();
+    assert_eq!(rows.len(), 10 * (10 + 5));
+    assert_eq!(rows, expected);
+    // The same pairs in the written order (the path alone, then the filter).
+    let written = select(&store, "PREFIX : <http://ex/> SELECT ?x ?p { ?x (:advisor|^:teaches) ?p . FILTER EXISTS { ?p :title \"Lecturer\" } }");
+    assert_eq!(rows, written);
+}

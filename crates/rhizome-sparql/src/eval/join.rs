@@ -44,13 +44,17 @@ impl HashedSide {
 type PerRow<'a> = Box<dyn Fn(&Rc<Evaluator<'a>>, Row) -> Rows<'a> + 'a>;
 
 impl<'a> Evaluator<'a> {
-    /// The right side of a nested loop, run once per left row: a BGP keeps
-    /// its reusable scans across the rows.
+    /// The right side of a nested loop, run once per left row: a BGP or a
+    /// path keeps its reusable scans across the rows.
     fn per_row(&self, b: &'a Plan) -> PerRow<'a> {
         match b {
             Plan::Bgp(patterns) => {
                 let pools = super::pattern::scan_pools(patterns);
                 Box::new(move |ev, row| ev.profiled(b, ev.bgp_pooled(patterns, row, &pools)))
+            }
+            Plan::Path { s, path, o, g } => {
+                let scans = super::path::PathScans::default();
+                Box::new(move |ev, row| ev.profiled(b, ev.path_pooled(*s, path, *o, *g, row, &scans)))
             }
             _ => Box::new(move |ev, row| ev.eval(b, row)),
         }

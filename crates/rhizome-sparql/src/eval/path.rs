@@ -18,18 +18,25 @@ const PATH_SCANS: usize = 8;
 
 impl<'a> Evaluator<'a> {
     pub(super) fn path(self: &Rc<Self>, s: Slot, path: &'a PathPlan, o: Slot, g: GraphSlot, input: Row) -> Rows<'a> {
-        match self.path_rows(s, path, o, g, &input) {
+        self.path_pooled(s, path, o, g, input, &PathScans::default())
+    }
+
+    /// A path evaluated with a pool of reusable scans kept by the caller: a
+    /// path on the right of a join runs once per left row, and opening
+    /// RocksDB iterators per row costs more than its lookups.
+    pub(super) fn path_pooled(self: &Rc<Self>, s: Slot, path: &'a PathPlan, o: Slot, g: GraphSlot, input: Row, scans: &PathScans<'a>) -> Rows<'a> {
+        match self.path_rows(s, path, o, g, &input, scans) {
             Ok(rows) => Box::new(rows.into_iter().map(Ok)),
             Err(e) => fail(e),
         }
     }
 
-    fn path_rows(&self, s: Slot, path: &PathPlan, o: Slot, g: GraphSlot, input: &Row) -> Result<Vec<Row>> {
+    fn path_rows(&self, s: Slot, path: &PathPlan, o: Slot, g: GraphSlot, input: &Row, scans: &PathScans<'a>) -> Result<Vec<Row>> {
         let (sv, ov) = (s.value(input), o.value(input));
         let (graphs, all_named) = self.graphs_of(g, input);
         let graphs: Vec<Option<TermId>> = if all_named { self.named_graphs()?.iter().map(|g| Some(*g)).collect() } else { graphs.to_vec() };
         let graph_var = self.graph_var_to_bind(g);
-        let walk = Walk { ev: self, scans: Default::default() };
+        let walk = Walk { ev: self, scans };
         let mut out = Vec::new();
         for graph in graphs {
             for (x, y) in walk.pairs(path, sv, ov, graph, [matches!(s, Slot::Const(_)), matches!(o, Slot::Const(_))])? {
@@ -78,12 +85,16 @@ fn links(path: &PathPlan) -> Option<Vec<TermId>> {
     (sorted.len() == out.len()).then_some(sorted)
 }
 
+/// Reusable scans of a path's lookups.
+pub(super) type PathScans<'a> = std::cell::RefCell<Vec<rhizome_rdf::QuadScan<'a>>>;
+
 /// One path evaluation: its lookups share a small pool of reusable scans,
-/// re-pointed from node to node instead of opening a RocksDB iterator per
-/// node reached (a walk looks up every node it reaches).
+/// re-pointed from node to node (and from row to row, with `path_pooled`)
+/// instead of opening a RocksDB iterator per node reached (a walk looks up
+/// every node it reaches).
 struct Walk<'e, 'a> {
     ev: &'e Evaluator<'a>,
-    scans: std::cell::RefCell<Vec<rhizome_rdf::QuadScan<'a>>>,
+    scans: &'e PathScans<'a>,
 }
 
 impl<'a> Walk<'_, 'a> {

@@ -111,6 +111,26 @@ pub fn order_patterns(mut patterns: Vec<QuadPlan>, stats: &Statistics, bound: &[
     out
 }
 
+/// Expected rows of an ordered BGP per row it starts from (`bound`: the
+/// variables bound before it), as `order_patterns` estimates them.
+pub fn bgp_rows(patterns: &[QuadPlan], stats: &Statistics, bound: &[usize]) -> f64 {
+    let mut bound_vars: FxHashSet<usize> = bound.iter().copied().collect();
+    let mut rows = 1.0;
+    for p in patterns {
+        let is_bound = |s: Slot| match s {
+            Slot::Const(_) => true,
+            Slot::Var(v) => bound_vars.contains(&v),
+        };
+        rows *= stats.estimate(p, &[is_bound(p.s), is_bound(p.p), is_bound(p.o)]);
+        for s in [p.s, p.p, p.o] {
+            if let Slot::Var(v) = s {
+                bound_vars.insert(v);
+            }
+        }
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

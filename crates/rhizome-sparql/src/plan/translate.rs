@@ -155,6 +155,9 @@ impl<'s, 'a> Translator<'s, 'a> {
                 Plan::Path { s: self.term(subject)?, path: self.path(path)?, o: self.term(object)?, g: self.graph }
             }
             GraphPattern::Join { left, right } => {
+                if let Some(plan) = self.selective_bgp_before_path(left, right)? {
+                    return Ok(plan);
+                }
                 let l = self.pattern(left)?;
                 let r = self.right_side(&l, right)?;
                 Plan::Join(b(l), b(r))
@@ -282,6 +285,33 @@ impl<'s, 'a> Translator<'s, 'a> {
 
     /// The right side of a join: if it will run with the left's bindings
     /// (index nested loops), its BGPs are ordered knowing them.
+    /// `?x (a|^b) ?p . ?p :title "Lecturer"`: a path with both ends free,
+    /// joined to a BGP expected to give far fewer rows than the path and
+    /// binding one of its ends, runs after the BGP, looked up from the bound
+    /// end once per BGP row, instead of enumerating every pair of the path
+    /// and probing the BGP with each. `None`: keep the written order (paths
+    /// other than alternations of links are not estimated).
+    fn selective_bgp_before_path(&mut self, left: &GraphPattern, right: &GraphPattern) -> Result<Option<Plan>> {
+        let (GraphPattern::Path { subject, path, object }, GraphPattern::Bgp { .. }) = (left, right) else { return Ok(None) };
+        let free = |t: &TermPattern| matches!(t, TermPattern::Variable(v) if self.ids.get(v.as_str()).is_none_or(|id| !self.bound.contains(id)));
+        if !free(subject) || !free(object) {
+            return Ok(None);
+        }
+        let path_plan = self.path(path)?;
+        let Some((path_rows, links)) = alternation_rows(&path_plan, &self.stats) else { return Ok(None) };
+        let bgp = self.pattern(right)?;
+        let Plan::Bgp(patterns) = &bgp else { return Ok(None) };
+        let (s, o) = (self.term(subject)?, self.term(object)?);
+        let binds_an_end = bgp.certain_vars().iter().any(|v| s.var() == Some(*v) || o.var() == Some(*v));
+        // A lookup from a bound end costs about what reading ten of the
+        // path's pairs in order does (`HASH_AFTER_QUADS_PER_LOOKUP`).
+        if !binds_an_end || super::order::bgp_rows(patterns, &self.stats, &self.bound) * links as f64 * 10.0 >= path_rows {
+            return Ok(None);
+        }
+        let path = Plan::Path { s, path: path_plan, o, g: self.graph };
+        Ok(Some(Plan::Join(Box::new(bgp), Box::new(path))))
+    }
+
     fn right_side(&mut self, left: &Plan, right: &GraphPattern) -> Result<Plan> {
         if !may_accept_bindings(right) {
             // It runs alone: translated once, for itself (translating it
@@ -321,6 +351,20 @@ impl<'s, 'a> Translator<'s, 'a> {
                 Aggregate { kind, expr: Some(self.expression(expr)?), distinct: *distinct }
             }
         })
+    }
+}
+
+/// The pairs an alternation of links (some reversed) gives with both ends
+/// free, from the predicates' counts, and its number of links.
+fn alternation_rows(path: &PathPlan, stats: &Statistics) -> Option<(f64, usize)> {
+    match path {
+        PathPlan::Link(p) => Some((stats.predicates.get(p).map_or(0.0, |c| c[0] as f64), 1)),
+        PathPlan::Reverse(x) => alternation_rows(x, stats),
+        PathPlan::Alternative(a, b) => {
+            let ((ra, la), (rb, lb)) = (alternation_rows(a, stats)?, alternation_rows(b, stats)?);
+            Some((ra + rb, la + lb))
+        }
+        _ => None,
     }
 }
 
