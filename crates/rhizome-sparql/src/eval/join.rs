@@ -252,6 +252,10 @@ pub struct SemiJoin {
     /// Variables the rows were bound on but no longer hold (`semi_join_of`):
     /// a left row binding one of them is not decided here.
     dropped: Vec<bool>,
+    /// Buffers of `matches`: the variables a group and the left row share,
+    /// and the left row's values on them.
+    shared: Vec<Var>,
+    key: Vec<TermId>,
 }
 
 struct AntiGroup {
@@ -274,7 +278,7 @@ impl SemiJoin {
             });
             groups[i].rows.push(r);
         }
-        SemiJoin { groups, dropped: Vec::new() }
+        SemiJoin { groups, dropped: Vec::new(), shared: Vec::new(), key: Vec::new() }
     }
 
     /// Whether `left` binds none of the variables the rows dropped.
@@ -284,22 +288,26 @@ impl SemiJoin {
 
     /// Whether some row agrees with `left` on every variable both bind
     /// (compatible), sharing at least one when `shared_needed` (MINUS).
+    /// Called once per left row: the shared variables and the key are
+    /// gathered in reused buffers, so a probe allocates nothing.
     fn matches(&mut self, left: &Row, shared_needed: bool) -> bool {
+        let (shared, key) = (&mut self.shared, &mut self.key);
         for g in &mut self.groups {
-            let shared: Vec<Var> = g.vars.iter().copied().filter(|v| left[*v].is_some()).collect();
+            shared.clear();
+            shared.extend(g.vars.iter().copied().filter(|v| left[*v].is_some()));
             if shared.is_empty() {
                 if shared_needed {
                     continue;
                 }
                 return true; // a row compatible with any
             }
-            let key: Vec<TermId> = shared.iter().map(|v| left[*v].expect("shared vars are bound on the left")).collect();
-            let rows = &g.rows;
-            let set = g
-                .by_shared
-                .entry(shared)
-                .or_insert_with_key(|shared| rows.iter().map(|r| shared.iter().map(|v| r[*v].expect("group vars are bound")).collect()).collect());
-            if set.contains(&key) {
+            key.clear();
+            key.extend(shared.iter().map(|v| left[*v].expect("shared vars are bound on the left")));
+            if !g.by_shared.contains_key(shared.as_slice()) {
+                let set = g.rows.iter().map(|r| shared.iter().map(|v| r[*v].expect("group vars are bound")).collect()).collect();
+                g.by_shared.insert(shared.clone(), set);
+            }
+            if g.by_shared[shared.as_slice()].contains(key.as_slice()) {
                 return true;
             }
         }
