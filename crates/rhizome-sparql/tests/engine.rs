@@ -730,3 +730,20 @@ fn a_path_with_free_ends_runs_after_a_far_more_selective_bgp_and_gives_the_same_
     let written = select(&store, "PREFIX : <http://ex/> SELECT ?x ?p { ?x (:advisor|^:teaches) ?p . FILTER EXISTS { ?p :title \"Lecturer\" } }");
     assert_eq!(rows, written);
 }
+
+#[test]
+fn iri_constants_in_filters_compare_by_id_with_stored_computed_and_absent_iris() {
+    let store = Store::memory(DatasetMode::Union);
+    update(&store, "PREFIX : <http://ex/> INSERT DATA { :a :p 1 . :b :p 2 . :c :p \"http://ex/a\" }");
+    let one = |q: &str| select(&store, &format!("PREFIX : <http://ex/> {q}"));
+    assert_eq!(one("SELECT ?s { ?s :p ?o FILTER(?s = :a) }"), vec![vec!["<http://ex/a>".to_owned()]]);
+    assert_eq!(one("SELECT ?s { ?s :p ?o FILTER(?s != :a) }").len(), 2);
+    assert_eq!(one("SELECT ?s { ?s :p ?o FILTER(?s != :absent) }").len(), 3);
+    assert_eq!(one("SELECT ?s { ?s :p ?o FILTER(?s = :absent) }").len(), 0);
+    // A literal with an IRI's text is not the IRI; a computed IRI is.
+    assert_eq!(one("SELECT ?s { ?s :p ?o FILTER(?o = :a) }").len(), 0);
+    assert_eq!(one("SELECT ?s { ?s :p ?o FILTER(IRI(STR(?o)) = :a) }"), vec![vec!["<http://ex/c>".to_owned()]]);
+    assert_eq!(one("SELECT ?z { BIND(IRI(\"http://ex/zzz\") AS ?z) FILTER(?z = :zzz) }"), vec![vec!["<http://ex/zzz>".to_owned()]]);
+    assert_eq!(one("SELECT ?z { BIND(IRI(\"http://ex/zzz\") AS ?z) FILTER(?z != :zzz) }").len(), 0);
+    assert_eq!(one("SELECT ?s { ?s :p ?o FILTER(?s IN (:a, :b, :absent)) }").len(), 2);
+}

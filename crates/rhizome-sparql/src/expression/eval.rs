@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 pub fn evaluate<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<Term> {
     match e {
-        Expr::Const(t) | Expr::Inlined(_, t) => Some(t.clone()),
+        Expr::Const(t) | Expr::Inlined(_, t) | Expr::Iri(_, t) => Some(t.clone()),
         Expr::Var(v) => {
             let id = row.get(*v).copied().flatten()?;
             ev.space.decode(id).ok()
@@ -284,7 +284,7 @@ fn text_test_in_place<'a>(ev: &Rc<Evaluator<'a>>, f: &spargebra::algebra::Functi
 /// The id of an operand that is a bound variable or an inlined constant.
 fn operand_id(e: &Expr, row: &Row) -> Option<TermId> {
     match e {
-        Expr::Inlined(id, _) => Some(*id),
+        Expr::Inlined(id, _) | Expr::Iri(id, _) => Some(*id),
         Expr::Var(v) => row.get(*v).copied().flatten(),
         _ => None,
     }

@@ -21,6 +21,10 @@ pub enum Expr {
     /// strings...), with its id: compared with stored values by id,
     /// without decoding.
     Inlined(TermId, Term),
+    /// An IRI constant with its id (the store's, or a query-local one when
+    /// the store lacks it): `=` and `!=` with a stored IRI are decided by
+    /// id, as the dictionary holds each IRI once.
+    Iri(TermId, Term),
     Var(Var),
     Or(Box<Expr>, Box<Expr>),
     And(Box<Expr>, Box<Expr>),
@@ -76,7 +80,7 @@ impl Expr {
     fn visit<'s>(&'s self, f: &mut dyn FnMut(&'s Expr)) {
         f(self);
         match self {
-            Expr::Const(_) | Expr::Inlined(..) | Expr::Var(_) | Expr::Exists(_) | Expr::Bound(_) => {}
+            Expr::Const(_) | Expr::Inlined(..) | Expr::Iri(..) | Expr::Var(_) | Expr::Exists(_) | Expr::Bound(_) => {}
             Expr::Or(a, b)
             | Expr::And(a, b)
             | Expr::Equal(a, b)
@@ -117,7 +121,10 @@ fn translate_node(t: &mut Translator<'_, '_>, e: &Expression) -> Result<Expr> {
         Ok((Box::new(translate_expression(t, a)?), Box::new(translate_expression(t, b)?)))
     };
     Ok(match e {
-        E::NamedNode(n) => Expr::Const(n.clone().into()),
+        E::NamedNode(n) => {
+            let term: Term = n.clone().into();
+            Expr::Iri(t.space.encode(term.as_ref())?, term)
+        }
         E::Literal(l) => match term_key(l.as_ref().into()) {
             TermKey::Inline(id) => Expr::Inlined(id, l.clone().into()),
             _ => Expr::Const(l.clone().into()),
