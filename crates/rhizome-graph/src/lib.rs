@@ -25,7 +25,7 @@ mod traverse;
 mod weighted;
 
 pub use error::{Error, Result};
-pub use links::{Direction, LinkFilter, LinkReader};
+pub use links::{Direction, LinkFilter, LinkReader, Source};
 pub use path::{shortest_paths, PathOptions, Paths};
 pub use traverse::{neighbours, Reached, Traversal};
 pub use weighted::{cheapest_path, CheapestPath, WeightOptions};

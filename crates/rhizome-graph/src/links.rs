@@ -5,7 +5,35 @@
 //! RocksDB iterators per node (as `rhizome-sparql`'s property paths do).
 
 use crate::{Error, Limits, Result};
+use rhizome_rdf::index::Families;
+use rhizome_rdf::term::Dictionary;
 use rhizome_rdf::{QuadPattern, QuadScan, StoreSnapshot, TermId};
+
+/// Where walks read quads: a store snapshot, or the reader a SPARQL query
+/// runs on, with the index families known to hold quads.
+#[derive(Clone, Copy)]
+pub struct Source<'s> {
+    kv: &'s dyn rhizome_kv::KvRead,
+    families: Families,
+}
+
+impl<'s> Source<'s> {
+    pub fn new(kv: &'s dyn rhizome_kv::KvRead, families: Families) -> Source<'s> {
+        Source { kv, families }
+    }
+
+    pub fn of(snapshot: &'s StoreSnapshot) -> Source<'s> {
+        Source { kv: snapshot.kv(), families: snapshot.families() }
+    }
+
+    pub(crate) fn scan(&self, pattern: QuadPattern) -> QuadScan<'s> {
+        QuadScan::new_in(self.kv, pattern, self.families)
+    }
+
+    pub(crate) fn decode(&self, id: TermId) -> Result<Option<oxrdf::Term>> {
+        Ok(Dictionary::decode(self.kv, id)?)
+    }
+}
 
 /// Which way links are followed from a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +93,7 @@ const CLOCK_EVERY: u32 = 4096;
 
 /// Reads links for one walk on one snapshot.
 pub struct LinkReader<'s> {
-    snapshot: &'s StoreSnapshot,
+    source: Source<'s>,
     filter: LinkFilter,
     pool: Vec<QuadScan<'s>>,
     limits: Limits,
@@ -75,12 +103,8 @@ pub struct LinkReader<'s> {
 }
 
 impl<'s> LinkReader<'s> {
-    pub fn new(snapshot: &'s StoreSnapshot, filter: LinkFilter, limits: Limits) -> LinkReader<'s> {
-        LinkReader { snapshot, filter, pool: Vec::new(), limits, since_clock: 0, quads_read: 0 }
-    }
-
-    pub fn snapshot(&self) -> &'s StoreSnapshot {
-        self.snapshot
+    pub fn new(source: Source<'s>, filter: LinkFilter, limits: Limits) -> LinkReader<'s> {
+        LinkReader { source, filter, pool: Vec::new(), limits, since_clock: 0, quads_read: 0 }
     }
 
     /// Calls `f` with every node linked to `node` (repeats possible: the
@@ -123,7 +147,7 @@ impl<'s> LinkReader<'s> {
         let at = self.pool.iter_mut().position(|scan| scan.rebind(pattern));
         let mut scan = match at {
             Some(i) => self.pool.swap_remove(i),
-            None => QuadScan::reusable(self.snapshot.kv(), pattern, self.snapshot.families()),
+            None => QuadScan::reusable(self.source.kv, pattern, self.source.families),
         };
         let result = (|| {
             while let Some(q) = scan.next_quad()? {

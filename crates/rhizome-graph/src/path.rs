@@ -11,8 +11,8 @@
 //! paths, each level keeps every (node, parent) pair, so every way back to
 //! either end is known.
 
-use crate::{Error, LinkFilter, LinkReader, Limits, Result};
-use rhizome_rdf::{StoreSnapshot, TermId};
+use crate::{Error, LinkFilter, LinkReader, Limits, Result, Source};
+use rhizome_rdf::TermId;
 
 /// How many paths, and how long.
 #[derive(Clone, Copy, Debug)]
@@ -51,8 +51,8 @@ struct Side<'s> {
 }
 
 impl<'s> Side<'s> {
-    fn new(snapshot: &'s StoreSnapshot, filter: LinkFilter, root: TermId, limits: Limits) -> Side<'s> {
-        Side { links: LinkReader::new(snapshot, filter, limits), visited: vec![(root, 0)], levels: Vec::new(), frontier: vec![root] }
+    fn new(source: Source<'s>, filter: LinkFilter, root: TermId, limits: Limits) -> Side<'s> {
+        Side { links: LinkReader::new(source, filter, limits), visited: vec![(root, 0)], levels: Vec::new(), frontier: vec![root] }
     }
 
     fn depth(&self) -> u32 {
@@ -147,13 +147,13 @@ fn distinct(next: &[(TermId, TermId)]) -> usize {
 
 /// The shortest paths from `from` to `to` along `filter` (the backward
 /// search follows it reversed).
-pub fn shortest_paths(snapshot: &StoreSnapshot, from: TermId, to: TermId, filter: &LinkFilter, options: PathOptions, limits: Limits) -> Result<Paths> {
+pub fn shortest_paths(source: Source<'_>, from: TermId, to: TermId, filter: &LinkFilter, options: PathOptions, limits: Limits) -> Result<Paths> {
     if from == to {
         return Ok(Paths { paths: vec![vec![from]], truncated: false, quads_read: 0 });
     }
     let cap = if options.all { options.max_paths.max(1) } else { 1 };
-    let mut forward = Side::new(snapshot, filter.clone(), from, limits);
-    let mut backward = Side::new(snapshot, filter.reversed(), to, limits);
+    let mut forward = Side::new(source, filter.clone(), from, limits);
+    let mut backward = Side::new(source, filter.reversed(), to, limits);
     let work = |f: &Side, b: &Side| f.links.quads_read + b.links.quads_read;
     loop {
         if forward.frontier.is_empty() || backward.frontier.is_empty() {

@@ -2,8 +2,8 @@
 //! its smallest depth, the start excluded.
 
 use crate::idset;
-use crate::{LinkFilter, LinkReader, Limits, Result};
-use rhizome_rdf::{StoreSnapshot, TermId};
+use crate::{LinkFilter, LinkReader, Limits, Result, Source};
+use rhizome_rdf::TermId;
 
 /// A node reached, and the fewest links from the start to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,8 +26,8 @@ pub struct Traversal {
 }
 
 /// Every node within `depth` links of `start` along `filter`.
-pub fn neighbours(snapshot: &StoreSnapshot, start: TermId, depth: u32, filter: &LinkFilter, limits: Limits) -> Result<Traversal> {
-    let mut links = LinkReader::new(snapshot, filter.clone(), limits);
+pub fn neighbours(source: Source<'_>, start: TermId, depth: u32, filter: &LinkFilter, limits: Limits) -> Result<Traversal> {
+    let mut links = LinkReader::new(source, filter.clone(), limits);
     let mut visited = vec![start];
     let mut frontier = vec![start];
     let mut out = Traversal::default();

@@ -4,9 +4,9 @@
 //! of its own to weigh links). A node without a numeric value costs
 //! `default_weight`; a negative, infinite or NaN value is an error.
 
-use crate::{Error, LinkFilter, LinkReader, Limits, Result};
+use crate::{Error, LinkFilter, LinkReader, Limits, Result, Source};
 use oxrdf::Term;
-use rhizome_rdf::{QuadPattern, StoreSnapshot, TermId};
+use rhizome_rdf::{QuadPattern, TermId};
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -40,8 +40,8 @@ impl Ord for Entry {
 }
 
 /// The cheapest path from `from` to `to`; `None` when `to` is not reached.
-pub fn cheapest_path(snapshot: &StoreSnapshot, from: TermId, to: TermId, filter: &LinkFilter, weights: WeightOptions, limits: Limits) -> Result<Option<CheapestPath>> {
-    let mut links = LinkReader::new(snapshot, filter.clone(), limits);
+pub fn cheapest_path(source: Source<'_>, from: TermId, to: TermId, filter: &LinkFilter, weights: WeightOptions, limits: Limits) -> Result<Option<CheapestPath>> {
+    let mut links = LinkReader::new(source, filter.clone(), limits);
     // node -> (best cost so far, parent)
     let mut best: HashMap<TermId, (f64, TermId)> = HashMap::new();
     let mut weight_of: HashMap<TermId, f64> = HashMap::new();
@@ -71,7 +71,7 @@ pub fn cheapest_path(snapshot: &StoreSnapshot, from: TermId, to: TermId, filter:
             let w = match weight_of.get(&n) {
                 Some(w) => *w,
                 None => {
-                    let w = node_weight(snapshot, n, weights)?;
+                    let w = node_weight(source, n, weights)?;
                     weight_of.insert(n, w);
                     w
                 }
@@ -89,15 +89,15 @@ pub fn cheapest_path(snapshot: &StoreSnapshot, from: TermId, to: TermId, filter:
     Ok(None)
 }
 
-fn node_weight(snapshot: &StoreSnapshot, node: TermId, weights: WeightOptions) -> Result<f64> {
-    for q in snapshot.scan(QuadPattern { s: Some(node), p: Some(weights.weight), o: None, g: None }) {
+fn node_weight(source: Source<'_>, node: TermId, weights: WeightOptions) -> Result<f64> {
+    for q in source.scan(QuadPattern { s: Some(node), p: Some(weights.weight), o: None, g: None }) {
         let o = q?[2];
-        if let Some(Term::Literal(l)) = snapshot.decode(o)? {
+        if let Some(Term::Literal(l)) = source.decode(o)? {
             if let Some(v) = numeric(&l) {
                 if v.is_finite() && v >= 0.0 {
                     return Ok(v);
                 }
-                let name = snapshot.decode(node)?.map(|t| t.to_string()).unwrap_or_default();
+                let name = source.decode(node)?.map(|t| t.to_string()).unwrap_or_default();
                 return Err(Error::BadWeight { node: name, value: l.value().to_owned() });
             }
         }

@@ -4,7 +4,7 @@
 //! links), predicate filters, and node limits hit.
 
 use oxrdf::{GraphNameRef, Literal, NamedNode, Quad, Term};
-use rhizome_graph::{cheapest_path, neighbours, shortest_paths, Direction, LinkFilter, Limits, PathOptions, WeightOptions};
+use rhizome_graph::{Source, cheapest_path, neighbours, shortest_paths, Direction, LinkFilter, Limits, PathOptions, WeightOptions};
 use rhizome_rdf::{DatasetMode, Store, TermId};
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -166,7 +166,7 @@ fn neighbours_match_a_plain_bfs() {
                 let dist = bfs(&adj, start);
                 let mut want: Vec<(u32, usize)> = (0..f.ids.len()).filter(|i| *i != start).filter_map(|i| dist[i].filter(|d| *d <= depth).map(|d| (d, i))).collect();
                 want.sort_by_key(|(d, i)| (*d, f.ids[*i]));
-                let got = neighbours(&snapshot, f.ids[start], depth, &f.filter(dir, preds), Limits::default()).unwrap();
+                let got = neighbours(Source::of(&snapshot), f.ids[start], depth, &f.filter(dir, preds), Limits::default()).unwrap();
                 let got_pairs: Vec<(u32, usize)> = got.nodes.iter().map(|r| (r.depth, f.index(r.id))).collect();
                 assert_eq!(got_pairs, want, "seed {seed} {dir:?} {preds:?} from n{start} depth {depth}");
                 assert!(!got.truncated);
@@ -186,13 +186,13 @@ fn a_node_limit_cuts_the_deepest_level_by_id() {
         let mut all: Vec<(u32, TermId)> = (0..f.ids.len()).filter(|i| *i != start).filter_map(|i| dist[i].filter(|d| *d <= 3).map(|d| (d, f.ids[i]))).collect();
         all.sort();
         for limit in [0, 1, 5, 17, 60, all.len(), all.len() + 3] {
-            let got = neighbours(&snapshot, f.ids[start], 3, &f.filter(Direction::Any, None), Limits { max_nodes: limit, deadline: None }).unwrap();
+            let got = neighbours(Source::of(&snapshot), f.ids[start], 3, &f.filter(Direction::Any, None), Limits { max_nodes: limit, deadline: None }).unwrap();
             let got: Vec<(u32, TermId)> = got.nodes.iter().map(|r| (r.depth, r.id)).collect();
             let mut want = all.clone();
             want.truncate(limit);
             assert_eq!(got, want, "from n{start} limit {limit}");
         }
-        let cut = neighbours(&snapshot, f.ids[start], 3, &f.filter(Direction::Any, None), Limits { max_nodes: all.len().saturating_sub(1), deadline: None }).unwrap();
+        let cut = neighbours(Source::of(&snapshot), f.ids[start], 3, &f.filter(Direction::Any, None), Limits { max_nodes: all.len().saturating_sub(1), deadline: None }).unwrap();
         assert_eq!(cut.truncated, !all.is_empty());
     }
 }
@@ -218,7 +218,7 @@ fn shortest_paths_match_a_plain_bfs() {
                 let (a, b) = (rng.below(f.ids.len() as u64) as usize, rng.below(f.ids.len() as u64) as usize);
                 let dist = bfs(&adj, a);
                 let filter = f.filter(dir, preds);
-                let one = shortest_paths(&snapshot, f.ids[a], f.ids[b], &filter, PathOptions::default(), Limits::default()).unwrap();
+                let one = shortest_paths(Source::of(&snapshot), f.ids[a], f.ids[b], &filter, PathOptions::default(), Limits::default()).unwrap();
                 match dist[b] {
                     None => assert!(one.paths.is_empty(), "seed {seed} {dir:?} n{a} -> n{b}: no path expected"),
                     Some(d) => {
@@ -227,7 +227,7 @@ fn shortest_paths_match_a_plain_bfs() {
                         assert_is_path(&f, &adj, &one.paths[0], a, b);
                     }
                 }
-                let all = shortest_paths(&snapshot, f.ids[a], f.ids[b], &filter, PathOptions { all: true, max_paths: 1000, max_depth: None }, Limits::default()).unwrap();
+                let all = shortest_paths(Source::of(&snapshot), f.ids[a], f.ids[b], &filter, PathOptions { all: true, max_paths: 1000, max_depth: None }, Limits::default()).unwrap();
                 let count = path_counts(&adj, a, &dist)[b];
                 if count <= 1000 {
                     assert_eq!(all.paths.len() as u64, count, "seed {seed} {dir:?} {preds:?} n{a} -> n{b}: all shortest paths");
@@ -245,9 +245,9 @@ fn shortest_paths_match_a_plain_bfs() {
                 }
                 // A depth bound below the distance finds nothing.
                 if let Some(d) = dist[b].filter(|d| *d >= 1) {
-                    let bounded = shortest_paths(&snapshot, f.ids[a], f.ids[b], &filter, PathOptions { max_depth: Some(d - 1), ..Default::default() }, Limits::default()).unwrap();
+                    let bounded = shortest_paths(Source::of(&snapshot), f.ids[a], f.ids[b], &filter, PathOptions { max_depth: Some(d - 1), ..Default::default() }, Limits::default()).unwrap();
                     assert!(bounded.paths.is_empty());
-                    let exact = shortest_paths(&snapshot, f.ids[a], f.ids[b], &filter, PathOptions { max_depth: Some(d), ..Default::default() }, Limits::default()).unwrap();
+                    let exact = shortest_paths(Source::of(&snapshot), f.ids[a], f.ids[b], &filter, PathOptions { max_depth: Some(d), ..Default::default() }, Limits::default()).unwrap();
                     assert_eq!(exact.paths.len(), 1);
                 }
             }
@@ -261,12 +261,12 @@ fn a_path_search_past_its_node_limit_fails() {
     let snapshot = f.store.snapshot().unwrap();
     // From an unlinked node to the hub: its frontier empties first, so no
     // path, within any limit.
-    let err = shortest_paths(&snapshot, f.ids[199], f.ids[0], &f.filter(Direction::Any, None), PathOptions::default(), Limits { max_nodes: 10, deadline: None });
+    let err = shortest_paths(Source::of(&snapshot), f.ids[199], f.ids[0], &f.filter(Direction::Any, None), PathOptions::default(), Limits { max_nodes: 10, deadline: None });
     assert!(err.unwrap().paths.is_empty());
     let adj = f.adjacency(Direction::Any, None);
     let dist = bfs(&adj, 3);
     let far = (0..150).filter(|i| dist[*i].is_some_and(|d| d >= 2)).max_by_key(|i| dist[*i]).expect("a node 2 links away");
-    let err = shortest_paths(&snapshot, f.ids[3], f.ids[far], &f.filter(Direction::Any, None), PathOptions::default(), Limits { max_nodes: 1, deadline: None });
+    let err = shortest_paths(Source::of(&snapshot), f.ids[3], f.ids[far], &f.filter(Direction::Any, None), PathOptions::default(), Limits { max_nodes: 1, deadline: None });
     assert!(matches!(err, Err(rhizome_graph::Error::NodeLimit(1))), "{err:?}");
 }
 
@@ -301,7 +301,7 @@ fn cheapest_paths_match_a_plain_dijkstra() {
         let adj = f.adjacency(dir, preds);
         for _ in 0..20 {
             let (a, b) = (rng.below(90) as usize, rng.below(90) as usize);
-            let got = cheapest_path(&snapshot, f.ids[a], f.ids[b], &f.filter(dir, preds), weights, Limits::default()).unwrap();
+            let got = cheapest_path(Source::of(&snapshot), f.ids[a], f.ids[b], &f.filter(dir, preds), weights, Limits::default()).unwrap();
             match dijkstra(&adj, &f.weights, a, b) {
                 None => assert!(got.is_none()),
                 Some(cost) => {
@@ -320,6 +320,6 @@ fn cheapest_paths_match_a_plain_dijkstra() {
 fn a_path_from_a_node_to_itself_is_that_node() {
     let f = fixture(3, 30, 40);
     let snapshot = f.store.snapshot().unwrap();
-    let p = shortest_paths(&snapshot, f.ids[5], f.ids[5], &f.filter(Direction::Out, None), PathOptions::default(), Limits::default()).unwrap();
+    let p = shortest_paths(Source::of(&snapshot), f.ids[5], f.ids[5], &f.filter(Direction::Out, None), PathOptions::default(), Limits::default()).unwrap();
     assert_eq!(p.paths, vec![vec![f.ids[5]]]);
 }

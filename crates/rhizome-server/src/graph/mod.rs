@@ -24,7 +24,7 @@ use hyper::{Method, Response};
 use oxrdf::{NamedNode, Term};
 use request::{Endpoint, WalkRequest};
 use rhizome_docs::{DocError, DocumentIris, ReadOptions};
-use rhizome_graph::{Limits, PathOptions, WeightOptions};
+use rhizome_graph::{Limits, PathOptions, Source, WeightOptions};
 use rhizome_rdf::term::Dictionary;
 use rhizome_rdf::{StoreSnapshot, TermId};
 use serde_json::{json, Map, Value};
@@ -67,7 +67,7 @@ pub fn handle(server: &Server, req: &Request, db: &DbHandle, endpoint: &str) -> 
             let Some(start) = lookup(&snapshot, &walk.start)? else {
                 return Ok(http::json(200, &json!({ "nodes": [], "truncated": false })));
             };
-            let found = rhizome_graph::neighbours(&snapshot, start, walk.depth, &filter, limits).map_err(graph_error)?;
+            let found = rhizome_graph::neighbours(Source::of(&snapshot), start, walk.depth, &filter, limits).map_err(graph_error)?;
             let ids: Vec<TermId> = found.nodes.iter().map(|r| r.id).collect();
             let names = names(&snapshot, &ids)?;
             let mut nodes = Vec::with_capacity(ids.len());
@@ -99,7 +99,7 @@ pub fn handle(server: &Server, req: &Request, db: &DbHandle, endpoint: &str) -> 
                 return cheapest(&snapshot, from, to, &filter, WeightOptions { weight, default_weight: walk.default_weight }, limits);
             }
             let options = PathOptions { all: walk.all, max_paths: walk.max_paths, max_depth: walk.max_depth };
-            let found = rhizome_graph::shortest_paths(&snapshot, from, to, &filter, options, limits).map_err(graph_error)?;
+            let found = rhizome_graph::shortest_paths(Source::of(&snapshot), from, to, &filter, options, limits).map_err(graph_error)?;
             let mut paths = Vec::with_capacity(found.paths.len());
             for p in &found.paths {
                 paths.push(Value::Array(names(&snapshot, p)?.into_iter().map(Value::String).collect()));
@@ -126,7 +126,7 @@ fn no_path(walk: &WalkRequest) -> Value {
 }
 
 fn cheapest(snapshot: &StoreSnapshot, from: TermId, to: TermId, filter: &rhizome_graph::LinkFilter, options: WeightOptions, limits: Limits) -> Result<Response<Body>, HttpError> {
-    let found = rhizome_graph::cheapest_path(snapshot, from, to, filter, options, limits).map_err(graph_error)?;
+    let found = rhizome_graph::cheapest_path(Source::of(snapshot), from, to, filter, options, limits).map_err(graph_error)?;
     Ok(http::json(
         200,
         &match found {
