@@ -75,3 +75,27 @@ fn boil(next: &mut Vec<TermId>, visited: &[TermId], keep: usize) -> bool {
         false
     }
 }
+
+/// How many quads with predicate `predicate` have each object, in object
+/// id order (inlined numbers: by value): "count by a field over all
+/// documents" as one scan of the predicate's index range, with no row,
+/// term or group built per quad.
+pub fn count_by_object(source: crate::Source<'_>, predicate: TermId, limits: Limits) -> Result<Vec<(TermId, u64)>> {
+    let mut out: Vec<(TermId, u64)> = Vec::new();
+    let mut scan = source.scan(rhizome_rdf::QuadPattern { p: Some(predicate), ..Default::default() });
+    let mut n: u32 = 0;
+    while let Some(q) = scan.next_quad()? {
+        n = n.wrapping_add(1);
+        if n.is_multiple_of(1 << 16) {
+            limits.check_time()?;
+        }
+        match out.last_mut() {
+            Some((o, c)) if *o == q[2] => *c += 1,
+            _ => out.push((q[2], 1)),
+        }
+    }
+    // Each index family comes out in object order, but the two are merged
+    // by the quad family's order (the object first too): runs stay whole.
+    debug_assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "a predicate's quads come out by object");
+    Ok(out)
+}
