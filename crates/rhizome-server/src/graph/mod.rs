@@ -69,13 +69,32 @@ pub fn handle(server: &Server, req: &Request, db: &DbHandle, endpoint: &str) -> 
             };
             let found = rhizome_graph::neighbours(Source::of(&snapshot), start, walk.depth, &filter, limits).map_err(graph_error)?;
             let ids: Vec<TermId> = found.nodes.iter().map(|r| r.id).collect();
+            if !walk.include_docs {
+                // Written straight out: a 2-hop answer is thousands of
+                // nodes, and a JSON tree costs a map per node.
+                let mut body = String::with_capacity(32 + 64 * ids.len());
+                body.push_str("{\"nodes\":[");
+                let mut depths = found.nodes.iter().map(|r| r.depth);
+                let mut first = true;
+                each_name(&snapshot, &ids, |name| {
+                    if !first {
+                        body.push(',');
+                    }
+                    first = false;
+                    body.push_str("{\"id\":");
+                    json_string(&mut body, name);
+                    body.push_str(",\"depth\":");
+                    body.push_str(&depths.next().unwrap_or_default().to_string());
+                    body.push('}');
+                })?;
+                body.push_str(if found.truncated { "],\"truncated\":true}" } else { "],\"truncated\":false}" });
+                return Ok(http::response(200, "application/json", body.into()));
+            }
             let names = names(&snapshot, &ids)?;
             let mut nodes = Vec::with_capacity(ids.len());
             for (r, name) in found.nodes.iter().zip(names) {
                 let mut node = Map::new();
-                if walk.include_docs {
-                    node.insert("doc".into(), document(db, &iris, &name)?);
-                }
+                node.insert("doc".into(), document(db, &iris, &name)?);
                 node.insert("id".into(), Value::String(name));
                 node.insert("depth".into(), json!(r.depth));
                 nodes.push(Value::Object(node));
@@ -155,25 +174,44 @@ fn lookup(snapshot: &StoreSnapshot, iri: &str) -> Result<Option<TermId>, HttpErr
 
 /// The IRIs (or `_:` labels) of `ids`, in their order.
 fn names(snapshot: &StoreSnapshot, ids: &[TermId]) -> Result<Vec<String>, HttpError> {
-    let mut decoded = std::collections::HashMap::with_capacity(ids.len());
-    let mut wanted = ids.to_vec();
-    Dictionary::decode_many(snapshot.kv(), &mut wanted, |id, term| {
+    let mut out = Vec::with_capacity(ids.len());
+    each_name(snapshot, ids, |name| out.push(name.to_owned()))?;
+    Ok(out)
+}
+
+/// Calls `f` with the IRI (or `_:` label) of each of `ids`, in order: terms
+/// from the store's shared cache where it has them (a walk meets the same
+/// hubs again and again), the others read in one pass over the dictionary
+/// in id order and added to the cache.
+fn each_name(snapshot: &StoreSnapshot, ids: &[TermId], mut f: impl FnMut(&str)) -> Result<(), HttpError> {
+    let cache = snapshot.term_cache();
+    let mut missing: Vec<TermId> = ids.iter().copied().filter(|id| id.is_in_dictionary() && !cache.touch(*id)).collect();
+    let mut decoded = std::collections::HashMap::with_capacity(missing.len());
+    Dictionary::decode_many(snapshot.kv(), &mut missing, |id, term| {
         decoded.insert(id, term);
     })
     .map_err(store_error)?;
-    let mut out = Vec::with_capacity(ids.len());
+    let name = |t: &Term, f: &mut dyn FnMut(&str)| match t {
+        Term::NamedNode(n) => f(n.as_str()),
+        t => f(&t.to_string()),
+    };
     for id in ids {
-        let term = match decoded.remove(id) {
-            Some(t) => Some(t),
-            None => snapshot.decode(*id).map_err(store_error)?,
-        };
-        out.push(match term {
-            Some(Term::NamedNode(n)) => n.into_string(),
-            Some(t) => t.to_string(),
+        if let Some(t) = decoded.get(id) {
+            name(t, &mut f);
+            continue;
+        }
+        if cache.with(*id, |t| name(t, &mut f)).is_some() {
+            continue;
+        }
+        match snapshot.decode(*id).map_err(store_error)? {
+            Some(t) => name(&t, &mut f),
             None => return Err(HttpError::internal(format!("term id {:#x} has no term", id.0))),
-        });
+        }
     }
-    Ok(out)
+    for (id, t) in decoded {
+        cache.insert(id, t);
+    }
+    Ok(())
 }
 
 /// The document whose IRI is `iri`, or `null` when there is none.
@@ -197,4 +235,21 @@ fn graph_error(e: rhizome_graph::Error) -> HttpError {
 
 fn store_error(e: rhizome_rdf::Error) -> HttpError {
     HttpError::internal(e.to_string())
+}
+
+/// `s` as a JSON string literal.
+fn json_string(out: &mut String, s: &str) {
+    use std::fmt::Write;
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
