@@ -249,3 +249,26 @@ fn walks_need_the_databases_read_rights() {
         }
     }
 }
+
+#[test]
+fn the_cli_walks_a_loaded_store() {
+    use common::{output_ok, rhizome};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let nt = dir.path().join("g.nt");
+    std::fs::write(
+        &nt,
+        "<http://ex/a> <http://ex/knows> <http://ex/b> .\n<http://ex/b> <http://ex/knows> <http://ex/c> .\n<http://ex/a> <http://ex/age> \"30\"^^<http://www.w3.org/2001/XMLSchema#integer> .\n<http://ex/b> <http://ex/age> \"30\"^^<http://www.w3.org/2001/XMLSchema#integer> .\n<http://ex/c> <http://ex/age> \"41\"^^<http://www.w3.org/2001/XMLSchema#integer> .\n",
+    )
+    .unwrap();
+    output_ok(rhizome(&data).args(["load", "-q"]).arg(&nt));
+    let t = json_of(&output_ok(rhizome(&data).args(["graph", "traverse", "http://ex/a", "--depth", "2"])));
+    assert_eq!(t, json!({"nodes": [{"id": "http://ex/b", "depth": 1}, {"id": "http://ex/c", "depth": 2}], "truncated": false}));
+    let p = json_of(&output_ok(rhizome(&data).args(["graph", "path", "http://ex/c", "http://ex/a", "--direction", "in"])));
+    assert_eq!(p, json!({"path": ["http://ex/c", "http://ex/b", "http://ex/a"]}));
+    let c = json_of(&output_ok(rhizome(&data).args(["graph", "count-by", "http://ex/age"])));
+    assert_eq!(c, json!({"counts": [{"value": 30, "count": 2}, {"value": 41, "count": 1}]}));
+    let bad = common::run(rhizome(&data).args(["graph", "traverse", "http://ex/a", "--direction", "up"]));
+    assert!(!bad.status.success());
+    assert!(common::stderr(&bad).contains("out, in or any"));
+}
