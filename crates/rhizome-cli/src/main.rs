@@ -42,6 +42,11 @@ enum Command {
     Replicate(commands::replicate::Args),
     /// Serve CouchDB's HTTP API (documents, _changes, replication) over DATA.
     Serve(commands::serve::Args),
+    /// Graph walks: neighbours to depth k, shortest and cheapest paths, counts by value.
+    Graph(commands::graph::Args),
+    /// Seed 003's graph workloads in process (for bench/graph).
+    #[command(hide = true)]
+    BenchGraph(commands::graph::BenchArgs),
     /// Time pattern lookups from a file of queries (for bench/seed-load).
     #[command(hide = true)]
     BenchLookups(commands::bench_lookups::Args),
@@ -68,6 +73,8 @@ fn main() -> ExitCode {
         Command::Compact => commands::compact(&cli.data),
         Command::Replicate(args) => commands::replicate::run(&cli.data, args),
         Command::Serve(args) => commands::serve::run(&cli.data, args),
+        Command::Graph(args) => commands::graph::run(&cli.data, args),
+        Command::BenchGraph(args) => commands::graph::bench(&cli.data, args),
         Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),
         Command::BenchQueries(args) => commands::bench_queries::run(&cli.data, args),
         Command::BenchHttp(args) => commands::bench_http::run(args),

@@ -26,6 +26,7 @@ mod contexts;
 mod couch;
 pub mod error;
 mod extension;
+mod graph;
 mod group_commit;
 mod http;
 mod rdf;

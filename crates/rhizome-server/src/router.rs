@@ -112,7 +112,7 @@ impl Route {
                     "_find" => DbOp::Find,
                     "_explain" => DbOp::Explain,
                     "_index" => return Ok(Route::MangoIndex(db.to_string(), Vec::new())),
-                    "_sparql" | "_graph" => return Ok(Route::Extension(db.to_string(), op.to_string())),
+                    "_sparql" | "_graph" | "_traverse" | "_path" => return Ok(Route::Extension(db.to_string(), op.to_string())),
                     _ => return Err(HttpError::bad_request("Only reserved document ids may start with underscore.")),
                 };
                 Route::DbOp(db.to_string(), op)

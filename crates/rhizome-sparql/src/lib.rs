@@ -26,6 +26,7 @@ mod error;
 mod eval;
 mod explain;
 mod expression;
+mod graph_service;
 pub mod nesting;
 mod plan;
 mod query;

@@ -82,6 +82,11 @@ impl<'a> TermSpace<'a> {
         f
     }
 
+    /// Where graph walks read (`crate::graph_service`).
+    pub fn graph_source(&self) -> rhizome_graph::Source<'a> {
+        rhizome_graph::Source::new(self.reader, self.families())
+    }
+
     /// A scan that can be re-pointed at other patterns
     /// ([`QuadScan::rebind`]), for index nested loops.
     pub fn lookup_scan(&self, pattern: QuadPattern) -> QuadScan<'a> {

@@ -265,7 +265,11 @@ impl<'s, 'a> Translator<'s, 'a> {
                 }
                 Plan::Group(b(inner), keys, aggs)
             }
-            GraphPattern::Service { .. } => return Err(SparqlError::Unsupported("SERVICE (federated query)".into())),
+            // Graph walks (`crate::graph_service`); no other service is called.
+            GraphPattern::Service { name, inner, .. } => match crate::graph_service::translate(self, name, inner)? {
+                Some(plan) => plan,
+                None => return Err(SparqlError::Unsupported("SERVICE (federated query)".into())),
+            },
             #[allow(unreachable_patterns)]
             _ => return Err(SparqlError::Unsupported("this graph pattern".into())),
         })
