@@ -9,16 +9,22 @@ use crate::vocab::*;
 use crate::{InteractionModel, LdpError};
 use oxrdf::{NamedOrBlankNode, Term, Triple};
 
-/// The triples of a body a client may store, or why not.
-pub fn client_triples(iri: &str, model: InteractionModel, triples: Vec<Triple>) -> Result<Vec<Triple>, LdpError> {
+/// The triples of a body a client may store, or why not. `is_child`
+/// tells the resource's current children: a body that states exactly
+/// those (a representation GET gave, PUT back) is accepted, and the
+/// triples dropped.
+pub fn client_triples(iri: &str, model: InteractionModel, triples: Vec<Triple>, is_child: &dyn Fn(&str) -> bool) -> Result<Vec<Triple>, LdpError> {
     let mut kept = Vec::with_capacity(triples.len());
     for t in triples {
+        let about_self = matches!(&t.subject, NamedOrBlankNode::NamedNode(n) if n.as_str() == iri);
+        if t.predicate.as_str() == CONTAINS && about_self && matches!(&t.object, Term::NamedNode(c) if is_child(c.as_str())) {
+            continue;
+        }
         if t.predicate.as_str() == CONTAINS {
             return Err(LdpError::Constraint(format!(
                 "ldp:contains is managed by the server (it lists a container's children); the body states {t}"
             )));
         }
-        let about_self = matches!(&t.subject, NamedOrBlankNode::NamedNode(n) if n.as_str() == iri);
         if about_self && t.predicate.as_str() == RDF_TYPE {
             if let Term::NamedNode(ty) = &t.object {
                 if !model.accepts_type(ty.as_str()) {
@@ -61,10 +67,11 @@ mod tests {
     #[test]
     fn server_managed_triples_are_refused_and_own_types_dropped() {
         let r = "http://h/db/_ldp/c";
-        let err = client_triples(r, InteractionModel::BasicContainer, vec![t(r, CONTAINS, "http://h/db/_ldp/c/x")]).unwrap_err();
+        let err = client_triples(r, InteractionModel::BasicContainer, vec![t(r, CONTAINS, "http://h/db/_ldp/c/x")], &|_| false).unwrap_err();
         assert!(matches!(err, LdpError::Constraint(_)));
-        assert!(client_triples(r, InteractionModel::BasicContainer, vec![t(r, RDF_TYPE, DIRECT_CONTAINER)]).is_err());
-        let kept = client_triples(r, InteractionModel::BasicContainer, vec![t(r, RDF_TYPE, BASIC_CONTAINER), t(r, RDF_TYPE, "http://e/T")]).unwrap();
+        assert!(client_triples(r, InteractionModel::BasicContainer, vec![t(r, RDF_TYPE, DIRECT_CONTAINER)], &|_| false).is_err());
+        let existing = |c: &str| c == "http://h/db/_ldp/c/x";
+        let kept = client_triples(r, InteractionModel::BasicContainer, vec![t(r, RDF_TYPE, BASIC_CONTAINER), t(r, RDF_TYPE, "http://e/T"), t(r, CONTAINS, "http://h/db/_ldp/c/x")], &existing).unwrap();
         assert_eq!(kept, vec![t(r, RDF_TYPE, "http://e/T")]);
     }
 }

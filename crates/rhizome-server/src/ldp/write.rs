@@ -161,7 +161,10 @@ pub fn put(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, ta
 }
 
 fn replace_rdf(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target, model: InteractionModel) -> Result<Response<Body>, HttpError> {
-    let triples = client_triples(&target.iri, model, parse_body(req, &target.iri)?).map_err(ldp_error)?;
+    let snapshot = db.db.store().snapshot().map_err(store_error)?;
+    let is_child = |c: &str| is_child_of(snapshot.kv(), target, c);
+    let triples = client_triples(&target.iri, model, parse_body(req, &target.iri)?, &is_child).map_err(ldp_error)?;
+    drop(snapshot);
     let triples = with_membership_defaults(&target.iri, model, triples);
     let admin = is_admin(ctx, db)?;
     db.db.rdf_write(|txn| {
@@ -257,7 +260,7 @@ fn create(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target, for
         write_doc(ctx, db, doc).map_err(|e| if e.status == 412 { HttpError::new(409, "conflict", format!("{} exists", target.iri)) } else { e })?;
     } else {
         let triples = if req.body.is_empty() && req.header("content-type").is_none() { Vec::new() } else { parse_body(req, &target.iri)? };
-        let triples = with_membership_defaults(&target.iri, model, client_triples(&target.iri, model, triples).map_err(ldp_error)?);
+        let triples = with_membership_defaults(&target.iri, model, client_triples(&target.iri, model, triples, &|_| false).map_err(ldp_error)?);
         db.db.rdf_write(|txn| {
             parent_is_container(txn.reader())?;
             if index::get(txn.reader(), &target.path).map_err(ldp_error)?.is_some() {
@@ -331,7 +334,7 @@ pub fn patch(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, 
         rhizome_sparql::execute_update_with_stored_default(txn, mode, &stats, &update, &limits, Some(&graph)).map_err(|e| HttpError::bad_request(e.to_string()))?;
         // What the update left must still be a valid representation.
         let triples = graph_triples(txn, &target.iri)?;
-        let kept = client_triples(&target.iri, model, triples).map_err(ldp_error)?;
+        let kept = client_triples(&target.iri, model, triples, &|c| is_child_of(txn.reader(), target, c)).map_err(ldp_error)?;
         if model.has_membership() && !admin && before != membership_settings(&target.iri, &kept) {
             return Err(admin_only("change"));
         }
@@ -344,6 +347,11 @@ pub fn patch(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, 
     }
     resource_headers(&mut r, target, model);
     Ok(r)
+}
+
+/// Whether `iri` names a current child of the target.
+fn is_child_of(kv: &dyn rhizome_kv::KvRead, target: &Target, iri: &str) -> bool {
+    LdpPath::from_iri(&target.root, iri).is_some_and(|p| p.iri(&target.root) == iri && p.parent().as_ref() == Some(&target.path) && index::get(kv, &p).ok().flatten().is_some())
 }
 
 fn graph_triples(txn: &StoreTransaction<'_>, iri: &str) -> Result<Vec<Triple>, HttpError> {
