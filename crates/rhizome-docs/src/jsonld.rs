@@ -365,3 +365,22 @@ mod tests {
         assert_eq!(iris.graph_iri("12:30 meeting"), "http://localhost:5984/people/12%3A30%20meeting");
     }
 }
+
+#[cfg(test)]
+mod ldp_iri_tests {
+    use super::DocumentIris;
+
+    #[test]
+    fn ldp_resources_are_their_own_documents_under_the_database_prefix() {
+        let iris = DocumentIris::new("http://h:1", "db");
+        assert_eq!(iris.ldp_root(), "http://h:1/db/_ldp/");
+        for iri in ["http://h:1/db/_ldp/", "http://h:1/db/_ldp/a/b%20c"] {
+            assert_eq!(iris.doc_id(iri), iri, "the id is the IRI");
+            assert_eq!(iris.graph_iri(iri), iri, "the graph is the IRI");
+            assert_eq!(iris.reserved_id(iri), None, "no other document's graph is named there");
+        }
+        // The rest of the prefix keeps its rule.
+        assert_eq!(iris.doc_id("http://h:1/db/_ldpx"), "_ldpx");
+        assert!(iris.reserved_id("http://h:1/db/doc").is_some());
+    }
+}
