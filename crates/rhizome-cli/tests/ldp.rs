@@ -132,6 +132,9 @@ fn every_verb_on_a_basic_container_and_its_rdf_sources() {
     let r = admin(&s, "PUT", "/db/_ldp/bad", &[TURTLE], Some("<> <p"));
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(admin(&s, "PATCH", "/db/_ldp/x", &[("Content-Type", "text/n3")], Some("")).status, 415);
+    // No LDP in the system databases, nor in a database that does not exist.
+    assert_eq!(admin(&s, "PUT", "/_users/_ldp/x", &[TURTLE], Some("")).status, 404);
+    assert_eq!(admin(&s, "GET", "/nodb/_ldp/", &[], None).status, 404);
 }
 
 #[test]

@@ -77,6 +77,10 @@ pub fn handle(server: &Server, req: &Request, ctx: &UserCtx, db: Arc<DbHandle>, 
 }
 
 fn route(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, root: &str, segments: &[String]) -> Result<Response<Body>, HttpError> {
+    if db.name.starts_with('_') {
+        // `_users` and `_replicator` hold the server's own documents.
+        return Err(HttpError::not_found(format!("the system database {} has no LDP resources", db.name)));
+    }
     let segments: Vec<&str> = segments.iter().map(String::as_str).filter(|s| !s.is_empty()).collect();
     if segments == [CONSTRAINTS] {
         return constraints_page(req);
