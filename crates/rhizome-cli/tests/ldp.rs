@@ -391,3 +391,26 @@ fn rdflib_round_trip() {
     assert!(r.contains(&format!("<{root}c/r> <http://purl.org/dc/terms/creator> \"rdflib\" .")), "{r:?}");
     assert!(r.contains(&format!("<{root}c/r> <http://purl.org/dc/terms/title> \"R\" .")), "{r:?}");
 }
+
+/// Replication carries LDP resources as documents: on a replica with the
+/// same base IRI they are the same resources, listed by their container.
+#[test]
+fn ldp_resources_replicate_and_are_listed_on_the_replica() {
+    let (_dir, a, root) = server();
+    assert_eq!(admin(&a, "PUT", "/db/_ldp/c", &[TURTLE, ("Link", "<http://www.w3.org/ns/ldp#BasicContainer>; rel=\"type\"")], Some("<> <http://e/p> \"c\" .")).status, 201);
+    assert_eq!(admin(&a, "PUT", "/db/_ldp/c/r", &[TURTLE], Some("<> <http://e/p> \"r\" .")).status, 201);
+    assert_eq!(admin(&a, "POST", "/db/_ldp/c", &[("Content-Type", "text/plain"), ("Slug", "note")], Some("bytes")).status, 201);
+    let dir_b = tempfile::tempdir().unwrap();
+    let base = format!("http://127.0.0.1:{}", a.port);
+    let b = ServerProcess::start_with_env(dir_b.path(), &[("RHIZOME_BASE_IRI", &base)]);
+    let body = format!(r#"{{"source":"http://{ADMIN}@127.0.0.1:{}/db","target":"db","create_target":true}}"#, a.port);
+    let r = admin(&b, "POST", "/_replicate", &[("Content-Type", "application/json")], Some(&body));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let listed = n_triples(&b, "/db/_ldp/c", &[]);
+    assert!(listed.contains(&format!("<{root}c> <{LDP}contains> <{root}c/r> .")), "{listed:?}");
+    assert!(listed.contains(&format!("<{root}c> <{LDP}contains> <{root}c/note> .")), "{listed:?}");
+    assert!(n_triples(&b, "/db/_ldp/", &[]).contains(&format!("<{root}> <{LDP}contains> <{root}c> .")));
+    assert!(n_triples(&b, "/db/_ldp/c/r", &[]).contains(&format!("<{root}c/r> <http://e/p> \"r\" .")));
+    let note = admin(&b, "GET", "/db/_ldp/c/note", &[], None);
+    assert_eq!((note.status, note.text().as_str()), (200, "bytes"));
+}

@@ -58,9 +58,14 @@ fn requested_model(req: &Request) -> Option<InteractionModel> {
 }
 
 /// Whether the body is RDF the server parses (else a non-RDF source), by
-/// its media type whatever its charset.
+/// its media type whatever its charset. `text/plain` and
+/// `application/json` are RDF only when the request asks for an RDF
+/// interaction model (`Link`): otherwise they are files.
 fn is_rdf(req: &Request) -> bool {
-    negotiate::body_format(negotiate::essence(req.header("content-type")).as_deref()).is_ok()
+    let essence = negotiate::essence(req.header("content-type"));
+    let ambiguous = matches!(essence.as_deref(), Some("text/plain" | "application/json"));
+    let asked_rdf = requested_model(req).is_some_and(|m| m != InteractionModel::NonRdfSource);
+    negotiate::body_format(essence.as_deref()).is_ok() && (!ambiguous || asked_rdf)
 }
 
 /// The body as UTF-8: as it is, or from ISO-8859-1 when the request says
