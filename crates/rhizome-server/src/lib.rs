@@ -29,6 +29,7 @@ mod extension;
 mod graph;
 mod group_commit;
 mod http;
+mod ldp;
 mod rdf;
 mod replicator_db;
 mod router;
