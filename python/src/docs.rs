@@ -64,7 +64,7 @@ impl DataFolder {
         }
         let mut open = self.open.lock().map_err(|_| RhizomeError::new_err("a thread panicked while opening a database"))?;
         if let Some(db) = open.get(name) {
-            return Ok(PyDatabase { db: db.clone(), name: name.to_owned() });
+            return Ok(PyDatabase { db: db.clone(), name: name.to_owned(), read_only: self.read_only });
         }
         let dir = rhizome_server::database_dir(&self.dir, name);
         if (self.read_only || !create) && !dir.join("CURRENT").exists() {
@@ -84,7 +84,7 @@ impl DataFolder {
             .map_err(doc_error)?;
         let db = Arc::new(db);
         open.insert(name.to_owned(), db.clone());
-        Ok(PyDatabase { db, name: name.to_owned() })
+        Ok(PyDatabase { db, name: name.to_owned(), read_only })
     }
 
     /// The names of the folder's databases.
@@ -149,6 +149,7 @@ fn decode_name(folder: &str) -> String {
 pub struct PyDatabase {
     db: Arc<Database>,
     name: String,
+    read_only: bool,
 }
 
 fn rev_arg(rev: Option<&str>) -> PyResult<Option<Rev>> {
@@ -160,6 +161,9 @@ fn rev_arg(rev: Option<&str>) -> PyResult<Option<Rev>> {
 
 impl PyDatabase {
     fn write(&self, py: Python<'_>, docs: Vec<Map<String, Value>>, new_edits: bool) -> PyResult<Vec<(String, rhizome_docs::WriteOutcome)>> {
+        if self.read_only {
+            return Err(pyo3::exceptions::PyPermissionError::new_err(format!("database {} was opened read-only: writes are refused", self.name)));
+        }
         let db = self.db.clone();
         py.detach(move || db.update_docs(docs, new_edits)).map_err(doc_error)
     }
@@ -430,7 +434,7 @@ impl PyDatabase {
     /// document revisions: use the document calls for that.
     #[getter]
     fn store(&self) -> PyStore {
-        PyStore::over(crate::store::StoreHandle::Database(self.db.clone()))
+        PyStore::over(crate::store::StoreHandle::Database(self.db.clone()), self.read_only)
     }
 
     fn __contains__(&self, py: Python<'_>, doc_id: &str) -> PyResult<bool> {

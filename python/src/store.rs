@@ -40,11 +40,19 @@ pub fn format_from_py(name: &str) -> PyResult<RdfFormat> {
 pub struct PyStore {
     pub inner: StoreHandle,
     blanks: Arc<std::sync::Mutex<BlankIds>>,
+    read_only: bool,
 }
 
 impl PyStore {
-    pub fn over(inner: StoreHandle) -> Self {
-        PyStore { inner, blanks: Arc::default() }
+    pub fn over(inner: StoreHandle, read_only: bool) -> Self {
+        PyStore { inner, blanks: Arc::default(), read_only }
+    }
+
+    fn writable(&self) -> PyResult<()> {
+        if self.read_only {
+            return Err(pyo3::exceptions::PyPermissionError::new_err("the store was opened read-only: writes are refused"));
+        }
+        Ok(())
     }
 }
 
@@ -125,7 +133,7 @@ impl PyStore {
             })
             .map_err(rdf_error)?,
         };
-        Ok(PyStore::over(StoreHandle::Own(Arc::new(store))))
+        Ok(PyStore::over(StoreHandle::Own(Arc::new(store)), false))
     }
 
     /// Opens an existing store for reading only: nothing is written, and
@@ -133,7 +141,7 @@ impl PyStore {
     #[staticmethod]
     fn read_only(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let store = py.detach(|| rhizome_rdf::Store::open_read_only(&path)).map_err(rdf_error)?;
-        Ok(PyStore::over(StoreHandle::Own(Arc::new(store))))
+        Ok(PyStore::over(StoreHandle::Own(Arc::new(store)), true))
     }
 
     /// ``"plain"`` or ``"union"`` (see the class).
@@ -170,6 +178,7 @@ impl PyStore {
         to_graph: Option<&Bound<'py, PyAny>>,
         lenient: bool,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        self.writable()?;
         let source = match (input, path) {
             (Some(i), None) => load_source(i)?,
             (None, Some(p)) => LoadSource::Path(p),
@@ -359,6 +368,7 @@ impl PyStore {
     /// quads_inserted and quads_deleted.
     #[pyo3(signature = (update, *, base_iri=None))]
     fn update<'py>(&self, py: Python<'py>, update: &str, base_iri: Option<String>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        self.writable()?;
         let text = update.to_owned();
         let store = self.inner.clone();
         let summary = py
@@ -455,6 +465,7 @@ impl PyStore {
 
     /// Compacts the store and recounts its statistics.
     fn optimize(&self, py: Python<'_>) -> PyResult<()> {
+        self.writable()?;
         let store = self.inner.clone();
         py.detach(move || store.compact()).map_err(rdf_error)
     }
@@ -469,6 +480,7 @@ impl PyStore {
 
 impl PyStore {
     fn write(&self, py: Python<'_>, quads: Vec<oxrdf::Quad>, insert: bool) -> PyResult<u64> {
+        self.writable()?;
         let store = self.inner.clone();
         let blanks = self.blanks.clone();
         py.detach(move || -> rhizome_rdf::Result<u64> {
