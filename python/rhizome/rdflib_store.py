@@ -115,10 +115,10 @@ class RhizomeStore(_RdflibStore):
     def triples(self, triple_pattern, context=None) -> Iterator[Tuple[Tuple[Node, Node, Node], Iterator[Graph]]]:
         s, p, o = triple_pattern
         try:
-            pattern = (_node(s), _node(p), _node(o), _graph_name(context))
+            quads = self.inner.quads_for_pattern(_node(s), _node(p), _node(o), _graph_name(context))
         except (TypeError, ValueError):
             return  # a term that cannot be in the store (a literal subject): no match
-        for q in self.inner.quads_for_pattern(*pattern):
+        for q in quads:
             yield (to_rdflib(q.subject), to_rdflib(q.predicate), to_rdflib(q.object)), iter((self._context(q.graph_name),))
 
     def __len__(self, context=None) -> int:
