@@ -422,6 +422,54 @@ impl PyDatabase {
         to_py(py, &value)
     }
 
+    /// Runs a SPARQL update on the database's graphs as a document write:
+    /// every graph it changes gets a new revision of its document (as the
+    /// server's ``/{db}/_sparql`` does), all in one transaction; writes to
+    /// the default graph go to the database's stored default graph.
+    /// Returns ``{"quads_inserted", "quads_deleted"}``.
+    #[pyo3(signature = (update, *, base_iri=None))]
+    fn update(&self, py: Python<'_>, update: &str, base_iri: Option<String>) -> PyResult<Py<PyAny>> {
+        if self.read_only {
+            return Err(pyo3::exceptions::PyPermissionError::new_err(format!("database {} was opened read-only: writes are refused", self.name)));
+        }
+        let text = update.to_owned();
+        let db = self.db.clone();
+        let summary = py
+            .detach(move || {
+                rhizome_sparql::nesting::run_with_query_stack(move || -> Result<rhizome_sparql::UpdateSummary, PyErrText> {
+                    use rhizome_sparql::{execute_update_with_stored_default, parse_update, LoadPolicy, Statistics, UpdateLimits};
+                    use spargebra::algebra::GraphTarget;
+                    use spargebra::GraphUpdateOperation;
+                    let update = parse_update(&text, base_iri.as_deref()).map_err(PyErrText::Sparql)?;
+                    let store = db.store();
+                    let mode = store.mode();
+                    let stats = Statistics::from_store(&store.planner_stats().map_err(|e| PyErrText::Sparql(e.into()))?);
+                    let limits = UpdateLimits { load: LoadPolicy::AnyLocalFile, ..UpdateLimits::default() };
+                    let stored_default = db
+                        .stored_default_graph()
+                        .map(oxrdf::NamedNode::new)
+                        .transpose()
+                        .map_err(|e| PyErrText::Other(format!("the stored default graph's IRI: {e}")))?;
+                    // As the server: DROP/CLEAR ALL or NAMED delete the documents whose graphs they empty.
+                    let everything = update.operations.iter().any(|op| {
+                        matches!(
+                            op,
+                            GraphUpdateOperation::Drop { graph: GraphTarget::AllGraphs | GraphTarget::NamedGraphs, .. }
+                                | GraphUpdateOperation::Clear { graph: GraphTarget::AllGraphs | GraphTarget::NamedGraphs, .. }
+                        )
+                    });
+                    let emptied = if everything { rhizome_docs::EmptiedGraphs::DeleteDocuments } else { rhizome_docs::EmptiedGraphs::KeepDocumentData };
+                    db.rdf_write_with(emptied, |txn| {
+                        execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(PyErrText::Sparql)
+                    })
+                })
+                .map_err(PyErrText::Sparql)
+                .and_then(|r| r)
+            })
+            .map_err(PyErrText::into_py)?;
+        to_py(py, &json!({ "quads_inserted": summary.quads_inserted, "quads_deleted": summary.quads_deleted }))
+    }
+
     /// ``{"doc_count", "doc_del_count", "update_seq", "sizes": {"file"}}``.
     fn info(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let db = self.db.clone();
@@ -429,12 +477,14 @@ impl PyDatabase {
         to_py(py, &json!({ "db_name": self.name, "doc_count": i.doc_count, "doc_del_count": i.doc_del_count, "update_seq": i.update_seq, "sizes": { "file": i.bytes_on_disk } }))
     }
 
-    /// The database's RDF: a ``Store`` over the same quads (every
-    /// document's graph; a union dataset). Writes through it do not make
-    /// document revisions: use the document calls for that.
+    /// The database's RDF for reading: a ``Store`` over the same quads
+    /// (every document's graph; a union dataset): patterns, SPARQL
+    /// queries, dumps. Its writes are refused (they would change graphs
+    /// without their documents): write with the document calls or
+    /// ``Database.update``.
     #[getter]
     fn store(&self) -> PyStore {
-        PyStore::over(crate::store::StoreHandle::Database(self.db.clone()), self.read_only)
+        PyStore::over(crate::store::StoreHandle::Database(self.db.clone()), true)
     }
 
     fn __contains__(&self, py: Python<'_>, doc_id: &str) -> PyResult<bool> {
@@ -449,6 +499,29 @@ impl PyDatabase {
 
     fn __repr__(&self) -> String {
         format!("<Database {}>", self.name)
+    }
+}
+
+/// An error made without the GIL.
+enum PyErrText {
+    Sparql(rhizome_sparql::SparqlError),
+    Doc(DocError),
+    Other(String),
+}
+
+impl From<DocError> for PyErrText {
+    fn from(e: DocError) -> Self {
+        PyErrText::Doc(e)
+    }
+}
+
+impl PyErrText {
+    fn into_py(self) -> PyErr {
+        match self {
+            PyErrText::Sparql(e) => crate::errors::sparql_error(e),
+            PyErrText::Doc(e) => doc_error(e),
+            PyErrText::Other(m) => RhizomeError::new_err(m),
+        }
     }
 }
 

@@ -50,7 +50,10 @@ impl PyStore {
 
     fn writable(&self) -> PyResult<()> {
         if self.read_only {
-            return Err(pyo3::exceptions::PyPermissionError::new_err("the store was opened read-only: writes are refused"));
+            return Err(pyo3::exceptions::PyPermissionError::new_err(match self.inner {
+                StoreHandle::Own(_) => "the store was opened read-only: writes are refused",
+                StoreHandle::Database(_) => "a database's store is for reading: write documents, or RDF with Database.update(), so that documents follow",
+            }));
         }
         Ok(())
     }

@@ -144,3 +144,19 @@ def test_one_process_per_database_and_read_only_opens(tmp_path):
     with pytest.raises(rhizome.NotFound):
         ro.database("missing")
     assert ro.databases() == ["people"]
+
+
+def test_sparql_updates_are_document_writes(folder):
+    db = folder.database("people")
+    before = db.changes()["last_seq"]
+    out = db.update('INSERT DATA { GRAPH <http://example.com/alice> { <http://example.com/alice> <http://schema.org/name> "Alice" } }')
+    assert out["quads_inserted"] == 1
+    changes = db.changes(since=before)["results"]
+    assert len(changes) == 1
+    assert db.info()["doc_count"] == 1
+    rows = list(db.store.query("SELECT ?n WHERE { ?s <http://schema.org/name> ?n }"))
+    assert [r["n"].value for r in rows] == ["Alice"]
+    with pytest.raises(SyntaxError):
+        db.update("INSERT NOTHING")
+    with pytest.raises(PermissionError):
+        db.store.add(rhizome.Quad(rhizome.NamedNode("http://e/a"), rhizome.NamedNode("http://e/b"), rhizome.Literal("c")))
