@@ -436,7 +436,7 @@ impl PyDatabase {
         let db = self.db.clone();
         let summary = py
             .detach(move || {
-                rhizome_sparql::nesting::run_with_query_stack(move || -> Result<rhizome_sparql::UpdateSummary, PyErrText> {
+                crate::query_threads::run(move || -> Result<rhizome_sparql::UpdateSummary, PyErrText> {
                     use rhizome_sparql::{execute_update_with_stored_default, parse_update, LoadPolicy, Statistics, UpdateLimits};
                     use spargebra::algebra::GraphTarget;
                     use spargebra::GraphUpdateOperation;
@@ -463,8 +463,6 @@ impl PyDatabase {
                         execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(PyErrText::Sparql)
                     })
                 })
-                .map_err(PyErrText::Sparql)
-                .and_then(|r| r)
             })
             .map_err(PyErrText::into_py)?;
         to_py(py, &json!({ "quads_inserted": summary.quads_inserted, "quads_deleted": summary.quads_deleted }))

@@ -12,6 +12,7 @@
 mod docs;
 mod errors;
 mod json;
+mod query_threads;
 mod store;
 mod terms;
 

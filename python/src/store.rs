@@ -337,7 +337,7 @@ impl PyStore {
         };
         let store = self.inner.clone();
         let outcome = py.detach(move || {
-            rhizome_sparql::nesting::run_with_query_stack(move || -> rhizome_sparql::Result<Answer> {
+            crate::query_threads::run(move || -> rhizome_sparql::Result<Answer> {
                 let mut query = parse_query(&text, base_iri.as_deref())?;
                 if let Some(from) = from {
                     set_default_graph(&mut query, from);
@@ -355,7 +355,6 @@ impl PyStore {
                 };
                 Ok(answer)
             })
-            .and_then(|r| r)
         });
         match outcome.map_err(sparql_error)? {
             Answer::Boolean(b) => Ok(pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind()),
@@ -376,11 +375,10 @@ impl PyStore {
         let store = self.inner.clone();
         let summary = py
             .detach(move || {
-                rhizome_sparql::nesting::run_with_query_stack(move || {
+                crate::query_threads::run(move || {
                     let update = parse_update(&text, base_iri.as_deref())?;
                     execute_update(&*store, &update)
                 })
-                .and_then(|r| r)
             })
             .map_err(sparql_error)?;
         let d = pyo3::types::PyDict::new(py);
