@@ -125,19 +125,18 @@ impl DataFolder {
 
 /// The inverse of the server's folder naming (`%XX` for other characters).
 fn decode_name(folder: &str) -> String {
-    let bytes = folder.as_bytes();
     let mut out = String::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() + 0 && i + 2 <= bytes.len() - 1 {
-            if let Ok(c) = u8::from_str_radix(&folder[i + 1..i + 3], 16) {
-                out.push(c as char);
-                i += 3;
+    let mut rest = folder;
+    while let Some(c) = rest.chars().next() {
+        if c == '%' {
+            if let Some(b) = rest.get(1..3).and_then(|hex| u8::from_str_radix(hex, 16).ok()) {
+                out.push(b as char);
+                rest = &rest[3..];
                 continue;
             }
         }
-        out.push(bytes[i] as char);
-        i += 1;
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
     }
     out
 }
@@ -404,6 +403,7 @@ impl PyDatabase {
             None => Map::new(),
         };
         let ddoc_id = if ddoc.starts_with("_design/") { ddoc.to_owned() } else { format!("_design/{ddoc}") };
+        let read_only = self.read_only;
         let db = self.db.clone();
         let name = self.name.clone();
         let view = view.to_owned();
@@ -414,7 +414,12 @@ impl PyDatabase {
                 if design.view(&view).is_none() {
                     return Err(format!("missing_named_view: {ddoc_id} has no view {view}"));
                 }
-                let q = rhizome_views::ViewQuery::default().from_json(&body).map_err(|e| e.to_string())?;
+                let mut q = rhizome_views::ViewQuery::default().from_json(&body).map_err(|e| e.to_string())?;
+                if read_only {
+                    // A read-only open cannot bring the index up to date:
+                    // it answers from the index as the last writer left it.
+                    q.update = rhizome_views::UpdateMode::False;
+                }
                 rhizome_views::run_query(&db, &name, &design, &view, &q, rhizome_views::Limits::default()).map_err(|e| e.to_string())
             })
             .map_err(|m| if m.starts_with("missing") || m.contains("missing") { crate::errors::NotFound::new_err(m) } else { RhizomeError::new_err(m) })?;

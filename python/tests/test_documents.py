@@ -130,6 +130,10 @@ def test_one_process_per_database_and_read_only_opens(tmp_path):
     f = rhizome.open(data)
     db = f.database("people")
     db.put({"_id": "a"})
+    db.put({"_id": "_design/d", "views": {"ids": {"map": "function (doc) { emit(doc._id, null); }"}}})
+    assert len(db.view("d", "ids")["rows"]) == 1
+    f.database("odd$name(1)+x")
+    assert f.databases() == ["odd$name(1)+x", "people"]
     assert f.database("people").get("a")["_id"] == "a"  # the same handle, shared
     code = "import rhizome, sys\ntry:\n    rhizome.open(sys.argv[1]).database('people')\nexcept rhizome.StoreLocked as e:\n    print('locked:', e)\n"
     out = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, check=True).stdout
@@ -141,9 +145,10 @@ def test_one_process_per_database_and_read_only_opens(tmp_path):
     assert rdb.get("a")["_id"] == "a"
     with pytest.raises(PermissionError):
         rdb.put({"_id": "b"})
+    assert [r["id"] for r in rdb.view("d", "ids")["rows"]] == ["a"]  # from the index as it was
     with pytest.raises(rhizome.NotFound):
         ro.database("missing")
-    assert ro.databases() == ["people"]
+    assert ro.databases() == ["odd$name(1)+x", "people"]
 
 
 def test_sparql_updates_are_document_writes(folder):
