@@ -420,7 +420,7 @@ impl PyDatabase {
                     // it answers from the index as the last writer left it.
                     q.update = rhizome_views::UpdateMode::False;
                 }
-                rhizome_views::run_query(&db, &name, &design, &view, &q, rhizome_views::Limits::default()).map_err(|e| e.to_string())
+                rhizome_views::run_query(&db, &name, &design, &view, &q, js_limits()).map_err(|e| e.to_string())
             })
             .map_err(|m| if m.starts_with("missing") || m.contains("missing") { crate::errors::NotFound::new_err(m) } else { RhizomeError::new_err(m) })?;
         let value: Value = serde_json::from_str(&text).map_err(|e| RhizomeError::new_err(format!("a view answer that is not JSON: {e}")))?;
@@ -503,6 +503,24 @@ impl PyDatabase {
     fn __repr__(&self) -> String {
         format!("<Database {}>", self.name)
     }
+}
+
+/// The limits of design-document functions, from the server's settings:
+/// per call `RHIZOME_JS_TIMEOUT_MS` (default 5000) and per sandbox
+/// `RHIZOME_JS_MEMORY_MB` (default 64), read at the first use.
+fn js_limits() -> rhizome_views::Limits {
+    static LIMITS: std::sync::OnceLock<rhizome_views::Limits> = std::sync::OnceLock::new();
+    *LIMITS.get_or_init(|| {
+        let mut l = rhizome_views::Limits::default();
+        let env = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|n| *n > 0);
+        if let Some(ms) = env("RHIZOME_JS_TIMEOUT_MS") {
+            l.call_timeout = std::time::Duration::from_millis(ms);
+        }
+        if let Some(mb) = env("RHIZOME_JS_MEMORY_MB") {
+            l.memory_bytes = (mb as usize).saturating_mul(1 << 20);
+        }
+        l
+    })
 }
 
 /// An error made without the GIL.

@@ -279,7 +279,22 @@ impl PyStore {
         let g = optional(graph_name, graph_from_py)?;
         let store = self.inner.clone();
         let mode = store.mode();
-        let blanks = self.blanks.lock().map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("a thread panicked while writing"))?.clone();
+        // The ids this object gave to the pattern's blank nodes (only
+        // those: the map can be large).
+        let blanks: BlankIds = {
+            let all = self.blanks.lock().map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("a thread panicked while writing"))?;
+            let mut labels: Vec<&str> = Vec::new();
+            if let Some(Term::BlankNode(b)) = &s {
+                labels.push(b.as_str());
+            }
+            if let Some(Term::BlankNode(b)) = &o {
+                labels.push(b.as_str());
+            }
+            if let Some(GraphName::BlankNode(b)) = &g {
+                labels.push(b.as_str());
+            }
+            labels.into_iter().filter_map(|l| all.get(l).map(|id| (l.to_owned(), *id))).collect()
+        };
         let (snapshot, pattern) = py.detach(move || -> PyResult<(Arc<StoreSnapshot>, Option<QuadPattern>)> {
             let snapshot = Arc::new(store.snapshot().map_err(rdf_error)?);
             let mut pattern = QuadPattern::default();
