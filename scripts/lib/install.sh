@@ -2,11 +2,12 @@
 # Every check asks the package manager's own record, never a file glob:
 # a file that happens to exist can belong to another package (libclang-cpp14
 # ships a libclang-cpp.so that is not the libclang bindgen loads).
-# DPKG_QUERY, APT_GET and NPM override the tools, for tests with fake records
+# DPKG_QUERY, APT_GET, NPM and MVN override the tools, for tests with fake records
 # (crates/rhizome-cli/tests/setup_script.rs).
 DPKG_QUERY="${DPKG_QUERY:-dpkg-query}"
 APT_GET="${APT_GET:-apt-get}"
 NPM="${NPM:-npm}"
+MVN="${MVN:-mvn}"
 
 # True when dpkg's record says PKG is installed (not merely known, removed,
 # or left with its configuration files).
@@ -67,4 +68,14 @@ python_sources_hash() {
   find "${paths[@]}" -type f \
     -not -path '*/tests/*' -not -path '*/__pycache__/*' -not -path '*/.pytest_cache/*' -print0 2>/dev/null |
     LC_ALL=C sort -z | xargs -0 -r sha256sum | sha256sum | cut -d' ' -f1
+}
+
+# Resolves the dependencies POM declares into Maven's local repository,
+# unless Maven itself says they are all there (an offline resolve succeeds).
+maven_ensure() {
+  local pom="$1"
+  if ! "$MVN" -o -q -f "$pom" dependency:resolve >/dev/null 2>&1; then
+    echo "setup: maven dependency:resolve of $pom" >&2
+    "$MVN" -q -f "$pom" dependency:resolve >/dev/null
+  fi
 }

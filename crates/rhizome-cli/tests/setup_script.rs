@@ -1,10 +1,11 @@
 //! `scripts/setup` decides every install from the package manager's record.
 //! The real script (copied with scripts/lib/ into a fake repository root)
-//! runs against fake `dpkg-query`, `apt-get`, `npm`, `node` and `python3`
-//! (named by the DPKG_QUERY / APT_GET / NPM / NODE / PYTHON overrides) that
-//! keep their state in files: a dpkg status list, an npm "tree is complete"
-//! flag, a venv whose fake pip knows what it installed, and a log of every
-//! install they were asked for.
+//! runs against fake `dpkg-query`, `apt-get`, `npm`, `node`, `python3`,
+//! `java` and `mvn` (named by the DPKG_QUERY / APT_GET / NPM / NODE / PYTHON
+//! / JAVA / MVN overrides) that keep their state in files: a dpkg status
+//! list, an npm "tree is complete" flag, a venv whose fake pip knows what it
+//! installed, a Maven "local repository is complete" flag, and a log of
+//! every install they were asked for.
 //! Fake `apt-get install` records its packages as installed, so a second run
 //! shows the script is quick and quiet when everything is there.
 
@@ -45,6 +46,17 @@ case "$1" in
 esac
 "#;
 
+// `mvn [-o] -q -f POM dependency:resolve`: offline it succeeds only once the
+// local repository has everything; online it fetches (logged).
+const FAKE_MVN: &str = r#"#!/usr/bin/env bash
+offline=0
+for a in "$@"; do [ "$a" = -o ] && offline=1; done
+[ -e "$FAKE/m2-complete" ] && exit 0
+[ "$offline" = 1 ] && exit 1
+echo "mvn resolve $(basename "$(dirname "${@: -2:1}")")" >> "$FAKE/log"
+touch "$FAKE/m2-complete"
+"#;
+
 // `python3 -m venv DIR` makes DIR/bin/python, a fake whose pip keeps its
 // record in DIR/installed (`./python`, the repository's package, is
 // recorded under its name, rhizome, as pip does).
@@ -68,6 +80,11 @@ impl FakeMachine {
     /// A machine whose dpkg record holds `packages` ("name|status") and whose
     /// npm tree is complete or not.
     fn new(packages: &[&str], npm_tree_complete: bool) -> FakeMachine {
+        Self::with_maven(packages, npm_tree_complete, true)
+    }
+
+    /// `new`, with Maven's local repository complete or not.
+    fn with_maven(packages: &[&str], npm_tree_complete: bool, m2_complete: bool) -> FakeMachine {
         let dir = tempfile::tempdir().expect("a temp dir");
         let bin = dir.path().join("bin");
         fs::create_dir(&bin).unwrap();
@@ -78,6 +95,8 @@ impl FakeMachine {
             ("node", "#!/bin/sh\n"),
             ("python3", FAKE_PYTHON),
             ("sudo", "#!/bin/sh\nexec \"$@\"\n"),
+            ("mvn", FAKE_MVN),
+            ("java", "#!/bin/sh\n"),
         ] {
             let path = bin.join(name);
             fs::write(&path, text).unwrap();
@@ -90,11 +109,16 @@ impl FakeMachine {
         if npm_tree_complete {
             fs::write(dir.path().join("npm-tree-complete"), "").unwrap();
         }
+        if m2_complete {
+            fs::write(dir.path().join("m2-complete"), "").unwrap();
+        }
         // The repository: the real scripts, and the folders they work in.
         let root = dir.path().join("repo");
         fs::create_dir_all(root.join("scripts/lib")).unwrap();
         fs::create_dir_all(root.join("tests/pouchdb")).unwrap();
         fs::create_dir_all(root.join("tests/python")).unwrap();
+        fs::create_dir_all(root.join("tests/ldp")).unwrap();
+        fs::copy(repo().join("tests/ldp/pom.xml"), root.join("tests/ldp/pom.xml")).unwrap();
         fs::copy(repo().join("scripts/setup"), root.join("scripts/setup")).unwrap();
         fs::copy(repo().join("scripts/lib/install.sh"), root.join("scripts/lib/install.sh")).unwrap();
         FakeMachine { dir }
@@ -114,6 +138,8 @@ impl FakeMachine {
             .env("NPM", bin.join("npm"))
             .env("NODE", node)
             .env("PYTHON", bin.join("python3"))
+            .env("MVN", bin.join("mvn"))
+            .env("JAVA", bin.join("java"))
             .output()
             .expect("bash runs scripts/setup");
         assert!(out.status.success(), "scripts/setup failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -225,4 +251,13 @@ fn installs_the_python_package_again_only_when_its_sources_change() {
     assert_eq!(m.run_setup(&m.node()), NOTHING);
     fs::write(root.join("tests/python/.venv/installed"), "rdflib\npytest\n").unwrap();
     assert_eq!(m.run_setup(&m.node()), vec!["pip install ./python"], "pip's record lacks rhizome");
+}
+
+#[test]
+fn resolves_the_ldp_test_suite_when_mavens_repository_lacks_it() {
+    let record: Vec<&str> = BASE.iter().chain(LIBCLANG).copied().collect();
+    let m = FakeMachine::with_maven(&record, true, false);
+    m.with_rdflib();
+    assert_eq!(m.run_setup(&m.node()), vec!["mvn resolve ldp"]);
+    assert_eq!(m.run_setup(&m.node()), NOTHING);
 }

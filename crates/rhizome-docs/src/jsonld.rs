@@ -56,10 +56,26 @@ impl DocumentIris {
 
     pub fn doc_id(&self, graph_iri: &str) -> String {
         match graph_iri.strip_prefix(&self.prefix) {
+            Some(rest) if is_ldp_path(rest) => graph_iri.to_owned(),
             Some(rest) => percent_decode(rest).unwrap_or_else(|| graph_iri.to_owned()),
             None => graph_iri.to_owned(),
         }
     }
+
+    /// `<base>/<db>/_ldp/`: the IRI of the database's root LDP container
+    /// (rhizome-ldp). An LDP resource's document id is its absolute IRI
+    /// under it, which is also its graph IRI: no document id can start
+    /// with `_ldp/`, so no other document's graph is named there.
+    pub fn ldp_root(&self) -> String {
+        format!("{}{LDP_SEGMENT}/", self.prefix)
+    }
+}
+
+/// The path segment under `<base>/<db>/` where LDP resources live.
+const LDP_SEGMENT: &str = "_ldp";
+
+fn is_ldp_path(rest: &str) -> bool {
+    rest.strip_prefix(LDP_SEGMENT).is_some_and(|r| r.is_empty() || r.starts_with('/'))
 }
 
 /// The naming rule that keeps one graph per document: an id that is an
@@ -78,6 +94,9 @@ impl DocumentIris {
             return None;
         }
         let rest = doc_id.strip_prefix(&self.prefix)?;
+        if is_ldp_path(rest) {
+            return None;
+        }
         let owner = percent_decode(rest).filter(|o| !o.is_empty());
         Some(match owner {
             Some(owner) => format!(
@@ -344,5 +363,24 @@ mod tests {
         assert_eq!(iris.doc_id("http://example.org/s"), "http://example.org/s");
         assert_eq!(iris.graph_iri("urn:x:1"), "urn:x:1");
         assert_eq!(iris.graph_iri("12:30 meeting"), "http://localhost:5984/people/12%3A30%20meeting");
+    }
+}
+
+#[cfg(test)]
+mod ldp_iri_tests {
+    use super::DocumentIris;
+
+    #[test]
+    fn ldp_resources_are_their_own_documents_under_the_database_prefix() {
+        let iris = DocumentIris::new("http://h:1", "db");
+        assert_eq!(iris.ldp_root(), "http://h:1/db/_ldp/");
+        for iri in ["http://h:1/db/_ldp/", "http://h:1/db/_ldp/a/b%20c"] {
+            assert_eq!(iris.doc_id(iri), iri, "the id is the IRI");
+            assert_eq!(iris.graph_iri(iri), iri, "the graph is the IRI");
+            assert_eq!(iris.reserved_id(iri), None, "no other document's graph is named there");
+        }
+        // The rest of the prefix keeps its rule.
+        assert_eq!(iris.doc_id("http://h:1/db/_ldpx"), "_ldpx");
+        assert!(iris.reserved_id("http://h:1/db/doc").is_some());
     }
 }

@@ -28,6 +28,7 @@ pub mod error;
 mod extension;
 mod group_commit;
 mod http;
+mod ldp;
 mod rdf;
 mod replicator_db;
 mod router;

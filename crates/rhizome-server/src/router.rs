@@ -71,6 +71,8 @@ pub enum Route {
     DesignAction(String, String, String, String),
     /// `/{db}/_index` and below (Mango's indexes).
     MangoIndex(String, Vec<String>),
+    /// `/{db}/_ldp/...`: Linked Data Platform (`crate::ldp`).
+    Ldp(String, Vec<String>),
 }
 
 /// The design-document handlers of CouchDB (`chttpd_handlers`): paths
@@ -96,6 +98,7 @@ impl Route {
                 return Err(HttpError::bad_request(format!("Unknown or unsupported endpoint /{db}")))
             }
             [db] => Route::Db(db.to_string()),
+            [db, "_ldp", rest @ ..] => Route::Ldp(db.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             [db, op] if op.starts_with('_') && *op != "_design" && *op != "_local" => {
                 let op = match *op {
                     "_all_docs" => DbOp::AllDocs,
@@ -137,7 +140,7 @@ impl Route {
 
     pub fn db_name(&self) -> Option<&str> {
         match self {
-            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) | Route::DesignAction(db, ..) | Route::MangoIndex(db, _) => Some(db),
+            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) | Route::DesignAction(db, ..) | Route::MangoIndex(db, _) | Route::Ldp(db, _) => Some(db),
             _ => None,
         }
     }
@@ -159,7 +162,7 @@ impl Route {
             Route::MangoIndex(..) => Access::Member,
             Route::Doc(db, id) | Route::Attachment(db, id, _) if db == "_users" && id.starts_with(auth::users::USER_PREFIX) => Access::UserDoc(id.clone()),
             Route::Doc(_, id) | Route::Attachment(_, id, _) if id.starts_with("_design/") && !read => Access::DbAdmin,
-            Route::Doc(..) | Route::Attachment(..) | Route::Local(..) | Route::Extension(..) | Route::DesignAction(..) => Access::Member,
+            Route::Doc(..) | Route::Attachment(..) | Route::Local(..) | Route::Extension(..) | Route::DesignAction(..) | Route::Ldp(..) => Access::Member,
         }
     }
 }
@@ -168,7 +171,7 @@ impl Route {
 /// synchronous).
 pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
     let route = Route::parse(&req.segments)?;
-    let rdf = matches!(route, Route::Extension(..));
+    let rdf = matches!(route, Route::Extension(..) | Route::Ldp(..));
     match handle_route(server, req, route) {
         // SPARQL and Graph Store clients (Jena, Java's Authenticator,
         // urllib's handlers, SPARQLWrapper) send their credentials only
@@ -242,6 +245,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Extension(_, what) => extension::route(server, req, &*need(db)?, &what)?.into(),
         Route::DesignAction(_, ddoc, action, rest) => couch::views::design_action(req, need(db)?, &ddoc, &action, &rest)?.into(),
         Route::MangoIndex(_, rest) => couch::mango::index(req, ctx, &*need(db)?, &rest)?.into(),
+        Route::Ldp(_, rest) => crate::ldp::handle(server, req, ctx, need(db)?, &rest)?.into(),
     })
 }
 
@@ -262,6 +266,8 @@ mod tests {
         assert_eq!(p("/db/doc/dir/file.txt").unwrap(), Route::Attachment("db".into(), "doc".into(), "dir/file.txt".into()));
         assert_eq!(p("/db/_local/cp").unwrap(), Route::Local("db".into(), "_local/cp".into()));
         assert_eq!(p("/db/_sparql").unwrap(), Route::Extension("db".into(), "_sparql".into()));
+        assert_eq!(p("/db/_ldp/").unwrap(), Route::Ldp("db".into(), vec![]));
+        assert_eq!(p("/db/_ldp/c/r").unwrap(), Route::Ldp("db".into(), vec!["c".into(), "r".into()]));
         assert_eq!(p("/db/_bogus").unwrap_err().status, 400);
         assert_eq!(p("/_users").unwrap(), Route::Db("_users".into()));
         assert_eq!(p("/db/_local/cp/file.txt").unwrap_err().status, 400);

@@ -136,7 +136,10 @@ pub fn projector_for(base: &str, name: &str, contexts: Arc<ContextStore>) -> Arc
     if name.starts_with('_') {
         return Arc::new(NoProjection);
     }
-    Arc::new(JsonLdProjector::with_contexts(DocumentIris::new(base, name), contexts))
+    let iris = DocumentIris::new(base, name);
+    let root = iris.ldp_root();
+    // LDP resources are documents; their index follows every write.
+    Arc::new(rhizome_ldp::LdpProjector::new(Arc::new(JsonLdProjector::with_contexts(iris, contexts)), root))
 }
 
 /// The folder of the remote context cache, `<data>/_contexts`.

@@ -33,6 +33,17 @@ impl ServerProcess {
         server
     }
 
+    /// `start`, with the data folder's base IRI the server's own address,
+    /// so that the IRIs it names documents and LDP resources with are URLs
+    /// a client can follow.
+    pub fn start_at_own_address(data: &Path) -> ServerProcess {
+        let port = free_port();
+        let base = format!("http://127.0.0.1:{port}");
+        let mut server = ServerProcess { child: Self::spawn(data, port, &[("RHIZOME_BASE_IRI", &base)]), port, data: data.to_owned() };
+        server.wait_ready();
+        server
+    }
+
     /// `start`, with the server's stderr written to `log`.
     pub fn start_logged(data: &Path, log: &Path) -> ServerProcess {
         let port = free_port();

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""bench/ldp: seed 002's LDP protocol (Lakesuperior's benchmark script) against
+an LDP server: CHILDREN PUTs, then CHILDREN POSTs, of 200-triple Turtle
+resources under one parent container each, timing only the requests (the
+data is generated beforehand); per-request times as the container grows,
+the GET of the full container, and (Rhizome) seed 002's SPARQL count.
+
+Each resource, as seed 002's: 50 triples whose objects are external IRIs
+(50 predicates, 5 objects), 50 whose objects are repository resources (50
+predicates, 5 objects) and 100 with a random 64-character string (50
+predicates, 100 objects).
+
+Usage: bench.py OUT.json NAME ROOT_URL CHILDREN [SPARQL_URL]
+ROOT_URL is the LDP root container (user:pass@ for Basic auth). Standard
+library only.
+"""
+import base64
+import http.client
+import json
+import random
+import string
+import sys
+import time
+import urllib.parse
+
+out_path, name, root, children = sys.argv[1], sys.argv[2], sys.argv[3].rstrip("/") + "/", int(sys.argv[4])
+sparql = sys.argv[5] if len(sys.argv) > 5 else None
+url = urllib.parse.urlsplit(root)
+auth = {}
+if url.username:
+    auth = {"Authorization": "Basic " + base64.b64encode(f"{urllib.parse.unquote(url.username)}:{urllib.parse.unquote(url.password or '')}".encode()).decode()}
+host = url.hostname
+port = url.port
+base_path = url.path
+conn = http.client.HTTPConnection(host, port, timeout=600)
+rng = random.Random(2)
+LDP = "http://www.w3.org/ns/ldp#"
+
+
+def call(method, path, body=None, headers=None):
+    global conn
+    h = dict(auth)
+    h.update(headers or {})
+    for attempt in range(2):
+        try:
+            conn.request(method, path, body=body, headers=h)
+            r = conn.getresponse()
+            data = r.read()
+            return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            conn.close()
+            conn = http.client.HTTPConnection(host, port, timeout=600)
+            if attempt:
+                raise
+
+
+def abs_path(p):
+    return p if p.startswith("/") else base_path + p
+
+
+def repo_iri(p):
+    return f"{url.scheme}://{host}:{port}{abs_path(p)}"
+
+
+def resource_body(repo_objects):
+    lines = []
+    for i in range(50):
+        lines.append(f"<> <urn:bench:ext{i}> <http://example.org/ext/{rng.randrange(5)}> .")
+    for i in range(50):
+        lines.append(f"<> <urn:bench:int{i}> <{repo_objects[rng.randrange(5)]}> .")
+    for i in range(100):
+        text = "".join(rng.choice(string.ascii_letters + string.digits + "éüçøß") for _ in range(64))
+        lines.append(f"<> <urn:bench:str{i % 50}> \"{text}\" .")
+    return "\n".join(lines).encode()
+
+
+def make_container(slug):
+    status, _, body = call("PUT", abs_path(slug), b"", {"Content-Type": "text/turtle", "Link": f"<{LDP}BasicContainer>; rel=\"type\""})
+    assert status in (201, 204), (status, body[:300])
+
+
+def run(kind, parent):
+    make_container(parent)
+    repo_objects = [repo_iri(parent)] + [repo_iri(f"{parent}/r{i}") for i in range(4)]
+    bodies = [resource_body(repo_objects) for _ in range(min(children, 2000))]
+    times = []
+    for i in range(children):
+        body = bodies[i % len(bodies)]
+        headers = {"Content-Type": "text/turtle"}
+        t = time.perf_counter()
+        if kind == "PUT":
+            status, _, data = call("PUT", abs_path(f"{parent}/c{i}"), body, headers)
+        else:
+            status, _, data = call("POST", abs_path(parent), body, headers)
+        times.append(time.perf_counter() - t)
+        assert status in (201, 204), (kind, i, status, data[:300])
+        if (i + 1) % 10000 == 0:
+            print(f"[bench/ldp] {name} {kind} {i + 1}: last 1000 {sum(times[-1000:]):.2f} s", file=sys.stderr, flush=True)
+    per_k = [sum(times[k:k + 1000]) / len(times[k:k + 1000]) for k in range(0, len(times), 1000)]
+    t = time.perf_counter()
+    status, headers, data = call("GET", abs_path(parent), None, {"Accept": "text/turtle"})
+    get_s = time.perf_counter() - t
+    assert status == 200, status
+    contains = data.count(b"ldp:contains") + data.count(b"ldp#contains")
+    return {"kind": kind, "children": children, "mean_ms": 1000 * sum(times) / len(times), "per_1000_ms": [1000 * x for x in per_k],
+            "first_1000_ms": 1000 * per_k[0], "last_1000_ms": 1000 * per_k[-1], "get_s": get_s, "get_bytes": len(data)}
+
+
+result = {"name": name, "children": children, "runs": []}
+for kind, parent in (("PUT", "pomegranate"), ("POST", "pomegranate-post")):
+    result["runs"].append(run(kind, parent))
+if sparql:
+    q = "PREFIX ldp: <http://www.w3.org/ns/ldp#> SELECT (COUNT(?s) AS ?c) WHERE { ?s a ldp:Resource . ?s a ldp:Container . }"
+    su = urllib.parse.urlsplit(sparql)
+    t = time.perf_counter()
+    status, _, data = call("POST", su.path, urllib.parse.urlencode({"query": q}).encode(),
+                           {"Content-Type": "application/x-www-form-urlencoded; charset=UTF-8", "Accept": "application/sparql-results+json"})
+    result["sparql_s"] = time.perf_counter() - t
+    assert status == 200, (status, data[:300])
+    result["sparql_count"] = json.loads(data)["results"]["bindings"][0]["c"]["value"]
+json.dump(result, open(out_path, "w"), indent=1)
