@@ -16,6 +16,8 @@ Documents, like a CouchDB client, in a server's data folder::
     rev = db.put({"_id": "alice", "name": "Alice"})
     db.put({"_id": "alice", "_rev": rev, "name": "Alice B."})
 
+LDP resources as rdflib graphs: ``rhizome.Ldp(db).get("/pomegranate")``.
+
 rdflib: ``rdflib.Graph(store="Rhizome")`` (see ``rhizome.rdflib_store``)
 and ``rhizome.to_rdflib`` / ``rhizome.from_rdflib`` for terms.
 
@@ -47,6 +49,7 @@ from ._rhizome import (
     open,
 )
 from ._rdflib import from_rdflib, to_rdflib
+from ._ldp import Ldp
 
 __all__ = [
     "__version__",
@@ -56,6 +59,7 @@ __all__ = [
     "Database",
     "DefaultGraph",
     "Forbidden",
+    "Ldp",
     "Literal",
     "NamedNode",
     "NotFound",

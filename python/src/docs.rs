@@ -51,6 +51,12 @@ pub fn open(data_dir: PathBuf, read_only: bool) -> PyResult<DataFolder> {
     Ok(DataFolder { dir: data_dir, read_only, base, contexts, open: Mutex::new(HashMap::new()) })
 }
 
+impl DataFolder {
+    fn ldp_root(&self, name: &str) -> String {
+        rhizome_docs::DocumentIris::new(&self.base, name).ldp_root()
+    }
+}
+
 #[pymethods]
 impl DataFolder {
     /// The database ``name`` (created unless the folder is read-only).
@@ -64,7 +70,7 @@ impl DataFolder {
         }
         let mut open = self.open.lock().map_err(|_| RhizomeError::new_err("a thread panicked while opening a database"))?;
         if let Some(db) = open.get(name) {
-            return Ok(PyDatabase { db: db.clone(), name: name.to_owned(), read_only: self.read_only });
+            return Ok(PyDatabase { db: db.clone(), name: name.to_owned(), read_only: self.read_only, ldp_root: self.ldp_root(name) });
         }
         let dir = rhizome_server::database_dir(&self.dir, name);
         if (self.read_only || !create) && !dir.join("CURRENT").exists() {
@@ -84,7 +90,7 @@ impl DataFolder {
             .map_err(doc_error)?;
         let db = Arc::new(db);
         open.insert(name.to_owned(), db.clone());
-        Ok(PyDatabase { db, name: name.to_owned(), read_only })
+        Ok(PyDatabase { db, name: name.to_owned(), read_only, ldp_root: self.ldp_root(name) })
     }
 
     /// The names of the folder's databases.
@@ -149,6 +155,8 @@ pub struct PyDatabase {
     db: Arc<Database>,
     name: String,
     read_only: bool,
+    /// The root container's IRI of the database's LDP resources.
+    ldp_root: String,
 }
 
 fn rev_arg(rev: Option<&str>) -> PyResult<Option<Rev>> {
@@ -500,6 +508,11 @@ impl PyDatabase {
         }
     }
 
+    /// The database's LDP resources (``rhizome.Ldp(db)`` wraps this).
+    fn _ldp(&self) -> crate::ldp::PyLdp {
+        crate::ldp::PyLdp::new(self.db.clone(), self.ldp_root.clone(), self.read_only)
+    }
+
     fn __repr__(&self) -> String {
         format!("<Database {}>", self.name)
     }
@@ -547,7 +560,7 @@ impl PyErrText {
 }
 
 /// A fresh document id (CouchDB's UUIDs: 32 hex digits).
-fn new_doc_id() -> String {
+pub(crate) fn new_doc_id() -> String {
     use std::time::{SystemTime, UNIX_EPOCH};
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);

@@ -3,7 +3,7 @@
 //! Owns: the native module `rhizome._rhizome` — term classes shaped like
 //! pyoxigraph's (`terms`), the RDF store (`store`: loads, pattern scans,
 //! SPARQL, dumps), CouchDB-style databases of a server's data folder
-//! (`docs`), the mapping of Rust errors to Python exceptions (`errors`) and
+//! (`docs`) and their LDP resources (`ldp`), the mapping of Rust errors to Python exceptions (`errors`) and
 //! of JSON values to Python objects (`json`). The Python side
 //! (`rhizome/`) adds rdflib conversions and the rdflib store plugin.
 //! Does not own: any storage, query or document semantics (the crates
@@ -12,6 +12,7 @@
 mod docs;
 mod errors;
 mod json;
+mod ldp;
 mod query_threads;
 mod store;
 mod terms;
@@ -25,5 +26,6 @@ fn _rhizome(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     store::register(m)?;
     docs::register(m)?;
+    ldp::register(m)?;
     Ok(())
 }
