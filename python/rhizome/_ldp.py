@@ -81,10 +81,10 @@ def _triples(graph):
 
 
 def _graph(iri, subjects, predicates, objects):
-    """An rdflib Graph of the columns. A run of equal terms (the native
-    side hands out one object for it: a container's subject and
-    predicate) is converted once, IRIs through ``to_rdflib``'s cache, and
-    the triples go in through ``Graph.addN``."""
+    """An rdflib Graph of the columns (IRIs come as ``str``). A run of
+    equal terms (the native side hands out one object for it: a
+    container's subject and predicate) is converted once, and the triples
+    go in through ``Graph.addN``, rdflib's cheapest way in."""
     URIRef, _, _, _, Graph = _rdflib()
     g = Graph(identifier=URIRef(iri))
 
@@ -96,7 +96,7 @@ def _graph(iri, subjects, predicates, objects):
             if t is last:
                 append(last_conv)
                 continue
-            last, last_conv = t, to_rdflib(t)
+            last, last_conv = t, (URIRef(t) if type(t) is str else to_rdflib(t))
             append(last_conv)
         return out
 

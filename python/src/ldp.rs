@@ -15,7 +15,7 @@ use crate::terms::{predicate_from_py, subject_from_py, term_from_py, term_to_py,
 use oxrdf::{NamedNode, NamedNodeRef, NamedOrBlankNode, Term, Triple};
 use pyo3::exceptions::{PyPermissionError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyString};
 use rhizome_docs::keys::{DocInfo, DOCS};
 use rhizome_docs::{Database, DocError};
 use rhizome_kv::KvRead;
@@ -292,8 +292,9 @@ impl PyLdp {
     }
 
     /// ``(etag, model_iri, subjects, predicates, objects)``: the same as
-    /// ``read`` as three parallel lists of terms, each distinct IRI one
-    /// shared object (what the rdflib conversion wants).
+    /// ``read`` as three parallel lists, IRIs as ``str`` and other terms
+    /// as Rhizome's; a run of equal terms is one shared object (what the
+    /// rdflib conversion wants).
     fn read_columns<'py>(&self, py: Python<'py>, path: &str) -> PyResult<(String, String, Bound<'py, PyList>, Bound<'py, PyList>, Bound<'py, PyList>)> {
         let path = self.path(path)?;
         let r = py.detach(|| self.representation(&path))?;
@@ -305,7 +306,13 @@ impl PyLdp {
                     return Ok(obj.clone_ref(py));
                 }
             }
-            let obj = term_to_py(py, t.clone())?;
+            let obj = match &t {
+                // A plain str: the rdflib conversion makes a URIRef of it
+                // directly (a NamedNode object first would cost as much
+                // again).
+                Term::NamedNode(n) => PyString::new(py, n.as_str()).into_any().unbind(),
+                other => term_to_py(py, other.clone())?,
+            };
             last[i] = Some((t, obj.clone_ref(py)));
             Ok(obj)
         };
