@@ -57,6 +57,19 @@ pip_has() {
   "$venv/bin/python" -m pip show -q "$@" >/dev/null 2>&1
 }
 
+# A hash of every file the Python package (python/) is built from: the
+# workspace's manifests and lock file, the crates (without their tests) and
+# python/ (without its tests and caches). Content, not timestamps.
+python_sources_hash() {
+  local paths=() p
+  for p in Cargo.toml Cargo.lock crates python; do
+    [ -e "$p" ] && paths+=("$p")
+  done
+  find "${paths[@]}" -type f \
+    -not -path '*/tests/*' -not -path '*/__pycache__/*' -not -path '*/.pytest_cache/*' -print0 2>/dev/null |
+    LC_ALL=C sort -z | xargs -0 -r sha256sum | sha256sum | cut -d' ' -f1
+}
+
 # Resolves the dependencies POM declares into Maven's local repository,
 # unless Maven itself says they are all there (an offline resolve succeeds).
 maven_ensure() {

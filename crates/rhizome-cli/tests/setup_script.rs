@@ -58,7 +58,8 @@ touch "$FAKE/m2-complete"
 "#;
 
 // `python3 -m venv DIR` makes DIR/bin/python, a fake whose pip keeps its
-// record in DIR/installed.
+// record in DIR/installed (`./python`, the repository's package, is
+// recorded under its name, rhizome, as pip does).
 const FAKE_PYTHON: &str = r#"#!/usr/bin/env bash
 [ "$1 $2" = "-m venv" ] || { echo "fake python3: unexpected $*" >&2; exit 2; }
 mkdir -p "$3/bin"
@@ -68,7 +69,7 @@ venv="$(cd "$(dirname "$0")/.." && pwd)"
 [ "$1 $2" = "-m pip" ] || exit 2
 case "$3" in
   show) shift 3; for p in "$@"; do case "$p" in -*) ;; *) grep -qx "$p" "$venv/installed" 2>/dev/null || exit 1 ;; esac; done ;;
-  install) shift 3; for p in "$@"; do case "$p" in -*) ;; *) p="${p%%==*}"; echo "$p" >> "$venv/installed"; echo "pip install $p" >> "$FAKE/log" ;; esac; done ;;
+  install) shift 3; for p in "$@"; do case "$p" in -*) ;; *) p="${p%%==*}"; [ "$p" = ./python ] && echo rhizome >> "$venv/installed"; echo "$p" >> "$venv/installed"; echo "pip install $p" >> "$FAKE/log" ;; esac; done ;;
   *) exit 2 ;;
 esac
 PY
@@ -146,12 +147,24 @@ impl FakeMachine {
         after[before.len()..].lines().filter(|l| !l.contains(" update")).map(str::to_owned).collect()
     }
 
-    /// A venv of tests/python whose pip already has rdflib.
+    /// A venv of tests/python whose pip already has rdflib and pytest.
     fn with_rdflib(&self) {
         let venv = self.dir.path().join("repo/tests/python/.venv");
         let out = Command::new(self.dir.path().join("bin/python3")).args(["-m", "venv"]).arg(&venv).output().unwrap();
         assert!(out.status.success());
-        fs::write(venv.join("installed"), "rdflib\n").unwrap();
+        fs::write(venv.join("installed"), "rdflib\npytest\n").unwrap();
+    }
+
+    /// The repository's Python package (python/) and a crate it is built
+    /// from, both present in the fake repository.
+    fn with_python_package(&self) {
+        let root = self.dir.path().join("repo");
+        fs::create_dir_all(root.join("python/rhizome")).unwrap();
+        fs::create_dir_all(root.join("python/tests")).unwrap();
+        fs::create_dir_all(root.join("crates/rhizome-rdf/src")).unwrap();
+        fs::write(root.join("python/pyproject.toml"), "[project]\nname = \"rhizome\"\n").unwrap();
+        fs::write(root.join("crates/rhizome-rdf/src/lib.rs"), "// one\n").unwrap();
+        fs::write(root.join("Cargo.lock"), "# lock\n").unwrap();
     }
 
     fn node(&self) -> String {
@@ -217,8 +230,27 @@ fn installs_node_when_the_command_is_missing() {
 #[test]
 fn makes_the_rdflib_venv_when_pip_lacks_it() {
     let m = machine(LIBCLANG, true, false);
-    assert_eq!(m.run_setup(&m.node()), vec!["pip install rdflib"]);
+    assert_eq!(m.run_setup(&m.node()), vec!["pip install rdflib", "pip install pytest"]);
     assert_eq!(m.run_setup(&m.node()), NOTHING);
+}
+
+/// `pip install ./python` runs when pip lacks the package or when a file
+/// it is built from changed since the install; not for a change to its
+/// tests, and not again when nothing changed.
+#[test]
+fn installs_the_python_package_again_only_when_its_sources_change() {
+    let m = machine(LIBCLANG, true, true);
+    m.with_python_package();
+    assert_eq!(m.run_setup(&m.node()), vec!["pip install ./python"]);
+    assert_eq!(m.run_setup(&m.node()), NOTHING);
+    let root = m.dir.path().join("repo");
+    fs::write(root.join("python/tests/test_x.py"), "def test_x(): pass\n").unwrap();
+    assert_eq!(m.run_setup(&m.node()), NOTHING, "tests are not built into the package");
+    fs::write(root.join("crates/rhizome-rdf/src/lib.rs"), "// two\n").unwrap();
+    assert_eq!(m.run_setup(&m.node()), vec!["pip install ./python"]);
+    assert_eq!(m.run_setup(&m.node()), NOTHING);
+    fs::write(root.join("tests/python/.venv/installed"), "rdflib\npytest\n").unwrap();
+    assert_eq!(m.run_setup(&m.node()), vec!["pip install ./python"], "pip's record lacks rhizome");
 }
 
 #[test]

@@ -53,6 +53,13 @@ impl Database {
         Self::init(store, projector)
     }
 
+    /// Opens the database stored at `path` for reading only
+    /// (`Store::open_read_only`: nothing written, writers kept out while
+    /// it is open); it must exist.
+    pub fn open_read_only(path: &Path, projector: Arc<dyn GraphProjector>) -> Result<Database> {
+        Self::init(Store::open_read_only(path)?, projector)
+    }
+
     /// A database in memory (tests).
     pub fn memory() -> Database {
         Self::memory_with(Arc::new(NoProjection))

@@ -68,8 +68,13 @@ impl<'a> Transaction<'a> {
 
     /// Writes everything atomically and durably.
     pub fn commit(self) -> Result<()> {
+        // The read snapshot goes first: the memory backend copies its whole
+        // map on a commit while any snapshot of the old version is alive.
+        // The writer's lock (`_guard`) is held to the end.
+        let Transaction { _guard, backend, snapshot, overlay, .. } = self;
+        drop(snapshot);
         let mut batch = WriteBatch::default();
-        for (ks, overlay) in self.overlay {
+        for (ks, overlay) in overlay {
             for (k, v) in overlay {
                 batch.ops.push(match v {
                     Some(v) => WriteOp::Put(ks, k, v),
@@ -77,7 +82,7 @@ impl<'a> Transaction<'a> {
                 });
             }
         }
-        self.backend.commit(batch)
+        backend.commit(batch)
     }
 }
 
