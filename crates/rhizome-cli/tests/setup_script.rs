@@ -126,11 +126,17 @@ impl FakeMachine {
 
     /// Runs the real scripts/setup on this machine; returns the installs it asked for.
     fn run_setup(&self, node: &str) -> Vec<String> {
+        self.run_setup_with(node, &[])
+    }
+
+    /// Runs the real scripts/setup with `args`; returns the installs it asked for.
+    fn run_setup_with(&self, node: &str, args: &[&str]) -> Vec<String> {
         let before = fs::read_to_string(self.dir.path().join("log")).unwrap();
         let bin = self.dir.path().join("bin");
         let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
         let out = Command::new("bash")
             .arg(self.dir.path().join("repo/scripts/setup"))
+            .args(args)
             .env("PATH", path)
             .env("FAKE", self.dir.path())
             .env("DPKG_QUERY", bin.join("dpkg-query"))
@@ -193,6 +199,17 @@ fn machine(packages: &[&str], npm_tree_complete: bool, rdflib: bool) -> FakeMach
 }
 
 const NOTHING: Vec<String> = Vec::new();
+
+#[test]
+fn server_setup_installs_only_what_the_build_needs() {
+    // No libclang, no node, no npm tree, no venv: `--server` (scripts/run)
+    // installs libclang and nothing for the tests.
+    let m = machine(&[], false, false);
+    assert_eq!(m.run_setup_with("/nonexistent/node", &["--server"]), vec!["apt-get install -y -qq libclang-dev clang"]);
+    // Without it, the same machine gets the test tools as well.
+    let all = m.run_setup("/nonexistent/node");
+    assert!(all.iter().any(|l| l.contains("nodejs")), "{all:?}");
+}
 
 #[test]
 fn installs_libclang_when_only_libclang_cpp_is_present() {
