@@ -307,11 +307,14 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     };
     // A single-document read is a few point reads of warm data: run it
     // here rather than pay a hop to the blocking pool. Everything that
-    // writes (fsync) or scans goes to the blocking pool.
+    // writes (fsync) or scans goes to the blocking pool, and so does
+    // everything under a design document but the document itself: a view
+    // query may build its index, running JavaScript for minutes, which on
+    // an async worker stalls the requests queued behind it on that worker.
     let point_read = matches!(request.method, hyper::Method::GET | hyper::Method::HEAD)
         && match request.segments.as_slice() {
             [] => true,
-            [_, id, ..] => !id.starts_with('_') || id == "_local" || id == "_design",
+            [_, id, rest @ ..] => (!id.starts_with('_') || id == "_local") || (id == "_design" && rest.len() == 1),
             [db] => db.starts_with('_'),
         }
         // Credentials not verified yet cost a PBKDF2: not on async threads.
