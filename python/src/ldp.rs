@@ -10,24 +10,20 @@
 //! do (yet): non-RDF sources, direct and indirect containers (creating
 //! them, and membership triples in reads), PATCH.
 
-use crate::errors::{doc_error, kv_error, rdf_error, Conflict, NotFound, RhizomeError};
+use crate::errors::{doc_error, rdf_error, Conflict, NotFound, RhizomeError};
 use crate::terms::{predicate_from_py, subject_from_py, term_from_py, term_to_py, PyTriple};
-use oxrdf::{NamedNode, NamedNodeRef, NamedOrBlankNode, Term, Triple};
+use oxrdf::{NamedNode, NamedOrBlankNode, Term, Triple};
 use pyo3::exceptions::{PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
-use rhizome_docs::keys::{DocInfo, DOCS};
 use rhizome_docs::{Database, DocError};
-use rhizome_kv::KvRead;
 use rhizome_ldp::constraints::client_triples;
-use rhizome_ldp::{index, vocab, InteractionModel, LdpError, LdpPath};
-use rhizome_rdf::{DecodeCache, QuadPattern, StoreTransaction};
-use serde_json::{Map, Value};
+use rhizome_ldp::{index, storage, vocab, InteractionModel, LdpError, LdpPath};
+use rhizome_rdf::{DecodeCache, QuadPattern};
 use std::sync::Arc;
 
 /// The most resources one delete removes (a container and its
 /// descendants), as over HTTP.
-const MAX_DELETE_RESOURCES: usize = 10_000;
 
 /// Why an LDP call failed; becomes a Python exception at the edge.
 enum Fail {
@@ -40,7 +36,6 @@ enum Fail {
     Doc(DocError),
     Store(rhizome_rdf::Error),
     Ldp(LdpError),
-    Kv(rhizome_kv::Error),
 }
 
 impl From<DocError> for Fail {
@@ -73,7 +68,6 @@ impl From<Fail> for PyErr {
             Fail::Doc(e) => doc_error(e),
             Fail::Store(e) => rdf_error(e),
             Fail::Ldp(e) => RhizomeError::new_err(e.to_string()),
-            Fail::Kv(e) => kv_error(e),
         }
     }
 }
@@ -113,50 +107,12 @@ impl PyLdp {
     }
 }
 
-/// The winning revision of a document (`None`: missing or deleted).
-fn current_rev(kv: &dyn KvRead, id: &str) -> Result<Option<String>, Fail> {
-    let Some(bytes) = kv.get(DOCS, id.as_bytes()).map_err(Fail::Kv)? else { return Ok(None) };
-    let info = DocInfo::from_bytes(id, &bytes)?;
-    Ok((!info.deleted).then(|| info.winner.to_string()))
-}
-
-/// The resource's ETag and model (`None`: it does not exist).
-fn current_etag(kv: &dyn KvRead, path: &LdpPath, iri: &str) -> Result<Option<(String, InteractionModel)>, Fail> {
-    let Some(entry) = index::get_or_root(kv, path)? else { return Ok(None) };
-    let rev = current_rev(kv, iri)?.unwrap_or_else(|| "0".into());
-    let generation = entry.model.is_container().then_some(entry.generation);
-    Ok(Some((rhizome_ldp::etag(&rev, generation), entry.model)))
-}
-
 fn check_if_match(wanted: Option<&str>, current: Option<&str>, iri: &str) -> Result<(), Fail> {
     let Some(wanted) = wanted else { return Ok(()) };
     if wanted == "*" && current.is_some() || Some(wanted) == current {
         return Ok(());
     }
     Err(Fail::Precondition(format!("if_match {wanted} is not the ETag of {iri}, {} (read it again)", current.unwrap_or("none: it does not exist"))))
-}
-
-/// Whether a document with this id exists or existed (LDP §5.2.3.7: the
-/// URI of a deleted resource is not reused).
-fn doc_known(kv: &dyn KvRead, id: &str) -> Result<bool, Fail> {
-    Ok(kv.get(DOCS, id.as_bytes()).map_err(Fail::Kv)?.is_some())
-}
-
-/// Replaces the resource's graph with `triples` and its model's types (as
-/// the server's LDP PUT does).
-fn write_graph(txn: &mut StoreTransaction<'_>, iri: &str, model: InteractionModel, triples: &[Triple]) -> Result<(), Fail> {
-    let g = txn.encode(NamedNodeRef::new_unchecked(iri).into())?;
-    txn.drop_graph(g)?;
-    let rdf_type = NamedNode::new_unchecked(vocab::RDF_TYPE);
-    let types = model.type_iris().iter().map(|t| Triple::new(NamedNode::new_unchecked(iri), rdf_type.clone(), NamedNode::new_unchecked(*t)));
-    for t in triples.iter().cloned().chain(types) {
-        let s = txn.encode(t.subject.as_ref().into())?;
-        let p = txn.encode(t.predicate.as_ref().into())?;
-        let o = txn.encode(t.object.as_ref())?;
-        txn.insert(&[s, p, o, g])?;
-    }
-    txn.create_graph(g)?;
-    Ok(())
 }
 
 fn model_arg(container: bool) -> InteractionModel {
@@ -195,7 +151,7 @@ impl PyLdp {
         let iri = path.iri(&self.root);
         let snapshot = self.db.store().snapshot()?;
         let kv = snapshot.kv();
-        let Some((etag, model)) = current_etag(kv, path, &iri)? else { return Err(Fail::NotFound(format!("no LDP resource {iri}"))) };
+        let Some((etag, model)) = storage::current_etag(kv, path, &iri, false)? else { return Err(Fail::NotFound(format!("no LDP resource {iri}"))) };
         if model == InteractionModel::NonRdfSource {
             return Err(Fail::Refused(format!("{iri} is a non-RDF source: read its bytes with Database.get_attachment({iri:?}, \"content\")")));
         }
@@ -229,7 +185,7 @@ impl PyLdp {
         let iri = path.iri(&self.root);
         let parent = path.parent().ok_or_else(|| Fail::Refused("the root container always exists".into()))?;
         let triples = client_triples(&iri, model, triples, &|_| false)?;
-        self.db.rdf_write(|txn| {
+        self.db.rdf_write(|txn| -> Result<(), Fail> {
             match index::get_or_root(txn.reader(), &parent)? {
                 Some(e) if e.model.is_container() => {}
                 Some(_) => return Err(Fail::Refused(format!("{} is not a container", parent.iri(&self.root)))),
@@ -238,10 +194,10 @@ impl PyLdp {
             if index::get(txn.reader(), path)?.is_some() {
                 return Err(Fail::Precondition(format!("{iri} exists")));
             }
-            if doc_known(txn.reader(), &iri)? {
+            if storage::doc_known(txn.reader(), &iri)? {
                 return Err(Fail::Refused(format!("{iri} was deleted; the URI of a deleted resource is not reused (create it under another name)")));
             }
-            write_graph(txn, &iri, model, &triples)
+            Ok(storage::write_graph(txn, &iri, model, &triples)?)
         })?;
         self.etag_now(path)
     }
@@ -249,7 +205,7 @@ impl PyLdp {
     fn etag_now(&self, path: &LdpPath) -> Result<String, Fail> {
         let iri = path.iri(&self.root);
         let snapshot = self.db.store().snapshot()?;
-        current_etag(snapshot.kv(), path, &iri)?.map(|(e, _)| e).ok_or_else(|| Fail::NotFound(format!("{iri} went away")))
+        storage::current_etag(snapshot.kv(), path, &iri, false)?.map(|(e, _)| e).ok_or_else(|| Fail::NotFound(format!("{iri} went away")))
     }
 }
 
@@ -273,7 +229,7 @@ impl PyLdp {
         let db = self.db.clone();
         let found = py.detach(move || -> Result<_, Fail> {
             let snapshot = db.store().snapshot()?;
-            current_etag(snapshot.kv(), &path, &iri)
+            Ok(storage::current_etag(snapshot.kv(), &path, &iri, false)?)
         })?;
         Ok(found.map(|(e, _)| e))
     }
@@ -339,7 +295,7 @@ impl PyLdp {
         let iri = path.iri(&self.root);
         let etag = py.detach(|| -> Result<String, Fail> {
             let snapshot = self.db.store().snapshot()?;
-            let current = current_etag(snapshot.kv(), &path, &iri)?;
+            let current = storage::current_etag(snapshot.kv(), &path, &iri, false)?;
             drop(snapshot);
             check_if_match(if_match.as_deref(), current.as_ref().map(|(e, _)| e.as_str()), &iri)?;
             let Some((_, model)) = current else { return self.create(&path, model_arg(container), triples) };
@@ -354,12 +310,12 @@ impl PyLdp {
             }
             let is_child = |c: &str| LdpPath::from_iri(&self.root, c).is_some_and(|p| p.iri(&self.root) == c && p.parent().as_ref() == Some(&path));
             let triples = client_triples(&iri, model, triples, &is_child)?;
-            self.db.rdf_write(|txn| {
+            self.db.rdf_write(|txn| -> Result<(), Fail> {
                 // Checked again under the write lock: the ETag seen
                 // before may have changed since.
-                let now = current_etag(txn.reader(), &path, &iri)?;
+                let now = storage::current_etag(txn.reader(), &path, &iri, false)?;
                 check_if_match(if_match.as_deref(), now.as_ref().map(|(e, _)| e.as_str()), &iri)?;
-                write_graph(txn, &iri, model, &triples)
+                Ok(storage::write_graph(txn, &iri, model, &triples)?)
             })?;
             self.etag_now(&path)
         })?;
@@ -381,8 +337,8 @@ impl PyLdp {
             if !entry.model.is_container() {
                 return Err(Fail::Refused(format!("{iri} is not a container")));
             }
-            let name = match slug_name(slug.as_deref()) {
-                Some(n) if index::get(snapshot.kv(), &path.child(&n))?.is_none() && !doc_known(snapshot.kv(), &path.child(&n).iri(&self.root))? => n,
+            let name = match slug.as_deref().and_then(storage::slug_name) {
+                Some(n) if index::get(snapshot.kv(), &path.child(&n))?.is_none() && !storage::doc_known(snapshot.kv(), &path.child(&n).iri(&self.root))? => n,
                 _ => new_name(),
             };
             drop(snapshot);
@@ -408,28 +364,9 @@ impl PyLdp {
             }
             let snapshot = self.db.store().snapshot()?;
             let kv = snapshot.kv();
-            let Some((etag, _)) = current_etag(kv, &path, &iri)? else { return Err(Fail::NotFound(format!("no LDP resource {iri}"))) };
+            let Some((etag, _)) = storage::current_etag(kv, &path, &iri, false)? else { return Err(Fail::NotFound(format!("no LDP resource {iri}"))) };
             check_if_match(if_match.as_deref(), Some(&etag), &iri)?;
-            let mut doomed = vec![path.clone()];
-            let mut i = 0;
-            while i < doomed.len() {
-                let parent = doomed[i].clone();
-                index::for_each_child(kv, &parent, |c| {
-                    doomed.push(c);
-                    Ok(doomed.len() <= MAX_DELETE_RESOURCES)
-                })?;
-                if doomed.len() > MAX_DELETE_RESOURCES {
-                    return Err(Fail::Refused(format!("{iri} has more than {MAX_DELETE_RESOURCES} descendants; delete them first")));
-                }
-                i += 1;
-            }
-            let mut docs = Vec::with_capacity(doomed.len());
-            for p in doomed.iter().rev() {
-                let id = p.iri(&self.root);
-                if let Some(rev) = current_rev(kv, &id)? {
-                    docs.push(Map::from_iter([("_id".to_owned(), Value::String(id)), ("_rev".to_owned(), Value::String(rev)), ("_deleted".to_owned(), Value::Bool(true))]));
-                }
-            }
+            let docs = storage::deletions(kv, &path, &self.root)?;
             drop(snapshot);
             for (id, outcome) in self.db.update_docs(docs, true)? {
                 if let Err(e) = outcome {
@@ -447,13 +384,6 @@ impl PyLdp {
     fn __repr__(&self) -> String {
         format!("<rhizome.LdpResources {}>", self.root)
     }
-}
-
-/// A child's name from a slug (RFC 5023 §9.7), as the server makes it.
-fn slug_name(slug: Option<&str>) -> Option<String> {
-    let name: String = slug?.trim().chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~') { c } else { '-' }).collect();
-    let name = name.trim_start_matches(['_', '.']).chars().take(200).collect::<String>();
-    (!name.is_empty()).then_some(name)
 }
 
 /// A fresh name for a child without a (free) slug.

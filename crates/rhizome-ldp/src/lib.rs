@@ -8,7 +8,9 @@
 //! came through (LDP, CouchDB's API, SPARQL Update, the Graph Store
 //! Protocol, replication); containers' membership settings
 //! ([`Membership`]); `Prefer` headers ([`Preferences`]); ETags ([`etag`]);
-//! and the server-managed triples a client may not write ([`constraints`]).
+//! the server-managed triples a client may not write ([`constraints`]);
+//! and the store side of writes every door shares ([`storage`]: revisions,
+//! ETags, a graph replaced, slugs, deletions with descendants).
 //! Does not own HTTP (`rhizome-server/src/ldp/`), nor documents themselves
 //! (`rhizome-docs`): an LDP resource *is* a document whose id is its
 //! absolute IRI under `<base>/<db>/_ldp/`, and whose graph, of that same
@@ -26,6 +28,7 @@
 pub mod constraints;
 mod error;
 pub mod index;
+pub mod storage;
 mod membership;
 mod model;
 mod prefer;

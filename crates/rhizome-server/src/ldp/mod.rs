@@ -15,7 +15,7 @@
 //!   `<path>/_description` their RDF description (`describedby`).
 //! - PUT (create or replace), POST to a container (`Slug`, `Link` type),
 //!   PATCH (`application/sparql-update`), DELETE (a container with its
-//!   descendants, up to [`write::MAX_DELETE_RESOURCES`]; 409 past it)
+//!   descendants, up to [`rhizome_ldp::storage::MAX_DELETE_RESOURCES`]; 409 past it)
 //!   ([`write`]). Strong ETags (the revision, and a container's children
 //!   generation), `If-Match` / `If-None-Match` (412).
 //! - Server-managed triples (`ldp:contains`, another interaction model's
@@ -36,7 +36,6 @@ use crate::http::{self, Body, Request};
 use crate::state::{DbHandle, Server};
 use hyper::header::HeaderValue;
 use hyper::{Method, Response};
-use rhizome_docs::keys::{DocInfo, DOCS};
 use rhizome_docs::DocumentIris;
 use rhizome_kv::KvRead;
 use rhizome_ldp::vocab;
@@ -158,19 +157,9 @@ pub(crate) fn resource_headers(r: &mut Response<Body>, target: &Target, model: I
     http::set_header(r, "vary", "Accept, Prefer");
 }
 
-/// The winning revision of a document (`None`: missing or deleted).
-pub(crate) fn current_rev(kv: &dyn KvRead, id: &str) -> Result<Option<String>, HttpError> {
-    let Some(bytes) = kv.get(DOCS, id.as_bytes()).map_err(|e| HttpError::internal(e.to_string()))? else { return Ok(None) };
-    let info = DocInfo::from_bytes(id, &bytes)?;
-    Ok((!info.deleted).then(|| info.winner.to_string()))
-}
-
 /// A resource's ETag as stored in `kv`; `None` when it does not exist.
 pub(crate) fn current_etag(kv: &dyn KvRead, target: &Target) -> Result<Option<(String, InteractionModel)>, HttpError> {
-    let Some(entry) = rhizome_ldp::index::get_or_root(kv, &target.path).map_err(ldp_error)? else { return Ok(None) };
-    let rev = current_rev(kv, &target.iri)?.unwrap_or_else(|| "0".into());
-    let generation = (entry.model.is_container() && !target.description).then_some(entry.generation);
-    Ok(Some((rhizome_ldp::etag(&rev, generation), entry.model)))
+    rhizome_ldp::storage::current_etag(kv, &target.path, &target.iri, target.description).map_err(ldp_error)
 }
 
 /// `If-Match` (RFC 9110 §13.1.1) against the current ETag (`None`: the

@@ -5,7 +5,7 @@
 //! and a `_changes` entry, and keeps what other doors wrote to the same
 //! document (a JSON document's other members, its attachments).
 
-use super::{check_if_match, current_etag, current_rev, ldp_error, resource_headers, store_error, Target};
+use super::{check_if_match, current_etag, ldp_error, resource_headers, store_error, Target};
 use crate::auth::{access, UserCtx};
 use crate::error::HttpError;
 use crate::http::{self, Body, Request};
@@ -25,9 +25,6 @@ use std::sync::Arc;
 
 /// The attachment holding a non-RDF source's bytes.
 pub const CONTENT: &str = "content";
-/// The most resources one DELETE removes (a container and its
-/// descendants); past it, 409.
-pub const MAX_DELETE_RESOURCES: usize = 10_000;
 
 fn created(target_iri: &str, etag: Option<String>, target: &Target, model: InteractionModel) -> Response<Body> {
     let mut r = empty(201);
@@ -44,6 +41,18 @@ fn empty(status: u16) -> Response<Body> {
     r.headers_mut().remove("content-type");
     *r.body_mut() = Body::Full(None);
     r
+}
+
+/// The 204 of a replaced resource, with its new ETag and its headers
+/// (waking `_changes` feeds first).
+fn updated(db: &DbHandle, target: &Target, model: InteractionModel) -> Result<Response<Body>, HttpError> {
+    db.notify();
+    let mut r = empty(204);
+    if let Some(e) = etag_now(db, target)? {
+        http::set_header(&mut r, "etag", &e);
+    }
+    resource_headers(&mut r, target, model);
+    Ok(r)
 }
 
 fn etag_now(db: &DbHandle, target: &Target) -> Result<Option<String>, HttpError> {
@@ -126,18 +135,7 @@ fn with_membership_defaults(iri: &str, model: InteractionModel, mut triples: Vec
 
 /// Replaces the resource's graph with `triples` and its model's types.
 fn write_graph(txn: &mut StoreTransaction<'_>, iri: &str, model: InteractionModel, triples: &[Triple]) -> Result<(), HttpError> {
-    let g = txn.encode(NamedNodeRef::new_unchecked(iri).into()).map_err(store_error)?;
-    txn.drop_graph(g).map_err(store_error)?;
-    let rdf_type = NamedNode::new_unchecked(vocab::RDF_TYPE);
-    let types = model.type_iris().iter().map(|t| Triple::new(NamedNode::new_unchecked(iri), rdf_type.clone(), NamedNode::new_unchecked(*t)));
-    for t in triples.iter().cloned().chain(types) {
-        let s = txn.encode(t.subject.as_ref().into()).map_err(store_error)?;
-        let p = txn.encode(t.predicate.as_ref().into()).map_err(store_error)?;
-        let o = txn.encode(t.object.as_ref()).map_err(store_error)?;
-        txn.insert(&[s, p, o, g]).map_err(store_error)?;
-    }
-    txn.create_graph(g).map_err(store_error)?;
-    Ok(())
+    rhizome_ldp::storage::write_graph(txn, iri, model, triples).map_err(ldp_error)
 }
 
 /// The membership settings stored in the resource's graph.
@@ -207,13 +205,7 @@ fn replace_rdf(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target
         }
         write_graph(txn, &target.iri, model, &triples)
     })?;
-    db.notify();
-    let mut r = empty(204);
-    if let Some(e) = etag_now(db, target)? {
-        http::set_header(&mut r, "etag", &e);
-    }
-    resource_headers(&mut r, target, model);
-    Ok(r)
+    updated(db, target, model)
 }
 
 fn replace_binary(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target) -> Result<Response<Body>, HttpError> {
@@ -303,13 +295,10 @@ fn create(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target, for
     Ok(created(&target.iri, etag_now(db, target)?, target, model))
 }
 
-/// A child's name from `Slug` (RFC 5023 §9.7): letters, digits and `-._~`
-/// kept, other characters as `-`, never starting with `_`.
+/// A child's name from `Slug` (percent-decoded; see
+/// `rhizome_ldp::storage::slug_name`).
 fn slug_name(slug: Option<&str>) -> Option<String> {
-    let slug = crate::http::percent_decode(slug?.trim(), false).ok()?;
-    let name: String = slug.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~') { c } else { '-' }).collect();
-    let name = name.trim_start_matches(['_', '.']).chars().take(200).collect::<String>();
-    (!name.is_empty()).then_some(name)
+    rhizome_ldp::storage::slug_name(&crate::http::percent_decode(slug?.trim(), false).ok()?)
 }
 
 pub fn post(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target) -> Result<Response<Body>, HttpError> {
@@ -335,7 +324,7 @@ pub fn post(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, t
 
 /// Whether a document with this id exists or existed (a deleted one).
 fn doc_known(kv: &dyn rhizome_kv::KvRead, id: &str) -> Result<bool, HttpError> {
-    Ok(kv.get(rhizome_docs::keys::DOCS, id.as_bytes()).map_err(|e| HttpError::internal(e.to_string()))?.is_some())
+    rhizome_ldp::storage::doc_known(kv, id).map_err(ldp_error)
 }
 
 pub fn patch(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target) -> Result<Response<Body>, HttpError> {
@@ -377,13 +366,7 @@ pub fn patch(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, 
         }
         write_graph(txn, &target.iri, model, &kept)
     })?;
-    db.notify();
-    let mut r = empty(204);
-    if let Some(e) = etag_now(db, target)? {
-        http::set_header(&mut r, "etag", &e);
-    }
-    resource_headers(&mut r, target, model);
-    Ok(r)
+    updated(db, target, model)
 }
 
 /// A body without the membership triples the server derives for the
@@ -463,30 +446,7 @@ pub fn delete(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target)
     let kv = snapshot.kv();
     let Some((etag, _)) = current_etag(kv, target)? else { return Err(HttpError::not_found(format!("no LDP resource {}", target.iri))) };
     check_if_match(req, Some(&etag))?;
-    // The resource and every descendant, parents first.
-    let mut doomed = vec![target.path.clone()];
-    let mut i = 0;
-    while i < doomed.len() {
-        let parent = doomed[i].clone();
-        let mut too_many = false;
-        index::for_each_child(kv, &parent, |c| {
-            doomed.push(c);
-            too_many = doomed.len() > MAX_DELETE_RESOURCES;
-            Ok(!too_many)
-        })
-        .map_err(ldp_error)?;
-        if too_many {
-            return Err(HttpError::new(409, "conflict", format!("{} has more than {MAX_DELETE_RESOURCES} descendants; delete them first", target.iri)));
-        }
-        i += 1;
-    }
-    let mut docs = Vec::with_capacity(doomed.len());
-    for p in doomed.iter().rev() {
-        let id = p.iri(&target.root);
-        if let Some(rev) = current_rev(kv, &id)? {
-            docs.push(Map::from_iter([("_id".to_owned(), Value::String(id)), ("_rev".to_owned(), Value::String(rev)), ("_deleted".to_owned(), Value::Bool(true))]));
-        }
-    }
+    let docs = rhizome_ldp::storage::deletions(kv, &target.path, &target.root).map_err(ldp_error)?;
     drop(snapshot);
     for (id, outcome) in crate::couch::write_docs(ctx, db, docs, true)? {
         if let Err(e) = outcome {
