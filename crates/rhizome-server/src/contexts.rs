@@ -260,7 +260,8 @@ fn dechunk(mut raw: &[u8]) -> Result<Vec<u8>, String> {
         if size == 0 {
             return Ok(out);
         }
-        if raw.len() < size + 2 {
+        // A size near usize::MAX must not wrap past the check.
+        if size.checked_add(2).is_none_or(|n| raw.len() < n) {
             return Err("the body ended inside a chunk".into());
         }
         out.extend_from_slice(&raw[..size]);
@@ -345,6 +346,9 @@ mod tests {
     fn chunked_bodies_decode() {
         assert_eq!(dechunk(b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n").unwrap(), b"abcde");
         assert!(dechunk(b"5\r\nab").is_err());
+        // A chunk size that overflows when its CRLF is added (found by the
+        // couch_request fuzz target).
+        assert!(dechunk(b"FFFFFFFFFFFFFFFF\r\n\r\n").is_err());
     }
 
     #[test]
