@@ -35,6 +35,12 @@ impl<'a> Transaction<'a> {
         self.snapshot.get(ks, key)
     }
 
+    /// What this transaction itself did to a key: `Some(true)` put,
+    /// `Some(false)` deleted, `None` untouched (the snapshot decides).
+    pub fn own_write(&self, ks: Keyspace, key: &[u8]) -> Option<bool> {
+        self.overlay.get(&ks).and_then(|o| o.get(key)).map(|v| v.is_some())
+    }
+
     pub fn put(&mut self, ks: Keyspace, key: &[u8], value: &[u8]) {
         self.overlay.entry(ks).or_default().insert(key.to_vec(), Some(value.to_vec()));
     }

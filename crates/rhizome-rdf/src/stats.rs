@@ -149,6 +149,40 @@ fn count_keys(snapshot: &dyn KvRead, ks: rhizome_kv::Keyspace, mut each: impl Fn
     Ok(n)
 }
 
+/// Calls `each` once per distinct pair of leading ids found in either of
+/// two keyspaces of the same key order (a merge of both scans).
+fn distinct_pairs(snapshot: &dyn KvRead, a: rhizome_kv::Keyspace, b: rhizome_kv::Keyspace, mut each: impl FnMut(u64, u64)) -> Result<()> {
+    let (mut ca, mut cb) = (snapshot.cursor(a, &[], None), snapshot.cursor(b, &[], None));
+    ca.seek_first();
+    cb.seek_first();
+    let pair = |k: &[u8]| (id_at(k, 0), id_at(k, 1));
+    let mut last = None;
+    loop {
+        let next = match (ca.valid().then(|| pair(ca.key())), cb.valid().then(|| pair(cb.key()))) {
+            (None, None) => break,
+            (Some(x), Some(y)) if y < x => {
+                cb.next();
+                y
+            }
+            (Some(x), _) => {
+                ca.next();
+                x
+            }
+            (None, Some(y)) => {
+                cb.next();
+                y
+            }
+        };
+        if last != Some(next) {
+            each(next.0, next.1);
+            last = Some(next);
+        }
+    }
+    ca.status()?;
+    cb.status()?;
+    Ok(())
+}
+
 fn id_at(key: &[u8], i: usize) -> u64 {
     u64::from_be_bytes(key[i * 8..i * 8 + 8].try_into().expect("key holds ids"))
 }
@@ -160,43 +194,34 @@ pub(crate) fn refresh(store: &Store) -> Result<()> {
     let snapshot = snapshot.as_ref();
     let mut per_p: BTreeMap<u64, [u64; 3]> = BTreeMap::new();
     let mut graphs: Vec<u64> = Vec::new();
-    let mut last: Option<(u64, u64)> = None;
+    let mut last: Option<u64> = None;
     let triples = count_keys(snapshot, layout::SPO, |k| {
         let (s, p) = (id_at(k, 0), id_at(k, 1));
-        let e = per_p.entry(p).or_default();
-        e[0] += 1;
-        if last != Some((s, p)) {
-            e[1] += 1;
-        }
-        if last.map(|l| l.0) != Some(s) {
+        per_p.entry(p).or_default()[0] += 1;
+        if last != Some(s) {
             graphs.push(s);
         }
-        last = Some((s, p));
+        last = Some(s);
     })?;
-    let mut last = None;
-    let quads = count_keys(snapshot, layout::SPOG, |k| {
-        let (s, p) = (id_at(k, 0), id_at(k, 1));
-        let e = per_p.entry(p).or_default();
-        e[0] += 1;
-        if last != Some((s, p)) {
-            e[1] += 1;
-        }
-        last = Some((s, p));
-    })?;
+    let quads = count_keys(snapshot, layout::SPOG, |k| per_p.entry(id_at(k, 1)).or_default()[0] += 1)?;
+    // A pair in both families (a triple in its subject's graph and a quad
+    // in another graph) is one distinct subject or object, not two.
+    distinct_pairs(snapshot, layout::SPO, layout::SPOG, |_, p| per_p.entry(p).or_default()[1] += 1)?;
+    distinct_pairs(snapshot, layout::POS, layout::POSG, |p, _| per_p.entry(p).or_default()[2] += 1)?;
     let rdf_type = rdf_type_id(snapshot)?.map(|t| t.0);
     let mut classes: BTreeMap<u64, u64> = BTreeMap::new();
-    for ks in [layout::POS, layout::POSG] {
-        let mut last = None;
-        count_keys(snapshot, ks, |k| {
-            let (p, o) = (id_at(k, 0), id_at(k, 1));
-            if last != Some((p, o)) {
-                per_p.entry(p).or_default()[2] += 1;
+    if let Some(t) = rdf_type {
+        for ks in [layout::POS, layout::POSG] {
+            let prefix = t.to_be_bytes();
+            let upper = rhizome_kv::prefix_upper_bound(&prefix);
+            let mut cursor = snapshot.cursor(ks, &prefix, upper.as_deref());
+            cursor.seek_first();
+            while cursor.valid() {
+                *classes.entry(id_at(cursor.key(), 1)).or_default() += 1;
+                cursor.next();
             }
-            if Some(p) == rdf_type {
-                *classes.entry(o).or_default() += 1;
-            }
-            last = Some((p, o));
-        })?;
+            cursor.status()?;
+        }
     }
     let mut last = None;
     count_keys(snapshot, layout::GSPO, |k| {
@@ -231,5 +256,7 @@ pub(crate) fn refresh(store: &Store) -> Result<()> {
     txn.put(META, meta::QUADS, &(triples + quads).to_be_bytes());
     txn.put(META, meta::GRAPHS, &(graphs.len() as u64).to_be_bytes());
     txn.put(META, meta::TERMS, &terms.to_be_bytes());
+    // Under the writer lock still: writers must not reuse the old counts.
+    store.writer_cache().clear();
     Ok(txn.commit()?)
 }

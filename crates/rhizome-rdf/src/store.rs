@@ -2,7 +2,7 @@
 
 use crate::index::layout::{self, meta, GRAPHS, META};
 use crate::index::{Families, FamilyMarks, QuadPattern, QuadScan};
-use crate::term::{Dictionary, TermCache, TermId};
+use crate::term::{Dictionary, IdCache, TermCache, TermId};
 use crate::{Error, Result};
 use oxrdf::{Term, TermRef};
 use rhizome_kv::{Kv, KvRead, Snapshot};
@@ -33,6 +33,11 @@ pub struct Store {
     mode: DatasetMode,
     path: Option<PathBuf>,
     terms: Arc<TermCache>,
+    /// Committed terms' ids, for write transactions' encoding.
+    ids: Arc<IdCache>,
+    /// Committed statistics writers reuse (see `WriterCache`); locked
+    /// only by the holder of the store's writer lock.
+    writer_cache: std::sync::Mutex<crate::write::WriterCache>,
     families: Arc<FamilyMarks>,
 }
 
@@ -114,7 +119,7 @@ impl Store {
             }
         };
         let families = Arc::new(FamilyMarks::of(kv.snapshot()?.as_ref())?);
-        Ok(Store { kv, mode, path, terms: Arc::default(), families })
+        Ok(Store { kv, mode, path, terms: Arc::default(), ids: Arc::default(), writer_cache: Default::default(), families })
     }
 
     pub fn mode(&self) -> DatasetMode {
@@ -127,6 +132,16 @@ impl Store {
 
     pub(crate) fn kv(&self) -> &Kv {
         &self.kv
+    }
+
+    pub(crate) fn id_cache(&self) -> &Arc<IdCache> {
+        &self.ids
+    }
+
+    /// The writer cache; call only while holding the store's writer lock
+    /// (a transaction or a bulk writer), which orders its users.
+    pub(crate) fn writer_cache(&self) -> std::sync::MutexGuard<'_, crate::write::WriterCache> {
+        self.writer_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// See [`FamilyMarks`]: writers mark before they commit.

@@ -7,7 +7,7 @@
 use crate::index::layout::{self, meta, CLASS_STATS, GRAPHS, ID2TERM, META, PREDICATE_STATS, TERM2ID};
 use crate::index::{Families, FamilyMarks, QuadPattern, QuadScan};
 use crate::store::{graph_exists_in, read_u64, DatasetMode, Store};
-use crate::term::{tag, term_key, Dictionary, TermId, TermKey};
+use crate::term::{tag, term_key, Dictionary, IdCache, TermId, TermKey};
 use crate::Result;
 use oxrdf::{GraphNameRef, QuadRef, TermRef};
 use rhizome_kv::{prefix_upper_bound, KvRead, Transaction};
@@ -47,12 +47,41 @@ pub struct StoreTransaction<'a> {
     /// for each insert, quadratic in the graph's size (a Graph Store PUT
     /// of 5,000 nested RDF/XML descriptions over the same took 10-50 s).
     present: MaybeGone,
-    /// Predicates whose quad count reached 0 at some point: their entries
-    /// are removed at commit if it is still 0.
-    emptied_predicates: FxHashSet<TermId>,
     /// `rdf:type`'s id (set when this transaction adds the term): its
     /// quads are counted per class as well.
     rdf_type: Option<TermId>,
+    /// The store's committed term ids, and the terms this transaction
+    /// created, which join them once it commits.
+    ids: std::sync::Arc<IdCache>,
+    created: Vec<(u8, Box<[u8]>, TermId)>,
+    /// Committed statistics kept across transactions (held from the
+    /// first read to the commit, inside the store's writer lock).
+    cache: std::sync::MutexGuard<'a, WriterCache>,
+    /// The entries of `PREDICATE_STATS` this transaction changed, as they
+    /// will be committed (written at commit).
+    predicate_stats: FxHashMap<TermId, [u64; 3]>,
+}
+
+/// What one writer leaves the next, so that it does not read it back from
+/// the store: the committed `PREDICATE_STATS` entries of recently written
+/// predicates, and (predicate, term) pairs that committed quads have.
+/// Written only under the store's writer lock, after a commit succeeded
+/// (a pair a transaction may have emptied goes before it commits); bulk
+/// loads and recounts clear it.
+#[derive(Default)]
+pub(crate) struct WriterCache {
+    predicates: FxHashMap<TermId, [u64; 3]>,
+    pairs: FxHashSet<(TermId, TermId, bool)>,
+}
+
+/// Entries past which a cache map starts again empty (some tens of MB).
+const WRITER_CACHE_ENTRIES: usize = 1 << 20;
+
+impl WriterCache {
+    pub(crate) fn clear(&mut self) {
+        self.predicates.clear();
+        self.pairs.clear();
+    }
 }
 
 #[derive(Default)]
@@ -66,6 +95,8 @@ impl Store {
     /// Starts a write transaction (waits for other writers).
     pub fn transaction(&self) -> Result<StoreTransaction<'_>> {
         let txn = self.kv().transaction()?;
+        // After the writer lock: every user of the cache holds that first.
+        let cache = self.writer_cache();
         let read = |k| read_u64(&txn, k);
         let (next_id, quads, terms, graphs) = (read(meta::NEXT_ID)?.max(1), read(meta::QUADS)?, read(meta::TERMS)?, read(meta::GRAPHS)?);
         let rdf_type = crate::stats::rdf_type_id(&txn)?;
@@ -84,8 +115,11 @@ impl Store {
             key: Vec::new(),
             maybe_gone: MaybeGone::default(),
             present: MaybeGone::default(),
-            emptied_predicates: FxHashSet::default(),
             rdf_type,
+            ids: self.id_cache().clone(),
+            created: Vec::new(),
+            cache,
+            predicate_stats: FxHashMap::default(),
         })
     }
 }
@@ -145,7 +179,13 @@ impl<'a> StoreTransaction<'a> {
                 Ok(id)
             }
             TermKey::Dictionary { tag, bytes } => {
+                if let Some(id) = self.ids.get(tag, &bytes) {
+                    return Ok(id);
+                }
                 if let Some(id) = Dictionary::lookup_key(&self.txn, tag, &bytes)? {
+                    if !self.is_fresh(id) {
+                        self.ids.insert(tag, &bytes, id);
+                    }
                     return Ok(id);
                 }
                 let id = crate::term::new_dictionary_id(tag, &bytes, self.next_id)?;
@@ -158,6 +198,7 @@ impl<'a> StoreTransaction<'a> {
                 if tag == crate::term::tag::IRI && bytes.as_ref() == crate::stats::RDF_TYPE.as_bytes() {
                     self.rdf_type = Some(id);
                 }
+                self.created.push((tag, bytes.as_ref().into(), id));
                 Ok(id)
             }
         }
@@ -202,6 +243,11 @@ impl<'a> StoreTransaction<'a> {
     pub fn contains(&mut self, quad: &[TermId; 4]) -> Result<bool> {
         let ordering = Self::orderings(quad)[0];
         ordering.encode(quad, &mut self.key);
+        // A quad with a term of this transaction's own is in no committed
+        // index: only this transaction's writes can hold it (no read).
+        if quad.iter().any(|t| self.is_fresh(*t)) {
+            return Ok(self.txn.own_write(ordering.ks, &self.key) == Some(true));
+        }
         Ok(self.txn.get(ordering.ks, &self.key)?.is_some())
     }
 
@@ -218,13 +264,24 @@ impl<'a> StoreTransaction<'a> {
         self.has_prefix(triple_ks, &prefix) || self.has_prefix(quad_ks, &prefix)
     }
 
+    /// A predicate's statistics as they stand in this transaction.
+    fn predicate_stats(&mut self, p: TermId) -> Result<&mut [u64; 3]> {
+        if !self.predicate_stats.contains_key(&p) {
+            let c = match self.cache.predicates.get(&p) {
+                Some(c) => *c,
+                None => match self.txn.get(PREDICATE_STATS, &p.to_be_bytes())? {
+                    Some(v) => crate::stats::decode_predicate_stats(&v)?,
+                    None => [0; 3],
+                },
+            };
+            self.predicate_stats.insert(p, c);
+        }
+        Ok(self.predicate_stats.get_mut(&p).expect("inserted above"))
+    }
+
     fn bump_predicate(&mut self, quad: &[TermId; 4], delta: i64, new_s: bool, new_o: bool) -> Result<()> {
-        let key = quad[1].to_be_bytes();
-        let mut c = match self.txn.get(PREDICATE_STATS, &key)? {
-            Some(v) => crate::stats::decode_predicate_stats(&v)?,
-            None => [0; 3],
-        };
         let apply = |v: u64, d: i64| if d < 0 { v.saturating_sub(d.unsigned_abs()) } else { v + d as u64 };
+        let c = self.predicate_stats(quad[1])?;
         c[0] = apply(c[0], delta);
         if new_s {
             c[1] = apply(c[1], delta);
@@ -236,10 +293,6 @@ impl<'a> StoreTransaction<'a> {
         // counts) until commit: the pairs its removals may have emptied are
         // uncounted then, from these counts. Deleting the entry here made a
         // graph replaced in one transaction end with distinct counts of 0.
-        if c[0] == 0 {
-            self.emptied_predicates.insert(quad[1]);
-        }
-        self.txn.put(PREDICATE_STATS, &key, &crate::stats::encode_predicate_stats(&c));
         Ok(())
     }
 
@@ -263,17 +316,25 @@ impl<'a> StoreTransaction<'a> {
 
     /// One distinct subject (`column` 1) or object (2) of predicate `p` less.
     fn uncount_distinct(&mut self, p: TermId, column: usize) -> Result<()> {
-        let key = p.to_be_bytes();
-        if let Some(v) = self.txn.get(PREDICATE_STATS, &key)? {
-            let mut c = crate::stats::decode_predicate_stats(&v)?;
-            c[column] = c[column].saturating_sub(1);
-            self.txn.put(PREDICATE_STATS, &key, &crate::stats::encode_predicate_stats(&c));
-        }
+        let c = self.predicate_stats(p)?;
+        c[column] = c[column].saturating_sub(1);
         Ok(())
     }
 
-    fn is_own_blank(&self, id: TermId) -> bool {
-        id.is_blank() && id.payload() >= self.first_id
+    /// Whether committed quads have this pair (a prefix seek unless a
+    /// writer before this one saw it).
+    fn committed_pair(&self, pair: (TermId, TermId, bool)) -> bool {
+        if self.cache.pairs.contains(&pair) {
+            return true;
+        }
+        let (p, other, is_object) = pair;
+        if is_object { self.pair_exists(p, other, layout::POS, layout::POSG) } else { self.pair_exists(other, p, layout::SPO, layout::SPOG) }
+    }
+
+    /// A term this transaction numbered (a blank node or a new dictionary
+    /// term): no committed quad holds it.
+    fn is_fresh(&self, id: TermId) -> bool {
+        (id.is_blank() || id.is_in_dictionary()) && id.sequence() >= self.first_id
     }
 
     /// Adds a quad; `false` if it was there already.
@@ -291,10 +352,10 @@ impl<'a> StoreTransaction<'a> {
         // `present` and `maybe_gone` do not know of does not exist (no seek).
         let new_s = !self.present.pairs.contains(&s_pair)
             && !self.maybe_gone.pairs.remove(&s_pair)
-            && (self.is_own_blank(quad[0]) || !self.pair_exists(quad[0], quad[1], layout::SPO, layout::SPOG));
+            && (self.is_fresh(quad[0]) || self.is_fresh(quad[1]) || !self.committed_pair(s_pair));
         let new_o = !self.present.pairs.contains(&o_pair)
             && !self.maybe_gone.pairs.remove(&o_pair)
-            && (self.is_own_blank(quad[2]) || !self.pair_exists(quad[1], quad[2], layout::POS, layout::POSG));
+            && (self.is_fresh(quad[1]) || self.is_fresh(quad[2]) || !self.committed_pair(o_pair));
         self.present.graphs.insert(quad[3]);
         self.present.pairs.insert(s_pair);
         self.present.pairs.insert(o_pair);
@@ -386,24 +447,42 @@ impl<'a> StoreTransaction<'a> {
                 self.graphs = self.graphs.saturating_sub(1);
             }
         }
-        for (p, other, is_object) in maybe_gone.pairs {
+        for pair in maybe_gone.pairs {
+            let (p, other, is_object) = pair;
             let gone = if is_object { !self.pair_exists(p, other, layout::POS, layout::POSG) } else { !self.pair_exists(other, p, layout::SPO, layout::SPOG) };
             if gone {
+                // Before the commit: a later writer must not find it.
+                self.cache.pairs.remove(&pair);
                 self.uncount_distinct(p, if is_object { 2 } else { 1 })?;
             }
         }
-        for p in std::mem::take(&mut self.emptied_predicates) {
-            let key = p.to_be_bytes();
-            if let Some(v) = self.txn.get(PREDICATE_STATS, &key)? {
-                if crate::stats::decode_predicate_stats(&v)?[0] == 0 {
-                    self.txn.delete(PREDICATE_STATS, &key);
-                }
+        // A predicate left without quads loses its entry.
+        for (p, c) in &self.predicate_stats {
+            if c[0] == 0 {
+                self.txn.delete(PREDICATE_STATS, &p.to_be_bytes());
+            } else {
+                self.txn.put(PREDICATE_STATS, &p.to_be_bytes(), &crate::stats::encode_predicate_stats(c));
             }
         }
         self.txn.put(META, meta::NEXT_ID, &self.next_id.to_be_bytes());
         self.txn.put(META, meta::QUADS, &self.quads.to_be_bytes());
         self.txn.put(META, meta::TERMS, &self.terms.to_be_bytes());
         self.txn.put(META, meta::GRAPHS, &self.graphs.to_be_bytes());
-        Ok(self.txn.commit()?)
+        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, present, .. } = self;
+        // `cache` is held until the end: the next writer waits for it after
+        // taking the writer lock that `commit` releases.
+        txn.commit()?;
+        for (tag, bytes, id) in created {
+            ids.insert(tag, &bytes, id);
+        }
+        if cache.predicates.len() + predicate_stats.len() > WRITER_CACHE_ENTRIES {
+            cache.predicates.clear();
+        }
+        cache.predicates.extend(predicate_stats);
+        if cache.pairs.len() + present.pairs.len() > WRITER_CACHE_ENTRIES {
+            cache.pairs.clear();
+        }
+        cache.pairs.extend(present.pairs);
+        Ok(())
     }
 }

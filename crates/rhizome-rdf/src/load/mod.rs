@@ -528,6 +528,8 @@ impl Store {
         trace("written");
         drop(snapshot);
         self.family_marks().mark(crate::index::Families { triples: triples_added > 0, quads: quads_added > 0 });
+        // The loaded counts replace what writers kept (under the writer lock).
+        self.writer_cache().clear();
         bulk.ingest(runs)?;
         trace("ingested");
         summary.seconds = started.elapsed().as_secs_f64();

@@ -100,6 +100,88 @@ impl TermCache {
     }
 }
 
+/// The ids of dictionary terms (tag and serialized bytes -> id), shared by
+/// every write transaction of one open store, so that the terms each write
+/// meets again (predicates, classes, a container's IRI) cost a hash lookup
+/// instead of a `term2id` read. Safe for the reason [`TermCache`] is: a
+/// term, once committed, keeps its id for good (the dictionary has no
+/// deletions and ids are never reused). Only committed ids go in: a
+/// transaction adds the terms it created after its commit succeeded.
+pub struct IdCache {
+    shards: Vec<Mutex<IdShard>>,
+}
+
+/// Terms longer than this are not cached (long literals are rarely met
+/// twice, and would hold memory).
+const MAX_CACHED_TERM_BYTES: usize = 256;
+
+type IdMap = FxHashMap<Box<[u8]>, TermId>;
+
+/// Per dictionary tag (IRI, string, language-tagged, typed), the two
+/// generations of `TermCache`'s shards.
+#[derive(Default)]
+struct IdShard {
+    current: [IdMap; 4],
+    previous: [IdMap; 4],
+    len: usize,
+}
+
+fn tag_slot(tag: u8) -> Option<usize> {
+    use super::tag;
+    match tag {
+        tag::IRI => Some(0),
+        tag::STRING => Some(1),
+        tag::LANG_STRING => Some(2),
+        tag::TYPED => Some(3),
+        _ => None,
+    }
+}
+
+impl Default for IdCache {
+    fn default() -> Self {
+        IdCache { shards: (0..SHARDS).map(|_| Mutex::new(IdShard::default())).collect() }
+    }
+}
+
+impl IdCache {
+    fn shard(&self, bytes: &[u8]) -> std::sync::MutexGuard<'_, IdShard> {
+        // The tail of a term tells terms of one namespace apart.
+        let h = bytes.iter().rev().take(16).fold(bytes.len() as u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01B3));
+        let shard = &self.shards[(h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60) as usize % SHARDS];
+        shard.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn get(&self, tag: u8, bytes: &[u8]) -> Option<TermId> {
+        let slot = tag_slot(tag).filter(|_| bytes.len() <= MAX_CACHED_TERM_BYTES)?;
+        let mut shard = self.shard(bytes);
+        if let Some(id) = shard.current[slot].get(bytes) {
+            return Some(*id);
+        }
+        let (key, id) = shard.previous[slot].remove_entry(bytes)?;
+        shard.insert(slot, key, id);
+        Some(id)
+    }
+
+    /// Adds a committed term's id.
+    pub fn insert(&self, tag: u8, bytes: &[u8], id: TermId) {
+        if let Some(slot) = tag_slot(tag).filter(|_| bytes.len() <= MAX_CACHED_TERM_BYTES) {
+            self.shard(bytes).insert(slot, bytes.into(), id);
+        }
+    }
+}
+
+impl IdShard {
+    fn insert(&mut self, slot: usize, key: Box<[u8]>, id: TermId) {
+        if self.len >= GENERATION_ENTRIES {
+            self.previous = std::mem::take(&mut self.current);
+            self.len = 0;
+        }
+        if self.current[slot].insert(key, id).is_none() {
+            self.len += 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,5 +7,5 @@ pub mod inline;
 pub mod range;
 
 pub use dictionary::{decode_term, new_dictionary_id, term2id_key, term_key, Dictionary, TermKey, KEYED_BY_BYTES};
-pub use cache::TermCache;
+pub use cache::{IdCache, TermCache};
 pub use id::{lang_code, tag, TermId};
