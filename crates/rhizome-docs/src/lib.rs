@@ -47,7 +47,7 @@ pub use database::{valid_db_name, Compacted, Database, DbInfo, DEFAULT_REVS_LIMI
 pub use error::{DocError, Result};
 pub use graph_write::{EmptiedGraphs, DEFAULT_GRAPH_DOC};
 pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC};
-pub use jsonld_limits::{check_json_ld, on_known_stack, JSONLD_STACK_BYTES, MAX_CONTEXT_COPIES, MAX_CONTEXT_DEPTH, MAX_CONTEXT_TERMS, MAX_JSON_DEPTH};
+pub use jsonld_limits::{check_json_ld, on_known_stack, on_known_stack_if, JSONLD_STACK_BYTES, MAX_CONTEXT_COPIES, MAX_CONTEXT_DEPTH, MAX_CONTEXT_TERMS, MAX_JSON_DEPTH};
 pub use projector::{GraphProjector, NoProjection};
 pub use read::{Attachment, OpenRev, OpenRevs, ReadOptions};
 pub use revtree::{EditError, Leaf, Rev, RevTree};

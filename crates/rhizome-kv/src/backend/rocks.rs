@@ -155,6 +155,12 @@ fn engine_options(tuning: &RocksOptions, for_ingestion: bool) -> Options {
     table.set_format_version(6);
     opts.set_block_based_table_factory(&table);
     opts.set_optimize_filters_for_hits(true);
+    // A bloom filter over the memtable's keys (5% of its size): a write
+    // looks up every term it brings and most are new, a miss that
+    // otherwise searches the whole skiplist (measured: a third of a
+    // 200-triple write's encoding).
+    opts.set_memtable_whole_key_filtering(true);
+    opts.set_memtable_prefix_bloom_ratio(0.05);
     opts
 }
 
@@ -232,11 +238,23 @@ impl Backend for RocksBackend {
         if batch.is_empty() {
             return Ok(());
         }
-        let mut wb = rocksdb::WriteBatch::default();
-        for op in batch.ops {
+        // Sized once (a record is a tag, two varint lengths and the
+        // prefixed key and value): growing it a key at a time copied it
+        // over and over.
+        let bytes: usize = batch.ops.iter().map(|op| match op {
+            WriteOp::Put(_, k, v) => k.len() + v.len() + 12,
+            WriteOp::Delete(_, k) => k.len() + 7,
+        }).sum();
+        let mut wb = rocksdb::WriteBatch::with_capacity_bytes(bytes + 12);
+        let mut key = Vec::new();
+        for op in &batch.ops {
+            let (WriteOp::Put(ks, k, _) | WriteOp::Delete(ks, k)) = op;
+            key.clear();
+            key.push(ks.0);
+            key.extend_from_slice(k);
             match op {
-                WriteOp::Put(ks, k, v) => wb.put(prefixed(ks, &k), v),
-                WriteOp::Delete(ks, k) => wb.delete(prefixed(ks, &k)),
+                WriteOp::Put(_, _, v) => wb.put(&key, v),
+                WriteOp::Delete(..) => wb.delete(&key),
             }
         }
         let mut wo = WriteOptions::default();

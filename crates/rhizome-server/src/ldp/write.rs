@@ -111,7 +111,7 @@ fn parse_body(req: &Request, base: &str) -> Result<Vec<Triple>, HttpError> {
         rhizome_docs::check_json_ld(&json).map_err(invalid)?;
     }
     let parser = RdfParser::from_format(format).with_base_iri(base).map_err(|e| HttpError::internal(e.to_string()))?.rename_blank_nodes();
-    rhizome_docs::on_known_stack(move || parser.for_slice(&body).map(|q| q.map(Triple::from).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>())
+    rhizome_docs::on_known_stack_if(matches!(format, RdfFormat::JsonLd { .. }), move || parser.for_slice(&body).map(|q| q.map(Triple::from).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>())
         .map_err(HttpError::internal)?
         .map_err(invalid)
 }

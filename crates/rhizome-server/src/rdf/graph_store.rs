@@ -222,7 +222,7 @@ fn parse_triples(
     }
     let documents = remote.documents();
     let parser = RdfParser::from_format(format).with_base_iri(base).map_err(|e| HttpError::internal(e.to_string()))?.without_named_graphs().rename_blank_nodes();
-    rhizome_docs::on_known_stack(|| {
+    rhizome_docs::on_known_stack_if(matches!(format, RdfFormat::JsonLd { .. }), || {
         let mut triples = Vec::new();
         let quads = parser.for_slice(body).with_document_loader(move |url| {
             Ok(oxrdfio::LoadedDocument { url: url.to_owned(), content: documents(url)?, format: RdfFormat::JsonLd { profile: oxrdfio::JsonLdProfile::Context.into() } })
