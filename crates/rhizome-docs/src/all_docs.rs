@@ -120,7 +120,7 @@ impl Database {
 fn row(kv: &dyn KvRead, id: &str, d: &DocInfo, include_docs: bool, read: &ReadOptions) -> Result<Value> {
     let mut row = json!({ "id": id, "key": id, "value": { "rev": d.winner.to_string() } });
     if include_docs {
-        row["doc"] = Value::Object(render(kv, id, d, &d.winner, read)?);
+        row["doc"] = Value::Object(render(kv, id, d, &d.winner, read, None)?);
     }
     Ok(row)
 }

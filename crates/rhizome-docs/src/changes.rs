@@ -149,7 +149,7 @@ fn change_row(
     };
     let info = DocInfo::from_bytes(id, &bytes)?;
     let doc = if opts.include_docs || matches!(opts.filter, ChangesFilter::Selector(_) | ChangesFilter::Custom(_)) {
-        Some(match render(kv, id, &info, &info.winner, read) {
+        Some(match render(kv, id, &info, &info.winner, read, None) {
             Ok(doc) => doc,
             // A deleted winner's body may be empty; CouchDB shows the stub.
             Err(DocError::NotFound(_)) => deleted_stub(id, &info),

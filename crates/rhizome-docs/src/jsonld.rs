@@ -22,7 +22,7 @@ use crate::GraphProjector;
 use oxjsonld::{JsonLdParser, JsonLdSerializer};
 use oxrdf::{GraphNameRef, NamedNode, QuadRef, Term, TermRef};
 use rhizome_kv::KvRead;
-use rhizome_rdf::term::Dictionary;
+use rhizome_rdf::term::{Dictionary, TermCache};
 use rhizome_rdf::{QuadPattern, QuadScan, StoreTransaction, TermId};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -306,25 +306,41 @@ fn parse_document(txn: &StoreTransaction<'_>, body: &Map<String, Value>, iri: &s
 /// The graph `graph_iri` rendered as the members of a JSON-LD document:
 /// `{"@graph": [...]}` in expanded form (full IRIs, so that the document
 /// written back unchanged projects to the same graph).
-pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str) -> crate::Result<Map<String, Value>> {
+pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str, cache: Option<&TermCache>) -> crate::Result<Map<String, Value>> {
     let mut members = Map::new();
     let node = NamedNode::new_unchecked(graph_iri);
     let Some(graph) = Dictionary::lookup(kv, TermRef::NamedNode(node.as_ref()))? else {
         members.insert("@graph".into(), Value::Array(Vec::new()));
         return Ok(members);
     };
+    let quads = QuadScan::new(kv, QuadPattern { g: Some(graph), ..Default::default() }).collect::<rhizome_rdf::Result<Vec<_>>>()?;
+    // Each distinct term once: from the store's shared cache (a snapshot
+    // reader's, which holds committed terms only), else all the others in
+    // one walk of the dictionary in id order.
     let mut terms: HashMap<TermId, Term> = HashMap::new();
-    let mut decode = |id: TermId| -> crate::Result<Term> {
-        if let Some(t) = terms.get(&id) {
-            return Ok(t.clone());
+    let mut missing = Vec::new();
+    for id in quads.iter().flat_map(|q| [q[0], q[1], q[2]]) {
+        if terms.contains_key(&id) {
+            continue;
         }
-        let t = Dictionary::decode(kv, id)?.ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?} of graph {graph_iri}")))?;
-        terms.insert(id, t.clone());
-        Ok(t)
-    };
+        if !id.is_in_dictionary() {
+            let t = Dictionary::decode(kv, id)?.ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?} of graph {graph_iri}")))?;
+            terms.insert(id, t);
+        } else if let Some(t) = cache.and_then(|c| c.get(id)) {
+            terms.insert(id, t);
+        } else {
+            missing.push(id);
+        }
+    }
+    Dictionary::decode_many(kv, &mut missing, |id, t| {
+        if let Some(c) = cache {
+            c.insert(id, t.clone());
+        }
+        terms.insert(id, t);
+    })?;
+    let decode = |id: TermId| -> crate::Result<Term> { terms.get(&id).cloned().ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?} of graph {graph_iri}"))) };
     let mut serializer = JsonLdSerializer::new().for_writer(Vec::new());
-    for q in QuadScan::new(kv, QuadPattern { g: Some(graph), ..Default::default() }) {
-        let q = q?;
+    for q in &quads {
         let (s, p, o) = (decode(q[0])?, decode(q[1])?, decode(q[2])?);
         let subject = match s {
             Term::NamedNode(n) => oxrdf::NamedOrBlankNode::NamedNode(n),

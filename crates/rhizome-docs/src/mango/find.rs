@@ -349,13 +349,13 @@ fn candidate(kv: &dyn rhizome_kv::KvRead, id: &str, info: Option<&[u8]>, conflic
     }
     let doc = if conflicts {
         let info = DocInfo::from_bytes(id, bytes)?;
-        match render(kv, id, &info, &info.winner, &ReadOptions { conflicts: true, ..Default::default() }) {
+        match render(kv, id, &info, &info.winner, &ReadOptions { conflicts: true, ..Default::default() }, None) {
             Ok(d) => Some(d),
             Err(DocError::NotFound(_)) => None,
             Err(e) => return Err(e),
         }
     } else {
-        render_winner(kv, id, &winner)?
+        render_winner(kv, id, &winner, None)?
     };
     Ok(doc.map(Value::Object))
 }

@@ -295,7 +295,7 @@ impl Database {
                 if deleted {
                     continue;
                 }
-                let Some(doc) = render_winner(txn.kv(), id, &winner)? else { continue };
+                let Some(doc) = render_winner(txn.kv(), id, &winner, None)? else { continue };
                 let doc = Value::Object(doc);
                 if let Some(row) = index.row_key(id, &doc) {
                     txn.kv_mut().put(MANGO_ROWS, &row, id.as_bytes());
@@ -337,7 +337,7 @@ pub(crate) fn list_indexes(kv: &dyn KvRead) -> Result<Vec<IndexDef>> {
         let id = String::from_utf8_lossy(cursor.key()).into_owned();
         let info = DocInfo::from_bytes(&id, cursor.value())?;
         if !info.deleted {
-            if let Some(body) = crate::read::body(kv, &id, &info.winner)? {
+            if let Some(body) = crate::read::body(kv, &id, &info.winner, None)? {
                 out.extend(indexes_of(&id, &body));
             }
         }

@@ -61,7 +61,10 @@ impl Default for RocksOptions {
 impl RocksOptions {
     /// The defaults, with the size-for-speed trade a user may choose:
     /// `RHIZOME_COMPRESSION` (`zstd`, `lz4` or `none`, as CouchDB's
-    /// `file_compression`) and `RHIZOME_BLOCK_BYTES` (1 KiB to 1 MiB).
+    /// `file_compression`), `RHIZOME_BLOCK_BYTES` (1 KiB to 1 MiB) and
+    /// `RHIZOME_CACHE_BYTES`, the block cache of each open store (256 MiB
+    /// by default; a store whose working set is larger decompresses a
+    /// block for most random reads).
     pub fn from_env() -> Result<Self> {
         let mut options = RocksOptions::default();
         if let Ok(v) = std::env::var("RHIZOME_COMPRESSION") {
@@ -76,6 +79,12 @@ impl RocksOptions {
             options.block_bytes = match v.parse::<usize>() {
                 Ok(n) if (1 << 10..=1 << 20).contains(&n) => n,
                 _ => return Err(Error::Config(format!("RHIZOME_BLOCK_BYTES={v:?}: expected a number of bytes from 1024 to 1048576"))),
+            };
+        }
+        if let Ok(v) = std::env::var("RHIZOME_CACHE_BYTES") {
+            options.block_cache_bytes = match v.parse::<usize>() {
+                Ok(n) if (1 << 20..=1 << 40).contains(&n) => n,
+                _ => return Err(Error::Config(format!("RHIZOME_CACHE_BYTES={v:?}: expected a number of bytes from 1048576 (1 MiB) to 2^40"))),
             };
         }
         Ok(options)
