@@ -3,7 +3,7 @@
 //! answer is read, until N requests are done. One thread (a current-thread
 //! runtime), so the client costs one core at most and leaves the rest to the
 //! server under test; much lighter per request than autocannon, so a fast
-//! server is not capped by its client. `{n}` in the path and body is the
+//! server is not capped by its client. `{i}` (or `{n}`) in the path and body is the
 //! request number, or with `--random K` a uniform random number below K.
 //! Prints one JSON line: requests, seconds, non2xx, errors, p50_ms, p99_ms.
 
@@ -26,13 +26,14 @@ pub struct Args {
     requests: u64,
     #[arg(long, default_value = "GET")]
     method: String,
-    /// Path template, e.g. `/bench/w-{n}`.
+    /// Path template: `{i}` becomes the request's number, e.g. `/bench/w-{i}`
+    /// (the older spelling, n in braces, works too).
     #[arg(long)]
     path: String,
-    /// Body template (JSON), e.g. `{"i":{n}}`.
+    /// Body template (JSON), numbered as the path, e.g. `{"i":{i}}`.
     #[arg(long)]
     body: Option<String>,
-    /// Replace `{n}` by a random number below this instead of the request number.
+    /// Number requests with random numbers below this instead of in order.
     #[arg(long)]
     random: Option<u64>,
 }
@@ -83,8 +84,9 @@ async fn connection(target: Arc<Target>, args: Arc<Args>, counter: Arc<AtomicU64
             Some(k) => next_random(&mut rng) % k.max(1),
             None => i,
         };
-        let path = args.path.replace("{n}", &n.to_string());
-        let body = args.body.as_ref().map(|b| b.replace("{n}", &n.to_string())).unwrap_or_default();
+        let number = |t: &str| t.replace("{n}", &n.to_string()).replace("{i}", &n.to_string());
+        let path = number(&args.path);
+        let body = args.body.as_deref().map(number).unwrap_or_default();
         let mut req = format!("{} {} HTTP/1.1\r\nHost: {}\r\nConnection: keep-alive\r\n", args.method, path, target.host);
         if let Some(a) = &target.auth {
             req.push_str(&format!("Authorization: Basic {a}\r\n"));
