@@ -9,12 +9,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 out = sys.argv[1]
 colors = {"rhizome": "tab:green", "fedora": "tab:red", "css": "tab:blue"}
 fig, ax = plt.subplots(figsize=(10, 6))
-for path in sys.argv[2:]:
-    r = json.load(open(path))
+results = sorted((json.load(open(p)) for p in sys.argv[2:]), key=lambda r: r["name"] != "rhizome")
+for r in results:
     for run in r["runs"]:
         per_k = run["per_1000_ms"]
         xs = [min(1000 * (k + 1), run["children"]) for k in range(len(per_k))]
@@ -23,6 +24,9 @@ for path in sys.argv[2:]:
                 label=f"{r.get('label', r['name'])} {run['kind']}" + (" (stopped: budget)" if run.get("stopped") else ""))
 ax.set_xscale("log")
 ax.set_yscale("log")
+ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))
+ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(v)[0] in "25" else ""))
 ax.set_xlabel("children in the container (each point: the mean of 1,000 requests ending there)")
 ax.set_ylabel("ms per request")
 ax.set_title("bench/ldp: PUT and POST of 200-triple Turtle resources under one container")
