@@ -10,10 +10,18 @@ Each resource, as seed 002's: 50 triples whose objects are external IRIs
 predicates, 5 objects) and 100 with a random 64-character string (50
 predicates, 100 objects).
 
-Usage: bench.py OUT.json NAME ROOT_URL CHILDREN [SPARQL_URL]
-ROOT_URL is the LDP root container (user:pass@ for Basic auth). Standard
-library only.
+Usage: bench.py OUT.json NAME ROOT_URL CHILDREN [--sparql URL] [--budget S]
+                [--slash-containers]
+ROOT_URL is the LDP root container (user:pass@ for Basic auth). --budget
+gives the whole run S seconds of requests, half for the PUTs and half for
+the POSTs: a phase that reaches its half stops there and the result says so
+(a peer far too slow ends with a note rather than hanging the run).
+--slash-containers names containers with a trailing slash (Solid servers:
+a PUT to a path ending in '/' creates a container). The load averages
+(/proc/loadavg) at the start and end are recorded: the machine may be
+shared. Standard library only.
 """
+import argparse
 import base64
 import http.client
 import json
@@ -23,8 +31,17 @@ import sys
 import time
 import urllib.parse
 
-out_path, name, root, children = sys.argv[1], sys.argv[2], sys.argv[3].rstrip("/") + "/", int(sys.argv[4])
-sparql = sys.argv[5] if len(sys.argv) > 5 else None
+ap = argparse.ArgumentParser()
+ap.add_argument("out_path")
+ap.add_argument("name")
+ap.add_argument("root")
+ap.add_argument("children", type=int)
+ap.add_argument("--sparql")
+ap.add_argument("--budget", type=float)
+ap.add_argument("--slash-containers", action="store_true")
+ap.add_argument("--label", help="the system's name and version in the table")
+args = ap.parse_args()
+out_path, name, root, children, sparql = args.out_path, args.name, args.root.rstrip("/") + "/", args.children, args.sparql
 url = urllib.parse.urlsplit(root)
 auth = {}
 if url.username:
@@ -79,11 +96,20 @@ def make_container(slug):
     assert status in (201, 204), (status, body[:300])
 
 
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def run(kind, parent):
-    make_container(parent)
-    repo_objects = [repo_iri(parent)] + [repo_iri(f"{parent}/r{i}") for i in range(4)]
+    container = parent + "/" if args.slash_containers else parent
+    make_container(container)
+    repo_objects = [repo_iri(container)] + [repo_iri(f"{parent}/r{i}") for i in range(4)]
     bodies = [resource_body(repo_objects) for _ in range(min(children, 2000))]
     times = []
+    stopped = None
+    every = 10000 if children > 20000 else 1000
+    started = time.perf_counter()
     for i in range(children):
         body = bodies[i % len(bodies)]
         headers = {"Content-Type": "text/turtle"}
@@ -91,22 +117,27 @@ def run(kind, parent):
         if kind == "PUT":
             status, _, data = call("PUT", abs_path(f"{parent}/c{i}"), body, headers)
         else:
-            status, _, data = call("POST", abs_path(parent), body, headers)
+            status, _, data = call("POST", abs_path(container), body, headers)
         times.append(time.perf_counter() - t)
         assert status in (201, 204), (kind, i, status, data[:300])
-        if (i + 1) % 10000 == 0:
-            print(f"[bench/ldp] {name} {kind} {i + 1}: last 1000 {sum(times[-1000:]):.2f} s", file=sys.stderr, flush=True)
+        if (i + 1) % every == 0:
+            print(f"[bench/ldp] {name} {kind} {i + 1}: last 1000 {sum(times[-1000:]):.2f} s ({loadavg()})", file=sys.stderr, flush=True)
+        if args.budget and i + 1 < children and time.perf_counter() - started > args.budget / 2:
+            stopped = f"stopped at {i + 1:,} of {children:,} {kind}s: over its {args.budget / 2:.0f} s budget"
+            print(f"[bench/ldp] {name} {kind} {stopped}", file=sys.stderr, flush=True)
+            break
     per_k = [sum(times[k:k + 1000]) / len(times[k:k + 1000]) for k in range(0, len(times), 1000)]
     t = time.perf_counter()
-    status, headers, data = call("GET", abs_path(parent), None, {"Accept": "text/turtle"})
+    status, headers, data = call("GET", abs_path(container), None, {"Accept": "text/turtle"})
     get_s = time.perf_counter() - t
     assert status == 200, status
     contains = data.count(b"ldp:contains") + data.count(b"ldp#contains")
-    return {"kind": kind, "children": children, "mean_ms": 1000 * sum(times) / len(times), "per_1000_ms": [1000 * x for x in per_k],
-            "first_1000_ms": 1000 * per_k[0], "last_1000_ms": 1000 * per_k[-1], "get_s": get_s, "get_bytes": len(data)}
+    return {"kind": kind, "children": len(times), "mean_ms": 1000 * sum(times) / len(times), "per_1000_ms": [1000 * x for x in per_k],
+            "first_1000_ms": 1000 * per_k[0], "last_1000_ms": 1000 * per_k[-1], "get_s": get_s, "get_bytes": len(data),
+            "stopped": stopped}
 
 
-result = {"name": name, "children": children, "runs": []}
+result = {"name": name, "label": args.label or name, "children": children, "runs": [], "load_start": loadavg()}
 for kind, parent in (("PUT", "pomegranate"), ("POST", "pomegranate-post")):
     result["runs"].append(run(kind, parent))
 if sparql:
@@ -118,4 +149,5 @@ if sparql:
     result["sparql_s"] = time.perf_counter() - t
     assert status == 200, (status, data[:300])
     result["sparql_count"] = json.loads(data)["results"]["bindings"][0]["c"]["value"]
+result["load_end"] = loadavg()
 json.dump(result, open(out_path, "w"), indent=1)
