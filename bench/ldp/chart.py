@@ -18,8 +18,10 @@ results = sorted((json.load(open(p)) for p in sys.argv[2:]), key=lambda r: r["na
 for r in results:
     for run in r["runs"]:
         per_k = run["per_1000_ms"]
-        xs = [min(1000 * (k + 1), run["children"]) for k in range(len(per_k))]
-        ax.plot(xs, per_k, marker="o" if len(xs) < 20 else None, markersize=3,
+        # "at": the children count of each point when the points are not
+        # every 1,000 (a run known only from its progress lines).
+        xs = run.get("at") or [min(1000 * (k + 1), run["children"]) for k in range(len(per_k))]
+        ax.plot(xs, per_k, marker="o" if len(xs) < 20 or run.get("at") else None, markersize=3,
                 linestyle="-" if run["kind"] == "PUT" else "--", color=colors.get(r["name"]),
                 label=f"{r.get('label', r['name'])} {run['kind']}" + (" (stopped: budget)" if run.get("stopped") else ""))
 ax.set_xscale("log")

@@ -38,16 +38,23 @@ for path, r in results:
     resources = sum(run["children"] for run in r["runs"])
     cells = []
     for run in r["runs"]:
-        cell = f"{run['first_1000_ms']:.2f} / {run['last_1000_ms']:.2f} / {run['mean_ms']:.2f}"
+        if not run["children"]:
+            cell = "none"
+        else:
+            cell = f"{run['first_1000_ms']:.2f} / {run['last_1000_ms']:.2f} / {run['mean_ms']:.2f}"
         if run.get("stopped"):
-            cell += f" (to {run['children']:,}: {run['stopped'].split(':')[1].strip()})"
+            cell += f" ({'failed' if run.get('failed') else 'stopped'} at {run['children']:,})"
             notes.append(f"{r.get('label', r['name'])}: {run['stopped']}.")
         cells.append(cell)
+    while len(cells) < 2:
+        cells.append("not run")
     children = " / ".join(f"{run['children']:,}" for run in r["runs"]) if len({run["children"] for run in r["runs"]}) > 1 else f"{r['runs'][0]['children']:,}"
-    get = max(run["get_s"] for run in r["runs"])
+    gets = [run["get_s"] for run in r["runs"] if run.get("get_s") is not None]
+    get = f"{max(gets):.3f} s" if gets else "?"
     store = f"{human(size)} ({size / resources / 1e3:.1f} kB)" if size is not None else "?"
-    sparql = f"{r['sparql_s']:.3f} s ({r['sparql_count']})" if "sparql_s" in r else "n/a (no endpoint)"
-    print(f"| {r.get('label', r['name'])} | {children} | {cells[0]} | {cells[1]} | {get:.3f} s | {store} | {sparql} |")
+    sparql = (f"{r['sparql_s']:.3f} s ({r['sparql_count']})" if "sparql_s" in r
+              else "not run" if any(run.get("failed") for run in r["runs"]) else "n/a (no endpoint)")
+    print(f"| {r.get('label', r['name'])} | {children} | {cells[0]} | {cells[1]} | {get} | {store} | {sparql} |")
 print("| seed 002: Fedora 5.0.2 | 100,000 | >500 ms (PUT stopped at 30k) | 65 ms (4.7.5, pairtree) | 3m41s | 12 GB | n/a |")
 print("| seed 002: Lakesuperior REST | 100,000 | 104 ms | 123 ms | 30 s | 8.7 GB | 19.3 s |")
 for n in notes:
@@ -62,8 +69,13 @@ if rhizome and peers:
     for r in peers:
         cells = []
         for run, base in zip(r["runs"], rhizome["runs"]):
+            if not run["children"] or not base["children"]:
+                cells.append("? | ?")
+                continue
             rz = mean_first(base, run["children"])
             cells.append(f"{run['mean_ms']:.2f} / {rz:.2f} | {run['mean_ms'] / rz:.1f}x")
+        while len(cells) < 2:
+            cells.append("? | ?")
         print(f"| {r.get('label', r['name'])} | {r['runs'][0]['children']:,} | {cells[0]} | {cells[1]} |")
 
 print("\nLoad averages (1/5/15 min) at each system's start and end of requests (2 cores, shared with other work):\n")
