@@ -28,6 +28,28 @@ fn compare<T: PartialEq>(a: &T, other: &Bound<'_, PyAny>, op: CompareOp, b: Opti
     }
 }
 
+/// The `#[pymethods]` of a class wrapping an oxrdf value in `inner`:
+/// `str()`, `hash()` and comparisons as that value has them, then the
+/// class's own methods (PyO3 takes one `#[pymethods]` block per class).
+macro_rules! value_class {
+    ($ty:ident; $($methods:tt)*) => {
+        #[pymethods]
+        impl $ty {
+            fn __str__(&self) -> String {
+                self.inner.to_string()
+            }
+            fn __hash__(&self) -> u64 {
+                hash_of(&self.inner)
+            }
+            fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> Py<PyAny> {
+                let b = other.cast::<$ty>().ok().map(|o| o.get().inner.clone());
+                compare(&self.inner, other, op, b)
+            }
+            $($methods)*
+        }
+    };
+}
+
 /// An IRI, such as ``NamedNode("http://example.com/alice")``.
 ///
 /// :param value: the IRI; a ValueError if it is not an absolute IRI.
@@ -37,8 +59,7 @@ pub struct PyNamedNode {
     pub inner: NamedNode,
 }
 
-#[pymethods]
-impl PyNamedNode {
+value_class! { PyNamedNode;
     #[new]
     fn new(value: String) -> PyResult<Self> {
         NamedNode::new(value).map(|inner| PyNamedNode { inner }).map_err(|e| PyValueError::new_err(format!("not an IRI: {e}")))
@@ -48,18 +69,8 @@ impl PyNamedNode {
     fn value(&self) -> &str {
         self.inner.as_str()
     }
-    fn __str__(&self) -> String {
-        self.inner.to_string()
-    }
     fn __repr__(&self) -> String {
         format!("<NamedNode value={}>", self.inner.as_str())
-    }
-    fn __hash__(&self) -> u64 {
-        hash_of(&self.inner)
-    }
-    fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> Py<PyAny> {
-        let b = other.cast::<PyNamedNode>().ok().map(|o| o.get().inner.clone());
-        compare(&self.inner, other, op, b)
     }
     fn __getnewargs__(&self) -> (String,) {
         (self.inner.as_str().to_owned(),)
@@ -75,8 +86,7 @@ pub struct PyBlankNode {
     pub inner: BlankNode,
 }
 
-#[pymethods]
-impl PyBlankNode {
+value_class! { PyBlankNode;
     #[new]
     #[pyo3(signature = (value=None))]
     fn new(value: Option<String>) -> PyResult<Self> {
@@ -90,18 +100,8 @@ impl PyBlankNode {
     fn value(&self) -> &str {
         self.inner.as_str()
     }
-    fn __str__(&self) -> String {
-        self.inner.to_string()
-    }
     fn __repr__(&self) -> String {
         format!("<BlankNode value={}>", self.inner.as_str())
-    }
-    fn __hash__(&self) -> u64 {
-        hash_of(&self.inner)
-    }
-    fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> Py<PyAny> {
-        let b = other.cast::<PyBlankNode>().ok().map(|o| o.get().inner.clone());
-        compare(&self.inner, other, op, b)
     }
     fn __getnewargs__(&self) -> (String,) {
         (self.inner.as_str().to_owned(),)
@@ -117,8 +117,7 @@ pub struct PyLiteral {
     pub inner: Literal,
 }
 
-#[pymethods]
-impl PyLiteral {
+value_class! { PyLiteral;
     #[new]
     #[pyo3(signature = (value, *, datatype=None, language=None))]
     fn new(value: String, datatype: Option<PyNamedNode>, language: Option<String>) -> PyResult<Self> {
@@ -145,21 +144,11 @@ impl PyLiteral {
     fn language(&self) -> Option<&str> {
         self.inner.language()
     }
-    fn __str__(&self) -> String {
-        self.inner.to_string()
-    }
     fn __repr__(&self) -> String {
         match self.inner.language() {
             Some(l) => format!("<Literal value={} language={l}>", self.inner.value()),
             None => format!("<Literal value={} datatype=<NamedNode value={}>>", self.inner.value(), self.inner.datatype().as_str()),
         }
-    }
-    fn __hash__(&self) -> u64 {
-        hash_of(&self.inner)
-    }
-    fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> Py<PyAny> {
-        let b = other.cast::<PyLiteral>().ok().map(|o| o.get().inner.clone());
-        compare(&self.inner, other, op, b)
     }
 }
 
@@ -200,8 +189,7 @@ pub struct PyVariable {
     pub inner: Variable,
 }
 
-#[pymethods]
-impl PyVariable {
+value_class! { PyVariable;
     #[new]
     fn new(value: String) -> PyResult<Self> {
         Variable::new(value).map(|inner| PyVariable { inner }).map_err(|e| PyValueError::new_err(format!("not a variable name: {e}")))
@@ -211,18 +199,8 @@ impl PyVariable {
     fn value(&self) -> &str {
         self.inner.as_str()
     }
-    fn __str__(&self) -> String {
-        self.inner.to_string()
-    }
     fn __repr__(&self) -> String {
         format!("<Variable value={}>", self.inner.as_str())
-    }
-    fn __hash__(&self) -> u64 {
-        hash_of(&self.inner)
-    }
-    fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> Py<PyAny> {
-        let b = other.cast::<PyVariable>().ok().map(|o| o.get().inner.clone());
-        compare(&self.inner, other, op, b)
     }
 }
 
@@ -233,8 +211,7 @@ pub struct PyTriple {
     pub inner: Triple,
 }
 
-#[pymethods]
-impl PyTriple {
+value_class! { PyTriple;
     #[new]
     fn new(subject: &Bound<'_, PyAny>, predicate: &Bound<'_, PyAny>, object: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(PyTriple { inner: Triple::new(subject_from_py(subject)?, predicate_from_py(predicate)?, term_from_py(object)?) })
@@ -262,18 +239,8 @@ impl PyTriple {
             _ => Err(PyIndexError::new_err("a triple has 3 terms")),
         }
     }
-    fn __str__(&self) -> String {
-        self.inner.to_string()
-    }
     fn __repr__(&self) -> String {
         format!("<Triple {}>", self.inner)
-    }
-    fn __hash__(&self) -> u64 {
-        hash_of(&self.inner)
-    }
-    fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> Py<PyAny> {
-        let b = other.cast::<PyTriple>().ok().map(|o| o.get().inner.clone());
-        compare(&self.inner, other, op, b)
     }
 }
 
@@ -285,8 +252,7 @@ pub struct PyQuad {
     pub inner: Quad,
 }
 
-#[pymethods]
-impl PyQuad {
+value_class! { PyQuad;
     #[new]
     #[pyo3(signature = (subject, predicate, object, graph_name=None))]
     fn new(subject: &Bound<'_, PyAny>, predicate: &Bound<'_, PyAny>, object: &Bound<'_, PyAny>, graph_name: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -329,18 +295,8 @@ impl PyQuad {
             _ => Err(PyIndexError::new_err("a quad has 4 terms")),
         }
     }
-    fn __str__(&self) -> String {
-        self.inner.to_string()
-    }
     fn __repr__(&self) -> String {
         format!("<Quad {}>", self.inner)
-    }
-    fn __hash__(&self) -> u64 {
-        hash_of(&self.inner)
-    }
-    fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> Py<PyAny> {
-        let b = other.cast::<PyQuad>().ok().map(|o| o.get().inner.clone());
-        compare(&self.inner, other, op, b)
     }
 }
 
