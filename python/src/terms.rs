@@ -323,15 +323,10 @@ fn kind(o: &Bound<'_, PyAny>) -> String {
 }
 
 pub fn term_from_py(o: &Bound<'_, PyAny>) -> PyResult<Term> {
-    if let Ok(n) = o.cast::<PyNamedNode>() {
-        Ok(n.get().inner.clone().into())
-    } else if let Ok(l) = o.cast::<PyLiteral>() {
-        Ok(l.get().inner.clone().into())
-    } else if let Ok(b) = o.cast::<PyBlankNode>() {
-        Ok(b.get().inner.clone().into())
-    } else {
-        Err(PyTypeError::new_err(format!("expected a NamedNode, BlankNode or Literal, not {}", kind(o))))
+    if let Ok(l) = o.cast::<PyLiteral>() {
+        return Ok(l.get().inner.clone().into());
     }
+    subject_from_py(o).map(Term::from).map_err(|_| PyTypeError::new_err(format!("expected a NamedNode, BlankNode or Literal, not {}", kind(o))))
 }
 
 pub fn subject_from_py(o: &Bound<'_, PyAny>) -> PyResult<NamedOrBlankNode> {
@@ -353,14 +348,9 @@ pub fn predicate_from_py(o: &Bound<'_, PyAny>) -> PyResult<NamedNode> {
 
 pub fn graph_from_py(o: &Bound<'_, PyAny>) -> PyResult<GraphName> {
     if o.is_none() || o.cast::<PyDefaultGraph>().is_ok() {
-        Ok(GraphName::DefaultGraph)
-    } else if let Ok(n) = o.cast::<PyNamedNode>() {
-        Ok(n.get().inner.clone().into())
-    } else if let Ok(b) = o.cast::<PyBlankNode>() {
-        Ok(b.get().inner.clone().into())
-    } else {
-        Err(PyTypeError::new_err(format!("a graph name is a NamedNode, BlankNode or DefaultGraph, not {}", kind(o))))
+        return Ok(GraphName::DefaultGraph);
     }
+    subject_from_py(o).map(GraphName::from).map_err(|_| PyTypeError::new_err(format!("a graph name is a NamedNode, BlankNode or DefaultGraph, not {}", kind(o))))
 }
 
 pub fn quad_from_py(o: &Bound<'_, PyAny>) -> PyResult<Quad> {
