@@ -19,13 +19,12 @@
 use crate::contexts::ContextStore;
 use crate::keys::LOCAL;
 use crate::GraphProjector;
-use oxjsonld::{JsonLdParser, JsonLdSerializer};
+use oxjsonld::JsonLdParser;
 use oxrdf::{GraphNameRef, NamedNode, QuadRef, Term, TermRef};
 use rhizome_kv::KvRead;
 use rhizome_rdf::term::{Dictionary, TermCache};
 use rhizome_rdf::{QuadPattern, QuadScan, StoreTransaction, TermId};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The member of a stored body that marks a document whose body is its graph.
@@ -305,7 +304,10 @@ fn parse_document(txn: &StoreTransaction<'_>, body: &Map<String, Value>, iri: &s
 
 /// The graph `graph_iri` rendered as the members of a JSON-LD document:
 /// `{"@graph": [...]}` in expanded form (full IRIs, so that the document
-/// written back unchanged projects to the same graph).
+/// written back unchanged projects to the same graph): a node object per
+/// run of one subject in the index's order, an array per predicate, as
+/// `oxjsonld`'s serializer writes it, but built as JSON values directly
+/// (serializing and parsing it back was half of a document read).
 pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str, cache: Option<&TermCache>) -> crate::Result<Map<String, Value>> {
     let mut members = Map::new();
     let node = NamedNode::new_unchecked(graph_iri);
@@ -314,55 +316,103 @@ pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str, cache: Option<&Term
         return Ok(members);
     };
     let quads = QuadScan::new(kv, QuadPattern { g: Some(graph), ..Default::default() }).collect::<rhizome_rdf::Result<Vec<_>>>()?;
-    // Each distinct term once: from the store's shared cache (a snapshot
-    // reader's, which holds committed terms only), else all the others in
-    // one walk of the dictionary in id order.
-    let mut terms: HashMap<TermId, Term> = HashMap::new();
-    let mut missing = Vec::new();
-    for id in quads.iter().flat_map(|q| [q[0], q[1], q[2]]) {
-        if terms.contains_key(&id) {
-            continue;
-        }
-        if !id.is_in_dictionary() {
-            let t = Dictionary::decode(kv, id)?.ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?} of graph {graph_iri}")))?;
-            terms.insert(id, t);
-        } else if let Some(t) = cache.and_then(|c| c.get(id)) {
-            terms.insert(id, t);
-        } else {
-            missing.push(id);
-        }
-    }
-    Dictionary::decode_many(kv, &mut missing, |id, t| {
-        if let Some(c) = cache {
-            c.insert(id, t.clone());
-        }
-        terms.insert(id, t);
+    let terms = GraphTerms::read(kv, &quads, cache).map_err(|e| match e {
+        crate::DocError::Corrupt(m) => crate::DocError::Corrupt(format!("{m} of graph {graph_iri}")),
+        e => e,
     })?;
-    let decode = |id: TermId| -> crate::Result<Term> { terms.get(&id).cloned().ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?} of graph {graph_iri}"))) };
-    let mut serializer = JsonLdSerializer::new().for_writer(Vec::new());
+    let corrupt = |what: &str| crate::DocError::Corrupt(format!("{what} in graph {graph_iri}"));
+    let mut nodes = Vec::new();
+    let mut current: Option<(TermId, Map<String, Value>)> = None;
     for q in &quads {
-        let (s, p, o) = (decode(q[0])?, decode(q[1])?, decode(q[2])?);
-        let subject = match s {
-            Term::NamedNode(n) => oxrdf::NamedOrBlankNode::NamedNode(n),
-            Term::BlankNode(b) => oxrdf::NamedOrBlankNode::BlankNode(b),
-            _ => return Err(crate::DocError::Corrupt(format!("literal subject in graph {graph_iri}"))),
+        if current.as_ref().map(|(s, _)| *s) != Some(q[0]) {
+            nodes.extend(current.take().map(|(_, n)| Value::Object(n)));
+            let id = match terms.get(q[0])? {
+                Term::NamedNode(n) => n.as_str().to_owned(),
+                Term::BlankNode(b) => b.to_string(),
+                _ => return Err(corrupt("literal subject")),
+            };
+            current = Some((q[0], Map::from_iter([("@id".to_owned(), Value::String(id))])));
+        }
+        let Term::NamedNode(predicate) = terms.get(q[1])? else {
+            return Err(corrupt("predicate that is not an IRI"));
         };
-        let Term::NamedNode(predicate) = p else {
-            return Err(crate::DocError::Corrupt(format!("predicate that is not an IRI in graph {graph_iri}")));
-        };
-        serializer
-            .serialize_quad(QuadRef::new(subject.as_ref(), predicate.as_ref(), o.as_ref(), GraphNameRef::DefaultGraph))
-            .map_err(|e| crate::DocError::Corrupt(format!("rendering graph {graph_iri}: {e}")))?;
+        let object = object_value(terms.get(q[2])?).ok_or_else(|| corrupt("object that JSON-LD cannot hold"))?;
+        let Some((_, node)) = current.as_mut() else { unreachable!("a node is open") };
+        match node.get_mut(predicate.as_str()) {
+            Some(Value::Array(objects)) => objects.push(object),
+            _ => {
+                node.insert(predicate.as_str().to_owned(), Value::Array(vec![object]));
+            }
+        }
     }
-    let bytes = serializer.finish().map_err(|e| crate::DocError::Corrupt(format!("rendering graph {graph_iri}: {e}")))?;
-    let rendered: Value = serde_json::from_slice(&bytes).map_err(|e| crate::DocError::Corrupt(format!("rendered JSON-LD of {graph_iri}: {e}")))?;
-    let nodes = match rendered {
-        Value::Object(mut o) if o.contains_key("@graph") => o.remove("@graph").unwrap_or(Value::Array(Vec::new())),
-        Value::Array(a) => Value::Array(a),
-        other => Value::Array(vec![other]),
-    };
-    members.insert("@graph".into(), nodes);
+    nodes.extend(current.map(|(_, n)| Value::Object(n)));
+    members.insert("@graph".into(), Value::Array(nodes));
     Ok(members)
+}
+
+/// An object in expanded JSON-LD: `{"@id"}` for a node, `{"@value"}` with
+/// `"@language"` or a `"@type"` other than `xsd:string` for a literal.
+fn object_value(term: &Term) -> Option<Value> {
+    let mut object = Map::new();
+    match term {
+        Term::NamedNode(n) => {
+            object.insert("@id".into(), Value::String(n.as_str().to_owned()));
+        }
+        Term::BlankNode(b) => {
+            object.insert("@id".into(), Value::String(b.to_string()));
+        }
+        Term::Literal(l) => {
+            if let Some(language) = l.language() {
+                object.insert("@language".into(), Value::String(language.to_owned()));
+            } else if l.datatype() != oxrdf::vocab::xsd::STRING {
+                object.insert("@type".into(), Value::String(l.datatype().as_str().to_owned()));
+            }
+            object.insert("@value".into(), Value::String(l.value().to_owned()));
+        }
+        #[allow(unreachable_patterns)]
+        _ => return None,
+    }
+    Some(Value::Object(object))
+}
+
+/// The distinct terms of a graph's quads, sorted by id: from the store's
+/// shared cache (a snapshot reader's, which holds committed terms only),
+/// else all the others in one walk of the dictionary in id order.
+struct GraphTerms {
+    ids: Vec<TermId>,
+    terms: Vec<Option<Term>>,
+}
+
+impl GraphTerms {
+    fn read(kv: &dyn KvRead, quads: &[[TermId; 4]], cache: Option<&TermCache>) -> crate::Result<GraphTerms> {
+        let mut ids: Vec<TermId> = quads.iter().flat_map(|q| [q[0], q[1], q[2]]).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut terms = vec![None; ids.len()];
+        let mut missing = Vec::new();
+        for (slot, &id) in terms.iter_mut().zip(&ids) {
+            if !id.is_in_dictionary() {
+                *slot = Some(Dictionary::decode(kv, id)?.ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?}")))?);
+            } else if let Some(t) = cache.and_then(|c| c.get(id)) {
+                *slot = Some(t);
+            } else {
+                missing.push(id);
+            }
+        }
+        Dictionary::decode_many(kv, &mut missing, |id, t| {
+            if let Ok(i) = ids.binary_search(&id) {
+                if let Some(c) = cache {
+                    c.insert(id, t.clone());
+                }
+                terms[i] = Some(t);
+            }
+        })?;
+        Ok(GraphTerms { ids, terms })
+    }
+
+    fn get(&self, id: TermId) -> crate::Result<&Term> {
+        self.ids.binary_search(&id).ok().and_then(|i| self.terms[i].as_ref()).ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?}")))
+    }
 }
 
 #[cfg(test)]

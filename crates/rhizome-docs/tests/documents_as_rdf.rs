@@ -151,3 +151,91 @@ fn loaded_graphs_become_documents_once() {
     assert_eq!(doc["@graph"][0][FOAF_NAME], json!([{"@value": "Two"}]));
     assert_eq!(db.info().unwrap().doc_count, 2);
 }
+
+/// A graph-bodied document renders as `oxjsonld`'s serializer writes its
+/// quads in the store's order (the form reads had before they were built
+/// directly), and reads back as the same triples: subjects that are IRIs
+/// and blank nodes, objects of every kind, literals with languages,
+/// datatypes (numbers the store inlines among them) and escapes.
+#[test]
+fn graph_bodies_render_as_the_json_ld_serializer_writes_their_quads() {
+    use oxrdf::{BlankNode, Literal, NamedNode, NamedOrBlankNode, Quad, Term};
+    let db = database();
+    let graph = format!("{BASE}/people/mixed");
+    let subjects: Vec<NamedOrBlankNode> = (0..5)
+        .map(|i| NamedOrBlankNode::from(NamedNode::new(format!("http://example.org/s{i}")).unwrap()))
+        .chain((0..2).map(|i| NamedOrBlankNode::from(BlankNode::new(format!("b{i}")).unwrap())))
+        .collect();
+    let predicates: Vec<NamedNode> = ["http://www.w3.org/1999/02/22-rdf-syntax-ns#type", "http://example.org/p", "http://example.org/q", FOAF_NAME]
+        .iter()
+        .map(|p| NamedNode::new(*p).unwrap())
+        .collect();
+    let xsd = |t: &str| NamedNode::new(format!("http://www.w3.org/2001/XMLSchema#{t}")).unwrap();
+    let objects: Vec<Term> = vec![
+        NamedNode::new("http://example.org/s1").unwrap().into(),
+        NamedNode::new("http://example.org/Class").unwrap().into(),
+        BlankNode::new("b1").unwrap().into(),
+        Literal::new_simple_literal("plain").into(),
+        Literal::new_simple_literal("quote \" backslash \\ newline \n tab \t é 𝄞").into(),
+        Literal::new_language_tagged_literal("chat", "fr-CA").unwrap().into(),
+        Literal::new_language_tagged_literal("cat", "en").unwrap().into(),
+        Literal::new_typed_literal("42", xsd("integer")).into(),
+        Literal::new_typed_literal("-7", xsd("integer")).into(),
+        Literal::new_typed_literal("123456789012345678901234567890", xsd("integer")).into(),
+        Literal::new_typed_literal("2.5E0", xsd("double")).into(),
+        Literal::new_typed_literal("true", xsd("boolean")).into(),
+        Literal::new_typed_literal("2026-11-24", xsd("date")).into(),
+        Literal::new_typed_literal("x", NamedNode::new("http://example.org/dt").unwrap()).into(),
+    ];
+    let g = NamedNode::new(&graph).unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let quads: Vec<Quad> = (0..80)
+        .map(|_| Quad::new(subjects[next(subjects.len())].clone(), predicates[next(predicates.len())].clone(), objects[next(objects.len())].clone(), g.clone()))
+        .collect();
+    db.rdf_write(|txn| -> Result<(), DocError> {
+        for q in &quads {
+            let ids = txn.encode_quad(q.as_ref())?;
+            txn.insert(&ids)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+
+    // The graph as the store holds it, in its index order.
+    let snapshot = db.store().snapshot().unwrap();
+    let gid = snapshot.lookup(TermRef::NamedNode(g.as_ref())).unwrap().unwrap();
+    let mut stored = Vec::new();
+    for q in snapshot.scan(QuadPattern { g: Some(gid), ..Default::default() }) {
+        let q: [TermId; 4] = q.unwrap();
+        let term = |id| snapshot.decode(id).unwrap().unwrap();
+        let subject = match term(q[0]) {
+            Term::NamedNode(n) => NamedOrBlankNode::from(n),
+            Term::BlankNode(b) => NamedOrBlankNode::from(b),
+            other => panic!("subject {other}"),
+        };
+        let Term::NamedNode(predicate) = term(q[1]) else { panic!("predicate") };
+        stored.push(oxrdf::Triple::new(subject, predicate, term(q[2])));
+    }
+    assert!(stored.len() > 40, "repeats dropped, most quads kept: {}", stored.len());
+    let mut serializer = oxjsonld::JsonLdSerializer::new().for_writer(Vec::new());
+    for t in &stored {
+        serializer.serialize_quad(t.as_ref().in_graph(GraphNameRef::DefaultGraph)).unwrap();
+    }
+    let expected: Value = serde_json::from_slice(&serializer.finish().unwrap()).unwrap();
+
+    let doc = db.get_doc("mixed", &ReadOptions::default()).unwrap();
+    assert_eq!(doc["@graph"], expected);
+
+    let text = serde_json::to_vec(&json!({ "@graph": doc["@graph"] })).unwrap();
+    let mut read_back: Vec<String> = oxjsonld::JsonLdParser::new().for_slice(&text).map(|q| oxrdf::Triple::from(q.unwrap()).to_string()).collect();
+    let mut want: Vec<String> = stored.iter().map(|t| t.to_string()).collect();
+    read_back.sort();
+    want.sort();
+    assert_eq!(read_back, want);
+}

@@ -15,9 +15,24 @@ use rustc_hash::FxHashMap;
 use std::sync::Mutex;
 
 const SHARDS: usize = 16;
-/// Entries per shard and generation: up to 2 x 16 x 8192 = 262,144 terms
-/// (some tens of MB).
+
+/// Entries per shard and generation of the write side's [`IdCache`]: up to
+/// 2 x 16 x 8192 = 262,144 term ids.
 const GENERATION_ENTRIES: usize = 8192;
+
+/// Entries per shard and generation of [`TermCache`]: one term per KiB of
+/// `RHIZOME_CACHE_BYTES` (the block cache's setting), at least 8192, so
+/// up to 2 x 16 x 8192 = 262,144 terms (some tens of MB) at the default
+/// 256 MiB, and 4.2M at 4 GiB: a store given the memory to hold a large
+/// working set names it from memory too (a 2-hop walk over Pokec names
+/// over a million profiles).
+fn generation_entries() -> usize {
+    static ENTRIES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *ENTRIES.get_or_init(|| {
+        let bytes = std::env::var("RHIZOME_CACHE_BYTES").ok().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
+        (bytes / 1024 / (2 * SHARDS)).max(GENERATION_ENTRIES)
+    })
+}
 
 /// Two generations per shard: lookups promote entries of the older one;
 /// when the newer one is full it becomes the older and the older is
@@ -30,7 +45,7 @@ struct Shard {
 
 impl Shard {
     fn insert(&mut self, id: TermId, term: Term) {
-        if self.current.len() >= GENERATION_ENTRIES {
+        if self.current.len() >= generation_entries() {
             self.previous = std::mem::take(&mut self.current);
         }
         self.current.insert(id, term);
@@ -194,7 +209,7 @@ mod tests {
     #[test]
     fn a_term_used_again_outlives_the_terms_not_used_since() {
         let cache = TermCache::default();
-        let n = (SHARDS * GENERATION_ENTRIES) as u64;
+        let n = (SHARDS * generation_entries()) as u64;
         for i in 0..n {
             cache.insert(TermId(i), iri(i));
         }
@@ -213,7 +228,7 @@ mod tests {
     #[test]
     fn touch_tells_whether_a_term_is_cached_and_keeps_it_as_get_does() {
         let cache = TermCache::default();
-        let n = (SHARDS * GENERATION_ENTRIES) as u64;
+        let n = (SHARDS * generation_entries()) as u64;
         assert!(!cache.touch(TermId(5)));
         cache.insert(TermId(5), iri(5));
         for i in n..4 * n {
@@ -235,7 +250,7 @@ mod tests {
         // Data of a regular shape: one kind of term every 16th id. Half the
         // cache's capacity of them must all stay.
         let cache = TermCache::default();
-        let count = (SHARDS * GENERATION_ENTRIES) as u64 / 2;
+        let count = (SHARDS * generation_entries()) as u64 / 2;
         for i in 0..count {
             cache.insert(TermId(16 * i), iri(i));
         }
