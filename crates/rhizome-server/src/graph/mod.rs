@@ -84,7 +84,7 @@ pub fn handle(server: &Server, req: &Request, db: &DbHandle, endpoint: &str) -> 
                     body.push_str("{\"id\":");
                     json_string(&mut body, name);
                     body.push_str(",\"depth\":");
-                    body.push_str(&depths.next().unwrap_or_default().to_string());
+                    let _ = std::fmt::Write::write_fmt(&mut body, format_args!("{}", depths.next().unwrap_or_default()));
                     body.push('}');
                 })?;
                 body.push_str(if found.truncated { "],\"truncated\":true}" } else { "],\"truncated\":false}" });
@@ -182,31 +182,49 @@ fn names(snapshot: &StoreSnapshot, ids: &[TermId]) -> Result<Vec<String>, HttpEr
 /// Calls `f` with the IRI (or `_:` label) of each of `ids`, in order: terms
 /// from the store's shared cache where it has them (a walk meets the same
 /// hubs again and again), the others read in one pass over the dictionary
-/// in id order and added to the cache.
+/// in id order and added to the cache. One look in the cache per id: a hit
+/// copies its name into one buffer at once (a 2-hop answer names thousands
+/// of nodes, and each look is a lock and a random memory access).
 fn each_name(snapshot: &StoreSnapshot, ids: &[TermId], mut f: impl FnMut(&str)) -> Result<(), HttpError> {
+    const MISS: (usize, usize) = (usize::MAX, 0);
     let cache = snapshot.term_cache();
-    let mut missing: Vec<TermId> = ids.iter().copied().filter(|id| id.is_in_dictionary() && !cache.touch(*id)).collect();
+    let push_name = |out: &mut String, t: &Term| match t {
+        Term::NamedNode(n) => out.push_str(n.as_str()),
+        t => out.push_str(&t.to_string()),
+    };
+    let mut cached = String::with_capacity(48 * ids.len());
+    let mut spans = Vec::with_capacity(ids.len());
+    let mut missing = Vec::new();
+    for id in ids {
+        let start = cached.len();
+        if id.is_in_dictionary() && cache.with(*id, |t| push_name(&mut cached, t)).is_some() {
+            spans.push((start, cached.len()));
+        } else {
+            spans.push(MISS);
+            missing.push(*id);
+        }
+    }
     let mut decoded = std::collections::HashMap::with_capacity(missing.len());
     Dictionary::decode_many(snapshot.kv(), &mut missing, |id, term| {
         decoded.insert(id, term);
     })
     .map_err(store_error)?;
-    let name = |t: &Term, f: &mut dyn FnMut(&str)| match t {
-        Term::NamedNode(n) => f(n.as_str()),
-        t => f(&t.to_string()),
-    };
-    for id in ids {
-        if let Some(t) = decoded.get(id) {
-            name(t, &mut f);
+    let mut one = String::new();
+    for (id, &(start, end)) in ids.iter().zip(&spans) {
+        if start != MISS.0 {
+            f(&cached[start..end]);
             continue;
         }
-        if cache.with(*id, |t| name(t, &mut f)).is_some() {
-            continue;
+        one.clear();
+        match decoded.get(id) {
+            Some(t) => push_name(&mut one, t),
+            // Not a dictionary term (an inlined value).
+            None => match snapshot.decode(*id).map_err(store_error)? {
+                Some(t) => push_name(&mut one, &t),
+                None => return Err(HttpError::internal(format!("term id {:#x} has no term", id.0))),
+            },
         }
-        match snapshot.decode(*id).map_err(store_error)? {
-            Some(t) => name(&t, &mut f),
-            None => return Err(HttpError::internal(format!("term id {:#x} has no term", id.0))),
-        }
+        f(&one);
     }
     for (id, t) in decoded {
         cache.insert(id, t);
@@ -241,6 +259,12 @@ fn store_error(e: rhizome_rdf::Error) -> HttpError {
 fn json_string(out: &mut String, s: &str) {
     use std::fmt::Write;
     out.push('"');
+    // IRIs rarely hold a character to escape: copied whole when none does.
+    if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -252,4 +276,19 @@ fn json_string(out: &mut String, s: &str) {
         }
     }
     out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_string;
+
+    #[test]
+    fn names_written_as_json_strings_read_back_unchanged() {
+        for s in ["http://pokec.example/p/12", "_:b0", "", "quote \" backslash \\ nl \n tab \t nul \u{0} é 𝄞", "\"", "\\"] {
+            let mut out = String::from("x");
+            json_string(&mut out, s);
+            let back: String = serde_json::from_str(&out[1..]).unwrap_or_else(|e| panic!("{out:?}: {e}"));
+            assert_eq!(back, s);
+        }
+    }
 }
