@@ -46,6 +46,7 @@ pub use error::{HttpError, ServerError};
 pub use state::{base_iri, context_store, database_dir, projector_for};
 #[doc(hidden)]
 pub use couch::fuzz_couch_request;
+pub use graph::fuzz_walk_request;
 pub use rdf::fuzz_parse_request;
 
 use bytes::Bytes;

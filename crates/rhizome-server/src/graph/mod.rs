@@ -134,6 +134,73 @@ pub fn handle(server: &Server, req: &Request, db: &DbHandle, endpoint: &str) -> 
     Ok(http::json(200, &body))
 }
 
+/// For the fuzz target `graph_request`, the same bytes two ways: as a JSON
+/// body through the checks of `_traverse` and `_path` (a body that passes
+/// has a limit in range), and as a walk on a small graph: the first six
+/// bytes say the start, the end, the depth, the direction, the node limit
+/// and the predicates, the rest are links (each byte pair a link between
+/// two of 16 nodes, under one of two predicates). Never a panic; a
+/// traversal names each node once, within its depth and limit and never
+/// the start; a path runs from its start to its end and follows links.
+pub fn fuzz_walk_request(data: &[u8]) {
+    use oxrdf::{GraphNameRef, NamedNodeRef, QuadRef};
+    if let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(data) {
+        let iris = DocumentIris::new("http://h", "db");
+        for endpoint in [Endpoint::Traverse, Endpoint::Path] {
+            if let Ok(walk) = WalkRequest::parse(&body, endpoint, &iris) {
+                assert!((1..=max_nodes_cap()).contains(&walk.limit), "limit {} out of range", walk.limit);
+            }
+        }
+    }
+    let [start, to, depth, direction, limit, predicates, edges @ ..] = data else { return };
+    let node = |b: u8| format!("http://h/db/n{}", b % 16);
+    let predicate = |b: u8| format!("http://h/p{}", b >> 7);
+    let store = rhizome_rdf::Store::memory(rhizome_rdf::DatasetMode::Union);
+    let mut txn = store.transaction().expect("a memory store's transaction");
+    let mut links = std::collections::HashSet::new();
+    for pair in edges.chunks_exact(2) {
+        let (s, o, p) = (node(pair[0]), node(pair[1]), predicate(pair[0]));
+        let quad = QuadRef::new(NamedNodeRef::new_unchecked(&s), NamedNodeRef::new_unchecked(&p), NamedNodeRef::new_unchecked(&o), GraphNameRef::NamedNode(NamedNodeRef::new_unchecked(&s)));
+        let ids = txn.encode_quad(quad).expect("encoding a quad");
+        txn.insert(&ids).expect("inserting a quad");
+        links.insert((ids[0], ids[2]));
+    }
+    txn.commit().expect("committing to memory");
+    let snapshot = store.snapshot().expect("a snapshot");
+    let id = |iri: &str| lookup(&snapshot, iri).ok().flatten();
+    let (Some(start), Some(to)) = (id(&node(*start)), id(&node(*to))) else { return };
+    let direction = [rhizome_graph::Direction::Out, rhizome_graph::Direction::In, rhizome_graph::Direction::Any][*direction as usize % 3];
+    let predicates = match predicates % 4 {
+        0 => None,
+        k => Some([0u8, 128].iter().enumerate().filter(|(i, _)| k & (1 << i) != 0).filter_map(|(_, b)| id(&predicate(*b))).collect()),
+    };
+    let filter = rhizome_graph::LinkFilter::new(direction, predicates);
+    let (depth, limit) = (1 + *depth as u32 % 8, 1 + *limit as usize % 32);
+    let limits = Limits { max_nodes: limit, deadline: None };
+    if let Ok(found) = rhizome_graph::neighbours(Source::of(&snapshot), start, depth, &filter, limits) {
+        let mut seen: Vec<TermId> = found.nodes.iter().map(|r| r.id).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), found.nodes.len(), "a node named twice");
+        assert!(found.nodes.len() <= limit, "past the limit");
+        assert!(found.nodes.iter().all(|r| r.id != start && (1..=depth).contains(&r.depth)), "the start, or a depth out of range");
+    }
+    let options = PathOptions { all: depth % 2 == 0, max_paths: limit, max_depth: None };
+    if let Ok(found) = rhizome_graph::shortest_paths(Source::of(&snapshot), start, to, &filter, options, limits) {
+        for p in &found.paths {
+            assert_eq!((p.first(), p.last()), (Some(&start), Some(&to)), "a path from its start to its end");
+            for w in p.windows(2) {
+                let linked = match direction {
+                    rhizome_graph::Direction::Out => links.contains(&(w[0], w[1])),
+                    rhizome_graph::Direction::In => links.contains(&(w[1], w[0])),
+                    rhizome_graph::Direction::Any => links.contains(&(w[0], w[1])) || links.contains(&(w[1], w[0])),
+                };
+                assert!(linked, "a step of a path that is no link");
+            }
+        }
+    }
+}
+
 fn no_path(walk: &WalkRequest) -> Value {
     if walk.all {
         json!({ "path": null, "paths": [], "truncated": false })
@@ -280,7 +347,19 @@ fn json_string(out: &mut String, s: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::json_string;
+    use super::{fuzz_walk_request, json_string};
+
+    /// The fuzz target's hook walks what its bytes ask for, and reads them
+    /// as a request body too.
+    #[test]
+    fn the_fuzz_hook_walks_traversals_and_paths() {
+        let links = [0u8, 1, 1, 2, 2, 3, 130, 4, 4, 4];
+        for params in [[0u8, 3, 2, 0, 31, 0], [2, 0, 1, 2, 1, 3], [0, 4, 7, 1, 5, 2], [9, 9, 0, 0, 0, 1]] {
+            fuzz_walk_request(&[&params[..], &links[..]].concat());
+        }
+        fuzz_walk_request(br#"{"start": "n0", "depth": 3}"#);
+        fuzz_walk_request(br#"{"from": "n0", "to": "n3", "all": true, "limit": 0}"#);
+    }
 
     #[test]
     fn names_written_as_json_strings_read_back_unchanged() {
