@@ -27,7 +27,7 @@ mod weighted;
 pub use error::{Error, Result};
 pub use links::{Direction, LinkFilter, LinkReader, Source};
 pub use path::{shortest_paths, PathOptions, Paths};
-pub use traverse::{count_by_object, neighbours, Reached, Traversal};
+pub use traverse::{count_by_object, neighbours, scan_count_by_object, Reached, Traversal};
 pub use weighted::{cheapest_path, CheapestPath, WeightOptions};
 
 use std::time::Instant;

@@ -30,6 +30,10 @@ impl<'s> Source<'s> {
         QuadScan::new_in(self.kv, pattern, self.families)
     }
 
+    pub(crate) fn value_counts(&self, p: TermId) -> Result<Option<rhizome_rdf::ValueCounts>> {
+        Ok(rhizome_rdf::value_counts(self.kv, p)?)
+    }
+
     pub(crate) fn decode(&self, id: TermId) -> Result<Option<oxrdf::Term>> {
         Ok(Dictionary::decode(self.kv, id)?)
     }

@@ -78,9 +78,19 @@ fn boil(next: &mut Vec<TermId>, visited: &[TermId], keep: usize) -> bool {
 
 /// How many quads with predicate `predicate` have each object, in object
 /// id order (inlined numbers: by value): "count by a field over all
-/// documents" as one scan of the predicate's index range, with no row,
-/// term or group built per quad.
+/// documents". Read from the store's value counts when it keeps them (a
+/// predicate with few distinct objects, see `rhizome_rdf::value_counts`),
+/// else one scan of the predicate's index range ([`scan_count_by_object`]).
 pub fn count_by_object(source: crate::Source<'_>, predicate: TermId, limits: Limits) -> Result<Vec<(TermId, u64)>> {
+    match source.value_counts(predicate)? {
+        Some(counts) => Ok(counts),
+        None => scan_count_by_object(source, predicate, limits),
+    }
+}
+
+/// [`count_by_object`] by scanning the predicate's quads, with no row,
+/// term or group built per quad.
+pub fn scan_count_by_object(source: crate::Source<'_>, predicate: TermId, limits: Limits) -> Result<Vec<(TermId, u64)>> {
     let mut out: Vec<(TermId, u64)> = Vec::new();
     let mut scan = source.scan(rhizome_rdf::QuadPattern { p: Some(predicate), ..Default::default() });
     let mut n: u32 = 0;

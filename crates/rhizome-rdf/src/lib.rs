@@ -25,7 +25,7 @@ pub use error::{Error, Result, SyntaxIssue};
 pub use index::{QuadPattern, QuadScan};
 pub use load::{format_from_name, format_from_path, LoadInput, LoadOptions, LoadSummary};
 pub use oxrdfio::RdfFormat;
-pub use stats::{quads_counted, PredicateStats, Stats};
+pub use stats::{quads_counted, value_counts, PredicateStats, Stats, ValueCounts, VALUE_COUNT_LIMIT};
 pub use store::{DatasetMode, Store, StoreSnapshot};
 pub use term::TermId;
 pub use write::StoreTransaction;

@@ -1,13 +1,17 @@
-//! Statistics: store-wide counters, per-predicate counts and per-class
-//! counts (quads of `rdf:type` per object), kept by every write and
-//! recomputed exactly by `compact`. The SPARQL planner reads them.
+//! Statistics: store-wide counters, per-predicate counts, per-class
+//! counts (quads of `rdf:type` per object) and value counts (quads per
+//! object of each predicate with few distinct objects), kept by every write
+//! and recomputed exactly by `compact`. The SPARQL planner reads them, and
+//! counts by value ("how many profiles of each age") are read from them
+//! instead of scanning the predicate's quads.
 
-use crate::index::layout::{self, meta, CLASS_STATS, GRAPHS, ID2TERM, META, PREDICATE_STATS};
+use crate::index::layout::{self, meta, CLASS_STATS, GRAPHS, ID2TERM, META, PREDICATE_STATS, VALUE_COUNTS};
 use crate::term::Dictionary;
 use crate::store::{read_u64, DatasetMode, Store};
 use crate::term::TermId;
 use crate::{Error, Result};
 use rhizome_kv::KvRead;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,6 +72,148 @@ pub(crate) fn decode_predicate_stats(b: &[u8]) -> Result<[u64; 3]> {
         c[k] = u64::from_be_bytes(b[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
     }
     Ok(c)
+}
+
+/// Distinct objects past which a predicate's quads are no longer counted
+/// per object: the counts of a predicate are one value, rewritten by every
+/// transaction that writes the predicate, so they are kept small (at most
+/// 16 KiB). Fields users group by (a gender, an age, a country, a status)
+/// have far fewer values; names and links have far more.
+pub const VALUE_COUNT_LIMIT: usize = 1024;
+
+/// Quads per object of one predicate, by object id.
+pub type ValueCounts = Vec<(TermId, u64)>;
+
+/// `VALUE_COUNTS`' value: tag 1 and (object, quads) pairs, or tag 0 for a
+/// predicate that went past [`VALUE_COUNT_LIMIT`] (uncounted until a
+/// recount finds it under the limit again).
+pub(crate) fn encode_value_counts(counts: Option<&[(TermId, u64)]>) -> Vec<u8> {
+    let Some(counts) = counts else { return vec![0] };
+    let mut b = Vec::with_capacity(1 + counts.len() * 16);
+    b.push(1);
+    for (o, n) in counts {
+        b.extend_from_slice(&o.to_be_bytes());
+        b.extend_from_slice(&n.to_be_bytes());
+    }
+    b
+}
+
+pub(crate) fn decode_value_counts(b: &[u8]) -> Result<Option<ValueCounts>> {
+    match b.split_first() {
+        Some((0, [])) => Ok(None),
+        Some((1, rest)) if rest.len() % 16 == 0 => Ok(Some(rest.chunks_exact(16).map(|c| (TermId::from_be_slice(c), u64::from_be_bytes(c[8..].try_into().expect("8 bytes")))).collect())),
+        _ => Err(Error::Corrupt("value counts entry is malformed".into())),
+    }
+}
+
+/// How many quads of predicate `p` (in every graph) have each object, by
+/// object id (inlined numbers: by value), as `reader` sees it; `None` when
+/// the predicate is not counted (more than [`VALUE_COUNT_LIMIT`] distinct
+/// objects, or statistics written before value counts existed: `compact`
+/// recounts). Exact for any snapshot: kept in the quads' own transactions.
+pub fn value_counts(reader: &dyn KvRead, p: TermId) -> Result<Option<ValueCounts>> {
+    match reader.get(VALUE_COUNTS, &p.to_be_bytes())? {
+        Some(b) => decode_value_counts(&b),
+        // A predicate without quads has no counts to keep: all zero. One
+        // with quads and no entry was written before value counts.
+        None => Ok(reader.get(PREDICATE_STATS, &p.to_be_bytes())?.is_none().then(Vec::new)),
+    }
+}
+
+/// Moves the count of `o` by `delta` (an entry goes with its last quad);
+/// past the limit the predicate stops being counted.
+pub(crate) fn bump_value(counts: &mut Option<ValueCounts>, o: TermId, delta: i64) {
+    let Some(list) = counts else { return };
+    match list.binary_search_by_key(&o, |e| e.0) {
+        Ok(i) => {
+            let n = &mut list[i].1;
+            *n = if delta < 0 { n.saturating_sub(delta.unsigned_abs()) } else { *n + delta as u64 };
+            if *n == 0 {
+                list.remove(i);
+            }
+        }
+        Err(i) if delta > 0 => {
+            if list.len() >= VALUE_COUNT_LIMIT {
+                *counts = None;
+            } else {
+                list.insert(i, (o, delta as u64));
+            }
+        }
+        // Removing a quad that was never counted: the counts were wrong.
+        Err(_) => {}
+    }
+}
+
+/// The sum of two sets of counts; `None` if either is, or past the limit.
+pub(crate) fn add_value_counts(a: Option<ValueCounts>, b: Option<&[(TermId, u64)]>) -> Option<ValueCounts> {
+    let (a, b) = (a?, b?);
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                out.push((x.0, x.1 + y.1));
+                i += 1;
+                j += 1;
+            }
+            (Some(x), Some(y)) if x.0 < y.0 => {
+                out.push(*x);
+                i += 1;
+            }
+            (Some(x), None) => {
+                out.push(*x);
+                i += 1;
+            }
+            (_, Some(y)) => {
+                out.push(*y);
+                j += 1;
+            }
+            (None, None) => unreachable!(),
+        }
+    }
+    (out.len() <= VALUE_COUNT_LIMIT).then_some(out)
+}
+
+/// Builds per-predicate value counts from keys in (predicate, object, ...)
+/// order, one call per key: a predicate's list is dropped (`None`) once it
+/// passes the limit, so memory stays bounded by the limit per predicate.
+/// The predicate being counted is kept aside (keys come grouped by it), so
+/// a key costs a comparison, not a hash lookup.
+#[derive(Default)]
+pub(crate) struct ValueCounter {
+    counts: FxHashMap<u64, Option<ValueCounts>>,
+    current: Option<(u64, Option<ValueCounts>)>,
+}
+
+impl ValueCounter {
+    pub fn add(&mut self, p: u64, o: u64) {
+        if self.current.as_ref().is_none_or(|c| c.0 != p) {
+            self.flush();
+            let counts = self.counts.remove(&p).unwrap_or_else(|| Some(Vec::new()));
+            self.current = Some((p, counts));
+        }
+        let (_, counts) = self.current.as_mut().expect("set above");
+        let Some(list) = counts else { return };
+        if let Some((_, n)) = list.last_mut().filter(|(last, _)| last.0 == o) {
+            *n += 1;
+        } else if list.len() >= VALUE_COUNT_LIMIT {
+            *counts = None;
+        } else {
+            list.push((TermId(o), 1));
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some((p, counts)) = self.current.take() {
+            self.counts.insert(p, counts);
+        }
+    }
+
+    /// Each predicate's counts (`None`: past the limit).
+    pub fn into_counts(mut self) -> FxHashMap<u64, Option<ValueCounts>> {
+        self.flush();
+        self.counts
+    }
 }
 
 impl Store {
@@ -149,9 +295,10 @@ fn count_keys(snapshot: &dyn KvRead, ks: rhizome_kv::Keyspace, mut each: impl Fn
     Ok(n)
 }
 
-/// Calls `each` once per distinct pair of leading ids found in either of
-/// two keyspaces of the same key order (a merge of both scans).
-fn distinct_pairs(snapshot: &dyn KvRead, a: rhizome_kv::Keyspace, b: rhizome_kv::Keyspace, mut each: impl FnMut(u64, u64)) -> Result<()> {
+/// Calls `each` with the pair of leading ids of every key of two keyspaces
+/// of the same key order, in that order (a merge of both scans), and
+/// whether the pair is new (its first key).
+fn key_pairs(snapshot: &dyn KvRead, a: rhizome_kv::Keyspace, b: rhizome_kv::Keyspace, mut each: impl FnMut(u64, u64, bool)) -> Result<()> {
     let (mut ca, mut cb) = (snapshot.cursor(a, &[], None), snapshot.cursor(b, &[], None));
     ca.seek_first();
     cb.seek_first();
@@ -173,10 +320,8 @@ fn distinct_pairs(snapshot: &dyn KvRead, a: rhizome_kv::Keyspace, b: rhizome_kv:
                 y
             }
         };
-        if last != Some(next) {
-            each(next.0, next.1);
-            last = Some(next);
-        }
+        each(next.0, next.1, last != Some(next));
+        last = Some(next);
     }
     ca.status()?;
     cb.status()?;
@@ -206,8 +351,18 @@ pub(crate) fn refresh(store: &Store) -> Result<()> {
     let quads = count_keys(snapshot, layout::SPOG, |k| per_p.entry(id_at(k, 1)).or_default()[0] += 1)?;
     // A pair in both families (a triple in its subject's graph and a quad
     // in another graph) is one distinct subject or object, not two.
-    distinct_pairs(snapshot, layout::SPO, layout::SPOG, |_, p| per_p.entry(p).or_default()[1] += 1)?;
-    distinct_pairs(snapshot, layout::POS, layout::POSG, |p, _| per_p.entry(p).or_default()[2] += 1)?;
+    key_pairs(snapshot, layout::SPO, layout::SPOG, |_, p, new| {
+        if new {
+            per_p.entry(p).or_default()[1] += 1
+        }
+    })?;
+    let mut values = ValueCounter::default();
+    key_pairs(snapshot, layout::POS, layout::POSG, |p, o, new| {
+        if new {
+            per_p.entry(p).or_default()[2] += 1;
+        }
+        values.add(p, o);
+    })?;
     let rdf_type = rdf_type_id(snapshot)?.map(|t| t.0);
     let mut classes: BTreeMap<u64, u64> = BTreeMap::new();
     if let Some(t) = rdf_type {
@@ -242,6 +397,16 @@ pub(crate) fn refresh(store: &Store) -> Result<()> {
     }
     for (p, c) in &per_p {
         txn.put(PREDICATE_STATS, &p.to_be_bytes(), &encode_predicate_stats(c));
+    }
+    let mut old = Vec::new();
+    count_keys(snapshot, VALUE_COUNTS, |k| old.push(k.to_vec()))?;
+    for k in old {
+        txn.delete(VALUE_COUNTS, &k);
+    }
+    let values = values.into_counts();
+    for p in per_p.keys() {
+        let counts = values.get(p).and_then(Option::as_deref);
+        txn.put(VALUE_COUNTS, &p.to_be_bytes(), &encode_value_counts(counts));
     }
     let mut old = Vec::new();
     count_keys(snapshot, CLASS_STATS, |k| old.push(k.to_vec()))?;

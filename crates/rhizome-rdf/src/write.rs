@@ -4,7 +4,8 @@
 //! kept if it is dropped instead. SPARQL Update and document writes go
 //! through here; bulk loads go through `load`.
 
-use crate::index::layout::{self, meta, CLASS_STATS, GRAPHS, ID2TERM, META, PREDICATE_STATS, TERM2ID};
+use crate::index::layout::{self, meta, CLASS_STATS, GRAPHS, ID2TERM, META, PREDICATE_STATS, TERM2ID, VALUE_COUNTS};
+use crate::stats::ValueCounts;
 use crate::index::{Families, FamilyMarks, QuadPattern, QuadScan};
 use crate::store::{graph_exists_in, read_u64, DatasetMode, Store};
 use crate::term::{tag, term_key, Dictionary, IdCache, TermId, TermKey};
@@ -60,6 +61,9 @@ pub struct StoreTransaction<'a> {
     /// The entries of `PREDICATE_STATS` this transaction changed, as they
     /// will be committed (written at commit).
     predicate_stats: FxHashMap<TermId, [u64; 3]>,
+    /// The value counts of the predicates this transaction wrote, as they
+    /// will be committed, and whether the predicate was counted before.
+    value_counts: FxHashMap<TermId, (Option<ValueCounts>, bool)>,
 }
 
 /// What one writer leaves the next, so that it does not read it back from
@@ -71,6 +75,7 @@ pub struct StoreTransaction<'a> {
 #[derive(Default)]
 pub(crate) struct WriterCache {
     predicates: FxHashMap<TermId, [u64; 3]>,
+    values: FxHashMap<TermId, Option<ValueCounts>>,
     pairs: FxHashSet<(TermId, TermId, bool)>,
 }
 
@@ -80,6 +85,7 @@ const WRITER_CACHE_ENTRIES: usize = 1 << 20;
 impl WriterCache {
     pub(crate) fn clear(&mut self) {
         self.predicates.clear();
+        self.values.clear();
         self.pairs.clear();
     }
 }
@@ -120,6 +126,7 @@ impl Store {
             created: Vec::new(),
             cache,
             predicate_stats: FxHashMap::default(),
+            value_counts: FxHashMap::default(),
         })
     }
 }
@@ -289,6 +296,18 @@ impl<'a> StoreTransaction<'a> {
         if new_o {
             c[2] = apply(c[2], delta);
         }
+        if !self.value_counts.contains_key(&quad[1]) {
+            let counts = match self.cache.values.get(&quad[1]) {
+                Some(c) => c.clone(),
+                // Before this transaction's statistics are written (at
+                // commit): the committed ones decide.
+                None => crate::stats::value_counts(&self.txn, quad[1])?,
+            };
+            let counted = counts.is_some();
+            self.value_counts.insert(quad[1], (counts, counted));
+        }
+        let (counts, _) = self.value_counts.get_mut(&quad[1]).expect("inserted above");
+        crate::stats::bump_value(counts, quad[2], delta);
         // A predicate whose quads all went keeps its entry (and its distinct
         // counts) until commit: the pairs its removals may have emptied are
         // uncounted then, from these counts. Deleting the entry here made a
@@ -456,19 +475,24 @@ impl<'a> StoreTransaction<'a> {
                 self.uncount_distinct(p, if is_object { 2 } else { 1 })?;
             }
         }
-        // A predicate left without quads loses its entry.
+        // A predicate left without quads loses its entries.
         for (p, c) in &self.predicate_stats {
             if c[0] == 0 {
                 self.txn.delete(PREDICATE_STATS, &p.to_be_bytes());
+                self.txn.delete(VALUE_COUNTS, &p.to_be_bytes());
             } else {
                 self.txn.put(PREDICATE_STATS, &p.to_be_bytes(), &crate::stats::encode_predicate_stats(c));
+                // Uncounted before and now: nothing to write.
+                if let Some((counts, _)) = self.value_counts.get(p).filter(|(c, counted)| c.is_some() || *counted) {
+                    self.txn.put(VALUE_COUNTS, &p.to_be_bytes(), &crate::stats::encode_value_counts(counts.as_deref()));
+                }
             }
         }
         self.txn.put(META, meta::NEXT_ID, &self.next_id.to_be_bytes());
         self.txn.put(META, meta::QUADS, &self.quads.to_be_bytes());
         self.txn.put(META, meta::TERMS, &self.terms.to_be_bytes());
         self.txn.put(META, meta::GRAPHS, &self.graphs.to_be_bytes());
-        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, present, .. } = self;
+        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_counts, present, .. } = self;
         // `cache` is held until the end: the next writer waits for it after
         // taking the writer lock that `commit` releases.
         txn.commit()?;
@@ -479,6 +503,11 @@ impl<'a> StoreTransaction<'a> {
             cache.predicates.clear();
         }
         cache.predicates.extend(predicate_stats);
+        // Up to 16 KiB each: far fewer kept than of the fixed-size entries.
+        if cache.values.len() + value_counts.len() > WRITER_CACHE_ENTRIES >> 8 {
+            cache.values.clear();
+        }
+        cache.values.extend(value_counts.into_iter().map(|(p, (counts, _))| (p, counts)));
         if cache.pairs.len() + present.pairs.len() > WRITER_CACHE_ENTRIES {
             cache.pairs.clear();
         }

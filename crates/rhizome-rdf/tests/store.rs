@@ -676,3 +676,142 @@ fn counters_kept_by_writers_match_a_recount_after_random_writes() {
         }
     }
 }
+
+/// Quads per object of `p` found by scanning every graph: what the value
+/// counts must say.
+fn scanned_value_counts(store: &Store, p: TermId) -> Vec<(TermId, u64)> {
+    let snapshot = store.snapshot().unwrap();
+    let mut out: Vec<(TermId, u64)> = Vec::new();
+    let mut counts = std::collections::BTreeMap::new();
+    for q in snapshot.scan(QuadPattern { p: Some(p), ..Default::default() }) {
+        *counts.entry(q.unwrap()[2]).or_insert(0u64) += 1;
+    }
+    out.extend(counts);
+    out
+}
+
+/// Value counts (quads per object of a predicate with few distinct
+/// objects, what "count by a field" reads instead of scanning) follow
+/// random inserts, removals, graph drops, aborted transactions and bulk
+/// loads repeating stored quads, and a recount leaves them as they were.
+#[test]
+fn value_counts_kept_by_writers_and_loads_match_a_scan() {
+    for (store, dir) in stores() {
+        let term = |x: u64| oxrdf::NamedNode::new(format!("http://e/{x}")).unwrap();
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let predicates: Vec<oxrdf::NamedNode> = (100..104).map(term).collect();
+        for round in 0..40u64 {
+            for _ in 0..3 {
+                let mut txn = store.transaction().unwrap();
+                for _ in 0..1 + next(15) {
+                    let s = term(next(8));
+                    let p = predicates[next(4) as usize].clone();
+                    // Objects: a few IRIs, inlined numbers, a string now and then.
+                    let o: Term = match next(3) {
+                        0 => term(next(5)).into(),
+                        1 => oxrdf::Literal::from(next(7) as i64).into(),
+                        _ => oxrdf::Literal::new_simple_literal(format!("v{}", next(4))).into(),
+                    };
+                    let g: GraphName = match next(3) {
+                        0 => GraphName::DefaultGraph,
+                        1 => term(next(8)).into(),
+                        _ => term(200 + next(2)).into(),
+                    };
+                    let ids = txn.encode_quad(Quad::new(s, p, o, g).as_ref()).unwrap();
+                    match next(5) {
+                        0 => drop(txn.remove(&ids).unwrap()),
+                        1 => drop(txn.drop_graph(ids[3]).unwrap()),
+                        _ => drop(txn.insert(&ids).unwrap()),
+                    }
+                }
+                match next(6) {
+                    0 => drop(txn),
+                    _ => txn.commit().unwrap(),
+                }
+            }
+            if round % 4 == 1 {
+                // Quads the store has already and new ones, under the same
+                // predicates: only the new ones count.
+                let mut nq = String::new();
+                for q in store.snapshot().unwrap().scan(QuadPattern::default()).take(5) {
+                    let q = q.unwrap();
+                    let t = |id: TermId| store.snapshot().unwrap().decode(id).unwrap().unwrap().to_string();
+                    let g = if q[3] == TermId::DEFAULT_GRAPH { String::new() } else { t(q[3]) };
+                    nq.push_str(&format!("{} {} {} {g} .\n", t(q[0]), t(q[1]), t(q[2])));
+                }
+                nq.push_str(&format!("<http://e/l{round}> <http://e/{}> \"{}\" <http://e/201> .\n", 100 + next(4), next(9)));
+                load_str(&store, dir.path(), &format!("r{round}.nq"), &nq, &LoadOptions::default()).unwrap();
+            }
+            let snapshot = store.snapshot().unwrap();
+            let mut kept = Vec::new();
+            for p in &predicates {
+                let Some(id) = snapshot.lookup(p.as_ref().into()).unwrap() else { continue };
+                let counts = rhizome_rdf::value_counts(snapshot.kv(), id).unwrap();
+                // Never past the limit here: always counted.
+                assert_eq!(counts.as_deref(), Some(&scanned_value_counts(&store, id)[..]), "round {round}, {p}");
+                kept.push((id, counts));
+            }
+            drop(snapshot);
+            if round % 8 == 7 {
+                store.compact().unwrap();
+                let snapshot = store.snapshot().unwrap();
+                for (id, counts) in kept {
+                    assert_eq!(rhizome_rdf::value_counts(snapshot.kv(), id).unwrap(), counts, "round {round}: a recount changed them");
+                }
+            }
+        }
+    }
+}
+
+/// A predicate stops being counted past the limit (a transaction or a load
+/// taking it there), and a recount counts it again once it is back under.
+#[test]
+fn value_counts_stop_past_the_limit_and_a_recount_brings_them_back() {
+    use rhizome_rdf::VALUE_COUNT_LIMIT;
+    for (store, dir) in stores() {
+        let counts = |store: &Store, p: &str| {
+            let snapshot = store.snapshot().unwrap();
+            let id = snapshot.lookup(oxrdf::NamedNodeRef::new(p).unwrap().into()).unwrap().unwrap();
+            rhizome_rdf::value_counts(snapshot.kv(), id).unwrap()
+        };
+        // Through transactions: LIMIT distinct values are counted, one more is not.
+        let mut txn = store.transaction().unwrap();
+        let mut last = None;
+        for i in 0..=VALUE_COUNT_LIMIT as i64 {
+            let q = Quad::new(oxrdf::NamedNode::new(format!("http://e/s{}", i % 7)).unwrap(), oxrdf::NamedNode::new("http://e/p").unwrap(), oxrdf::Literal::from(i), GraphName::DefaultGraph);
+            let ids = txn.encode_quad(q.as_ref()).unwrap();
+            txn.insert(&ids).unwrap();
+            last = Some(ids);
+            if i == VALUE_COUNT_LIMIT as i64 - 1 {
+                txn.commit().unwrap();
+                assert_eq!(counts(&store, "http://e/p").map(|c| c.len()), Some(VALUE_COUNT_LIMIT));
+                txn = store.transaction().unwrap();
+            }
+        }
+        txn.commit().unwrap();
+        assert_eq!(counts(&store, "http://e/p"), None, "past the limit");
+        // Back under the limit: still uncounted until a recount.
+        let mut txn = store.transaction().unwrap();
+        txn.remove(&last.unwrap()).unwrap();
+        txn.commit().unwrap();
+        assert_eq!(counts(&store, "http://e/p"), None);
+        store.compact().unwrap();
+        assert_eq!(counts(&store, "http://e/p").map(|c| c.len()), Some(VALUE_COUNT_LIMIT));
+        // Through a load adding to counted values: past the limit, uncounted.
+        let nt: String = (0..10).map(|i| format!("<http://e/t{i}> <http://e/p> \"x{i}\" .\n")).collect();
+        load_str(&store, dir.path(), "more.nt", &nt, &LoadOptions::default()).unwrap();
+        assert_eq!(counts(&store, "http://e/p"), None);
+        // A load of a predicate with few values into the same store is counted.
+        let nt: String = (0..50).map(|i| format!("<http://e/t{i}> <http://e/q> \"{}\" .\n", i % 3)).collect();
+        load_str(&store, dir.path(), "q.nt", &nt, &LoadOptions::default()).unwrap();
+        let mut q: Vec<u64> = counts(&store, "http://e/q").unwrap().iter().map(|c| c.1).collect();
+        q.sort_unstable();
+        assert_eq!(q, vec![16, 17, 17]);
+    }
+}

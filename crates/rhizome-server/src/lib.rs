@@ -43,6 +43,7 @@ pub use connections::{
 };
 pub use contexts::{ContextSettings, DEFAULT_CONTEXT_MAX_BYTES, DEFAULT_CONTEXT_TIMEOUT_MS};
 pub use error::{HttpError, ServerError};
+pub use group_commit::GroupCommit;
 pub use state::{base_iri, context_store, database_dir, projector_for};
 #[doc(hidden)]
 pub use couch::fuzz_couch_request;

@@ -98,6 +98,11 @@ impl<'a> TermSpace<'a> {
         Ok(rhizome_rdf::quads_counted(self.reader, p)?)
     }
 
+    /// See `rhizome_rdf::value_counts`.
+    pub fn value_counts(&self, p: TermId) -> Result<Option<rhizome_rdf::ValueCounts>> {
+        Ok(rhizome_rdf::value_counts(self.reader, p)?)
+    }
+
     /// See `rhizome_rdf::index::approximate_bytes`.
     pub fn approximate_bytes(&self, pattern: QuadPattern, objects: Option<(TermId, TermId)>) -> Option<u64> {
         rhizome_rdf::index::approximate_bytes(self.reader, pattern, objects)

@@ -747,3 +747,50 @@ fn iri_constants_in_filters_compare_by_id_with_stored_computed_and_absent_iris()
     assert_eq!(one("SELECT ?z { BIND(IRI(\"http://ex/zzz\") AS ?z) FILTER(?z != :zzz) }").len(), 0);
     assert_eq!(one("SELECT ?s { ?s :p ?o FILTER(?s IN (:a, :b, :absent)) }").len(), 2);
 }
+
+/// `{ ?s <p> ?o } GROUP BY ?o` with counts is answered from the store's
+/// value counts when it keeps them: the answer must be what counting the
+/// pattern's rows gives, in both dataset modes, with the same triple in
+/// several graphs, for COUNT(*), COUNT(?s) and COUNT(DISTINCT ?s) (which
+/// the counts cannot answer), under FROM (neither), and for a predicate
+/// with too many values to be counted.
+#[test]
+fn counts_grouped_by_value_match_counting_the_rows() {
+    for mode in [DatasetMode::Union, DatasetMode::Plain] {
+        let store = Store::memory(mode);
+        let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {\n");
+        for i in 0..300 {
+            data.push_str(&format!(":s{i} :age {} ; :name \"n{i}\" .\n", i % 17));
+            if i % 5 == 0 {
+                data.push_str(&format!("GRAPH :g{} {{ :s{i} :age {} }}\n", i % 3, i % 17));
+            }
+        }
+        for i in 0..rhizome_rdf::VALUE_COUNT_LIMIT + 10 {
+            data.push_str(&format!(":t{} :id {i} .\n", i % 50));
+        }
+        data.push('}');
+        update(&store, &data);
+        update(&store, "PREFIX : <http://ex/> DELETE WHERE { :s3 :age ?a } ; INSERT DATA { GRAPH :g9 { :s3 :age 2, 99 } }");
+        for (p, from) in [("age", ""), ("id", ""), ("age", "FROM <http://ex/g1>")] {
+            let rows = select(&store, &format!("PREFIX : <http://ex/> SELECT ?o {from} {{ ?s :{p} ?o }}"));
+            let mut expected: std::collections::BTreeMap<String, (u64, std::collections::BTreeSet<String>)> = Default::default();
+            for r in select(&store, &format!("PREFIX : <http://ex/> SELECT ?s ?o {from} {{ ?s :{p} ?o }}")) {
+                let e = expected.entry(r[1].clone()).or_default();
+                e.0 += 1;
+                e.1.insert(r[0].clone());
+            }
+            assert!(!rows.is_empty());
+            let n = |k: u64| format!("\"{k}\"^^<http://www.w3.org/2001/XMLSchema#integer>");
+            let mut want: Vec<Vec<String>> = expected.iter().map(|(o, (c, s))| vec![o.clone(), n(*c), n(*c), n(s.len() as u64)]).collect();
+            want.sort();
+            let got = select(
+                &store,
+                &format!("PREFIX : <http://ex/> SELECT ?o (COUNT(*) AS ?n) (COUNT(?s) AS ?m) (COUNT(DISTINCT ?s) AS ?d) {from} {{ ?s :{p} ?o }} GROUP BY ?o"),
+            );
+            assert_eq!(got, want, "{mode:?} {p} {from}");
+            let got = select(&store, &format!("PREFIX : <http://ex/> SELECT ?o (COUNT(*) AS ?n) {from} {{ ?s :{p} ?o }} GROUP BY ?o"));
+            let want: Vec<Vec<String>> = want.iter().map(|r| r[..2].to_vec()).collect();
+            assert_eq!(got, want, "{mode:?} {p} {from}");
+        }
+    }
+}

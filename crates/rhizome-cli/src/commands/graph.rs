@@ -189,21 +189,49 @@ pub struct BenchArgs {
     age: String,
     #[arg(long, default_value = "out")]
     direction: String,
+    /// Single reads and single writes of documents, each this many, from
+    /// 25 threads (0: none).
+    #[arg(long, default_value_t = 0)]
+    ops: usize,
+    /// Profiles to read at random: ids `--person` 0 to N-1.
+    #[arg(long, default_value_t = 0)]
+    profiles: usize,
+    /// The JSON-LD document each write puts (under a new id each time).
+    #[arg(long)]
+    write_doc: Option<PathBuf>,
 }
 
+/// Threads of the in-process reads and writes: the seed's 25 clients.
+const CLIENTS: usize = 25;
+
 pub fn bench(data: &Path, args: BenchArgs) -> Result<()> {
-    let store = open(data, Some(&args.db))?;
+    let dir = rhizome_server::database_dir(data, &args.db);
+    if !dir.exists() {
+        bail!("no store at {}", dir.display());
+    }
+    // As the server opens it (writable, the JSON-LD projection of its
+    // documents): the walks read its store.
+    let base = rhizome_server::base_iri(data)?;
+    let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, &args.db, rhizome_server::context_store(data)?))?;
+    let store = db.store();
     let snapshot = store.snapshot()?;
     let source = Source::of(&snapshot);
     let links = Links { direction: args.direction.clone(), predicates: vec![args.knows.clone()], limit: usize::MAX };
     let f = filter(&snapshot, &links)?;
     let node = |i: &str| -> Result<TermId> { id(&snapshot, &format!("{}{}", args.person, i.trim()))?.with_context(|| format!("no profile {i}")) };
     let mut report = serde_json::Map::new();
-    // Aggregation: count by AGE, the dedicated scan and SPARQL GROUP BY.
+    // Aggregation: count by AGE from the value counts, by a scan of the
+    // predicate's quads (what it costs without them), and by SPARQL GROUP BY.
     let age = id(&snapshot, &args.age)?.context("no AGE predicate")?;
     let t = Instant::now();
     let counts = rhizome_graph::count_by_object(source, age, Limits::default())?;
+    report.insert("count_by_s".into(), json!(t.elapsed().as_secs_f64()));
+    let t = Instant::now();
+    let scanned = rhizome_graph::scan_count_by_object(source, age, Limits::default())?;
     report.insert("count_by_scan_s".into(), json!(t.elapsed().as_secs_f64()));
+    if scanned != counts {
+        bail!("count by AGE: the value counts ({} groups) differ from a scan ({} groups)", counts.len(), scanned.len());
+    }
     report.insert("age_groups".into(), json!(counts.len()));
     let query = format!("SELECT ?age (COUNT(*) AS ?n) WHERE {{ ?p <{}> ?age }} GROUP BY ?age", args.age);
     let stats = rhizome_sparql::Statistics::from_store(&store.planner_stats()?);
@@ -241,6 +269,56 @@ pub fn bench(data: &Path, args: BenchArgs) -> Result<()> {
             report.insert("path_lengths".into(), json!(lengths));
         }
     }
+    drop(snapshot);
+    if args.ops > 0 {
+        documents_in_process(&db, &args, &mut report)?;
+    }
     println!("{}", Value::Object(report));
+    Ok(())
+}
+
+/// Seed 003's single reads and single writes in process, from [`CLIENTS`]
+/// threads: a read is a document's JSON (`GET /{db}/{id}` without HTTP),
+/// a write a new document made durable through the server's group commit
+/// (`PUT /{db}/{id}` without HTTP).
+fn documents_in_process(db: &rhizome_docs::Database, args: &BenchArgs, report: &mut serde_json::Map<String, Value>) -> Result<()> {
+    let per_thread = args.ops.div_ceil(CLIENTS);
+    let run = |work: &(dyn Fn(usize, usize) -> Result<()> + Sync)| -> Result<f64> {
+        let t = Instant::now();
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..CLIENTS).map(|k| scope.spawn(move || (0..per_thread).try_for_each(|i| work(k, i)))).collect();
+            threads.into_iter().try_for_each(|t| t.join().map_err(|_| anyhow::anyhow!("a client thread panicked"))?)
+        })?;
+        Ok((per_thread * CLIENTS) as f64 / t.elapsed().as_secs_f64())
+    };
+    if args.profiles > 0 {
+        let read = |k: usize, i: usize| -> Result<()> {
+            // A different random profile per read (splitmix64 of the read's number).
+            let mut x = ((k * per_thread + i) as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+            x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            let id = format!("{}{}", args.person, (x ^ (x >> 31)) % args.profiles as u64);
+            let doc = db.get_doc(&id, &rhizome_docs::ReadOptions::default()).with_context(|| format!("reading {id}"))?;
+            std::hint::black_box(serde_json::to_vec(&doc)?);
+            Ok(())
+        };
+        run(&read)?; // a warm-up pass, as over HTTP
+        report.insert("reads_per_s".into(), json!(run(&read)?));
+    }
+    if let Some(path) = &args.write_doc {
+        let body: serde_json::Map<String, Value> = serde_json::from_slice(&std::fs::read(path)?).with_context(|| format!("{}: not a JSON object", path.display()))?;
+        let group = rhizome_server::GroupCommit::default();
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+        let write = |k: usize, i: usize| -> Result<()> {
+            let mut doc = body.clone();
+            doc.insert("_id".into(), Value::String(format!("wi{stamp}-{k}-{i}")));
+            let out = group.write(db, vec![doc], true).map_err(|e| anyhow::anyhow!("write: {e:?}"))?;
+            if let Some((id, Err(e))) = out.into_iter().next() {
+                bail!("write of {id}: {e}");
+            }
+            Ok(())
+        };
+        report.insert("writes_per_s".into(), json!(run(&write)?));
+    }
     Ok(())
 }

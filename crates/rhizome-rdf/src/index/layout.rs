@@ -24,6 +24,9 @@ pub const GRAPHS: Keyspace = Keyspace(4);
 /// (the typed-subject pattern `?x a C` is the planner's commonest start,
 /// and classes differ in size by orders of magnitude).
 pub const CLASS_STATS: Keyspace = Keyspace(5);
+/// Quads per object of each predicate with few distinct objects: predicate
+/// id -> the counts (see `stats::value_counts`), kept by every write.
+pub const VALUE_COUNTS: Keyspace = Keyspace(6);
 
 // Subject-graph triples (graph = subject).
 pub const SPO: Keyspace = Keyspace(10);

@@ -17,7 +17,7 @@ mod runs;
 
 pub use input::{format_from_name, format_from_path, LoadInput};
 
-use crate::index::layout::{self, meta, CLASS_STATS, ID2TERM, META, PREDICATE_STATS, TERM2ID};
+use crate::index::layout::{self, meta, CLASS_STATS, ID2TERM, META, PREDICATE_STATS, TERM2ID, VALUE_COUNTS};
 use crate::store::Store;
 use crate::term::TermId;
 use crate::{Error, Result, SyntaxIssue};
@@ -397,6 +397,8 @@ impl Store {
         let mut runs = Vec::new();
         let mut per_predicate: FxHashMap<u64, [u64; 3]> = FxHashMap::default();
         let mut classes: FxHashMap<u64, u64> = FxHashMap::default();
+        // Each family's counts are exact for its new quads; summed below.
+        let mut values: FxHashMap<u64, Option<crate::stats::ValueCounts>> = FxHashMap::default();
         let mut triple_graphs = Vec::new();
         let mut quad_graphs = Vec::new();
         let mut triples_added = 0;
@@ -406,6 +408,13 @@ impl Store {
             runs.push(run);
             for (class, n) in observed.classes {
                 *classes.entry(class).or_default() += n;
+            }
+            for (p, counts) in observed.values.into_counts() {
+                let sum = match values.remove(&p) {
+                    Some(before) => crate::stats::add_value_counts(before, counts.as_deref()),
+                    None => counts,
+                };
+                values.insert(p, sum);
             }
             for (p, c) in observed.per_predicate {
                 let e = per_predicate.entry(p).or_default();
@@ -493,9 +502,23 @@ impl Store {
             }
             stats.insert(p, total);
         }
+        // Value counts: the load's added to the store's (read before the
+        // predicate statistics above are written, which decide whether a
+        // predicate without an entry was counted).
+        let mut merged: Vec<(u64, Option<crate::stats::ValueCounts>)> = Vec::with_capacity(stats.len());
+        for p in stats.keys() {
+            let loaded = values.remove(p).unwrap_or(Some(Vec::new()));
+            let before = crate::stats::value_counts(snapshot.as_ref(), TermId(*p))?;
+            merged.push((*p, crate::stats::add_value_counts(before, loaded.as_deref())));
+        }
         let mut w = writer(PREDICATE_STATS)?;
         for (p, c) in &stats {
             w.put(&p.to_be_bytes(), &crate::stats::encode_predicate_stats(c))?;
+        }
+        runs.push(w.finish()?);
+        let mut w = writer(VALUE_COUNTS)?;
+        for (p, counts) in &merged {
+            w.put(&p.to_be_bytes(), &crate::stats::encode_value_counts(counts.as_deref()))?;
         }
         runs.push(w.finish()?);
         if let Some(t) = rdf_type.filter(|_| !classes.is_empty()) {

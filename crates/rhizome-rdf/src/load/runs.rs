@@ -144,6 +144,8 @@ pub(crate) struct Observed {
     pub per_predicate: FxHashMap<u64, [u64; 3]>,
     pub graphs: Vec<u64>,
     pub classes: FxHashMap<u64, u64>,
+    /// POS-like keys: quads per object of each predicate.
+    pub values: crate::stats::ValueCounter,
 }
 
 /// Merges the runs of one ordering (spilled files plus the sorted buffer)
@@ -194,6 +196,7 @@ pub(crate) fn merge_into<const N: usize>(
                 if Some(k[0]) == rdf_type {
                     *observed.classes.entry(k[1]).or_default() += 1;
                 }
+                observed.values.add(k[0], k[1]);
             }
             Observe::Graphs => {
                 if last.is_none_or(|l| l[0] != k[0]) {

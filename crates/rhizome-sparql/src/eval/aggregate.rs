@@ -43,6 +43,9 @@ impl<'a> Evaluator<'a> {
             }
             return Ok(vec![row]);
         }
+        if let Some(rows) = self.value_count_rows(inner, keys, aggregates)? {
+            return Ok(rows);
+        }
         // Groups in the order they first appear; the map finds a row's
         // group by its key ids without allocating a key per row.
         let mut found: FxHashMap<Box<[Option<TermId>]>, usize> = FxHashMap::default();
@@ -89,6 +92,38 @@ impl<'a> Evaluator<'a> {
             out.push(row);
         }
         Ok(out)
+    }
+
+    /// `{ ?s <p> ?o } GROUP BY ?o` with only counts of its rows, over the
+    /// whole union default graph: the predicate's value counts have the
+    /// answer when the store keeps them (few distinct objects), in the
+    /// order a scan would find the groups (by object id). `None`: evaluate.
+    fn value_count_rows(&self, inner: &Plan, keys: &[Var], aggregates: &[(Var, Aggregate)]) -> Result<Option<Vec<Row>>> {
+        use crate::plan::{GraphSlot, QuadPlan, Slot};
+        let Plan::Bgp(patterns) = inner else { return Ok(None) };
+        let [QuadPlan { s: Slot::Var(s), p: Slot::Const(predicate), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, .. }] = patterns.as_slice() else {
+            return Ok(None);
+        };
+        let whole_store = self.dataset.default.is_none() && self.space.default_graph().is_none();
+        // COUNT(*), COUNT(?s), COUNT(?o): every row binds both.
+        let counts_rows = |a: &Aggregate| {
+            matches!(a.kind, AggregateKind::Count) && !a.distinct && a.expr.as_ref().is_none_or(|e| matches!(e, crate::expression::Expr::Var(v) if v == s || v == o))
+        };
+        if s == o || keys != [*o] || !whole_store || !aggregates.iter().all(|(_, a)| counts_rows(a)) {
+            return Ok(None);
+        }
+        let Some(counts) = self.space.value_counts(*predicate)? else { return Ok(None) };
+        let mut out = Vec::with_capacity(counts.len());
+        for (value, n) in counts {
+            let mut row = self.empty_row();
+            row[*o] = Some(value);
+            let n = self.encode(&Literal::from(i64::try_from(n).unwrap_or(i64::MAX)).into())?;
+            for (v, _) in aggregates {
+                row[*v] = Some(n);
+            }
+            out.push(row);
+        }
+        Ok(Some(out))
     }
 
     /// The number of rows of `inner` (seen through projections); a single
