@@ -75,34 +75,63 @@ pub(crate) fn decode_predicate_stats(b: &[u8]) -> Result<[u64; 3]> {
 }
 
 /// Distinct objects past which a predicate's quads are no longer counted
-/// per object: the counts of a predicate are one value, rewritten by every
-/// transaction that writes the predicate, so they are kept small (at most
-/// 16 KiB). Fields users group by (a gender, an age, a country, a status)
-/// have far fewer values; names and links have far more.
+/// per object. Fields users group by (a gender, an age, a country, a
+/// status) have far fewer values; names and links have far more, and their
+/// counts would be as large as an index.
 pub const VALUE_COUNT_LIMIT: usize = 1024;
 
 /// Quads per object of one predicate, by object id.
 pub type ValueCounts = Vec<(TermId, u64)>;
 
-/// `VALUE_COUNTS`' value: tag 1 and (object, quads) pairs, or tag 0 for a
-/// predicate that went past [`VALUE_COUNT_LIMIT`] (uncounted until a
-/// recount finds it under the limit again).
-pub(crate) fn encode_value_counts(counts: Option<&[(TermId, u64)]>) -> Vec<u8> {
-    let Some(counts) = counts else { return vec![0] };
-    let mut b = Vec::with_capacity(1 + counts.len() * 16);
-    b.push(1);
-    for (o, n) in counts {
-        b.extend_from_slice(&o.to_be_bytes());
-        b.extend_from_slice(&n.to_be_bytes());
-    }
-    b
+/// A predicate's entry in `VALUE_COUNTS` (key: its id): tag 1 and how many
+/// objects it has counts for (keys: predicate id, object id -> quads), or
+/// tag 0 for a predicate that went past [`VALUE_COUNT_LIMIT`] (uncounted
+/// until a recount finds it under the limit again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ValueState {
+    Counted(u64),
+    Uncounted,
 }
 
-pub(crate) fn decode_value_counts(b: &[u8]) -> Result<Option<ValueCounts>> {
+pub(crate) fn encode_value_state(state: ValueState) -> Vec<u8> {
+    match state {
+        ValueState::Uncounted => vec![0],
+        ValueState::Counted(n) => {
+            let mut b = vec![1];
+            b.extend_from_slice(&n.to_be_bytes());
+            b
+        }
+    }
+}
+
+fn decode_value_state(b: &[u8]) -> Result<ValueState> {
     match b.split_first() {
-        Some((0, [])) => Ok(None),
-        Some((1, rest)) if rest.len() % 16 == 0 => Ok(Some(rest.chunks_exact(16).map(|c| (TermId::from_be_slice(c), u64::from_be_bytes(c[8..].try_into().expect("8 bytes")))).collect())),
+        Some((0, [])) => Ok(ValueState::Uncounted),
+        Some((1, n)) if n.len() == 8 => Ok(ValueState::Counted(u64::from_be_bytes(n.try_into().expect("8 bytes")))),
         _ => Err(Error::Corrupt("value counts entry is malformed".into())),
+    }
+}
+
+/// A predicate's value-count state as `reader` sees it. A predicate without
+/// an entry is counted (with nothing yet) if it has no quads, and
+/// uncounted if it has some: statistics written before value counts.
+pub(crate) fn value_state(reader: &dyn KvRead, p: TermId) -> Result<ValueState> {
+    match reader.get(VALUE_COUNTS, &p.to_be_bytes())? {
+        Some(b) => decode_value_state(&b),
+        None if reader.get(PREDICATE_STATS, &p.to_be_bytes())?.is_none() => Ok(ValueState::Counted(0)),
+        None => Ok(ValueState::Uncounted),
+    }
+}
+
+pub(crate) fn value_key(p: TermId, o: TermId) -> [u8; 16] {
+    class_key(p, o)
+}
+
+/// The quads of (`p`, `o`) counted in `reader` (0 when none).
+pub(crate) fn value_count(reader: &dyn KvRead, p: TermId, o: TermId) -> Result<u64> {
+    match reader.get(VALUE_COUNTS, &value_key(p, o))? {
+        Some(v) => decode_count(&v),
+        None => Ok(0),
     }
 }
 
@@ -112,36 +141,23 @@ pub(crate) fn decode_value_counts(b: &[u8]) -> Result<Option<ValueCounts>> {
 /// objects, or statistics written before value counts existed: `compact`
 /// recounts). Exact for any snapshot: kept in the quads' own transactions.
 pub fn value_counts(reader: &dyn KvRead, p: TermId) -> Result<Option<ValueCounts>> {
-    match reader.get(VALUE_COUNTS, &p.to_be_bytes())? {
-        Some(b) => decode_value_counts(&b),
-        // A predicate without quads has no counts to keep: all zero. One
-        // with quads and no entry was written before value counts.
-        None => Ok(reader.get(PREDICATE_STATS, &p.to_be_bytes())?.is_none().then(Vec::new)),
+    if value_state(reader, p)? == ValueState::Uncounted {
+        return Ok(None);
     }
-}
-
-/// Moves the count of `o` by `delta` (an entry goes with its last quad);
-/// past the limit the predicate stops being counted.
-pub(crate) fn bump_value(counts: &mut Option<ValueCounts>, o: TermId, delta: i64) {
-    let Some(list) = counts else { return };
-    match list.binary_search_by_key(&o, |e| e.0) {
-        Ok(i) => {
-            let n = &mut list[i].1;
-            *n = if delta < 0 { n.saturating_sub(delta.unsigned_abs()) } else { *n + delta as u64 };
-            if *n == 0 {
-                list.remove(i);
-            }
+    let prefix = p.to_be_bytes();
+    let upper = rhizome_kv::prefix_upper_bound(&prefix);
+    let mut cursor = reader.cursor(VALUE_COUNTS, &prefix, upper.as_deref());
+    cursor.seek_first();
+    let mut out = Vec::new();
+    while cursor.valid() {
+        // The predicate's own entry (8 bytes) sorts first; then its objects.
+        if cursor.key().len() == 16 {
+            out.push((TermId::from_be_slice(&cursor.key()[8..]), decode_count(cursor.value())?));
         }
-        Err(i) if delta > 0 => {
-            if list.len() >= VALUE_COUNT_LIMIT {
-                *counts = None;
-            } else {
-                list.insert(i, (o, delta as u64));
-            }
-        }
-        // Removing a quad that was never counted: the counts were wrong.
-        Err(_) => {}
+        cursor.next();
     }
+    cursor.status()?;
+    Ok(Some(out))
 }
 
 /// The sum of two sets of counts; `None` if either is, or past the limit.
@@ -405,8 +421,16 @@ pub(crate) fn refresh(store: &Store) -> Result<()> {
     }
     let values = values.into_counts();
     for p in per_p.keys() {
-        let counts = values.get(p).and_then(Option::as_deref);
-        txn.put(VALUE_COUNTS, &p.to_be_bytes(), &encode_value_counts(counts));
+        let p = TermId(*p);
+        match values.get(&p.0).and_then(Option::as_deref) {
+            Some(counts) => {
+                txn.put(VALUE_COUNTS, &p.to_be_bytes(), &encode_value_state(ValueState::Counted(counts.len() as u64)));
+                for (o, n) in counts {
+                    txn.put(VALUE_COUNTS, &value_key(p, *o), &n.to_be_bytes());
+                }
+            }
+            None => txn.put(VALUE_COUNTS, &p.to_be_bytes(), &encode_value_state(ValueState::Uncounted)),
+        }
     }
     let mut old = Vec::new();
     count_keys(snapshot, CLASS_STATS, |k| old.push(k.to_vec()))?;

@@ -5,7 +5,7 @@
 //! through here; bulk loads go through `load`.
 
 use crate::index::layout::{self, meta, CLASS_STATS, GRAPHS, ID2TERM, META, PREDICATE_STATS, TERM2ID, VALUE_COUNTS};
-use crate::stats::ValueCounts;
+use crate::stats::ValueState;
 use crate::index::{Families, FamilyMarks, QuadPattern, QuadScan};
 use crate::store::{graph_exists_in, read_u64, DatasetMode, Store};
 use crate::term::{tag, term_key, Dictionary, IdCache, TermId, TermKey};
@@ -61,9 +61,11 @@ pub struct StoreTransaction<'a> {
     /// The entries of `PREDICATE_STATS` this transaction changed, as they
     /// will be committed (written at commit).
     predicate_stats: FxHashMap<TermId, [u64; 3]>,
-    /// The value counts of the predicates this transaction wrote, as they
-    /// will be committed, and whether the predicate was counted before.
-    value_counts: FxHashMap<TermId, (Option<ValueCounts>, bool)>,
+    /// The value-count state of each predicate this transaction wrote, as
+    /// it will be committed, and whether it was counted before; the counts
+    /// of the (predicate, object) pairs it moved (written at commit).
+    value_states: FxHashMap<TermId, (ValueState, bool)>,
+    value_pairs: FxHashMap<(TermId, TermId), u64>,
 }
 
 /// What one writer leaves the next, so that it does not read it back from
@@ -75,7 +77,8 @@ pub struct StoreTransaction<'a> {
 #[derive(Default)]
 pub(crate) struct WriterCache {
     predicates: FxHashMap<TermId, [u64; 3]>,
-    values: FxHashMap<TermId, Option<ValueCounts>>,
+    value_states: FxHashMap<TermId, ValueState>,
+    value_pairs: FxHashMap<(TermId, TermId), u64>,
     pairs: FxHashSet<(TermId, TermId, bool)>,
 }
 
@@ -85,7 +88,8 @@ const WRITER_CACHE_ENTRIES: usize = 1 << 20;
 impl WriterCache {
     pub(crate) fn clear(&mut self) {
         self.predicates.clear();
-        self.values.clear();
+        self.value_states.clear();
+        self.value_pairs.clear();
         self.pairs.clear();
     }
 }
@@ -126,7 +130,8 @@ impl Store {
             created: Vec::new(),
             cache,
             predicate_stats: FxHashMap::default(),
-            value_counts: FxHashMap::default(),
+            value_states: FxHashMap::default(),
+            value_pairs: FxHashMap::default(),
         })
     }
 }
@@ -296,22 +301,48 @@ impl<'a> StoreTransaction<'a> {
         if new_o {
             c[2] = apply(c[2], delta);
         }
-        if !self.value_counts.contains_key(&quad[1]) {
-            let counts = match self.cache.values.get(&quad[1]) {
-                Some(c) => c.clone(),
-                // Before this transaction's statistics are written (at
-                // commit): the committed ones decide.
-                None => crate::stats::value_counts(&self.txn, quad[1])?,
-            };
-            let counted = counts.is_some();
-            self.value_counts.insert(quad[1], (counts, counted));
-        }
-        let (counts, _) = self.value_counts.get_mut(&quad[1]).expect("inserted above");
-        crate::stats::bump_value(counts, quad[2], delta);
         // A predicate whose quads all went keeps its entry (and its distinct
         // counts) until commit: the pairs its removals may have emptied are
         // uncounted then, from these counts. Deleting the entry here made a
         // graph replaced in one transaction end with distinct counts of 0.
+        self.bump_value(quad[1], quad[2], delta, apply)
+    }
+
+    /// The quads of (`p`, `o`) counted, moved by `delta`, while `p` is
+    /// counted; past the limit it stops being counted.
+    fn bump_value(&mut self, p: TermId, o: TermId, delta: i64, apply: impl Fn(u64, i64) -> u64) -> Result<()> {
+        let state = match self.value_states.get(&p) {
+            Some((state, _)) => *state,
+            None => {
+                let state = match self.cache.value_states.get(&p) {
+                    Some(state) => *state,
+                    // Statistics and counts are written at commit: the
+                    // transaction's reads see the committed ones.
+                    None => crate::stats::value_state(&self.txn, p)?,
+                };
+                self.value_states.insert(p, (state, state != ValueState::Uncounted));
+                state
+            }
+        };
+        let ValueState::Counted(objects) = state else { return Ok(()) };
+        let before = match self.value_pairs.get(&(p, o)).or_else(|| self.cache.value_pairs.get(&(p, o))) {
+            Some(n) => *n,
+            None => crate::stats::value_count(&self.txn, p, o)?,
+        };
+        let after = apply(before, delta);
+        let objects = match (before, after) {
+            (0, 1..) => objects + 1,
+            (1.., 0) => objects - 1,
+            _ => objects,
+        };
+        let entry = self.value_states.get_mut(&p).expect("inserted above");
+        if objects as usize > crate::stats::VALUE_COUNT_LIMIT {
+            entry.0 = ValueState::Uncounted;
+            self.value_pairs.retain(|k, _| k.0 != p);
+        } else {
+            entry.0 = ValueState::Counted(objects);
+            self.value_pairs.insert((p, o), after);
+        }
         Ok(())
     }
 
@@ -476,15 +507,52 @@ impl<'a> StoreTransaction<'a> {
             }
         }
         // A predicate left without quads loses its entries.
+        let mut cleared = Vec::new();
         for (p, c) in &self.predicate_stats {
             if c[0] == 0 {
                 self.txn.delete(PREDICATE_STATS, &p.to_be_bytes());
-                self.txn.delete(VALUE_COUNTS, &p.to_be_bytes());
+                // With its value counts: the entry and any counts a load
+                // left behind when it took the predicate past the limit.
+                cleared.push((*p, true));
+                self.value_states.insert(*p, (ValueState::Counted(0), true));
             } else {
                 self.txn.put(PREDICATE_STATS, &p.to_be_bytes(), &crate::stats::encode_predicate_stats(c));
-                // Uncounted before and now: nothing to write.
-                if let Some((counts, _)) = self.value_counts.get(p).filter(|(c, counted)| c.is_some() || *counted) {
-                    self.txn.put(VALUE_COUNTS, &p.to_be_bytes(), &crate::stats::encode_value_counts(counts.as_deref()));
+                match self.value_states.get(p) {
+                    Some((state @ ValueState::Counted(_), _)) => self.txn.put(VALUE_COUNTS, &p.to_be_bytes(), &crate::stats::encode_value_state(*state)),
+                    // Past the limit now: its counts go.
+                    Some((ValueState::Uncounted, true)) => {
+                        self.txn.put(VALUE_COUNTS, &p.to_be_bytes(), &crate::stats::encode_value_state(ValueState::Uncounted));
+                        cleared.push((*p, false));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (p, with_entry) in &cleared {
+            let prefix = p.to_be_bytes();
+            let upper = prefix_upper_bound(&prefix);
+            let mut keys = Vec::new();
+            let mut cursor = self.txn.cursor(VALUE_COUNTS, &prefix, upper.as_deref());
+            cursor.seek_first();
+            while cursor.valid() {
+                if *with_entry || cursor.key().len() > 8 {
+                    keys.push(cursor.key().to_vec());
+                }
+                cursor.next();
+            }
+            cursor.status()?;
+            drop(cursor);
+            for k in keys {
+                self.txn.delete(VALUE_COUNTS, &k);
+            }
+        }
+        for ((p, o), n) in &self.value_pairs {
+            if matches!(self.value_states.get(p), Some((ValueState::Counted(_), _))) {
+                let key = crate::stats::value_key(*p, *o);
+                if *n == 0 {
+                    self.txn.delete(VALUE_COUNTS, &key);
+                } else {
+                    self.txn.put(VALUE_COUNTS, &key, &n.to_be_bytes());
                 }
             }
         }
@@ -492,7 +560,7 @@ impl<'a> StoreTransaction<'a> {
         self.txn.put(META, meta::QUADS, &self.quads.to_be_bytes());
         self.txn.put(META, meta::TERMS, &self.terms.to_be_bytes());
         self.txn.put(META, meta::GRAPHS, &self.graphs.to_be_bytes());
-        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_counts, present, .. } = self;
+        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, .. } = self;
         // `cache` is held until the end: the next writer waits for it after
         // taking the writer lock that `commit` releases.
         txn.commit()?;
@@ -503,11 +571,20 @@ impl<'a> StoreTransaction<'a> {
             cache.predicates.clear();
         }
         cache.predicates.extend(predicate_stats);
-        // Up to 16 KiB each: far fewer kept than of the fixed-size entries.
-        if cache.values.len() + value_counts.len() > WRITER_CACHE_ENTRIES >> 8 {
-            cache.values.clear();
+        if cache.value_states.len() + value_states.len() > WRITER_CACHE_ENTRIES || cache.value_pairs.len() + value_pairs.len() > WRITER_CACHE_ENTRIES {
+            cache.value_states.clear();
+            cache.value_pairs.clear();
         }
-        cache.values.extend(value_counts.into_iter().map(|(p, (counts, _))| (p, counts)));
+        for (p, (state, _)) in value_states {
+            if state == ValueState::Uncounted || state == ValueState::Counted(0) {
+                // Counts of it kept from before are no longer the store's.
+                cache.value_pairs.retain(|k, _| k.0 != p);
+            }
+            cache.value_states.insert(p, state);
+        }
+        let cache = &mut *cache;
+        let states = &cache.value_states;
+        cache.value_pairs.extend(value_pairs.into_iter().filter(|((p, _), _)| states.get(p).is_some_and(|s| *s != ValueState::Uncounted)));
         if cache.pairs.len() + present.pairs.len() > WRITER_CACHE_ENTRIES {
             cache.pairs.clear();
         }

@@ -745,7 +745,8 @@ fn value_counts_kept_by_writers_and_loads_match_a_scan() {
                     let g = if q[3] == TermId::DEFAULT_GRAPH { String::new() } else { t(q[3]) };
                     nq.push_str(&format!("{} {} {} {g} .\n", t(q[0]), t(q[1]), t(q[2])));
                 }
-                nq.push_str(&format!("<http://e/l{round}> <http://e/{}> \"{}\" <http://e/201> .\n", 100 + next(4), next(9)));
+                // A new quad whose object the store counts already.
+                nq.push_str(&format!("<http://e/l{round}> <http://e/{}> \"{}\"^^<http://www.w3.org/2001/XMLSchema#integer> <http://e/201> .\n", 100 + next(4), next(7)));
                 load_str(&store, dir.path(), &format!("r{round}.nq"), &nq, &LoadOptions::default()).unwrap();
             }
             let snapshot = store.snapshot().unwrap();
@@ -807,6 +808,23 @@ fn value_counts_stop_past_the_limit_and_a_recount_brings_them_back() {
         let nt: String = (0..10).map(|i| format!("<http://e/t{i}> <http://e/p> \"x{i}\" .\n")).collect();
         load_str(&store, dir.path(), "more.nt", &nt, &LoadOptions::default()).unwrap();
         assert_eq!(counts(&store, "http://e/p"), None);
+        // Emptied by a transaction, then written again: counted from zero,
+        // with nothing of the counts the load left behind.
+        let p = store.snapshot().unwrap().lookup(oxrdf::NamedNodeRef::new("http://e/p").unwrap().into()).unwrap().unwrap();
+        let all: Vec<[TermId; 4]> = store.snapshot().unwrap().scan(QuadPattern { p: Some(p), ..Default::default() }).map(Result::unwrap).collect();
+        let mut txn = store.transaction().unwrap();
+        for q in &all {
+            assert!(txn.remove(q).unwrap());
+        }
+        txn.commit().unwrap();
+        let mut txn = store.transaction().unwrap();
+        for (k, i) in [5i64, 6, 6].into_iter().enumerate() {
+            let q = Quad::new(oxrdf::NamedNode::new(format!("http://e/u{k}")).unwrap(), oxrdf::NamedNode::new("http://e/p").unwrap(), oxrdf::Literal::from(i), GraphName::DefaultGraph);
+            let ids = txn.encode_quad(q.as_ref()).unwrap();
+            txn.insert(&ids).unwrap();
+        }
+        txn.commit().unwrap();
+        assert_eq!(counts(&store, "http://e/p").unwrap().iter().map(|c| c.1).collect::<Vec<_>>(), vec![1, 2]);
         // A load of a predicate with few values into the same store is counted.
         let nt: String = (0..50).map(|i| format!("<http://e/t{i}> <http://e/q> \"{}\" .\n", i % 3)).collect();
         load_str(&store, dir.path(), "q.nt", &nt, &LoadOptions::default()).unwrap();

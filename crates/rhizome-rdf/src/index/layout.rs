@@ -25,7 +25,8 @@ pub const GRAPHS: Keyspace = Keyspace(4);
 /// and classes differ in size by orders of magnitude).
 pub const CLASS_STATS: Keyspace = Keyspace(5);
 /// Quads per object of each predicate with few distinct objects: predicate
-/// id -> the counts (see `stats::value_counts`), kept by every write.
+/// id, object id -> quads, and predicate id -> whether it is counted (see
+/// `stats::value_counts`), kept by every write.
 pub const VALUE_COUNTS: Keyspace = Keyspace(6);
 
 // Subject-graph triples (graph = subject).

@@ -502,14 +502,34 @@ impl Store {
             }
             stats.insert(p, total);
         }
-        // Value counts: the load's added to the store's (read before the
-        // predicate statistics above are written, which decide whether a
-        // predicate without an entry was counted).
-        let mut merged: Vec<(u64, Option<crate::stats::ValueCounts>)> = Vec::with_capacity(stats.len());
+        // Value counts: the load's added to the store's (read from the
+        // snapshot before this load, whose predicate statistics decide
+        // whether a predicate without an entry was counted). A predicate
+        // the load takes past the limit keeps its old object counts until a
+        // transaction empties it or `compact` recounts (a run cannot delete
+        // keys); its entry says it is uncounted, so they are never read.
+        let mut value_entries: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         for p in stats.keys() {
-            let loaded = values.remove(p).unwrap_or(Some(Vec::new()));
-            let before = crate::stats::value_counts(snapshot.as_ref(), TermId(*p))?;
-            merged.push((*p, crate::stats::add_value_counts(before, loaded.as_deref())));
+            let p = TermId(*p);
+            let loaded = values.remove(&p.0).unwrap_or(Some(Vec::new()));
+            let state = match (crate::stats::value_state(snapshot.as_ref(), p)?, loaded) {
+                (crate::stats::ValueState::Counted(mut objects), Some(loaded)) => {
+                    let mut counts = Vec::with_capacity(loaded.len());
+                    for (o, n) in loaded {
+                        let before = crate::stats::value_count(snapshot.as_ref(), p, o)?;
+                        objects += (before == 0) as u64;
+                        counts.push((crate::stats::value_key(p, o), before + n));
+                    }
+                    if objects as usize <= crate::stats::VALUE_COUNT_LIMIT {
+                        value_entries.extend(counts.into_iter().map(|(k, n)| (k.to_vec(), n.to_be_bytes().to_vec())));
+                        crate::stats::ValueState::Counted(objects)
+                    } else {
+                        crate::stats::ValueState::Uncounted
+                    }
+                }
+                _ => crate::stats::ValueState::Uncounted,
+            };
+            value_entries.insert(p.to_be_bytes().to_vec(), crate::stats::encode_value_state(state));
         }
         let mut w = writer(PREDICATE_STATS)?;
         for (p, c) in &stats {
@@ -517,8 +537,8 @@ impl Store {
         }
         runs.push(w.finish()?);
         let mut w = writer(VALUE_COUNTS)?;
-        for (p, counts) in &merged {
-            w.put(&p.to_be_bytes(), &crate::stats::encode_value_counts(counts.as_deref()))?;
+        for (k, v) in &value_entries {
+            w.put(k, v)?;
         }
         runs.push(w.finish()?);
         if let Some(t) = rdf_type.filter(|_| !classes.is_empty()) {
