@@ -91,6 +91,11 @@ fn load_quads_dump_and_stats_work_together() {
         assert!(stats[k].as_u64().is_some_and(|v| v > 0), "stats lacks {k}: {stats}");
     }
     let total = stats["quads"].as_u64().unwrap();
+    // Per predicate, whether its values are counted: `teaches` (three
+    // quads) is: a count for each of its objects.
+    let per: serde_json::Value = serde_json::from_str(&output_ok(rhizome(&data).args(["stats", "--predicates"]))).unwrap();
+    let teaches = per["per_predicate"].as_array().unwrap().iter().find(|p| p["predicate"] == "<http://www.unifr.ch/faculty.owl#teaches>").unwrap();
+    assert_eq!(teaches["counted_values"], teaches["distinct_objects"], "{teaches}");
     for format in ["nquads", "trig", "ntriples", "turtle", "rdfxml"] {
         let out = dir.path().join(format!("dump.{format}"));
         output_ok(rhizome(&data).args(["dump", "--format", format, "--output"]).arg(&out));

@@ -4,7 +4,9 @@ use std::path::Path;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Also list per-predicate counts.
+    /// Also list per-predicate counts, with `counted_values`: how many
+    /// values have their quads counted (what `GROUP BY` on the predicate's
+    /// object reads), or null for a predicate with too many values.
     #[arg(long)]
     predicates: bool,
 }
@@ -26,9 +28,11 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
         let mut list = Vec::new();
         for p in &stats.predicates {
             let name = snapshot.decode(p.predicate)?.map(|t| t.to_string()).unwrap_or_default();
+            let counted = rhizome_rdf::value_counts(snapshot.kv(), p.predicate)?.map(|c| c.len());
             list.push(serde_json::json!({
                 "predicate": name, "quads": p.quads,
                 "distinct_subjects": p.distinct_subjects, "distinct_objects": p.distinct_objects,
+                "counted_values": counted,
             }));
         }
         json["per_predicate"] = serde_json::Value::Array(list);
