@@ -168,8 +168,8 @@ fn is_json_ld(body: &Map<String, Value>) -> bool {
 /// it is written ([`check_default_context`]): a context stored before the
 /// check existed, or by an older version, fails the write that would use
 /// it, with the reason, instead of reaching oxjsonld.
-fn default_context(txn: &StoreTransaction<'_>) -> Result<Option<Value>, String> {
-    let Some(bytes) = txn.kv().get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())? else {
+fn default_context(reader: &dyn KvRead) -> Result<Option<Value>, String> {
+    let Some(bytes) = reader.get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
     let doc: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| format!("{DEFAULT_CONTEXT_DOC}: {e}"))?;
@@ -207,7 +207,6 @@ impl GraphProjector for JsonLdProjector {
             return Ok(());
         }
         let iri = self.iris.graph_iri(doc_id);
-        let graph_node = NamedNode::new_unchecked(iri.clone());
         // Parsed in full before the graph changes: a malformed document
         // fails the write with nothing of it applied.
         let quads = match winner {
@@ -215,20 +214,26 @@ impl GraphProjector for JsonLdProjector {
             // indexes, validation), not its data: no graph, even under a
             // default context with `@vocab`.
             Some(_) if doc_id.starts_with("_design/") => Vec::new(),
-            Some(body) => parse_document(txn, body, &iri, &self.contexts)?,
+            Some(body) => parse_document(txn.kv(), body, &iri, &self.contexts)?,
             None => Vec::new(),
         };
-        if let Some(graph) = txn.lookup(TermRef::NamedNode(graph_node.as_ref())).map_err(|e| e.to_string())? {
-            txn.drop_graph(graph).map_err(|e| e.to_string())?;
+        replace_graph(txn, &iri, quads)
+    }
+
+    fn project_prepared(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: &Map<String, Value>, prepared: crate::Prepared) -> Result<(), String> {
+        match prepared.downcast::<ParsedAhead>() {
+            // Used if the default context it was read with is still the
+            // stored one (a write of `_local/rhizome-context` since changes
+            // it) and the body is the one parsed.
+            Ok(parsed)
+                if !winner.contains_key(GRAPH_MARKER)
+                    && parsed.iri == self.iris.graph_iri(doc_id)
+                    && txn.kv().get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())? == parsed.default_context =>
+            {
+                replace_graph(txn, &parsed.iri, parsed.quads)
+            }
+            _ => self.project(txn, doc_id, Some(winner)),
         }
-        for quad in quads {
-            // Every triple of the document, whatever graph JSON-LD names,
-            // belongs to the document's graph: one document, one graph.
-            let q = QuadRef::new(quad.subject.as_ref(), quad.predicate.as_ref(), quad.object.as_ref(), GraphNameRef::NamedNode(graph_node.as_ref()));
-            let ids = txn.encode_quad(q).map_err(|e| e.to_string())?;
-            txn.insert(&ids).map_err(|e| e.to_string())?;
-        }
-        Ok(())
     }
 
     fn graph_iri(&self, doc_id: &str) -> Option<String> {
@@ -256,15 +261,21 @@ impl GraphProjector for JsonLdProjector {
         Ok(())
     }
 
-    fn prepare(&self, doc: &Map<String, Value>) -> Result<(), String> {
+    fn prepare(&self, reader: &dyn KvRead, doc: &Map<String, Value>) -> Result<Option<crate::Prepared>, String> {
         if doc.contains_key(GRAPH_MARKER) {
-            return Ok(());
+            return Ok(None);
         }
         // Contexts anywhere in the body (nested nodes have their own too);
         // a document without one at its top uses the database's, whose
         // remote contexts were fetched when it was written.
         let json: Map<String, Value> = doc.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
-        self.contexts.prefetch(&Value::Object(json))
+        self.contexts.prefetch(&Value::Object(json))?;
+        // The parse, ahead of the write's lock. A document the parse
+        // refuses is parsed again in the write, which fails it as before.
+        let Some(id) = doc.get("_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")) else { return Ok(None) };
+        let iri = self.iris.graph_iri(id);
+        let default_context = reader.get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())?;
+        Ok(parse_document(reader, doc, &iri, &self.contexts).ok().map(|quads| Box::new(ParsedAhead { iri, default_context, quads }) as crate::Prepared))
     }
 
     fn contexts(&self) -> Option<&ContextStore> {
@@ -272,11 +283,35 @@ impl GraphProjector for JsonLdProjector {
     }
 }
 
+/// A document's graph parsed by `prepare`: its graph IRI, the stored
+/// default context it was read with (bytes), and its quads.
+struct ParsedAhead {
+    iri: String,
+    default_context: Option<Vec<u8>>,
+    quads: Vec<oxrdf::Quad>,
+}
+
+/// Makes graph `iri` hold exactly `quads`.
+fn replace_graph(txn: &mut StoreTransaction<'_>, iri: &str, quads: Vec<oxrdf::Quad>) -> Result<(), String> {
+    let graph_node = NamedNode::new_unchecked(iri);
+    if let Some(graph) = txn.lookup(TermRef::NamedNode(graph_node.as_ref())).map_err(|e| e.to_string())? {
+        txn.drop_graph(graph).map_err(|e| e.to_string())?;
+    }
+    for quad in quads {
+        // Every triple of the document, whatever graph JSON-LD names,
+        // belongs to the document's graph: one document, one graph.
+        let q = QuadRef::new(quad.subject.as_ref(), quad.predicate.as_ref(), quad.object.as_ref(), GraphNameRef::NamedNode(graph_node.as_ref()));
+        let ids = txn.encode_quad(q).map_err(|e| e.to_string())?;
+        txn.insert(&ids).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// The quads of a document read as JSON-LD; none for plain JSON.
-fn parse_document(txn: &StoreTransaction<'_>, body: &Map<String, Value>, iri: &str, contexts: &ContextStore) -> Result<Vec<oxrdf::Quad>, String> {
+fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, contexts: &ContextStore) -> Result<Vec<oxrdf::Quad>, String> {
     let mut json: Map<String, Value> = body.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
     if !json.contains_key("@context") {
-        match default_context(txn)? {
+        match default_context(reader)? {
             Some(context) => {
                 json.insert("@context".into(), context);
             }

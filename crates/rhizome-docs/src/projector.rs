@@ -10,6 +10,9 @@
 use rhizome_rdf::StoreTransaction;
 use serde_json::{Map, Value};
 
+/// Work a projector did ahead of a write (see [`GraphProjector::prepare`]).
+pub type Prepared = Box<dyn std::any::Any + Send>;
+
 /// Called inside every document write, before the commit.
 pub trait GraphProjector: Send + Sync {
     /// `winner` is the new winning revision's body (with `_id` and `_rev`),
@@ -42,10 +45,21 @@ pub trait GraphProjector: Send + Sync {
     }
 
     /// Called for each document of a write before the write's transaction
-    /// (and lock) is taken, to get what the projection needs from outside
-    /// (remote JSON-LD contexts); the reason becomes that document's 400.
-    fn prepare(&self, _doc: &Map<String, Value>) -> Result<(), String> {
-        Ok(())
+    /// (and lock) is taken, on the writer's own thread: gets what the
+    /// projection needs from outside (remote JSON-LD contexts; the reason
+    /// becomes that document's 400), and may do the projection's work
+    /// ahead, reading `reader` (a snapshot): what it returns is handed to
+    /// [`GraphProjector::project_prepared`] if the document's body is the
+    /// winner, which checks it still holds. Group commit runs this on each
+    /// request's thread, so the one thread applying a batch does not parse.
+    fn prepare(&self, _reader: &dyn rhizome_kv::KvRead, _doc: &Map<String, Value>) -> Result<Option<Prepared>, String> {
+        Ok(None)
+    }
+
+    /// [`GraphProjector::project`] of a winner whose body is the document
+    /// `prepare` saw, with what it returned.
+    fn project_prepared(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: &Map<String, Value>, _prepared: Prepared) -> Result<(), String> {
+        self.project(txn, doc_id, Some(winner))
     }
 
     /// The remote contexts the projection reads, if any (for RDF writes

@@ -88,21 +88,48 @@ impl Database {
     /// error is a store failure (nothing written); the inner ones are per
     /// document.
     pub fn update_docs(&self, docs: Vec<Map<String, Value>>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>> {
-        // Before the transaction (and its lock): what the projection will
-        // need from outside, such as remote JSON-LD contexts, is fetched
-        // now; a document that cannot have it is refused on its own.
-        let refused: Vec<Option<String>> =
-            docs.iter().map(|doc| if doc.get("_deleted") == Some(&Value::Bool(true)) { None } else { self.projector.prepare(doc).err() }).collect();
+        let prepared = self.prepare_docs(&docs)?;
+        self.update_prepared(docs, prepared, new_edits)
+    }
+
+    /// What a write of `docs` can do before its transaction (and lock),
+    /// on the caller's thread: the projection's remote JSON-LD contexts are
+    /// fetched (a document that cannot have them is refused on its own),
+    /// and its parse is done ahead (see `GraphProjector::prepare`). For
+    /// [`Database::update_prepared`]; group commit calls it on each
+    /// request's thread.
+    pub fn prepare_docs(&self, docs: &[Map<String, Value>]) -> Result<Vec<PreparedDoc>> {
+        let snapshot = self.store.snapshot()?;
+        Ok(docs
+            .iter()
+            .map(|doc| {
+                if doc.get("_deleted") == Some(&Value::Bool(true)) {
+                    return PreparedDoc::default();
+                }
+                match self.projector.prepare(snapshot.kv(), doc) {
+                    Ok(ahead) => PreparedDoc { refused: None, ahead },
+                    Err(reason) => PreparedDoc { refused: Some(reason), ahead: None },
+                }
+            })
+            .collect())
+    }
+
+    /// [`Database::update_docs`] with each document's preparation (from
+    /// [`Database::prepare_docs`] on the same documents, in order).
+    pub fn update_prepared(&self, docs: Vec<Map<String, Value>>, prepared: Vec<PreparedDoc>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>> {
+        if prepared.len() != docs.len() {
+            return Err(DocError::BadRequest(format!("{} documents, {} preparations", docs.len(), prepared.len())));
+        }
         let mut txn = self.store.transaction()?;
         let mut counters = Counters::read(&txn)?;
         let mut out = Vec::with_capacity(docs.len());
-        for (doc, refused) in docs.into_iter().zip(refused) {
+        for (doc, prepared) in docs.into_iter().zip(prepared) {
             let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
-            if let Some(reason) = refused {
+            if let Some(reason) = prepared.refused {
                 out.push((id.clone(), Err(DocError::Validation(format!("{id}: {reason}")))));
                 continue;
             }
-            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None) {
+            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None, prepared.ahead) {
                 Err(e @ (DocError::Store(_) | DocError::Kv(_) | DocError::Corrupt(_) | DocError::Projection { .. })) => return Err(e),
                 other => other,
             };
@@ -176,7 +203,7 @@ impl Database {
             if let Some(i) = live {
                 doc.insert("_rev".into(), Value::String(i.winner.to_string()));
             }
-            match self.write_one(txn, &mut counters, &id, doc, true, marker) {
+            match self.write_one(txn, &mut counters, &id, doc, true, marker, None) {
                 Ok(_) | Err(DocError::Conflict) => {}
                 Err(e) => return Err(e),
             }
@@ -207,7 +234,7 @@ impl Database {
                 }
                 let mut doc = Map::new();
                 doc.insert("_id".into(), Value::String(id.clone()));
-                self.write_one(&mut txn, &mut counters, &id, doc, true, Some(iri.as_str()))?;
+                self.write_one(&mut txn, &mut counters, &id, doc, true, Some(iri.as_str()), None)?;
                 adopted += 1;
             }
             counters.write(&mut txn);
@@ -228,6 +255,7 @@ impl Database {
         doc: Map<String, Value>,
         new_edits: bool,
         graph_marker: Option<&str>,
+        ahead: Option<crate::Prepared>,
     ) -> WriteOutcome {
         validate_doc_id(id)?;
         if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !SPECIAL_MEMBERS.contains(&k.as_str())) {
@@ -349,12 +377,16 @@ impl Database {
         let new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, tree };
         txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes());
         if old_winner.as_ref() != Some(&winner.rev) {
-            self.project(txn, id, &winner.rev, winner.deleted, if winner.rev == rev { Some(body) } else { None })?;
+            let new_body = if winner.rev == rev { Some(body) } else { None };
+            self.project(txn, id, &winner.rev, winner.deleted, new_body, ahead)?;
         }
         Ok(rev)
     }
 
-    fn project(&self, txn: &mut StoreTransaction<'_>, id: &str, rev: &Rev, deleted: bool, body: Option<Map<String, Value>>) -> Result<()> {
+    /// Projects the winner; `ahead` is what `prepare` did for `body` (used
+    /// only when the winner is that body).
+    fn project(&self, txn: &mut StoreTransaction<'_>, id: &str, rev: &Rev, deleted: bool, body: Option<Map<String, Value>>, ahead: Option<crate::Prepared>) -> Result<()> {
+        let ahead = ahead.filter(|_| body.is_some() && !deleted);
         let winner = if deleted {
             None
         } else {
@@ -366,8 +398,21 @@ impl Database {
             body.insert("_rev".into(), Value::String(rev.to_string()));
             Some(body)
         };
-        self.projector.project(txn, id, winner.as_ref()).map_err(|reason| DocError::Projection { id: id.to_owned(), reason })
+        let projected = match (ahead, &winner) {
+            (Some(ahead), Some(w)) => self.projector.project_prepared(txn, id, w, ahead),
+            _ => self.projector.project(txn, id, winner.as_ref()),
+        };
+        projected.map_err(|reason| DocError::Projection { id: id.to_owned(), reason })
     }
+}
+
+/// A document's preparation for a write ([`Database::prepare_docs`]).
+#[derive(Default)]
+pub struct PreparedDoc {
+    /// Why the document cannot be written (its projection's remote
+    /// contexts could not be had): that document's 400.
+    refused: Option<String>,
+    ahead: Option<crate::Prepared>,
 }
 
 fn read_body(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<Option<Map<String, Value>>> {

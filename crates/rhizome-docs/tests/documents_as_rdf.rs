@@ -239,3 +239,42 @@ fn graph_bodies_render_as_the_json_ld_serializer_writes_their_quads() {
     want.sort();
     assert_eq!(read_back, want);
 }
+
+/// A document's JSON-LD is parsed before its write's transaction (group
+/// commit does it on each request's thread). If the database's default
+/// context changes between that parse and the write, the write follows
+/// the context it is committed under, as a write parsed in its
+/// transaction does. A replicated revision that loses leaves the winner's
+/// graph as it was.
+#[test]
+fn a_graph_parsed_ahead_follows_the_default_context_the_write_commits_under() {
+    let db = database();
+    let context = |name: &str| obj(json!({"@context": {"name": name, "@base": "http://example.org/"}}));
+    let rev = db.put_local("_local/rhizome-context", context("http://example.org/old-name")).unwrap();
+    let docs = vec![obj(json!({"_id": "dave", "@id": "http://example.org/dave", "name": "Dave"}))];
+    let prepared = db.prepare_docs(&docs).unwrap();
+    let mut new = context(FOAF_NAME);
+    new.insert("_rev".into(), json!(rev));
+    db.put_local("_local/rhizome-context", new).unwrap();
+    let out = db.update_prepared(docs, prepared, true).unwrap();
+    assert!(out[0].1.is_ok(), "{:?}", out[0].1);
+    assert_eq!(names_in_graph(&db, "dave"), vec![("<http://example.org/dave>".to_owned(), "Dave".to_owned())]);
+    // Unchanged context: the parse done ahead is the graph written.
+    let docs = vec![obj(json!({"_id": "erin", "@id": "http://example.org/erin", "name": "Erin"}))];
+    let prepared = db.prepare_docs(&docs).unwrap();
+    db.update_prepared(docs, prepared, true).unwrap();
+    assert_eq!(names_in_graph(&db, "erin"), vec![("<http://example.org/erin>".to_owned(), "Erin".to_owned())]);
+    // A replicated revision that loses to the stored winner: the winner's
+    // graph stays, whatever was parsed for the loser.
+    let winner = db.update_docs(vec![obj(json!({"_id": "erin", "_rev": out_rev(&db, "erin"), "@id": "http://example.org/erin", "name": "Erin W."}))], true).unwrap();
+    assert!(winner[0].1.is_ok());
+    let loser = vec![obj(json!({"_id": "erin", "_rev": "1-0000", "_revisions": {"start": 1, "ids": ["0000"]}, "@id": "http://example.org/erin", "name": "Loser"}))];
+    let prepared = db.prepare_docs(&loser).unwrap();
+    let out = db.update_prepared(loser, prepared, false).unwrap();
+    assert!(out[0].1.is_ok(), "{:?}", out[0].1);
+    assert_eq!(names_in_graph(&db, "erin"), vec![("<http://example.org/erin>".to_owned(), "Erin W.".to_owned())]);
+}
+
+fn out_rev(db: &Database, id: &str) -> String {
+    db.get_doc(id, &ReadOptions::default()).unwrap()["_rev"].as_str().unwrap().to_owned()
+}

@@ -90,8 +90,13 @@ impl GraphProjector for LdpProjector {
         self.inner.check_local(id, doc)
     }
 
-    fn prepare(&self, doc: &Map<String, Value>) -> Result<(), String> {
-        self.inner.prepare(doc)
+    fn prepare(&self, reader: &dyn rhizome_kv::KvRead, doc: &Map<String, Value>) -> Result<Option<rhizome_docs::Prepared>, String> {
+        self.inner.prepare(reader, doc)
+    }
+
+    fn project_prepared(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: &Map<String, Value>, prepared: rhizome_docs::Prepared) -> Result<(), String> {
+        self.inner.project_prepared(txn, doc_id, winner, prepared)?;
+        self.record(txn, doc_id, true).map_err(|e| e.to_string())
     }
 
     fn contexts(&self) -> Option<&rhizome_docs::ContextStore> {

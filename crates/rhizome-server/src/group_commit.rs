@@ -9,10 +9,13 @@
 //! exactly as if the requests had run one after another) and hands each
 //! request its own outcomes. Then it passes leadership to the next waiter,
 //! so no thread serves others forever. (The same idea as PostgreSQL's
-//! commit_delay and RocksDB's write groups, without a timer.)
+//! commit_delay and RocksDB's write groups, without a timer.) What can be
+//! done before the transaction (`Database::prepare_docs`: the JSON-LD
+//! parse) runs on each request's own thread before it queues, so the
+//! leader's thread, which all writes wait on, does not do it.
 
 use crate::error::HttpError;
-use rhizome_docs::{Database, WriteOutcome};
+use rhizome_docs::{Database, PreparedDoc, WriteOutcome};
 use serde_json::{Map, Value};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -25,7 +28,7 @@ enum Role {
 }
 
 struct Request {
-    docs: Mutex<Vec<Map<String, Value>>>,
+    docs: Mutex<Vec<(Map<String, Value>, PreparedDoc)>>,
     new_edits: bool,
     role: Mutex<Role>,
     wake: Condvar,
@@ -50,6 +53,8 @@ impl GroupCommit {
     /// Writes `docs` (one request's worth) and returns their outcomes once
     /// they are durable.
     pub fn write(&self, db: &Database, docs: Vec<Map<String, Value>>, new_edits: bool) -> Outcomes {
+        let prepared = db.prepare_docs(&docs).map_err(HttpError::from)?;
+        let docs = docs.into_iter().zip(prepared).collect();
         let me = Arc::new(Request { docs: Mutex::new(docs), new_edits, role: Mutex::new(Role::Waiting), wake: Condvar::new() });
         {
             let mut q = lock(&self.queue);
@@ -96,13 +101,16 @@ fn run(db: &Database, batch: &[Arc<Request>]) {
             continue;
         }
         let mut sizes = Vec::with_capacity(group.len());
-        let mut docs = Vec::new();
+        let (mut docs, mut prepared) = (Vec::new(), Vec::new());
         for r in &group {
             let mine = std::mem::take(&mut *lock(&r.docs));
             sizes.push(mine.len());
-            docs.extend(mine);
+            for (doc, p) in mine {
+                docs.push(doc);
+                prepared.push(p);
+            }
         }
-        match db.update_docs(docs, new_edits) {
+        match db.update_prepared(docs, prepared, new_edits) {
             Ok(outcomes) => {
                 let mut outcomes = outcomes.into_iter();
                 for (r, n) in group.iter().zip(sizes) {
