@@ -603,6 +603,22 @@ fn class_counts_follow_loads_writes_and_removals_and_match_a_recount() {
     }
 }
 
+/// `http://e/{x}`: IRIs of a small universe, so random writes share,
+/// empty and refill the same pairs and predicates often.
+fn small_iri(x: u64) -> oxrdf::NamedNode {
+    oxrdf::NamedNode::new(format!("http://e/{x}")).unwrap()
+}
+
+/// Reproducible numbers below `n` (xorshift64 from `seed`, never 0).
+fn numbers(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    }
+}
+
 /// Statistics kept by writers (with what one writer leaves the next: term
 /// ids, predicate counts, pairs seen) stay what a full recount finds,
 /// through random inserts, removals, graph drops, aborted transactions and
@@ -618,14 +634,8 @@ fn counters_kept_by_writers_match_a_recount_after_random_writes() {
     for (store, dir) in stores() {
         // A small universe, so that pairs and predicates are shared, emptied
         // and filled again often.
-        let term = |x: u64| oxrdf::NamedNode::new(format!("http://e/{x}")).unwrap();
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let term = small_iri;
+        let mut next = numbers(0x2545_F491_4F6C_DD1Du64);
         for round in 0..60u64 {
           // Several writers between recounts (a recount resets what they
           // keep), with a bulk load between two of them now and then.
@@ -697,14 +707,8 @@ fn scanned_value_counts(store: &Store, p: TermId) -> Vec<(TermId, u64)> {
 #[test]
 fn value_counts_kept_by_writers_and_loads_match_a_scan() {
     for (store, dir) in stores() {
-        let term = |x: u64| oxrdf::NamedNode::new(format!("http://e/{x}")).unwrap();
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let term = small_iri;
+        let mut next = numbers(0x9E37_79B9_7F4A_7C15u64);
         let predicates: Vec<oxrdf::NamedNode> = (100..104).map(term).collect();
         for round in 0..40u64 {
             for _ in 0..3 {
