@@ -7,12 +7,13 @@
 //! computed whole (without the GIL) and handed out row by row.
 
 use crate::errors::{rdf_error, sparql_error};
-use crate::terms::{graph_from_py, quad_from_py, subject_from_py, term_from_py, term_to_py, predicate_from_py, PyQuad, PyTriple, PyVariable};
+use crate::terms::{graph_from_py, quad_from_py, subject_from_py, term_from_py, term_to_py, predicate_from_py, PyLiteral, PyNamedNode, PyQuad, PyTriple, PyVariable};
+use rustc_hash::FxHashMap;
 use oxrdf::{GraphName, NamedOrBlankNode, Term, Triple, Variable};
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
-use rhizome_rdf::{DatasetMode, DecodeCache, DumpOptions, LoadInput, LoadOptions, QuadPattern, QuadScan, RdfFormat, StoreSnapshot, TermId};
+use rhizome_rdf::{DatasetMode, DumpOptions, LoadInput, LoadOptions, QuadPattern, QuadScan, RdfFormat, StoreSnapshot, TermId};
 use rhizome_sparql::{execute_update, parse_query, parse_update, PreparedQuery, QueryResults, Statistics};
 use std::io::Write;
 use std::path::PathBuf;
@@ -657,24 +658,102 @@ enum Answer {
 #[pyclass(unsendable, name = "QuadIterator", module = "rhizome")]
 pub struct QuadIter {
     scan: Option<QuadScan<'static>>,
-    cache: Option<DecodeCache<'static>>,
-    _snapshot: Arc<StoreSnapshot>,
+    /// Quads read from the scan, not yet handed out; their terms all have
+    /// objects. The scan is read ahead `batch` quads at a time (from 16 up
+    /// to `MAX_BATCH`, so that a check of one quad reads few) and their
+    /// new terms decoded in one walk of the dictionary.
+    ahead: std::collections::VecDeque<[TermId; 4]>,
+    batch: usize,
+    /// An error the scan gave while reading ahead, for after `ahead`.
+    failed: Option<rhizome_rdf::Error>,
+    /// The Python object of each term handed out, by id (at most
+    /// `TERM_OBJECTS`, then started afresh): a term met again, such as the
+    /// predicate and object of every `?po` result, is handed out again
+    /// rather than decoded and made anew.
+    objects: FxHashMap<u64, Py<PyAny>>,
+    snapshot: Arc<StoreSnapshot>,
 }
+
+/// About as many terms as the store's decode caches keep for one scan.
+const TERM_OBJECTS: usize = 1 << 20;
+const MAX_BATCH: usize = 1024;
 
 impl QuadIter {
     fn new(snapshot: Arc<StoreSnapshot>, pattern: Option<QuadPattern>) -> Self {
         // SAFETY: see the type's comment: the snapshot outlives the scan
-        // and the cache (fields drop in order, and `Drop` below clears them
-        // first), and it does not move.
+        // (fields drop in order, and `Drop` below clears the scan first),
+        // and it does not move.
         let borrowed: &'static StoreSnapshot = unsafe { &*Arc::as_ptr(&snapshot) };
-        QuadIter { scan: pattern.map(|p| borrowed.scan(p)), cache: Some(DecodeCache::new(borrowed)), _snapshot: snapshot }
+        QuadIter { scan: pattern.map(|p| borrowed.scan(p)), ahead: Default::default(), batch: 16, failed: None, objects: FxHashMap::default(), snapshot }
+    }
+
+    /// Reads the next batch of quads and makes the objects of their terms.
+    fn read_ahead(&mut self, py: Python<'_>) -> PyResult<()> {
+        let Some(scan) = self.scan.as_mut() else { return Ok(()) };
+        let mut new_terms = Vec::new();
+        for _ in 0..self.batch {
+            match scan.next() {
+                None => {
+                    self.scan = None;
+                    break;
+                }
+                Some(Err(e)) => {
+                    self.scan = None;
+                    self.failed = Some(e);
+                    break;
+                }
+                Some(Ok(ids)) => {
+                    new_terms.extend(ids.iter().filter(|id| !self.objects.contains_key(&id.0)).copied());
+                    self.ahead.push_back(ids);
+                }
+            }
+        }
+        self.batch = (self.batch * 2).min(MAX_BATCH);
+        if self.objects.len() + new_terms.len() > TERM_OBJECTS {
+            self.objects.clear();
+            new_terms = self.ahead.iter().flatten().copied().collect();
+        }
+        if new_terms.contains(&TermId::DEFAULT_GRAPH) {
+            self.objects.insert(TermId::DEFAULT_GRAPH.0, Py::new(py, crate::terms::PyDefaultGraph)?.into_any());
+        }
+        let mut made = Ok(());
+        let objects = &mut self.objects;
+        self.snapshot
+            .decode_many(&mut new_terms, |id, term| {
+                if made.is_ok() {
+                    match term_to_py(py, term) {
+                        Ok(o) => {
+                            objects.insert(id.0, o);
+                        }
+                        Err(e) => made = Err(e),
+                    }
+                }
+            })
+            .map_err(rdf_error)?;
+        made
+    }
+
+    /// The term object of `id`, checked for its position: a literal is
+    /// never a subject or graph name, and a predicate is an IRI.
+    fn object(&self, py: Python<'_>, id: TermId, position: usize) -> PyResult<Py<PyAny>> {
+        let object = self.objects.get(&id.0).ok_or_else(|| rdf_error(rhizome_rdf::Error::Corrupt(format!("term {:#x} is missing from the dictionary", id.0))))?;
+        let bound = object.bind(py);
+        let fits = match position {
+            1 => bound.is_exact_instance_of::<PyNamedNode>(),
+            2 => !bound.is_exact_instance_of::<crate::terms::PyDefaultGraph>(),
+            3 => !bound.is_exact_instance_of::<PyLiteral>() && (id == TermId::DEFAULT_GRAPH || !bound.is_exact_instance_of::<crate::terms::PyDefaultGraph>()),
+            _ => !bound.is_exact_instance_of::<PyLiteral>() && !bound.is_exact_instance_of::<crate::terms::PyDefaultGraph>(),
+        };
+        if !fits {
+            return Err(rdf_error(rhizome_rdf::Error::Corrupt(format!("term {:#x} cannot stand at position {position} of a quad", id.0))));
+        }
+        Ok(object.clone_ref(py))
     }
 }
 
 impl Drop for QuadIter {
     fn drop(&mut self) {
         self.scan = None;
-        self.cache = None;
     }
 }
 
@@ -684,19 +763,15 @@ impl QuadIter {
         slf
     }
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyQuad>> {
-        let Some(scan) = self.scan.as_mut() else { return Ok(None) };
-        match scan.next() {
-            None => {
-                self.scan = None;
-                Ok(None)
-            }
-            Some(ids) => {
-                let ids = ids.map_err(rdf_error)?;
-                let cache = self.cache.as_mut().expect("the cache lives as long as the scan");
-                let quad = cache.quad(&ids).map_err(rdf_error)?;
-                let _ = py;
-                Ok(Some(PyQuad { inner: quad }))
-            }
+        if self.ahead.is_empty() {
+            self.read_ahead(py)?;
+        }
+        match self.ahead.pop_front() {
+            Some([s, p, o, g]) => Ok(Some(PyQuad::from_objects(self.object(py, s, 0)?, self.object(py, p, 1)?, self.object(py, o, 2)?, self.object(py, g, 3)?))),
+            None => match self.failed.take() {
+                Some(e) => Err(rdf_error(e)),
+                None => Ok(None),
+            },
         }
     }
 }

@@ -246,57 +246,113 @@ value_class! { PyTriple;
 
 /// A quad: subject, predicate, object and graph name (``DefaultGraph()``
 /// when left out). Unpacks as a 4-tuple.
+///
+/// It holds its four terms as the Python objects it hands out: a quad
+/// from a lookup shares the term objects of the quads before it (the
+/// predicate and class of every `?po` result are one object each), so
+/// reading `q.predicate` makes nothing. Terms are immutable, so sharing
+/// them is invisible but for `is`.
 #[pyclass(frozen, name = "Quad", module = "rhizome")]
-#[derive(Clone)]
 pub struct PyQuad {
-    pub inner: Quad,
+    subject: Py<PyAny>,
+    predicate: Py<PyAny>,
+    object: Py<PyAny>,
+    graph_name: Py<PyAny>,
 }
 
-value_class! { PyQuad;
+impl PyQuad {
+    /// A quad of term objects already checked for their positions.
+    pub fn from_objects(subject: Py<PyAny>, predicate: Py<PyAny>, object: Py<PyAny>, graph_name: Py<PyAny>) -> Self {
+        PyQuad { subject, predicate, object, graph_name }
+    }
+
+    pub fn from_quad(py: Python<'_>, q: Quad) -> PyResult<Self> {
+        Ok(PyQuad {
+            subject: term_to_py(py, q.subject.into())?,
+            predicate: Py::new(py, PyNamedNode { inner: q.predicate })?.into_any(),
+            object: term_to_py(py, q.object)?,
+            graph_name: graph_to_py(py, q.graph_name)?,
+        })
+    }
+
+    /// The oxrdf value (its terms copied out of their objects).
+    pub fn to_quad(&self, py: Python<'_>) -> PyResult<Quad> {
+        Ok(Quad::new(
+            subject_from_py(self.subject.bind(py))?,
+            predicate_from_py(self.predicate.bind(py))?,
+            term_from_py(self.object.bind(py))?,
+            graph_from_py(self.graph_name.bind(py))?,
+        ))
+    }
+}
+
+#[pymethods]
+impl PyQuad {
     #[new]
     #[pyo3(signature = (subject, predicate, object, graph_name=None))]
-    fn new(subject: &Bound<'_, PyAny>, predicate: &Bound<'_, PyAny>, object: &Bound<'_, PyAny>, graph_name: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn new(py: Python<'_>, subject: &Bound<'_, PyAny>, predicate: &Bound<'_, PyAny>, object: &Bound<'_, PyAny>, graph_name: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        // Checked as the oxrdf constructor would, then kept as given.
+        subject_from_py(subject)?;
+        predicate_from_py(predicate)?;
+        term_from_py(object)?;
         let graph_name = match graph_name {
-            None => GraphName::DefaultGraph,
-            Some(g) => graph_from_py(g)?,
+            Some(g) if !g.is_none() => {
+                graph_from_py(g)?;
+                g.clone().unbind()
+            }
+            _ => Py::new(py, PyDefaultGraph)?.into_any(),
         };
-        Ok(PyQuad { inner: Quad::new(subject_from_py(subject)?, predicate_from_py(predicate)?, term_from_py(object)?, graph_name) })
+        Ok(PyQuad { subject: subject.clone().unbind(), predicate: predicate.clone().unbind(), object: object.clone().unbind(), graph_name })
+    }
+    fn __str__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.to_quad(py)?.to_string())
+    }
+    fn __hash__(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(hash_of(&self.to_quad(py)?))
+    }
+    fn __richcmp__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
+        let b = match other.cast::<PyQuad>() {
+            Ok(o) => Some(o.get().to_quad(py)?),
+            Err(_) => None,
+        };
+        Ok(compare(&self.to_quad(py)?, other, op, b))
     }
     #[getter]
-    fn subject(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        term_to_py(py, self.inner.subject.clone().into())
+    fn subject(&self, py: Python<'_>) -> Py<PyAny> {
+        self.subject.clone_ref(py)
     }
     #[getter]
-    fn predicate(&self) -> PyNamedNode {
-        PyNamedNode { inner: self.inner.predicate.clone() }
+    fn predicate(&self, py: Python<'_>) -> Py<PyAny> {
+        self.predicate.clone_ref(py)
     }
     #[getter]
-    fn object(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        term_to_py(py, self.inner.object.clone())
+    fn object(&self, py: Python<'_>) -> Py<PyAny> {
+        self.object.clone_ref(py)
     }
     #[getter]
-    fn graph_name(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        graph_to_py(py, self.inner.graph_name.clone())
+    fn graph_name(&self, py: Python<'_>) -> Py<PyAny> {
+        self.graph_name.clone_ref(py)
     }
     /// The quad without its graph name.
     #[getter]
-    fn triple(&self) -> PyTriple {
-        PyTriple { inner: Triple::new(self.inner.subject.clone(), self.inner.predicate.clone(), self.inner.object.clone()) }
+    fn triple(&self, py: Python<'_>) -> PyResult<PyTriple> {
+        let q = self.to_quad(py)?;
+        Ok(PyTriple { inner: Triple::new(q.subject, q.predicate, q.object) })
     }
     fn __len__(&self) -> usize {
         4
     }
     fn __getitem__(&self, py: Python<'_>, i: isize) -> PyResult<Py<PyAny>> {
         match i {
-            0 | -4 => self.subject(py),
-            1 | -3 => Ok(Py::new(py, self.predicate())?.into_any()),
-            2 | -2 => self.object(py),
-            3 | -1 => self.graph_name(py),
+            0 | -4 => Ok(self.subject(py)),
+            1 | -3 => Ok(self.predicate(py)),
+            2 | -2 => Ok(self.object(py)),
+            3 | -1 => Ok(self.graph_name(py)),
             _ => Err(PyIndexError::new_err("a quad has 4 terms")),
         }
     }
-    fn __repr__(&self) -> String {
-        format!("<Quad {}>", self.inner)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("<Quad {}>", self.to_quad(py)?))
     }
 }
 
@@ -355,7 +411,7 @@ pub fn graph_from_py(o: &Bound<'_, PyAny>) -> PyResult<GraphName> {
 
 pub fn quad_from_py(o: &Bound<'_, PyAny>) -> PyResult<Quad> {
     if let Ok(q) = o.cast::<PyQuad>() {
-        return Ok(q.get().inner.clone());
+        return q.get().to_quad(o.py());
     }
     if let Ok(t) = o.cast::<PyTriple>() {
         return Ok(t.get().inner.clone().in_graph(GraphName::DefaultGraph));

@@ -229,3 +229,33 @@ def test_snapshot_iterators_do_not_see_later_writes(store):
     assert 1 + sum(1 for _ in it) == 100
     assert first.subject == ex("s")
     assert len(store) == 150
+
+
+def test_a_long_lookup_gives_every_quad_once_as_values_equal_to_their_own():
+    # Longer than the iterator reads ahead at a time, in both graphs, with
+    # every kind of term; quads read back equal, hash and print as the
+    # quads written (a blank node as one node, under the store's label).
+    store = rhizome.Store()
+    b = BlankNode("shared")
+    written = set()
+    for i in range(5000):
+        g = DefaultGraph() if i % 3 else ex(f"g{i % 7}")
+        o = [ex(f"o{i}"), Literal(f"v{i}", language="en"), Literal(str(i), datatype=XSD_INTEGER), b][i % 4]
+        written.add(Quad(ex(f"s{i % 50}"), ex(f"p{i % 5}"), o, g))
+    store.extend(list(written))
+    read = list(store.quads_for_pattern(None, None, None, None))
+    assert len(read) == len(written)
+    blanks = {q.object for q in read if isinstance(q.object, BlankNode)}
+    assert len(blanks) == 1
+    (label,) = blanks
+    named = {q for q in written if q.object != b} | {Quad(q.subject, q.predicate, label, q.graph_name) for q in written if q.object == b}
+    assert set(read) == named
+    assert {str(q) for q in read} == {str(q) for q in named}
+    by_p = list(store.quads_for_pattern(None, ex("p1"), None, None))
+    assert set(by_p) == {q for q in named if q.predicate == ex("p1")}
+    # A term met again is the same immutable object, not a new one.
+    assert all(q.predicate is by_p[0].predicate for q in by_p)
+    s, p, o, g = by_p[0]
+    assert Quad(s, p, o, g) == by_p[0] and hash(Quad(s, p, o, g)) == hash(by_p[0])
+    assert by_p[0].triple == Triple(s, p, o)
+    assert repr(by_p[0]).startswith("<Quad <")

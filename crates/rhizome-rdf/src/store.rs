@@ -226,6 +226,36 @@ impl StoreSnapshot {
         Ok(term)
     }
 
+    /// The terms of many ids, each given to `out` once (the default graph,
+    /// which has no term, is skipped): from the shared cache, else all the
+    /// others in one walk of the dictionary in id order, a step or two of
+    /// one cursor each where [`decode`](Self::decode) would make a point
+    /// lookup each. For readers that hold a batch of quads, such as an
+    /// iterator handing them out one at a time.
+    pub fn decode_many(&self, ids: &mut Vec<TermId>, mut out: impl FnMut(TermId, Term)) -> Result<()> {
+        ids.sort_unstable();
+        ids.dedup();
+        let mut missing = Vec::new();
+        for &id in ids.iter() {
+            if id == TermId::DEFAULT_GRAPH {
+                continue;
+            }
+            if !id.is_in_dictionary() {
+                if let Some(t) = Dictionary::decode(self.snapshot.as_ref(), id)? {
+                    out(id, t);
+                }
+            } else if let Some(t) = self.terms.get(id) {
+                out(id, t);
+            } else {
+                missing.push(id);
+            }
+        }
+        Dictionary::decode_many(self.snapshot.as_ref(), &mut missing, |id, t| {
+            self.terms.insert(id, t.clone());
+            out(id, t);
+        })
+    }
+
     /// The decoded terms shared by the store's snapshots (see
     /// [`TermCache`]): for readers of this snapshot only, never for a
     /// write transaction's reads.
