@@ -23,7 +23,7 @@ use oxjsonld::JsonLdParser;
 use oxrdf::{GraphNameRef, NamedNode, QuadRef, Term, TermRef};
 use rhizome_kv::KvRead;
 use rhizome_rdf::term::{Dictionary, TermCache};
-use rhizome_rdf::{QuadPattern, QuadScan, StoreTransaction, TermId};
+use rhizome_rdf::{QuadPattern, QuadScan, StoreSnapshot, StoreTransaction, TermId};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -343,14 +343,19 @@ fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, con
 /// run of one subject in the index's order, an array per predicate, as
 /// `oxjsonld`'s serializer writes it, but built as JSON values directly
 /// (serializing and parsing it back was half of a document read).
-pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str, cache: Option<&TermCache>) -> crate::Result<Map<String, Value>> {
+pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str, snapshot: Option<&StoreSnapshot>) -> crate::Result<Map<String, Value>> {
+    let cache = snapshot.map(|s| s.term_cache().as_ref());
+    // A snapshot knows which index families hold quads: a store whose
+    // documents are all graphs of their own subjects reads one index, one
+    // seek per document instead of two.
+    let families = snapshot.map(|s| s.families()).unwrap_or_default();
     let mut members = Map::new();
     let node = NamedNode::new_unchecked(graph_iri);
     let Some(graph) = Dictionary::lookup(kv, TermRef::NamedNode(node.as_ref()))? else {
         members.insert("@graph".into(), Value::Array(Vec::new()));
         return Ok(members);
     };
-    let quads = QuadScan::new(kv, QuadPattern { g: Some(graph), ..Default::default() }).collect::<rhizome_rdf::Result<Vec<_>>>()?;
+    let quads = QuadScan::new_in(kv, QuadPattern { g: Some(graph), ..Default::default() }, families).collect::<rhizome_rdf::Result<Vec<_>>>()?;
     let terms = GraphTerms::read(kv, &quads, cache).map_err(|e| match e {
         crate::DocError::Corrupt(m) => crate::DocError::Corrupt(format!("{m} of graph {graph_iri}")),
         e => e,

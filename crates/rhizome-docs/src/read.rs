@@ -6,7 +6,7 @@ use crate::keys::{body_key, DocInfo, ATTACHMENTS, BODIES, DOCS};
 use crate::{Database, DocError, Result, Rev};
 use base64::Engine;
 use rhizome_kv::KvRead;
-use rhizome_rdf::term::TermCache;
+use rhizome_rdf::StoreSnapshot;
 use serde_json::{json, Map, Value};
 
 /// The query options of a document read.
@@ -57,15 +57,16 @@ pub(crate) fn doc_info(kv: &dyn KvRead, id: &str) -> Result<Option<DocInfo>> {
 
 /// The body of a revision; a document whose body is its graph (a stored
 /// `{"_graph": IRI}`) is rendered from its quads as JSON-LD.
-/// `cache`: the store's shared term cache, for readers of a snapshot
-/// (never a write transaction, whose new terms are not committed).
-pub(crate) fn body(kv: &dyn KvRead, id: &str, rev: &Rev, cache: Option<&TermCache>) -> Result<Option<Map<String, Value>>> {
+/// `snapshot`: the committed snapshot `kv` reads, when it is one (never a
+/// write transaction, whose new terms are not committed): its shared term
+/// cache, and the index families it has quads in, are used.
+pub(crate) fn body(kv: &dyn KvRead, id: &str, rev: &Rev, snapshot: Option<&StoreSnapshot>) -> Result<Option<Map<String, Value>>> {
     match kv.get(BODIES, &body_key(id, rev))? {
         Some(bytes) => {
             let stored: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
             match stored.get(crate::jsonld::GRAPH_MARKER) {
                 Some(Value::String(iri)) => {
-                    let mut rendered = crate::jsonld::render_graph(kv, iri, cache)?;
+                    let mut rendered = crate::jsonld::render_graph(kv, iri, snapshot)?;
                     // A graph-bodied revision keeps its attachments.
                     if let Some(atts) = stored.get("_attachments") {
                         rendered.insert("_attachments".into(), atts.clone());
@@ -82,8 +83,8 @@ pub(crate) fn body(kv: &dyn KvRead, id: &str, rev: &Rev, cache: Option<&TermCach
 /// The winning revision of a live document as a query sees it (`_id`,
 /// `_rev`, the body, attachment stubs), without decoding its revision
 /// tree: what Mango reads for every candidate row.
-pub(crate) fn render_winner(kv: &dyn KvRead, id: &str, winner: &Rev, cache: Option<&TermCache>) -> Result<Option<Map<String, Value>>> {
-    let Some(mut doc) = body(kv, id, winner, cache)? else { return Ok(None) };
+pub(crate) fn render_winner(kv: &dyn KvRead, id: &str, winner: &Rev, snapshot: Option<&StoreSnapshot>) -> Result<Option<Map<String, Value>>> {
+    let Some(mut doc) = body(kv, id, winner, snapshot)? else { return Ok(None) };
     if let Some(atts) = doc.get_mut("_attachments") {
         *atts = render_attachments(kv, atts, None)?;
     }
@@ -93,8 +94,8 @@ pub(crate) fn render_winner(kv: &dyn KvRead, id: &str, winner: &Rev, cache: Opti
 }
 
 /// Renders revision `rev` of a document as CouchDB returns it.
-pub(crate) fn render(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions, cache: Option<&TermCache>) -> Result<Map<String, Value>> {
-    let Some(stored) = body(kv, id, rev, cache)? else {
+pub(crate) fn render(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions, snapshot: Option<&StoreSnapshot>) -> Result<Map<String, Value>> {
+    let Some(stored) = body(kv, id, rev, snapshot)? else {
         return Err(DocError::NotFound("missing"));
     };
     let deleted = info.tree.is_deleted(rev).unwrap_or(false);
@@ -201,7 +202,7 @@ impl Database {
             Some(r) if opts.latest => info.tree.leaves_under(r).first().map(|l| l.rev.clone()).ok_or(DocError::NotFound("missing"))?,
             Some(r) => r.clone(),
         };
-        render(kv, id, &info, &rev, opts, Some(s.term_cache()))
+        render(kv, id, &info, &rev, opts, Some(&s))
     }
 
     /// `open_revs=all` or a list of revisions.
@@ -214,7 +215,7 @@ impl Database {
             OpenRevs::All => {
                 let Some(info) = info else { return Err(DocError::NotFound("missing")) };
                 for leaf in info.tree.leaves() {
-                    out.push(OpenRev::Ok(render(kv, id, &info, &leaf.rev, opts, Some(s.term_cache()))?));
+                    out.push(OpenRev::Ok(render(kv, id, &info, &leaf.rev, opts, Some(&s))?));
                 }
             }
             OpenRevs::List(revs) => {
@@ -234,7 +235,7 @@ impl Database {
                         if !seen.insert(t.clone()) {
                             continue;
                         }
-                        match render(kv, id, info, &t, opts, Some(s.term_cache())) {
+                        match render(kv, id, info, &t, opts, Some(&s)) {
                             Ok(doc) => out.push(OpenRev::Ok(doc)),
                             Err(DocError::NotFound(_)) => out.push(OpenRev::Missing(t)),
                             Err(e) => return Err(e),
@@ -256,7 +257,7 @@ impl Database {
             None if info.deleted => return Err(DocError::NotFound("deleted")),
             None => info.winner.clone(),
         };
-        let stored = body(kv, id, &rev, Some(s.term_cache()))?.ok_or(DocError::NotFound("missing"))?;
+        let stored = body(kv, id, &rev, Some(&s))?.ok_or(DocError::NotFound("missing"))?;
         let meta = stored.get("_attachments").and_then(|a| a.get(name)).ok_or(DocError::NotFound("Document is missing attachment"))?;
         let digest = meta.get("digest").and_then(Value::as_str).unwrap_or_default().to_owned();
         let data = kv.get(ATTACHMENTS, digest.as_bytes())?.ok_or_else(|| DocError::Corrupt(format!("attachment data {digest}")))?;
