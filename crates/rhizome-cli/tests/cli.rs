@@ -166,12 +166,15 @@ fn queries_open_the_store_read_only_and_wait_for_no_writer() {
     assert_eq!(files(), before, "a read-only command changed the store's files");
     // A load reading from a pipe holds the store open until its input ends.
     // A query that opens the store first makes the load fail the same way
-    // (each refuses the other): then the load is started again.
+    // (each refuses the other): then the load is started again, given a
+    // little longer each time to open the store first (on a busy machine
+    // a process takes a while to start).
     let mut held = None;
-    for _ in 0..20 {
+    for attempt in 0..20u64 {
         let mut writer = rhizome(&data).args(["load", "--format", "ntriples", "-"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         let mut input = writer.stdin.take().unwrap();
         input.write_all(b"<http://e/s> <http://e/p> <http://e/o> .\n").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(25 * attempt));
         let mut refused = None;
         for _ in 0..200 {
             if writer.try_wait().unwrap().is_some() {

@@ -2,7 +2,7 @@
 
 use crate::index::layout::{self, meta, GRAPHS, META};
 use crate::index::{Families, FamilyMarks, QuadPattern, QuadScan};
-use crate::term::{Dictionary, IdCache, TermCache, TermId};
+use crate::term::{term_key, Dictionary, IdCache, TermCache, TermId, TermKey};
 use crate::{Error, Result};
 use oxrdf::{Term, TermRef};
 use rhizome_kv::{Kv, KvRead, Snapshot};
@@ -154,7 +154,7 @@ impl Store {
         // Read after the snapshot is taken: every family it has quads in is
         // marked by then.
         let families = self.families.get();
-        Ok(StoreSnapshot { snapshot, mode: self.mode, terms: self.terms.clone(), families })
+        Ok(StoreSnapshot { snapshot, mode: self.mode, terms: self.terms.clone(), ids: self.ids.clone(), families })
     }
 
     pub fn compact(&self) -> Result<()> {
@@ -168,6 +168,8 @@ pub struct StoreSnapshot {
     snapshot: Arc<dyn Snapshot>,
     mode: DatasetMode,
     terms: Arc<TermCache>,
+    /// The store's committed term ids, shared with its writers.
+    ids: Arc<IdCache>,
     families: Families,
 }
 
@@ -206,9 +208,22 @@ impl StoreSnapshot {
         QuadScan::subjects_from(self.snapshot.as_ref(), start, self.families)
     }
 
-    /// The id of a term if the store has it.
+    /// The id of a term if the store has it. Ids found are shared with
+    /// the store's other readers and writers: a term keeps its id for the
+    /// store's life, so an id committed after this snapshot was taken is
+    /// still the term's, and only finds none of the quads written with it.
     pub fn lookup(&self, term: TermRef<'_>) -> Result<Option<TermId>> {
-        Dictionary::lookup(self.snapshot.as_ref(), term)
+        let TermKey::Dictionary { tag, bytes } = term_key(term) else {
+            return Dictionary::lookup(self.snapshot.as_ref(), term);
+        };
+        if let Some(id) = self.ids.get(tag, &bytes) {
+            return Ok(Some(id));
+        }
+        let id = Dictionary::lookup_key(self.snapshot.as_ref(), tag, &bytes)?;
+        if let Some(id) = id {
+            self.ids.insert(tag, &bytes, id);
+        }
+        Ok(id)
     }
 
     /// The term of an id (`None` for the default graph).

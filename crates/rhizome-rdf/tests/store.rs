@@ -837,3 +837,35 @@ fn value_counts_stop_past_the_limit_and_a_recount_brings_them_back() {
         assert_eq!(q, vec![16, 17, 17]);
     }
 }
+
+/// Readers share the ids they find (`StoreSnapshot::lookup`): a term
+/// numbered by a transaction that never committed is found by no reader,
+/// and a snapshot older than a term, asked after a newer reader found it,
+/// finds none of its quads.
+#[test]
+fn term_ids_shared_by_readers_follow_commits_and_snapshots() {
+    for (store, _dir) in stores() {
+        let quad = |o: u64| Quad::new(small_iri(1), small_iri(2), Term::from(small_iri(o)), GraphName::DefaultGraph);
+        let mut txn = store.transaction().unwrap();
+        let ids = txn.encode_quad(quad(3).as_ref()).unwrap();
+        txn.insert(&ids).unwrap();
+        drop(txn);
+        assert_eq!(store.snapshot().unwrap().lookup(small_iri(3).as_ref().into()).unwrap(), None);
+
+        let old = store.snapshot().unwrap();
+        let mut txn = store.transaction().unwrap();
+        let ids = txn.encode_quad(quad(3).as_ref()).unwrap();
+        txn.insert(&ids).unwrap();
+        txn.commit().unwrap();
+        let new = store.snapshot().unwrap();
+        let id = new.lookup(small_iri(3).as_ref().into()).unwrap().expect("committed");
+        assert_eq!(id, ids[2]);
+        assert_eq!(new.scan(QuadPattern { o: Some(id), ..Default::default() }).count(), 1);
+        // Asked again (now from the shared ids), in both snapshots.
+        assert_eq!(new.lookup(small_iri(3).as_ref().into()).unwrap(), Some(id));
+        if let Some(seen) = old.lookup(small_iri(3).as_ref().into()).unwrap() {
+            assert_eq!(seen, id);
+            assert_eq!(old.scan(QuadPattern { o: Some(seen), ..Default::default() }).count(), 0);
+        }
+    }
+}
