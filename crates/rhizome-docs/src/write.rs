@@ -220,16 +220,29 @@ impl Database {
     pub fn adopt_graphs(&self, batch: usize, mut progress: impl FnMut(u64)) -> Result<u64> {
         let snapshot = self.store.snapshot()?;
         let graphs = rhizome_rdf::index::graph_names(snapshot.kv())?;
+        // A database with no documents yet (a first load) has none of the
+        // ids below, each its own graph's: nothing to look for.
+        let had_documents = {
+            let mut cursor = snapshot.kv().cursor(DOCS, &[], None);
+            cursor.seek_first();
+            cursor.valid()
+        };
         let mut adopted = 0;
         for chunk in graphs.chunks(batch.max(1)) {
+            // The chunk's IRIs in one walk of the dictionary (graph ids are
+            // sorted), not a point read each.
+            let mut iris = Vec::with_capacity(chunk.len());
+            let mut ids = chunk.to_vec();
+            snapshot.decode_many(&mut ids, |_, term| {
+                if let oxrdf::Term::NamedNode(iri) = term {
+                    iris.push(iri);
+                }
+            })?;
             let mut txn = self.store.transaction()?;
             let mut counters = Counters::read(&txn)?;
-            for &graph in chunk {
-                let Some(oxrdf::Term::NamedNode(iri)) = rhizome_rdf::term::Dictionary::decode(txn.reader(), graph)? else {
-                    continue;
-                };
+            for iri in iris {
                 let id = self.projector.doc_id(iri.as_str()).unwrap_or_else(|| iri.as_str().to_owned());
-                if validate_doc_id(&id).is_err() || txn.kv().get(DOCS, id.as_bytes())?.is_some() {
+                if validate_doc_id(&id).is_err() || (had_documents && txn.kv().get(DOCS, id.as_bytes())?.is_some()) {
                     continue;
                 }
                 let mut doc = Map::new();
