@@ -351,7 +351,13 @@ pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str, snapshot: Option<&S
     let families = snapshot.map(|s| s.families()).unwrap_or_default();
     let mut members = Map::new();
     let node = NamedNode::new_unchecked(graph_iri);
-    let Some(graph) = Dictionary::lookup(kv, TermRef::NamedNode(node.as_ref()))? else {
+    // Through the snapshot, the store's shared ids: a document read looks
+    // its graph up again and again.
+    let graph = match snapshot {
+        Some(s) => s.lookup(TermRef::NamedNode(node.as_ref()))?,
+        None => Dictionary::lookup(kv, TermRef::NamedNode(node.as_ref()))?,
+    };
+    let Some(graph) = graph else {
         members.insert("@graph".into(), Value::Array(Vec::new()));
         return Ok(members);
     };
@@ -388,6 +394,155 @@ pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str, snapshot: Option<&S
     nodes.extend(current.map(|(_, n)| Value::Object(n)));
     members.insert("@graph".into(), Value::Array(nodes));
     Ok(members)
+}
+
+/// [`render_graph`]'s `@graph` array written straight out as JSON bytes,
+/// byte for byte what `serde_json` writes of it (members in key order),
+/// without building the values: each distinct term is written once, from
+/// the shared cache in place where it is there, and copied from there into
+/// every node that names it. What a plain `GET` of a document costs most.
+pub(crate) fn write_graph_json(kv: &dyn KvRead, graph_iri: &str, snapshot: &StoreSnapshot, out: &mut Vec<u8>) -> crate::Result<()> {
+    let node = NamedNode::new_unchecked(graph_iri);
+    let Some(graph) = snapshot.lookup(TermRef::NamedNode(node.as_ref()))? else {
+        out.extend_from_slice(b"[]");
+        return Ok(());
+    };
+    let quads = QuadScan::new_in(kv, QuadPattern { g: Some(graph), ..Default::default() }, snapshot.families()).collect::<rhizome_rdf::Result<Vec<_>>>()?;
+    let corrupt = |what: &str| crate::DocError::Corrupt(format!("{what} in graph {graph_iri}"));
+    let mut ids: Vec<TermId> = quads.iter().flat_map(|q| [q[0], q[1], q[2]]).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    // Each term's JSON, in `written`: its name as a JSON string (IRIs and
+    // blank nodes) and its form as an object.
+    let mut written = Vec::new();
+    let mut forms: Vec<Option<TermJson>> = vec![None; ids.len()];
+    let mut missing = Vec::new();
+    let cache = snapshot.term_cache();
+    for (slot, &id) in forms.iter_mut().zip(&ids) {
+        if !id.is_in_dictionary() {
+            let term = Dictionary::decode(kv, id)?.ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?}")))?;
+            *slot = TermJson::write(&term, &mut written);
+        } else if let Some(form) = cache.with(id, |t| TermJson::write(t, &mut written)) {
+            *slot = form;
+        } else {
+            missing.push(id);
+        }
+    }
+    Dictionary::decode_many(kv, &mut missing, |id, term| {
+        if let Ok(i) = ids.binary_search(&id) {
+            forms[i] = TermJson::write(&term, &mut written);
+            cache.insert(id, term);
+        }
+    })?;
+    let form = |id: TermId| -> crate::Result<&TermJson> { ids.binary_search(&id).ok().and_then(|i| forms[i].as_ref()).ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?} of graph {graph_iri}"))) };
+    let name = |f: &TermJson| f.name.clone().map(|r| &written[r]);
+    out.push(b'[');
+    // Per node, its predicates (each a run of quads) in the order of their
+    // IRIs, as a JSON object's members are written.
+    let mut runs: Vec<(&[u8], std::ops::Range<usize>)> = Vec::new();
+    let mut start = 0;
+    while start < quads.len() {
+        let subject = quads[start][0];
+        let end = start + quads[start..].iter().take_while(|q| q[0] == subject).count();
+        if start > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"@id\":");
+        out.extend_from_slice(name(form(subject)?).ok_or_else(|| corrupt("literal subject"))?);
+        runs.clear();
+        let mut i = start;
+        while i < end {
+            let p = quads[i][1];
+            let run_end = i + quads[i..end].iter().take_while(|q| q[1] == p).count();
+            let f = form(p)?;
+            let iri = name(f).filter(|_| f.iri).ok_or_else(|| corrupt("predicate that is not an IRI"))?;
+            runs.push((iri, i..run_end));
+            i = run_end;
+        }
+        // Compared without their quotes ("a!" sorts before "a" quoted).
+        runs.sort_unstable_by(|a, b| a.0[1..a.0.len() - 1].cmp(&b.0[1..b.0.len() - 1]));
+        for (iri, run) in &runs {
+            out.push(b',');
+            out.extend_from_slice(iri);
+            out.extend_from_slice(b":[");
+            for (k, q) in quads[run.clone()].iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&written[form(q[2])?.object.clone()]);
+            }
+            out.push(b']');
+        }
+        out.push(b'}');
+        start = end;
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// Where one term's JSON forms are in a buffer of [`write_graph_json`].
+#[derive(Clone)]
+struct TermJson {
+    /// Its name as a JSON string: IRIs and blank nodes only.
+    name: Option<std::ops::Range<usize>>,
+    iri: bool,
+    /// As an object in expanded JSON-LD ([`object_value`]'s JSON).
+    object: std::ops::Range<usize>,
+}
+
+impl TermJson {
+    /// `None` for a term JSON-LD cannot hold (the reader reports it).
+    fn write(term: &Term, buf: &mut Vec<u8>) -> Option<TermJson> {
+        let string = |buf: &mut Vec<u8>, s: &str| {
+            // Most terms (every IRI) have nothing to escape: copied whole.
+            if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+                serde_json::to_writer(&mut *buf, s).expect("writing to a Vec");
+            } else {
+                buf.push(b'"');
+                buf.extend_from_slice(s.as_bytes());
+                buf.push(b'"');
+            }
+        };
+        let name_start = buf.len();
+        let (name, iri) = match term {
+            Term::NamedNode(n) => {
+                string(buf, n.as_str());
+                (Some(name_start..buf.len()), true)
+            }
+            Term::BlankNode(b) => {
+                string(buf, &b.to_string());
+                (Some(name_start..buf.len()), false)
+            }
+            Term::Literal(_) => (None, false),
+            #[allow(unreachable_patterns)]
+            _ => return None,
+        };
+        let object_start = buf.len();
+        match (term, &name) {
+            (Term::Literal(l), _) => {
+                buf.push(b'{');
+                if let Some(language) = l.language() {
+                    buf.extend_from_slice(b"\"@language\":");
+                    string(buf, language);
+                    buf.push(b',');
+                } else if l.datatype() != oxrdf::vocab::xsd::STRING {
+                    buf.extend_from_slice(b"\"@type\":");
+                    string(buf, l.datatype().as_str());
+                    buf.push(b',');
+                }
+                buf.extend_from_slice(b"\"@value\":");
+                string(buf, l.value());
+                buf.push(b'}');
+            }
+            (_, Some(n)) => {
+                buf.extend_from_slice(b"{\"@id\":");
+                buf.extend_from_within(n.clone());
+                buf.push(b'}');
+            }
+            _ => return None,
+        }
+        Some(TermJson { name, iri, object: object_start..buf.len() })
+    }
 }
 
 /// An object in expanded JSON-LD: `{"@id"}` for a node, `{"@value"}` with

@@ -26,6 +26,15 @@ pub struct ReadOptions {
     pub local_seq: bool,
 }
 
+impl ReadOptions {
+    /// No option set: a plain read of the winner
+    /// ([`Database::get_doc_json`] answers it).
+    pub fn is_plain(&self) -> bool {
+        let ReadOptions { rev, revs, revs_info, conflicts, deleted_conflicts, attachments, atts_since, latest, local_seq } = self;
+        rev.is_none() && !revs && !revs_info && !conflicts && !deleted_conflicts && !attachments && atts_since.is_empty() && !latest && !local_seq
+    }
+}
+
 /// Which revisions `open_revs` asks for.
 #[derive(Clone, Debug)]
 pub enum OpenRevs {
@@ -203,6 +212,52 @@ impl Database {
             Some(r) => r.clone(),
         };
         render(kv, id, &info, &rev, opts, Some(&s))
+    }
+
+    /// The winner as [`Database::get_doc`] without options gives it, as
+    /// the JSON bytes `serde_json` writes of that (byte for byte), with its
+    /// revision: what `GET /{db}/{docid}` answers. A graph-bodied
+    /// document is written straight from its quads' terms
+    /// ([`crate::jsonld::write_graph_json`]) instead of being built as
+    /// values first.
+    pub fn get_doc_json(&self, id: &str) -> Result<(Rev, Vec<u8>)> {
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let info = doc_info(kv, id)?.ok_or(DocError::NotFound("missing"))?;
+        if info.deleted {
+            return Err(DocError::NotFound("deleted"));
+        }
+        let rev = info.winner.clone();
+        let bytes = kv.get(BODIES, &body_key(id, &rev))?.ok_or(DocError::NotFound("missing"))?;
+        let mut stored: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
+        let iri = match stored.get(crate::jsonld::GRAPH_MARKER) {
+            Some(Value::String(iri)) => iri.clone(),
+            _ => {
+                let doc = render(kv, id, &info, &rev, &ReadOptions::default(), Some(&s))?;
+                let out = serde_json::to_vec(&doc).map_err(|e| DocError::Corrupt(e.to_string()))?;
+                return Ok((rev, out));
+            }
+        };
+        // The members `render` gives a graph-bodied winner, in key order:
+        // `@graph`, then `_attachments` (stubs), `_id`, `_rev`.
+        let mut out = Vec::with_capacity(1024);
+        out.extend_from_slice(b"{\"@graph\":");
+        crate::jsonld::write_graph_json(kv, &iri, &s, &mut out)?;
+        let mut rest = Map::new();
+        if let Some(atts) = stored.remove("_attachments") {
+            rest.insert("_attachments".into(), render_attachments(kv, &atts, None)?);
+        }
+        rest.insert("_id".into(), Value::String(id.to_owned()));
+        rest.insert("_rev".into(), Value::String(rev.to_string()));
+        for (k, v) in &rest {
+            out.push(b',');
+            serde_json::to_writer(&mut out, k).and_then(|_| {
+                out.push(b':');
+                serde_json::to_writer(&mut out, v)
+            }).map_err(|e| DocError::Corrupt(e.to_string()))?;
+        }
+        out.push(b'}');
+        Ok((rev, out))
     }
 
     /// `open_revs=all` or a list of revisions.

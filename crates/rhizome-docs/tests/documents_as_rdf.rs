@@ -166,7 +166,9 @@ fn graph_bodies_render_as_the_json_ld_serializer_writes_their_quads() {
         .map(|i| NamedOrBlankNode::from(NamedNode::new(format!("http://example.org/s{i}")).unwrap()))
         .chain((0..2).map(|i| NamedOrBlankNode::from(BlankNode::new(format!("b{i}")).unwrap())))
         .collect();
-    let predicates: Vec<NamedNode> = ["http://www.w3.org/1999/02/22-rdf-syntax-ns#type", "http://example.org/p", "http://example.org/q", FOAF_NAME]
+    // `q!` sorts before `q` once quoted: a JSON object's members are in
+    // the order of the unquoted keys.
+    let predicates: Vec<NamedNode> = ["http://www.w3.org/1999/02/22-rdf-syntax-ns#type", "http://example.org/p", "http://example.org/q!", "http://example.org/q", FOAF_NAME]
         .iter()
         .map(|p| NamedNode::new(*p).unwrap())
         .collect();
@@ -232,12 +234,74 @@ fn graph_bodies_render_as_the_json_ld_serializer_writes_their_quads() {
     let doc = db.get_doc("mixed", &ReadOptions::default()).unwrap();
     assert_eq!(doc["@graph"], expected);
 
+    // A plain read's bytes, written without building values, are what
+    // serde_json writes of the document.
+    let (rev, bytes) = db.get_doc_json("mixed").unwrap();
+    assert_eq!(Value::String(rev.to_string()), doc["_rev"]);
+    assert_eq!(String::from_utf8(bytes).unwrap(), serde_json::to_string(&doc).unwrap());
+
     let text = serde_json::to_vec(&json!({ "@graph": doc["@graph"] })).unwrap();
     let mut read_back: Vec<String> = oxjsonld::JsonLdParser::new().for_slice(&text).map(|q| oxrdf::Triple::from(q.unwrap()).to_string()).collect();
     let mut want: Vec<String> = stored.iter().map(|t| t.to_string()).collect();
     read_back.sort();
     want.sort();
     assert_eq!(read_back, want);
+}
+
+/// `get_doc_json` answers every kind of winner as `get_doc` does: a JSON
+/// body with attachments, a graph-bodied revision, an emptied graph, and a
+/// deleted or unknown document.
+#[test]
+fn plain_reads_write_the_bytes_of_the_document_get_doc_gives() {
+    let db = database();
+    let same = |id: &str| {
+        let doc = db.get_doc(id, &ReadOptions::default()).unwrap();
+        let (rev, bytes) = db.get_doc_json(id).unwrap();
+        assert_eq!(Value::String(rev.to_string()), doc["_rev"], "{id}");
+        assert_eq!(String::from_utf8(bytes).unwrap(), serde_json::to_string(&doc).unwrap(), "{id}");
+        doc
+    };
+    let context = json!({"name": FOAF_NAME, "knows": {"@id": "http://xmlns.com/foaf/0.1/knows", "@type": "@id"}});
+    put(&db, json!({"_id": "plain", "a": [1, "two", {"three": null}], "é": "\u{1d11e}\"\n"})).unwrap();
+    let doc = same("plain");
+    assert_eq!(doc["a"][1], "two");
+    put(&db, json!({"_id": "att", "@context": context, "@id": "", "name": "Att", "knows": "plain",
+                    "_attachments": {"t.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})).unwrap();
+    let doc = same("att");
+    assert_eq!(doc["_attachments"]["t.txt"]["stub"], true, "{doc:?}");
+    // An RDF write to a new graph makes a graph-bodied document.
+    let g = oxrdf::NamedNode::new(format!("{BASE}/people/made")).unwrap();
+    db.rdf_write(|txn| -> Result<(), DocError> {
+        for (p, o) in [(FOAF_NAME, oxrdf::Term::from(oxrdf::Literal::new_language_tagged_literal("Made", "en").unwrap())), ("http://xmlns.com/foaf/0.1/knows", oxrdf::NamedNode::new(format!("{BASE}/people/att")).unwrap().into())] {
+            let q = oxrdf::Quad::new(g.clone(), oxrdf::NamedNode::new(p).unwrap(), o, g.clone());
+            let ids = txn.encode_quad(q.as_ref())?;
+            txn.insert(&ids)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let doc = same("made");
+    assert_eq!(Value::Object(doc.clone())["@graph"][0][FOAF_NAME], json!([{"@language": "en", "@value": "Made"}]), "{doc:?}");
+    // A graph-bodied document whose graph has no quads.
+    put(&db, json!({"_id": "empty", "@context": context, "@id": "", "name": "E"})).unwrap();
+    db.rdf_write_with(rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| -> Result<(), DocError> {
+        let e = oxrdf::NamedNode::new(format!("{BASE}/people/empty")).unwrap();
+        let q = oxrdf::Quad::new(e.clone(), oxrdf::NamedNode::new(FOAF_NAME).unwrap(), oxrdf::Literal::new_simple_literal("E"), e);
+        let ids = txn.encode_quad(q.as_ref())?;
+        txn.remove(&ids)?;
+        Ok(())
+    })
+    .unwrap();
+    if db.get_doc("empty", &ReadOptions::default()).is_ok() {
+        same("empty");
+    }
+    let rev = db.get_doc("plain", &ReadOptions::default()).unwrap()["_rev"].as_str().unwrap().to_owned();
+    put(&db, json!({"_id": "plain", "_rev": rev, "_deleted": true})).unwrap();
+    for id in ["plain", "nobody"] {
+        let got = db.get_doc_json(id).map(|(r, _)| r);
+        let want = db.get_doc(id, &ReadOptions::default()).map(|_| ());
+        assert!(matches!((&got, &want), (Err(DocError::NotFound(a)), Err(DocError::NotFound(b))) if a == b), "{id}: {got:?} / {want:?}");
+    }
 }
 
 /// A document's JSON-LD is parsed before its write's transaction (group

@@ -16,16 +16,17 @@ use std::sync::Mutex;
 
 const SHARDS: usize = 16;
 
-/// Entries per shard and generation of the write side's [`IdCache`]: up to
-/// 2 x 16 x 8192 = 262,144 term ids.
+/// The least entries per shard and generation of either cache: 2 x 16 x
+/// 8192 = 262,144 terms or ids.
 const GENERATION_ENTRIES: usize = 8192;
 
-/// Entries per shard and generation of [`TermCache`]: one term per KiB of
-/// `RHIZOME_CACHE_BYTES` (the block cache's setting), at least 8192, so
-/// up to 2 x 16 x 8192 = 262,144 terms (some tens of MB) at the default
-/// 256 MiB, and 4.2M at 4 GiB: a store given the memory to hold a large
-/// working set names it from memory too (a 2-hop walk over Pokec names
-/// over a million profiles).
+/// Entries per shard and generation of [`TermCache`] and [`IdCache`]: one
+/// term (and one id) per KiB of `RHIZOME_CACHE_BYTES` (the block cache's
+/// setting), at least [`GENERATION_ENTRIES`], so up to 262,144 (some tens
+/// of MB) at the default 256 MiB, and 4.2M at 4 GiB: a store given the
+/// memory to hold a large working set names it from memory too (a 2-hop
+/// walk over Pokec names over a million profiles, and each read of one of
+/// 1.6M documents looks its graph's IRI up).
 fn generation_entries() -> usize {
     static ENTRIES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *ENTRIES.get_or_init(|| {
@@ -187,7 +188,7 @@ impl IdCache {
 
 impl IdShard {
     fn insert(&mut self, slot: usize, key: Box<[u8]>, id: TermId) {
-        if self.len >= GENERATION_ENTRIES {
+        if self.len >= generation_entries() {
             self.previous = std::mem::take(&mut self.current);
             self.len = 0;
         }

@@ -101,15 +101,27 @@ fn get(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpErr
             .collect();
         return Ok(json(200, &Value::Array(out)));
     }
-    let doc = db.db.get_doc(id, &opts)?;
-    let rev = doc.get("_rev").and_then(Value::as_str).unwrap_or_default().to_owned();
+    // The common read, no options and plain JSON wanted: its bytes are
+    // written straight from the store.
+    let plain = opts.is_plain() && !multipart::accepts(accept, "multipart/related") && !prefers_json_ld(accept);
+    let (doc, rev, bytes) = if plain {
+        let (rev, mut bytes) = db.db.get_doc_json(id)?;
+        bytes.push(b'\n');
+        (Map::new(), rev.to_string(), Some(bytes))
+    } else {
+        let doc = db.db.get_doc(id, &opts)?;
+        let rev = doc.get("_rev").and_then(Value::as_str).unwrap_or_default().to_owned();
+        (doc, rev, None)
+    };
     let etag = format!("\"{rev}\"");
     if req.header("if-none-match").is_some_and(|v| v.trim() == etag) {
         let mut r = http::response(304, "application/json", Default::default());
         http::set_header(&mut r, "etag", &etag);
         return Ok(r);
     }
-    let mut r = if multipart::accepts(accept, "multipart/related") {
+    let mut r = if let Some(bytes) = bytes {
+        http::response(200, "application/json", bytes.into())
+    } else if multipart::accepts(accept, "multipart/related") {
         let (content_type, body) = multipart::document_part(doc)?;
         http::response(200, &content_type, body.into())
     } else if prefers_json_ld(accept) {
