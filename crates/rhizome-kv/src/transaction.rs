@@ -80,6 +80,8 @@ impl<'a> Transaction<'a> {
         let Transaction { _guard, backend, snapshot, overlay, .. } = self;
         drop(snapshot);
         let mut batch = WriteBatch::default();
+        // Sized once: a group commit's batch holds thousands of writes.
+        batch.ops.reserve_exact(overlay.values().map(|o| o.len()).sum());
         for (ks, overlay) in overlay {
             for (k, v) in overlay {
                 batch.ops.push(match v {

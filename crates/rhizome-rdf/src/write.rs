@@ -394,8 +394,12 @@ impl<'a> StoreTransaction<'a> {
         }
         // A graph or pair that an earlier removal may have emptied and this
         // insert fills again was never uncounted: it is not new. Either way
-        // it exists from now on (`present`) until a removal under it.
-        let graph_is_new = !self.present.graphs.contains(&quad[3]) && !self.maybe_gone.graphs.remove(&quad[3]) && !graph_exists_in(&self.txn, quad[3])?;
+        // it exists from now on (`present`) until a removal under it. A
+        // graph named by a term of this transaction's own, and not created
+        // empty by it (CREATE GRAPH), is in no committed quad: new without
+        // a seek (a new document's graph).
+        let fresh_graph = self.is_fresh(quad[3]) && self.txn.own_write(GRAPHS, &quad[3].to_be_bytes()).is_none();
+        let graph_is_new = !self.present.graphs.contains(&quad[3]) && !self.maybe_gone.graphs.remove(&quad[3]) && (fresh_graph || !graph_exists_in(&self.txn, quad[3])?);
         let s_pair = (quad[1], quad[0], false);
         let o_pair = (quad[1], quad[2], true);
         // A blank node of this transaction is in no committed quad: what

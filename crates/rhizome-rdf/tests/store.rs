@@ -263,6 +263,37 @@ fn transactions_insert_and_remove_with_true_counters() {
     }
 }
 
+/// A graph named by a term new in its transaction is counted once however
+/// the transaction comes to it: filled at once, created empty and then
+/// filled, created, dropped and filled, and so on.
+#[test]
+fn graphs_of_new_terms_are_counted_once() {
+    for (store, _dir) in stores() {
+        let term = |x: &str| oxrdf::NamedNode::new(format!("http://e/{x}")).unwrap();
+        let plans: [&[&str]; 4] = [&[], &["create"], &["create", "drop"], &["create", "drop", "create"]];
+        let mut txn = store.transaction().unwrap();
+        for (k, plan) in plans.iter().enumerate() {
+            let g = term(&format!("g{k}"));
+            let id = txn.encode(oxrdf::TermRef::NamedNode(g.as_ref())).unwrap();
+            for step in *plan {
+                if *step == "create" {
+                    assert!(txn.create_graph(id).unwrap());
+                } else {
+                    txn.drop_graph(id).unwrap();
+                }
+            }
+            let ids = txn.encode_quad(Quad::new(term("s"), term("p"), Term::from(term("o")), g).as_ref()).unwrap();
+            assert!(txn.insert(&ids).unwrap());
+        }
+        txn.commit().unwrap();
+        let kept = store.stats().unwrap();
+        store.compact().unwrap();
+        let exact = store.stats().unwrap();
+        assert_eq!((kept.quads, kept.graphs), (exact.quads, exact.graphs), "{:?}", store.mode());
+        assert_eq!(exact.quads, 4);
+    }
+}
+
 #[test]
 fn a_store_reopens_with_its_data_and_mode() {
     let dir = tempfile::tempdir().unwrap();
