@@ -223,16 +223,18 @@ impl Database {
     pub fn get_doc_json(&self, id: &str) -> Result<(Rev, Vec<u8>)> {
         let s = self.store.snapshot()?;
         let kv = s.kv();
-        let info = doc_info(kv, id)?.ok_or(DocError::NotFound("missing"))?;
-        if info.deleted {
+        let info_bytes = kv.get(DOCS, id.as_bytes())?.ok_or(DocError::NotFound("missing"))?;
+        // The winner without decoding the revision tree.
+        let (_, rev, deleted, _) = DocInfo::header(&info_bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+        if deleted {
             return Err(DocError::NotFound("deleted"));
         }
-        let rev = info.winner.clone();
         let bytes = kv.get(BODIES, &body_key(id, &rev))?.ok_or(DocError::NotFound("missing"))?;
         let mut stored: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
         let iri = match stored.get(crate::jsonld::GRAPH_MARKER) {
             Some(Value::String(iri)) => iri.clone(),
             _ => {
+                let info = DocInfo::from_bytes(id, &info_bytes)?;
                 let doc = render(kv, id, &info, &rev, &ReadOptions::default(), Some(&s))?;
                 let out = serde_json::to_vec(&doc).map_err(|e| DocError::Corrupt(e.to_string()))?;
                 return Ok((rev, out));
