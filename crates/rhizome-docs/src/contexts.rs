@@ -339,12 +339,21 @@ impl Resolved {
     /// stack JSON-LD runs on. Others are written in place and the whole is
     /// checked (slower: schema.org's 2,845 terms took 3.5 ms that way).
     pub fn check_limits(&self, doc: &Value) -> Result<(), String> {
+        self.measure(doc).map(|_| ())
+    }
+
+    /// [`Resolved::check_limits`], answering how deep the document's
+    /// processing goes. Remote contexts count as deep: only a document
+    /// whose contexts are all in it is measured whole.
+    pub(crate) fn measure(&self, doc: &Value) -> Result<crate::jsonld_limits::Depths, String> {
+        use crate::jsonld_limits::{measure_json_ld, Depths};
         if self.contexts.is_empty() {
-            return crate::jsonld_limits::check_json_ld(doc);
+            return measure_json_ld(doc, 0);
         }
+        let deep = |_| Depths { json: usize::MAX, context: usize::MAX, scoped: true };
         match self.plain_terms() {
-            Some(terms) => crate::jsonld_limits::check_json_ld_with_terms(doc, terms),
-            None => crate::jsonld_limits::check_json_ld(&self.inline(doc)),
+            Some(terms) => measure_json_ld(doc, terms).map(deep),
+            None => measure_json_ld(&self.inline(doc), 0).map(deep),
         }
     }
 

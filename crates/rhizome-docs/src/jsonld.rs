@@ -324,15 +324,15 @@ fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, con
     // transaction, by `prepare`): no network inside the write.
     let remote = contexts.resolve(&json)?;
     // oxjsonld recurses on contexts: bounded first (with the remote
-    // contexts it will process), then run on a stack of known size (see
-    // jsonld_limits).
-    remote.check_limits(&json)?;
+    // contexts it will process), then run on a stack of known size, or on
+    // this thread's when the document is shallow (see jsonld_limits).
+    let depths = remote.measure(&json)?;
     let text = json.to_string();
     let parser = JsonLdParser::new()
         .with_base_iri(iri)
         .map_err(|e| format!("document IRI {iri}: {e}"))?;
     let loader = remote.loader();
-    crate::jsonld_limits::on_known_stack_owned(move || {
+    crate::jsonld_limits::on_stack_for(depths, move || {
         parser.for_slice(text.as_bytes()).with_load_document_callback(loader).map(|q| q.map_err(|e| format!("invalid JSON-LD: {e}"))).collect()
     })?
 }

@@ -45,6 +45,37 @@ pub fn check_json_ld(doc: &Value) -> Result<(), String> {
 /// [`check_json_ld`] for a document whose remote contexts hold `remote_terms`
 /// term definitions (plain ones: see `crate::contexts::Resolved::check_limits`).
 pub(crate) fn check_json_ld_with_terms(doc: &Value, remote_terms: usize) -> Result<(), String> {
+    measure_json_ld(doc, remote_terms).map(|_| ())
+}
+
+/// How deep a checked document's processing goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Depths {
+    /// The deepest nesting of JSON arrays and objects.
+    pub json: usize,
+    /// The longest chain of term definitions that need each other, with
+    /// the enclosing contexts' levels.
+    pub context: usize,
+    /// Whether any term carries a scoped context (processed where the term
+    /// is used, at any JSON depth).
+    pub scoped: bool,
+}
+
+/// Depths up to which [`on_stack_for`] runs JSON-LD processing on the
+/// caller's own stack: at about 1 KiB of oxjsonld's stack per level of
+/// term definitions, a few dozen KiB, against the 2 MiB of the smallest
+/// threads that write (tokio's blocking threads, the replicator's).
+pub const INLINE_DEPTH: usize = 32;
+
+impl Depths {
+    /// Shallow enough to process on any writer's stack.
+    pub fn shallow(&self) -> bool {
+        self.json <= INLINE_DEPTH && self.context <= INLINE_DEPTH && !self.scoped
+    }
+}
+
+/// [`check_json_ld_with_terms`], answering how deep the document goes.
+pub(crate) fn measure_json_ld(doc: &Value, remote_terms: usize) -> Result<Depths, String> {
     if remote_terms > MAX_CONTEXT_TERMS {
         return Err(format!("the remote contexts of this document hold {remote_terms} JSON-LD term definitions; the limit is {MAX_CONTEXT_TERMS}"));
     }
@@ -53,6 +84,7 @@ pub(crate) fn check_json_ld_with_terms(doc: &Value, remote_terms: usize) -> Resu
     // they are met.
     let mut stack: Vec<(&Value, usize, Path)> = vec![(doc, 1, Path::root())];
     while let Some((value, depth, path)) = stack.pop() {
+        walk.deepest_json = walk.deepest_json.max(depth);
         if depth > MAX_JSON_DEPTH {
             return Err(format!("JSON nested deeper than {MAX_JSON_DEPTH} levels at {}", path.show(&walk.paths)));
         }
@@ -85,7 +117,7 @@ pub(crate) fn check_json_ld_with_terms(doc: &Value, remote_terms: usize) -> Resu
             walk.terms
         ));
     }
-    Ok(())
+    Ok(Depths { json: walk.deepest_json, context: walk.deepest_context, scoped: walk.scoped_definitions > 0 })
 }
 
 /// The stack JSON-LD processing runs on ([`on_known_stack`]): far more
@@ -118,6 +150,20 @@ pub fn on_known_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String
 /// start than in its parse).
 pub fn on_known_stack_if<T: Send>(recursive: bool, f: impl FnOnce() -> T + Send) -> Result<T, String> {
     if recursive { on_known_stack(f) } else { Ok(f()) }
+}
+
+/// `f` for a document of these depths: on the caller's stack when they
+/// are [`Depths::shallow`] (no hand-over to another thread, which cost a
+/// small document's write about a tenth of its time), else as
+/// [`on_known_stack_owned`]. A panic in `f` is an error either way.
+pub fn on_stack_for<T: Send + 'static>(depths: Depths, f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    if !depths.shallow() {
+        return on_known_stack_owned(f);
+    }
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
+        let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+        format!("JSON-LD processing failed: {what}")
+    })
 }
 
 /// [`on_known_stack`] for work that owns what it uses: it runs on one of a
@@ -228,6 +274,8 @@ struct Walk<'a> {
     scoped_terms: HashSet<&'a str>,
     scoped_definitions: usize,
     scoped_uses: usize,
+    deepest_json: usize,
+    deepest_context: usize,
 }
 
 impl<'a> Walk<'a> {
@@ -260,6 +308,7 @@ impl<'a> Walk<'a> {
                 }
                 let chains = term_chains(local).map_err(|cycle| format!("JSON-LD terms defined by each other at {}: {}", path.show(&self.paths), cycle.join(" -> ")))?;
                 if let Some((longest, chain)) = chains.longest() {
+                    self.deepest_context = self.deepest_context.max(level + longest);
                     if level + longest > MAX_CONTEXT_DEPTH {
                         return Err(format!(
                             "JSON-LD context at {} too deep: {} term definitions that need each other ({}){}; the limit is {MAX_CONTEXT_DEPTH}",
@@ -397,6 +446,29 @@ fn term_chains(local: &Map<String, Value>) -> Result<Chains<'_>, Vec<String>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Only a document shallow in JSON and in term definitions, with no
+    /// scoped context, is processed on the caller's stack; every bound is
+    /// measured, one past it is not shallow.
+    #[test]
+    fn depths_say_which_documents_are_processed_on_the_callers_stack() {
+        let depths = |doc: &Value| measure_json_ld(doc, 0).unwrap();
+        let profile = json!({"@context": {"@vocab": "http://example.org/v#"}, "@id": "http://example.org/p/1", "AGE": 29, "name": "x"});
+        assert!(depths(&profile).shallow(), "{:?}", depths(&profile));
+        let chained = |n| json!({"@context": chain(n), "t0": "x"});
+        assert_eq!(depths(&chained(INLINE_DEPTH - 1)).context, INLINE_DEPTH);
+        assert!(depths(&chained(INLINE_DEPTH - 1)).shallow());
+        assert!(!depths(&chained(INLINE_DEPTH)).shallow(), "{:?}", depths(&chained(INLINE_DEPTH)));
+        let nested = |n: usize| (1..n).fold(json!("leaf"), |inner, _| json!([inner]));
+        assert_eq!(depths(&nested(INLINE_DEPTH)).json, INLINE_DEPTH);
+        assert!(depths(&nested(INLINE_DEPTH)).shallow());
+        assert!(!depths(&nested(INLINE_DEPTH + 1)).shallow());
+        let scoped = json!({"@context": {"t": {"@id": "http://example.org/t", "@context": {"@vocab": "http://example.org/s#"}}}, "t": {"a": 1}});
+        assert!(!depths(&scoped).shallow(), "{:?}", depths(&scoped));
+        // A panic in processing run inline is an error, not a crash.
+        let out = on_stack_for(depths(&profile), || -> u8 { panic!("boom") });
+        assert!(out.unwrap_err().contains("boom"));
+    }
 
     fn chain(n: usize) -> Value {
         let mut c = Map::new();
