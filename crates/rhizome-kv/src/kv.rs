@@ -72,6 +72,11 @@ impl Kv {
         self.backend.compact()
     }
 
+    /// See [`Backend::settle`].
+    pub fn settle(&self, from: Keyspace, to: Keyspace) -> Result<()> {
+        self.backend.settle(from, to)
+    }
+
     pub fn size_on_disk(&self) -> Result<u64> {
         self.backend.size_on_disk()
     }

@@ -161,6 +161,11 @@ impl Store {
         self.kv.compact()?;
         crate::stats::refresh(self)
     }
+
+    /// See [`rhizome_kv::Kv::settle`].
+    pub fn settle(&self, from: rhizome_kv::Keyspace, to: rhizome_kv::Keyspace) -> Result<()> {
+        Ok(self.kv.settle(from, to)?)
+    }
 }
 
 /// A consistent read view of the store.

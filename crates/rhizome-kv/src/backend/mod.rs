@@ -51,6 +51,12 @@ pub trait Backend: Send + Sync + 'static {
     fn ingest(&self, runs: Vec<SortedRun>) -> Result<()>;
     /// Rewrites the store to reclaim space and speed up reads.
     fn compact(&self) -> Result<()>;
+    /// Moves the keys of keyspaces `from..to` written by transactions down
+    /// to the levels below, so that reads of them search one level. Stores
+    /// without levels have nothing to do.
+    fn settle(&self, _from: Keyspace, _to: Keyspace) -> Result<()> {
+        Ok(())
+    }
     /// Bytes the store takes on disk (0 for memory).
     fn size_on_disk(&self) -> Result<u64>;
 }

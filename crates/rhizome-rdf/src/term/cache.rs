@@ -47,7 +47,11 @@ struct Shard {
 impl Shard {
     fn insert(&mut self, id: TermId, term: Term) {
         if self.current.len() >= generation_entries() {
-            self.previous = std::mem::take(&mut self.current);
+            // The dropped generation's table is reused: a new one would be
+            // grown by doubling, each step fresh pages the kernel zeroes
+            // (3% of cold document reads at full Pokec scale).
+            std::mem::swap(&mut self.previous, &mut self.current);
+            self.current.clear();
         }
         self.current.insert(id, term);
     }
@@ -189,7 +193,8 @@ impl IdCache {
 impl IdShard {
     fn insert(&mut self, slot: usize, key: Box<[u8]>, id: TermId) {
         if self.len >= generation_entries() {
-            self.previous = std::mem::take(&mut self.current);
+            std::mem::swap(&mut self.previous, &mut self.current);
+            self.current.iter_mut().for_each(|m| m.clear());
             self.len = 0;
         }
         if self.current[slot].insert(key, id).is_none() {
