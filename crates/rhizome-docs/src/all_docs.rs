@@ -88,7 +88,7 @@ impl Database {
                     break;
                 }
             }
-            let live = DocInfo::header(cursor.value()).is_some_and(|(_, _, deleted, _)| !deleted);
+            let live = DocInfo::header(cursor.value()).is_some_and(|h| !h.deleted);
             if live {
                 if skipped < opts.skip {
                     skipped += 1;

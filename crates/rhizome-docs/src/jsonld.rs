@@ -469,7 +469,7 @@ pub(crate) fn write_graph_json(kv: &dyn KvRead, graph_iri: &str, snapshot: &Stor
                 if k > 0 {
                     out.push(b',');
                 }
-                out.extend_from_slice(&written[form(q[2])?.object.clone()]);
+                form(q[2])?.write_object(&written, out);
             }
             out.push(b']');
         }
@@ -486,8 +486,44 @@ struct TermJson {
     /// Its name as a JSON string: IRIs and blank nodes only.
     name: Option<std::ops::Range<usize>>,
     iri: bool,
-    /// As an object in expanded JSON-LD ([`object_value`]'s JSON).
-    object: std::ops::Range<usize>,
+    /// As an object in expanded JSON-LD ([`object_value`]'s JSON), for a
+    /// literal; a node's is `{"@id":` and its name (not copied twice).
+    object: Option<std::ops::Range<usize>>,
+}
+
+impl TermJson {
+    /// Appends the term as an object in expanded JSON-LD.
+    fn write_object(&self, written: &[u8], out: &mut Vec<u8>) {
+        match (&self.object, &self.name) {
+            (Some(object), _) => out.extend_from_slice(&written[object.clone()]),
+            (None, Some(name)) => {
+                out.extend_from_slice(b"{\"@id\":");
+                out.extend_from_slice(&written[name.clone()]);
+                out.push(b'}');
+            }
+            (None, None) => unreachable!("a term has a name or an object form"),
+        }
+    }
+}
+
+/// Whether a JSON string of these bytes needs escapes (a control
+/// character, `"` or `\`): eight bytes at a time, as IRIs, which never do,
+/// are most of what a document read writes.
+fn needs_escape(s: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Non-zero exactly when some byte of `x` is zero.
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut chunks = s.chunks_exact(8);
+    for chunk in &mut chunks {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // Some byte below 0x20 (exact for a bound up to 0x80), `"` or `\`.
+        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        if control | zero_byte(x ^ (ONES * b'"' as u64)) | zero_byte(x ^ (ONES * b'\\' as u64)) != 0 {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 impl TermJson {
@@ -495,7 +531,7 @@ impl TermJson {
     fn write(term: &Term, buf: &mut Vec<u8>) -> Option<TermJson> {
         let string = |buf: &mut Vec<u8>, s: &str| {
             // Most terms (every IRI) have nothing to escape: copied whole.
-            if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+            if needs_escape(s.as_bytes()) {
                 serde_json::to_writer(&mut *buf, s).expect("writing to a Vec");
             } else {
                 buf.push(b'"');
@@ -534,14 +570,10 @@ impl TermJson {
                 string(buf, l.value());
                 buf.push(b'}');
             }
-            (_, Some(n)) => {
-                buf.extend_from_slice(b"{\"@id\":");
-                buf.extend_from_within(n.clone());
-                buf.push(b'}');
-            }
+            (_, Some(_)) => return Some(TermJson { name, iri, object: None }),
             _ => return None,
         }
-        Some(TermJson { name, iri, object: object_start..buf.len() })
+        Some(TermJson { name, iri, object: Some(object_start..buf.len()) })
     }
 }
 
@@ -613,6 +645,27 @@ impl GraphTerms {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The eight-at-a-time check agrees with a byte-by-byte one for every
+    /// byte value at every position of strings of 0 to 24 bytes, among
+    /// plain ASCII and multi-byte UTF-8 (bytes above 0x7f never need one).
+    #[test]
+    fn escapes_are_found_wherever_they_are() {
+        let naive = |s: &[u8]| s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+        for len in 0..=24 {
+            for fill in [b'a', 0xc3, b' ', b'~', 0x7f, 0x80] {
+                let base = vec![fill; len];
+                assert_eq!(needs_escape(&base), naive(&base), "{base:?}");
+                for at in 0..len {
+                    for byte in 0..=255u8 {
+                        let mut s = base.clone();
+                        s[at] = byte;
+                        assert_eq!(needs_escape(&s), naive(&s), "{s:?}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn ids_map_to_graph_iris_and_back() {

@@ -6,7 +6,7 @@
 //!
 //! | keyspace | key | value |
 //! |---|---|---|
-//! | `DOCS` 30 | doc id | [`DocInfo`]: seq, winner, revision tree |
+//! | `DOCS` 30 | doc id | [`DocInfo`]: seq, winner, whether the winner's body is its graph alone, revision tree |
 //! | `SEQS` 31 | seq (u64 BE) | doc id (one entry per document, as CouchDB's by-seq index) |
 //! | `BODIES` 32 | doc id len (u32 BE), doc id, rev | JSON body of a revision (leaves, and older ones until compaction) |
 //! | `ATTACHMENTS` 33 | digest (`md5-<base64>`) | attachment bytes |
@@ -40,7 +40,14 @@ pub mod meta {
 
 /// Version of the document keyspaces' formats.
 pub const FORMAT_VERSION: u64 = 1;
+/// Format of a `DOCS` value: 1, or 2 when it names the winner's graph
+/// (an older build then reports the record as corrupt instead of reading
+/// its flags byte as "deleted").
 const DOC_INFO_FORMAT: u8 = 1;
+const DOC_INFO_FORMAT_GRAPH: u8 = 2;
+/// Bits of a `DOCS` value's flags byte.
+const FLAG_DELETED: u8 = 1;
+const FLAG_GRAPH_BODY: u8 = 2;
 
 pub fn body_key(id: &str, rev: &Rev) -> Vec<u8> {
     let mut key = Vec::with_capacity(4 + id.len() + 40);
@@ -66,39 +73,83 @@ pub struct DocInfo {
     pub seq: u64,
     pub winner: Rev,
     pub deleted: bool,
+    /// The winner's body is its graph alone (no attachments), this IRI:
+    /// a plain read renders the graph without reading the body. `None`
+    /// for any other winner, and for records written before it was kept.
+    pub graph_body: Option<String>,
     pub tree: RevTree,
 }
 
+/// A `DocInfo` value's fields before the revision tree, read in place.
+pub struct DocHeader<'a> {
+    pub seq: u64,
+    pub winner: Rev,
+    pub deleted: bool,
+    /// As [`DocInfo::graph_body`]; empty when the IRI is the document id.
+    graph_body: Option<&'a str>,
+    pub tree: &'a [u8],
+}
+
+impl DocHeader<'_> {
+    /// The IRI of the winner's graph when its body is that graph alone.
+    pub fn graph_body<'a>(&'a self, id: &'a str) -> Option<&'a str> {
+        self.graph_body.map(|iri| if iri.is_empty() { id } else { iri })
+    }
+}
+
 impl DocInfo {
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// `id` is the document's: a graph IRI equal to it is not repeated.
+    pub fn to_bytes(&self, id: &str) -> Vec<u8> {
         let winner = self.winner.to_string();
         let tree = self.tree.to_bytes();
-        let mut out = Vec::with_capacity(12 + winner.len() + tree.len());
-        out.push(DOC_INFO_FORMAT);
+        let graph = self.graph_body.as_deref().map(|iri| if iri == id { "" } else { iri });
+        let mut out = Vec::with_capacity(14 + winner.len() + graph.map_or(0, str::len) + tree.len());
+        out.push(if graph.is_some() { DOC_INFO_FORMAT_GRAPH } else { DOC_INFO_FORMAT });
         out.extend_from_slice(&self.seq.to_be_bytes());
-        out.push(self.deleted as u8);
+        out.push(if self.deleted { FLAG_DELETED } else { 0 } | if graph.is_some() { FLAG_GRAPH_BODY } else { 0 });
         out.extend_from_slice(&(winner.len() as u16).to_be_bytes());
         out.extend_from_slice(winner.as_bytes());
+        if let Some(iri) = graph {
+            out.extend_from_slice(&(iri.len() as u32).to_be_bytes());
+            out.extend_from_slice(iri.as_bytes());
+        }
         out.extend_from_slice(&tree);
         out
     }
 
     pub fn from_bytes(id: &str, bytes: &[u8]) -> Result<DocInfo> {
         Self::header(bytes)
-            .and_then(|(seq, winner, deleted, rest)| Some(DocInfo { seq, winner, deleted, tree: RevTree::from_bytes(rest)? }))
+            .and_then(|h| {
+                Some(DocInfo { seq: h.seq, graph_body: h.graph_body(id).map(str::to_owned), winner: h.winner, deleted: h.deleted, tree: RevTree::from_bytes(h.tree)? })
+            })
             .ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))
     }
 
-    /// Seq, winner and deletion without decoding the tree.
-    pub fn header(bytes: &[u8]) -> Option<(u64, Rev, bool, &[u8])> {
-        if *bytes.first()? != DOC_INFO_FORMAT {
+    /// Seq, winner, deletion and graph without decoding the tree.
+    pub fn header(bytes: &[u8]) -> Option<DocHeader<'_>> {
+        let format = *bytes.first()?;
+        if format != DOC_INFO_FORMAT && format != DOC_INFO_FORMAT_GRAPH {
             return None;
         }
         let seq = u64::from_be_bytes(bytes.get(1..9)?.try_into().ok()?);
-        let deleted = *bytes.get(9)? != 0;
+        let flags = *bytes.get(9)?;
+        // Format 1 wrote the flags byte as a bool.
+        let (deleted, graph) = match format {
+            DOC_INFO_FORMAT => (flags != 0, false),
+            _ => (flags & FLAG_DELETED != 0, flags & FLAG_GRAPH_BODY != 0),
+        };
         let len = u16::from_be_bytes(bytes.get(10..12)?.try_into().ok()?) as usize;
         let winner = Rev::parse(std::str::from_utf8(bytes.get(12..12 + len)?).ok()?)?;
-        Some((seq, winner, deleted, &bytes[12 + len..]))
+        let mut at = 12 + len;
+        let graph_body = if graph {
+            let n = u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize;
+            let iri = std::str::from_utf8(bytes.get(at + 4..at + 4 + n)?).ok()?;
+            at += 4 + n;
+            Some(iri)
+        } else {
+            None
+        };
+        Some(DocHeader { seq, winner, deleted, graph_body, tree: bytes.get(at..)? })
     }
 }
 
@@ -106,5 +157,50 @@ pub fn u64_value(v: Option<Vec<u8>>, what: &str) -> Result<u64> {
     match v {
         None => Ok(0),
         Some(v) => Ok(u64::from_be_bytes(v.as_slice().try_into().map_err(|_| DocError::Corrupt(format!("{what} is not a u64")))?)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(deleted: bool, graph_body: Option<&str>) -> DocInfo {
+        let mut tree = RevTree::default();
+        let winner = tree.edit(None, "abc", deleted).unwrap();
+        DocInfo { seq: 7, winner, deleted, graph_body: graph_body.map(str::to_owned), tree }
+    }
+
+    /// Every combination reads back as written; a graph named by the
+    /// document id is stored without repeating it; a record written before
+    /// graphs were kept (format 1, a bool for "deleted") reads as having
+    /// none.
+    #[test]
+    fn document_records_keep_whether_the_winner_is_its_graph_alone() {
+        let id = "http://example.org/d";
+        for deleted in [false, true] {
+            for graph in [None, Some(id), Some("http://example.org/other")] {
+                let written = info(deleted, graph);
+                let bytes = written.to_bytes(id);
+                let read = DocInfo::from_bytes(id, &bytes).unwrap();
+                assert_eq!((read.seq, &read.winner, read.deleted, read.graph_body.as_deref(), &read.tree), (7, &written.winner, deleted, graph, &written.tree));
+                let header = DocInfo::header(&bytes).unwrap();
+                assert_eq!((header.deleted, header.graph_body(id)), (deleted, graph));
+                assert_eq!(bytes[0], if graph.is_some() { 2 } else { 1 }, "an older build must not read a graph record");
+            }
+        }
+        assert_eq!(info(false, Some(id)).to_bytes(id).len() + "http://example.org/other".len(), info(false, Some("http://example.org/other")).to_bytes(id).len());
+        // Format 1 as it was written: the flags byte a bool.
+        let old = info(true, None);
+        let mut bytes = old.to_bytes(id);
+        bytes[9] = 1;
+        assert!(DocInfo::from_bytes(id, &bytes).unwrap().deleted);
+        bytes[9] = 0;
+        let read = DocInfo::from_bytes(id, &bytes).unwrap();
+        assert!(!read.deleted && read.graph_body.is_none());
+        // A graph length past the end is corrupt, not a short read.
+        let mut bytes = info(false, Some("http://example.org/other")).to_bytes(id);
+        let at = 12 + old.winner.to_string().len();
+        bytes[at..at + 4].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(DocInfo::from_bytes(id, &bytes).is_err());
     }
 }

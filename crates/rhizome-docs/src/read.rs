@@ -225,9 +225,22 @@ impl Database {
         let kv = s.kv();
         let info_bytes = kv.get(DOCS, id.as_bytes())?.ok_or(DocError::NotFound("missing"))?;
         // The winner without decoding the revision tree.
-        let (_, rev, deleted, _) = DocInfo::header(&info_bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
-        if deleted {
+        let header = DocInfo::header(&info_bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+        if header.deleted {
             return Err(DocError::NotFound("deleted"));
+        }
+        let rev = header.winner.clone();
+        if let Some(iri) = header.graph_body(id) {
+            // The body is this graph alone: nothing else to read.
+            let mut out = Vec::with_capacity(1024);
+            out.extend_from_slice(b"{\"@graph\":");
+            crate::jsonld::write_graph_json(kv, iri, &s, &mut out)?;
+            out.extend_from_slice(b",\"_id\":");
+            serde_json::to_writer(&mut out, id).map_err(|e| DocError::Corrupt(e.to_string()))?;
+            out.extend_from_slice(b",\"_rev\":\"");
+            out.extend_from_slice(rev.to_string().as_bytes());
+            out.extend_from_slice(b"\"}");
+            return Ok((rev, out));
         }
         let bytes = kv.get(BODIES, &body_key(id, &rev))?.ok_or(DocError::NotFound("missing"))?;
         let mut stored: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;

@@ -255,6 +255,13 @@ impl Database {
             txn.commit()?;
             progress(adopted);
         }
+        if adopted > 0 {
+            // The new documents' records went through transactions, so they
+            // sit in the levels above the loaded quads: every read of a
+            // document would search two levels. Moved down, one (measured on
+            // full Pokec right after a load: 58-62k -> 65-68k reads/s).
+            self.store.settle(DOCS, DB_META)?;
+        }
         Ok(adopted)
     }
 
@@ -387,8 +394,20 @@ impl Database {
         }
         txn.kv_mut().put(SEQS, &counters.update_seq.to_be_bytes(), id.as_bytes());
         let old_winner = info.as_ref().map(|i| i.winner.clone());
-        let new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, tree };
-        txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes());
+        // Whether the winner's body is its graph alone, for reads that then
+        // need not read it: known for the revision just written, kept while
+        // the winner stays, read when another leaf becomes the winner.
+        let graph_body = if winner.deleted {
+            None
+        } else if winner.rev == rev {
+            graph_alone(&body)
+        } else if old_winner.as_ref() == Some(&winner.rev) {
+            info.as_ref().and_then(|i| i.graph_body.clone())
+        } else {
+            read_body(txn, id, &winner.rev)?.as_ref().and_then(graph_alone)
+        };
+        let new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, tree };
+        txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes(id));
         if old_winner.as_ref() != Some(&winner.rev) {
             let new_body = if winner.rev == rev { Some(body) } else { None };
             self.project(txn, id, &winner.rev, winner.deleted, new_body, ahead)?;
@@ -558,3 +577,10 @@ fn revision_hash(deleted: bool, parent: Option<&Rev>, body: &Map<String, Value>)
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The graph IRI of a body that is a graph marker alone (no attachments).
+fn graph_alone(body: &Map<String, Value>) -> Option<String> {
+    match body.get(crate::jsonld::GRAPH_MARKER) {
+        Some(Value::String(iri)) if body.len() == 1 => Some(iri.clone()),
+        _ => None,
+    }
+}

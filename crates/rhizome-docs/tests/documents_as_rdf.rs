@@ -248,19 +248,22 @@ fn graph_bodies_render_as_the_json_ld_serializer_writes_their_quads() {
     assert_eq!(read_back, want);
 }
 
+/// `get_doc_json`'s bytes and revision, held equal to `get_doc`'s document.
+fn plain_read_as_get_doc(db: &Database, id: &str) -> Map<String, Value> {
+    let doc = db.get_doc(id, &ReadOptions::default()).unwrap();
+    let (rev, bytes) = db.get_doc_json(id).unwrap();
+    assert_eq!(Value::String(rev.to_string()), doc["_rev"], "{id}");
+    assert_eq!(String::from_utf8(bytes).unwrap(), serde_json::to_string(&doc).unwrap(), "{id}");
+    doc
+}
+
 /// `get_doc_json` answers every kind of winner as `get_doc` does: a JSON
 /// body with attachments, a graph-bodied revision, an emptied graph, and a
 /// deleted or unknown document.
 #[test]
 fn plain_reads_write_the_bytes_of_the_document_get_doc_gives() {
     let db = database();
-    let same = |id: &str| {
-        let doc = db.get_doc(id, &ReadOptions::default()).unwrap();
-        let (rev, bytes) = db.get_doc_json(id).unwrap();
-        assert_eq!(Value::String(rev.to_string()), doc["_rev"], "{id}");
-        assert_eq!(String::from_utf8(bytes).unwrap(), serde_json::to_string(&doc).unwrap(), "{id}");
-        doc
-    };
+    let same = |id: &str| plain_read_as_get_doc(&db, id);
     let context = json!({"name": FOAF_NAME, "knows": {"@id": "http://xmlns.com/foaf/0.1/knows", "@type": "@id"}});
     put(&db, json!({"_id": "plain", "a": [1, "two", {"three": null}], "é": "\u{1d11e}\"\n"})).unwrap();
     let doc = same("plain");
@@ -302,6 +305,60 @@ fn plain_reads_write_the_bytes_of_the_document_get_doc_gives() {
         let want = db.get_doc(id, &ReadOptions::default()).map(|_| ());
         assert!(matches!((&got, &want), (Err(DocError::NotFound(a)), Err(DocError::NotFound(b))) if a == b), "{id}: {got:?} / {want:?}");
     }
+}
+
+/// A plain read of a winner whose body is its graph alone skips the body,
+/// by what the document record says. The record follows the winner: a
+/// replicated JSON revision that wins, the graph-bodied leaf winning again
+/// when that one is deleted, a losing revision that leaves it the winner,
+/// and a graph-bodied revision with attachments (its body is needed). Each
+/// read gives the bytes of `get_doc`.
+#[test]
+fn the_document_record_says_when_the_winners_body_is_its_graph_alone() {
+    let db = database();
+    let graph_body = |id: &str| {
+        let snapshot = db.store().snapshot().unwrap();
+        let bytes = snapshot.kv().get(rhizome_docs::keys::DOCS, id.as_bytes()).unwrap().unwrap();
+        rhizome_docs::keys::DocInfo::from_bytes(id, &bytes).unwrap().graph_body
+    };
+    let same = |id: &str| plain_read_as_get_doc(&db, id);
+    let graph = format!("{BASE}/people/gina");
+    insert_name(&db, &graph, "http://example.org/gina", "Gina");
+    assert_eq!(graph_body("gina").as_deref(), Some(graph.as_str()));
+    let first = same("gina")["_rev"].as_str().unwrap().to_owned();
+    // A replicated JSON-LD revision on another branch, deeper: it wins.
+    let json_rev = format!("2-{}", "f".repeat(32));
+    let doc = json!({"_id": "gina", "_rev": json_rev, "_revisions": {"start": 2, "ids": ["f".repeat(32), "0".repeat(32)]},
+                     "@context": {"name": FOAF_NAME}, "@id": "http://example.org/gina", "name": "Gina J."});
+    assert!(db.update_docs(vec![obj(doc)], false).unwrap()[0].1.is_ok());
+    assert_eq!(graph_body("gina"), None);
+    assert_eq!(same("gina")["_rev"], json!(json_rev));
+    // Deleting it makes the graph-bodied leaf the winner again.
+    put(&db, json!({"_id": "gina", "_rev": json_rev, "_deleted": true})).unwrap();
+    assert_eq!(graph_body("gina").as_deref(), Some(graph.as_str()));
+    let doc = same("gina");
+    assert_eq!(doc["_rev"], json!(first));
+    assert_eq!(Value::Object(doc)["@graph"][0][FOAF_NAME], json!([{"@value": "Gina J."}]), "the graph the JSON-LD winner left");
+    // A losing revision leaves the winner and what its record says.
+    let loser = format!("1-{}", "0".repeat(31) + "1");
+    let doc = json!({"_id": "gina", "_rev": loser, "_revisions": {"start": 1, "ids": ["0".repeat(31) + "1"]}, "name": "Loser"});
+    assert!(db.update_docs(vec![obj(doc)], false).unwrap()[0].1.is_ok());
+    assert_eq!(same("gina")["_rev"], json!(first), "the stored winner stays");
+    assert_eq!(graph_body("gina").as_deref(), Some(graph.as_str()));
+    // A document with attachments after an RDF write to its graph: its
+    // body holds them, so the record does not say "graph alone".
+    let context = json!({"name": FOAF_NAME});
+    put(&db, json!({"_id": "hal", "@context": context, "@id": "", "name": "Hal",
+                    "_attachments": {"t.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})).unwrap();
+    insert_name(&db, &format!("{BASE}/people/hal"), "http://example.org/hal2", "Hal 2");
+    let doc = same("hal");
+    assert_eq!(doc["_attachments"]["t.txt"]["stub"], true, "{doc:?}");
+    assert!(doc["_rev"].as_str().unwrap().starts_with("2-"), "{doc:?}");
+    assert_eq!(graph_body("hal"), None);
+    // A document whose id is its graph's IRI: the record does not repeat it.
+    insert_name(&db, "http://example.org/ivy", "http://example.org/ivy", "Ivy");
+    assert_eq!(graph_body("http://example.org/ivy").as_deref(), Some("http://example.org/ivy"));
+    same("http://example.org/ivy");
 }
 
 /// A document's JSON-LD is parsed before its write's transaction (group

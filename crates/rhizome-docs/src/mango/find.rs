@@ -11,7 +11,7 @@
 use super::index::{index_behind, list_indexes, mango_error, stale_indexes, IndexDef};
 use super::plan::{bounds, plan, Access, Bounds, FindOptions};
 use crate::collate;
-use crate::keys::{DocInfo, DOCS, MANGO_ROWS};
+use crate::keys::{DocHeader, DocInfo, DOCS, MANGO_ROWS};
 use crate::read::{render, render_winner, ReadOptions};
 use crate::selector::get_path;
 use crate::{Database, DocError, Result};
@@ -343,7 +343,7 @@ impl Database {
 /// the revision tree decoded.
 fn candidate(kv: &dyn rhizome_kv::KvRead, id: &str, info: Option<&[u8]>, conflicts: bool) -> Result<Option<Value>> {
     let Some(bytes) = info else { return Ok(None) };
-    let (_, winner, deleted, _) = DocInfo::header(bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+    let DocHeader { winner, deleted, .. } = DocInfo::header(bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
     if deleted {
         return Ok(None);
     }

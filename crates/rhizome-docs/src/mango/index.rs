@@ -291,7 +291,7 @@ impl Database {
                     continue;
                 }
                 let Some(bytes) = txn.kv().get(DOCS, id.as_bytes())? else { continue };
-                let (_, winner, deleted, _) = DocInfo::header(&bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+                let keys::DocHeader { winner, deleted, .. } = DocInfo::header(&bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
                 if deleted {
                     continue;
                 }
