@@ -255,11 +255,13 @@ impl Database {
             txn.commit()?;
             progress(adopted);
         }
-        if adopted > 0 {
+        if adopted > 0 && !had_documents {
             // The new documents' records went through transactions, so they
             // sit in the levels above the loaded quads: every read of a
             // document would search two levels. Moved down, one (measured on
-            // full Pokec right after a load: 58-62k -> 65-68k reads/s).
+            // full Pokec right after a load: 58-62k -> 65-68k reads/s). Only
+            // after a first load: in a database that had documents, this
+            // would rewrite all their records, whatever the load's size.
             self.store.settle(DOCS, DB_META)?;
         }
         Ok(adopted)
