@@ -224,11 +224,14 @@ impl GraphProjector for JsonLdProjector {
         match prepared.downcast::<ParsedAhead>() {
             // Used if the default context it was read with is still the
             // stored one (a write of `_local/rhizome-context` since changes
-            // it) and the body is the one parsed.
+            // it), or was not used, and the body is the one parsed.
             Ok(parsed)
                 if !winner.contains_key(GRAPH_MARKER)
                     && parsed.iri == self.iris.graph_iri(doc_id)
-                    && txn.kv().get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())? == parsed.default_context =>
+                    && match &parsed.default_context {
+                        DefaultContext::Unused => true,
+                        DefaultContext::Read(stored) => &txn.kv().get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())? == stored,
+                    } =>
             {
                 replace_graph(txn, &parsed.iri, parsed.quads)
             }
@@ -274,7 +277,13 @@ impl GraphProjector for JsonLdProjector {
         // refuses is parsed again in the write, which fails it as before.
         let Some(id) = doc.get("_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")) else { return Ok(None) };
         let iri = self.iris.graph_iri(id);
-        let default_context = reader.get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())?;
+        // A body with a context of its own at its top is read with that
+        // one alone (see `parse_document`).
+        let default_context = if doc.contains_key("@context") {
+            DefaultContext::Unused
+        } else {
+            DefaultContext::Read(reader.get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())?)
+        };
         Ok(parse_document(reader, doc, &iri, &self.contexts).ok().map(|quads| Box::new(ParsedAhead { iri, default_context, quads }) as crate::Prepared))
     }
 
@@ -284,11 +293,19 @@ impl GraphProjector for JsonLdProjector {
 }
 
 /// A document's graph parsed by `prepare`: its graph IRI, the stored
-/// default context it was read with (bytes), and its quads.
+/// default context it was read with, and its quads.
 struct ParsedAhead {
     iri: String,
-    default_context: Option<Vec<u8>>,
+    default_context: DefaultContext,
     quads: Vec<oxrdf::Quad>,
+}
+
+/// The database's default context as a parse ahead of the write saw it.
+enum DefaultContext {
+    /// Not used: the body has its own context at its top.
+    Unused,
+    /// The stored `_local/rhizome-context` (bytes; `None`: none stored).
+    Read(Option<Vec<u8>>),
 }
 
 /// Makes graph `iri` hold exactly `quads`.

@@ -394,6 +394,16 @@ fn a_graph_parsed_ahead_follows_the_default_context_the_write_commits_under() {
     let out = db.update_prepared(loser, prepared, false).unwrap();
     assert!(out[0].1.is_ok(), "{:?}", out[0].1);
     assert_eq!(names_in_graph(&db, "erin"), vec![("<http://example.org/erin>".to_owned(), "Erin W.".to_owned())]);
+    // A body with its own context at its top is read with that one alone,
+    // whatever the default context becomes meanwhile.
+    let docs = vec![obj(json!({"_id": "fay", "@context": {"name": FOAF_NAME}, "@id": "http://example.org/fay", "name": "Fay"}))];
+    let prepared = db.prepare_docs(&docs).unwrap();
+    let mut newer = context("http://example.org/newer-name");
+    newer.insert("_rev".into(), json!(db.get_local("_local/rhizome-context").unwrap()["_rev"]));
+    db.put_local("_local/rhizome-context", newer).unwrap();
+    let out = db.update_prepared(docs, prepared, true).unwrap();
+    assert!(out[0].1.is_ok(), "{:?}", out[0].1);
+    assert_eq!(names_in_graph(&db, "fay"), vec![("<http://example.org/fay>".to_owned(), "Fay".to_owned())]);
 }
 
 fn out_rev(db: &Database, id: &str) -> String {
