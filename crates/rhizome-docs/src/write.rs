@@ -358,7 +358,9 @@ impl Database {
         };
         let before_stem: Vec<Rev> = tree.revs().cloned().collect();
         tree.stem(counters.revs_limit as usize);
-        txn.kv_mut().put(BODIES, &body_key(id, &rev), Value::Object(body.clone()).to_string().as_bytes());
+        // The bytes `Value::Object(body).to_string()` gives, without a copy
+        // of the body first.
+        txn.kv_mut().put(BODIES, &body_key(id, &rev), &serde_json::to_vec(&body).map_err(|e| DocError::Corrupt(format!("{id}: {e}")))?);
         // As CouchDB: a revision that stops being a leaf keeps its body
         // until compaction ([`Database::compact`]), so `?rev=` reads it. Two
         // exceptions go at once: revisions stemmed from the tree (no longer
@@ -574,9 +576,29 @@ fn revision_hash(deleted: bool, parent: Option<&Rev>, body: &Map<String, Value>)
     md5.update([deleted as u8]);
     md5.update(parent.map(|p| p.to_string()).unwrap_or_default().as_bytes());
     md5.update([0]);
-    md5.update(Value::Object(body.clone()).to_string().as_bytes());
+    // The body's JSON as `Value::Object(body).to_string()` writes it,
+    // streamed into the hash. Writing a map of JSON values cannot fail.
+    serde_json::to_writer(HashWriter(&mut md5), body).expect("JSON of a map of values");
     let digest = md5.finalize();
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let mut hex = String::with_capacity(32);
+    for b in digest {
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    hex
+}
+
+/// Feeds what is written into an MD5.
+struct HashWriter<'a>(&'a mut Md5);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The graph IRI of a body that is a graph marker alone (no attachments).
@@ -584,5 +606,47 @@ fn graph_alone(body: &Map<String, Value>) -> Option<String> {
     match body.get(crate::jsonld::GRAPH_MARKER) {
         Some(Value::String(iri)) if body.len() == 1 => Some(iri.clone()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bodies() -> Vec<Map<String, Value>> {
+        let values = [
+            json!({}),
+            json!({"a": 1, "b": [true, null, 2.5, -0.0, 1e300], "c": {"d": "e"}}),
+            json!({"text": "quote \" backslash \\ newline \n tab \t nul \u{0} bell \u{7} é ☃ 𝄞", "": ""}),
+            json!({"@context": {"@vocab": "http://e/v#"}, "@id": "http://e/p/1", "AGE": 29, "n": 18446744073709551615u64, "m": -9223372036854775808i64}),
+            json!({"nested": [[[{"x": [1, {"y": []}]}]]], "_attachments": {"a.txt": {"stub": true}}}),
+        ];
+        values.into_iter().map(|v| v.as_object().unwrap().clone()).collect()
+    }
+
+    /// Revision ids are those the body's copy written out as a string
+    /// gave: a document written again gets the revision id it got before.
+    #[test]
+    fn revision_hashes_are_the_md5_of_the_body_as_written_out() {
+        let parent = Rev::parse("3-0123456789abcdef0123456789abcdef").unwrap();
+        for body in bodies() {
+            for (deleted, parent) in [(false, None), (true, Some(&parent)), (false, Some(&parent))] {
+                let mut md5 = Md5::new();
+                md5.update([deleted as u8]);
+                md5.update(parent.map(|p| p.to_string()).unwrap_or_default().as_bytes());
+                md5.update([0]);
+                md5.update(Value::Object(body.clone()).to_string().as_bytes());
+                let expected: String = md5.finalize().iter().map(|b| format!("{b:02x}")).collect();
+                assert_eq!(revision_hash(deleted, parent, &body), expected, "{body:?}");
+            }
+        }
+    }
+
+    /// Stored bodies are the bytes `Value::to_string` writes.
+    #[test]
+    fn bodies_are_stored_as_their_json_text() {
+        for body in bodies() {
+            assert_eq!(serde_json::to_vec(&body).unwrap(), Value::Object(body.clone()).to_string().into_bytes());
+        }
     }
 }
