@@ -55,6 +55,11 @@ pub struct StoreTransaction<'a> {
     /// created, which join them once it commits.
     ids: std::sync::Arc<IdCache>,
     created: Vec<(u8, Box<[u8]>, TermId)>,
+    /// The last dictionary term [`Self::lookup`] found absent. Only this
+    /// transaction writes, so it stays absent until `encode` creates it:
+    /// a new document's IRI, looked up as its graph and then encoded as
+    /// its subject, is searched for once (a miss reads every level).
+    absent: std::cell::RefCell<Option<(u8, Vec<u8>)>>,
     /// Committed statistics kept across transactions (held from the
     /// first read to the commit, inside the store's writer lock).
     cache: std::sync::MutexGuard<'a, WriterCache>,
@@ -128,6 +133,7 @@ impl Store {
             rdf_type,
             ids: self.id_cache().clone(),
             created: Vec::new(),
+            absent: std::cell::RefCell::new(None),
             cache,
             predicate_stats: FxHashMap::default(),
             value_states: FxHashMap::default(),
@@ -173,6 +179,8 @@ impl<'a> StoreTransaction<'a> {
 
     /// Mutable access to the key-value transaction; see [`Self::kv`].
     pub fn kv_mut(&mut self) -> &mut Transaction<'a> {
+        // Raw writes could add a term behind the memo's back.
+        *self.absent.get_mut() = None;
         &mut self.txn
     }
 
@@ -194,7 +202,10 @@ impl<'a> StoreTransaction<'a> {
                 if let Some(id) = self.ids.get(tag, &bytes) {
                     return Ok(id);
                 }
-                if let Some(id) = Dictionary::lookup_key(&self.txn, tag, &bytes)? {
+                let known_absent = self.absent.get_mut().take_if(|(t, b)| *t == tag && b.as_slice() == bytes.as_ref()).is_some();
+                if known_absent {
+                    // Created below.
+                } else if let Some(id) = Dictionary::lookup_key(&self.txn, tag, &bytes)? {
                     if !self.is_fresh(id) {
                         self.ids.insert(tag, &bytes, id);
                     }
@@ -218,7 +229,18 @@ impl<'a> StoreTransaction<'a> {
 
     /// The id of a term if the store (with this transaction's writes) has it.
     pub fn lookup(&self, term: TermRef<'_>) -> Result<Option<TermId>> {
-        Dictionary::lookup(&self.txn, term)
+        let TermKey::Dictionary { tag, bytes } = term_key(term) else {
+            return Dictionary::lookup(&self.txn, term);
+        };
+        // A committed term keeps its id: the shared cache answers first.
+        if let Some(id) = self.ids.get(tag, &bytes) {
+            return Ok(Some(id));
+        }
+        let found = Dictionary::lookup_key(&self.txn, tag, &bytes)?;
+        if found.is_none() {
+            *self.absent.borrow_mut() = Some((tag, bytes.into_owned()));
+        }
+        Ok(found)
     }
 
     /// Where a triple given without a graph goes: its subject's graph in a

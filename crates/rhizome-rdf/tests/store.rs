@@ -900,3 +900,34 @@ fn term_ids_shared_by_readers_follow_commits_and_snapshots() {
         }
     }
 }
+
+/// A term a transaction looked up and did not find is created once when it
+/// then encodes it (the lookup's miss is remembered, not looked up again):
+/// one id, one dictionary entry, found by later lookups and transactions.
+#[test]
+fn a_term_looked_up_absent_then_encoded_is_created_once() {
+    for (store, _dir) in stores() {
+        let iri = oxrdf::NamedNode::new("http://e/new-doc").unwrap();
+        let other = oxrdf::NamedNode::new("http://e/other").unwrap();
+        let before = store.stats().unwrap().terms;
+        let mut txn = store.transaction().unwrap();
+        assert_eq!(txn.lookup(iri.as_ref().into()).unwrap(), None);
+        // Another term's miss replaces the remembered one; both still absent.
+        assert_eq!(txn.lookup(other.as_ref().into()).unwrap(), None);
+        let id = txn.encode(iri.as_ref().into()).unwrap();
+        assert_eq!(txn.lookup(iri.as_ref().into()).unwrap(), Some(id));
+        let o = txn.encode(other.as_ref().into()).unwrap();
+        assert_ne!(id, o);
+        assert_eq!(txn.encode(iri.as_ref().into()).unwrap(), id);
+        let q = Quad::new(iri.clone(), other.clone(), iri.clone(), GraphName::NamedNode(iri.clone()));
+        let ids = txn.encode_quad(q.as_ref()).unwrap();
+        assert_eq!(ids, [id, o, id, id]);
+        txn.insert(&ids).unwrap();
+        txn.commit().unwrap();
+        assert_eq!(store.stats().unwrap().terms, before + 2);
+        let txn = store.transaction().unwrap();
+        assert_eq!(txn.lookup(iri.as_ref().into()).unwrap(), Some(id));
+        assert_eq!(txn.lookup(other.as_ref().into()).unwrap(), Some(o));
+        assert_eq!(all_quads(&store).iter().filter(|x| **x == q).count(), 1);
+    }
+}

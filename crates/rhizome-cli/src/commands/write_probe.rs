@@ -18,6 +18,11 @@ pub struct Args {
     /// First transaction number (to continue after a kill).
     #[arg(long, default_value_t = 0)]
     start: u64,
+    /// Flush the memtable every N transactions (0: never), so that the
+    /// engine's logs are switched and written over: the crash test then
+    /// kills writes that go to a recycled log, old records at its tail.
+    #[arg(long, default_value_t = 0)]
+    flush_every: u64,
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
@@ -32,6 +37,11 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             txn.insert(&ids)?;
         }
         txn.commit()?;
+        if args.flush_every > 0 && (i + 1) % args.flush_every == 0 {
+            // The flush, and the few counter keys of `META` moved down.
+            let meta = rhizome_rdf::index::layout::META;
+            store.settle(meta, meta)?;
+        }
         let mut out = stdout.lock();
         writeln!(out, "committed {i}")?;
         out.flush()?;
