@@ -175,11 +175,11 @@ class Database:
     ) -> Dict[str, Any]:
         """A document; NotFound when missing or deleted."""
     def put(self, doc: Dict[str, Any], *, doc_id: Optional[str] = None) -> str:
-        """Writes a document (``_rev`` to update); returns the new revision; Conflict on a stale ``_rev``."""
+        """Writes a document (``_rev`` to update); returns the new revision; Conflict on a stale ``_rev``, Forbidden when a ``validate_doc_update`` refuses it."""
     def delete(self, doc_id: str, rev: str) -> str:
         """Deletes a document at ``rev``; returns the deletion's revision."""
     def bulk_docs(self, docs: Sequence[Dict[str, Any]], *, new_edits: bool = True) -> List[Dict[str, Any]]:
-        """Writes documents in one transaction; one result per document, as CouchDB's _bulk_docs."""
+        """Writes documents in one transaction; one result per document, as CouchDB's _bulk_docs (a ``validate_doc_update`` refusal is that document's ``forbidden`` row)."""
     def all_docs(
         self,
         *,

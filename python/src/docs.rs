@@ -172,7 +172,12 @@ impl PyDatabase {
             return Err(pyo3::exceptions::PyPermissionError::new_err(format!("database {} was opened read-only: writes are refused", self.name)));
         }
         let db = self.db.clone();
-        py.detach(move || db.update_docs(docs, new_edits)).map_err(doc_error)
+        // The process that opened the folder owns its files: it writes as
+        // CouchDB's admin would, still under the database's validation
+        // functions, which bind admins too.
+        let user_ctx = json!({ "db": self.name, "name": Value::Null, "roles": ["_admin"] });
+        py.detach(move || rhizome_views::validate::write_unless_refused(&db, &user_ctx, docs, rhizome_views::Limits::from_env(), |docs| db.update_docs(docs, new_edits)))
+            .map_err(doc_error)
     }
 
     fn write_one(&self, py: Python<'_>, doc: Map<String, Value>) -> PyResult<String> {
@@ -209,6 +214,8 @@ impl PyDatabase {
     ///
     /// :raises Conflict: ``_rev`` is not the current revision (or is
     ///     missing for an existing document).
+    /// :raises Forbidden: a design document's ``validate_doc_update``
+    ///     refused it (it runs for every write, as the server's do).
     #[pyo3(signature = (doc, *, doc_id=None))]
     fn put(&self, py: Python<'_>, doc: &Bound<'_, PyAny>, doc_id: Option<String>) -> PyResult<String> {
         let mut doc = map_from_py(doc, "a document")?;
@@ -428,7 +435,7 @@ impl PyDatabase {
                     // it answers from the index as the last writer left it.
                     q.update = rhizome_views::UpdateMode::False;
                 }
-                rhizome_views::run_query(&db, &name, &design, &view, &q, js_limits()).map_err(|e| e.to_string())
+                rhizome_views::run_query(&db, &name, &design, &view, &q, rhizome_views::Limits::from_env()).map_err(|e| e.to_string())
             })
             .map_err(|m| if m.starts_with("missing") || m.contains("missing") { crate::errors::NotFound::new_err(m) } else { RhizomeError::new_err(m) })?;
         let value: Value = serde_json::from_str(&text).map_err(|e| RhizomeError::new_err(format!("a view answer that is not JSON: {e}")))?;
@@ -516,24 +523,6 @@ impl PyDatabase {
     fn __repr__(&self) -> String {
         format!("<Database {}>", self.name)
     }
-}
-
-/// The limits of design-document functions, from the server's settings:
-/// per call `RHIZOME_JS_TIMEOUT_MS` (default 5000) and per sandbox
-/// `RHIZOME_JS_MEMORY_MB` (default 64), read at the first use.
-fn js_limits() -> rhizome_views::Limits {
-    static LIMITS: std::sync::OnceLock<rhizome_views::Limits> = std::sync::OnceLock::new();
-    *LIMITS.get_or_init(|| {
-        let mut l = rhizome_views::Limits::default();
-        let env = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|n| *n > 0);
-        if let Some(ms) = env("RHIZOME_JS_TIMEOUT_MS") {
-            l.call_timeout = std::time::Duration::from_millis(ms);
-        }
-        if let Some(mb) = env("RHIZOME_JS_MEMORY_MB") {
-            l.memory_bytes = (mb as usize).saturating_mul(1 << 20);
-        }
-        l
-    })
 }
 
 /// An error made without the GIL.

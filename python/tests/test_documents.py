@@ -117,6 +117,47 @@ def test_find_and_views(folder):
         db.put({"_id": "_design/bad", "views": {"v": {"map": "function ( {"}}})
 
 
+def test_validate_doc_update_binds_python_writes(folder):
+    """A design document's validation function refuses Python's writes as
+    it refuses the server's, each door of the document API included; the
+    writer is CouchDB's admin (the process owns the files)."""
+    db = folder.database("checked")
+    db.put({"_id": "before", "v": 1})
+    db.put({"_id": "_design/rules", "validate_doc_update": """function (newDoc, oldDoc, userCtx, secObj) {
+        if (userCtx.roles.indexOf('_admin') === -1) throw({unauthorized: 'admins only'});
+        if (newDoc._deleted) { if (oldDoc.locked) throw({forbidden: 'locked'}); return; }
+        if (typeof newDoc.v !== 'number') throw({forbidden: 'v must be a number'});
+        if (oldDoc && newDoc.v < oldDoc.v) throw({forbidden: 'v only grows'});
+    }"""})
+    with pytest.raises(rhizome.Forbidden, match="v must be a number"):
+        db.put({"_id": "a", "v": "one"})
+    assert "a" not in db
+    rev = db.put({"_id": "a", "v": 2})
+    with pytest.raises(rhizome.Forbidden, match="v only grows"):
+        db.put({"_id": "a", "_rev": rev, "v": 1})
+    assert db.get("a")["v"] == 2
+    # One refused document does not stop the others; each gets its outcome in order.
+    out = db.bulk_docs([{"_id": "b", "v": 1}, {"_id": "c"}, {"_id": "_design/broken", "views": {"v": {"map": "function ( {"}}}, {"_id": "d", "v": 4}])
+    assert out[0]["ok"] and out[0]["id"] == "b"
+    assert (out[1]["id"], out[1]["error"], out[1]["reason"]) == ("c", "forbidden", "v must be a number")
+    assert out[2]["id"] == "_design/broken" and out[2]["error"] == "compilation_error"
+    assert out[3]["ok"] and out[3]["id"] == "d"
+    assert "c" not in db and "_design/broken" not in db and "d" in db
+    # Attachments and deletions are writes too.
+    with pytest.raises(rhizome.Forbidden):
+        db.put_attachment("e", "x.txt", b"x", "text/plain")
+    locked = db.put({"_id": "locked", "v": 1, "locked": True})
+    with pytest.raises(rhizome.Forbidden, match="locked"):
+        db.delete("locked", locked)
+    db.delete("a", db.get("a")["_rev"])
+    # Replicated revisions are validated too, as CouchDB does.
+    out = db.bulk_docs([{"_id": "r", "_rev": "1-abc", "v": "x"}], new_edits=False)
+    assert out and out[0]["error"] == "forbidden"
+    assert "r" not in db
+    # A document written before the rule stays readable.
+    assert db.get("before")["v"] == 1
+
+
 def test_documents_with_a_context_are_rdf(folder):
     db = folder.database("people")
     db.put({"_id": "alice", "@context": {"@vocab": "http://schema.org/"}, "name": "Alice"})

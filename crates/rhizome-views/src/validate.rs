@@ -5,9 +5,10 @@
 //! refuses the write with 403, `{unauthorized: m}` with 401; anything else
 //! thrown is CouchDB's 500 `unknown_error`.
 
-use crate::design::{compilation, DesignDoc, DesignError};
+use crate::design::{check_design_doc, compilation, DesignDoc, DesignError};
 use crate::js::{describe, FnId, JsError, Limits, Sandbox};
-use serde_json::Value;
+use rhizome_docs::{AllDocsOptions, Database, DocError, ReadOptions, WriteOutcome};
+use serde_json::{Map, Value};
 
 /// Why a validation function refused a write.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,6 +75,92 @@ impl Validators {
         }
         Ok(())
     }
+}
+
+/// Every design document of the database (JavaScript ones).
+pub fn design_docs(db: &Database) -> Result<Vec<DesignDoc>, DocError> {
+    let opts = AllDocsOptions { start_key: Some("_design/".into()), end_key: Some("_design0".into()), inclusive_end: false, include_docs: true, ..Default::default() };
+    let mut out = Vec::new();
+    for row in db.all_docs(&opts)?.rows {
+        let (Some(id), Some(Value::Object(doc))) = (row.get("id").and_then(Value::as_str), row.get("doc")) else { continue };
+        if let Ok(Some(d)) = DesignDoc::parse(id, doc) {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
+/// What the database's design documents refuse of a batch of document
+/// writes, one entry per document (`None`: it may be written), as CouchDB
+/// checks before writing: a design document whose functions do not
+/// compile (400), and a write that a `validate_doc_update` function
+/// refuses (403, 401, or 500 for anything else thrown). Every door that
+/// writes documents (HTTP, replication, Python) asks this first, so a
+/// database's rules hold whichever door a write comes through.
+/// `user_ctx` is CouchDB's `userCtx` of the writer.
+pub fn refusals(db: &Database, user_ctx: &Value, docs: &[Map<String, Value>], limits: Limits) -> Result<Vec<Option<DocError>>, DocError> {
+    let id_of = |d: &Map<String, Value>| d.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let coded = |e: DesignError| DocError::Coded { status: 400, error: e.error(), reason: e.to_string() };
+    let mut refused: Vec<Option<DocError>> = docs
+        .iter()
+        .map(|doc| {
+            let id = id_of(doc);
+            if !id.starts_with("_design/") || doc.get("_deleted").and_then(Value::as_bool) == Some(true) {
+                return None;
+            }
+            check_design_doc(&id, doc).err().map(coded)
+        })
+        .collect();
+    // Design and `_local` documents are not validated (as CouchDB).
+    let validated = |id: &str| !id.starts_with("_design/") && !id.starts_with("_local/");
+    if !docs.iter().any(|d| validated(&id_of(d))) {
+        return Ok(refused);
+    }
+    let Some(mut validators) = Validators::new(&design_docs(db)?, limits).map_err(coded)? else { return Ok(refused) };
+    let sec_obj = db.security()?;
+    for (doc, slot) in docs.iter().zip(refused.iter_mut()) {
+        let id = id_of(doc);
+        if slot.is_some() || !validated(&id) {
+            continue;
+        }
+        let old = match db.get_doc(&id, &ReadOptions::default()) {
+            Ok(d) => Value::Object(d),
+            Err(DocError::NotFound(_)) => Value::Null,
+            Err(e) => return Err(e),
+        };
+        if let Err(r) = validators.check(&Value::Object(doc.clone()), &old, user_ctx, &sec_obj) {
+            let (status, error) = r.status_and_error();
+            *slot = Some(DocError::Coded { status, error, reason: r.reason().to_owned() });
+        }
+    }
+    Ok(refused)
+}
+
+/// Writes `docs` through `write` after asking [`refusals`]: the refused
+/// documents are not written and get their refusal as their outcome, the
+/// others the outcome `write` gives; one outcome per document, in order.
+pub fn write_unless_refused<E: From<DocError>>(
+    db: &Database,
+    user_ctx: &Value,
+    docs: Vec<Map<String, Value>>,
+    limits: Limits,
+    write: impl FnOnce(Vec<Map<String, Value>>) -> Result<Vec<(String, WriteOutcome)>, E>,
+) -> Result<Vec<(String, WriteOutcome)>, E> {
+    let refused = refusals(db, user_ctx, &docs, limits)?;
+    if refused.iter().all(Option::is_none) {
+        return write(docs);
+    }
+    let ids: Vec<String> = docs.iter().map(|d| d.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned()).collect();
+    let accepted: Vec<Map<String, Value>> = docs.into_iter().zip(&refused).filter(|(_, r)| r.is_none()).map(|(d, _)| d).collect();
+    let mut written = if accepted.is_empty() { Vec::new() } else { write(accepted)? }.into_iter();
+    let mut out = Vec::with_capacity(ids.len());
+    for (id, r) in ids.into_iter().zip(refused) {
+        match r {
+            Some(e) => out.push((id, Err(e))),
+            None => out.extend(written.next()),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

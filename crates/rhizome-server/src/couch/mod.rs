@@ -16,7 +16,7 @@ use crate::error::HttpError;
 use crate::http::Request;
 use crate::state::DbHandle;
 use rhizome_docs::{OpenRevs, ReadOptions, Rev, WriteOutcome};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 /// For the fuzz target `couch_request`: a body through the decoders of
 /// CouchDB's endpoints (`Content-Encoding`, `multipart/related` documents
@@ -55,24 +55,9 @@ pub fn write_docs(ctx: &UserCtx, db: &DbHandle, mut docs: Vec<Map<String, Value>
     // Refused before the write, each with its own error (CouchDB's
     // per-document results): design documents that do not compile, and
     // writes a validate_doc_update function refuses.
-    let mut refused = views::check_design_docs(&docs);
-    views::validate_writes(ctx, db, &docs, &mut refused)?;
-    if refused.iter().all(Option::is_none) {
-        let out = db.writes.write(&db.db, docs, new_edits)?;
-        db.notify();
-        return Ok(out);
-    }
-    let ids: Vec<String> = docs.iter().map(|d| d.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned()).collect();
-    let accepted: Vec<Map<String, Value>> = docs.into_iter().zip(&refused).filter(|(_, r)| r.is_none()).map(|(d, _)| d).collect();
-    let mut written = if accepted.is_empty() { Vec::new() } else { db.writes.write(&db.db, accepted, new_edits)? }.into_iter();
+    let user_ctx = json!({ "db": db.name, "name": ctx.name, "roles": ctx.roles });
+    let out = rhizome_views::validate::write_unless_refused(&db.db, &user_ctx, docs, views::limits(), |docs| db.writes.write(&db.db, docs, new_edits))?;
     db.notify();
-    let mut out = Vec::with_capacity(ids.len());
-    for (id, r) in ids.into_iter().zip(refused) {
-        match r {
-            Some(e) => out.push((id, Err(e))),
-            None => out.extend(written.next()),
-        }
-    }
     Ok(out)
 }
 

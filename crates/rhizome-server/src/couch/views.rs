@@ -10,9 +10,8 @@ use crate::http::{json, Body, Request};
 use crate::state::DbHandle;
 use hyper::{Method, Response};
 use crate::auth::UserCtx;
-use rhizome_docs::{AllDocsOptions, ChangesFilter, DocError, ReadOptions};
+use rhizome_docs::{ChangesFilter, ReadOptions};
 use rhizome_views::filter::{FilterError, JsFilter};
-use rhizome_views::validate::Validators;
 use rhizome_views::index::{index_bytes, index_id, IndexState};
 use rhizome_views::{DesignDoc, DesignError, Limits, UpdateMode, ViewError, ViewQuery};
 use serde_json::{json, Map, Value};
@@ -37,23 +36,9 @@ impl From<DesignError> for HttpError {
     }
 }
 
-/// The limits of design-document functions: per call
-/// `RHIZOME_JS_TIMEOUT_MS` (default 5000, CouchDB's `os_process_timeout`)
-/// and per sandbox `RHIZOME_JS_MEMORY_MB` (default 64), read at the first
-/// use.
+/// The limits of design-document functions (see [`Limits::from_env`]).
 pub fn limits() -> Limits {
-    static LIMITS: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
-    *LIMITS.get_or_init(|| {
-        let mut l = Limits::default();
-        let env = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|n| *n > 0);
-        if let Some(ms) = env("RHIZOME_JS_TIMEOUT_MS") {
-            l.call_timeout = std::time::Duration::from_millis(ms);
-        }
-        if let Some(mb) = env("RHIZOME_JS_MEMORY_MB") {
-            l.memory_bytes = (mb as usize).saturating_mul(1 << 20);
-        }
-        l
-    })
+    Limits::from_env()
 }
 
 fn design_doc(db: &DbHandle, id: &str) -> Result<DesignDoc, HttpError> {
@@ -171,16 +156,7 @@ fn info(req: &Request, db: &DbHandle, ddoc_id: &str) -> Result<Response<Body>, H
 
 /// Every design document of the database (JavaScript ones).
 pub fn design_docs(db: &DbHandle) -> Result<Vec<DesignDoc>, HttpError> {
-    let opts = AllDocsOptions { start_key: Some("_design/".into()), end_key: Some("_design0".into()), inclusive_end: false, include_docs: true, ..Default::default() };
-    let all = db.db.all_docs(&opts)?;
-    let mut out = Vec::new();
-    for row in all.rows {
-        let (Some(id), Some(Value::Object(doc))) = (row.get("id").and_then(Value::as_str), row.get("doc")) else { continue };
-        if let Ok(Some(d)) = DesignDoc::parse(id, doc) {
-            out.push(d);
-        }
-    }
-    Ok(out)
+    Ok(rhizome_views::validate::design_docs(&db.db)?)
 }
 
 /// `POST /{db}/_view_cleanup`: drops indexes no design document uses.
@@ -191,49 +167,6 @@ pub fn cleanup(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError
     let live = design_docs(db)?;
     rhizome_views::index::cleanup(&db.db, &live)?;
     Ok(json(202, &json!({ "ok": true })))
-}
-
-/// Design documents about to be written that CouchDB would refuse (it
-/// validates views and functions on write), each with its error.
-pub fn check_design_docs(docs: &[Map<String, Value>]) -> Vec<Option<DocError>> {
-    docs.iter()
-        .map(|doc| {
-            let id = doc.get("_id").and_then(Value::as_str).filter(|id| id.starts_with("_design/"))?;
-            if doc.get("_deleted").and_then(Value::as_bool) == Some(true) {
-                return None;
-            }
-            rhizome_views::check_design_doc(id, doc).err().map(|e| DocError::Coded { status: 400, error: e.error(), reason: e.to_string() })
-        })
-        .collect()
-}
-
-/// Runs the database's `validate_doc_update` functions on each write not
-/// refused yet (not design or `_local` documents, as CouchDB), marking the
-/// ones they refuse.
-pub fn validate_writes(ctx: &UserCtx, db: &DbHandle, docs: &[Map<String, Value>], refused: &mut [Option<DocError>]) -> Result<(), HttpError> {
-    if docs.iter().all(|d| d.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_design/") || id.starts_with("_local/"))) {
-        return Ok(());
-    }
-    let ddocs = design_docs(db)?;
-    let Some(mut validators) = Validators::new(&ddocs, limits())? else { return Ok(()) };
-    let user_ctx = json!({ "db": db.name, "name": ctx.name, "roles": ctx.roles });
-    let sec_obj = db.db.security()?;
-    for (doc, slot) in docs.iter().zip(refused.iter_mut()) {
-        let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default();
-        if slot.is_some() || id.starts_with("_design/") || id.starts_with("_local/") {
-            continue;
-        }
-        let old = match db.db.get_doc(id, &ReadOptions::default()) {
-            Ok(d) => Value::Object(d),
-            Err(DocError::NotFound(_)) => Value::Null,
-            Err(e) => return Err(e.into()),
-        };
-        if let Err(r) = validators.check(&Value::Object(doc.clone()), &old, &user_ctx, &sec_obj) {
-            let (status, error) = r.status_and_error();
-            *slot = Some(DocError::Coded { status, error, reason: r.reason().to_owned() });
-        }
-    }
-    Ok(())
 }
 
 /// `_changes?filter=ddoc/name` (a design document's filter function) and

@@ -37,6 +37,27 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// The defaults with the user's settings, read once per process: per
+    /// call `RHIZOME_JS_TIMEOUT_MS` (default 5000, CouchDB's
+    /// `os_process_timeout`) and per sandbox `RHIZOME_JS_MEMORY_MB`
+    /// (default 64).
+    pub fn from_env() -> Limits {
+        static LIMITS: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
+        *LIMITS.get_or_init(|| {
+            let mut l = Limits::default();
+            let env = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|n| *n > 0);
+            if let Some(ms) = env("RHIZOME_JS_TIMEOUT_MS") {
+                l.call_timeout = Duration::from_millis(ms);
+            }
+            if let Some(mb) = env("RHIZOME_JS_MEMORY_MB") {
+                l.memory_bytes = (mb as usize).saturating_mul(1 << 20);
+            }
+            l
+        })
+    }
+}
+
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 pub enum JsError {
     /// The source is not a function expression (CouchDB's
