@@ -99,6 +99,7 @@ impl Explain<'_, '_> {
             Plan::Extend(a, v, _) => (format!("Bind {}", self.var(*v)), vec![a]),
             Plan::Minus(a, b) => ("Minus".into(), vec![a, b]),
             Plan::Values(r) => (format!("Values ({} rows)", r.len()), vec![]),
+            Plan::Walk(_) => ("Graph walk (once per row)".into(), vec![]),
             Plan::OrderBy(a, _, top) => (top.map_or("OrderBy".into(), |k| format!("OrderBy (top {k})")), vec![a]),
             Plan::Project(a, _) => ("Project".into(), vec![a]),
             Plan::Distinct(a) => ("Distinct".into(), vec![a]),

@@ -20,7 +20,11 @@ fn run(store: &Store, text: &str) -> Result<Vec<Vec<String>>, String> {
     let query = format!("PREFIX : <http://ex/> PREFIX rg: <urn:rhizome:graph#> {text}");
     let prepared = PreparedQuery::new(&snapshot, stats, &parse_query(&query, None).unwrap()).map_err(|e| e.to_string())?;
     let QueryResults::Solutions { solutions, .. } = prepared.execute().map_err(|e| e.to_string())? else { panic!("not a SELECT") };
-    let mut rows: Vec<Vec<String>> = solutions.map(|s| s.unwrap().into_iter().map(|t| t.map(|t| t.to_string()).unwrap_or_default()).collect()).collect();
+    // An error while rows are drawn (a walk from an unbound variable) is the query's error too.
+    let mut rows: Vec<Vec<String>> = solutions
+        .map(|s| s.map(|s| s.into_iter().map(|t| t.map(|t| t.to_string()).unwrap_or_default()).collect()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
     rows.sort();
     Ok(rows)
 }
@@ -62,11 +66,60 @@ fn paths_come_as_one_row_per_node() {
     assert!(none.is_empty());
 }
 
+/// Every node of the store that names something (the test's start set).
+const NODES: [&str; 6] = [":a", ":b", ":c", ":d", ":e", ":z"];
+
+#[test]
+fn a_start_bound_by_other_patterns_walks_once_per_row() {
+    let s = store();
+    // The reference: the same walk from each start written as an IRI.
+    let mut want = Vec::new();
+    for start in NODES {
+        for row in run(&s, &format!("SELECT ?n ?d {{ SERVICE <urn:rhizome:graph> {{ [] rg:start {start} ; rg:maxDepth 2 ; rg:node ?n ; rg:depth ?d }} }}")).unwrap() {
+            want.push([vec![start.replace(':', "<http://ex/") + ">"], row].concat());
+        }
+    }
+    want.sort();
+    assert!(want.len() > 6, "{want:?}");
+    // Bound by a pattern, with the SERVICE written after it or before it.
+    let after = run(&s, "SELECT ?who ?n ?d { ?who :name ?name . SERVICE <urn:rhizome:graph> { [] rg:start ?who ; rg:maxDepth 2 ; rg:node ?n ; rg:depth ?d } }").unwrap();
+    assert_eq!(after, want);
+    let before = run(&s, "SELECT ?who ?n ?d { SERVICE <urn:rhizome:graph> { [] rg:start ?who ; rg:maxDepth 2 ; rg:node ?n ; rg:depth ?d } ?who :name ?name }").unwrap();
+    assert_eq!(before, want);
+    // An output the row already binds must agree with the walk (a join).
+    let agreed = run(&s, "SELECT ?n ?d { VALUES ?who { :a } ?who :knows ?n . SERVICE <urn:rhizome:graph> { [] rg:start ?who ; rg:maxDepth 2 ; rg:node ?n ; rg:depth ?d } }").unwrap();
+    let one = "\"1\"^^<http://www.w3.org/2001/XMLSchema#integer>";
+    assert_eq!(agreed, strs(&[&["<http://ex/b>", one], &["<http://ex/e>", one]]));
+    // OPTIONAL keeps the rows whose walk finds nothing.
+    let liked = run(&s, "SELECT ?who ?l { VALUES ?who { :a :e } OPTIONAL { SERVICE <urn:rhizome:graph> { [] rg:start ?who ; rg:predicate :likes ; rg:node ?l } } }").unwrap();
+    assert_eq!(liked, strs(&[&["<http://ex/a>", ""], &["<http://ex/e>", "<http://ex/c>"]]));
+}
+
+#[test]
+fn path_ends_bound_by_other_patterns() {
+    let s = store();
+    let rows = run(&s, "SELECT ?x ?y ?n ?i { VALUES (?x ?y) { (:a :d) (:d :a) (:b :c) } SERVICE <urn:rhizome:graph> { [] rg:from ?x ; rg:to ?y ; rg:node ?n ; rg:index ?i } }").unwrap();
+    for (from, to) in [(":a", ":d"), (":d", ":a"), (":b", ":c")] {
+        let alone = run(&s, &format!("SELECT ?n ?i {{ SERVICE <urn:rhizome:graph> {{ [] rg:from {from} ; rg:to {to} ; rg:node ?n ; rg:index ?i }} }}")).unwrap();
+        let iri = |t: &str| t.replace(':', "<http://ex/") + ">";
+        let mine: Vec<Vec<String>> = rows.iter().filter(|r| r[0] == iri(from) && r[1] == iri(to)).map(|r| r[2..].to_vec()).collect();
+        assert_eq!(mine, alone, "{from} -> {to}");
+    }
+    assert_eq!(rows.len(), 4 + 2, "{rows:?}");
+    // One end a constant, the other bound.
+    let to_d = run(&s, "SELECT ?x ?l { VALUES ?x { :a :b :c :z } SERVICE <urn:rhizome:graph> { [] rg:from ?x ; rg:to :d ; rg:length ?l ; rg:index 0 } }");
+    assert!(to_d.unwrap_err().contains("rg:index binds a variable"));
+    let to_d = run(&s, "SELECT DISTINCT ?x ?l { VALUES ?x { :a :b :c :z } SERVICE <urn:rhizome:graph> { [] rg:from ?x ; rg:to :d ; rg:length ?l } }").unwrap();
+    let len = |n: u8| format!("\"{n}\"^^<http://www.w3.org/2001/XMLSchema#integer>");
+    assert_eq!(to_d, vec![vec!["<http://ex/a>".to_owned(), len(3)], vec!["<http://ex/b>".to_owned(), len(2)], vec!["<http://ex/c>".to_owned(), len(1)]]);
+}
+
 #[test]
 fn bad_parameters_and_other_services_are_errors() {
     let s = store();
     for (q, want) in [
-        ("SELECT ?n { SERVICE <urn:rhizome:graph> { [] rg:start ?x ; rg:node ?n } }", "constant IRI"),
+        ("SELECT ?n { SERVICE <urn:rhizome:graph> { [] rg:start ?x ; rg:node ?n } }", "?x is unbound"),
+        ("SELECT ?n { SERVICE <urn:rhizome:graph> { [] rg:start \"a\" ; rg:node ?n } }", "an IRI or a variable"),
         ("SELECT ?n { SERVICE <urn:rhizome:graph> { [] rg:node ?n } }", "rg:start"),
         ("SELECT ?n { SERVICE <urn:rhizome:graph> { [] rg:start :a ; rg:bogus 1 ; rg:node ?n } }", "unknown parameter"),
         ("SELECT ?n { SERVICE <urn:rhizome:graph> { [] rg:start :a ; rg:direction \"up\" ; rg:node ?n } }", "rg:direction"),

@@ -269,6 +269,20 @@ impl<'a> Evaluator<'a> {
                 }))
             }
             Plan::Minus(a, b) => self.minus(a, b, input),
+            Plan::Walk(w) => {
+                let rows = match self.limits.check().and_then(|()| w.rows(&self.space, &input, self.limits.deadline.get())) {
+                    Ok(rows) => rows,
+                    Err(e) => return fail(e),
+                };
+                let width = self.width;
+                Box::new(rows.into_iter().filter_map(move |pairs| {
+                    let mut r = vec![None; width];
+                    for (v, id) in pairs {
+                        r[v] = Some(id);
+                    }
+                    merge(&input, &r).map(Ok)
+                }))
+            }
             Plan::Values(rows) => {
                 let width = self.width;
                 Box::new(rows.iter().filter_map(move |r| {

@@ -140,6 +140,9 @@ pub enum Plan {
     Reduced(Box<Plan>),
     Slice(Box<Plan>, usize, Option<usize>),
     Group(Box<Plan>, Vec<Var>, Vec<(Var, Aggregate)>),
+    /// A graph walk whose start or ends are variables
+    /// (`crate::graph_service`): run once per row it joins.
+    Walk(Box<crate::graph_service::Walk>),
 }
 
 impl Plan {
@@ -148,7 +151,7 @@ impl Plan {
     /// meaning does not depend on which variables are bound around them.
     pub fn accepts_bindings(&self) -> bool {
         match self {
-            Plan::Bgp(_) | Plan::Path { .. } | Plan::Values(_) => true,
+            Plan::Bgp(_) | Plan::Path { .. } | Plan::Values(_) | Plan::Walk(_) => true,
             Plan::Join(a, b) | Plan::Union(a, b) => a.accepts_bindings() && b.accepts_bindings(),
             Plan::GraphVar(_, inner) | Plan::GraphConst(_, inner) => inner.accepts_bindings(),
             Plan::GraphLoop(..) => true,
@@ -216,6 +219,7 @@ impl Plan {
                 out.extend(vars.iter().copied().filter(|v| inner.contains(v)));
             }
             Plan::Group(_, keys, _) => out.extend(keys.iter().copied()),
+            Plan::Walk(w) => out.extend(w.certain_vars()),
         }
     }
 }

@@ -35,7 +35,7 @@ fn prune(plan: &mut Plan, needed: Needed) {
         }
     }
     match plan {
-        Plan::Bgp(_) | Plan::Path { .. } | Plan::Values(_) => {}
+        Plan::Bgp(_) | Plan::Path { .. } | Plan::Values(_) | Plan::Walk(_) => {}
         Plan::Extend(inner, _, e) => {
             let below = expr_vars(e, &needed);
             prune(inner, below);

@@ -155,6 +155,11 @@ impl<'s, 'a> Translator<'s, 'a> {
                 Plan::Path { s: self.term(subject)?, path: self.path(path)?, o: self.term(object)?, g: self.graph }
             }
             GraphPattern::Join { left, right } => {
+                if crate::graph_service::reads_variables(left) && !crate::graph_service::reads_variables(right) {
+                    // A walk from variables runs per row of what binds
+                    // them: second (an inner join's sides commute).
+                    return self.pattern_node(&GraphPattern::Join { left: right.clone(), right: left.clone() });
+                }
                 if let Some(plan) = self.selective_bgp_before_path(left, right)? {
                     return Ok(plan);
                 }
