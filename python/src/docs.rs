@@ -172,10 +172,7 @@ impl PyDatabase {
             return Err(pyo3::exceptions::PyPermissionError::new_err(format!("database {} was opened read-only: writes are refused", self.name)));
         }
         let db = self.db.clone();
-        // The process that opened the folder owns its files: it writes as
-        // CouchDB's admin would, still under the database's validation
-        // functions, which bind admins too.
-        let user_ctx = json!({ "db": self.name, "name": Value::Null, "roles": ["_admin"] });
+        let user_ctx = admin_ctx(&self.name);
         py.detach(move || rhizome_views::validate::write_unless_refused(&db, &user_ctx, docs, rhizome_views::Limits::from_env(), |docs| db.update_docs(docs, new_edits)))
             .map_err(doc_error)
     }
@@ -453,7 +450,7 @@ impl PyDatabase {
             return Err(pyo3::exceptions::PyPermissionError::new_err(format!("database {} was opened read-only: writes are refused", self.name)));
         }
         let text = update.to_owned();
-        let db = self.db.clone();
+        let (db, name) = (self.db.clone(), self.name.clone());
         let summary = py
             .detach(move || {
                 crate::query_threads::run(move || -> Result<rhizome_sparql::UpdateSummary, PyErrText> {
@@ -479,7 +476,7 @@ impl PyDatabase {
                         )
                     });
                     let emptied = if everything { rhizome_docs::EmptiedGraphs::DeleteDocuments } else { rhizome_docs::EmptiedGraphs::KeepDocumentData };
-                    db.rdf_write_with(emptied, |txn| {
+                    rhizome_views::validate::rdf_write_validated(&db, &admin_ctx(&name), rhizome_views::Limits::from_env(), emptied, |txn| {
                         execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(PyErrText::Sparql)
                     })
                 })
@@ -517,12 +514,20 @@ impl PyDatabase {
 
     /// The database's LDP resources (``rhizome.Ldp(db)`` wraps this).
     fn _ldp(&self) -> crate::ldp::PyLdp {
-        crate::ldp::PyLdp::new(self.db.clone(), self.ldp_root.clone(), self.read_only)
+        crate::ldp::PyLdp::new(self.db.clone(), self.ldp_root.clone(), self.read_only, self.name.clone())
     }
 
     fn __repr__(&self) -> String {
         format!("<Database {}>", self.name)
     }
+}
+
+/// CouchDB's `userCtx` of this process's writes to `db`, as validation
+/// functions get it: the process that opened the folder owns its files,
+/// so it writes as CouchDB's admin would, still under the database's
+/// validation functions, which bind admins too.
+pub(crate) fn admin_ctx(db: &str) -> Value {
+    json!({ "db": db, "name": Value::Null, "roles": ["_admin"] })
 }
 
 /// An error made without the GIL.

@@ -79,11 +79,17 @@ pub struct PyLdp {
     /// `<base>/<db>/_ldp/`, the root container's IRI.
     root: String,
     read_only: bool,
+    /// The database's name, for its validation functions' `userCtx`.
+    name: String,
 }
 
 impl PyLdp {
-    pub fn new(db: Arc<Database>, root: String, read_only: bool) -> PyLdp {
-        PyLdp { db, root, read_only }
+    pub fn new(db: Arc<Database>, root: String, read_only: bool, name: String) -> PyLdp {
+        PyLdp { db, root, read_only, name }
+    }
+
+    fn user_ctx(&self) -> serde_json::Value {
+        crate::docs::admin_ctx(&self.name)
     }
 
     /// A path (`/a/b`, names as they are, encoded here) or the resource's
@@ -185,7 +191,7 @@ impl PyLdp {
         let iri = path.iri(&self.root);
         let parent = path.parent().ok_or_else(|| Fail::Refused("the root container always exists".into()))?;
         let triples = client_triples(&iri, model, triples, &|_| false)?;
-        self.db.rdf_write(|txn| -> Result<(), Fail> {
+        rhizome_views::validate::rdf_write_validated(&self.db, &self.user_ctx(), rhizome_views::Limits::from_env(), rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| -> Result<(), Fail> {
             match index::get_or_root(txn.reader(), &parent)? {
                 Some(e) if e.model.is_container() => {}
                 Some(_) => return Err(Fail::Refused(format!("{} is not a container", parent.iri(&self.root)))),
@@ -310,7 +316,7 @@ impl PyLdp {
             }
             let is_child = |c: &str| LdpPath::from_iri(&self.root, c).is_some_and(|p| p.iri(&self.root) == c && p.parent().as_ref() == Some(&path));
             let triples = client_triples(&iri, model, triples, &is_child)?;
-            self.db.rdf_write(|txn| -> Result<(), Fail> {
+            rhizome_views::validate::rdf_write_validated(&self.db, &self.user_ctx(), rhizome_views::Limits::from_env(), rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| -> Result<(), Fail> {
                 // Checked again under the write lock: the ETag seen
                 // before may have changed since.
                 let now = storage::current_etag(txn.reader(), &path, &iri, false)?;
@@ -368,7 +374,8 @@ impl PyLdp {
             check_if_match(if_match.as_deref(), Some(&etag), &iri)?;
             let docs = storage::deletions(kv, &path, &self.root)?;
             drop(snapshot);
-            for (id, outcome) in self.db.update_docs(docs, true)? {
+            let db = &self.db;
+            for (id, outcome) in rhizome_views::validate::write_unless_refused(db, &self.user_ctx(), docs, rhizome_views::Limits::from_env(), |docs| db.update_docs(docs, true))? {
                 if let Err(e) = outcome {
                     return Err(match e {
                         DocError::Conflict => Fail::Precondition(format!("{id} changed during the delete; read it again")),

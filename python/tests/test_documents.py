@@ -156,6 +156,11 @@ def test_validate_doc_update_binds_python_writes(folder):
     assert "r" not in db
     # A document written before the rule stays readable.
     assert db.get("before")["v"] == 1
+    # SPARQL updates are document writes too: the whole update is refused.
+    with pytest.raises(rhizome.Forbidden, match="v must be a number"):
+        db.update("INSERT DATA { GRAPH <http://localhost:5984/checked/g> { <http://localhost:5984/checked/g> <http://ex/p> 1 } }")
+    assert "g" not in db
+    assert not db.store.query("ASK { GRAPH ?g { ?s <http://ex/p> ?o } }")
 
 
 def test_documents_with_a_context_are_rdf(folder):

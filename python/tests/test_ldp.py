@@ -139,3 +139,25 @@ def test_read_only_databases_refuse_ldp_writes(tmp_path):
         assert len(ldp.get("/a")) == 2
         with pytest.raises(PermissionError):
             ldp.put("/b", Graph())
+
+
+def test_validate_doc_update_binds_ldp_writes(db, ldp):
+    """The database's validation functions see each LDP write's document
+    (its graph), as they do over HTTP; a refusal raises Forbidden and
+    writes nothing."""
+    db.put({"_id": "_design/rules", "validate_doc_update": """function (newDoc) {
+        if (newDoc._deleted) throw({forbidden: 'no deletions'});
+        if (JSON.stringify(newDoc).indexOf('Durian') >= 0) throw({forbidden: 'no durians'});
+    }"""})
+    iri = ldp.iri("/durian")
+    with pytest.raises(rhizome.Forbidden, match="no durians"):
+        ldp.put("/durian", fruit(iri, "Durian"))
+    with pytest.raises(KeyError):
+        ldp.get("/durian")
+    etag = ldp.put("/fig", fruit(ldp.iri("/fig"), "Fig"))
+    with pytest.raises(rhizome.Forbidden, match="no durians"):
+        ldp.put("/fig", fruit(ldp.iri("/fig"), "Durian"), if_match=etag)
+    assert (URIRef(ldp.iri("/fig")), URIRef(EX + "name"), Literal("Fig")) in ldp.get("/fig")
+    with pytest.raises(rhizome.Forbidden, match="no deletions"):
+        ldp.delete("/fig")
+    assert len(ldp.get("/fig")) > 0

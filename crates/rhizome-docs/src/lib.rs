@@ -51,4 +51,4 @@ pub use jsonld_limits::{check_json_ld, on_known_stack, on_known_stack_if, JSONLD
 pub use projector::{GraphProjector, NoProjection, Prepared};
 pub use read::{Attachment, OpenRev, OpenRevs, ReadOptions};
 pub use revtree::{EditError, Leaf, Rev, RevTree};
-pub use write::{attachment_digest, validate_attachment_name, validate_doc_id, PreparedDoc, WriteOutcome};
+pub use write::{attachment_digest, validate_attachment_name, validate_doc_id, PreparedDoc, WriteCheck, WriteOutcome};

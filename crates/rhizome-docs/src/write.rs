@@ -16,6 +16,11 @@ use md5::{Digest, Md5};
 use rhizome_rdf::StoreTransaction;
 use serde_json::{json, Map, Value};
 
+/// Shown each document revision a graph write makes, before it is made
+/// ([`Database::rdf_write_checked`]): the new document as a read will give
+/// it, and the one it replaces; an error refuses the write.
+pub type WriteCheck<'c> = &'c mut dyn FnMut(&Map<String, Value>, Option<&Map<String, Value>>) -> Result<()>;
+
 /// CouchDB's special members a document may carry; any other member
 /// starting with `_` is refused with `doc_validation`.
 const SPECIAL_MEMBERS: &[&str] = &[
@@ -156,14 +161,28 @@ impl Database {
         emptied: EmptiedGraphs,
         f: impl FnOnce(&mut StoreTransaction<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
+        self.rdf_write_checked(emptied, None, f)
+    }
+
+    /// [`Database::rdf_write_with`], with every document revision the write
+    /// makes shown to `check` first (the database's validation functions,
+    /// which `rhizome-views` runs): the document as it will read, and the
+    /// one it replaces (`None` when there is none). An error from `check`
+    /// refuses the whole write; nothing is committed.
+    pub fn rdf_write_checked<T, E: From<DocError>>(
+        &self,
+        emptied: EmptiedGraphs,
+        check: Option<WriteCheck<'_>>,
+        f: impl FnOnce(&mut StoreTransaction<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
         let mut txn = self.store.transaction().map_err(DocError::from)?;
         let out = f(&mut txn)?;
-        self.record_graph_writes(&mut txn, emptied)?;
+        self.record_graph_writes(&mut txn, emptied, check)?;
         txn.commit().map_err(DocError::from)?;
         Ok(out)
     }
 
-    fn record_graph_writes(&self, txn: &mut StoreTransaction<'_>, emptied: EmptiedGraphs) -> Result<()> {
+    fn record_graph_writes(&self, txn: &mut StoreTransaction<'_>, emptied: EmptiedGraphs, mut check: Option<WriteCheck<'_>>) -> Result<()> {
         let touched = txn.touched_graphs().to_vec();
         if touched.is_empty() {
             return Ok(());
@@ -202,6 +221,18 @@ impl Database {
             doc.insert("_id".into(), Value::String(id.clone()));
             if let Some(i) = live {
                 doc.insert("_rev".into(), Value::String(i.winner.to_string()));
+            }
+            if let Some(check) = check.as_mut() {
+                // As a read will give it: a graph-bodied revision is its graph.
+                let mut new_doc = doc.clone();
+                if marker.is_some() && !new_doc.contains_key("_deleted") {
+                    new_doc.extend(crate::jsonld::render_graph(txn.reader(), iri.as_str(), None)?);
+                }
+                let old_doc = match live {
+                    Some(_) => Some(self.get_doc(&id, &crate::ReadOptions::default())?),
+                    None => None,
+                };
+                check(&new_doc, old_doc.as_ref())?;
             }
             match self.write_one(txn, &mut counters, &id, doc, true, marker, None) {
                 Ok(_) | Err(DocError::Conflict) => {}

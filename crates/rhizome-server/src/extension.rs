@@ -4,14 +4,15 @@
 //! `crate::graph`). Routed and access-checked like every endpoint (members
 //! of the database); answered in `crate::rdf`.
 
+use crate::auth::UserCtx;
 use crate::error::HttpError;
 use crate::http::{Body, Request};
 use crate::state::{DbHandle, Server};
 use hyper::Response;
 
-pub fn route(server: &Server, req: &Request, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
+pub fn route(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
     match what {
         "_traverse" | "_path" => crate::graph::handle(server, req, db, what),
-        _ => crate::rdf::route(server, req, db, what),
+        _ => crate::rdf::route(server, req, ctx, db, what),
     }
 }

@@ -59,6 +59,10 @@ impl UserCtx {
     pub fn to_json(&self) -> Value {
         json!({ "name": self.name, "roles": self.roles })
     }
+    /// CouchDB's `userCtx` as validation functions get it, for `db`.
+    pub fn for_validation(&self, db: &str) -> Value {
+        json!({ "db": db, "name": self.name, "roles": self.roles })
+    }
 }
 
 /// Checks a name and password from `peer`; the roles of the user if they

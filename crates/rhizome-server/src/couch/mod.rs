@@ -16,7 +16,7 @@ use crate::error::HttpError;
 use crate::http::Request;
 use crate::state::DbHandle;
 use rhizome_docs::{OpenRevs, ReadOptions, Rev, WriteOutcome};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// For the fuzz target `couch_request`: a body through the decoders of
 /// CouchDB's endpoints (`Content-Encoding`, `multipart/related` documents
@@ -55,8 +55,7 @@ pub fn write_docs(ctx: &UserCtx, db: &DbHandle, mut docs: Vec<Map<String, Value>
     // Refused before the write, each with its own error (CouchDB's
     // per-document results): design documents that do not compile, and
     // writes a validate_doc_update function refuses.
-    let user_ctx = json!({ "db": db.name, "name": ctx.name, "roles": ctx.roles });
-    let out = rhizome_views::validate::write_unless_refused(&db.db, &user_ctx, docs, views::limits(), |docs| db.writes.write(&db.db, docs, new_edits))?;
+    let out = rhizome_views::validate::write_unless_refused(&db.db, &ctx.for_validation(&db.name), docs, views::limits(), |docs| db.writes.write(&db.db, docs, new_edits))?;
     db.notify();
     Ok(out)
 }

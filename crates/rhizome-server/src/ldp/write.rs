@@ -1,6 +1,6 @@
 //! PUT, POST, PATCH and DELETE of LDP resources. RDF bodies are parsed in
 //! full before the database's write lock is taken; every write is one
-//! document write (`Database::rdf_write` for RDF sources, the CouchDB
+//! document write (`crate::rdf::write_as` for RDF sources, the CouchDB
 //! write path for non-RDF sources and deletions), so it gets a revision
 //! and a `_changes` entry, and keeps what other doors wrote to the same
 //! document (a JSON document's other members, its attachments).
@@ -195,7 +195,7 @@ fn replace_rdf(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target
     drop(snapshot);
     let triples = with_membership_defaults(&target.iri, model, triples);
     let admin = is_admin(ctx, db)?;
-    db.db.rdf_write(|txn| {
+    crate::rdf::write_as(ctx, &**db, rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| {
         // Checked again under the write lock: the ETag seen before may
         // have changed since.
         let now = current_etag(txn.reader(), target)?;
@@ -283,7 +283,7 @@ fn create(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target, for
     } else {
         let triples = if req.body.is_empty() && req.header("content-type").is_none() { Vec::new() } else { parse_body(req, &target.iri)? };
         let triples = with_membership_defaults(&target.iri, model, client_triples(&target.iri, model, triples, &|_| false).map_err(ldp_error)?);
-        db.db.rdf_write(|txn| {
+        crate::rdf::write_as(ctx, &**db, rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| {
             parent_is_container(txn.reader())?;
             if index::get(txn.reader(), &target.path).map_err(ldp_error)?.is_some() {
                 return Err(HttpError::new(409, "conflict", format!("{} exists", target.iri)));
@@ -353,7 +353,7 @@ pub fn patch(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, 
     let graph = NamedNode::new_unchecked(target.iri.clone());
     let mode = store.mode();
     let _ = server;
-    db.db.rdf_write(|txn| {
+    crate::rdf::write_as(ctx, &**db, rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| {
         let now = current_etag(txn.reader(), target)?;
         check_if_match(req, now.as_ref().map(|(e, _)| e.as_str()))?;
         let before = stored_settings(txn, &target.iri)?;
@@ -449,8 +449,11 @@ pub fn delete(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target)
     let docs = rhizome_ldp::storage::deletions(kv, &target.path, &target.root).map_err(ldp_error)?;
     drop(snapshot);
     for (id, outcome) in crate::couch::write_docs(ctx, db, docs, true)? {
-        if let Err(e) = outcome {
-            return Err(HttpError::new(409, "conflict", format!("{id} could not be deleted: {e}")));
+        match outcome {
+            Ok(_) => {}
+            // Refused by a validation function: its status, not a conflict.
+            Err(rhizome_docs::DocError::Coded { status: status @ (401 | 403), error, reason }) => return Err(HttpError::new(status, error, format!("{id}: {reason}"))),
+            Err(e) => return Err(HttpError::new(409, "conflict", format!("{id} could not be deleted: {e}"))),
         }
     }
     let _ = Method::DELETE;

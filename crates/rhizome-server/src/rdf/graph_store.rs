@@ -32,7 +32,9 @@
 
 use super::negotiate::{self, GRAPH_OFFERS};
 use super::{endpoint_iri, store_error};
+use crate::auth::UserCtx;
 use crate::error::HttpError;
+use rhizome_docs::EmptiedGraphs;
 use crate::http::{self, Body, Request};
 use crate::state::DbHandle;
 use hyper::{Method, Response};
@@ -119,18 +121,18 @@ fn resolve(base: &str, iri: &str) -> Result<NamedNode, HttpError> {
     Ok(NamedNode::new_unchecked(resolved.into_inner()))
 }
 
-pub fn handle(server: &Server, req: &Request, db: &DbHandle, direct: Option<&str>) -> Result<Response<Body>, HttpError> {
+pub fn handle(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, direct: Option<&str>) -> Result<Response<Body>, HttpError> {
     let target = target(req, db, direct)?;
     let budget = WriteBudget::new(server, req);
     match (&req.method, &target) {
         (&Method::GET | &Method::HEAD, Target::Store) => Err(HttpError::bad_request("name a graph: ?graph=IRI or ?default (or query the store at _sparql)")),
         (&Method::GET | &Method::HEAD, _) => get(req, db, &target),
-        (_, Target::Default) if db.db.stored_default_graph().is_some() => write_stored_default(req, db, &budget),
+        (_, Target::Default) if db.db.stored_default_graph().is_some() => write_stored_default(req, ctx, db, &budget),
         (&Method::PUT, Target::Store) | (&Method::DELETE, Target::Store) => Err(HttpError::bad_request("name a graph: ?graph=IRI or ?default")),
-        (&Method::PUT, _) => write(req, db, &target, true, &budget),
-        (&Method::POST, Target::Store) => create(req, db, &budget),
-        (&Method::POST, _) => write(req, db, &target, false, &budget),
-        (&Method::DELETE, _) => delete(db, &target),
+        (&Method::PUT, _) => write(req, ctx, db, &target, true, &budget),
+        (&Method::POST, Target::Store) => create(req, ctx, db, &budget),
+        (&Method::POST, _) => write(req, ctx, db, &target, false, &budget),
+        (&Method::DELETE, _) => delete(ctx, db, &target),
         _ => Err(HttpError::method_not_allowed("GET,HEAD,PUT,POST,DELETE")),
     }
 }
@@ -332,7 +334,7 @@ fn exists(txn: &StoreTransaction<'_>, target: &Target) -> Result<bool, HttpError
     }
 }
 
-fn write(req: &Request, db: &DbHandle, target: &Target, replace: bool, budget: &WriteBudget<'_>) -> Result<Response<Body>, HttpError> {
+fn write(req: &Request, ctx: &UserCtx, db: &DbHandle, target: &Target, replace: bool, budget: &WriteBudget<'_>) -> Result<Response<Body>, HttpError> {
     let base = match target {
         Target::Named(iri) => iri.as_str().to_owned(),
         _ => endpoint_iri(req, db, "_graph"),
@@ -340,7 +342,7 @@ fn write(req: &Request, db: &DbHandle, target: &Target, replace: bool, budget: &
     // Parsed in full before `rdf_write` takes the database's write lock.
     let triples = body_triples(req, &base, budget, db.db.contexts())?;
     let mode = db.db.store().mode();
-    let created = db.db.rdf_write(|txn| {
+    let created = super::write_as(ctx, db, EmptiedGraphs::KeepDocumentData, |txn| {
         let existed = exists(txn, target)?;
         if replace {
             for g in graphs_of(txn, mode, target)? {
@@ -357,14 +359,14 @@ fn write(req: &Request, db: &DbHandle, target: &Target, replace: bool, budget: &
 
 /// PUT, POST or DELETE of `?default` in a union database: the stored
 /// default graph, which always exists (204), as the default graph does.
-fn write_stored_default(req: &Request, db: &DbHandle, budget: &WriteBudget<'_>) -> Result<Response<Body>, HttpError> {
+fn write_stored_default(req: &Request, ctx: &UserCtx, db: &DbHandle, budget: &WriteBudget<'_>) -> Result<Response<Body>, HttpError> {
     let iri = db.db.stored_default_graph().unwrap_or_default();
     let stored = Target::Named(NamedNode::new(&iri).map_err(|e| HttpError::internal(format!("stored default graph IRI {iri}: {e}")))?);
     match req.method {
         Method::PUT | Method::POST => {
             // Parsed in full before `rdf_write` takes the database's write lock.
             let triples = body_triples(req, &endpoint_iri(req, db, "_graph"), budget, db.db.contexts())?;
-            db.db.rdf_write(|txn| {
+            super::write_as(ctx, db, EmptiedGraphs::KeepDocumentData, |txn| {
                 if req.method == Method::PUT {
                     for g in graphs_of(txn, DatasetMode::Union, &stored)? {
                         txn.drop_graph(g).map_err(store_error)?;
@@ -378,7 +380,7 @@ fn write_stored_default(req: &Request, db: &DbHandle, budget: &WriteBudget<'_>) 
             })?;
         }
         Method::DELETE => {
-            db.db.rdf_write(|txn| {
+            super::write_as(ctx, db, EmptiedGraphs::KeepDocumentData, |txn| {
                 for g in graphs_of(txn, DatasetMode::Union, &stored)? {
                     txn.drop_graph(g).map_err(store_error)?;
                 }
@@ -391,21 +393,21 @@ fn write_stored_default(req: &Request, db: &DbHandle, budget: &WriteBudget<'_>) 
     Ok(empty(204))
 }
 
-fn create(req: &Request, db: &DbHandle, budget: &WriteBudget<'_>) -> Result<Response<Body>, HttpError> {
+fn create(req: &Request, ctx: &UserCtx, db: &DbHandle, budget: &WriteBudget<'_>) -> Result<Response<Body>, HttpError> {
     let iri = format!("{}/{}", endpoint_iri(req, db, "_graph"), http::uuid());
     let graph = NamedNode::new(&iri).map_err(|e| HttpError::bad_request(format!("cannot name a graph {iri}: {e}")))?;
     let target = Target::Named(graph);
     let triples = body_triples(req, &iri, budget, db.db.contexts())?;
-    db.db.rdf_write(|txn| insert(txn, &target, &triples, budget))?;
+    super::write_as(ctx, db, EmptiedGraphs::KeepDocumentData, |txn| insert(txn, &target, &triples, budget))?;
     db.notify();
     let mut r = empty(201);
     http::set_header(&mut r, "location", &iri);
     Ok(r)
 }
 
-fn delete(db: &DbHandle, target: &Target) -> Result<Response<Body>, HttpError> {
+fn delete(ctx: &UserCtx, db: &DbHandle, target: &Target) -> Result<Response<Body>, HttpError> {
     let mode = db.db.store().mode();
-    db.db.rdf_write(|txn| {
+    super::write_as(ctx, db, EmptiedGraphs::KeepDocumentData, |txn| {
         if !exists(txn, target)? {
             return Err(HttpError::not_found(format!("no graph {}", describe(target))));
         }

@@ -5,30 +5,45 @@
 //!
 //! The router has checked access already: members of the database may
 //! query and write, as they may read and write its documents. Every RDF
-//! write goes through [`rhizome_docs::Database::rdf_write`], the seam where
-//! graph writes become document writes.
+//! write goes through [`write_as`], the seam where graph writes become
+//! document writes, checked by the database's validation functions.
 
 mod graph_store;
 pub(crate) mod negotiate;
 mod sparql_protocol;
 
+use crate::auth::UserCtx;
 use crate::error::HttpError;
 use crate::http::{Body, Request};
 use crate::state::{DbHandle, Server};
 use hyper::Response;
+use rhizome_docs::EmptiedGraphs;
+use rhizome_rdf::StoreTransaction;
 use rhizome_sparql::SparqlError;
 
 pub use sparql_protocol::SparqlSettings;
 
-pub fn route(server: &Server, req: &Request, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
+pub fn route(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
     match what {
-        "_sparql" => sparql_protocol::handle(req, &server.sparql, db),
-        "_graph" => graph_store::handle(server, req, db, None),
+        "_sparql" => sparql_protocol::handle(req, &server.sparql, ctx, db),
+        "_graph" => graph_store::handle(server, req, ctx, db, None),
         _ => match what.strip_prefix("_graph/") {
-            Some(path) => graph_store::handle(server, req, db, Some(path)),
+            Some(path) => graph_store::handle(server, req, ctx, db, Some(path)),
             None => Err(HttpError::not_found(format!("no endpoint {what}"))),
         },
     }
+}
+
+/// Runs an RDF write by `ctx`: every document revision it makes is shown
+/// to the database's `validate_doc_update` functions first, and a refusal
+/// refuses the whole write (`rhizome_views::validate::rdf_write_validated`).
+pub(crate) fn write_as<T>(
+    ctx: &UserCtx,
+    db: &DbHandle,
+    emptied: EmptiedGraphs,
+    f: impl FnOnce(&mut StoreTransaction<'_>) -> Result<T, HttpError>,
+) -> Result<T, HttpError> {
+    rhizome_views::validate::rdf_write_validated(&db.db, &ctx.for_validation(&db.name), crate::couch::views::limits(), emptied, f)
 }
 
 /// Runs the parsers the RDF endpoints apply to untrusted headers and

@@ -27,6 +27,7 @@
 
 use super::negotiate::{self, GraphFormat, GRAPH_OFFERS};
 use super::{endpoint_iri, sparql_error};
+use crate::auth::UserCtx;
 use crate::error::HttpError;
 use crate::http::{self, Body, Request};
 use crate::state::DbHandle;
@@ -163,14 +164,14 @@ fn operation(req: &Request) -> Result<(Operation, Params), HttpError> {
     }
 }
 
-pub fn handle(req: &Request, settings: &SparqlSettings, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+pub fn handle(req: &Request, settings: &SparqlSettings, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     // The time limit covers the whole request: parsing and LOAD too.
     let deadline = Instant::now() + Duration::from_millis(QUERY_TIMEOUT_MS);
     let (op, params) = operation(req)?;
     let base = endpoint_iri(req, db, "_sparql");
     run_with_query_stack(|| match op {
         Operation::Query(text) => query(req, db, &text, &params, &base, deadline),
-        Operation::Update(text) => update(req, db, settings, &text, &params, &base, deadline),
+        Operation::Update(text) => update(req, ctx, db, settings, &text, &params, &base, deadline),
     })
     .map_err(sparql_error)?
 }
@@ -272,7 +273,7 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, 
     Ok(r)
 }
 
-fn update(req: &Request, db: &DbHandle, settings: &SparqlSettings, text: &str, params: &Params, base: &str, deadline: Instant) -> Result<Response<Body>, HttpError> {
+fn update(req: &Request, ctx: &UserCtx, db: &DbHandle, settings: &SparqlSettings, text: &str, params: &Params, base: &str, deadline: Instant) -> Result<Response<Body>, HttpError> {
     let mut update: Update = parse_update(text, Some(base)).map_err(sparql_error)?;
     let default = params.iris("using-graph-uri")?;
     let named = params.iris("using-named-graph-uri")?;
@@ -310,7 +311,7 @@ fn update(req: &Request, db: &DbHandle, settings: &SparqlSettings, text: &str, p
         matches!(op, GraphUpdateOperation::Drop { graph: GraphTarget::AllGraphs | GraphTarget::NamedGraphs, .. } | GraphUpdateOperation::Clear { graph: GraphTarget::AllGraphs | GraphTarget::NamedGraphs, .. })
     });
     let emptied = if everything { EmptiedGraphs::DeleteDocuments } else { EmptiedGraphs::KeepDocumentData };
-    let summary = db.db.rdf_write_with(emptied, |txn| execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(sparql_error))?;
+    let summary = super::write_as(ctx, db, emptied, |txn| execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(sparql_error))?;
     db.notify();
     Ok(http::json(200, &json!({ "ok": true, "inserted": summary.quads_inserted, "deleted": summary.quads_deleted })))
 }
