@@ -7,9 +7,12 @@
 //! leader, takes every queued request, runs them as one `update_docs` call
 //! (documents in arrival order, each checked against the ones before it,
 //! exactly as if the requests had run one after another) and hands each
-//! request its own outcomes. Then it passes leadership to the next waiter,
-//! so no thread serves others forever. (The same idea as PostgreSQL's
-//! commit_delay and RocksDB's write groups, without a timer.) What can be
+//! request its own outcomes. While more writes queue up it runs their
+//! groups too, up to [`GROUPS_PER_LEADER`] (waking another thread to lead
+//! costs about 5% of a group); then it passes leadership to the next
+//! waiter, so no thread serves others for long. (The same idea as
+//! PostgreSQL's commit_delay and RocksDB's write groups, without a timer.)
+//! What can be
 //! done before the transaction (`Database::prepare_docs`: the JSON-LD
 //! parse) runs on each request's own thread before it queues, so the
 //! leader's thread, which all writes wait on, does not do it.
@@ -20,6 +23,13 @@ use serde_json::{Map, Value};
 use std::sync::{Arc, Condvar, Mutex};
 
 type Outcomes = Result<Vec<(String, WriteOutcome)>, HttpError>;
+
+/// Groups a leader runs back to back before handing over. Measured on
+/// Pokec writes (25 writers, alternated A/B, 6 rounds in process, 2 over
+/// HTTP): 8 gave 3.9% more writes in process and 9-11% over HTTP than 1,
+/// with the HTTP p99 from 8.5 to 11.5 ms (the leader's own caller waits for
+/// the groups after its own); 4 gained nothing over HTTP.
+const GROUPS_PER_LEADER: usize = 8;
 
 enum Role {
     Waiting,
@@ -73,17 +83,24 @@ impl GroupCommit {
                 q.leader_active = true;
             }
         }
-        // Leader: run what is queued (this request included), then hand over.
-        let batch = std::mem::take(&mut lock(&self.queue).pending);
-        run(db, &batch);
-        {
+        // Leader: run what is queued (this request included) and, while
+        // more queue up, the next groups too, up to a limit; then hand over.
+        // Each hand-over wakes another thread (0.08-0.11 ms a group of 20,
+        // measured); the limit bounds how long the leader's own caller
+        // waits past its outcome.
+        for groups in 1.. {
+            let batch = std::mem::take(&mut lock(&self.queue).pending);
+            run(db, &batch);
             let mut q = lock(&self.queue);
             if q.pending.is_empty() {
                 q.leader_active = false;
-            } else {
+                break;
+            }
+            if groups == GROUPS_PER_LEADER {
                 let next = q.pending[0].clone();
                 *lock(&next.role) = Role::Leader;
                 next.wake.notify_one();
+                break;
             }
         }
         let role = std::mem::replace(&mut *lock(&me.role), Role::Waiting);
