@@ -20,7 +20,7 @@ use crate::contexts::ContextStore;
 use crate::keys::LOCAL;
 use crate::GraphProjector;
 use oxjsonld::JsonLdParser;
-use oxrdf::{GraphNameRef, NamedNode, QuadRef, Term, TermRef};
+use oxrdf::{NamedNode, Term, TermRef};
 use rhizome_kv::KvRead;
 use rhizome_rdf::term::{Dictionary, TermCache};
 use rhizome_rdf::{QuadPattern, QuadScan, StoreSnapshot, StoreTransaction, TermId};
@@ -314,12 +314,25 @@ fn replace_graph(txn: &mut StoreTransaction<'_>, iri: &str, quads: Vec<oxrdf::Qu
     if let Some(graph) = txn.lookup(TermRef::NamedNode(graph_node.as_ref())).map_err(|e| e.to_string())? {
         txn.drop_graph(graph).map_err(|e| e.to_string())?;
     }
+    // The graph's id, once: it is also the subject of most quads (a
+    // document describes itself), and a new document's IRI is no
+    // committed term, so each encoding of it would search the
+    // transaction's writes again.
+    let mut graph = None;
     for quad in quads {
         // Every triple of the document, whatever graph JSON-LD names,
         // belongs to the document's graph: one document, one graph.
-        let q = QuadRef::new(quad.subject.as_ref(), quad.predicate.as_ref(), quad.object.as_ref(), GraphNameRef::NamedNode(graph_node.as_ref()));
-        let ids = txn.encode_quad(q).map_err(|e| e.to_string())?;
-        txn.insert(&ids).map_err(|e| e.to_string())?;
+        let g = match graph {
+            Some(g) => g,
+            None => *graph.insert(txn.encode(TermRef::NamedNode(graph_node.as_ref())).map_err(|e| e.to_string())?),
+        };
+        let s = match &quad.subject {
+            oxrdf::NamedOrBlankNode::NamedNode(n) if n.as_str() == iri => g,
+            subject => txn.encode(subject.as_ref().into()).map_err(|e| e.to_string())?,
+        };
+        let p = txn.encode(quad.predicate.as_ref().into()).map_err(|e| e.to_string())?;
+        let o = txn.encode(quad.object.as_ref()).map_err(|e| e.to_string())?;
+        txn.insert(&[s, p, o, g]).map_err(|e| e.to_string())?;
     }
     Ok(())
 }

@@ -93,27 +93,29 @@ impl Database {
     /// error is a store failure (nothing written); the inner ones are per
     /// document.
     pub fn update_docs(&self, docs: Vec<Map<String, Value>>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>> {
-        let prepared = self.prepare_docs(&docs)?;
+        let prepared = self.prepare_docs(&docs, new_edits)?;
         self.update_prepared(docs, prepared, new_edits)
     }
 
     /// What a write of `docs` can do before its transaction (and lock),
     /// on the caller's thread: the projection's remote JSON-LD contexts are
     /// fetched (a document that cannot have them is refused on its own),
-    /// and its parse is done ahead (see `GraphProjector::prepare`). For
-    /// [`Database::update_prepared`]; group commit calls it on each
-    /// request's thread.
-    pub fn prepare_docs(&self, docs: &[Map<String, Value>]) -> Result<Vec<PreparedDoc>> {
+    /// its parse is done ahead (see `GraphProjector::prepare`), and so is
+    /// the new revision's body and hash where they cannot depend on the
+    /// store. For [`Database::update_prepared`] with the same `new_edits`;
+    /// group commit calls it on each request's thread.
+    pub fn prepare_docs(&self, docs: &[Map<String, Value>], new_edits: bool) -> Result<Vec<PreparedDoc>> {
         let snapshot = self.store.snapshot()?;
         Ok(docs
             .iter()
             .map(|doc| {
+                let revision = if new_edits { RevisionAhead::of(doc) } else { None };
                 if doc.get("_deleted") == Some(&Value::Bool(true)) {
-                    return PreparedDoc::default();
+                    return PreparedDoc { revision, ..PreparedDoc::default() };
                 }
                 match self.projector.prepare(snapshot.kv(), doc) {
-                    Ok(ahead) => PreparedDoc { refused: None, ahead },
-                    Err(reason) => PreparedDoc { refused: Some(reason), ahead: None },
+                    Ok(ahead) => PreparedDoc { refused: None, ahead, revision },
+                    Err(reason) => PreparedDoc { refused: Some(reason), ahead: None, revision: None },
                 }
             })
             .collect())
@@ -134,7 +136,7 @@ impl Database {
                 out.push((id.clone(), Err(DocError::Validation(format!("{id}: {reason}")))));
                 continue;
             }
-            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None, prepared.ahead) {
+            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None, prepared) {
                 Err(e @ (DocError::Store(_) | DocError::Kv(_) | DocError::Corrupt(_) | DocError::Projection { .. })) => return Err(e),
                 other => other,
             };
@@ -234,7 +236,7 @@ impl Database {
                 };
                 check(&new_doc, old_doc.as_ref())?;
             }
-            match self.write_one(txn, &mut counters, &id, doc, true, marker, None) {
+            match self.write_one(txn, &mut counters, &id, doc, true, marker, PreparedDoc::default()) {
                 Ok(_) | Err(DocError::Conflict) => {}
                 Err(e) => return Err(e),
             }
@@ -278,7 +280,7 @@ impl Database {
                 }
                 let mut doc = Map::new();
                 doc.insert("_id".into(), Value::String(id.clone()));
-                self.write_one(&mut txn, &mut counters, &id, doc, true, Some(iri.as_str()), None)?;
+                self.write_one(&mut txn, &mut counters, &id, doc, true, Some(iri.as_str()), PreparedDoc::default())?;
                 adopted += 1;
             }
             counters.write(&mut txn);
@@ -299,7 +301,8 @@ impl Database {
     }
 
     /// `graph_marker`: the document's body is its graph, this IRI (an RDF
-    /// write), not the JSON of `doc`.
+    /// write), not the JSON of `doc`. `prepared`: what
+    /// [`Database::prepare_docs`] did for `doc` (the default: nothing).
     fn write_one(
         &self,
         txn: &mut StoreTransaction<'_>,
@@ -308,8 +311,10 @@ impl Database {
         doc: Map<String, Value>,
         new_edits: bool,
         graph_marker: Option<&str>,
-        ahead: Option<crate::Prepared>,
+        prepared: PreparedDoc,
     ) -> WriteOutcome {
+        let PreparedDoc { ahead, revision, .. } = prepared;
+        let revision = revision.filter(|_| new_edits && graph_marker.is_none());
         validate_doc_id(id)?;
         if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !SPECIAL_MEMBERS.contains(&k.as_str())) {
             return Err(DocError::Validation(format!("Bad special document member: {bad}")));
@@ -333,9 +338,11 @@ impl Database {
         };
         let mut tree = info.as_ref().map(|i| i.tree.clone()).unwrap_or_default();
         let old_leaves = tree.leaves();
-        let mut body: Map<String, Value> = match graph_marker {
-            Some(iri) => Map::from_iter([(crate::jsonld::GRAPH_MARKER.to_owned(), Value::String(iri.to_owned()))]),
-            None => doc.iter().filter(|(k, _)| kept_in_body(k)).map(|(k, v)| (k.clone(), v.clone())).collect(),
+        // The body, its JSON and its revision hash, if made ahead.
+        let (mut body, mut ahead_json) = match (graph_marker, revision) {
+            (Some(iri), _) => (Map::from_iter([(crate::jsonld::GRAPH_MARKER.to_owned(), Value::String(iri.to_owned()))]), None),
+            (None, Some(r)) => (r.body, Some((r.json, r.deleted, r.base, r.hash))),
+            (None, None) => (doc.iter().filter(|(k, _)| kept_in_body(k)).map(|(k, v)| (k.clone(), v.clone())).collect(), None),
         };
 
         let rev = if new_edits {
@@ -360,14 +367,20 @@ impl Database {
             if (base.is_some() && !is_leaf) || (base.is_none() && tree.winner().is_some_and(|w| !w.deleted)) {
                 return Err(DocError::Conflict);
             }
-            let parent_atts = match &base {
-                Some(b) => read_body(txn, id, b)?.and_then(|mut p| p.remove("_attachments")),
-                None => None,
+            // Without `_attachments`, the parent's are not kept: no need
+            // to read them.
+            let parent_atts = match (&base, doc.get("_attachments")) {
+                (Some(b), Some(atts)) if !atts.is_null() => read_body(txn, id, b)?.and_then(|mut p| p.remove("_attachments")),
+                _ => None,
             };
             if let Some(atts) = process_attachments(txn, id, doc.get("_attachments"), parent_atts.as_ref(), pos, true)? {
                 body.insert("_attachments".into(), atts);
+                ahead_json = None;
             }
-            let hash = revision_hash(deleted, base.as_ref(), &body);
+            let hash = match &ahead_json {
+                Some((_, d, b, hash)) if *d == deleted && *b == base => hash.clone(),
+                _ => revision_hash(deleted, base.as_ref(), &body),
+            };
             tree.edit(base.as_ref(), &hash, deleted).map_err(|_| DocError::Conflict)?
         } else {
             let path = replicated_path(&doc)?;
@@ -391,7 +404,11 @@ impl Database {
         tree.stem(counters.revs_limit as usize);
         // The bytes `Value::Object(body).to_string()` gives, without a copy
         // of the body first.
-        txn.kv_mut().put(BODIES, &body_key(id, &rev), &serde_json::to_vec(&body).map_err(|e| DocError::Corrupt(format!("{id}: {e}")))?);
+        let json = match ahead_json {
+            Some((json, ..)) => json,
+            None => serde_json::to_vec(&body).map_err(|e| DocError::Corrupt(format!("{id}: {e}")))?,
+        };
+        txn.kv_mut().put(BODIES, &body_key(id, &rev), &json);
         // As CouchDB: a revision that stops being a leaf keeps its body
         // until compaction ([`Database::compact`]), so `?rev=` reads it. Two
         // exceptions go at once: revisions stemmed from the tree (no longer
@@ -480,6 +497,47 @@ pub struct PreparedDoc {
     /// contexts could not be had): that document's 400.
     refused: Option<String>,
     ahead: Option<crate::Prepared>,
+    revision: Option<RevisionAhead>,
+}
+
+/// A `new_edits` revision's body, its JSON and its hash, made before the
+/// write's lock: all three follow from the document alone (its members,
+/// `_deleted`, and the revision it edits, from `_revisions` or `_rev`)
+/// unless it has attachments, whose stubs come from the stored parent.
+/// Measured on Pokec writes, they were 6% of the work all writes wait on.
+struct RevisionAhead {
+    body: Map<String, Value>,
+    json: Vec<u8>,
+    deleted: bool,
+    base: Option<Rev>,
+    hash: String,
+}
+
+impl RevisionAhead {
+    /// `None` where the write must work it out itself: attachments, or a
+    /// document the write refuses anyway.
+    fn of(doc: &Map<String, Value>) -> Option<RevisionAhead> {
+        if doc.get("_attachments").is_some_and(|a| !a.is_null()) {
+            return None;
+        }
+        let deleted = match doc.get("_deleted") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return None,
+        };
+        let base = match revisions_path(doc).ok()? {
+            Some(path) => Some(path[0].clone()),
+            None => match doc.get("_rev") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(Rev::parse(s)?),
+                Some(_) => return None,
+            },
+        };
+        let body: Map<String, Value> = doc.iter().filter(|(k, _)| kept_in_body(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let json = serde_json::to_vec(&body).ok()?;
+        let hash = revision_hash_of_json(deleted, base.as_ref(), &json);
+        Some(RevisionAhead { body, json, deleted, base, hash })
+    }
 }
 
 fn read_body(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<Option<Map<String, Value>>> {
@@ -603,13 +661,29 @@ fn process_attachments(
 /// The body's members are in sorted order (serde_json's map), so the bytes
 /// are canonical.
 fn revision_hash(deleted: bool, parent: Option<&Rev>, body: &Map<String, Value>) -> String {
+    let mut md5 = revision_hash_start(deleted, parent);
+    // The body's JSON as `Value::Object(body).to_string()` writes it,
+    // streamed into the hash. Writing a map of JSON values cannot fail.
+    serde_json::to_writer(HashWriter(&mut md5), body).expect("JSON of a map of values");
+    hex(md5)
+}
+
+/// [`revision_hash`] of a body already written out as JSON.
+fn revision_hash_of_json(deleted: bool, parent: Option<&Rev>, json: &[u8]) -> String {
+    let mut md5 = revision_hash_start(deleted, parent);
+    md5.update(json);
+    hex(md5)
+}
+
+fn revision_hash_start(deleted: bool, parent: Option<&Rev>) -> Md5 {
     let mut md5 = Md5::new();
     md5.update([deleted as u8]);
     md5.update(parent.map(|p| p.to_string()).unwrap_or_default().as_bytes());
     md5.update([0]);
-    // The body's JSON as `Value::Object(body).to_string()` writes it,
-    // streamed into the hash. Writing a map of JSON values cannot fail.
-    serde_json::to_writer(HashWriter(&mut md5), body).expect("JSON of a map of values");
+    md5
+}
+
+fn hex(md5: Md5) -> String {
     let digest = md5.finalize();
     let mut hex = String::with_capacity(32);
     for b in digest {
@@ -678,6 +752,45 @@ mod tests {
     fn bodies_are_stored_as_their_json_text() {
         for body in bodies() {
             assert_eq!(serde_json::to_vec(&body).unwrap(), Value::Object(body.clone()).to_string().into_bytes());
+        }
+    }
+
+    /// A revision made ahead of the write's lock is the one the write
+    /// would work out: same body, same JSON, same hash, for every way a
+    /// document names the revision it edits; none where the write must
+    /// look at the store (attachments) or refuses the document.
+    #[test]
+    fn a_revision_made_ahead_is_the_one_the_write_works_out() {
+        let parent = "3-0123456789abcdef0123456789abcdef";
+        let parent_rev = Rev::parse(parent).unwrap();
+        let edits: [(Value, bool, Option<&Rev>); 6] = [
+            (json!({}), false, None),
+            (json!({"_rev": parent}), false, Some(&parent_rev)),
+            (json!({"_rev": parent, "_deleted": true}), true, Some(&parent_rev)),
+            (json!({"_deleted": false, "_rev": null}), false, None),
+            // `_revisions` names the revision edited, whatever `_rev` says.
+            (json!({"_rev": "1-aa", "_revisions": {"start": 3, "ids": ["0123456789abcdef0123456789abcdef", "bb", "cc"]}}), false, Some(&parent_rev)),
+            (json!({"_id": "x", "_replication_state": "done"}), false, None),
+        ];
+        for body in bodies() {
+            for (members, deleted, base) in &edits {
+                let mut doc = body.clone();
+                doc.extend(members.as_object().unwrap().clone());
+                let ahead = RevisionAhead::of(&doc);
+                if body.contains_key("_attachments") {
+                    assert!(ahead.is_none(), "attachments come from the stored parent: {doc:?}");
+                    continue;
+                }
+                let ahead = ahead.unwrap_or_else(|| panic!("made ahead: {doc:?}"));
+                let kept: Map<String, Value> = doc.iter().filter(|(k, _)| kept_in_body(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                assert_eq!(ahead.body, kept);
+                assert_eq!(ahead.json, serde_json::to_vec(&kept).unwrap());
+                assert_eq!((ahead.deleted, ahead.base.as_ref()), (*deleted, *base));
+                assert_eq!(ahead.hash, revision_hash(*deleted, *base, &kept), "{doc:?}");
+            }
+        }
+        for refused in [json!({"_rev": "nonsense"}), json!({"_rev": 3}), json!({"_deleted": "yes"}), json!({"_revisions": {"start": 0, "ids": ["a"]}})] {
+            assert!(RevisionAhead::of(refused.as_object().unwrap()).is_none(), "{refused}");
         }
     }
 }

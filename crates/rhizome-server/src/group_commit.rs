@@ -63,7 +63,7 @@ impl GroupCommit {
     /// Writes `docs` (one request's worth) and returns their outcomes once
     /// they are durable.
     pub fn write(&self, db: &Database, docs: Vec<Map<String, Value>>, new_edits: bool) -> Outcomes {
-        let prepared = db.prepare_docs(&docs).map_err(HttpError::from)?;
+        let prepared = db.prepare_docs(&docs, new_edits).map_err(HttpError::from)?;
         let docs = docs.into_iter().zip(prepared).collect();
         let me = Arc::new(Request { docs: Mutex::new(docs), new_edits, role: Mutex::new(Role::Waiting), wake: Condvar::new() });
         {
