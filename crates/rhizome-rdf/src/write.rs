@@ -106,6 +106,12 @@ struct MaybeGone {
     pairs: FxHashSet<(TermId, TermId, bool)>,
 }
 
+/// Whether `id` was numbered by a transaction whose first new id was
+/// `first_id` (see [`StoreTransaction::is_fresh`]).
+fn is_fresh(id: TermId, first_id: u64) -> bool {
+    (id.is_blank() || id.is_in_dictionary()) && id.sequence() >= first_id
+}
+
 impl Store {
     /// Starts a write transaction (waits for other writers).
     pub fn transaction(&self) -> Result<StoreTransaction<'_>> {
@@ -406,7 +412,7 @@ impl<'a> StoreTransaction<'a> {
     /// A term this transaction numbered (a blank node or a new dictionary
     /// term): no committed quad holds it.
     fn is_fresh(&self, id: TermId) -> bool {
-        (id.is_blank() || id.is_in_dictionary()) && id.sequence() >= self.first_id
+        is_fresh(id, self.first_id)
     }
 
     /// Adds a quad; `false` if it was there already.
@@ -586,7 +592,7 @@ impl<'a> StoreTransaction<'a> {
         self.txn.put(META, meta::QUADS, &self.quads.to_be_bytes());
         self.txn.put(META, meta::TERMS, &self.terms.to_be_bytes());
         self.txn.put(META, meta::GRAPHS, &self.graphs.to_be_bytes());
-        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, .. } = self;
+        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, first_id, .. } = self;
         // `cache` is held until the end: the next writer waits for it after
         // taking the writer lock that `commit` releases.
         txn.commit()?;
@@ -611,10 +617,15 @@ impl<'a> StoreTransaction<'a> {
         let cache = &mut *cache;
         let states = &cache.value_states;
         cache.value_pairs.extend(value_pairs.into_iter().filter(|((p, _), _)| states.get(p).is_some_and(|s| *s != ValueState::Uncounted)));
+        // Pairs with a term of this transaction's own are left out: only a
+        // later write of that new term can meet them again, and a document
+        // rewritten finds them among the pairs its removals may have
+        // emptied (no seek). A new document's were most of the cache's
+        // growth, and 6% of the work all group commits wait on.
         if cache.pairs.len() + present.pairs.len() > WRITER_CACHE_ENTRIES {
             cache.pairs.clear();
         }
-        cache.pairs.extend(present.pairs);
+        cache.pairs.extend(present.pairs.into_iter().filter(|(_, term, _)| !is_fresh(*term, first_id)));
         Ok(())
     }
 }
