@@ -634,6 +634,42 @@ fn class_counts_follow_loads_writes_and_removals_and_match_a_recount() {
     }
 }
 
+#[test]
+fn class_counts_start_with_the_transaction_that_first_writes_rdf_type() {
+    // A writer remembers rdf:type's id, or that there is none, for the
+    // next: the first writer of rdf:type (not an aborted one) ends that.
+    let ty = oxrdf::NamedNode::new("http://www.w3.org/1999/02/22-rdf-syntax-ns#type").unwrap();
+    let typed = |s: &str, c: &str| Quad::new(oxrdf::NamedNode::new(format!("http://e/{s}")).unwrap(), ty.clone(), oxrdf::NamedNode::new(format!("http://e/{c}")).unwrap(), oxrdf::GraphName::DefaultGraph);
+    let plain = |s: &str| Quad::new(oxrdf::NamedNode::new(format!("http://e/{s}")).unwrap(), oxrdf::NamedNode::new("http://e/p").unwrap(), oxrdf::Literal::new_simple_literal("v"), oxrdf::GraphName::DefaultGraph);
+    for (store, _dir) in stores() {
+        let count = |store: &Store, class: &str| -> u64 {
+            let stats = store.stats().unwrap();
+            let id = store.snapshot().unwrap().lookup(oxrdf::NamedNodeRef::new(class).unwrap().into()).unwrap();
+            id.and_then(|id| stats.classes.iter().find(|(c, _)| *c == id).map(|(_, n)| *n)).unwrap_or(0)
+        };
+        let write = |quads: &[Quad], commit: bool| {
+            let mut txn = store.transaction().unwrap();
+            for q in quads {
+                let ids = txn.encode_quad(q.as_ref()).unwrap();
+                txn.insert(&ids).unwrap();
+            }
+            if commit {
+                txn.commit().unwrap();
+            }
+        };
+        write(&[plain("a")], true); // no rdf:type yet
+        write(&[typed("b", "C")], false); // aborted
+        write(&[plain("c")], true);
+        assert_eq!(count(&store, "http://e/C"), 0);
+        write(&[typed("d", "C")], true);
+        write(&[typed("e", "C"), plain("e")], true);
+        assert_eq!(count(&store, "http://e/C"), 2);
+        let kept = store.stats().unwrap().classes;
+        store.compact().unwrap();
+        assert_eq!(store.stats().unwrap().classes, kept, "the counts the writes kept are a recount's");
+    }
+}
+
 /// `http://e/{x}`: IRIs of a small universe, so random writes share,
 /// empty and refill the same pairs and predicates often.
 fn small_iri(x: u64) -> oxrdf::NamedNode {
