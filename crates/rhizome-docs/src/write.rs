@@ -319,6 +319,7 @@ impl Database {
         graph_marker: Option<&str>,
         prepared: PreparedDoc,
     ) -> WriteOutcome {
+        self.writing(id);
         let PreparedDoc { ahead, revision, .. } = prepared;
         let revision = revision.filter(|_| new_edits && graph_marker.is_none());
         validate_doc_id(id)?;

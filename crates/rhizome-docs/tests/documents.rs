@@ -211,3 +211,27 @@ fn pending_counts_the_changes_a_limit_left_out() {
     let tail = db.changes(&ChangesOptions { since: 10_004, limit: Some(1), ..Default::default() }).unwrap();
     assert_eq!((tail.rows[0]["id"].as_str(), tail.pending), (Some("d10004"), 1));
 }
+
+/// Writes skip looking for validation functions while a database has had
+/// no design document: that must never hide one, whichever way it comes
+/// (a write, a replicated revision, a store reopened with one).
+#[test]
+fn a_database_knows_it_may_have_design_documents_once_one_is_written_or_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || Database::open(dir.path(), std::sync::Arc::new(NoProjection)).unwrap();
+    {
+        let db = open();
+        assert!(!db.may_have_design_docs());
+        db.update_docs(vec![obj(json!({"_id": "plain"}))], true).unwrap();
+        assert!(!db.may_have_design_docs(), "a plain document is no design document");
+        let out = db.update_docs(vec![obj(json!({"_id": "_design/d", "_rev": "1-abc", "_revisions": {"start": 1, "ids": ["abc"]}}))], false).unwrap();
+        assert!(out[0].1.is_ok());
+        assert!(db.may_have_design_docs(), "a replicated design document counts");
+    }
+    // Reopened: found in the store.
+    assert!(open().may_have_design_docs());
+    let fresh = tempfile::tempdir().unwrap();
+    let db = Database::open(fresh.path(), std::sync::Arc::new(NoProjection)).unwrap();
+    db.update_docs(vec![obj(json!({"_id": "_design/v", "views": {}}))], true).unwrap();
+    assert!(db.may_have_design_docs());
+}

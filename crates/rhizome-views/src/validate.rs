@@ -80,6 +80,9 @@ impl Validators {
 
 /// Every design document of the database (JavaScript ones).
 pub fn design_docs(db: &Database) -> Result<Vec<DesignDoc>, DocError> {
+    if !db.may_have_design_docs() {
+        return Ok(Vec::new());
+    }
     let opts = AllDocsOptions { start_key: Some("_design/".into()), end_key: Some("_design0".into()), inclusive_end: false, include_docs: true, ..Default::default() };
     let mut out = Vec::new();
     for row in db.all_docs(&opts)?.rows {
