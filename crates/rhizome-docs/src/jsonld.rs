@@ -7,8 +7,10 @@
 //!   JSON-LD (`oxjsonld`) with its own `@context`, else the database's
 //!   default context (the `@context` of the local document
 //!   `_local/rhizome-context`), with the graph IRI as base; an update
-//!   replaces the graph, a deletion empties it. Design documents have no
-//!   graph. A document with no context
+//!   replaces the graph, a deletion empties it. A flat document (one node,
+//!   a context that is only `@vocab`, scalar values) is read without the
+//!   JSON-LD algorithms, to the same quads (`jsonld_flat`). Design
+//!   documents have no graph. A document with no context
 //!   and no JSON-LD keyword at its top level is plain JSON and has no graph.
 //! - A document whose body is its graph (loaded as RDF, or first made by
 //!   SPARQL Update or the Graph Store Protocol) stores only a marker,
@@ -268,6 +270,14 @@ impl GraphProjector for JsonLdProjector {
         if doc.contains_key(GRAPH_MARKER) {
             return Ok(None);
         }
+        // A flat document with its own vocabulary names no remote context:
+        // read at once (see `jsonld_flat`).
+        if let (Some(id), Some(own)) = (doc.get("_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")), doc.get("@context")) {
+            let iri = self.iris.graph_iri(id);
+            if let Some(quads) = crate::jsonld_flat::flat_quads(doc, own, &iri) {
+                return Ok(Some(Box::new(ParsedAhead { iri, default_context: DefaultContext::Unused, quads })));
+            }
+        }
         // Contexts anywhere in the body (nested nodes have their own too);
         // a document without one at its top uses the database's, whose
         // remote contexts were fetched when it was written.
@@ -339,9 +349,21 @@ fn replace_graph(txn: &mut StoreTransaction<'_>, iri: &str, quads: Vec<oxrdf::Qu
 
 /// The quads of a document read as JSON-LD; none for plain JSON.
 fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, contexts: &ContextStore) -> Result<Vec<oxrdf::Quad>, String> {
+    let default = match body.get("@context") {
+        Some(own) => {
+            if let Some(quads) = crate::jsonld_flat::flat_quads(body, own, iri) {
+                return Ok(quads);
+            }
+            None
+        }
+        None => default_context(reader)?,
+    };
+    if let Some(quads) = default.as_ref().and_then(|context| crate::jsonld_flat::flat_quads(body, context, iri)) {
+        return Ok(quads);
+    }
     let mut json: Map<String, Value> = body.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
     if !json.contains_key("@context") {
-        match default_context(reader)? {
+        match default {
             Some(context) => {
                 json.insert("@context".into(), context);
             }

@@ -30,6 +30,7 @@ mod graph_write;
 pub mod keys;
 mod jsonld;
 mod json_ld_view;
+mod jsonld_flat;
 mod jsonld_limits;
 pub mod mango;
 mod projector;
