@@ -36,8 +36,17 @@ fn write_triples(dir: &Path, name: &str, round: usize, n: usize) -> PathBuf {
 /// Starts a load and kills it when it reports `phase` (or, with no phase,
 /// after `delay`). Returns whether the load had finished by itself.
 fn kill_load(data: &Path, file: &Path, phase: Option<&str>, delay: Duration) -> bool {
-    let mut child = rhizome(data)
-        .args(["load", "--quiet"])
+    kill_load_into(data, None, file, phase, delay)
+}
+
+/// [`kill_load`], into database `db` (`load --db`) when given.
+fn kill_load_into(data: &Path, db: Option<&str>, file: &Path, phase: Option<&str>, delay: Duration) -> bool {
+    let mut cmd = rhizome(data);
+    cmd.args(["load", "--quiet"]);
+    if let Some(db) = db {
+        cmd.args(["--db", db]);
+    }
+    let mut child = cmd
         .arg(file)
         .env("RHIZOME_LOAD_TRACE", "1")
         .stdout(Stdio::null())
@@ -97,6 +106,40 @@ fn load_is_all_or_nothing_when_killed() {
     let file = write_triples(dir.path(), "last.nt", 99, 1000);
     output_ok(rhizome(&data).args(["load", "--quiet"]).arg(&file));
     assert_eq!(quad_count(&data), expected + 1000);
+}
+
+/// A load into a new database, killed while its subjects become
+/// documents (before and after the documents are ingested, and at several
+/// times), then run again: every subject is a document once, and the
+/// database's counters and changes agree.
+#[test]
+fn a_load_killed_while_making_documents_is_completed_by_the_next() {
+    let n = 30_000;
+    for (round, (phase, ms)) in [(Some("documents-written"), 0u64), (Some("documents-ingested"), 0), (None, 300), (None, 900), (None, 1500)].into_iter().enumerate() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let file = write_triples(dir.path(), "people.nt", round, n * 5);
+        let finished = kill_load_into(&data, Some("people"), &file, phase, Duration::from_millis(ms));
+        let again: serde_json::Value = serde_json::from_str(&output_ok(rhizome(&data).args(["load", "--quiet", "--json", "--db", "people"]).arg(&file))).unwrap();
+        let server = common::server::ServerProcess::start(&data);
+        let (status, info) = server.request("GET", "/people", Some(common::server::ADMIN), None);
+        assert_eq!(status, 200, "{info}");
+        let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+        let context = format!("killed at {phase:?} / {ms} ms (finished by itself: {finished}), loaded again: {again}");
+        assert_eq!(info["doc_count"], serde_json::json!(n), "{context}");
+        assert_eq!(info["update_seq"].as_u64().map(|s| s >= n as u64), Some(true), "{context}");
+        let (_, changes) = server.request("GET", "/people/_changes", Some(common::server::ADMIN), None);
+        let changes: serde_json::Value = serde_json::from_str(&changes).unwrap();
+        let mut ids: Vec<&str> = changes["results"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "{context}: one change per document");
+        let (status, doc) = server.request("GET", &format!("/people/{}", "http:%2F%2Fcrash.example%2Fr{round}%2Fs7".replace("{round}", &round.to_string())), Some(common::server::ADMIN), None);
+        assert_eq!(status, 200, "{context}: {doc}");
+        if phase == Some("documents-ingested") {
+            assert_eq!(again["documents_added"], serde_json::json!(0), "{context}: the documents were all there");
+        }
+    }
 }
 
 fn subjects_with(data: &Path, predicate: &str) -> std::collections::BTreeSet<u64> {

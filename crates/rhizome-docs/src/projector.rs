@@ -62,6 +62,15 @@ pub trait GraphProjector: Send + Sync {
         self.project(txn, doc_id, Some(winner))
     }
 
+    /// Whether [`GraphProjector::project`] does anything for a document
+    /// whose body is its graph (`{"_graph": IRI}`, such as one made from
+    /// a loaded graph). When it does not, a first load's documents are
+    /// written as sorted runs, outside transactions (see
+    /// `Database::adopt_graphs`).
+    fn projects_graph_bodies(&self, _doc_id: &str) -> bool {
+        false
+    }
+
     /// The remote contexts the projection reads, if any (for RDF writes
     /// that give a JSON document back its shape).
     fn contexts(&self) -> Option<&crate::contexts::ContextStore> {

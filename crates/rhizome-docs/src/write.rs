@@ -10,7 +10,7 @@
 
 use crate::keys::{self, body_key, meta, DocInfo, ATTACHMENTS, BODIES, DB_META, DOCS, SEQS};
 use crate::graph_write::{EmptiedGraphs, GraphRevision};
-use crate::{Database, DocError, Result, Rev};
+use crate::{Database, DocError, Result, Rev, RevTree};
 use base64::Engine;
 use md5::{Digest, Md5};
 use rhizome_rdf::StoreTransaction;
@@ -248,19 +248,55 @@ impl Database {
 
     /// Makes every graph of the store that has no document (RDF loaded in
     /// bulk: a subject's triples, an N-Quads graph) a document whose body
-    /// is its graph. Commits every `batch` documents; `progress` gets the
-    /// count so far. Returns how many documents were created.
-    pub fn adopt_graphs(&self, batch: usize, mut progress: impl FnMut(u64)) -> Result<u64> {
-        let snapshot = self.store.snapshot()?;
-        let graphs = rhizome_rdf::index::graph_names(snapshot.kv())?;
-        // A database with no documents yet (a first load) has none of the
-        // ids below, each its own graph's: nothing to look for.
-        let had_documents = {
+    /// is its graph. After a database's first load (no document yet), the
+    /// new documents' records are written as sorted runs and ingested, a
+    /// chunk at a time (see `adopt_as_runs`); otherwise, and for documents
+    /// whose projection has work to do (LDP resources), through
+    /// transactions of `batch` documents. `progress` gets the count so
+    /// far. Returns how many documents were created.
+    pub fn adopt_graphs(&self, batch: usize, progress: impl FnMut(u64)) -> Result<u64> {
+        // Up to some hundreds of MB of ids and records in memory at once.
+        self.adopt_graphs_with(batch, progress, Some(2_000_000))
+    }
+
+    /// [`Database::adopt_graphs`] with sorted runs of `runs` documents, or
+    /// (`None`) through transactions only (the tests compare the two).
+    fn adopt_graphs_with(&self, batch: usize, mut progress: impl FnMut(u64), runs: Option<usize>) -> Result<u64> {
+        let (graphs, had_documents) = {
+            let snapshot = self.store.snapshot()?;
+            let graphs = rhizome_rdf::index::graph_names(snapshot.kv())?;
+            // A database with no documents yet (a first load) has none of
+            // the ids below, each its own graph's: nothing to look for.
             let mut cursor = snapshot.kv().cursor(DOCS, &[], None);
             cursor.seek_first();
-            cursor.valid()
+            (graphs, cursor.valid())
         };
-        let mut adopted = 0;
+        let (mut adopted, mut chunks, mut graphs) = (0, 0, graphs);
+        if let Some(chunk) = runs.filter(|_| !had_documents) {
+            (adopted, chunks, graphs) = self.adopt_as_runs(graphs, chunk, &mut progress)?;
+        }
+        let before = adopted;
+        let adopted = self.adopt_in_transactions(&graphs, batch, adopted, had_documents || adopted > 0, &mut progress)?;
+        if !had_documents && (adopted > before || chunks > 1) {
+            // Records written through transactions sit in the levels above
+            // the loaded quads, and a second chunk of runs above the first:
+            // every read of a document would search two levels. Moved down,
+            // one (measured on full Pokec right after a load: 58-62k ->
+            // 65-68k reads/s). Only after a first load: in a database that
+            // had documents, this would rewrite all their records, whatever
+            // the load's size. (One chunk of runs lands at the bottom.)
+            self.store.settle(DOCS, DB_META)?;
+        }
+        Ok(adopted)
+    }
+
+    /// Adopts `graphs` through transactions of `batch` documents, skipping
+    /// ids that have a document when `check`.
+    fn adopt_in_transactions(&self, graphs: &[rhizome_rdf::TermId], batch: usize, mut adopted: u64, check: bool, progress: &mut dyn FnMut(u64)) -> Result<u64> {
+        if graphs.is_empty() {
+            return Ok(adopted);
+        }
+        let snapshot = self.store.snapshot()?;
         for chunk in graphs.chunks(batch.max(1)) {
             // The chunk's IRIs in one walk of the dictionary (graph ids are
             // sorted), not a point read each.
@@ -275,35 +311,138 @@ impl Database {
             let mut counters = Counters::read(&txn)?;
             for iri in iris {
                 let id = self.projector.doc_id(iri.as_str()).unwrap_or_else(|| iri.as_str().to_owned());
-                if validate_doc_id(&id).is_err() || (had_documents && txn.kv().get(DOCS, id.as_bytes())?.is_some()) {
+                if validate_doc_id(&id).is_err() || (check && txn.kv().get(DOCS, id.as_bytes())?.is_some()) {
                     continue;
                 }
                 let mut doc = Map::new();
                 doc.insert("_id".into(), Value::String(id.clone()));
-                self.write_one(&mut txn, &mut counters, &id, doc, true, Some(iri.as_str()), PreparedDoc::default())?;
-                adopted += 1;
+                match self.write_one(&mut txn, &mut counters, &id, doc, true, Some(iri.as_str()), PreparedDoc::default()) {
+                    Ok(_) => adopted += 1,
+                    // Two graphs with one document id (`<base>/<db>/` and
+                    // an IRI percent-encoded after it): the first has it.
+                    Err(DocError::Conflict) => {}
+                    Err(e) => return Err(e),
+                }
             }
             counters.write(&mut txn);
             txn.clear_touched_graphs();
             txn.commit()?;
             progress(adopted);
         }
-        // No snapshot may outlive the new records while they are moved
-        // down: RocksDB keeps the sequence numbers of keys a live snapshot
-        // may need, and later rewrites those bottom files once more just to
-        // zero them (measured after a full Pokec load: 2.1 s of CPU, during
-        // the first writes).
-        drop(snapshot);
-        if adopted > 0 && !had_documents {
-            // The new documents' records went through transactions, so they
-            // sit in the levels above the loaded quads: every read of a
-            // document would search two levels. Moved down, one (measured on
-            // full Pokec right after a load: 58-62k -> 65-68k reads/s). Only
-            // after a first load: in a database that had documents, this
-            // would rewrite all their records, whatever the load's size.
-            self.store.settle(DOCS, DB_META)?;
-        }
         Ok(adopted)
+    }
+
+    /// The first load's documents as sorted runs: under the store's writer
+    /// lock, each chunk of graphs becomes the `DOCS`, `BODIES` and `SEQS`
+    /// records and counters that [`Database::write_one`] would write for
+    /// it (a graph-bodied first revision each), ingested in one atomic
+    /// step that lands them at the bottom of the store. Writing them
+    /// through transactions (memtables, flushes, compactions, then a
+    /// settle) took 36 s of a 137 s full Pokec load. Returns the documents
+    /// adopted, the chunks ingested, and the graphs left for transactions
+    /// (those whose projection has work to do: LDP resources).
+    fn adopt_as_runs(&self, graphs: Vec<rhizome_rdf::TermId>, chunk_size: usize, progress: &mut dyn FnMut(u64)) -> Result<(u64, usize, Vec<rhizome_rdf::TermId>)> {
+        let (mut adopted, mut chunks, mut left) = (0, 0, Vec::new());
+        for chunk in graphs.chunks(chunk_size.max(1)) {
+            let bulk = self.store.bulk_writer()?;
+            let kv = bulk.snapshot().clone();
+            let read = |k: &[u8]| -> Result<u64> { keys::u64_value(kv.get(DB_META, k)?, "counter") };
+            let (mut update_seq, doc_count, doc_del_count, revs_limit) = (read(meta::UPDATE_SEQ)?, read(meta::DOC_COUNT)?, read(meta::DOC_DEL_COUNT)?, read(meta::REVS_LIMIT)?.max(1));
+            // Later chunks (a large load, the writer lock given up between
+            // chunks) look for documents written meanwhile.
+            let check = chunks > 0;
+            let mut iris = Vec::with_capacity(chunk.len());
+            let mut terms = chunk.to_vec();
+            rhizome_rdf::term::Dictionary::decode_many(kv.as_ref(), &mut terms, |id, term| {
+                if let oxrdf::Term::NamedNode(iri) = term {
+                    iris.push((id, iri));
+                }
+            })?;
+            // Each document: its id, its graph's IRI where that differs,
+            // and its revision's hash.
+            let mut docs: Vec<(Box<str>, Option<Box<str>>, String)> = Vec::with_capacity(iris.len());
+            for (term, iri) in iris {
+                let iri = iri.into_string();
+                let id = self.projector.doc_id(&iri).unwrap_or_else(|| iri.clone());
+                if validate_doc_id(&id).is_err() || (check && kv.get(DOCS, id.as_bytes())?.is_some()) {
+                    continue;
+                }
+                // Design documents (which writes keep a flag for) and
+                // documents whose projection has work to do.
+                if id.starts_with("_design/") || self.projector.projects_graph_bodies(&id) {
+                    left.push(term);
+                    continue;
+                }
+                let body = Map::from_iter([(crate::jsonld::GRAPH_MARKER.to_owned(), Value::String(iri.clone()))]);
+                let hash = revision_hash(false, None, &body);
+                let iri = (iri != id).then(|| iri.into_boxed_str());
+                docs.push((id.into_boxed_str(), iri, hash));
+            }
+            // Two graphs with one document id: the first in graph order has
+            // it, as through transactions.
+            let by_id = |docs: &[(Box<str>, Option<Box<str>>, String)]| {
+                let mut order: Vec<u32> = (0..docs.len() as u32).collect();
+                order.sort_unstable_by(|a, b| docs[*a as usize].0.cmp(&docs[*b as usize].0).then(a.cmp(b)));
+                order
+            };
+            let mut order = by_id(&docs);
+            let taken: Vec<u32> = order.windows(2).filter(|w| docs[w[0] as usize].0 == docs[w[1] as usize].0).map(|w| w[1]).collect();
+            if !taken.is_empty() {
+                let taken: std::collections::HashSet<u32> = taken.into_iter().collect();
+                docs = docs.into_iter().enumerate().filter(|(i, _)| !taken.contains(&(*i as u32))).map(|(_, d)| d).collect();
+                order = by_id(&docs);
+            }
+            if docs.is_empty() {
+                continue;
+            }
+            // Sequence numbers in graph order, as transactions give them.
+            let first_seq = update_seq + 1;
+            update_seq += docs.len() as u64;
+            let record = |i: usize| -> (Rev, Vec<u8>, Vec<u8>) {
+                let (id, iri, hash) = &docs[i];
+                let iri = iri.as_deref().unwrap_or(id);
+                let mut tree = RevTree::new();
+                let rev = tree.edit(None, hash, false).expect("a first revision of a new tree");
+                tree.stem(revs_limit as usize);
+                let info = DocInfo { seq: first_seq + i as u64, winner: rev.clone(), deleted: false, graph_body: Some(iri.to_owned()), tree };
+                let body = Map::from_iter([(crate::jsonld::GRAPH_MARKER.to_owned(), Value::String(iri.to_owned()))]);
+                (rev, info.to_bytes(id), serde_json::to_vec(&body).expect("JSON of a map of strings"))
+            };
+            let mut runs = Vec::new();
+            // DOCS by id; BODIES by (id length, id, revision), as
+            // `body_key` orders them; SEQS in sequence order.
+            let mut run = bulk.sorted_run_writer(DOCS)?;
+            for &i in &order {
+                run.put(docs[i as usize].0.as_bytes(), &record(i as usize).1)?;
+            }
+            runs.push(run.finish()?);
+            order.sort_by_key(|i| docs[*i as usize].0.len());
+            let mut run = bulk.sorted_run_writer(BODIES)?;
+            for &i in &order {
+                let (rev, _, body) = record(i as usize);
+                run.put(&body_key(&docs[i as usize].0, &rev), &body)?;
+            }
+            runs.push(run.finish()?);
+            let mut run = bulk.sorted_run_writer(SEQS)?;
+            for (i, (id, ..)) in docs.iter().enumerate() {
+                run.put(&(first_seq + i as u64).to_be_bytes(), id.as_bytes())?;
+            }
+            runs.push(run.finish()?);
+            // The counters, in key order.
+            let mut run = bulk.sorted_run_writer(DB_META)?;
+            run.put(meta::DOC_COUNT, &(doc_count + docs.len() as u64).to_be_bytes())?;
+            run.put(meta::DOC_DEL_COUNT, &doc_del_count.to_be_bytes())?;
+            run.put(meta::UPDATE_SEQ, &update_seq.to_be_bytes())?;
+            runs.push(run.finish()?);
+            drop(kv);
+            trace("documents-written");
+            bulk.ingest(runs)?;
+            trace("documents-ingested");
+            adopted += docs.len() as u64;
+            chunks += 1;
+            progress(adopted);
+        }
+        Ok((adopted, chunks, left))
     }
 
     /// `graph_marker`: the document's body is its graph, this IRI (an RDF
@@ -494,6 +633,14 @@ impl Database {
             _ => self.projector.project(txn, id, winner.as_ref()),
         };
         projected.map_err(|reason| DocError::Projection { id: id.to_owned(), reason })
+    }
+}
+
+/// Marks a phase of adoption on stderr when RHIZOME_LOAD_TRACE is set (as
+/// the loader's own phases), so that crash tests can kill it there.
+fn trace(phase: &str) {
+    if std::env::var_os("RHIZOME_LOAD_TRACE").is_some() {
+        eprintln!("rhizome-load-phase: {phase}");
     }
 }
 
@@ -759,6 +906,107 @@ mod tests {
     fn bodies_are_stored_as_their_json_text() {
         for body in bodies() {
             assert_eq!(serde_json::to_vec(&body).unwrap(), Value::Object(body.clone()).to_string().into_bytes());
+        }
+    }
+
+    /// A first load's documents made as sorted runs are, key for key, the
+    /// records transactions make (in one chunk and in several): graphs
+    /// outside the database's prefix and under it, an id two graphs name
+    /// (the first has it), ids refused, a blank graph. With documents left
+    /// to transactions (a design document, and those whose projection has
+    /// work to do) the same documents, revisions and bodies, numbered in
+    /// another order.
+    #[test]
+    fn a_first_loads_documents_as_runs_are_the_records_transactions_make() {
+        struct Watching {
+            inner: crate::JsonLdProjector,
+            projected: std::sync::atomic::AtomicUsize,
+            busy: bool,
+        }
+        impl crate::GraphProjector for Watching {
+            fn project(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: Option<&Map<String, Value>>) -> std::result::Result<(), String> {
+                self.projected.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                self.inner.project(txn, doc_id, winner)
+            }
+            fn doc_id(&self, graph_iri: &str) -> Option<String> {
+                self.inner.doc_id(graph_iri)
+            }
+            fn projects_graph_bodies(&self, doc_id: &str) -> bool {
+                self.busy && doc_id.ends_with('7')
+            }
+        }
+        type Records = Vec<(rhizome_kv::Keyspace, Vec<u8>, Vec<u8>)>;
+        let adopt = |nq: &str, busy: bool, runs: Option<usize>| -> (u64, Records, usize, Database) {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("data.nq");
+            std::fs::write(&file, nq).unwrap();
+            let projector = std::sync::Arc::new(Watching { inner: crate::JsonLdProjector::new(crate::DocumentIris::new("http://localhost:5984", "db")), projected: Default::default(), busy });
+            let db = Database::memory_with(projector.clone());
+            db.store().load(&[rhizome_rdf::LoadInput { path: file }], &rhizome_rdf::LoadOptions::default()).unwrap();
+            let adopted = db.adopt_graphs_with(3, |_| {}, runs).unwrap();
+            let snapshot = db.store().snapshot().unwrap();
+            let mut records = Vec::new();
+            for ks in [DOCS, SEQS, BODIES, DB_META] {
+                let mut c = snapshot.kv().cursor(ks, &[], None);
+                c.seek_first();
+                while c.valid() {
+                    records.push((ks, c.key().to_vec(), c.value().to_vec()));
+                    c.next();
+                }
+            }
+            drop(snapshot);
+            (adopted, records, projector.projected.load(std::sync::atomic::Ordering::SeqCst), db)
+        };
+        let first_difference = |a: &Records, b: &Records| a.iter().zip(b).position(|(x, y)| x != y).map(|i| (a[i].clone(), b[i].clone())).or((a.len() != b.len()).then(|| ((DOCS, vec![], a.len().to_be_bytes().to_vec()), (DOCS, vec![], b.len().to_be_bytes().to_vec()))));
+        let mut nq = String::new();
+        for i in 0..40 {
+            nq.push_str(&format!("<http://example.org/s{i}> <http://example.org/p> \"{i}\" .\n"));
+        }
+        for g in ["people%20x", "http%3A%2F%2Fexample.org%2Fs3", "_foo", "caf%C3%A9"] {
+            nq.push_str(&format!("<http://example.org/o> <http://example.org/p> \"in {g}\" <http://localhost:5984/db/{g}> .\n"));
+        }
+        nq.push_str("<http://example.org/o> <http://example.org/p> \"blank\" _:g .\n");
+        let (adopted, records, projected, _) = adopt(&nq, false, None);
+        // 40 subjects and three graphs under the prefix (not `_foo`, and
+        // `s3` once); a blank graph none.
+        assert_eq!((adopted, projected), (42, 42));
+        for chunk in [1_000, 7] {
+            let (runs_adopted, runs_records, runs_projected, db) = adopt(&nq, false, Some(chunk));
+            assert_eq!((runs_adopted, runs_projected), (adopted, 0), "chunks of {chunk}");
+            assert_eq!(first_difference(&runs_records, &records), None, "chunks of {chunk}");
+            assert_eq!(db.adopt_graphs(3, |_| {}).unwrap(), 0, "adoption is idempotent");
+            let doc = db.get_doc("http://example.org/s3", &crate::ReadOptions::default()).unwrap();
+            assert_eq!(doc["@graph"][0]["@id"], json!("http://example.org/s3"));
+        }
+        // Left to transactions: the same documents, numbered after the others.
+        nq.push_str("<http://example.org/o> <http://example.org/p> \"design\" <http://localhost:5984/db/_design%2Fv> .\n");
+        let without_seqs = |records: &Records| -> Records {
+            let mut out: Records = records
+                .iter()
+                .filter(|(ks, ..)| *ks != SEQS)
+                .map(|(ks, k, v)| match *ks {
+                    DOCS => {
+                        let id = std::str::from_utf8(k).unwrap();
+                        let mut info = DocInfo::from_bytes(id, v).unwrap();
+                        info.seq = 0;
+                        (*ks, k.clone(), info.to_bytes(id))
+                    }
+                    _ => (*ks, k.clone(), v.clone()),
+                })
+                .collect();
+            out.extend(records.iter().filter(|(ks, ..)| *ks == SEQS).map(|(ks, _, v)| (*ks, vec![], v.clone())));
+            out.sort();
+            out
+        };
+        let (adopted, records, _, _) = adopt(&nq, true, None);
+        assert_eq!(adopted, 43);
+        for chunk in [1_000, 7] {
+            let (runs_adopted, runs_records, runs_projected, db) = adopt(&nq, true, Some(chunk));
+            assert_eq!(runs_adopted, adopted, "chunks of {chunk}");
+            // s7, s17, s27, s37 and the design document, through transactions.
+            assert_eq!(runs_projected, 5, "chunks of {chunk}");
+            assert_eq!(first_difference(&without_seqs(&runs_records), &without_seqs(&records)), None, "chunks of {chunk}");
+            assert!(db.may_have_design_docs(), "a design document is known as one");
         }
     }
 

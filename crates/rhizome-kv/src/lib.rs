@@ -22,7 +22,7 @@ pub use backend::memory::{memory_run_writer, MemoryBackend};
 pub use backend::rocks::{Compression, RocksBackend, RocksOptions};
 pub use backend::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteOp};
 pub use error::{Error, Result};
-pub use kv::Kv;
+pub use kv::{BulkWriter, Kv};
 pub use transaction::Transaction;
 
 /// A keyspace: an independent ordered map of keys. Backends map keyspaces to

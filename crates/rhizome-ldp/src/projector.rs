@@ -90,6 +90,11 @@ impl GraphProjector for LdpProjector {
         self.inner.check_local(id, doc)
     }
 
+    /// An LDP resource's document keeps the LDP index, whatever its body.
+    fn projects_graph_bodies(&self, doc_id: &str) -> bool {
+        self.inner.projects_graph_bodies(doc_id) || LdpPath::from_iri(&self.root, doc_id).is_some_and(|p| p.iri(&self.root) == doc_id)
+    }
+
     fn prepare(&self, reader: &dyn rhizome_kv::KvRead, doc: &Map<String, Value>) -> Result<Option<rhizome_docs::Prepared>, String> {
         self.inner.prepare(reader, doc)
     }

@@ -162,6 +162,15 @@ impl Store {
         crate::stats::refresh(self)
     }
 
+    /// The store's writer lock for a layer above that writes keyspaces of
+    /// its own as sorted runs (documents made from a first load's graphs,
+    /// `rhizome-docs`), ingested at once. Never for the RDF keyspaces:
+    /// their counters and caches are kept by [`Store::load`] and
+    /// transactions.
+    pub fn bulk_writer(&self) -> Result<rhizome_kv::BulkWriter<'_>> {
+        Ok(self.kv.bulk_writer()?)
+    }
+
     /// See [`rhizome_kv::Kv::settle`].
     pub fn settle(&self, from: rhizome_kv::Keyspace, to: rhizome_kv::Keyspace) -> Result<()> {
         Ok(self.kv.settle(from, to)?)
