@@ -110,6 +110,38 @@ fn load_quads_dump_and_stats_work_together() {
     assert_eq!(output_ok(rhizome(&data).args(["quads", "--count"])).trim(), total.to_string());
 }
 
+/// A load that spills sorted runs (a 1 MiB buffer) holds what a load in
+/// memory holds, counters and dump alike; a buffer size that is not one is
+/// refused before anything is read.
+#[test]
+fn a_load_buffer_too_small_for_the_file_spills_and_loads_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("many.nt");
+    let mut nt = String::new();
+    for i in 0..60_000 {
+        nt.push_str(&format!("<http://e/s{}> <http://e/p{}> <http://e/o{}> .\n", i % 7_919, i % 13, i % 5_003));
+    }
+    std::fs::write(&file, nt).unwrap();
+    let mut dumps = Vec::new();
+    for buffer in [None, Some("1048576")] {
+        let data = dir.path().join(format!("db-{buffer:?}"));
+        let mut cmd = rhizome(&data);
+        if let Some(b) = buffer {
+            cmd.env("RHIZOME_LOAD_BUFFER_BYTES", b);
+        }
+        let loaded: serde_json::Value = serde_json::from_str(&output_ok(cmd.args(["load", "--json"]).arg(&file))).unwrap();
+        assert_eq!(loaded["quads_added"].as_u64(), Some(60_000), "{loaded}");
+        assert_eq!(output_ok(rhizome(&data).args(["quads", "--count"])).trim(), "60000");
+        let stats: serde_json::Value = serde_json::from_str(&output_ok(rhizome(&data).args(["stats", "--predicates"]))).unwrap();
+        let mut dump: Vec<String> = output_ok(rhizome(&data).args(["dump", "--format", "nquads"])).lines().map(str::to_owned).collect();
+        dump.sort();
+        dumps.push((dump, stats["per_predicate"].clone()));
+    }
+    assert!(dumps[0] == dumps[1], "a spilled load differs from one in memory");
+    let o = run(rhizome(&dir.path().join("db-bad")).env("RHIZOME_LOAD_BUFFER_BYTES", "lots").arg("load").arg(&file));
+    assert!(!o.status.success() && stderr(&o).contains("RHIZOME_LOAD_BUFFER_BYTES"), "{}", stderr(&o));
+}
+
 #[test]
 fn stdin_loads_with_a_format() {
     let dir = tempfile::tempdir().unwrap();

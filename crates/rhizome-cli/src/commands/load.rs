@@ -52,6 +52,14 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     }
     options.lenient = args.lenient;
     options.progress = !args.quiet && std::io::stderr().is_terminal();
+    if let Ok(v) = std::env::var("RHIZOME_LOAD_BUFFER_BYTES") {
+        options.run_buffer_bytes = v
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1 << 20..=1 << 40).contains(n))
+            .with_context(|| format!("RHIZOME_LOAD_BUFFER_BYTES={v:?}: expected a number of bytes from 1048576 (1 MiB) to 2^40"))?;
+    }
     // Check the inputs before creating a store a failed load would leave.
     for f in &args.files {
         if f.as_os_str() != "-" && !f.is_file() {

@@ -4,9 +4,11 @@
 //! A load holds the store's writer lock and makes its data visible in one
 //! atomic ingestion at the end (one RocksDB MANIFEST edit covering every
 //! keyspace), so a failed or killed load leaves the store exactly as it was.
-//! Memory: the run buffer (`run_buffer_bytes`, default 1 GiB; beyond it runs
-//! spill to a temporary folder beside the store) plus about 100 bytes per
-//! distinct new term. A file larger than memory loads; what must fit is the
+//! Memory: the run buffer (`run_buffer_bytes`, default 1 GiB, the CLI's
+//! `RHIZOME_LOAD_BUFFER_BYTES`; beyond it runs spill to a temporary folder
+//! beside the store, sorted and written one ordering per core, each from
+//! its own copy of the buffer), plus about 100 bytes per distinct new
+//! term. A file larger than memory loads; what must fit is the
 //! set of its distinct new terms.
 
 mod blank_owners;
@@ -316,8 +318,9 @@ impl Store {
                             );
                         }
                         let dir = spill_dir.as_ref().expect("just made").path();
-                        triples.spill(dir, existing)?;
-                        quads.spill(dir, existing)
+                        let threads = options.parse_threads.clamp(1, 4);
+                        triples.spill(dir, existing, threads)?;
+                        quads.spill(dir, existing, threads)
                     })();
                     if let Err(e) = spilled {
                         result = Err(e);

@@ -71,26 +71,46 @@ impl<const N: usize> Family<N> {
         Ok(())
     }
 
-    /// Writes the (prepared) buffer as one sorted run file per ordering.
-    pub fn spill(&mut self, dir: &Path, existing: Option<(&dyn KvRead, u64)>) -> Result<()> {
+    /// Writes the (prepared) buffer as one sorted run file per ordering,
+    /// `threads` orderings at a time (each sorts its own copy of the
+    /// buffer: the parse waits meanwhile, so the cores are free).
+    pub fn spill(&mut self, dir: &Path, existing: Option<(&dyn KvRead, u64)>, threads: usize) -> Result<()> {
         self.prepare(existing)?;
         let buffer = std::mem::take(&mut self.buffer);
-        for (i, ordering) in self.orderings.iter().enumerate() {
-            let mut keys: Vec<[u64; N]> = buffer.iter().map(|q| permute(q, ordering)).collect();
-            keys.sort_unstable();
-            let path = dir.join(format!("{}-{}.run", ordering.name(), self.spills[i].len()));
-            let io = |source| Error::Io { path: path.clone(), source };
-            let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&path).map_err(io)?);
-            for k in &keys {
-                for id in k {
-                    w.write_all(&id.to_le_bytes()).map_err(io)?;
-                }
+        let jobs: Vec<(usize, &Ordering, PathBuf)> =
+            self.orderings.iter().enumerate().map(|(i, ordering)| (i, ordering, dir.join(format!("{}-{}.run", ordering.name(), self.spills[i].len())))).collect();
+        let jobs = std::sync::Mutex::new(jobs);
+        let written = std::sync::Mutex::new(Vec::new());
+        let buffer = &buffer;
+        std::thread::scope(|scope| {
+            for _ in 0..threads.max(1) {
+                scope.spawn(|| loop {
+                    let Some((i, ordering, path)) = jobs.lock().unwrap_or_else(|p| p.into_inner()).pop() else { return };
+                    let result = write_run_file(&sorted_keys(buffer, ordering), &path);
+                    written.lock().unwrap_or_else(|p| p.into_inner()).push((i, path, result));
+                });
             }
-            w.flush().map_err(io)?;
+        });
+        let mut written = written.into_inner().unwrap_or_else(|p| p.into_inner());
+        written.sort_by_key(|(i, ..)| *i);
+        for (i, path, result) in written {
+            result?;
             self.spills[i].push(path);
         }
         Ok(())
     }
+}
+
+/// Writes sorted keys to a run file (ids little-endian, N per key).
+fn write_run_file<const N: usize>(keys: &[[u64; N]], path: &Path) -> Result<()> {
+    let io = |source| Error::Io { path: path.to_owned(), source };
+    let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(io)?);
+    for k in keys {
+        for id in k {
+            w.write_all(&id.to_le_bytes()).map_err(io)?;
+        }
+    }
+    w.flush().map_err(io)
 }
 
 /// A source of sorted keys for the merge.
