@@ -480,10 +480,9 @@ pub(crate) fn write_graph_json(kv: &dyn KvRead, graph_iri: &str, snapshot: &Stor
             missing.push(id);
         }
     }
-    Dictionary::decode_many(kv, &mut missing, |id, term| {
+    cache.decode_missing(kv, &mut missing, |id, term| {
         if let Ok(i) = ids.binary_search(&id) {
-            forms[i] = TermJson::write(&term, &mut written);
-            cache.insert(id, term);
+            forms[i] = TermJson::write(term, &mut written);
         }
     })?;
     let form = |id: TermId| -> crate::Result<&TermJson> { ids.binary_search(&id).ok().and_then(|i| forms[i].as_ref()).ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?} of graph {graph_iri}"))) };
@@ -678,14 +677,15 @@ impl GraphTerms {
                 missing.push(id);
             }
         }
-        Dictionary::decode_many(kv, &mut missing, |id, t| {
+        let mut found = |id: TermId, t: &Term| {
             if let Ok(i) = ids.binary_search(&id) {
-                if let Some(c) = cache {
-                    c.insert(id, t.clone());
-                }
-                terms[i] = Some(t);
+                terms[i] = Some(t.clone());
             }
-        })?;
+        };
+        match cache {
+            Some(c) => c.decode_missing(kv, &mut missing, found)?,
+            None => Dictionary::decode_many(kv, &mut missing, |id, t| found(id, &t))?,
+        }
         Ok(GraphTerms { ids, terms })
     }
 

@@ -279,10 +279,7 @@ impl StoreSnapshot {
                 missing.push(id);
             }
         }
-        Dictionary::decode_many(self.snapshot.as_ref(), &mut missing, |id, t| {
-            self.terms.insert(id, t.clone());
-            out(id, t);
-        })
+        self.terms.decode_missing(self.snapshot.as_ref(), &mut missing, |id, t| out(id, t.clone()))
     }
 
     /// The decoded terms shared by the store's snapshots (see

@@ -967,3 +967,59 @@ fn a_term_looked_up_absent_then_encoded_is_created_once() {
         assert_eq!(all_quads(&store).iter().filter(|x| **x == q).count(), 1);
     }
 }
+
+/// The shared term cache decodes whole chunks of the dictionary once every
+/// id in them is committed (its dense table). Every term read back through
+/// it, in batches and one at a time, from old and new snapshots, is the
+/// term written: across chunk boundaries, with IRIs, strings and typed
+/// literals (in the table) mixed with language-tagged strings and blank
+/// nodes (not in it), and with terms committed after a chunk was read.
+#[test]
+fn terms_read_through_the_dense_table_are_the_terms_written() {
+    use oxrdf::{BlankNode, Literal, NamedNode};
+    let term = |i: u64| -> Term {
+        match i % 5 {
+            0 => NamedNode::new_unchecked(format!("http://e/n{i}")).into(),
+            1 => Literal::new_simple_literal(format!("a string longer than seven bytes {i}")).into(),
+            2 => Literal::new_language_tagged_literal_unchecked(format!("mot {i}"), "fr").into(),
+            3 => Literal::new_typed_literal(format!("v{i}"), NamedNode::new_unchecked("http://e/type")).into(),
+            _ => BlankNode::new_unchecked(format!("x{i}")).into(),
+        }
+    };
+    let write = |store: &Store, range: std::ops::Range<u64>| -> Vec<(TermId, Term)> {
+        let mut txn = store.transaction().unwrap();
+        let mut written = Vec::new();
+        for i in range {
+            let quad = Quad::new(oxrdf::NamedNode::new_unchecked("http://e/s"), oxrdf::NamedNode::new_unchecked("http://e/p"), term(i), GraphName::DefaultGraph);
+            let ids = txn.encode_quad(quad.as_ref()).unwrap();
+            txn.insert(&ids).unwrap();
+            if ids[2].is_in_dictionary() {
+                written.push((ids[2], quad.object));
+            }
+        }
+        txn.commit().unwrap();
+        written
+    };
+    let check = |snapshot: &rhizome_rdf::StoreSnapshot, written: &[(TermId, Term)]| {
+        let mut ids: Vec<TermId> = written.iter().map(|(id, _)| *id).collect();
+        let mut read = std::collections::HashMap::new();
+        snapshot.decode_many(&mut ids, |id, t| assert!(read.insert(id, t).is_none(), "{id:?} given twice")).unwrap();
+        for (id, t) in written {
+            assert_eq!(read.get(id), Some(t), "{id:?} in a batch");
+            assert_eq!(snapshot.decode(*id).unwrap().as_ref(), Some(t), "{id:?} alone");
+        }
+    };
+    for (store, _dir) in stores() {
+        let mut written = write(&store, 0..2500);
+        let old = store.snapshot().unwrap();
+        check(&old, &written);
+        let dense = old.term_cache().dense_terms();
+        assert!(dense >= 1000, "the complete chunks are in the table: {dense} terms");
+        assert!(dense < 2000, "the chunk still being numbered is not: {dense} terms");
+        written.extend(write(&store, 2500..4000));
+        check(&store.snapshot().unwrap(), &written);
+        assert!(store.snapshot().unwrap().term_cache().dense_terms() > dense, "a chunk completed later is read then");
+        // A snapshot from before the second write still reads its terms.
+        check(&old, &written[..written.iter().position(|(_, t)| *t == term(2500)).unwrap_or(written.len())]);
+    }
+}

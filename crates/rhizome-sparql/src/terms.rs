@@ -160,7 +160,7 @@ impl<'a> TermSpace<'a> {
         // `decode` then clones a term once, not once per cache.
         if let Some(shared) = &self.shared {
             ids.retain(|id| id.is_in_dictionary() && !shared.touch(*id));
-            Dictionary::decode_many(self.reader, &mut ids, |id, term| shared.insert(id, term))?;
+            shared.decode_missing(self.reader, &mut ids, |_, _| {})?;
             return Ok(());
         }
         {

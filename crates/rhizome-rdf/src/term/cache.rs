@@ -9,10 +9,15 @@
 //! the cache. A write transaction's own new ids are not committed yet and
 //! an aborted one would hand them out again, so transactions do not use it.
 
-use super::TermId;
+use super::dictionary::{decode_term, Dictionary};
+use super::{tag, TermId};
+use crate::index::layout::{meta, ID2TERM};
+use crate::Result;
 use oxrdf::Term;
+use rhizome_kv::KvRead;
 use rustc_hash::FxHashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 const SHARDS: usize = 16;
 
@@ -59,11 +64,117 @@ impl Shard {
 
 pub struct TermCache {
     shards: Vec<Mutex<Shard>>,
+    dense: DenseTable,
 }
 
 impl Default for TermCache {
     fn default() -> Self {
-        TermCache { shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect() }
+        TermCache { shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(), dense: DenseTable::new(dense_budget()) }
+    }
+}
+
+/// Dictionary ids per chunk of [`DenseTable`].
+const CHUNK_IDS: u64 = 1024;
+/// Chunks per leaf of the table's two-level index.
+const LEAF_CHUNKS: usize = 1 << 14;
+/// Leaves: the table covers sequence numbers below 2^36 (64G terms);
+/// terms above are cached by the shards alone.
+const LEAVES: usize = 1 << 12;
+
+/// The bytes the dense table may hold: a quarter of `RHIZOME_CACHE_BYTES`
+/// (the block cache's setting, 256 MiB when unset), so 64 MiB by default
+/// (some 600k terms) and 1 GiB at 4 GiB (the 6.2M terms of Pokec).
+fn dense_budget() -> usize {
+    static BYTES: OnceLock<usize> = OnceLock::new();
+    *BYTES.get_or_init(|| {
+        let bytes = std::env::var("RHIZOME_CACHE_BYTES").ok().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
+        bytes.max(256 << 20) / 4
+    })
+}
+
+/// Whole chunks of the dictionary, indexed by sequence number: a term
+/// found here costs two pointer loads and the term itself, without a lock
+/// or a hash probe (in a profile of document reads at full Pokec scale,
+/// the shards' locks and probes, each a cache miss in tables of hundreds
+/// of MB, and the dictionary reads of their misses were 29% of the time).
+/// A chunk is loaded whole, by one scan of `id2term` per tag, the first
+/// time one of its ids is missed, once every id in it is committed (so it
+/// never changes: committed ids keep their term for good and are never
+/// reused); it stays until the store is closed. Chunks stop being loaded
+/// when the budget is spent; their ids are then cached by the shards, as
+/// are language-tagged strings (whose ids carry their language above the
+/// sequence number, so they are not one range of `id2term`).
+struct DenseTable {
+    leaves: Box<[OnceLock<Box<[OnceLock<Box<Chunk>>]>>]>,
+    bytes: AtomicUsize,
+    budget: usize,
+}
+
+/// A chunk's terms by sequence number within it (`None`: a blank node's
+/// number, a language-tagged string, or a term not visible when loaded).
+struct Chunk {
+    terms: Box<[Option<(u8, Term)>]>,
+}
+
+/// The tags whose ids are their sequence number, one range of `id2term`.
+const DENSE_TAGS: [u8; 3] = [tag::IRI, tag::STRING, tag::TYPED];
+
+impl DenseTable {
+    fn new(budget: usize) -> DenseTable {
+        DenseTable { leaves: (0..LEAVES).map(|_| OnceLock::new()).collect(), bytes: AtomicUsize::new(0), budget }
+    }
+
+    /// The chunk number of an id the table can hold.
+    fn chunk_of(id: TermId) -> Option<u64> {
+        let chunk = DENSE_TAGS.contains(&id.tag()).then(|| id.payload() / CHUNK_IDS)?;
+        ((chunk as usize) < LEAVES * LEAF_CHUNKS).then_some(chunk)
+    }
+
+    fn chunk(&self, chunk: u64) -> Option<&Chunk> {
+        let leaf = self.leaves[chunk as usize / LEAF_CHUNKS].get()?;
+        leaf[chunk as usize % LEAF_CHUNKS].get().map(|c| &**c)
+    }
+
+    fn get(&self, id: TermId) -> Option<&Term> {
+        let chunk = self.chunk(Self::chunk_of(id)?)?;
+        match &chunk.terms[(id.payload() % CHUNK_IDS) as usize] {
+            Some((t, term)) if *t == id.tag() => Some(term),
+            _ => None,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.bytes.load(Ordering::Relaxed) >= self.budget
+    }
+
+    /// Loads chunk `chunk` from `kv` (a snapshot whose next id is past it).
+    fn load(&self, kv: &dyn KvRead, chunk: u64) -> Result<()> {
+        let first = chunk * CHUNK_IDS;
+        let mut terms: Vec<Option<(u8, Term)>> = vec![None; CHUNK_IDS as usize];
+        let mut bytes = std::mem::size_of_val(terms.as_slice());
+        for tag in DENSE_TAGS {
+            let (lower, upper) = (TermId::new(tag, first).to_be_bytes(), TermId::new(tag, first + CHUNK_IDS).to_be_bytes());
+            let mut cursor = kv.cursor(ID2TERM, &lower, Some(&upper));
+            cursor.seek_first();
+            while cursor.valid() {
+                let id = TermId::from_be_slice(cursor.key());
+                // The heap bytes of the term's strings, roughly.
+                bytes += cursor.value().len() + 32;
+                terms[(id.payload() - first) as usize] = Some((tag, decode_term(tag, cursor.value())?));
+                cursor.next();
+            }
+            cursor.status()?;
+        }
+        if self.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes > self.budget {
+            self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+            return Ok(());
+        }
+        let leaf = self.leaves[chunk as usize / LEAF_CHUNKS].get_or_init(|| (0..LEAF_CHUNKS).map(|_| OnceLock::new()).collect());
+        if leaf[chunk as usize % LEAF_CHUNKS].set(Box::new(Chunk { terms: terms.into_boxed_slice() })).is_err() {
+            // Loaded meanwhile by another reader.
+            self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+        }
+        Ok(())
     }
 }
 
@@ -78,6 +189,9 @@ impl TermCache {
     }
 
     pub fn get(&self, id: TermId) -> Option<Term> {
+        if let Some(t) = self.dense.get(id) {
+            return Some(t.clone());
+        }
         let mut shard = self.shard(id);
         if let Some(t) = shard.current.get(&id) {
             return Some(t.clone());
@@ -89,6 +203,9 @@ impl TermCache {
 
     /// `f` of the cached term, without cloning it (`None`: not cached).
     pub fn with<R>(&self, id: TermId, f: impl FnOnce(&Term) -> R) -> Option<R> {
+        if let Some(t) = self.dense.get(id) {
+            return Some(f(t));
+        }
         let mut shard = self.shard(id);
         if let Some(t) = shard.current.get(&id) {
             return Some(f(t));
@@ -102,6 +219,9 @@ impl TermCache {
     /// Whether the term is cached (kept as recently used, as `get` does),
     /// without cloning it.
     pub fn touch(&self, id: TermId) -> bool {
+        if self.dense.get(id).is_some() {
+            return true;
+        }
         let mut shard = self.shard(id);
         if shard.current.contains_key(&id) {
             return true;
@@ -117,6 +237,46 @@ impl TermCache {
 
     pub fn insert(&self, id: TermId, term: Term) {
         self.shard(id).insert(id, term);
+    }
+
+    /// Decodes the dictionary ids among `ids` (sorted and deduplicated
+    /// here) that callers did not find in the cache, through `kv` (a
+    /// snapshot): whole chunks of the dense table where they can be
+    /// loaded, else one walk of the dictionary ([`Dictionary::decode_many`])
+    /// whose terms go to the shards. `out` gets each term once.
+    pub fn decode_missing(&self, kv: &dyn KvRead, ids: &mut Vec<TermId>, mut out: impl FnMut(TermId, &Term)) -> Result<()> {
+        ids.retain(|id| id.is_in_dictionary());
+        ids.sort_unstable();
+        ids.dedup();
+        let mut next_id = None;
+        let mut rest = Vec::new();
+        for &id in ids.iter() {
+            if let Some(chunk) = DenseTable::chunk_of(id) {
+                if self.dense.chunk(chunk).is_none() && !self.dense.full() {
+                    let next = match next_id {
+                        Some(n) => n,
+                        None => *next_id.insert(crate::store::read_u64(kv, meta::NEXT_ID)?),
+                    };
+                    if (chunk + 1) * CHUNK_IDS <= next {
+                        self.dense.load(kv, chunk)?;
+                    }
+                }
+            }
+            match self.dense.get(id) {
+                Some(t) => out(id, t),
+                None => rest.push(id),
+            }
+        }
+        Dictionary::decode_many(kv, &mut rest, |id, term| {
+            out(id, &term);
+            self.insert(id, term);
+        })
+    }
+
+    /// Terms held by the dense table (for tests and statistics).
+    pub fn dense_terms(&self) -> usize {
+        let leaves = self.dense.leaves.iter().filter_map(|l| l.get());
+        leaves.flat_map(|l| l.iter().filter_map(|c| c.get())).map(|c| c.terms.iter().filter(|t| t.is_some()).count()).sum()
     }
 }
 

@@ -25,7 +25,6 @@ use oxrdf::{NamedNode, Term};
 use request::{Endpoint, WalkRequest};
 use rhizome_docs::{DocError, DocumentIris, ReadOptions};
 use rhizome_graph::{Limits, PathOptions, Source, WeightOptions};
-use rhizome_rdf::term::Dictionary;
 use rhizome_rdf::{StoreSnapshot, TermId};
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
@@ -272,10 +271,11 @@ fn each_name(snapshot: &StoreSnapshot, ids: &[TermId], mut f: impl FnMut(&str)) 
         }
     }
     let mut decoded = std::collections::HashMap::with_capacity(missing.len());
-    Dictionary::decode_many(snapshot.kv(), &mut missing, |id, term| {
-        decoded.insert(id, term);
-    })
-    .map_err(store_error)?;
+    cache
+        .decode_missing(snapshot.kv(), &mut missing, |id, term| {
+            decoded.insert(id, term.clone());
+        })
+        .map_err(store_error)?;
     let mut one = String::new();
     for (id, &(start, end)) in ids.iter().zip(&spans) {
         if start != MISS.0 {
@@ -292,9 +292,6 @@ fn each_name(snapshot: &StoreSnapshot, ids: &[TermId], mut f: impl FnMut(&str)) 
             },
         }
         f(&one);
-    }
-    for (id, t) in decoded {
-        cache.insert(id, t);
     }
     Ok(())
 }
