@@ -470,8 +470,11 @@ pub(crate) fn write_graph_json(kv: &dyn KvRead, graph_iri: &str, snapshot: &Stor
     let mut forms: Vec<Option<TermJson>> = vec![None; ids.len()];
     let mut missing = Vec::new();
     let cache = snapshot.term_cache();
-    for (slot, &id) in forms.iter_mut().zip(&ids) {
-        if !id.is_in_dictionary() {
+    let dense = cache.dense_terms_of(&ids);
+    for ((slot, &id), dense) in forms.iter_mut().zip(&ids).zip(dense) {
+        if let Some(t) = dense {
+            *slot = TermJson::write(t, &mut written);
+        } else if !id.is_in_dictionary() {
             let term = Dictionary::decode(kv, id)?.ok_or_else(|| crate::DocError::Corrupt(format!("term {id:?}")))?;
             *slot = TermJson::write(&term, &mut written);
         } else if let Some(form) = cache.with(id, |t| TermJson::write(t, &mut written)) {

@@ -409,3 +409,38 @@ fn a_graph_parsed_ahead_follows_the_default_context_the_write_commits_under() {
 fn out_rev(db: &Database, id: &str) -> String {
     db.get_doc(id, &ReadOptions::default()).unwrap()["_rev"].as_str().unwrap().to_owned()
 }
+
+/// Documents whose terms the shared term cache holds in whole dictionary
+/// chunks (past the first thousand terms) read back with their own terms:
+/// each of 1,500 graph-bodied documents names itself, a string of its own
+/// and the next document, and every plain read, the first (which loads the
+/// chunks) and the second (which finds them), gives exactly those, in the
+/// bytes `get_doc` gives.
+#[test]
+fn documents_read_through_whole_dictionary_chunks_name_their_own_terms() {
+    let db = database();
+    let n = 1500;
+    let iri = |i: usize| format!("{BASE}/people/d{i}");
+    db.rdf_write(|txn| -> Result<(), DocError> {
+        for i in 0..n {
+            let (me, next) = (oxrdf::NamedNode::new(iri(i)).unwrap(), oxrdf::NamedNode::new(iri((i + 1) % n)).unwrap());
+            let name = oxrdf::Literal::new_simple_literal(format!("the name of document number {i}"));
+            for (p, o) in [(FOAF_NAME, oxrdf::Term::from(name)), ("http://xmlns.com/foaf/0.1/knows", next.into())] {
+                let ids = txn.encode_quad(oxrdf::Quad::new(me.clone(), oxrdf::NamedNode::new(p).unwrap(), o, me.clone()).as_ref())?;
+                txn.insert(&ids)?;
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    for pass in 0..2 {
+        for i in 0..n {
+            let doc = Value::Object(plain_read_as_get_doc(&db, &format!("d{i}")));
+            let node = &doc["@graph"][0];
+            assert_eq!(node["@id"], json!(iri(i)), "pass {pass}");
+            assert_eq!(node[FOAF_NAME], json!([{"@value": format!("the name of document number {i}")}]), "pass {pass}");
+            assert_eq!(node["http://xmlns.com/foaf/0.1/knows"], json!([{"@id": iri((i + 1) % n)}]), "pass {pass}");
+        }
+    }
+    assert!(db.store().snapshot().unwrap().term_cache().dense_terms() > 2000, "the reads went through whole chunks");
+}
