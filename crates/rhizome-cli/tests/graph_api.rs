@@ -151,6 +151,16 @@ fn a_two_hop_walk_from_a_hub_stops_at_its_limit() {
     let (status, r) = post(&server, "/hub/_traverse", &json!({"start": "hub", "depth": 2}));
     assert_eq!(status, 200);
     assert_eq!(r["nodes"].as_array().unwrap().len(), 2000);
+    // Every node by its own name, again once the names come from whole
+    // dictionary chunks (this store has thousands of terms).
+    let (_, p) = post(&server, "/hub/_path", &json!({"from": "hub", "to": "hub"}));
+    let prefix = p["path"][0].as_str().unwrap().strip_suffix("hub").unwrap().to_owned();
+    let mut want: Vec<(String, u64)> = (0..1000).flat_map(|i| [(format!("f{i}"), 1), (format!("g{i}"), 2)]).collect();
+    want.sort();
+    for _ in 0..2 {
+        let (_, r) = post(&server, "/hub/_traverse", &json!({"start": "hub", "depth": 2}));
+        assert_eq!(ids(&prefix, &r["nodes"]), want);
+    }
     let (status, r) = post(&server, "/hub/_traverse", &json!({"start": "hub", "depth": 2, "limit": 1500}));
     assert_eq!(status, 200);
     let nodes = r["nodes"].as_array().unwrap();

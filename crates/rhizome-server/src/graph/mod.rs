@@ -261,13 +261,25 @@ fn each_name(snapshot: &StoreSnapshot, ids: &[TermId], mut f: impl FnMut(&str)) 
     let mut cached = String::with_capacity(48 * ids.len());
     let mut spans = Vec::with_capacity(ids.len());
     let mut missing = Vec::new();
-    for id in ids {
-        let start = cached.len();
-        if id.is_in_dictionary() && cache.with(*id, |t| push_name(&mut cached, t)).is_some() {
-            spans.push((start, cached.len()));
-        } else {
-            spans.push(MISS);
-            missing.push(*id);
+    // In batches whose terms the dense table loads ahead, so that their
+    // cache misses overlap (`TermCache::dense_terms_of`); a batch's loads
+    // still fit the CPU's caches when its names are copied.
+    for batch in ids.chunks(256) {
+        for (id, dense) in batch.iter().zip(cache.dense_terms_of(batch)) {
+            let start = cached.len();
+            let hit = match dense {
+                Some(t) => {
+                    push_name(&mut cached, t);
+                    true
+                }
+                None => id.is_in_dictionary() && cache.with(*id, |t| push_name(&mut cached, t)).is_some(),
+            };
+            if hit {
+                spans.push((start, cached.len()));
+            } else {
+                spans.push(MISS);
+                missing.push(*id);
+            }
         }
     }
     let mut decoded = std::collections::HashMap::with_capacity(missing.len());
