@@ -20,6 +20,8 @@ use crate::{DocError, Result, Rev, RevTree};
 use rhizome_kv::Keyspace;
 
 pub const DOCS: Keyspace = Keyspace(30);
+// Its misses are filtered in the memtable (see `rhizome_kv::MEMTABLE_FILTERED`).
+const _: () = assert!(rhizome_kv::MEMTABLE_FILTERED[1].0 == DOCS.0);
 pub const SEQS: Keyspace = Keyspace(31);
 pub const BODIES: Keyspace = Keyspace(32);
 pub const ATTACHMENTS: Keyspace = Keyspace(33);

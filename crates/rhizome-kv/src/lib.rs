@@ -31,6 +31,16 @@ pub use transaction::Transaction;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Keyspace(pub u8);
 
+/// The keyspaces whose point reads mostly miss while writing, the only
+/// ones the embedded engine's memtable filter holds: a term's id in the
+/// dictionary (`rhizome-rdf`'s `TERM2ID`) and a document's record
+/// (`rhizome-docs`' `DOCS`), read for every term and document a write
+/// brings, most of them new. The layers that name these keyspaces check,
+/// when they compile, that they keep these numbers. The set must never
+/// change while a store is open (a key added unfiltered and then looked
+/// up through the filter would be missed), so it is a constant.
+pub const MEMTABLE_FILTERED: [Keyspace; 2] = [Keyspace(2), Keyspace(30)];
+
 /// The smallest key strictly greater than every key starting with `prefix`,
 /// or `None` when no such key exists (prefix empty or all 0xFF).
 pub fn prefix_upper_bound(prefix: &[u8]) -> Option<Vec<u8>> {

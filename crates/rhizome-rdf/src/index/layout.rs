@@ -17,6 +17,8 @@ use rhizome_kv::Keyspace;
 pub const META: Keyspace = Keyspace(0);
 pub const ID2TERM: Keyspace = Keyspace(1);
 pub const TERM2ID: Keyspace = Keyspace(2);
+// Its misses are filtered in the memtable (see `rhizome_kv::MEMTABLE_FILTERED`).
+const _: () = assert!(rhizome_kv::MEMTABLE_FILTERED[0].0 == TERM2ID.0);
 pub const PREDICATE_STATS: Keyspace = Keyspace(3);
 /// Graphs that exist while empty (SPARQL CREATE GRAPH).
 pub const GRAPHS: Keyspace = Keyspace(4);
