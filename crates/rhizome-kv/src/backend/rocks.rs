@@ -62,9 +62,9 @@ impl RocksOptions {
     /// The defaults, with the size-for-speed trade a user may choose:
     /// `RHIZOME_COMPRESSION` (`zstd`, `lz4` or `none`, as CouchDB's
     /// `file_compression`), `RHIZOME_BLOCK_BYTES` (1 KiB to 1 MiB) and
-    /// `RHIZOME_CACHE_BYTES`, the block cache of each open store (256 MiB
-    /// by default; a store whose working set is larger decompresses a
-    /// block for most random reads).
+    /// `RHIZOME_CACHE_BYTES`, the block cache, shared by every store the
+    /// process opens (256 MiB by default; a store whose working set is
+    /// larger decompresses a block for most random reads).
     pub fn from_env() -> Result<Self> {
         let mut options = RocksOptions::default();
         if let Ok(v) = std::env::var("RHIZOME_COMPRESSION") {
@@ -126,6 +126,18 @@ fn lock_store(path: &Path) -> Result<std::fs::File> {
     Ok(file)
 }
 
+/// The block cache of `bytes`, one per process and size, shared by every
+/// store opened with that size: a server opens a store per database, and
+/// a cache each would let N busy databases hold N times the memory the
+/// setting names (as PostgreSQL's `shared_buffers`, the setting is the
+/// whole server's). Blocks are keyed by their file, so stores never see
+/// each other's; a closed store's blocks age out.
+fn shared_block_cache(bytes: usize) -> Cache {
+    static CACHES: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<usize, Cache>>> = std::sync::OnceLock::new();
+    let mut caches = CACHES.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    caches.entry(bytes).or_insert_with(|| Cache::new_hyper_clock_cache(bytes, 0)).clone()
+}
+
 /// Options of the engine; `for_ingestion` gives those of sorted files
 /// written for bulk ingestion, which land on the bottom level.
 fn engine_options(tuning: &RocksOptions, for_ingestion: bool) -> Options {
@@ -152,7 +164,7 @@ fn engine_options(tuning: &RocksOptions, for_ingestion: bool) -> Options {
     // Pokec at full scale with 25 threads: reads 57-59k/s -> 65-68k/s,
     // 2-hop a little faster, writes and LDP writes unchanged. Its table
     // grows with the cache's use (estimated entry charge 0).
-    table.set_block_cache(&Cache::new_hyper_clock_cache(tuning.block_cache_bytes, 0));
+    table.set_block_cache(&shared_block_cache(tuning.block_cache_bytes));
     // 16 KiB by default: measured at 4.8M triples (bench/lookup-layouts),
     // 4 KiB blocks take 16.3 bytes per quad, 8 KiB 14.6, 16 KiB 13.5; a
     // block read for the first time is decompressed whole, so smaller
@@ -687,6 +699,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Stores opened with one cache size share one block cache (the
+    /// setting bounds the process, not each store), and each still reads
+    /// its own blocks: the same keys, flushed in two stores with different
+    /// values, read back as written in each.
+    #[test]
+    fn stores_share_one_block_cache_and_read_their_own_blocks() {
+        // A size no other test uses: its cache is this test's alone.
+        let options = RocksOptions { block_cache_bytes: (3 << 20) + 4096, ..RocksOptions::default() };
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = RocksBackend::open(dir_a.path(), &options).unwrap();
+        let b = RocksBackend::open(dir_b.path(), &options).unwrap();
+        let usage = |store: &RocksBackend| store.db.property_int_value("rocksdb.block-cache-usage").unwrap().unwrap();
+        let write = |store: &RocksBackend, value: &[u8]| {
+            let mut batch = WriteBatch::default();
+            for (k, _) in entries(5_000) {
+                batch.put(Keyspace(7), &k, value);
+            }
+            store.commit(batch).unwrap();
+            store.db.flush().unwrap();
+        };
+        let read = |store: &RocksBackend| read_all(store, Keyspace(7)).into_iter().map(|(_, v)| v).collect::<std::collections::BTreeSet<_>>();
+        write(&a, b"in a");
+        assert_eq!(read(&a), [b"in a".to_vec()].into());
+        // Store b has no table file yet: what its cache holds is a's.
+        assert!(usage(&a) > 0);
+        assert_eq!(usage(&b), usage(&a), "one cache");
+        write(&b, b"in b");
+        assert_eq!(read(&b), [b"in b".to_vec()].into());
+        assert_eq!(read(&a), [b"in a".to_vec()].into());
     }
 
     /// Loads whose keys fall among keys already stored land on level 0;
