@@ -64,6 +64,25 @@ unsafe impl GlobalAlloc for Mimalloc {
     }
 }
 
+/// Turns transparent huge pages off for this process (what mimalloc does
+/// itself when `MIMALLOC_ALLOW_THP=0`; a user's own `MIMALLOC_ALLOW_THP`
+/// wins). mimalloc asks for huge pages on its 1 GiB arenas, and purges
+/// memory a few milliseconds after it is freed; the next big allocation
+/// there faults in and zeroes a fresh 2 MiB page. Measured on the Pokec
+/// store after 100,000 writes (BENCHMARKS.md, "Huge pages off"): those
+/// faults were 29% of the server's time on 2-hop walks, whose answers
+/// allocate megabytes per request.
+pub fn no_transparent_huge_pages() {
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_THP_DISABLE only sets a flag on this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

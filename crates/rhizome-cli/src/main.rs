@@ -61,6 +61,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    allocator::no_transparent_huge_pages();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Init(args) => commands::init::run(&cli.data, args),

@@ -237,3 +237,24 @@ fn queries_open_the_store_read_only_and_wait_for_no_writer() {
     let after = output_ok(rhizome(&data).args(["query", "--format", "tsv", q]));
     assert_ne!(after, count, "the load's triple is seen once the load is done");
 }
+
+/// The binary turns transparent huge pages off for itself (mimalloc's huge
+/// pages cost a 2 MiB fault after each purge; BENCHMARKS.md "Huge pages
+/// off"), unless the user's `MIMALLOC_ALLOW_THP` says otherwise.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_server_runs_without_transparent_huge_pages_unless_told() {
+    use common::server::ServerProcess;
+    let thp = |server: &ServerProcess| {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("THP_enabled:")).expect("the kernel reports THP_enabled").to_owned();
+        line.split_whitespace().nth(1).unwrap().to_owned()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = ServerProcess::start(dir.path());
+    assert_eq!(thp(&server), "0", "huge pages off by default");
+    server.kill();
+    let mut server = ServerProcess::start_with_env(dir.path(), &[("MIMALLOC_ALLOW_THP", "1")]);
+    assert_eq!(thp(&server), "1", "the user's MIMALLOC_ALLOW_THP wins");
+    server.kill();
+}
