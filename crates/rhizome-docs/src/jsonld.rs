@@ -454,12 +454,11 @@ pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str, snapshot: Option<&S
 /// the shared cache in place where it is there, and copied from there into
 /// every node that names it. What a plain `GET` of a document costs most.
 pub(crate) fn write_graph_json(kv: &dyn KvRead, graph_iri: &str, snapshot: &StoreSnapshot, out: &mut Vec<u8>) -> crate::Result<()> {
-    let node = NamedNode::new_unchecked(graph_iri);
-    let Some(graph) = snapshot.lookup(TermRef::NamedNode(node.as_ref()))? else {
+    let quads = graph_quads(kv, graph_iri, snapshot)?;
+    if quads.is_empty() {
         out.extend_from_slice(b"[]");
         return Ok(());
-    };
-    let quads = QuadScan::new_in(kv, QuadPattern { g: Some(graph), ..Default::default() }, snapshot.families()).collect::<rhizome_rdf::Result<Vec<_>>>()?;
+    }
     let corrupt = |what: &str| crate::DocError::Corrupt(format!("{what} in graph {graph_iri}"));
     let mut ids: Vec<TermId> = quads.iter().flat_map(|q| [q[0], q[1], q[2]]).collect();
     ids.sort_unstable();
@@ -532,6 +531,15 @@ pub(crate) fn write_graph_json(kv: &dyn KvRead, graph_iri: &str, snapshot: &Stor
     }
     out.push(b']');
     Ok(())
+}
+
+/// The quads of the graph named `graph_iri` (none if the store lacks the
+/// name), in graph-subject-predicate-object order: a document read's
+/// storage reads, before any term is named.
+pub(crate) fn graph_quads(kv: &dyn KvRead, graph_iri: &str, snapshot: &StoreSnapshot) -> crate::Result<Vec<[TermId; 4]>> {
+    let node = NamedNode::new_unchecked(graph_iri);
+    let Some(graph) = snapshot.lookup(TermRef::NamedNode(node.as_ref()))? else { return Ok(Vec::new()) };
+    Ok(QuadScan::new_in(kv, QuadPattern { g: Some(graph), ..Default::default() }, snapshot.families()).collect::<rhizome_rdf::Result<Vec<_>>>()?)
 }
 
 /// Where one term's JSON forms are in a buffer of [`write_graph_json`].

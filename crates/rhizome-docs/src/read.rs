@@ -214,6 +214,21 @@ impl Database {
         render(kv, id, &info, &rev, opts, Some(&s))
     }
 
+    /// The storage reads of [`Database::get_doc_json`] for a graph-bodied
+    /// document, alone: its snapshot, document record, graph id and quads,
+    /// with no term named and no JSON written. For `bench/graph`, which
+    /// measures what the engine's layout allows a read at most; the
+    /// number of quads read.
+    #[doc(hidden)]
+    pub fn read_storage_only(&self, id: &str) -> Result<usize> {
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let info_bytes = kv.get(DOCS, id.as_bytes())?.ok_or(DocError::NotFound("missing"))?;
+        let header = DocInfo::header(&info_bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+        let iri = header.graph_body(id).ok_or_else(|| DocError::Corrupt(format!("{id:?} has no graph body")))?;
+        Ok(crate::jsonld::graph_quads(kv, iri, &s)?.len())
+    }
+
     /// The winner as [`Database::get_doc`] without options gives it, as
     /// the JSON bytes `serde_json` writes of that (byte for byte), with its
     /// revision: what `GET /{db}/{docid}` answers. A graph-bodied

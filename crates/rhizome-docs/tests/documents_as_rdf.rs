@@ -225,6 +225,9 @@ fn graph_bodies_render_as_the_json_ld_serializer_writes_their_quads() {
         stored.push(oxrdf::Triple::new(subject, predicate, term(q[2])));
     }
     assert!(stored.len() > 40, "repeats dropped, most quads kept: {}", stored.len());
+    // bench/graph's storage-only read reads exactly the graph's quads.
+    assert_eq!(db.read_storage_only("mixed").unwrap(), stored.len());
+    assert!(matches!(db.read_storage_only("no such document"), Err(DocError::NotFound(_))));
     let mut serializer = oxjsonld::JsonLdSerializer::new().for_writer(Vec::new());
     for t in &stored {
         serializer.serialize_quad(t.as_ref().in_graph(GraphNameRef::DefaultGraph)).unwrap();

@@ -294,12 +294,15 @@ fn documents_in_process(db: &rhizome_docs::Database, args: &BenchArgs, report: &
         Ok((per_thread * CLIENTS) as f64 / t.elapsed().as_secs_f64())
     };
     if args.profiles > 0 {
-        let read = |k: usize, i: usize| -> Result<()> {
-            // A different random profile per read (splitmix64 of the read's number).
+        // A different random profile per read (splitmix64 of the read's number).
+        let profile = |k: usize, i: usize| -> String {
             let mut x = ((k * per_thread + i) as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
             x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            let id = format!("{}{}", args.person, (x ^ (x >> 31)) % args.profiles as u64);
+            format!("{}{}", args.person, (x ^ (x >> 31)) % args.profiles as u64)
+        };
+        let read = |k: usize, i: usize| -> Result<()> {
+            let id = profile(k, i);
             // The bytes `GET /{db}/{id}` answers.
             let doc = db.get_doc_json(&id).with_context(|| format!("reading {id}"))?;
             std::hint::black_box(doc);
@@ -307,6 +310,15 @@ fn documents_in_process(db: &rhizome_docs::Database, args: &BenchArgs, report: &
         };
         run(&read)?; // a warm-up pass, as over HTTP
         report.insert("reads_per_s".into(), json!(run(&read)?));
+        // The same reads' storage part alone (snapshot, document record,
+        // graph id, quads; no term named, no JSON): the most the engine's
+        // layout allows reads on this machine, whatever the rest costs.
+        let storage_only = |k: usize, i: usize| -> Result<()> {
+            let id = profile(k, i);
+            std::hint::black_box(db.read_storage_only(&id).with_context(|| format!("reading {id}"))?);
+            Ok(())
+        };
+        report.insert("reads_storage_only_per_s".into(), json!(run(&storage_only)?));
     }
     if let Some(path) = &args.write_doc {
         let body: serde_json::Map<String, Value> = serde_json::from_slice(&std::fs::read(path)?).with_context(|| format!("{}: not a JSON object", path.display()))?;
