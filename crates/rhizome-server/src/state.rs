@@ -104,6 +104,10 @@ pub struct Server {
     /// password, with the salt and derived key they matched), so Basic auth
     /// on every request does not pay PBKDF2 every time.
     pub verified: Mutex<HashMap<[u8; 32], (String, String)>>,
+    /// Credentials being verified now, by the same key: a request with
+    /// credentials another is verifying waits for that one's PBKDF2
+    /// instead of running its own (`auth::verify_cached`).
+    pub verifying: Mutex<HashMap<[u8; 32], Arc<Mutex<()>>>>,
     pub auth: crate::auth::AuthSettings,
     /// The admin's hash as now stored (upgraded in place at a login).
     admin_hash: RwLock<PasswordHash>,
@@ -192,6 +196,7 @@ impl Server {
             dbs: RwLock::new(HashMap::new()),
             lifecycle: Mutex::new(()),
             verified: Mutex::new(HashMap::new()),
+            verifying: Mutex::new(HashMap::new()),
             admin_hash: RwLock::new(identity.admin_hash.clone()),
             login_throttle: crate::auth::throttle::LoginThrottle::new(auth.login_attempts, std::time::Duration::from_secs(auth.login_delay_secs)),
             revoked_sessions: crate::auth::session::RevokedSessions::open(data_dir),
