@@ -158,6 +158,125 @@ pub(crate) fn render(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts:
     Ok(doc)
 }
 
+/// The JSON `serde_json` writes of a stored body (an object, its members
+/// in key order) with `_id` and `_rev` added, as `get_doc` gives a live
+/// winner with no option: the stored members are copied as bytes, the two
+/// put where their keys sort. `None`, to build the document as values
+/// instead, when the body has a member that a read renders
+/// (`_attachments`, stubs), one named `_id` or `_rev`, or is not the
+/// compact object `serde_json` writes (checked as it is scanned).
+fn splice_id_and_rev(stored: &[u8], id: &str, rev: &Rev) -> Option<Vec<u8>> {
+    let members = compact_members(stored)?;
+    let mut added = [("_id", Value::String(id.to_owned())), ("_rev", Value::String(rev.to_string()))].into_iter().peekable();
+    let mut out = Vec::with_capacity(stored.len() + id.len() + 64);
+    out.push(b'{');
+    let write_added = |out: &mut Vec<u8>, key: &str, value: &Value| {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, key).ok()?;
+        out.push(b':');
+        serde_json::to_writer(&mut *out, value).ok()
+    };
+    for (key, member) in members {
+        if key == "_attachments" || key == "_id" || key == "_rev" {
+            return None;
+        }
+        while let Some((k, v)) = added.next_if(|(k, _)| *k < key.as_ref()) {
+            write_added(&mut out, k, &v)?;
+        }
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.extend_from_slice(member);
+    }
+    for (k, v) in added {
+        write_added(&mut out, k, &v)?;
+    }
+    out.push(b'}');
+    Some(out)
+}
+
+/// The members of a compact JSON object (no whitespace, as `serde_json`
+/// writes it), in order: each key (unescaped) and the member's bytes, key
+/// to the end of its value. `None` if the bytes are anything else or the
+/// keys are not in increasing order.
+fn compact_members(bytes: &[u8]) -> Option<Vec<(std::borrow::Cow<'_, str>, &[u8])>> {
+    let end = bytes.len().checked_sub(1)?;
+    if bytes.first() != Some(&b'{') || bytes[end] != b'}' {
+        return None;
+    }
+    let mut members: Vec<(std::borrow::Cow<'_, str>, &[u8])> = Vec::with_capacity(16);
+    let mut i = 1;
+    while i < end {
+        if !members.is_empty() {
+            if bytes[i] != b',' {
+                return None;
+            }
+            i += 1;
+        }
+        let start = i;
+        let key_end = string_end(bytes, i)?;
+        let raw = &bytes[i + 1..key_end - 1];
+        let key = if raw.contains(&b'\\') {
+            std::borrow::Cow::Owned(serde_json::from_slice::<String>(&bytes[i..key_end]).ok()?)
+        } else {
+            std::borrow::Cow::Borrowed(std::str::from_utf8(raw).ok()?)
+        };
+        if members.last().is_some_and(|(last, _)| *last >= key) || bytes.get(key_end) != Some(&b':') {
+            return None;
+        }
+        i = value_end(bytes, key_end + 1, end)?;
+        members.push((key, &bytes[start..i]));
+    }
+    (i == end).then_some(members)
+}
+
+/// The index after the JSON string starting at `bytes[i]` (a quote).
+fn string_end(bytes: &[u8], i: usize) -> Option<usize> {
+    if bytes.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut j = i + 1;
+    loop {
+        match *bytes.get(j)? {
+            b'"' => return Some(j + 1),
+            b'\\' => j += 2,
+            _ => j += 1,
+        }
+    }
+}
+
+/// The index after the compact JSON value starting at `bytes[i]`, which
+/// ends before `limit`.
+fn value_end(bytes: &[u8], i: usize, limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut j = i;
+    while j < limit {
+        match bytes[j] {
+            b'"' => {
+                j = string_end(bytes, j)?;
+                if depth == 0 {
+                    return Some(j);
+                }
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(j + 1);
+                }
+            }
+            b',' if depth == 0 => return (j > i).then_some(j),
+            b' ' | b'\n' | b'\r' | b'\t' => return None,
+            _ => {}
+        }
+        j += 1;
+    }
+    (depth == 0 && j > i).then_some(j)
+}
+
 /// `None`: stubs only; `Some(n)`: inline data of attachments with
 /// `revpos > n`.
 fn inline_after(info: &DocInfo, rev: &Rev, opts: &ReadOptions) -> Option<u64> {
@@ -258,12 +377,26 @@ impl Database {
             return Ok((rev, out));
         }
         let bytes = kv.get(BODIES, &body_key(id, &rev))?.ok_or(DocError::NotFound("missing"))?;
+        // A JSON body with no attachment: its stored bytes with `_id` and
+        // `_rev` put among its members, nothing parsed into values.
+        if let Some(out) = splice_id_and_rev(&bytes, id, &rev) {
+            return Ok((rev, out));
+        }
         let mut stored: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
         let iri = match stored.get(crate::jsonld::GRAPH_MARKER) {
             Some(Value::String(iri)) => iri.clone(),
             _ => {
-                let info = DocInfo::from_bytes(id, &info_bytes)?;
-                let doc = render(kv, id, &info, &rev, &ReadOptions::default(), Some(&s))?;
+                // A JSON body: what `render` gives a live winner with no
+                // option, from the body read above (reading and parsing it
+                // again, and decoding the revision tree, was a third of
+                // such a read).
+                let mut doc = Map::new();
+                doc.insert("_id".into(), Value::String(id.to_owned()));
+                doc.insert("_rev".into(), Value::String(rev.to_string()));
+                for (k, v) in stored {
+                    let v = if k == "_attachments" { render_attachments(kv, &v, None)? } else { v };
+                    doc.insert(k, v);
+                }
                 let out = serde_json::to_vec(&doc).map_err(|e| DocError::Corrupt(e.to_string()))?;
                 return Ok((rev, out));
             }
@@ -379,5 +512,47 @@ impl Database {
             out.insert(id.clone(), Value::Object(entry));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The splice gives the bytes `serde_json` writes of the body with
+    /// `_id` and `_rev` added, and declines what it cannot copy as is.
+    #[test]
+    fn stored_bodies_are_spliced_to_the_bytes_of_the_document() {
+        let rev = Rev::parse("3-0123456789abcdef0123456789abcdef").unwrap();
+        let bodies = [
+            json!({}),
+            json!({"a": 1}),
+            json!({"^": [1, {"}": "]["}], "`": null, "AGE": -2.5e-300, "_deleted": false, "_local_seq": 4, "_revisions": {"x": "\"\\"}}),
+            json!({"\"k\"": "\u{1}é\u{2028}", "k\\": {"n": [[], {}, [[true]]]}, "z": 18446744073709551615u64}),
+        ];
+        for body in bodies {
+            let stored = serde_json::to_vec(&body).unwrap();
+            let mut doc = body.as_object().unwrap().clone();
+            doc.insert("_id".into(), json!("d\"oc/1"));
+            doc.insert("_rev".into(), json!(rev.to_string()));
+            let spliced = splice_id_and_rev(&stored, "d\"oc/1", &rev).unwrap_or_else(|| panic!("declined {body}"));
+            assert_eq!(String::from_utf8(spliced).unwrap(), serde_json::to_string(&doc).unwrap());
+        }
+        for declined in [
+            &br#"{"_attachments":{}}"#[..],
+            br#"{"_id":"x"}"#,
+            br#"{"b":1,"a":2}"#,
+            br#"{"a":1,"a":2}"#,
+            br#"{"a": 1}"#,
+            br#"{"a":1}x"#,
+            br#"{"a":1,}"#,
+            br#"{"a":}"#,
+            br#"{"a":1]}"#,
+            br#"{"a":"1}"#,
+            br#"[1]"#,
+            b"",
+        ] {
+            assert_eq!(splice_id_and_rev(declined, "d", &rev), None, "{}", String::from_utf8_lossy(declined));
+        }
     }
 }

@@ -271,6 +271,16 @@ fn plain_reads_write_the_bytes_of_the_document_get_doc_gives() {
     put(&db, json!({"_id": "plain", "a": [1, "two", {"three": null}], "é": "\u{1d11e}\"\n"})).unwrap();
     let doc = same("plain");
     assert_eq!(doc["a"][1], "two");
+    // A JSON body's stored bytes are copied with `_id` and `_rev` put
+    // among them: keys sorting on each side of theirs, escapes in keys and
+    // strings, brackets and commas inside strings, nesting, numbers.
+    put(&db, json!({"_id": "tricky", "^caret": 1, "`tick": 2, "AGE": 29, "a": {"x": "}{][\",", "y": [1.5e300, -0.0, 12345678901234567890u64, -7, {"z": []}]},
+                    "\"q\"": "k\u{1}\\", "é": {}, "ea": [], "t": true, "n": null})).unwrap();
+    put(&db, json!({"_id": "tricky2", "^caret": 1, "`tick": [[{}], {"a": [{"b": "]"}]}], "\"q\"": "\u{7f}"})).unwrap();
+    put(&db, json!({"_id": "bare"})).unwrap();
+    assert_eq!(same("tricky")["a"]["x"], "}{][\",");
+    assert_eq!(same("tricky2")["`tick"][1]["a"][0]["b"], "]");
+    assert_eq!(same("bare").len(), 2);
     put(&db, json!({"_id": "att", "@context": context, "@id": "", "name": "Att", "knows": "plain",
                     "_attachments": {"t.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})).unwrap();
     let doc = same("att");
