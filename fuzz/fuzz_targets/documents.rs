@@ -1,7 +1,8 @@
 //! Untrusted documents through the write path (both `new_edits` modes),
 //! then reads, `_changes` with a selector taken from the input, and the
 //! revision tree's byte form: nothing may panic, and every tree written
-//! must read back.
+//! must read back. A plain read's bytes (`get_doc_json`, which copies a
+//! stored JSON body's bytes) must be those of `get_doc`'s document.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,6 +11,7 @@ use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {
     let _ = RevTree::from_bytes(data);
+    plain_read_is_get_doc(data);
     let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(data) else { return };
     let db = Database::memory();
     let docs: Vec<_> = items.iter().filter_map(|d| d.as_object().cloned()).collect();
@@ -17,9 +19,35 @@ fuzz_target!(|data: &[u8]| {
     let _ = db.update_docs(docs.clone(), true);
     let _ = db.update_docs(docs, false);
     for id in &ids {
+        same_bytes(&db, id);
         let _ = db.get_doc(id, &ReadOptions { revs: true, revs_info: true, conflicts: true, attachments: true, ..Default::default() });
         let _ = db.open_revs(id, &OpenRevs::All, &ReadOptions::default());
     }
     let selector = items.first().cloned().unwrap_or(Value::Null);
     let _ = db.changes(&ChangesOptions { include_docs: true, all_leaves: true, filter: ChangesFilter::Selector(selector), ..Default::default() });
 });
+
+/// The input as one document of string members (keys and values
+/// alternating, NUL-separated), so that every input reaches a plain read:
+/// keys on both sides of `_id` and `_rev`, and every escape.
+fn plain_read_is_get_doc(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let parts: Vec<&str> = text.split('\0').collect();
+    let mut body = serde_json::Map::new();
+    for pair in parts.chunks(2) {
+        body.insert(pair[0].to_owned(), pair.get(1).map_or(Value::Null, |v| Value::String((*v).to_owned())));
+    }
+    body.insert("_id".into(), Value::String("plain".into()));
+    let db = Database::memory();
+    if db.update_docs(vec![body], true).is_ok() {
+        same_bytes(&db, "plain");
+    }
+}
+
+/// `get_doc_json` gives the bytes and revision of `get_doc`'s document.
+fn same_bytes(db: &Database, id: &str) {
+    if let (Ok((rev, bytes)), Ok(doc)) = (db.get_doc_json(id), db.get_doc(id, &ReadOptions::default())) {
+        assert_eq!(Some(rev.to_string().as_str()), doc.get("_rev").and_then(Value::as_str));
+        assert_eq!(String::from_utf8_lossy(&bytes), String::from_utf8_lossy(&serde_json::to_vec(&doc).unwrap()), "{id}");
+    }
+}
