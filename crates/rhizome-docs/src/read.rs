@@ -162,9 +162,10 @@ pub(crate) fn render(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts:
 /// in key order) with `_id` and `_rev` added, as `get_doc` gives a live
 /// winner with no option: the stored members are copied as bytes, the two
 /// put where their keys sort. `None`, to build the document as values
-/// instead, when the body has a member that a read renders
-/// (`_attachments`, stubs), one named `_id` or `_rev`, or is not the
-/// compact object `serde_json` writes (checked as it is scanned).
+/// instead, when the body has a member whose name starts with `_` (a read
+/// renders `_attachments` as stubs and the graph marker from quads), or
+/// is not the compact object `serde_json` writes (checked as it is
+/// scanned).
 fn splice_id_and_rev(stored: &[u8], id: &str, rev: &Rev) -> Option<Vec<u8>> {
     let members = compact_members(stored)?;
     let mut added = [("_id", Value::String(id.to_owned())), ("_rev", Value::String(rev.to_string()))].into_iter().peekable();
@@ -179,7 +180,9 @@ fn splice_id_and_rev(stored: &[u8], id: &str, rev: &Rev) -> Option<Vec<u8>> {
         serde_json::to_writer(&mut *out, value).ok()
     };
     for (key, member) in members {
-        if key == "_attachments" || key == "_id" || key == "_rev" {
+        // `_attachments` (rendered as stubs), the graph marker (rendered
+        // from quads), `_id`/`_rev`: none is copied as stored.
+        if key.starts_with('_') {
             return None;
         }
         while let Some((k, v)) = added.next_if(|(k, _)| *k < key.as_ref()) {
@@ -527,7 +530,7 @@ mod tests {
         let bodies = [
             json!({}),
             json!({"a": 1}),
-            json!({"^": [1, {"}": "]["}], "`": null, "AGE": -2.5e-300, "_deleted": false, "_local_seq": 4, "_revisions": {"x": "\"\\"}}),
+            json!({"^": [1, {"}": "]["}], "`": null, "AGE": -2.5e-300, "a": {"_x": "\"\\"}}),
             json!({"\"k\"": "\u{1}é\u{2028}", "k\\": {"n": [[], {}, [[true]]]}, "z": 18446744073709551615u64}),
         ];
         for body in bodies {
@@ -540,7 +543,9 @@ mod tests {
         }
         for declined in [
             &br#"{"_attachments":{}}"#[..],
+            br#"{"_graph":"http://example.org/g"}"#,
             br#"{"_id":"x"}"#,
+            br#"{"AB":1,"_rev":"1-x"}"#,
             br#"{"b":1,"a":2}"#,
             br#"{"a":1,"a":2}"#,
             br#"{"a": 1}"#,
