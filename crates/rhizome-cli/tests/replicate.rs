@@ -382,7 +382,7 @@ impl PouchDbServer {
             "express-pouchdb is not installed in {}: run ./scripts/setup (it runs npm ci there)",
             dir.display()
         );
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = common::server::free_port();
         let child = std::process::Command::new("node")
             .arg("peer-server.js")
             .arg(port.to_string())

@@ -110,7 +110,7 @@ fn changes_feeds_normal_longpoll_continuous_and_eventsource() {
 #[test]
 fn bodies_past_the_limit_get_413_and_sigterm_stops_cleanly() {
     let data = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = common::server::free_port();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rhizome"))
         .arg("--data")
         .arg(data.path())

@@ -15,7 +15,29 @@ pub struct ServerProcess {
     pub data: PathBuf,
 }
 
-fn free_port() -> u16 {
+/// A free port below the kernel's ephemeral range. A port the kernel hands
+/// out for `:0` or for an outgoing connection can be taken by any socket
+/// while a test's server is down for a restart, and the restarted server
+/// then fails to bind (as CI once saw); ports under the range are never
+/// handed out that way. Each port is given once per test process, so
+/// concurrent tests never pick the same one.
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000u32, ephemeral_low.max(10_001));
+    let span = high - low;
+    // Test processes run one after another; the pid spreads them apart.
+    let start = std::process::id() * 7919 % span;
+    for _ in 0..span {
+        let port = (low + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("an address").port()
 }
 
