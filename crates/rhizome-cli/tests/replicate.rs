@@ -75,26 +75,49 @@ fn pair() -> Pair {
     Pair { a: ServerProcess::start(da.path()), b: ServerProcess::start(db.path()), da, _db: db }
 }
 
-/// A `rhizome replicate --continuous --create-target` process.
-struct Follower(std::process::Child);
+/// A `rhizome replicate --continuous --create-target` process, its stderr
+/// collected as it comes.
+struct Follower {
+    child: std::process::Child,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: std::thread::JoinHandle<()>,
+}
 
 impl Follower {
     fn start(data: &std::path::Path, source: &str, target: &str) -> Follower {
-        let child = rhizome(data)
+        let mut child = rhizome(data)
             .args(["replicate", "--continuous", "--create-target", source, target])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("rhizome replicate starts");
-        Follower(child)
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (mut pipe, sink) = (child.stderr.take().unwrap(), stderr.clone());
+        let reader = std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut pipe, &mut chunk) {
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        });
+        Follower { child, stderr, reader }
+    }
+
+    /// Waits until it has printed `needle` (a minute at most: the test's
+    /// assertion on `stop`'s stderr then fails with what it did print).
+    /// Waiting on what the follower says, not on a fixed sleep, keeps the
+    /// tests right on a loaded machine.
+    fn wait_until_printed(&self, needle: &str) {
+        eventually(|| self.stderr.lock().unwrap().contains(needle), |&seen| seen);
     }
 
     /// Stops it; whether it was still running, and what it printed on stderr.
     fn stop(mut self) -> (bool, String) {
-        let running = self.0.try_wait().unwrap().is_none();
-        self.0.kill().unwrap();
-        let out = self.0.wait_with_output().unwrap();
-        (running, String::from_utf8_lossy(&out.stderr).into_owned())
+        let running = self.child.try_wait().unwrap().is_none();
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.reader.join().unwrap();
+        let stderr = self.stderr.lock().unwrap().clone();
+        (running, stderr)
     }
 }
 
@@ -209,7 +232,7 @@ fn continuous_replication_waits_out_a_target_restart() {
         ok(&a, "PUT", &format!("/live/while-down-{i}"), Some(json!({})));
     }
     // Let the follower meet the closed port at least once.
-    std::thread::sleep(Duration::from_millis(500));
+    follower.wait_until_printed("waiting to retry");
     b.restart();
     assert_eq!(wait_for(&b, 4), 4, "the writes made while the target was down arrive");
     let (still_running, stderr) = follower.stop();
@@ -250,7 +273,7 @@ fn continuous_replication_waits_for_a_target_that_is_down_when_it_starts() {
     ok(&a, "PUT", "/early/d", Some(json!({})));
     b.kill();
     let follower = Follower::start(da.path(), &format!("{}/early", a.url(ADMIN)), &format!("{}/early", b.url(ADMIN)));
-    std::thread::sleep(Duration::from_millis(500));
+    follower.wait_until_printed("waiting to retry");
     b.restart();
     let arrived = eventually(|| request(&b, "GET", "/early/d", None).0, |&s| s == 200);
     let (still_running, stderr) = follower.stop();
