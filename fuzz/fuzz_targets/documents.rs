@@ -1,12 +1,13 @@
 //! Untrusted documents through the write path (both `new_edits` modes),
 //! then reads, `_changes` with a selector taken from the input, and the
 //! revision tree's byte form: nothing may panic, and every tree written
-//! must read back. A plain read's bytes (`get_doc_json`, which copies a
-//! stored JSON body's bytes) must be those of `get_doc`'s document.
+//! must read back. A read's bytes (`get_doc_json`, `get_doc_bytes` and
+//! `open_revs_bytes`, which copy a stored JSON body's bytes) must be those
+//! of `get_doc`'s and `open_revs`'s documents.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rhizome_docs::{ChangesFilter, ChangesOptions, Database, OpenRevs, ReadOptions, RevTree};
+use rhizome_docs::{ChangesFilter, ChangesOptions, Database, OpenRev, OpenRevs, ReadOptions, RevTree};
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {
@@ -21,7 +22,18 @@ fuzz_target!(|data: &[u8]| {
     for id in &ids {
         same_bytes(&db, id);
         let _ = db.get_doc(id, &ReadOptions { revs: true, revs_info: true, conflicts: true, attachments: true, ..Default::default() });
-        let _ = db.open_revs(id, &OpenRevs::All, &ReadOptions::default());
+        let replication = ReadOptions { revs: true, conflicts: true, deleted_conflicts: true, ..Default::default() };
+        if let (Ok((_, bytes)), Ok(doc)) = (db.get_doc_bytes(id, &replication), db.get_doc(id, &replication)) {
+            assert_eq!(String::from_utf8_lossy(&bytes), String::from_utf8_lossy(&serde_json::to_vec(&doc).unwrap()), "{id}");
+        }
+        if let (Ok(got), Ok(want)) = (db.open_revs_bytes(id, &OpenRevs::All, &replication), db.open_revs(id, &OpenRevs::All, &replication)) {
+            assert_eq!(got.len(), want.len());
+            for (got, want) in got.iter().zip(&want) {
+                if let (OpenRev::Ok(bytes), OpenRev::Ok(doc)) = (got, want) {
+                    assert_eq!(String::from_utf8_lossy(bytes), String::from_utf8_lossy(&serde_json::to_vec(doc).unwrap()), "{id}");
+                }
+            }
+        }
     }
     let selector = items.first().cloned().unwrap_or(Value::Null);
     let _ = db.changes(&ChangesOptions { include_docs: true, all_leaves: true, filter: ChangesFilter::Selector(selector), ..Default::default() });
@@ -41,6 +53,10 @@ fn plain_read_is_get_doc(data: &[u8]) {
     let db = Database::memory();
     if db.update_docs(vec![body], true).is_ok() {
         same_bytes(&db, "plain");
+        let revs = ReadOptions { revs: true, local_seq: true, ..Default::default() };
+        if let (Ok((_, bytes)), Ok(doc)) = (db.get_doc_bytes("plain", &revs), db.get_doc("plain", &revs)) {
+            assert_eq!(String::from_utf8_lossy(&bytes), String::from_utf8_lossy(&serde_json::to_vec(&doc).unwrap()));
+        }
     }
 }
 

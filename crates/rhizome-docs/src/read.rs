@@ -42,10 +42,12 @@ pub enum OpenRevs {
     List(Vec<Rev>),
 }
 
-/// One answer of `open_revs`: a document, or a revision the store lacks.
+/// One answer of `open_revs`: a document (as values, or as the JSON bytes
+/// of those values from [`Database::open_revs_bytes`]), or a revision the
+/// store lacks.
 #[derive(Clone, Debug)]
-pub enum OpenRev {
-    Ok(Map<String, Value>),
+pub enum OpenRev<Doc = Map<String, Value>> {
+    Ok(Doc),
     Missing(Rev),
 }
 
@@ -70,22 +72,22 @@ pub(crate) fn doc_info(kv: &dyn KvRead, id: &str) -> Result<Option<DocInfo>> {
 /// write transaction, whose new terms are not committed): its shared term
 /// cache, and the index families it has quads in, are used.
 pub(crate) fn body(kv: &dyn KvRead, id: &str, rev: &Rev, snapshot: Option<&StoreSnapshot>) -> Result<Option<Map<String, Value>>> {
-    match kv.get(BODIES, &body_key(id, rev))? {
-        Some(bytes) => {
-            let stored: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
-            match stored.get(crate::jsonld::GRAPH_MARKER) {
-                Some(Value::String(iri)) => {
-                    let mut rendered = crate::jsonld::render_graph(kv, iri, snapshot)?;
-                    // A graph-bodied revision keeps its attachments.
-                    if let Some(atts) = stored.get("_attachments") {
-                        rendered.insert("_attachments".into(), atts.clone());
-                    }
-                    Ok(Some(rendered))
-                }
-                _ => Ok(Some(stored)),
+    kv.get(BODIES, &body_key(id, rev))?.map(|bytes| parse_body(kv, id, rev, &bytes, snapshot)).transpose()
+}
+
+/// [`body`] of the stored bytes `bytes`.
+fn parse_body(kv: &dyn KvRead, id: &str, rev: &Rev, bytes: &[u8], snapshot: Option<&StoreSnapshot>) -> Result<Map<String, Value>> {
+    let stored: Map<String, Value> = serde_json::from_slice(bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
+    match stored.get(crate::jsonld::GRAPH_MARKER) {
+        Some(Value::String(iri)) => {
+            let mut rendered = crate::jsonld::render_graph(kv, iri, snapshot)?;
+            // A graph-bodied revision keeps its attachments.
+            if let Some(atts) = stored.get("_attachments") {
+                rendered.insert("_attachments".into(), atts.clone());
             }
+            Ok(rendered)
         }
-        None => Ok(None),
+        _ => Ok(stored),
     }
 }
 
@@ -102,24 +104,45 @@ pub(crate) fn render_winner(kv: &dyn KvRead, id: &str, winner: &Rev, snapshot: O
     Ok(Some(doc))
 }
 
+/// How a read gives a revision's document: [`render`] (values) or
+/// [`render_json`] (bytes).
+trait Renderer<T>: Fn(&dyn KvRead, &str, &DocInfo, &Rev, &ReadOptions, Option<&StoreSnapshot>) -> Result<T> {}
+impl<T, F: Fn(&dyn KvRead, &str, &DocInfo, &Rev, &ReadOptions, Option<&StoreSnapshot>) -> Result<T>> Renderer<T> for F {}
+
 /// Renders revision `rev` of a document as CouchDB returns it.
 pub(crate) fn render(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions, snapshot: Option<&StoreSnapshot>) -> Result<Map<String, Value>> {
     let Some(stored) = body(kv, id, rev, snapshot)? else {
         return Err(DocError::NotFound("missing"));
     };
-    let deleted = info.tree.is_deleted(rev).unwrap_or(false);
+    render_body(kv, info, rev, opts, stored, added_members(kv, id, info, rev, opts)?)
+}
+
+/// [`render`]'s document as the JSON bytes `serde_json` writes of it. A
+/// JSON body is copied as stored, the read's members put among its own
+/// ([`splice_members`]); any other body is rendered as values and written.
+/// Replication reads (`_bulk_get`, `open_revs`) ask for `_revisions`, so
+/// this covers them, not only plain reads.
+pub(crate) fn render_json(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions, snapshot: Option<&StoreSnapshot>) -> Result<Vec<u8>> {
+    let Some(bytes) = kv.get(BODIES, &body_key(id, rev))? else {
+        return Err(DocError::NotFound("missing"));
+    };
+    let added = added_members(kv, id, info, rev, opts)?;
+    if let Some(out) = splice_members(&bytes, added.iter().map(|(k, v)| (k.as_str(), v))) {
+        return Ok(out);
+    }
+    let doc = render_body(kv, info, rev, opts, parse_body(kv, id, rev, &bytes, snapshot)?, added)?;
+    serde_json::to_vec(&doc).map_err(|e| DocError::Corrupt(e.to_string()))
+}
+
+/// The members a read adds to a revision's stored body (every one named
+/// with `_`, none of them stored): `_id`, `_rev`, `_deleted`, and what
+/// `opts` asks for.
+fn added_members(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions) -> Result<Map<String, Value>> {
     let mut doc = Map::new();
     doc.insert("_id".into(), Value::String(id.to_owned()));
     doc.insert("_rev".into(), Value::String(rev.to_string()));
-    if deleted {
+    if info.tree.is_deleted(rev).unwrap_or(false) {
         doc.insert("_deleted".into(), Value::Bool(true));
-    }
-    for (k, v) in stored {
-        if k == "_attachments" {
-            doc.insert(k, render_attachments(kv, &v, inline_after(info, rev, opts))?);
-        } else {
-            doc.insert(k, v);
-        }
     }
     if opts.conflicts {
         let conflicts = info.tree.conflicts();
@@ -158,18 +181,30 @@ pub(crate) fn render(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts:
     Ok(doc)
 }
 
+/// A revision's document from its (parsed) stored body and the read's
+/// `added` members; attachments as stubs or, as `opts` asks, inline.
+fn render_body(kv: &dyn KvRead, info: &DocInfo, rev: &Rev, opts: &ReadOptions, stored: Map<String, Value>, added: Map<String, Value>) -> Result<Map<String, Value>> {
+    let mut doc = stored;
+    if let Some(atts) = doc.get_mut("_attachments") {
+        *atts = render_attachments(kv, atts, inline_after(info, rev, opts))?;
+    }
+    // Stored bodies hold no member the read adds (writes keep none named
+    // with `_` but `_attachments` and the graph marker).
+    doc.extend(added);
+    Ok(doc)
+}
+
 /// The JSON `serde_json` writes of a stored body (an object, its members
-/// in key order) with `_id` and `_rev` added, as `get_doc` gives a live
-/// winner with no option: the stored members are copied as bytes, the two
-/// put where their keys sort. `None`, to build the document as values
-/// instead, when the body has a member whose name starts with `_` (a read
-/// renders `_attachments` as stubs and the graph marker from quads), or
-/// is not the compact object `serde_json` writes (checked as it is
-/// scanned).
-fn splice_id_and_rev(stored: &[u8], id: &str, rev: &Rev) -> Option<Vec<u8>> {
+/// in key order) with `added` (in key order) put among its members: the
+/// stored members are copied as bytes, the added ones put where their keys
+/// sort. `None`, to build the document as values instead, when the body
+/// has a member whose name starts with `_` (a read renders `_attachments`
+/// as stubs and the graph marker from quads, and adds the others), or is
+/// not the compact object `serde_json` writes (checked as it is scanned).
+fn splice_members<'a>(stored: &[u8], added: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Option<Vec<u8>> {
     let members = compact_members(stored)?;
-    let mut added = [("_id", Value::String(id.to_owned())), ("_rev", Value::String(rev.to_string()))].into_iter().peekable();
-    let mut out = Vec::with_capacity(stored.len() + id.len() + 64);
+    let mut added = added.into_iter().peekable();
+    let mut out = Vec::with_capacity(stored.len() + 128);
     out.push(b'{');
     let write_added = |out: &mut Vec<u8>, key: &str, value: &Value| {
         if out.len() > 1 {
@@ -180,13 +215,11 @@ fn splice_id_and_rev(stored: &[u8], id: &str, rev: &Rev) -> Option<Vec<u8>> {
         serde_json::to_writer(&mut *out, value).ok()
     };
     for (key, member) in members {
-        // `_attachments` (rendered as stubs), the graph marker (rendered
-        // from quads), `_id`/`_rev`: none is copied as stored.
         if key.starts_with('_') {
             return None;
         }
         while let Some((k, v)) = added.next_if(|(k, _)| *k < key.as_ref()) {
-            write_added(&mut out, k, &v)?;
+            write_added(&mut out, k, v)?;
         }
         if out.len() > 1 {
             out.push(b',');
@@ -194,7 +227,7 @@ fn splice_id_and_rev(stored: &[u8], id: &str, rev: &Rev) -> Option<Vec<u8>> {
         out.extend_from_slice(member);
     }
     for (k, v) in added {
-        write_added(&mut out, k, &v)?;
+        write_added(&mut out, k, v)?;
     }
     out.push(b'}');
     Some(out)
@@ -320,6 +353,17 @@ impl Database {
     /// A document: the winner, or `opts.rev`. 404 `deleted` for a deleted
     /// winner, `missing` for an unknown document or revision.
     pub fn get_doc(&self, id: &str, opts: &ReadOptions) -> Result<Map<String, Value>> {
+        self.get_doc_as(id, opts, render)
+    }
+
+    /// [`Database::get_doc`]'s document as the JSON bytes `serde_json`
+    /// writes of it, a JSON body copied as stored (no value built), with
+    /// its revision.
+    pub fn get_doc_bytes(&self, id: &str, opts: &ReadOptions) -> Result<(Rev, Vec<u8>)> {
+        self.get_doc_as(id, opts, |kv, id, info, rev, opts, s| Ok((rev.clone(), render_json(kv, id, info, rev, opts, s)?)))
+    }
+
+    fn get_doc_as<T>(&self, id: &str, opts: &ReadOptions, render: impl Renderer<T>) -> Result<T> {
         let s = self.store.snapshot()?;
         let kv = s.kv();
         let info = doc_info(kv, id)?.ok_or(DocError::NotFound("missing"))?;
@@ -382,7 +426,8 @@ impl Database {
         let bytes = kv.get(BODIES, &body_key(id, &rev))?.ok_or(DocError::NotFound("missing"))?;
         // A JSON body with no attachment: its stored bytes with `_id` and
         // `_rev` put among its members, nothing parsed into values.
-        if let Some(out) = splice_id_and_rev(&bytes, id, &rev) {
+        let (id_value, rev_value) = (Value::String(id.to_owned()), Value::String(rev.to_string()));
+        if let Some(out) = splice_members(&bytes, [("_id", &id_value), ("_rev", &rev_value)]) {
             return Ok((rev, out));
         }
         let mut stored: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
@@ -428,6 +473,16 @@ impl Database {
 
     /// `open_revs=all` or a list of revisions.
     pub fn open_revs(&self, id: &str, which: &OpenRevs, opts: &ReadOptions) -> Result<Vec<OpenRev>> {
+        self.open_revs_as(id, which, opts, render)
+    }
+
+    /// [`Database::open_revs`], each document as the JSON bytes
+    /// `serde_json` writes of it (as [`Database::get_doc_bytes`]).
+    pub fn open_revs_bytes(&self, id: &str, which: &OpenRevs, opts: &ReadOptions) -> Result<Vec<OpenRev<Vec<u8>>>> {
+        self.open_revs_as(id, which, opts, render_json)
+    }
+
+    fn open_revs_as<T>(&self, id: &str, which: &OpenRevs, opts: &ReadOptions, render: impl Renderer<T>) -> Result<Vec<OpenRev<T>>> {
         let s = self.store.snapshot()?;
         let kv = s.kv();
         let info = doc_info(kv, id)?;
@@ -522,11 +577,20 @@ impl Database {
 mod tests {
     use super::*;
 
-    /// The splice gives the bytes `serde_json` writes of the body with
-    /// `_id` and `_rev` added, and declines what it cannot copy as is.
+    /// The splice gives the bytes `serde_json` writes of the body with the
+    /// read's members added (`_id` and `_rev`; `_revisions` and others as
+    /// a replication read asks), and declines what it cannot copy as is.
     #[test]
     fn stored_bodies_are_spliced_to_the_bytes_of_the_document() {
         let rev = Rev::parse("3-0123456789abcdef0123456789abcdef").unwrap();
+        let mut added = Map::new();
+        added.insert("_id".into(), json!("d\"oc/1"));
+        added.insert("_rev".into(), json!(rev.to_string()));
+        let mut replication = added.clone();
+        replication.insert("_conflicts".into(), json!(["2-aa"]));
+        replication.insert("_revisions".into(), json!({"start": 3, "ids": ["0123", "ab"]}));
+        replication.insert("_deleted".into(), json!(true));
+        let splice = |stored: &[u8], added: &Map<String, Value>| splice_members(stored, added.iter().map(|(k, v)| (k.as_str(), v)));
         let bodies = [
             json!({}),
             json!({"a": 1}),
@@ -535,11 +599,12 @@ mod tests {
         ];
         for body in bodies {
             let stored = serde_json::to_vec(&body).unwrap();
-            let mut doc = body.as_object().unwrap().clone();
-            doc.insert("_id".into(), json!("d\"oc/1"));
-            doc.insert("_rev".into(), json!(rev.to_string()));
-            let spliced = splice_id_and_rev(&stored, "d\"oc/1", &rev).unwrap_or_else(|| panic!("declined {body}"));
-            assert_eq!(String::from_utf8(spliced).unwrap(), serde_json::to_string(&doc).unwrap());
+            for added in [&added, &replication] {
+                let mut doc = body.as_object().unwrap().clone();
+                doc.extend(added.clone());
+                let spliced = splice(&stored, added).unwrap_or_else(|| panic!("declined {body}"));
+                assert_eq!(String::from_utf8(spliced).unwrap(), serde_json::to_string(&doc).unwrap());
+            }
         }
         for declined in [
             &br#"{"_attachments":{}}"#[..],
@@ -557,7 +622,7 @@ mod tests {
             br#"[1]"#,
             b"",
         ] {
-            assert_eq!(splice_id_and_rev(declined, "d", &rev), None, "{}", String::from_utf8_lossy(declined));
+            assert_eq!(splice(declined, &added), None, "{}", String::from_utf8_lossy(declined));
         }
     }
 }

@@ -320,6 +320,87 @@ fn plain_reads_write_the_bytes_of_the_document_get_doc_gives() {
     }
 }
 
+/// Reads with options (`get_doc_bytes`, `open_revs_bytes`: `GET` with
+/// options, `open_revs`, `_bulk_get`) write the bytes of the documents
+/// `get_doc` and `open_revs` give: JSON bodies spliced with `_revisions`,
+/// `_conflicts` and the rest, bodies with attachments, graph bodies,
+/// deleted revisions, revisions asked for by number, and missing ones.
+#[test]
+fn reads_with_options_write_the_bytes_of_the_documents_they_give() {
+    use rhizome_docs::{OpenRev, OpenRevs, Rev};
+    let db = database();
+    let context = json!({"name": FOAF_NAME});
+    let rev1 = put(&db, json!({"_id": "plain", "z": 1, "A": [true]})).unwrap();
+    let rev2 = put(&db, json!({"_id": "plain", "_rev": rev1, "z": 2, "^": "é\"", "a": {}, "`": {"_x": null}})).unwrap();
+    // Two conflicting branches (one deleted), as replication writes them.
+    let branch = |hash: &str, deleted: bool| {
+        let mut doc = obj(json!({"_id": "plain", "_rev": format!("2-{hash}"), "_revisions": {"start": 2, "ids": [hash, rev1.split_once('-').unwrap().1]}, "b": hash}));
+        if deleted {
+            doc.insert("_deleted".into(), json!(true));
+        }
+        db.update_docs(vec![doc], false).unwrap();
+    };
+    branch("00aa", false);
+    branch("00bb", true);
+    put(&db, json!({"_id": "att", "n": 1, "_attachments": {"t.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})).unwrap();
+    put(&db, json!({"_id": "graph", "@context": context, "@id": "", "name": "G"})).unwrap();
+    let gone = put(&db, json!({"_id": "gone", "k": "v"})).unwrap();
+    let gone = put(&db, json!({"_id": "gone", "_rev": gone, "_deleted": true})).unwrap();
+    let all = ReadOptions { revs: true, revs_info: true, conflicts: true, deleted_conflicts: true, local_seq: true, ..Default::default() };
+    let rev = |r: &str| Some(Rev::parse(r).unwrap());
+    let option_sets = [
+        ReadOptions::default(),
+        ReadOptions { revs: true, ..Default::default() },
+        ReadOptions { conflicts: true, ..Default::default() },
+        ReadOptions { revs: true, attachments: true, ..Default::default() },
+        all.clone(),
+        ReadOptions { rev: rev(&rev1), ..all.clone() },
+        ReadOptions { rev: rev(&rev1), latest: true, revs: true, ..Default::default() },
+        ReadOptions { rev: rev("2-00bb"), revs: true, ..Default::default() },
+        ReadOptions { rev: rev(&gone), ..Default::default() },
+        ReadOptions { rev: rev("9-99"), ..Default::default() },
+    ];
+    let mut spliced = 0;
+    for id in ["plain", "att", "graph", "gone", "nobody"] {
+        for opts in &option_sets {
+            let (got, want) = (db.get_doc_bytes(id, opts), db.get_doc(id, opts));
+            match (got, want) {
+                (Ok((rev, bytes)), Ok(doc)) => {
+                    assert_eq!(String::from_utf8(bytes).unwrap(), serde_json::to_string(&doc).unwrap(), "{id} {opts:?}");
+                    assert_eq!(Value::String(rev.to_string()), doc["_rev"]);
+                    spliced += usize::from(id == "plain");
+                }
+                (Err(DocError::NotFound(a)), Err(DocError::NotFound(b))) => assert_eq!(a, b, "{id} {opts:?}"),
+                (got, want) => panic!("{id} {opts:?}: {got:?} / {want:?}"),
+            }
+            let missing = Rev::parse("1-ffff").unwrap();
+            for which in [OpenRevs::All, OpenRevs::List(vec![Rev::parse(&rev2).unwrap(), missing, Rev::parse("2-00bb").unwrap()])] {
+                let (got, want) = (db.open_revs_bytes(id, &which, opts), db.open_revs(id, &which, opts));
+                let (got, want) = match (got, want) {
+                    (Ok(got), Ok(want)) => (got, want),
+                    (Err(DocError::NotFound(a)), Err(DocError::NotFound(b))) if a == b => continue,
+                    (got, want) => panic!("{id} {which:?} {opts:?}: {got:?} / {want:?}"),
+                };
+                assert_eq!(got.len(), want.len(), "{id} {which:?}");
+                for (g, w) in got.into_iter().zip(want) {
+                    match (g, w) {
+                        (OpenRev::Ok(bytes), OpenRev::Ok(doc)) => assert_eq!(String::from_utf8(bytes).unwrap(), serde_json::to_string(&doc).unwrap(), "{id} {which:?} {opts:?}"),
+                        (OpenRev::Missing(a), OpenRev::Missing(b)) => assert_eq!(a, b),
+                        (g, w) => panic!("{id} {which:?} {opts:?}: {g:?} / {w:?}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(spliced >= 7, "the JSON document was read with most option sets: {spliced}");
+    // What the replication reads rely on, spelled out once.
+    let (_, bytes) = db.get_doc_bytes("plain", &ReadOptions { revs: true, conflicts: true, ..Default::default() }).unwrap();
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(doc["_revisions"]["start"], 2);
+    assert_eq!(doc["_conflicts"].as_array().map(Vec::len), Some(1), "{doc}");
+    assert_eq!((&doc["^"], &doc["z"]), (&json!("é\""), &json!(2)), "{doc}");
+}
+
 /// A plain read of a winner whose body is its graph alone skips the body,
 /// by what the document record says. The record follows the winner: a
 /// replicated JSON revision that wins, the graph-bodied leaf winning again

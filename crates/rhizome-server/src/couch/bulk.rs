@@ -127,37 +127,65 @@ pub fn bulk_get(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpErro
     let body = req.json_object()?;
     let docs = body.get("docs").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("Missing JSON list of 'docs'."))?;
     let base = ReadOptions { rev: None, ..read_options(req)? };
-    let mut results = Vec::with_capacity(docs.len());
-    for d in docs {
+    // The answer is written as bytes: each document's JSON body is copied
+    // as stored (`get_doc_bytes`), not parsed into values and written
+    // again. Members in the order `serde_json` writes a map's: `docs`
+    // before `id`.
+    let mut out = Vec::with_capacity(64 + docs.len() * 512);
+    out.extend_from_slice(b"{\"results\":[");
+    for (i, d) in docs.iter().enumerate() {
         let id = d.get("id").and_then(Value::as_str).ok_or_else(|| HttpError::bad_request("every entry of docs needs an id"))?;
         let mut opts = base.clone();
         if let Some(since) = d.get("atts_since").and_then(Value::as_array) {
             opts.atts_since = since.iter().filter_map(Value::as_str).filter_map(Rev::parse).collect();
         }
-        let rev = d.get("rev").and_then(Value::as_str);
-        let out: Vec<Value> = match rev {
+        let answers: Vec<Result<Vec<u8>, Value>> = match d.get("rev").and_then(Value::as_str) {
             Some(r) => {
                 let rev = parse_rev(r)?;
-                match db.db.open_revs(id, &OpenRevs::List(vec![rev.clone()]), &opts)? {
-                    revs if revs.is_empty() => vec![missing(id, &rev.to_string())],
+                match db.db.open_revs_bytes(id, &OpenRevs::List(vec![rev.clone()]), &opts)? {
+                    revs if revs.is_empty() => vec![Err(missing(id, &rev.to_string()))],
                     revs => revs
                         .into_iter()
                         .map(|r| match r {
-                            OpenRev::Ok(doc) => json!({ "ok": doc }),
-                            OpenRev::Missing(rev) => missing(id, &rev.to_string()),
+                            OpenRev::Ok(doc) => Ok(doc),
+                            OpenRev::Missing(rev) => Err(missing(id, &rev.to_string())),
                         })
                         .collect(),
                 }
             }
-            None => match db.db.get_doc(id, &opts) {
-                Ok(doc) => vec![json!({ "ok": doc })],
-                Err(DocError::NotFound(reason)) => vec![json!({ "error": { "id": id, "rev": "undefined", "error": "not_found", "reason": reason } })],
+            None => match db.db.get_doc_bytes(id, &opts) {
+                Ok((_, doc)) => vec![Ok(doc)],
+                Err(DocError::NotFound(reason)) => vec![Err(json!({ "error": { "id": id, "rev": "undefined", "error": "not_found", "reason": reason } }))],
                 Err(e) => return Err(e.into()),
             },
         };
-        results.push(json!({ "id": id, "docs": out }));
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"docs\":[");
+        for (j, answer) in answers.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            match answer {
+                Ok(doc) => {
+                    out.extend_from_slice(b"{\"ok\":");
+                    out.extend_from_slice(doc);
+                    out.push(b'}');
+                }
+                Err(error) => write_json(&mut out, error)?,
+            }
+        }
+        out.extend_from_slice(b"],\"id\":");
+        write_json(&mut out, &Value::String(id.to_owned()))?;
+        out.push(b'}');
     }
-    Ok(json(200, &json!({ "results": results })))
+    out.extend_from_slice(b"]}\n");
+    Ok(http::response(200, "application/json", out.into()))
+}
+
+fn write_json(out: &mut Vec<u8>, value: &Value) -> Result<(), HttpError> {
+    serde_json::to_writer(out, value).map_err(|e| HttpError::internal(e.to_string()))
 }
 
 fn missing(id: &str, rev: &str) -> Value {

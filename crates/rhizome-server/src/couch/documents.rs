@@ -78,11 +78,12 @@ fn get(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpErr
     let opts = read_options(req)?;
     let accept = req.header("accept");
     if let Some(which) = open_revs(req)? {
-        let revs = db.db.open_revs(id, &which, &opts)?;
         // CouchDB's replicator asks for multipart/mixed; PouchDB and
         // others ask for JSON.
         if multipart::accepts(accept, "multipart/mixed") {
-            let parts = revs
+            let parts = db
+                .db
+                .open_revs(id, &which, &opts)?
                 .into_iter()
                 .map(|r| match r {
                     OpenRev::Ok(doc) => multipart::document_part(doc),
@@ -92,20 +93,29 @@ fn get(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpErr
             let (content_type, body) = multipart::mixed(parts);
             return Ok(http::response(200, &content_type, body.into()));
         }
-        let out: Vec<Value> = revs
-            .into_iter()
-            .map(|r| match r {
-                OpenRev::Ok(doc) => json!({ "ok": doc }),
-                OpenRev::Missing(rev) => json!({ "missing": rev.to_string() }),
-            })
-            .collect();
-        return Ok(json(200, &Value::Array(out)));
+        // Each document's JSON body copied as stored (`open_revs_bytes`).
+        let mut out = b"[".to_vec();
+        for (i, r) in db.db.open_revs_bytes(id, &which, &opts)?.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match r {
+                OpenRev::Ok(doc) => {
+                    out.extend_from_slice(b"{\"ok\":");
+                    out.extend_from_slice(&doc);
+                    out.push(b'}');
+                }
+                OpenRev::Missing(rev) => out.extend_from_slice(json!({ "missing": rev.to_string() }).to_string().as_bytes()),
+            }
+        }
+        out.extend_from_slice(b"]\n");
+        return Ok(http::response(200, "application/json", out.into()));
     }
-    // The common read, no options and plain JSON wanted: its bytes are
-    // written straight from the store.
-    let plain = opts.is_plain() && !multipart::accepts(accept, "multipart/related") && !prefers_json_ld(accept);
-    let (doc, rev, bytes) = if plain {
-        let (rev, mut bytes) = db.db.get_doc_json(id)?;
+    // JSON wanted: its bytes are written straight from the store (the
+    // common read, no option, without even decoding the revision tree).
+    let plain_json = !multipart::accepts(accept, "multipart/related") && !prefers_json_ld(accept);
+    let (doc, rev, bytes) = if plain_json {
+        let (rev, mut bytes) = if opts.is_plain() { db.db.get_doc_json(id)? } else { db.db.get_doc_bytes(id, &opts)? };
         bytes.push(b'\n');
         (Map::new(), rev.to_string(), Some(bytes))
     } else {
