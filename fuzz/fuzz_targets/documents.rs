@@ -1,13 +1,13 @@
 //! Untrusted documents through the write path (both `new_edits` modes),
 //! then reads, `_changes` with a selector taken from the input, and the
 //! revision tree's byte form: nothing may panic, and every tree written
-//! must read back. A read's bytes (`get_doc_json`, `get_doc_bytes` and
-//! `open_revs_bytes`, which copy a stored JSON body's bytes) must be those
-//! of `get_doc`'s and `open_revs`'s documents.
+//! must read back. A read's bytes (`get_doc_json`, `get_doc_bytes`,
+//! `open_revs_bytes` and `all_docs_bytes`, which copy a stored JSON body's
+//! bytes) must be those of `get_doc`'s, `open_revs`'s and `all_docs`'s.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rhizome_docs::{ChangesFilter, ChangesOptions, Database, OpenRev, OpenRevs, ReadOptions, RevTree};
+use rhizome_docs::{AllDocsOptions, ChangesFilter, ChangesOptions, Database, OpenRev, OpenRevs, ReadOptions, RevTree};
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {
@@ -34,6 +34,11 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
+    }
+    let all = AllDocsOptions { include_docs: true, conflicts: true, keys: Some(ids.clone()), ..Default::default() };
+    if let (Ok(got), Ok(want)) = (db.all_docs_bytes(&all), db.all_docs(&all)) {
+        let got: Vec<String> = got.rows.iter().map(|row| String::from_utf8_lossy(row).into_owned()).collect();
+        assert_eq!(got, want.rows.iter().map(Value::to_string).collect::<Vec<_>>());
     }
     let selector = items.first().cloned().unwrap_or(Value::Null);
     let _ = db.changes(&ChangesOptions { include_docs: true, all_leaves: true, filter: ChangesFilter::Selector(selector), ..Default::default() });

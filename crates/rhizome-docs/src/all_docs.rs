@@ -4,7 +4,7 @@
 //! uses raw collation for `_all_docs` too.
 
 use crate::keys::{DocInfo, DOCS};
-use crate::read::{doc_info, render, ReadOptions};
+use crate::read::{doc_info, render, render_json, ReadOptions};
 use crate::{Database, Result};
 use rhizome_kv::KvRead;
 use serde_json::{json, Value};
@@ -41,15 +41,35 @@ impl Default for AllDocsOptions {
     }
 }
 
-pub struct AllDocs {
+/// `_all_docs`' answer; its rows as values, or as the JSON bytes
+/// `serde_json` writes of them ([`Database::all_docs_bytes`]).
+pub struct AllDocs<Row = Value> {
     pub total_rows: u64,
     pub offset: u64,
-    pub rows: Vec<Value>,
+    pub rows: Vec<Row>,
     pub update_seq: u64,
 }
 
 impl Database {
     pub fn all_docs(&self, opts: &AllDocsOptions) -> Result<AllDocs> {
+        self.all_docs_as(opts, row, Ok)
+    }
+
+    /// [`Database::all_docs`] with each row as the JSON bytes `serde_json`
+    /// writes of it, a document's JSON body copied as stored (as
+    /// [`Database::get_doc_bytes`]).
+    pub fn all_docs_bytes(&self, opts: &AllDocsOptions) -> Result<AllDocs<Vec<u8>>> {
+        self.all_docs_as(opts, row_bytes, |row| serde_json::to_vec(&row).map_err(|e| crate::DocError::Corrupt(e.to_string())))
+    }
+
+    /// `row` makes a live document's row; `other` writes the rows `keys`
+    /// gives for missing and deleted documents.
+    fn all_docs_as<R>(
+        &self,
+        opts: &AllDocsOptions,
+        row: impl Fn(&dyn KvRead, &str, &DocInfo, bool, &ReadOptions) -> Result<R>,
+        other: impl Fn(Value) -> Result<R>,
+    ) -> Result<AllDocs<R>> {
         let s = self.store.snapshot()?;
         let kv = s.kv();
         let info = self.info_in(kv)?;
@@ -59,8 +79,8 @@ impl Database {
         if let Some(keys) = &opts.keys {
             for key in keys.iter().skip(opts.skip).take(limit) {
                 rows.push(match doc_info(kv, key)? {
-                    None => json!({ "key": key, "error": "not_found" }),
-                    Some(d) if d.deleted => json!({ "id": key, "key": key, "value": { "rev": d.winner.to_string(), "deleted": true }, "doc": null }),
+                    None => other(json!({ "key": key, "error": "not_found" }))?,
+                    Some(d) if d.deleted => other(json!({ "id": key, "key": key, "value": { "rev": d.winner.to_string(), "deleted": true }, "doc": null }))?,
                     Some(d) => row(kv, key, &d, opts.include_docs, &read)?,
                 });
             }
@@ -123,4 +143,20 @@ fn row(kv: &dyn KvRead, id: &str, d: &DocInfo, include_docs: bool, read: &ReadOp
         row["doc"] = Value::Object(render(kv, id, d, &d.winner, read, None)?);
     }
     Ok(row)
+}
+
+/// [`row`]'s bytes: `doc` sorts before the other members, so the
+/// document's bytes go first.
+fn row_bytes(kv: &dyn KvRead, id: &str, d: &DocInfo, include_docs: bool, read: &ReadOptions) -> Result<Vec<u8>> {
+    let rest = serde_json::to_vec(&json!({ "id": id, "key": id, "value": { "rev": d.winner.to_string() } })).map_err(|e| crate::DocError::Corrupt(e.to_string()))?;
+    if !include_docs {
+        return Ok(rest);
+    }
+    let doc = render_json(kv, id, d, &d.winner, read, None)?;
+    let mut out = Vec::with_capacity(doc.len() + rest.len() + 8);
+    out.extend_from_slice(b"{\"doc\":");
+    out.extend_from_slice(&doc);
+    out.push(b',');
+    out.extend_from_slice(&rest[1..]);
+    Ok(out)
 }

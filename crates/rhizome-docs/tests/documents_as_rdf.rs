@@ -322,12 +322,13 @@ fn plain_reads_write_the_bytes_of_the_document_get_doc_gives() {
 
 /// Reads with options (`get_doc_bytes`, `open_revs_bytes`: `GET` with
 /// options, `open_revs`, `_bulk_get`) write the bytes of the documents
-/// `get_doc` and `open_revs` give: JSON bodies spliced with `_revisions`,
+/// `get_doc` and `open_revs` give, and `_all_docs`' rows (`all_docs_bytes`)
+/// those of `all_docs`: JSON bodies spliced with `_revisions`,
 /// `_conflicts` and the rest, bodies with attachments, graph bodies,
 /// deleted revisions, revisions asked for by number, and missing ones.
 #[test]
 fn reads_with_options_write_the_bytes_of_the_documents_they_give() {
-    use rhizome_docs::{OpenRev, OpenRevs, Rev};
+    use rhizome_docs::{AllDocsOptions, OpenRev, OpenRevs, Rev};
     let db = database();
     let context = json!({"name": FOAF_NAME});
     let rev1 = put(&db, json!({"_id": "plain", "z": 1, "A": [true]})).unwrap();
@@ -393,6 +394,21 @@ fn reads_with_options_write_the_bytes_of_the_documents_they_give() {
         }
     }
     assert!(spliced >= 7, "the JSON document was read with most option sets: {spliced}");
+    // `_all_docs`' rows, the same way (`all_docs_bytes`).
+    let keys = ["plain", "gone", "nobody", "att", "graph"].map(str::to_owned).to_vec();
+    for opts in [
+        AllDocsOptions::default(),
+        AllDocsOptions { include_docs: true, ..Default::default() },
+        AllDocsOptions { include_docs: true, conflicts: true, attachments: true, ..Default::default() },
+        AllDocsOptions { include_docs: true, conflicts: true, keys: Some(keys), ..Default::default() },
+        AllDocsOptions { include_docs: true, descending: true, skip: 1, limit: Some(2), ..Default::default() },
+    ] {
+        let (got, want) = (db.all_docs_bytes(&opts).unwrap(), db.all_docs(&opts).unwrap());
+        assert_eq!((got.total_rows, got.offset, got.update_seq), (want.total_rows, want.offset, want.update_seq));
+        let got: Vec<String> = got.rows.into_iter().map(|row| String::from_utf8(row).unwrap()).collect();
+        let want: Vec<String> = want.rows.iter().map(Value::to_string).collect();
+        assert_eq!(got, want, "{opts:?}");
+    }
     // What the replication reads rely on, spelled out once.
     let (_, bytes) = db.get_doc_bytes("plain", &ReadOptions { revs: true, conflicts: true, ..Default::default() }).unwrap();
     let doc: Value = serde_json::from_slice(&bytes).unwrap();
