@@ -347,6 +347,9 @@ fn reads_with_options_write_the_bytes_of_the_documents_they_give() {
     put(&db, json!({"_id": "graph", "@context": context, "@id": "", "name": "G"})).unwrap();
     let gone = put(&db, json!({"_id": "gone", "k": "v"})).unwrap();
     let gone = put(&db, json!({"_id": "gone", "_rev": gone, "_deleted": true})).unwrap();
+    // An RDF write to a new graph: a body that is the graph alone.
+    insert_name(&db, &format!("{BASE}/people/rdf"), "http://example.org/r", "R");
+    insert_name(&db, &format!("{BASE}/people/rdf"), "http://example.org/s", "S");
     let all = ReadOptions { revs: true, revs_info: true, conflicts: true, deleted_conflicts: true, local_seq: true, ..Default::default() };
     let rev = |r: &str| Some(Rev::parse(r).unwrap());
     let option_sets = [
@@ -362,7 +365,7 @@ fn reads_with_options_write_the_bytes_of_the_documents_they_give() {
         ReadOptions { rev: rev("9-99"), ..Default::default() },
     ];
     let mut spliced = 0;
-    for id in ["plain", "att", "graph", "gone", "nobody"] {
+    for id in ["plain", "att", "graph", "rdf", "gone", "nobody"] {
         for opts in &option_sets {
             let (got, want) = (db.get_doc_bytes(id, opts), db.get_doc(id, opts));
             match (got, want) {
@@ -395,7 +398,7 @@ fn reads_with_options_write_the_bytes_of_the_documents_they_give() {
     }
     assert!(spliced >= 7, "the JSON document was read with most option sets: {spliced}");
     // `_all_docs`' rows, the same way (`all_docs_bytes`).
-    let keys = ["plain", "gone", "nobody", "att", "graph"].map(str::to_owned).to_vec();
+    let keys = ["plain", "gone", "nobody", "att", "graph", "rdf"].map(str::to_owned).to_vec();
     for opts in [
         AllDocsOptions::default(),
         AllDocsOptions { include_docs: true, ..Default::default() },
