@@ -120,6 +120,9 @@ pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -
             }
             doc.insert("_id".into(), Value::String(http::uuid()));
         }
+        // As CouchDB reads the request: one document that fails its
+        // checks fails the whole request, before anything is written.
+        rhizome_docs::check_document_json(&doc, new_edits)?;
         batch.push(doc);
     }
     let design = batch.iter().any(|d| d.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_design/")));

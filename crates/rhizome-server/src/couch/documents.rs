@@ -65,6 +65,7 @@ fn copy(req: &Request, ctx: &UserCtx, db: &DbHandle, id: &str) -> Result<Respons
 fn write_one(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>, new_edits: bool, status: u16) -> Result<Response<Body>, HttpError> {
     let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
     validate_doc_id(&id)?;
+    rhizome_docs::check_document_json(&doc, new_edits)?;
     let mut out = write_docs(ctx, db, vec![doc], new_edits)?;
     let (id, outcome) = out.pop().ok_or_else(|| HttpError::internal("a write returned no outcome"))?;
     let rev = outcome.map_err(HttpError::from)?;

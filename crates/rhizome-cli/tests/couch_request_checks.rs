@@ -1,0 +1,65 @@
+//! What CouchDB's and PouchDB's own suites (tests/couch-suites) found
+//! Rhizome accepting or answering differently from CouchDB 3.5, at the HTTP
+//! level, each with CouchDB's status, error and reason (issue 43).
+
+mod common;
+
+use common::server::{ServerProcess, ADMIN};
+use serde_json::{json, Value};
+
+fn j(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn server_with_db(data: &std::path::Path) -> ServerProcess {
+    let server = ServerProcess::start(data);
+    assert_eq!(server.request("PUT", "/db", Some(ADMIN), None).0, 201);
+    server
+}
+
+fn post(server: &ServerProcess, path: &str, body: Value) -> (u16, Value) {
+    let (status, text) = server.request("POST", path, Some(ADMIN), Some(&body.to_string()));
+    (status, j(&text))
+}
+
+fn put(server: &ServerProcess, path: &str, body: Value) -> (u16, Value) {
+    let (status, text) = server.request("PUT", path, Some(ADMIN), Some(&body.to_string()));
+    (status, j(&text))
+}
+
+fn error(kind: &str, reason: &str) -> Value {
+    json!({ "error": kind, "reason": reason })
+}
+
+#[test]
+fn a_bulk_docs_with_an_unknown_special_member_is_refused_whole() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    let (status, body) = post(&server, "/db/_bulk_docs", json!({ "docs": [{ "_id": "good", "a": 1 }, { "_id": "bad", "_zing": 4 }] }));
+    assert_eq!((status, body), (400, error("doc_validation", "Bad special document member: _zing")));
+    // Nothing of the request was written, the good document included.
+    assert_eq!(server.request("GET", "/db/good", Some(ADMIN), None).0, 404);
+    let (status, body) = put(&server, "/db/doc", json!({ "_fan": "x" }));
+    assert_eq!((status, body), (400, error("doc_validation", "Bad special document member: _fan")));
+}
+
+#[test]
+fn new_edits_false_without_a_revision_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    let (status, body) = post(&server, "/db/_bulk_docs", json!({ "new_edits": false, "docs": [{ "_id": "a", "_rev": "1-abc" }, { "_id": "b" }] }));
+    assert_eq!((status, body), (400, error("bad_request", "When `new_edits: false`, the document needs `_rev` or `_revisions` specified")));
+    assert_eq!(server.request("GET", "/db/a", Some(ADMIN), None).0, 404);
+}
+
+#[test]
+fn invalid_base64_attachment_data_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    let doc = json!({ "_id": "d", "_attachments": { "a.txt": { "content_type": "text/plain", "data": "not base64!" } } });
+    let (status, body) = post(&server, "/db/_bulk_docs", json!({ "docs": [doc] }));
+    assert_eq!((status, body), (400, error("bad_request", "Invalid attachment data for a.txt")));
+    let (status, body) = put(&server, "/db/d", doc);
+    assert_eq!((status, body), (400, error("bad_request", "Invalid attachment data for a.txt")));
+    assert_eq!(server.request("GET", "/db/d", Some(ADMIN), None).0, 404);
+}
