@@ -186,8 +186,13 @@ function runFolder(root) {
 
 async function runPouchdbFile(root, suite, file, couchUrl) {
   const out = path.join(os.tmpdir(), `couch-suites-${process.pid}-${Date.now()}.jsonl`);
-  const environment = { ...process.env, COUCH_HOST: couchUrl };
+  // VIEW_ADAPTERS as PouchDB's bin/run-test.sh sets it.
+  const environment = { ...process.env, COUCH_HOST: couchUrl, VIEW_ADAPTERS: 'memory' };
+  // As PouchDB's TESTING.md says: find and mapreduce on the server alone,
+  // pouchdb-find loaded as the plugin it is; integration mixes local and
+  // remote databases.
   if (suite !== 'integration') environment.ADAPTERS = 'http';
+  if (suite === 'find') environment.PLUGINS = 'pouchdb-find';
   // mocha as PouchDB's bin/test-node.sh runs it, without --bail; --exit
   // for PouchDB's #8839.
   const argv = [path.join(root, 'node_modules/mocha/bin/mocha.js'), '--exit', '--timeout', '5000',
@@ -316,7 +321,7 @@ async function main() {
   };
   process.on('SIGINT', () => { cleanup(); process.exit(130); });
   process.on('SIGTERM', () => { cleanup(); process.exit(143); });
-  const record = {};
+  recordFile = args.record;
   let passed = 0;
   let failed = 0;
   const problems = [];
@@ -375,6 +380,10 @@ async function main() {
   process.exit(failed === 0 ? 0 : 1);
 }
 
+// Every result so far, written after each file when --record is given.
+const record = {};
+let recordFile = null;
+
 function printFile(suite, name, r, known, counts, seen, problems, suiteRecord) {
   const c = { pass: 0, fail: 0, known: 0, skip: 0 };
   for (const [title, t] of r.tests) {
@@ -399,6 +408,7 @@ function printFile(suite, name, r, known, counts, seen, problems, suiteRecord) {
     }
   }
   for (const k of Object.keys(c)) counts[k] += c[k];
+  if (recordFile) fs.writeFileSync(recordFile, JSON.stringify(record, null, 1));
   const note = r.note ? `; ${r.note}` : '';
   console.log(`  ${suite} ${name}: ${c.pass} passed, ${c.known} known failures, ${c.fail} failed, ${c.skip} skipped (${(r.ms / 1000).toFixed(1)} s${note})`);
 }

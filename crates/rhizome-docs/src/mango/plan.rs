@@ -90,10 +90,19 @@ impl FindOptions {
             Some(Value::String(s)) => Some(s.clone()),
             Some(v) => return Err(mango_error(400, "invalid_bookmark", format!("Invalid bookmark value: {v}"))),
         };
+        // `mango_opts:validate_use_index`: null is no index named; a
+        // string is `ddoc`, `ddoc/name`, `_design/ddoc` or `_design/ddoc/name`.
         let use_index = match body.get("use_index") {
-            None => Vec::new(),
+            None | Some(Value::Null) => Vec::new(),
             Some(Value::String(s)) if s.is_empty() => Vec::new(),
-            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::String(s)) => {
+                let parts: Vec<&str> = s.split('/').collect();
+                match parts.as_slice() {
+                    [ddoc] | ["_design", ddoc] => vec![ddoc.to_string()],
+                    [ddoc, name] | ["_design", ddoc, name] => vec![ddoc.to_string(), name.to_string()],
+                    _ => return Err(mango_error(400, "invalid_index_name", format!("Invalid index name: {}", Value::String(s.clone())))),
+                }
+            }
             Some(Value::Array(items)) if items.len() <= 2 && items.iter().all(Value::is_string) => items.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
             Some(v) => return Err(mango_error(400, "invalid_index_name", format!("Invalid index name: {v}"))),
         };
@@ -437,5 +446,18 @@ mod tests {
         assert_eq!(chosen(&indexes, json!({ "selector": { "c": 1 } })).unwrap(), "_all_docs");
         assert_eq!(chosen(&indexes, json!({ "selector": { "c": 1 }, "use_index": "c-partial" })).unwrap(), "c-partial");
         assert!(chosen(&indexes, json!({ "selector": { "z": 1 }, "use_index": "a", "allow_fallback": false })).is_err());
+    }
+
+    #[test]
+    fn use_index_null_names_no_index_and_a_path_names_the_design_document_and_the_index() {
+        // Two indexes alike: unnamed, the first design document's is chosen.
+        let indexes = vec![index(json!(["a"]), "x", None), index(json!(["a"]), "y", None)];
+        // CouchDB's Mango suite sends `"use_index": null` in most queries.
+        assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": null })).unwrap(), "x");
+        for named in ["y/y", "_design/y/y", "_design/y", "y"] {
+            assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": named })).unwrap(), "y", "{named}");
+        }
+        let refused = chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": "a/b/c/d" }));
+        assert!(refused.is_err_and(|e| e.to_string().starts_with("Invalid index name")));
     }
 }
