@@ -63,3 +63,17 @@ fn invalid_base64_attachment_data_is_refused() {
     assert_eq!((status, body), (400, error("bad_request", "Invalid attachment data for a.txt")));
     assert_eq!(server.request("GET", "/db/d", Some(ADMIN), None).0, 404);
 }
+
+#[test]
+fn an_id_that_is_not_a_string_is_refused_not_replaced() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    let (status, body) = post(&server, "/db", json!({ "_id": 123, "test": "somestuff" }));
+    assert_eq!((status, body), (400, error("illegal_docid", "Document id must be a string")));
+    let (status, body) = post(&server, "/db/_bulk_docs", json!({ "docs": [{ "_id": "a" }, { "_id": "" }] }));
+    assert_eq!((status, body), (400, error("illegal_docid", "Document id must not be empty")));
+    // A document without `_id` still gets a fresh one.
+    let (status, body) = post(&server, "/db", json!({ "test": "somestuff" }));
+    assert_eq!(status, 201, "{body}");
+    assert!(body["id"].as_str().is_some_and(|id| id.len() == 32), "{body}");
+}

@@ -41,6 +41,7 @@ pub fn check_document_json(doc: &Map<String, Value>, new_edits: bool) -> Result<
             continue;
         }
         match name.as_str() {
+            "_id" => check_id(value)?,
             "_rev" if !doc.contains_key("_revisions") => {
                 if !value.as_str().is_some_and(valid_rev) {
                     return Err(DocError::BadRequest("Invalid rev format".into()));
@@ -64,6 +65,24 @@ pub fn check_document_json(doc: &Map<String, Value>, new_edits: bool) -> Result<
         return Err(DocError::BadRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified".into()));
     }
     Ok(())
+}
+
+fn illegal_docid(reason: &str) -> DocError {
+    DocError::Coded { status: 400, error: "illegal_docid", reason: reason.into() }
+}
+
+/// `couch_doc:validate_docid` (400 `illegal_docid`).
+fn check_id(id: &Value) -> Result<()> {
+    let Value::String(id) = id else { return Err(illegal_docid("Document id must be a string")) };
+    match id.as_str() {
+        "" => Err(illegal_docid("Document id must not be empty")),
+        "_design/" => Err(illegal_docid("Illegal document id `_design/`")),
+        "_local/" => Err(illegal_docid("Illegal document id `_local/`")),
+        _ if id.starts_with('_') && !id.starts_with("_design/") && !id.starts_with("_local/") => {
+            Err(illegal_docid("Only reserved document ids may start with underscore."))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `couch_doc:parse_rev`: `N-ID`, N an integer; an ID of 32 characters
@@ -118,6 +137,7 @@ mod tests {
             let kind = match e {
                 DocError::Validation(_) => "doc_validation",
                 DocError::BadRequest(_) => "bad_request",
+                DocError::Coded { error, .. } => error,
                 _ => "other",
             };
             (kind.to_owned(), e.to_string())
@@ -135,6 +155,17 @@ mod tests {
         assert_eq!(check(json!({"_deleted": "yes"}), true), refused("doc_validation", "Bad special document member: _deleted"));
         assert_eq!(check(json!({"_attachments": []}), true), refused("doc_validation", "Bad special document member: _attachments"));
         assert_eq!(check(json!({"_replication_state": "triggered", "_conflicts": [], "_revs_info": []}), true), Ok(()));
+    }
+
+    #[test]
+    fn ids_are_checked_as_couchdb_validates_them() {
+        assert_eq!(check(json!({"_id": 123}), true), refused("illegal_docid", "Document id must be a string"));
+        assert_eq!(check(json!({"_id": null}), true), refused("illegal_docid", "Document id must be a string"));
+        assert_eq!(check(json!({"_id": ""}), true), refused("illegal_docid", "Document id must not be empty"));
+        assert_eq!(check(json!({"_id": "_design/"}), true), refused("illegal_docid", "Illegal document id `_design/`"));
+        assert_eq!(check(json!({"_id": "_foo"}), true), refused("illegal_docid", "Only reserved document ids may start with underscore."));
+        assert_eq!(check(json!({"_id": "_design/a"}), true), Ok(()));
+        assert_eq!(check(json!({"_id": "a_b"}), true), Ok(()));
     }
 
     #[test]

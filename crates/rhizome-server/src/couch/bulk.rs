@@ -114,10 +114,9 @@ pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -
         let Value::Object(mut doc) = doc.clone() else {
             return Err(HttpError::bad_request("Document must be a JSON object"));
         };
-        if !doc.get("_id").is_some_and(Value::is_string) {
-            if !new_edits {
-                return Err(HttpError::bad_request("Document id must be a string"));
-            }
+        // Only a document without `_id` gets a fresh one; any other id is
+        // checked below, as CouchDB does.
+        if !doc.contains_key("_id") {
             doc.insert("_id".into(), Value::String(http::uuid()));
         }
         // As CouchDB reads the request: one document that fails its

@@ -63,9 +63,9 @@ fn copy(req: &Request, ctx: &UserCtx, db: &DbHandle, id: &str) -> Result<Respons
 }
 
 fn write_one(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>, new_edits: bool, status: u16) -> Result<Response<Body>, HttpError> {
+    rhizome_docs::check_document_json(&doc, new_edits)?;
     let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
     validate_doc_id(&id)?;
-    rhizome_docs::check_document_json(&doc, new_edits)?;
     let mut out = write_docs(ctx, db, vec![doc], new_edits)?;
     let (id, outcome) = out.pop().ok_or_else(|| HttpError::internal("a write returned no outcome"))?;
     let rev = outcome.map_err(HttpError::from)?;
@@ -158,7 +158,9 @@ fn prefers_json_ld(accept: Option<&str>) -> bool {
 pub fn post(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     let _ = server;
     let mut doc = req.json_object()?;
-    if !doc.get("_id").is_some_and(Value::is_string) {
+    // Only a document without `_id` gets a fresh one (`_id: 123` is an
+    // illegal id, as in CouchDB).
+    if !doc.contains_key("_id") {
         doc.insert("_id".into(), Value::String(http::uuid()));
     }
     if doc.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_design/")) {
