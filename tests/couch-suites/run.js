@@ -224,9 +224,11 @@ async function runPouchdbFile(root, suite, file, couchUrl) {
   let note = '';
   if (!ended) {
     note = result.timedOut ? `stopped after ${FILE_DEADLINE_MS / 60000} min` : `ended early (exit ${result.signal || result.code})`;
-    for (const t of tests.values()) {
-      if (t.status === 'notrun') t.error = `not run: the file ${note}`;
-    }
+  } else if ([...tests.values()].some((t) => t.status === 'notrun')) {
+    note = 'mocha stopped the run after an uncaught error';
+  }
+  for (const t of tests.values()) {
+    if (t.status === 'notrun') t.error = `not run: ${note}`;
   }
   if (lines.length === 0) {
     tests.set('(the file)', { status: 'fail', count: 1, error: `mocha ran nothing: ${result.output.slice(-2000)}` });
@@ -386,6 +388,7 @@ let recordFile = null;
 
 function printFile(suite, name, r, known, counts, seen, problems, suiteRecord) {
   const c = { pass: 0, fail: 0, known: 0, skip: 0 };
+  let notRun = 0;
   for (const [title, t] of r.tests) {
     const key = `${name}\t${title}`;
     seen.add(key);
@@ -404,9 +407,12 @@ function printFile(suite, name, r, known, counts, seen, problems, suiteRecord) {
       c.known++;
     } else {
       c.fail++;
-      problems.push(`${suite}: ${name} :: ${title}: ${t.error || t.status}`);
+      if (t.status === 'notrun') notRun++;
+      else problems.push(`${suite}: ${name} :: ${title}: ${t.error || t.status}`);
     }
   }
+  // Tests a stopped run never reached are counted, and named together.
+  if (notRun > 0) problems.push(`${suite}: ${name}: ${notRun} tests not run after the failures above (${r.note || 'the run stopped'}); --record FILE lists them`);
   for (const k of Object.keys(c)) counts[k] += c[k];
   if (recordFile) fs.writeFileSync(recordFile, JSON.stringify(record, null, 1));
   const note = r.note ? `; ${r.note}` : '';
