@@ -77,3 +77,23 @@ fn an_id_that_is_not_a_string_is_refused_not_replaced() {
     assert_eq!(status, 201, "{body}");
     assert!(body["id"].as_str().is_some_and(|id| id.len() == 32), "{body}");
 }
+
+#[test]
+fn local_documents_in_a_bulk_docs_are_written_and_deleted_as_local_documents() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    let (status, body) = post(&server, "/db/_bulk_docs", json!({ "docs": [{ "_id": "_local/bar" }, { "_id": "baz" }] }));
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body[0], json!({ "ok": true, "id": "_local/bar", "rev": "0-1" }));
+    assert_eq!((body[1]["ok"].as_bool(), body[1]["id"].as_str()), (Some(true), Some("baz")), "{body}");
+    assert_eq!(server.request("GET", "/db/_local/bar", Some(ADMIN), None).0, 200);
+    // A local document is in no listing of the database's documents.
+    let (_, all) = server.request("GET", "/db/_all_docs", Some(ADMIN), None);
+    assert_eq!(j(&all)["total_rows"], 1, "{all}");
+    // Deleted in a _bulk_docs; a wrong revision fails that document only.
+    let (status, body) = post(&server, "/db/_bulk_docs", json!({ "docs": [{ "_id": "_local/bar", "_rev": "0-1", "_deleted": true }, { "_id": "_local/bar", "_rev": "1-fake", "_deleted": true }] }));
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body[0]["ok"], true, "{body}");
+    assert!(body[1]["error"].is_string(), "{body}");
+    assert_eq!(server.request("GET", "/db/_local/bar", Some(ADMIN), None).0, 404);
+}

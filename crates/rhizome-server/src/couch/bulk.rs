@@ -2,7 +2,7 @@
 //! (https://docs.couchdb.org/en/stable/api/database/bulk-api.html).
 
 use super::documents::outcomes;
-use super::{parse_rev, read_options, write_docs};
+use super::{outcome_json, parse_rev, read_options, write_docs};
 use crate::auth::{access, UserCtx};
 use crate::error::HttpError;
 use crate::http::{self, json, Body, Request};
@@ -128,9 +128,38 @@ pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -
     if design && !access::is_db_admin(ctx, &db.db.security()?) {
         return Err(HttpError::forbidden("You are not a db or server admin."));
     }
-    let results = write_docs(ctx, db, batch, new_edits)?;
-    // With new_edits=false CouchDB reports only the failures.
-    Ok(json(201, &outcomes(&results, !new_edits)))
+    if !batch.iter().any(is_local) {
+        let results = write_docs(ctx, db, batch, new_edits)?;
+        // With new_edits=false CouchDB reports only the failures.
+        return Ok(json(201, &outcomes(&results, !new_edits)));
+    }
+    // `_local/` documents are written as `PUT /{db}/_local/{id}` writes
+    // them, each with its own outcome, in the request's order (as CouchDB).
+    let mut answers: Vec<Option<Value>> = vec![None; batch.len()];
+    let (local, shared): (Vec<_>, Vec<_>) = batch.into_iter().enumerate().partition(|(_, doc)| is_local(doc));
+    for (i, doc) in local {
+        let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+        answers[i] = match db.db.put_local(&id, doc) {
+            Ok(_) if !new_edits => None,
+            Ok(rev) => Some(json!({ "ok": true, "id": id, "rev": rev })),
+            Err(e) => {
+                let e = HttpError::from(e);
+                Some(json!({ "id": id, "error": e.error, "reason": e.reason }))
+            }
+        };
+    }
+    let (places, docs): (Vec<usize>, Vec<_>) = shared.into_iter().unzip();
+    let results = if docs.is_empty() { Vec::new() } else { write_docs(ctx, db, docs, new_edits)? };
+    for (i, result) in places.into_iter().zip(results) {
+        if new_edits || result.1.is_err() {
+            answers[i] = Some(outcome_json(&result.0, &result.1));
+        }
+    }
+    Ok(json(201, &Value::Array(answers.into_iter().flatten().collect())))
+}
+
+fn is_local(doc: &Map<String, Value>) -> bool {
+    doc.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_local/"))
 }
 
 pub fn bulk_get(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
