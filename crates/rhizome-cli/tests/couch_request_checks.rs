@@ -97,3 +97,21 @@ fn local_documents_in_a_bulk_docs_are_written_and_deleted_as_local_documents() {
     assert!(body[1]["error"].is_string(), "{body}");
     assert_eq!(server.request("GET", "/db/_local/bar", Some(ADMIN), None).0, 404);
 }
+
+#[test]
+fn inline_attachment_data_has_no_length_and_a_stub_has_one() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    let doc = json!({ "_id": "d", "_attachments": { "a.txt": { "content_type": "text/plain", "data": "Zm9v" } } });
+    assert_eq!(post(&server, "/db/_bulk_docs", json!({ "docs": [doc] })).0, 201);
+    // couch_att:to_json: `data` without `length`, as PouchDB's suite compares.
+    for path in ["/db/d?attachments=true", "/db/_all_docs?include_docs=true&attachments=true", "/db/_changes?include_docs=true&attachments=true"] {
+        let (_, text) = server.request("GET", path, Some(ADMIN), None);
+        let body = j(&text);
+        let doc = if path.contains("_all_docs") { &body["rows"][0]["doc"] } else if path.contains("_changes") { &body["results"][0]["doc"] } else { &body };
+        let att = &doc["_attachments"]["a.txt"];
+        assert_eq!((att["data"].as_str(), att.get("length")), (Some("Zm9v"), None), "{path}: {text}");
+    }
+    let (_, text) = server.request("GET", "/db/d", Some(ADMIN), None);
+    assert_eq!(j(&text)["_attachments"]["a.txt"]["length"], 3, "{text}");
+}
