@@ -115,3 +115,28 @@ fn inline_attachment_data_has_no_length_and_a_stub_has_one() {
     let (_, text) = server.request("GET", "/db/d", Some(ADMIN), None);
     assert_eq!(j(&text)["_attachments"]["a.txt"]["length"], 3, "{text}");
 }
+
+#[test]
+fn a_map_function_followed_by_a_semicolon_is_accepted_and_design_documents_filter_the_feed() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    let ddoc = json!({ "_id": "_design/foo", "views": { "any": { "map": "function (doc) { emit(doc._id, null) };" } } });
+    let (status, body) = post(&server, "/db/_bulk_docs", json!({ "docs": [{ "_id": "0" }, ddoc] }));
+    assert_eq!((status, body[1]["ok"].as_bool()), (201, Some(true)), "{body}");
+    let (_, text) = server.request("GET", "/db/_changes?filter=_design", Some(ADMIN), None);
+    let results = j(&text)["results"].clone();
+    assert_eq!((results.as_array().map(Vec::len), results[0]["id"].as_str()), (Some(1), Some("_design/foo")), "{text}");
+    let (_, text) = server.request("GET", "/db/_design/foo/_view/any", Some(ADMIN), None);
+    assert_eq!(j(&text)["total_rows"], 1, "{text}");
+}
+
+#[test]
+fn a_filter_function_that_throws_fails_the_feed() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    assert_eq!(put(&server, "/db/_design/test", json!({ "filters": { "test": "function () { throw new Error(); }" } })).0, 201);
+    assert_eq!(put(&server, "/db/a", json!({})).0, 201);
+    // CouchDB 3.5 answers 500: its query server does not catch a filter's throw.
+    let (status, text) = server.request("GET", "/db/_changes?filter=test/test", Some(ADMIN), None);
+    assert_eq!(status, 500, "{text}");
+}
