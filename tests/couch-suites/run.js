@@ -264,7 +264,7 @@ async function runMango(couchUrl, only) {
     const re = /<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g;
     let m;
     while ((m = re.exec(text))) {
-      const attr = (name) => { const a = new RegExp(`${name}="([^"]*)"`).exec(m[1]); return a ? unescapeXml(a[1]) : ''; };
+      const attr = (name) => { const a = new RegExp(`(?:^|\\s)${name}="([^"]*)"`).exec(m[1]); return a ? unescapeXml(a[1]) : ''; };
       const body = m[3] || '';
       const title = `${attr('classname').replace(/^.*?\./, '')}.${attr('name')}`;
       let status = 'pass';
@@ -272,8 +272,10 @@ async function runMango(couchUrl, only) {
       if (/<skipped\b/.test(body)) status = 'skip';
       else if (/<(failure|error)\b/.test(body)) {
         status = 'fail';
-        const msg = /<(?:failure|error)\b[^>]*message="([^"]*)"/.exec(body);
-        error = msg ? unescapeXml(msg[1]).slice(0, 500) : 'failed';
+        // nose2's message is "test failure"; the traceback's last line says what.
+        const text = /<(?:failure|error)\b[^>]*>([\s\S]*?)<\/(?:failure|error)>/.exec(body);
+        const lines = text ? unescapeXml(text[1]).split('\n').map((l) => l.trim()).filter(Boolean) : [];
+        error = (lines[lines.length - 1] || 'failed').slice(0, 500);
       }
       const t = tests.get(title);
       if (!t || status === 'fail') tests.set(title, { status, count: 1, error });
