@@ -359,7 +359,13 @@ pub fn plan(indexes: &[IndexDef], opts: &FindOptions) -> Result<Plan> {
     let sort_is_id = opts.sort.is_empty() || opts.sort == [id_path()];
     let candidates: Vec<&IndexDef> = indexes.iter().filter(|i| usable(i, opts)).collect();
     let mut chosen: Vec<&IndexDef> = if opts.use_index.is_empty() {
-        candidates.iter().copied().filter(|i| i.partial.is_none()).collect()
+        let chosen: Vec<&IndexDef> = candidates.iter().copied().filter(|i| i.partial.is_none()).collect();
+        // mango_cursor:create: without a fallback, only `_all_docs` usable
+        // is an error.
+        if chosen.is_empty() && !opts.allow_fallback {
+            return Err(mango_error(400, "invalid_index", "You must specify an index with the `use_index` parameter."));
+        }
+        chosen
     } else {
         let named: Vec<&IndexDef> = candidates
             .iter()
@@ -371,10 +377,13 @@ pub fn plan(indexes: &[IndexDef], opts: &FindOptions) -> Result<Plan> {
             if special {
                 return Ok(Plan { access: Access::AllDocs, warnings });
             }
-            if !opts.allow_fallback {
-                return Err(mango_error(400, "no_usable_index", "The index specified with \"use_index\" is not usable for the query."));
-            }
             let ddoc = opts.use_index[0].strip_prefix("_design/").unwrap_or(&opts.use_index[0]);
+            if !opts.allow_fallback {
+                return Err(mango_error(400, "invalid_index", match opts.use_index.get(1) {
+                    Some(name) => format!("_design/{ddoc}, {name} specified by `use_index` could not be found or it is not suitable."),
+                    None => format!("_design/{ddoc} specified by `use_index` could not be found or it is not suitable."),
+                }));
+            }
             warnings.push(match opts.use_index.get(1) {
                 Some(name) => format!("_design/{ddoc}, {name} was not used because it is not a valid index for this query."),
                 None => format!("_design/{ddoc} was not used because it does not contain a valid index for this query."),
@@ -457,6 +466,12 @@ mod tests {
         for named in ["y/y", "_design/y/y", "_design/y", "y"] {
             assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": named })).unwrap(), "y", "{named}");
         }
+        // Without a fallback, an index must be named or usable (mango_cursor:create).
+        let refused = chosen(&indexes, json!({ "selector": { "z": 1 }, "allow_fallback": false })).unwrap_err();
+        assert!(matches!(&refused, crate::DocError::Coded { status: 400, error: "invalid_index", .. }), "{refused:?}");
+        assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": [], "allow_fallback": false })).unwrap(), "x");
+        let refused = chosen(&indexes, json!({ "selector": { "z": 1 }, "use_index": "y/nope", "allow_fallback": false })).unwrap_err();
+        assert_eq!(refused.to_string(), "_design/y, nope specified by `use_index` could not be found or it is not suitable.");
         let refused = chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": "a/b/c/d" }));
         assert!(refused.is_err_and(|e| e.to_string().starts_with("Invalid index name")));
     }
