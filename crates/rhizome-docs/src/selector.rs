@@ -314,7 +314,9 @@ fn condition(op: &str, arg: &Value) -> Result<Cond, SelectorError> {
             let text = arg.as_str().ok_or_else(|| bad_arg(op, arg))?;
             Cond::Regex(regex::RegexBuilder::new(text).size_limit(1 << 20).build().map_err(|_| bad_arg(op, arg))?)
         }
-        "$beginsWith" => Cond::BeginsWith(arg.as_str().ok_or_else(|| bad_arg(op, arg))?.to_owned()),
+        // mango_selector:norm_ops reads `$beginsWith` with a string only;
+        // any other argument falls to its "invalid operator" clause.
+        "$beginsWith" => Cond::BeginsWith(arg.as_str().ok_or_else(|| SelectorError { error: "invalid_operator", reason: format!("Invalid operator: {op}") })?.to_owned()),
         "$elemMatch" => Cond::ElemMatch(sub()?),
         "$allMatch" => Cond::AllMatch(sub()?),
         "$keyMapMatch" => Cond::KeyMapMatch(sub()?),
@@ -456,6 +458,7 @@ mod tests {
             (json!({ "n": { "$regex": "(" } }), "bad_arg"),
             (json!({ "$and": {} }), "bad_arg"),
             (json!({ "$gt": 1 }), "invalid_selector"),
+            (json!({ "_id": { "$beginsWith": true } }), "invalid_operator"),
             (json!([1]), "invalid_selector_json"),
         ] {
             assert_eq!(Selector::parse(&sel).unwrap_err().error, error, "{sel}");

@@ -169,7 +169,7 @@ fn parse_sort(sort: Option<&Value>) -> Result<(Vec<Vec<String>>, bool)> {
     let items = match sort {
         None => return Ok((Vec::new(), false)),
         Some(Value::Array(items)) => items,
-        Some(Value::Object(m)) if m.is_empty() => return Ok((Vec::new(), false)),
+        // mango_sort:new: anything but an array, `{}` included, is refused.
         Some(v) => return Err(bad(v)),
     };
     let mut fields = Vec::new();
@@ -466,6 +466,9 @@ mod tests {
         for named in ["y/y", "_design/y/y", "_design/y", "y"] {
             assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": named })).unwrap(), "y", "{named}");
         }
+        // A sort that is not an array is refused (mango_sort:new), `{}` too.
+        let refused = chosen(&indexes, json!({ "selector": { "a": 1 }, "sort": {} })).unwrap_err();
+        assert!(matches!(&refused, crate::DocError::Coded { status: 400, error: "invalid_sort_json", .. }), "{refused:?}");
         // Without a fallback, an index must be named or usable (mango_cursor:create).
         let refused = chosen(&indexes, json!({ "selector": { "z": 1 }, "allow_fallback": false })).unwrap_err();
         assert!(matches!(&refused, crate::DocError::Coded { status: 400, error: "invalid_index", .. }), "{refused:?}");
