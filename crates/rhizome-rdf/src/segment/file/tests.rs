@@ -11,11 +11,18 @@ fn xorshift(x: &mut u64) -> u64 {
 /// Keys shaped like an ordering's: a leading id repeating a few times,
 /// small predicate ids, objects mixing dictionary ids and inlined values.
 fn keys(n: usize, columns: usize, seed: u64) -> Vec<[u64; MAX_COLUMNS]> {
+    keys_spread(n, columns, seed, 5)
+}
+
+/// As [`keys`], about `per_lead` keys per leading id (1: nearly all
+/// distinct, as an OSP ordering's objects, and the leading column is not
+/// run-length encoded; mixed tags make it clustered).
+fn keys_spread(n: usize, columns: usize, seed: u64, per_lead: u64) -> Vec<[u64; MAX_COLUMNS]> {
     let mut x = seed | 1;
     let mut set = BTreeSet::new();
     while set.len() < n {
         let mut k = [0u64; MAX_COLUMNS];
-        k[0] = 0x0200_0000_0000_0000 + xorshift(&mut x) % (n as u64 / 5 + 1);
+        k[0] = if per_lead == 1 && xorshift(&mut x) % 4 == 0 { 0x0700_0000_0000_0000 | xorshift(&mut x) >> 24 } else { 0x0200_0000_0000_0000 + xorshift(&mut x) % (n as u64 * 10 / per_lead + 1) };
         k[1] = 0x0200_0000_0000_0000 + xorshift(&mut x) % 40;
         k[2] = if xorshift(&mut x) % 10 == 0 { 0x0700_0000_0000_0000 | xorshift(&mut x) >> 20 } else { 0x0200_0000_0000_0000 + xorshift(&mut x) % 1_000_000 };
         if columns == 4 {
@@ -51,9 +58,13 @@ fn scan(segment: &Segment) -> Result<Vec<[u64; MAX_COLUMNS]>> {
 #[test]
 fn keys_read_back_in_order_and_every_seek_finds_the_first_key_at_or_after_its_target() {
     let dir = tempfile::tempdir().unwrap();
-    for (n, columns) in [(0, 3), (1, 3), (1023, 3), (1024, 4), (1025, 3), (7000, 3), (5000, 4)] {
-        let keys = keys(n, columns, n as u64 + 7);
-        let segment = Segment::open(&write(dir.path(), &format!("s-{n}-{columns}"), &keys, columns)).unwrap();
+    for (n, columns, per_lead) in [(0, 3, 5), (1, 3, 5), (1023, 3, 5), (1024, 4, 5), (1025, 3, 5), (7000, 3, 5), (5000, 4, 5), (6000, 3, 1), (3000, 4, 1)] {
+        let keys = keys_spread(n, columns, n as u64 + 7, per_lead);
+        let segment = Segment::open(&write(dir.path(), &format!("s-{n}-{columns}-{per_lead}"), &keys, columns)).unwrap();
+        if per_lead == 1 {
+            let leading: Vec<&str> = segment.encoding_summary().unwrap().iter().filter(|e| e.0 == 0).map(|e| e.1).collect();
+            assert!(leading.iter().all(|k| *k != "runs"), "leading column {leading:?}");
+        }
         assert_eq!(segment.rows(), n as u64);
         assert_eq!(scan(&segment).unwrap(), keys);
         segment.verify().unwrap();
