@@ -40,6 +40,9 @@ pub enum DbOp {
     Security,
     EnsureFullCommit,
     DesignDocs,
+    LocalDocs,
+    /// `POST /{db}/_all_docs/queries` (and `_design_docs`, `_local_docs`).
+    AllDocsQueries(couch::all_docs::Namespace),
     ViewCleanup,
     Find,
     Explain,
@@ -111,6 +114,7 @@ impl Route {
                     "_security" => DbOp::Security,
                     "_ensure_full_commit" => DbOp::EnsureFullCommit,
                     "_design_docs" => DbOp::DesignDocs,
+                    "_local_docs" => DbOp::LocalDocs,
                     "_view_cleanup" => DbOp::ViewCleanup,
                     "_find" => DbOp::Find,
                     "_explain" => DbOp::Explain,
@@ -119,6 +123,15 @@ impl Route {
                     _ => return Err(HttpError::bad_request("Only reserved document ids may start with underscore.")),
                 };
                 Route::DbOp(db.to_string(), op)
+            }
+            [db, listing @ ("_all_docs" | "_design_docs" | "_local_docs"), "queries"] => {
+                use couch::all_docs::Namespace;
+                let ns = match *listing {
+                    "_design_docs" => Namespace::Design,
+                    "_local_docs" => Namespace::Local,
+                    _ => Namespace::All,
+                };
+                Route::DbOp(db.to_string(), DbOp::AllDocsQueries(ns))
             }
             [db, "_index", rest @ ..] => Route::MangoIndex(db.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             [db, "_local", id] => Route::Local(db.to_string(), format!("_local/{id}")),
@@ -201,7 +214,7 @@ fn need(db: Option<Arc<DbHandle>>) -> Result<Arc<DbHandle>, HttpError> {
 }
 
 fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Option<Arc<DbHandle>>) -> Result<Reply, HttpError> {
-    use couch::{attachments, bulk, database, documents, server as srv};
+    use couch::{all_docs, attachments, bulk, database, documents, server as srv};
     let m = &req.method;
     Ok(match route {
         Route::Root => srv::welcome(server, m)?.into(),
@@ -224,7 +237,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::DbOp(_, op) => {
             let db = need(db)?;
             match op {
-                DbOp::AllDocs => bulk::all_docs(req, &db)?.into(),
+                DbOp::AllDocs => all_docs::handle(req, &db, all_docs::Namespace::All)?.into(),
                 DbOp::BulkDocs => bulk::bulk_docs(server, req, ctx, &db)?.into(),
                 DbOp::BulkGet => bulk::bulk_get(req, &db)?.into(),
                 DbOp::RevsDiff => bulk::revs_diff(req, &db)?.into(),
@@ -233,7 +246,9 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::RevsLimit => database::revs_limit(req, &db)?.into(),
                 DbOp::Security => database::security(req, &db)?.into(),
                 DbOp::EnsureFullCommit => database::ensure_full_commit(m)?.into(),
-                DbOp::DesignDocs => bulk::all_docs_in(req, &db, true)?.into(),
+                DbOp::DesignDocs => all_docs::handle(req, &db, all_docs::Namespace::Design)?.into(),
+                DbOp::LocalDocs => all_docs::handle(req, &db, all_docs::Namespace::Local)?.into(),
+                DbOp::AllDocsQueries(ns) => all_docs::queries(req, &db, ns)?.into(),
                 DbOp::ViewCleanup => couch::views::cleanup(req, &db)?.into(),
                 DbOp::Find => couch::mango::find(req, &db)?.into(),
                 DbOp::Explain => couch::mango::explain(req, &db)?.into(),
@@ -274,6 +289,8 @@ mod tests {
         assert_eq!(p("/db/_design/d/_view/v").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_view".into(), "v".into()));
         assert_eq!(p("/db/_compact/d").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_compact".into(), String::new()));
         assert_eq!(p("/db/_find").unwrap(), Route::DbOp("db".into(), DbOp::Find));
+        assert_eq!(p("/db/_local_docs").unwrap(), Route::DbOp("db".into(), DbOp::LocalDocs));
+        assert_eq!(p("/db/_all_docs/queries").unwrap(), Route::DbOp("db".into(), DbOp::AllDocsQueries(couch::all_docs::Namespace::All)));
         assert_eq!(p("/db/_index").unwrap(), Route::MangoIndex("db".into(), vec![]));
         assert_eq!(p("/db/_index/_design/d/json/n").unwrap(), Route::MangoIndex("db".into(), vec!["_design".into(), "d".into(), "json".into(), "n".into()]));
         assert_eq!(p("/db/_design/d/_other").unwrap(), Route::Attachment("db".into(), "_design/d".into(), "_other".into()));
