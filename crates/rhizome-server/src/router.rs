@@ -185,7 +185,11 @@ impl Route {
 pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
     let route = Route::parse(&req.segments)?;
     let rdf = matches!(route, Route::Extension(..) | Route::Ldp(..));
-    match handle_route(server, req, route) {
+    let handled = auth::authenticate(server, req).and_then(|ctx| {
+        let reply = handle_route(server, req, route, &ctx)?;
+        Ok(renew_session(server, req, &ctx, reply))
+    });
+    match handled {
         // SPARQL and Graph Store clients (Jena, Java's Authenticator,
         // urllib's handlers, SPARQLWrapper) send their credentials only
         // when challenged. CouchDB's endpoints stay without a challenge,
@@ -199,14 +203,27 @@ pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
     }
 }
 
-fn handle_route(server: &Server, req: &Request, route: Route) -> Result<Reply, HttpError> {
-    let ctx = auth::authenticate(server, req)?;
+fn handle_route(server: &Server, req: &Request, route: Route, ctx: &UserCtx) -> Result<Reply, HttpError> {
     let db: Option<Arc<DbHandle>> = match route.db_name() {
         Some(name) => server.db(name)?,
         None => None,
     };
-    access::check(&ctx, &route.access(&req.method), db.as_deref())?;
-    dispatch(server, req, &ctx, route, db)
+    access::check(ctx, &route.access(&req.method), db.as_deref())?;
+    dispatch(server, req, ctx, route, db)
+}
+
+/// A session past a tenth of its lifetime gets a new cookie with the
+/// answer, unless the handler set one (login, logout), as CouchDB.
+fn renew_session(server: &Server, req: &Request, ctx: &UserCtx, reply: Reply) -> Reply {
+    match reply {
+        Reply::Done(mut r) if !r.headers().contains_key("set-cookie") => {
+            if let Some(cookie) = auth::renewal_cookie(server, req, ctx) {
+                crate::http::set_header(&mut r, "set-cookie", &cookie);
+            }
+            Reply::Done(r)
+        }
+        other => other,
+    }
 }
 
 fn need(db: Option<Arc<DbHandle>>) -> Result<Arc<DbHandle>, HttpError> {

@@ -88,6 +88,11 @@ struct Hardening {
     /// failure doubles it, up to 15 minutes.
     #[arg(long, env = "RHIZOME_LOGIN_DELAY_SECS", default_value_t = rhizome_server::DEFAULT_LOGIN_DELAY_SECS)]
     login_delay_secs: u64,
+    /// Seconds a session cookie (`POST /_session`) lasts; a request made
+    /// with it once a tenth of that has passed gets a renewed cookie, so a
+    /// busy client stays logged in (CouchDB's `[chttpd_auth] timeout`).
+    #[arg(long, env = "RHIZOME_SESSION_TIMEOUT_SECS", default_value_t = rhizome_server::DEFAULT_SESSION_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    session_timeout_secs: u64,
 }
 
 impl Hardening {
@@ -105,6 +110,7 @@ impl Hardening {
             pbkdf2_iterations: self.pbkdf2_iterations,
             login_attempts: self.login_attempts,
             login_delay_secs: self.login_delay_secs,
+            session_timeout_secs: self.session_timeout_secs,
         }
     }
 }
