@@ -1,0 +1,124 @@
+//! Third-party CouchDB clients against the real `rhizome serve` (issue 43,
+//! what clients found): IBM's Cloudant SDK and pycouchdb from PyPI (in
+//! `tests/python/.venv`), nano from npm (`tests/clients`), each installed
+//! by `scripts/setup`. The scripts in `tests/python/clients/` and
+//! `tests/clients/` run one check each and exit non-zero on the first
+//! failed one.
+
+mod common;
+
+use common::server::{ServerProcess, ADMIN};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `tests/python/clients/SCRIPT CHECK` against `server`.
+fn python(server: &ServerProcess, script: &str, check: &str) {
+    let python = root().join("tests/python/.venv/bin/python3");
+    assert!(python.exists(), "run scripts/setup first: {} is missing", python.display());
+    let out = Command::new(&python)
+        .arg(root().join("tests/python/clients").join(script))
+        .arg(check)
+        .env("RHIZOME_URL", format!("http://127.0.0.1:{}", server.port))
+        .env("RHIZOME_CREDENTIALS", ADMIN)
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "{script} {check} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
+
+fn server() -> (tempfile::TempDir, ServerProcess) {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    (data, server)
+}
+
+#[test]
+fn cloudant_sdk_pages_all_docs_and_design_docs_with_body_options_and_queries() {
+    let (_data, server) = server();
+    python(&server, "cloudant_sdk.py", "all_docs_pager");
+}
+
+#[test]
+fn cloudant_sdk_logs_in_with_username_and_password_and_works_by_cookie() {
+    let (_data, server) = server();
+    python(&server, "cloudant_sdk.py", "session_login");
+}
+
+#[test]
+fn pycouchdb_sends_python_booleans_to_views_and_all_docs() {
+    let (_data, server) = server();
+    python(&server, "pycouchdb_client.py", "query_booleans");
+}
+
+/// One request on a fresh connection: status, lowercased header lines and
+/// body.
+fn exchange(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Vec<(String, String)>, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("the server accepts");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").map_or(raw.len(), |i| i + 4);
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned())).collect();
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    let body = if chunked { common::server::dechunk(&raw[split..]) } else { raw[split..].to_vec() };
+    (status, headers, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn session_cookie(headers: &[(String, String)]) -> Option<String> {
+    headers.iter().filter(|(k, _)| k == "set-cookie").find_map(|(_, v)| v.split(';').next().filter(|c| c.starts_with("AuthSession=") && c.len() > "AuthSession=".len()).map(str::to_owned))
+}
+
+fn session_name(port: u16, cookie: &str) -> (serde_json::Value, Option<String>) {
+    let (status, headers, body) = exchange(port, "GET", "/_session", &[("Cookie", cookie)], "");
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    (v["userCtx"]["name"].clone(), session_cookie(&headers))
+}
+
+/// CouchDB renews a session cookie in the answer to a request made with it
+/// once a tenth of its lifetime has passed, so a busy client is never
+/// logged out; the cookie it was given at login still expires.
+#[test]
+fn a_session_used_past_a_tenth_of_its_lifetime_is_renewed_and_outlives_its_first_cookie() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start_with_env(data.path(), &[("RHIZOME_SESSION_TIMEOUT_SECS", "3")]);
+    let (user, password) = ADMIN.split_once(':').unwrap();
+    let login = format!("{{\"username\":\"{user}\",\"password\":\"{password}\"}}");
+    let (status, headers, body) = exchange(server.port, "POST", "/_session", &[("Content-Type", "application/json")], &login);
+    assert_eq!(status, 200, "{body}");
+    let first = session_cookie(&headers).expect("a session cookie at login");
+    assert!(headers.iter().any(|(k, v)| k == "set-cookie" && v.contains("Max-Age=3")), "{headers:?}");
+    // A client that keeps working swaps in every cookie it is given.
+    let mut current = first.clone();
+    let mut renewals = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "the first cookie never expired");
+        let (name, renewed) = session_name(server.port, &current);
+        assert_eq!(name, user, "the client was logged out after {renewals} renewals");
+        if let Some(c) = renewed {
+            renewals += 1;
+            current = c;
+        }
+        let (first_name, _) = session_name(server.port, &first);
+        if first_name.is_null() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(renewals > 0, "never renewed");
+    assert_eq!(session_name(server.port, &current).0, user, "still logged in once the login cookie expired");
+}
