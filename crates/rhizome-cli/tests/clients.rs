@@ -122,3 +122,24 @@ fn a_session_used_past_a_tenth_of_its_lifetime_is_renewed_and_outlives_its_first
     assert!(renewals > 0, "never renewed");
     assert_eq!(session_name(server.port, &current).0, user, "still logged in once the login cookie expired");
 }
+
+/// Runs `tests/clients/SCRIPT` with node against `server` (PouchDB from
+/// tests/pouchdb's npm tree, nano and playwright-core from tests/clients').
+fn node(server: &ServerProcess, script: &str) {
+    let dir = root().join("tests/clients");
+    assert!(dir.join("node_modules/nano").is_dir() && root().join("tests/pouchdb/node_modules/pouchdb").is_dir(), "run scripts/setup first (npm ci in tests/clients and tests/pouchdb)");
+    let out = Command::new("node")
+        .arg(dir.join(script))
+        .current_dir(&dir)
+        .env("RHIZOME_URL", server.url(ADMIN))
+        .env("NODE_PATH", root().join("tests/pouchdb/node_modules"))
+        .output()
+        .expect("node runs (scripts/setup installs it)");
+    assert!(out.status.success(), "{script} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn pouchdb_replication_skips_a_document_with_a_malformed_context_and_writes_the_rest() {
+    let (_data, server) = server();
+    node(&server, "pouchdb_bad_context.js");
+}
