@@ -1,7 +1,8 @@
 //! Third-party CouchDB clients against the real `rhizome serve` (issue 43,
 //! what clients found): IBM's Cloudant SDK and pycouchdb from PyPI (in
-//! `tests/python/.venv`), nano from npm (`tests/clients`), each installed
-//! by `scripts/setup`. The scripts in `tests/python/clients/` and
+//! `tests/python/.venv`), nano from npm (`tests/clients`), PouchDB in Node
+//! and in a page of Debian's Chromium (driven by playwright-core), each
+//! installed by `scripts/setup`. The scripts in `tests/python/clients/` and
 //! `tests/clients/` run one check each and exit non-zero on the first
 //! failed one.
 
@@ -126,6 +127,10 @@ fn a_session_used_past_a_tenth_of_its_lifetime_is_renewed_and_outlives_its_first
 /// Runs `tests/clients/SCRIPT` with node against `server` (PouchDB from
 /// tests/pouchdb's npm tree, nano and playwright-core from tests/clients').
 fn node(server: &ServerProcess, script: &str) {
+    node_with(server, script, &[]);
+}
+
+fn node_with(server: &ServerProcess, script: &str, env: &[(&str, &str)]) {
     let dir = root().join("tests/clients");
     assert!(dir.join("node_modules/nano").is_dir() && root().join("tests/pouchdb/node_modules/pouchdb").is_dir(), "run scripts/setup first (npm ci in tests/clients and tests/pouchdb)");
     let out = Command::new("node")
@@ -133,6 +138,7 @@ fn node(server: &ServerProcess, script: &str) {
         .current_dir(&dir)
         .env("RHIZOME_URL", server.url(ADMIN))
         .env("NODE_PATH", root().join("tests/pouchdb/node_modules"))
+        .envs(env.iter().copied())
         .output()
         .expect("node runs (scripts/setup installs it)");
     assert!(out.status.success(), "{script} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -142,4 +148,53 @@ fn node(server: &ServerProcess, script: &str) {
 fn pouchdb_replication_skips_a_document_with_a_malformed_context_and_writes_the_rest() {
     let (_data, server) = server();
     node(&server, "pouchdb_bad_context.js");
+}
+
+/// The offline-first case: a page on another origin, in headless Chromium
+/// (Debian's, driven by playwright-core), syncs with the server through
+/// PouchDB, both ways and live; the same page on an origin not listed in
+/// `--cors-origins` cannot reach it.
+#[test]
+fn a_page_on_another_origin_syncs_through_pouchdb_in_chromium() {
+    let data = tempfile::tempdir().unwrap();
+    let (page_port, other_port) = (common::server::free_port(), common::server::free_port());
+    let origin = format!("http://127.0.0.1:{page_port}");
+    let env = [("RHIZOME_ENABLE_CORS", "true"), ("RHIZOME_CORS_ORIGINS", origin.as_str()), ("RHIZOME_CORS_CREDENTIALS", "true")];
+    let server = ServerProcess::start_with_env(data.path(), &env);
+    assert!(std::path::Path::new("/usr/bin/chromium").exists(), "run scripts/setup first: Debian's chromium is missing");
+    let page_port = page_port.to_string();
+    let other_port = other_port.to_string();
+    node_with(&server, "cors_page.js", &[("PAGE_PORT", &page_port), ("OTHER_PORT", &other_port)]);
+}
+
+/// CouchDB's preflight and answer headers, checked from outside.
+#[test]
+fn preflights_and_answers_carry_couchdbs_cors_headers_only_when_enabled_for_the_origin() {
+    let data = tempfile::tempdir().unwrap();
+    let env = [("RHIZOME_ENABLE_CORS", "true"), ("RHIZOME_CORS_ORIGINS", "http://app.example:8080"), ("RHIZOME_CORS_CREDENTIALS", "true")];
+    let server = ServerProcess::start_with_env(data.path(), &env);
+    let find = |headers: &[(String, String)], name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let preflight = [("Origin", "http://app.example:8080"), ("Access-Control-Request-Method", "PUT"), ("Access-Control-Request-Headers", "authorization,content-type")];
+    let (status, headers, _) = exchange(server.port, "OPTIONS", "/db/doc", &preflight, "");
+    assert_eq!(status, 204);
+    assert_eq!(find(&headers, "access-control-allow-origin").as_deref(), Some("http://app.example:8080"));
+    assert_eq!(find(&headers, "access-control-allow-credentials").as_deref(), Some("true"));
+    assert_eq!(find(&headers, "access-control-allow-headers").as_deref(), Some("authorization,content-type"));
+    assert!(find(&headers, "access-control-allow-methods").is_some_and(|m| m.contains("PUT")));
+    // An answer, an error included, to a listed origin.
+    let (status, headers, _) = exchange(server.port, "GET", "/nodb", &[("Origin", "http://app.example:8080")], "");
+    assert_eq!(status, 401);
+    assert_eq!(find(&headers, "access-control-allow-origin").as_deref(), Some("http://app.example:8080"));
+    assert!(find(&headers, "access-control-expose-headers").is_some_and(|h| h.starts_with("content-type") && h.contains("etag")));
+    // Not listed: no CORS headers, and no preflight.
+    let (_, headers, _) = exchange(server.port, "GET", "/", &[("Origin", "http://evil.example")], "");
+    assert_eq!(find(&headers, "access-control-allow-origin"), None);
+    let (status, headers, _) = exchange(server.port, "OPTIONS", "/db/doc", &[("Origin", "http://evil.example"), ("Access-Control-Request-Method", "GET")], "");
+    assert_ne!(status, 204);
+    assert_eq!(find(&headers, "access-control-allow-origin"), None);
+    // Off by default.
+    let plain_data = tempfile::tempdir().unwrap();
+    let plain = ServerProcess::start(plain_data.path());
+    let (_, headers, _) = exchange(plain.port, "GET", "/", &[("Origin", "http://app.example:8080")], "");
+    assert_eq!(find(&headers, "access-control-allow-origin"), None);
 }

@@ -23,6 +23,7 @@ mod auth;
 mod changes;
 mod connections;
 mod contexts;
+mod cors;
 mod couch;
 pub mod error;
 mod extension;
@@ -42,6 +43,7 @@ pub use connections::{
     DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
 };
 pub use contexts::{ContextSettings, DEFAULT_CONTEXT_MAX_BYTES, DEFAULT_CONTEXT_TIMEOUT_MS};
+pub use cors::{CorsSettings, DEFAULT_MAX_AGE_SECS as DEFAULT_CORS_MAX_AGE_SECS};
 pub use error::{HttpError, ServerError};
 pub use group_commit::GroupCommit;
 pub use state::{base_iri, context_store, database_dir, projector_for};
@@ -89,6 +91,8 @@ pub struct ServerConfig {
     pub load_max_bytes: u64,
     /// Fetching remote JSON-LD contexts (`--context-hosts` and friends).
     pub contexts: ContextSettings,
+    /// Cross-origin requests (`--enable-cors` and `--cors-*`, `cors.rs`).
+    pub cors: CorsSettings,
 }
 
 /// Runs the server until SIGINT or SIGTERM, on its own runtime.
@@ -170,6 +174,10 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     }
     let connections = connections::Connections::new(limits);
     let active = Arc::new(AtomicUsize::new(0));
+    let cors = Arc::new(config.cors.clone());
+    if cors.enabled {
+        eprintln!("rhizome: CORS on for {}", if cors.origins.is_empty() { "no origin (--cors-origins is empty)".to_owned() } else { cors.origins.join(", ") });
+    }
     let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
         tokio::select! {
@@ -192,6 +200,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
                 let active = active.clone();
                 let connections = connections.clone();
                 let log = config.log_requests;
+                let cors = cors.clone();
                 tokio::spawn(async move {
                     let conn = admitted.conn.clone();
                     let io = TokioIo::new(connections::TrackedIo::new(stream, &admitted));
@@ -203,9 +212,10 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
                             let body_timeout = connections.limits.body_timeout;
                             let server = server.clone();
                             let active = active.clone();
+                            let cors = cors.clone();
                             async move {
                                 active.fetch_add(1, Ordering::SeqCst);
-                                let r = respond(&server, req, peer, body_timeout, log).await;
+                                let r = respond(&server, &cors, req, peer, body_timeout, log).await;
                                 active.fetch_sub(1, Ordering::SeqCst);
                                 Ok::<_, std::convert::Infallible>(r.map(|body| connections::TrackedBody::new(body, busy)))
                             }
@@ -236,11 +246,22 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-async fn respond(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>, peer: SocketAddr, body_timeout: Duration, log: bool) -> hyper::Response<http::Body> {
+async fn respond(server: &Arc<Server>, cors: &cors::CorsSettings, req: hyper::Request<hyper::body::Incoming>, peer: SocketAddr, body_timeout: Duration, log: bool) -> hyper::Response<http::Body> {
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
-    let response = match handle(server, req, peer, body_timeout).await {
+    // A CORS preflight is answered before anything else (a browser sends
+    // it without credentials); other answers get their CORS headers last.
+    if let Some(headers) = cors.preflight(&method, req.headers()) {
+        let mut r = http::response(204, "text/plain", Bytes::new());
+        r.headers_mut().remove("content-type");
+        for (name, value) in headers {
+            http::set_header(&mut r, name, &value);
+        }
+        return r;
+    }
+    let request_headers = if cors.enabled { Some(req.headers().clone()) } else { None };
+    let mut response = match handle(server, req, peer, body_timeout).await {
         Ok(r) => r,
         Err(e) => {
             let timed_out = e.status == 408;
@@ -253,6 +274,9 @@ async fn respond(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming
             r
         }
     };
+    if let Some(request_headers) = request_headers {
+        cors.decorate(&request_headers, response.headers_mut());
+    }
     if log {
         // One structured line per request: easy to grep, easy to parse.
         eprintln!(
