@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::server::{ServerProcess, ADMIN};
+use common::server::{exchange, ServerProcess, ADMIN};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -52,30 +52,6 @@ fn cloudant_sdk_logs_in_with_username_and_password_and_works_by_cookie() {
 fn pycouchdb_sends_python_booleans_to_views_and_all_docs() {
     let (_data, server) = server();
     python(&server, "pycouchdb_client.py", "query_booleans");
-}
-
-/// One request on a fresh connection: status, lowercased header lines and
-/// body.
-fn exchange(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Vec<(String, String)>, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("the server accepts");
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").map_or(raw.len(), |i| i + 4);
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.lines();
-    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned())).collect();
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    let body = if chunked { common::server::dechunk(&raw[split..]) } else { raw[split..].to_vec() };
-    (status, headers, String::from_utf8_lossy(&body).into_owned())
 }
 
 fn session_cookie(headers: &[(String, String)]) -> Option<String> {

@@ -46,7 +46,7 @@ pub use contexts::{ContextSettings, DEFAULT_CONTEXT_MAX_BYTES, DEFAULT_CONTEXT_T
 pub use cors::{CorsSettings, DEFAULT_MAX_AGE_SECS as DEFAULT_CORS_MAX_AGE_SECS};
 pub use error::{HttpError, ServerError};
 pub use group_commit::GroupCommit;
-pub use state::{base_iri, context_store, database_dir, projector_for};
+pub use state::{base_iri, base_iri_or, context_store, database_dir, listen_base, projector_for};
 #[doc(hidden)]
 pub use couch::fuzz_couch_request;
 pub use graph::fuzz_walk_request;
@@ -140,6 +140,16 @@ async fn wait_for_signal() {
 /// requests finish (at most 10 s) and returns. Every answered write is
 /// already durable, so nothing else needs flushing.
 pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) -> Result<(), ServerError> {
+    // Bound first: a data folder's first start names its documents under
+    // the address the server listens on (`state::base_iri_or`).
+    let listener = TcpListener::bind(config.bind).await.map_err(|source| ServerError::Io { what: format!("binding {}", config.bind), source })?;
+    let local = listener.local_addr().map_err(|source| ServerError::Io { what: "reading the bound address".into(), source })?;
+    let base = {
+        let data_dir = config.data_dir.clone();
+        tokio::task::spawn_blocking(move || state::base_iri_or(&data_dir, &state::listen_base(local)))
+            .await
+            .map_err(|e| ServerError::Config(format!("reading the base IRI: {e}")))??
+    };
     let server = {
         let config = config.clone();
         let rx = shutdown.clone();
@@ -158,9 +168,8 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     }
     let server = Arc::new(server);
     replicator_db::start(server.clone());
-    let listener = TcpListener::bind(config.bind).await.map_err(|source| ServerError::Io { what: format!("binding {}", config.bind), source })?;
-    let local = listener.local_addr().map_err(|source| ServerError::Io { what: "reading the bound address".into(), source })?;
     eprintln!("rhizome: CouchDB API on http://{local} (data in {})", config.data_dir.display());
+    eprintln!("rhizome: documents and LDP resources are named under {base}/ (the data folder's base IRI, kept in {})", config.data_dir.join("base-iri").display());
     let file_limit = connections::raise_file_limit();
     let mut limits = config.connections.clone();
     limits.max_connections = connections::connections_within(limits.max_connections, file_limit);

@@ -18,17 +18,37 @@ use crate::error::{HttpError, ServerError};
 use crate::http::uuid;
 use rhizome_docs::{valid_db_name, ContextStore, Database, DocumentIris, GraphProjector, JsonLdProjector, NoProjection};
 
-/// The base of document graph IRIs when a data folder is first used:
-/// CouchDB's address.
+/// The base of document graph IRIs when a data folder is first used by
+/// something other than a server (`load --db`, Python): CouchDB's address.
 pub const DEFAULT_BASE_IRI: &str = "http://localhost:5984";
 
 /// The base of document graph IRIs, `<base>/<db>/<doc id>`
 /// (../shared/design.md), fixed per data folder: the first `serve` or
 /// `load --db` writes it to `DATA/base-iri` (`RHIZOME_BASE_IRI`, by default
-/// [`DEFAULT_BASE_IRI`]) and every later one reads it there. Changing it
+/// [`DEFAULT_BASE_IRI`], or for `serve` the address it listens on:
+/// [`base_iri_or`]) and every later one reads it there. Changing it
 /// would rename every document's graph, so a `RHIZOME_BASE_IRI` that
 /// disagrees with the stored one is refused.
 pub fn base_iri(data_dir: &Path) -> Result<String, ServerError> {
+    base_iri_or(data_dir, DEFAULT_BASE_IRI)
+}
+
+/// The base a server listening on `addr` gives a data folder at its first
+/// start: its own address, so that the IRIs of documents and LDP resources
+/// are URLs a client can follow. A server listening on every interface
+/// (`0.0.0.0`, `::`) names itself `localhost`; `RHIZOME_BASE_IRI` names
+/// it for the world.
+pub fn listen_base(addr: std::net::SocketAddr) -> String {
+    match addr.ip() {
+        ip if ip.is_unspecified() => format!("http://localhost:{}", addr.port()),
+        std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
+        std::net::IpAddr::V4(ip) => format!("http://{ip}:{}", addr.port()),
+    }
+}
+
+/// [`base_iri`], with `default` for a data folder used for the first time
+/// without `RHIZOME_BASE_IRI`.
+pub fn base_iri_or(data_dir: &Path, default: &str) -> Result<String, ServerError> {
     let path = data_dir.join("base-iri");
     let wanted = std::env::var("RHIZOME_BASE_IRI").ok().filter(|w| !w.is_empty());
     match std::fs::read_to_string(&path) {
@@ -45,7 +65,7 @@ pub fn base_iri(data_dir: &Path) -> Result<String, ServerError> {
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let base = wanted.unwrap_or_else(|| DEFAULT_BASE_IRI.to_owned());
+            let base = wanted.unwrap_or_else(|| default.to_owned());
             oxiri::Iri::parse(format!("{}/db/doc", base.trim_end_matches('/')))
                 .map_err(|e| ServerError::Config(format!("RHIZOME_BASE_IRI {base:?} is not an absolute IRI: {e}")))?;
             let io = |source| ServerError::Io { what: format!("writing {}", path.display()), source };
