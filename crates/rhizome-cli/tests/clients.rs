@@ -174,3 +174,13 @@ fn preflights_and_answers_carry_couchdbs_cors_headers_only_when_enabled_for_the_
     let (_, headers, _) = exchange(plain.port, "GET", "/", &[("Origin", "http://app.example:8080")], "");
     assert_eq!(find(&headers, "access-control-allow-origin"), None);
 }
+
+/// Documents read as RDF by a linked-data client: Turtle and JSON-LD by
+/// `Accept` (JSON-LD first when named beside JSON at the same weight), and
+/// the Basic challenge urllib (like Jena) waits for before it sends
+/// credentials; plain JSON clients get CouchDB's answers.
+#[test]
+fn a_linked_data_client_reads_documents_as_turtle_and_json_ld_after_a_challenge() {
+    let (_data, server) = server();
+    python(&server, "linked_data.py", "documents_as_rdf");
+}

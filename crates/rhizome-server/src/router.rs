@@ -185,6 +185,7 @@ impl Route {
 pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
     let route = Route::parse(&req.segments)?;
     let rdf = matches!(route, Route::Extension(..) | Route::Ldp(..));
+    let is_doc = matches!(route, Route::Doc(..));
     let handled = auth::authenticate(server, req).and_then(|ctx| {
         let reply = handle_route(server, req, route, &ctx)?;
         Ok(renew_session(server, req, &ctx, reply))
@@ -192,9 +193,10 @@ pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
     match handled {
         // SPARQL and Graph Store clients (Jena, Java's Authenticator,
         // urllib's handlers, SPARQLWrapper) send their credentials only
-        // when challenged. CouchDB's endpoints stay without a challenge,
-        // as CouchDB's (no browser pop-up).
-        Err(e) if e.status == 401 && rdf => {
+        // when challenged, and so do linked-data clients reading a
+        // document as RDF. CouchDB's endpoints stay without a challenge
+        // for JSON, as CouchDB's (no browser pop-up in a CouchDB app).
+        Err(e) if e.status == 401 && (rdf || (is_doc && couch::documents::wants_rdf(req))) => {
             let mut r = crate::http::error(&e);
             crate::http::set_header(&mut r, "www-authenticate", "Basic realm=\"rhizome\"");
             Ok(Reply::Done(r))
