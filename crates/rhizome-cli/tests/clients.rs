@@ -184,3 +184,11 @@ fn a_linked_data_client_reads_documents_as_turtle_and_json_ld_after_a_challenge(
     let (_data, server) = server();
     python(&server, "linked_data.py", "documents_as_rdf");
 }
+
+/// nano: a continuous replication cancelled by its `replication_id`
+/// alone, and a continuous `_changes` cut by `limit` saying what is left.
+#[test]
+fn nano_cancels_a_replication_by_its_id_and_a_limited_continuous_feed_reports_pending() {
+    let (_data, server) = server();
+    node(&server, "nano_client.js");
+}
