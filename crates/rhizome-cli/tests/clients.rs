@@ -192,3 +192,9 @@ fn nano_cancels_a_replication_by_its_id_and_a_limited_continuous_feed_reports_pe
     let (_data, server) = server();
     node(&server, "nano_client.js");
 }
+
+#[test]
+fn cloudant_sdk_reads_membership_scheduler_config_and_stats() {
+    let (_data, server) = server();
+    python(&server, "cloudant_sdk.py", "server_endpoints");
+}

@@ -95,7 +95,7 @@ impl CorsSettings {
         self.enabled && self.origins.iter().any(|o| o == "*" || o == origin)
     }
 
-    fn methods(&self) -> Vec<String> {
+    pub(crate) fn methods(&self) -> Vec<String> {
         if self.methods.is_empty() {
             SUPPORTED_METHODS.iter().map(|m| m.to_string()).collect()
         } else {
@@ -103,11 +103,19 @@ impl CorsSettings {
         }
     }
 
-    fn allowed_headers(&self) -> Vec<String> {
+    pub(crate) fn allowed_headers(&self) -> Vec<String> {
         if self.headers.is_empty() {
             SUPPORTED_HEADERS.iter().map(|h| h.to_string()).collect()
         } else {
             self.headers.iter().map(|h| h.to_ascii_lowercase()).collect()
+        }
+    }
+
+    pub(crate) fn exposed(&self) -> Vec<String> {
+        if self.exposed_headers.is_empty() {
+            EXPOSED_HEADERS.iter().map(|h| h.to_string()).collect()
+        } else {
+            self.exposed_headers.iter().map(|h| h.to_ascii_lowercase()).collect()
         }
     }
 
@@ -161,11 +169,7 @@ impl CorsSettings {
             exposed.retain(|h| h != "content-type");
             exposed.insert(0, "content-type".into());
         }
-        if self.exposed_headers.is_empty() {
-            exposed.extend(EXPOSED_HEADERS.iter().map(|h| h.to_string()));
-        } else {
-            exposed.extend(self.exposed_headers.iter().map(|h| h.to_ascii_lowercase()));
-        }
+        exposed.extend(self.exposed());
         set(answer, "access-control-allow-origin", &origin);
         if self.credentials {
             set(answer, "access-control-allow-credentials", "true");

@@ -159,6 +159,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     };
     let mut server = server;
     server.sparql = rdf::SparqlSettings::new(config.load_dir.as_deref(), config.load_max_bytes)?;
+    server.node_config = node_config(&config, local, &base, &server.identity.uuid);
     if !config.contexts.hosts.is_empty() {
         // No user database is open yet: each will see this store.
         let fetcher: Box<dyn rhizome_docs::ContextFetcher> = Box::new(contexts::HttpContextFetcher::new(config.contexts.clone()));
@@ -252,6 +253,39 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     Ok(())
 }
 
+/// The settings of `_node/_local/_config`, in CouchDB's sections and
+/// names where CouchDB has the setting, as strings as CouchDB keeps them.
+fn node_config(config: &ServerConfig, local: SocketAddr, base: &str, uuid: &str) -> serde_json::Value {
+    let list = |v: &[String]| v.join(", ");
+    let c = &config.cors;
+    serde_json::json!({
+        "couchdb": { "uuid": uuid, "database_dir": config.data_dir.display().to_string(), "max_document_size": config.max_body_bytes.to_string() },
+        "chttpd": {
+            "bind_address": local.ip().to_string(),
+            "port": local.port().to_string(),
+            "enable_cors": c.enabled.to_string(),
+            "max_http_request_size": config.max_body_bytes.to_string(),
+            "require_valid_user": "false",
+        },
+        "chttpd_auth": {
+            "authentication_db": "_users",
+            "timeout": config.auth.session_timeout_secs.to_string(),
+            "iterations": config.auth.pbkdf2_iterations.to_string(),
+            "pbkdf2_prf": "sha256",
+        },
+        "couch_httpd_auth": { "authentication_db": "_users", "timeout": config.auth.session_timeout_secs.to_string() },
+        "cors": {
+            "origins": list(&c.origins),
+            "credentials": c.credentials.to_string(),
+            "methods": list(&c.methods()),
+            "headers": list(&c.allowed_headers()),
+            "exposed_headers": list(&c.exposed()),
+            "max_age": c.max_age_secs.to_string(),
+        },
+        "rhizome": { "base_iri": base, "context_hosts": list(&config.contexts.hosts) },
+    })
+}
+
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
@@ -286,6 +320,7 @@ async fn respond(server: &Arc<Server>, cors: &cors::CorsSettings, req: hyper::Re
     if let Some(request_headers) = request_headers {
         cors.decorate(&request_headers, response.headers_mut());
     }
+    couch::node::count(&method, response.status().as_u16());
     if log {
         // One structured line per request: easy to grep, easy to parse.
         eprintln!(

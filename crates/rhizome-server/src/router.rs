@@ -58,6 +58,12 @@ pub enum Route {
     Session,
     Replicate,
     SchedulerDocs,
+    /// `/_scheduler/docs/{db}[/{docid}]`.
+    SchedulerDoc(String, Option<String>),
+    SchedulerJobs,
+    Membership,
+    /// `/_node/{name}/...`: the name and what follows it.
+    Node(String, Vec<String>),
     ActiveTasks,
     /// `/_contexts`: the remote JSON-LD context cache (`contexts.rs`).
     Contexts,
@@ -95,6 +101,11 @@ impl Route {
             ["_session"] => Route::Session,
             ["_replicate"] => Route::Replicate,
             ["_scheduler", "docs"] => Route::SchedulerDocs,
+            ["_scheduler", "docs", db] => Route::SchedulerDoc(db.to_string(), None),
+            ["_scheduler", "docs", db, id @ ..] => Route::SchedulerDoc(db.to_string(), Some(id.join("/"))),
+            ["_scheduler", "jobs"] => Route::SchedulerJobs,
+            ["_membership"] => Route::Membership,
+            ["_node", name, rest @ ..] => Route::Node(name.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             ["_active_tasks"] => Route::ActiveTasks,
             ["_contexts"] => Route::Contexts,
             [db] if db.starts_with('_') && *db != "_users" && *db != "_replicator" => {
@@ -164,6 +175,7 @@ impl Route {
         match self {
             Route::Root | Route::Up | Route::Uuids | Route::Session => Access::Public,
             Route::AllDbs | Route::DbsInfo | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks | Route::Contexts => Access::ServerAdmin,
+            Route::SchedulerDoc(..) | Route::SchedulerJobs | Route::Membership | Route::Node(..) => Access::ServerAdmin,
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
             Route::Db(_) => Access::Member,
             Route::DbOp(_, DbOp::Compact | DbOp::ViewCleanup) => Access::DbAdmin,
@@ -244,6 +256,10 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Session => srv::session(server, req, ctx)?.into(),
         Route::Replicate => couch::replicate::replicate(server, req, ctx)?.into(),
         Route::SchedulerDocs => crate::replicator_db::scheduler_docs(server, m)?.into(),
+        Route::SchedulerDoc(db, id) => crate::replicator_db::scheduler_doc(server, m, &db, id.as_deref())?.into(),
+        Route::SchedulerJobs => couch::node::scheduler_jobs(server, req)?.into(),
+        Route::Membership => couch::node::membership(req)?.into(),
+        Route::Node(name, rest) => couch::node::node(server, req, &name, &rest)?.into(),
         Route::ActiveTasks => couch::replicate::active_tasks(server, m)?.into(),
         Route::Contexts => crate::contexts::handle(server, req)?.into(),
         Route::Db(name) => match *m {

@@ -145,6 +145,9 @@ pub struct Server {
     /// Remote JSON-LD contexts: shipped, cached in `<data>/_contexts`, and
     /// fetched when `--context-hosts` allows (`crate::contexts`).
     pub contexts: Arc<ContextStore>,
+    /// The settings the server runs with, in CouchDB's `_config` sections
+    /// (`couch::node`; set by `serve`).
+    pub node_config: Value,
 }
 
 /// The folder of database `name` under a server's data folder (for tools
@@ -227,6 +230,7 @@ impl Server {
             replicator_docs: Default::default(),
             sparql: Default::default(),
             contexts: context_store(data_dir)?,
+            node_config: json!({}),
         };
         // CouchDB creates its system databases on first start.
         for system in ["_users", crate::replicator_db::REPLICATOR_DB] {
@@ -336,6 +340,11 @@ impl Server {
         save_identity(&self.data_dir, &identity)?;
         *current = hash;
         Ok(())
+    }
+
+    /// How many databases are open (`_node/_local/_stats`).
+    pub fn open_databases(&self) -> usize {
+        self.dbs.read().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     pub fn all_dbs(&self) -> Result<Vec<String>, HttpError> {

@@ -87,6 +87,32 @@ def session_login():
     assert service.get_all_dbs().get_result() is not None
 
 
+def server_endpoints():
+    """CouchDB 3's node and scheduler endpoints, as the SDK reads them."""
+    service = client()
+    membership = service.get_membership_information().get_result()
+    assert membership["all_nodes"] == membership["cluster_nodes"] and len(membership["all_nodes"]) == 1, membership
+    node = membership["all_nodes"][0]
+    jobs = service.get_scheduler_jobs().get_result()
+    assert jobs["total_rows"] == 0 and jobs["jobs"] == [], jobs
+    docs = service.get_scheduler_docs().get_result()
+    assert docs["docs"] == [], docs
+    try:
+        service.get_scheduler_document(doc_id="nope")
+        raise AssertionError("a missing scheduler document was found")
+    except Exception as e:
+        assert getattr(e, "code", None) == 404, e
+    assert service.get_active_tasks().get_result() == []
+    assert service.get_up_information().get_result()["status"] == "ok"
+    # _config and _stats through the SDK's own request builder.
+    for path in [f"/_node/{node}/_config/chttpd_auth/timeout", "/_node/_local/_config/cors", "/_node/_local/_stats/couchdb/httpd/requests"]:
+        request = service.prepare_request(method="GET", url=path, headers={"Accept": "application/json"})
+        got = service.send(request).get_result()
+        assert got is not None, path
+    request = service.prepare_request(method="GET", url="/_node/_local/_config/chttpd_auth/timeout", headers={"Accept": "application/json"})
+    assert service.send(request).get_result() == "600"
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]]()
     print("ok", sys.argv[1])

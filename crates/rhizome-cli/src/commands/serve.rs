@@ -44,7 +44,7 @@ pub struct Args {
 struct Cors {
     /// Answer cross-origin requests and preflights from the origins of
     /// `--cors-origins`.
-    #[arg(long, env = "RHIZOME_ENABLE_CORS")]
+    #[arg(long, env = "RHIZOME_ENABLE_CORS", value_parser = clap::builder::BoolishValueParser::new())]
     enable_cors: bool,
     /// Origins pages may call from, comma-separated, each exactly
     /// `scheme://host[:port]`, or `*` for any.
@@ -52,7 +52,7 @@ struct Cors {
     cors_origins: Vec<String>,
     /// Let those pages send credentials (cookies, Basic auth):
     /// `Access-Control-Allow-Credentials: true`.
-    #[arg(long, env = "RHIZOME_CORS_CREDENTIALS")]
+    #[arg(long, env = "RHIZOME_CORS_CREDENTIALS", value_parser = clap::builder::BoolishValueParser::new())]
     cors_credentials: bool,
     /// Methods a preflight may ask for, comma-separated (default: CouchDB's
     /// list, GET, HEAD, POST, PUT, DELETE, COPY, OPTIONS...).

@@ -7,6 +7,7 @@ pub mod bulk;
 pub mod database;
 pub mod documents;
 pub mod mango;
+pub mod node;
 pub mod multipart;
 pub mod replicate;
 pub mod server;
