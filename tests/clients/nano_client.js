@@ -47,4 +47,22 @@ async function step(name, fn) {
     const normal = await nano.db.changes('src', { limit: 3 });
     assert.strictEqual(normal.pending, 7);
   });
+  await step('update and show functions through nano (db.atomic, db.show)', async () => {
+    const db = nano.use('src');
+    await db.insert({
+      _id: '_design/app',
+      updates: {
+        bump: 'function (doc, req) { var by = JSON.parse(req.body).by; if (!doc) { return [{_id: req.id, n: by}, {json: {made: true}}]; } doc.n += by; return [doc, {json: {n: doc.n}}]; }',
+      },
+      shows: { n: 'function (doc, req) { return {body: "n=" + (doc ? doc.n : "none"), headers: {"Content-Type": "text/plain"}}; }' },
+      lists: { all: 'function (head, req) { send("x"); }' },
+    });
+    assert.deepStrictEqual(await db.atomic('app', 'bump', 'd3', { by: 5 }), { n: 8 });
+    assert.strictEqual((await db.get('d3')).n, 8);
+    assert.deepStrictEqual(await db.atomic('app', 'bump', 'fresh', { by: 2 }), { made: true });
+    assert.strictEqual((await db.get('fresh')).n, 2);
+    assert.strictEqual(await db.show('app', 'n', 'd3'), 'n=8');
+    await assert.rejects(db.atomic('app', 'nope', 'd3', {}), (e) => e.statusCode === 404);
+    await assert.rejects(nano.request({ db: 'src', path: '_design/app/_list/all/v' }), (e) => e.statusCode === 501);
+  });
 })();

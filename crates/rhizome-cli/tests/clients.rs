@@ -186,9 +186,11 @@ fn a_linked_data_client_reads_documents_as_turtle_and_json_ld_after_a_challenge(
 }
 
 /// nano: a continuous replication cancelled by its `replication_id`
-/// alone, and a continuous `_changes` cut by `limit` saying what is left.
+/// alone, a continuous `_changes` cut by `limit` saying what is left, and
+/// a design document's update and show functions (`db.atomic`,
+/// `db.show`); a list function answers 501.
 #[test]
-fn nano_cancels_a_replication_by_its_id_and_a_limited_continuous_feed_reports_pending() {
+fn nano_cancels_a_replication_by_its_id_reads_pending_and_runs_update_and_show_functions() {
     let (_data, server) = server();
     node(&server, "nano_client.js");
 }

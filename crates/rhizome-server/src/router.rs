@@ -293,7 +293,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Local(_, id) => documents::local(req, &*need(db)?, &id)?.into(),
         Route::Attachment(_, id, name) => attachments::attachment(server, req, ctx, &*need(db)?, &id, &name)?.into(),
         Route::Extension(_, what) => extension::route(server, req, ctx, &*need(db)?, &what)?.into(),
-        Route::DesignAction(_, ddoc, action, rest) => couch::views::design_action(req, need(db)?, &ddoc, &action, &rest)?.into(),
+        Route::DesignAction(_, ddoc, action, rest) => couch::views::design_action(req, ctx, need(db)?, &ddoc, &action, &rest)?.into(),
         Route::MangoIndex(_, rest) => couch::mango::index(req, ctx, &*need(db)?, &rest)?.into(),
         Route::Ldp(_, rest) => crate::ldp::handle(server, req, ctx, need(db)?, &rest)?.into(),
     })

@@ -17,6 +17,7 @@ pub mod js;
 pub mod query;
 pub mod reduce;
 pub mod tasks;
+pub mod update;
 pub mod validate;
 
 pub use design::{check_design_doc, DesignDoc, DesignError, ViewDef};

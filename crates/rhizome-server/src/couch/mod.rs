@@ -5,6 +5,7 @@ pub mod all_docs;
 pub mod attachments;
 pub mod bulk;
 pub mod database;
+pub mod design_functions;
 pub mod documents;
 pub mod mango;
 pub mod node;
