@@ -200,3 +200,9 @@ fn cloudant_sdk_reads_membership_scheduler_config_and_stats() {
     let (_data, server) = server();
     python(&server, "cloudant_sdk.py", "server_endpoints");
 }
+
+#[test]
+fn cloudant_sdk_follows_db_updates() {
+    let (_data, server) = server();
+    python(&server, "cloudant_sdk.py", "db_updates");
+}

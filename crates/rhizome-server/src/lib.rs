@@ -24,6 +24,7 @@ mod changes;
 mod connections;
 mod contexts;
 mod cors;
+mod db_updates;
 mod couch;
 pub mod error;
 mod extension;
@@ -385,7 +386,8 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
         && match request.segments.as_slice() {
             [] => true,
             [_, id, rest @ ..] => (!id.starts_with('_') || id == "_local") || (id == "_design" && rest.len() == 1),
-            [db] => db.starts_with('_'),
+            // `/_db_updates` may wait for an event: never on these threads.
+            [db] => db.starts_with('_') && db != "_db_updates",
         }
         // Credentials not verified yet cost a PBKDF2: not on async threads.
         && auth::is_cheap(server, &request);

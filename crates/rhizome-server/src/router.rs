@@ -62,6 +62,7 @@ pub enum Route {
     SchedulerDoc(String, Option<String>),
     SchedulerJobs,
     Membership,
+    DbUpdates,
     /// `/_node/{name}/...`: the name and what follows it.
     Node(String, Vec<String>),
     ActiveTasks,
@@ -105,6 +106,7 @@ impl Route {
             ["_scheduler", "docs", db, id @ ..] => Route::SchedulerDoc(db.to_string(), Some(id.join("/"))),
             ["_scheduler", "jobs"] => Route::SchedulerJobs,
             ["_membership"] => Route::Membership,
+            ["_db_updates"] => Route::DbUpdates,
             ["_node", name, rest @ ..] => Route::Node(name.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             ["_active_tasks"] => Route::ActiveTasks,
             ["_contexts"] => Route::Contexts,
@@ -175,7 +177,7 @@ impl Route {
         match self {
             Route::Root | Route::Up | Route::Uuids | Route::Session => Access::Public,
             Route::AllDbs | Route::DbsInfo | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks | Route::Contexts => Access::ServerAdmin,
-            Route::SchedulerDoc(..) | Route::SchedulerJobs | Route::Membership | Route::Node(..) => Access::ServerAdmin,
+            Route::SchedulerDoc(..) | Route::SchedulerJobs | Route::Membership | Route::Node(..) | Route::DbUpdates => Access::ServerAdmin,
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
             Route::Db(_) => Access::Member,
             Route::DbOp(_, DbOp::Compact | DbOp::ViewCleanup) => Access::DbAdmin,
@@ -259,6 +261,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::SchedulerDoc(db, id) => crate::replicator_db::scheduler_doc(server, m, &db, id.as_deref())?.into(),
         Route::SchedulerJobs => couch::node::scheduler_jobs(server, req)?.into(),
         Route::Membership => couch::node::membership(req)?.into(),
+        Route::DbUpdates => crate::db_updates::handle(&server.db_updates, req)?.into(),
         Route::Node(name, rest) => couch::node::node(server, req, &name, &rest)?.into(),
         Route::ActiveTasks => couch::replicate::active_tasks(server, m)?.into(),
         Route::Contexts => crate::contexts::handle(server, req)?.into(),

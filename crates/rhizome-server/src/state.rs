@@ -100,14 +100,17 @@ pub struct DbHandle {
     pub writes: crate::group_commit::GroupCommit,
     /// PBKDF2 iterations for passwords written to `_users`.
     pub pbkdf2_iterations: u32,
+    /// The server's `_db_updates` feed.
+    pub updates: Arc<crate::db_updates::DbUpdates>,
 }
 
 impl DbHandle {
-    /// Tells `_changes` feeds that `update_seq` moved.
+    /// Tells `_changes` feeds that `update_seq` moved, and `_db_updates`.
     pub fn notify(&self) {
         if let Ok(seq) = self.db.update_seq() {
             self.seq.send_replace(seq);
         }
+        self.updates.record(&self.name, "updated");
     }
 }
 
@@ -148,6 +151,8 @@ pub struct Server {
     /// The settings the server runs with, in CouchDB's `_config` sections
     /// (`couch::node`; set by `serve`).
     pub node_config: Value,
+    /// Databases created, updated and deleted (`/_db_updates`).
+    pub db_updates: Arc<crate::db_updates::DbUpdates>,
 }
 
 /// The folder of database `name` under a server's data folder (for tools
@@ -231,6 +236,7 @@ impl Server {
             sparql: Default::default(),
             contexts: context_store(data_dir)?,
             node_config: json!({}),
+            db_updates: Arc::default(),
         };
         // CouchDB creates its system databases on first start.
         for system in ["_users", crate::replicator_db::REPLICATOR_DB] {
@@ -282,6 +288,7 @@ impl Server {
             seq: watch::Sender::new(seq),
             writes: Default::default(),
             pbkdf2_iterations: self.auth.pbkdf2_iterations,
+            updates: self.db_updates.clone(),
         });
         self.dbs.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), handle.clone());
         Ok(handle)
@@ -312,7 +319,9 @@ impl Server {
             return Err(HttpError::new(412, "file_exists", "The database could not be created, the file already exists."));
         }
         std::fs::create_dir_all(&dir).map_err(|e| HttpError::internal(format!("creating {}: {e}", dir.display())))?;
-        self.open_handle(name, &dir)
+        let handle = self.open_handle(name, &dir)?;
+        self.db_updates.record(name, "created");
+        Ok(handle)
     }
 
     pub fn delete_db(&self, name: &str) -> Result<(), HttpError> {
@@ -325,7 +334,9 @@ impl Server {
         // Wake feeds so they notice; the store closes when its last user
         // (a running request) lets go of it.
         drop(handle);
-        std::fs::remove_dir_all(&dir).map_err(|e| HttpError::internal(format!("deleting {}: {e}", dir.display())))
+        std::fs::remove_dir_all(&dir).map_err(|e| HttpError::internal(format!("deleting {}: {e}", dir.display())))?;
+        self.db_updates.record(name, "deleted");
+        Ok(())
     }
 
     /// The server admin's password hash.

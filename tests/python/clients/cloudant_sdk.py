@@ -113,6 +113,23 @@ def server_endpoints():
     assert service.send(request).get_result() == "600"
 
 
+def db_updates():
+    """`_db_updates`: each database once, with its latest event."""
+    service = client()
+    start = service.get_db_updates(feed="normal").get_result()["last_seq"]
+    service.put_database(db="news").get_result()
+    service.put_database(db="gone").get_result()
+    service.post_document(db="news", document=Document(_id="a", x=1)).get_result()
+    service.delete_database(db="gone").get_result()
+    got = service.get_db_updates(feed="normal", since=start).get_result()
+    seen = {r["db_name"]: r["type"] for r in got["results"]}
+    assert seen == {"news": "updated", "gone": "deleted"}, got
+    assert got["last_seq"] == got["results"][-1]["seq"], got
+    # A longpoll with nothing new waits its timeout and says so.
+    later = service.get_db_updates(feed="longpoll", since=got["last_seq"], timeout=200).get_result()
+    assert later["results"] == [] and later["last_seq"] == got["last_seq"], later
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]]()
     print("ok", sys.argv[1])
