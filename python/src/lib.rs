@@ -16,6 +16,7 @@ mod ldp;
 mod query_threads;
 mod store;
 mod terms;
+mod transaction;
 
 use pyo3::prelude::*;
 

@@ -38,6 +38,7 @@ pub mod mango;
 mod projector;
 mod read;
 mod revtree;
+mod transaction;
 pub mod collate;
 pub mod secondary;
 pub mod selector;
@@ -55,4 +56,5 @@ pub use jsonld_limits::{check_json_ld, on_known_stack, on_known_stack_if, JSONLD
 pub use projector::{GraphProjector, NoProjection, Prepared};
 pub use read::{Attachment, OpenRev, OpenRevs, ReadOptions};
 pub use revtree::{EditError, Leaf, Rev, RevTree};
+pub use transaction::{conflict_on, is_aborted, parse_ops, DocTransaction, OpKind, OpResult, Refusals, TxnOp};
 pub use write::{attachment_digest, validate_attachment_name, validate_doc_id, PreparedDoc, WriteCheck, WriteOutcome};

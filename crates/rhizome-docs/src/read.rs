@@ -366,8 +366,27 @@ impl Database {
         self.get_doc_as(id, opts, |kv, id, info, rev, opts, s| Ok((rev.clone(), render_json(kv, id, info, rev, opts, s)?)))
     }
 
+    /// A snapshot of the database, for several reads that must agree
+    /// (`_bulk_get`: the `*_at` reads).
+    pub fn read_snapshot(&self) -> Result<StoreSnapshot> {
+        Ok(self.store.snapshot()?)
+    }
+
+    /// [`Database::get_doc_bytes`] at a snapshot.
+    pub fn get_doc_bytes_at(&self, s: &StoreSnapshot, id: &str, opts: &ReadOptions) -> Result<(Rev, Vec<u8>)> {
+        self.get_doc_at(s, id, opts, |kv, id, info, rev, opts, s| Ok((rev.clone(), render_json(kv, id, info, rev, opts, s)?)))
+    }
+
+    /// [`Database::open_revs_bytes`] at a snapshot.
+    pub fn open_revs_bytes_at(&self, s: &StoreSnapshot, id: &str, which: &OpenRevs, opts: &ReadOptions) -> Result<Vec<OpenRev<Vec<u8>>>> {
+        self.open_revs_at(s, id, which, opts, render_json)
+    }
+
     fn get_doc_as<T>(&self, id: &str, opts: &ReadOptions, render: impl Renderer<T>) -> Result<T> {
-        let s = self.store.snapshot()?;
+        self.get_doc_at(&self.store.snapshot()?, id, opts, render)
+    }
+
+    fn get_doc_at<T>(&self, s: &StoreSnapshot, id: &str, opts: &ReadOptions, render: impl Renderer<T>) -> Result<T> {
         let kv = s.kv();
         let info = doc_info(kv, id)?.ok_or(DocError::NotFound("missing"))?;
         let rev = match &opts.rev {
@@ -380,7 +399,7 @@ impl Database {
             Some(r) if opts.latest => info.tree.leaves_under(r).first().map(|l| l.rev.clone()).ok_or(DocError::NotFound("missing"))?,
             Some(r) => r.clone(),
         };
-        render(kv, id, &info, &rev, opts, Some(&s))
+        render(kv, id, &info, &rev, opts, Some(s))
     }
 
     /// The storage reads of [`Database::get_doc_json`] for a graph-bodied
@@ -486,7 +505,10 @@ impl Database {
     }
 
     fn open_revs_as<T>(&self, id: &str, which: &OpenRevs, opts: &ReadOptions, render: impl Renderer<T>) -> Result<Vec<OpenRev<T>>> {
-        let s = self.store.snapshot()?;
+        self.open_revs_at(&self.store.snapshot()?, id, which, opts, render)
+    }
+
+    fn open_revs_at<T>(&self, s: &StoreSnapshot, id: &str, which: &OpenRevs, opts: &ReadOptions, render: impl Renderer<T>) -> Result<Vec<OpenRev<T>>> {
         let kv = s.kv();
         let info = doc_info(kv, id)?;
         let mut out = Vec::new();
@@ -494,7 +516,7 @@ impl Database {
             OpenRevs::All => {
                 let Some(info) = info else { return Err(DocError::NotFound("missing")) };
                 for leaf in info.tree.leaves() {
-                    out.push(OpenRev::Ok(render(kv, id, &info, &leaf.rev, opts, Some(&s))?));
+                    out.push(OpenRev::Ok(render(kv, id, &info, &leaf.rev, opts, Some(s))?));
                 }
             }
             OpenRevs::List(revs) => {
@@ -514,7 +536,7 @@ impl Database {
                         if !seen.insert(t.clone()) {
                             continue;
                         }
-                        match render(kv, id, info, &t, opts, Some(&s)) {
+                        match render(kv, id, info, &t, opts, Some(s)) {
                             Ok(doc) => out.push(OpenRev::Ok(doc)),
                             Err(DocError::NotFound(_)) => out.push(OpenRev::Missing(t)),
                             Err(e) => return Err(e),

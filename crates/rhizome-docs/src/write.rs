@@ -128,7 +128,21 @@ impl Database {
             return Err(DocError::BadRequest(format!("{} documents, {} preparations", docs.len(), prepared.len())));
         }
         let mut txn = self.store.transaction()?;
-        let mut counters = Counters::read(&txn)?;
+        let out = self.write_prepared_in(&mut txn, docs, prepared, new_edits)?;
+        txn.commit()?;
+        Ok(out)
+    }
+
+    /// [`Database::update_prepared`] inside a transaction the caller
+    /// commits (group commit runs several requests in one). The graphs the
+    /// documents' projections changed are accounted for (not left for
+    /// [`Database::record_graph_writes_in`]).
+    pub fn write_prepared_in(&self, txn: &mut StoreTransaction<'_>, docs: Vec<Map<String, Value>>, prepared: Vec<PreparedDoc>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>> {
+        if prepared.len() != docs.len() {
+            return Err(DocError::BadRequest(format!("{} documents, {} preparations", docs.len(), prepared.len())));
+        }
+        let txn = &mut *txn;
+        let mut counters = Counters::read(txn)?;
         let mut out = Vec::with_capacity(docs.len());
         for (doc, prepared) in docs.into_iter().zip(prepared) {
             let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -145,14 +159,14 @@ impl Database {
                 out.push((id.clone(), Err(refusal)));
                 continue;
             }
-            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None, prepared) {
+            let outcome = match self.write_one(txn, &mut counters, &id, doc, new_edits, None, prepared) {
                 Err(e @ (DocError::Store(_) | DocError::Kv(_) | DocError::Corrupt(_) | DocError::Projection { .. })) => return Err(e),
                 other => other,
             };
             out.push((id, outcome));
         }
-        counters.write(&mut txn);
-        txn.commit()?;
+        counters.write(txn);
+        txn.clear_touched_graphs();
         Ok(out)
     }
 
@@ -188,12 +202,15 @@ impl Database {
     ) -> std::result::Result<T, E> {
         let mut txn = self.store.transaction().map_err(DocError::from)?;
         let out = f(&mut txn)?;
-        self.record_graph_writes(&mut txn, emptied, check)?;
+        self.record_graph_writes_in(&mut txn, emptied, check)?;
         txn.commit().map_err(DocError::from)?;
         Ok(out)
     }
 
-    fn record_graph_writes(&self, txn: &mut StoreTransaction<'_>, emptied: EmptiedGraphs, mut check: Option<WriteCheck<'_>>) -> Result<()> {
+    /// Makes the graphs `txn` changed so far new revisions of their
+    /// documents (what [`Database::rdf_write_checked`] does before its
+    /// commit), for writes that share a transaction with others.
+    pub fn record_graph_writes_in(&self, txn: &mut StoreTransaction<'_>, emptied: EmptiedGraphs, mut check: Option<WriteCheck<'_>>) -> Result<()> {
         let touched = txn.touched_graphs().to_vec();
         if touched.is_empty() {
             return Ok(());
@@ -662,6 +679,13 @@ pub struct PreparedDoc {
     refused: Option<String>,
     ahead: Option<crate::Prepared>,
     revision: Option<RevisionAhead>,
+}
+
+impl PreparedDoc {
+    /// Why the document cannot be written, when its preparation found out.
+    pub fn refusal(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
 }
 
 /// A `new_edits` revision's body, its JSON and its hash, made before the

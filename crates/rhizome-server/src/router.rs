@@ -46,6 +46,8 @@ pub enum DbOp {
     ViewCleanup,
     Find,
     Explain,
+    /// `POST /{db}/_transaction` (issue 45).
+    Transaction,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,6 +133,7 @@ impl Route {
                     "_view_cleanup" => DbOp::ViewCleanup,
                     "_find" => DbOp::Find,
                     "_explain" => DbOp::Explain,
+                    "_transaction" => DbOp::Transaction,
                     "_index" => return Ok(Route::MangoIndex(db.to_string(), Vec::new())),
                     "_sparql" | "_graph" | "_traverse" | "_path" => return Ok(Route::Extension(db.to_string(), op.to_string())),
                     _ => return Err(HttpError::bad_request("Only reserved document ids may start with underscore.")),
@@ -278,6 +281,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::AllDocs => all_docs::handle(req, &db, all_docs::Namespace::All)?.into(),
                 DbOp::BulkDocs => bulk::bulk_docs(server, req, ctx, &db)?.into(),
                 DbOp::BulkGet => bulk::bulk_get(req, &db)?.into(),
+                DbOp::Transaction => couch::transaction::transaction(req, ctx, &db)?.into(),
                 DbOp::RevsDiff => bulk::revs_diff(req, &db)?.into(),
                 DbOp::Changes => crate::changes::request(req, ctx, db)?,
                 DbOp::Compact => database::compact(req, &db)?.into(),

@@ -22,6 +22,14 @@ pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(HttpError::bad_request("new_edits must be a boolean")),
     };
+    // Rhizome's extension (issue 45): CouchDB 1.x had the flag with a
+    // weaker meaning, 2.x and later refuse it.
+    let all_or_nothing = match body.get("all_or_nothing") {
+        None | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) if new_edits => true,
+        Some(Value::Bool(true)) => return Err(HttpError::bad_request("all_or_nothing checks revisions: it cannot go with new_edits=false")),
+        Some(_) => return Err(HttpError::bad_request("all_or_nothing must be a boolean")),
+    };
     let docs = body.get("docs").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("POST body must include `docs` parameter."))?;
     let mut batch = Vec::with_capacity(docs.len());
     for doc in docs {
@@ -41,6 +49,9 @@ pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -
     let design = batch.iter().any(|d| d.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_design/")));
     if design && !access::is_db_admin(ctx, &db.db.security()?) {
         return Err(HttpError::forbidden("You are not a db or server admin."));
+    }
+    if all_or_nothing {
+        return super::transaction::bulk_docs_atomic(ctx, db, batch);
     }
     if !batch.iter().any(is_local) {
         let results = write_docs(ctx, db, batch, new_edits)?;
@@ -83,6 +94,10 @@ pub fn bulk_get(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpErro
     let body = req.json_object()?;
     let docs = body.get("docs").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("Missing JSON list of 'docs'."))?;
     let base = ReadOptions { rev: None, ..read_options(req)? };
+    // Every document from one snapshot: the answer is the database as it
+    // was at one moment (issue 45), so reads with revisions followed by an
+    // all_or_nothing write of them are serialisable.
+    let snapshot = db.db.read_snapshot()?;
     // The answer is written as bytes: each document's JSON body is copied
     // as stored (`get_doc_bytes`), not parsed into values and written
     // again. Members in the order `serde_json` writes a map's: `docs`
@@ -98,7 +113,7 @@ pub fn bulk_get(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpErro
         let answers: Vec<Result<Vec<u8>, Value>> = match d.get("rev").and_then(Value::as_str) {
             Some(r) => {
                 let rev = parse_rev(r)?;
-                match db.db.open_revs_bytes(id, &OpenRevs::List(vec![rev.clone()]), &opts)? {
+                match db.db.open_revs_bytes_at(&snapshot, id, &OpenRevs::List(vec![rev.clone()]), &opts)? {
                     revs if revs.is_empty() => vec![Err(missing(id, &rev.to_string()))],
                     revs => revs
                         .into_iter()
@@ -109,7 +124,7 @@ pub fn bulk_get(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpErro
                         .collect(),
                 }
             }
-            None => match db.db.get_doc_bytes(id, &opts) {
+            None => match db.db.get_doc_bytes_at(&snapshot, id, &opts) {
                 Ok((_, doc)) => vec![Ok(doc)],
                 Err(DocError::NotFound(reason)) => vec![Err(json!({ "error": { "id": id, "rev": "undefined", "error": "not_found", "reason": reason } }))],
                 Err(e) => return Err(e.into()),

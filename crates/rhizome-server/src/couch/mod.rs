@@ -12,6 +12,7 @@ pub mod node;
 pub mod multipart;
 pub mod replicate;
 pub mod server;
+pub mod transaction;
 pub mod views;
 
 use crate::auth::{users, UserCtx};
