@@ -55,6 +55,9 @@ enum Command {
     BenchQueries(commands::bench_queries::Args),
     #[command(hide = true)]
     BenchHttp(commands::bench_http::Args),
+    /// TPC-B through a transaction door (for bench/tpcb).
+    #[command(hide = true)]
+    BenchTpcb(commands::bench_tpcb::Args),
     /// What the quad indexes cost per lookup and per row (for bench/index-cost).
     #[command(hide = true)]
     BenchIndex(commands::bench_index::Args),
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),
         Command::BenchQueries(args) => commands::bench_queries::run(&cli.data, args),
         Command::BenchHttp(args) => commands::bench_http::run(args),
+        Command::BenchTpcb(args) => commands::bench_tpcb::run(&cli.data, args),
         Command::BenchIndex(args) => commands::bench_index::run(&cli.data, args),
         Command::WriteProbe(args) => commands::write_probe::run(&cli.data, args),
     };

@@ -22,7 +22,7 @@
 //! part of the request and must be dropped, not committed.
 
 use crate::keys::{meta, DocInfo, DB_META, DOCS};
-use crate::read::{doc_info, render};
+use crate::read::render_winner;
 use crate::write::WriteCheck;
 use crate::{Database, DocError, EmptiedGraphs, PreparedDoc, ReadOptions, Result, Rev};
 use oxrdf::{Quad, QuadRef, Term};
@@ -180,11 +180,12 @@ impl Database {
         for (i, op) in ops.iter().enumerate() {
             let refuse = |e: DocError| Ok(Err((i, e)));
             if !staged.contains_key(op.id.as_str()) {
-                let info = doc_info(txn.reader(), &op.id)?;
-                let winner = info.as_ref().map(|i| (i.winner.clone(), i.deleted));
-                let doc = match info.as_ref().filter(|i| !i.deleted) {
-                    Some(i) => Some(render(txn.reader(), &op.id, i, &i.winner, &ReadOptions::default(), None)?),
-                    None => None,
+                // The winner from the record's header, its body alone: a hot
+                // document's revision tree is decoded once, by the write.
+                let winner = winner_of(txn.reader(), &op.id)?;
+                let doc = match &winner {
+                    Some((w, false)) => Some(render_winner(txn.reader(), &op.id, w, None)?.ok_or_else(|| DocError::Corrupt(format!("body of {} {w}", op.id)))?),
+                    _ => None,
                 };
                 staged.insert(&op.id, Staged { winner, old: doc.clone(), doc, changed: false });
                 order.push(&op.id);
@@ -506,9 +507,8 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
         if let Some(own) = self.docs.iter().rev().find(|d| id_of(d) == id) {
             return Ok((own.get("_deleted") != Some(&Value::Bool(true))).then(|| own.clone()));
         }
-        let kv = self.snapshot.kv();
-        match doc_info(kv, id)? {
-            Some(info) if !info.deleted => Ok(Some(render(kv, id, &info, &info.winner, &ReadOptions::default(), Some(&self.snapshot))?)),
+        match self.seen.get(id).cloned().flatten() {
+            Some((w, false)) => Ok(Some(render_winner(self.snapshot.kv(), id, &w, Some(&self.snapshot))?.ok_or_else(|| DocError::Corrupt(format!("body of {id} {w}")))?)),
             _ => Ok(None),
         }
     }
