@@ -8,7 +8,9 @@
 //! `_all_docs`, `_changes` with `_doc_ids` and Mango `_selector` filters,
 //! Mango queries (`_find`, `_explain`, JSON indexes kept in the store),
 //! attachments stored by digest, `_local` documents, `_security` and
-//! `_revs_limit`; the [`GraphProjector`] hook through which a write
+//! `_revs_limit`; transactions across documents and graphs
+//! ([`DocTransaction`], `_bulk_docs` with `all_or_nothing`, the server-side
+//! operation list [`TxnOp`]); the [`GraphProjector`] hook through which a write
 //! updates the document's graph in its own transaction; and remote JSON-LD
 //! contexts ([`ContextStore`]: shipped ones and a cache, no network of
 //! its own). Does not own HTTP

@@ -18,7 +18,7 @@
 //! leader's thread, which all writes wait on, does not do it.
 
 use crate::error::HttpError;
-use rhizome_docs::{is_aborted, Database, DocError, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome};
+use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome};
 use rhizome_rdf::StoreTransaction;
 use serde_json::{Map, Value};
 use std::sync::{Arc, Condvar, Mutex};
@@ -41,13 +41,21 @@ enum Work {
     Atomic { docs: Vec<Map<String, Value>>, prepared: Option<Vec<PreparedDoc>> },
     /// A server-side transaction (`POST /{db}/_transaction`).
     Ops(Vec<TxnOp>),
+    /// An RDF write (a SPARQL Update): run in the group's transaction, its
+    /// graphs made revisions (`record_graph_writes_in`). Run again alone
+    /// when it fails (its part in the group's transaction is dropped).
+    Graph(GraphWrite, EmptiedGraphs),
 }
+
+/// An RDF write to run inside a store transaction, as often as needed.
+pub type GraphWrite = Box<dyn FnMut(&mut StoreTransaction<'_>) -> Result<Value, HttpError> + Send>;
 
 /// What a request gets back.
 pub enum Done {
     Docs(Vec<(String, WriteOutcome)>),
     Atomic(Result<Vec<(String, Rev)>, Refusals>),
     Ops(Result<Vec<OpResult>, (usize, DocError)>),
+    Graph(Value),
 }
 
 enum Role {
@@ -105,6 +113,15 @@ impl GroupCommit {
     pub fn apply_ops(&self, db: &Database, ops: Vec<TxnOp>) -> Result<Result<Vec<OpResult>, (usize, DocError)>, HttpError> {
         match self.submit(db, Work::Ops(ops))? {
             Done::Ops(out) => Ok(out),
+            _ => Err(HttpError::internal("group commit answered another kind of request")),
+        }
+    }
+
+    /// Runs an RDF write (a SPARQL Update) in a group, once durable; its
+    /// answer, or its own error with nothing written.
+    pub fn write_graphs(&self, db: &Database, emptied: EmptiedGraphs, write: GraphWrite) -> Result<Value, HttpError> {
+        match self.submit(db, Work::Graph(write, emptied))? {
+            Done::Graph(out) => Ok(out),
             _ => Err(HttpError::internal("group commit answered another kind of request")),
         }
     }
@@ -216,6 +233,12 @@ fn apply(db: &Database, txn: &mut StoreTransaction<'_>, work: Option<&mut Work>)
             Ok(Done::Atomic(db.write_atomic_in(txn, docs.clone(), prepared)?))
         }
         Some(Work::Ops(ops)) => Ok(Done::Ops(db.apply_ops_in(txn, ops, None)?)),
+        Some(Work::Graph(write, emptied)) => {
+            // Its failure may leave a part of it behind: run alone instead.
+            let out = write(txn).map_err(|e| DocError::Coded { status: e.status, error: "aborted", reason: e.reason })?;
+            db.record_graph_writes_in(txn, *emptied, None).map_err(|e| DocError::Coded { status: 500, error: "aborted", reason: e.to_string() })?;
+            Ok(Done::Graph(out))
+        }
         None => Err(DocError::BadRequest("group commit ran a request twice".into())),
     }
 }
@@ -230,6 +253,7 @@ fn alone(db: &Database, work: Option<Work>) -> Result<Done, HttpError> {
             let (docs, prepared) = docs.into_iter().unzip();
             Ok(Done::Docs(db.update_prepared(docs, prepared, new_edits)?))
         }
+        Some(Work::Graph(mut write, emptied)) => Ok(Done::Graph(db.rdf_write_with(emptied, |txn| write(txn))?)),
         None => Err(HttpError::internal("group commit lost a request")),
     }
 }
