@@ -8,7 +8,7 @@ pub use find::{FindEnd, PreparedFind};
 pub mod index;
 pub mod plan;
 
-pub use index::{add_to_design_doc, new_index, remove_from_design_doc, IndexDef, NewIndex, REFRESH_BATCH};
+pub use index::{add_to_design_doc, new_index, remove_from_design_doc, IndexDef, MangoDesignInfo, NewIndex, REFRESH_BATCH};
 pub use plan::DEFAULT_LIMIT;
 
 #[cfg(test)]
