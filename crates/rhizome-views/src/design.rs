@@ -164,6 +164,7 @@ pub fn compilation(kind: &str, name: &str, e: JsError) -> DesignError {
 
 /// Checks a design document about to be written (see the module comment).
 pub fn check_design_doc(id: &str, body: &Map<String, Value>) -> Result<(), DesignError> {
+    crate::design_fields::check_fields(body)?;
     let Some(ddoc) = DesignDoc::parse(id, body)? else { return Ok(()) };
     let needs_js = !ddoc.views.is_empty() || body.get("filters").is_some_and(|f| f.as_object().is_some_and(|m| !m.is_empty())) || ddoc.validate_doc_update().is_some();
     if !needs_js {
