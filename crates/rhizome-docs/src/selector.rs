@@ -71,19 +71,18 @@ impl Selector {
     /// Parses and normalizes a selector (a JSON object).
     pub fn parse(v: &Value) -> Result<Selector, SelectorError> {
         match v {
-            // `{"$and": []}` alone selects nothing, as CouchDB's
-            // `maybe_noop_range` (beside other conditions it is neutral).
-            Value::Object(m) if m.len() == 1 && m.get("$and").and_then(Value::as_array).is_some_and(Vec::is_empty) => Ok(Selector::Or(Vec::new())),
             Value::Object(_) => parse(v, &[], false),
             other => Err(SelectorError { error: "invalid_selector_json", reason: format!("Selector must be a JSON object, not: {other}") }),
         }
     }
 
-    /// Whether `doc` satisfies the selector.
+    /// Whether `doc` satisfies the selector. An empty `$and` or `$or`
+    /// holds, as in `mango_selector:match` (a query of one alone selects
+    /// nothing: [`Selector::is_noop`]).
     pub fn matches(&self, doc: &Value) -> bool {
         match self {
             Selector::And(xs) => xs.iter().all(|x| x.matches(doc)),
-            Selector::Or(xs) => xs.iter().any(|x| x.matches(doc)),
+            Selector::Or(xs) => xs.is_empty() || xs.iter().any(|x| x.matches(doc)),
             Selector::Nor(xs) => !xs.iter().any(|x| x.matches(doc)),
             Selector::Not(x) => !x.matches(doc),
             Selector::Field { path, cond } => match lookup(doc, path) {
@@ -109,7 +108,7 @@ impl Selector {
                 if path.is_empty() {
                     c
                 } else {
-                    Value::Object(Map::from_iter([(join_path(path), c)]))
+                    Value::Object(Map::from_iter([(selector_field_name(path), c)]))
                 }
             }
         }
@@ -129,10 +128,20 @@ impl Selector {
     pub fn requires_field(&self, path: &[String]) -> bool {
         match self {
             Selector::And(xs) => xs.iter().any(|x| x.requires_field(path)),
-            Selector::Or(xs) => !xs.is_empty() && xs.iter().all(|x| x.requires_field(path)),
+            // An empty `$or` requires every field, as CouchDB's
+            // `has_required_fields` reads it.
+            Selector::Or(xs) => xs.iter().all(|x| x.requires_field(path)),
             Selector::Nor(_) | Selector::Not(_) => false,
             Selector::Field { path: p, cond } => p == path && !matches!(cond, Cond::Exists(false)),
         }
+    }
+
+    /// Whether a query of this selector (as given, before normalization)
+    /// selects nothing: one `$and`, `$or`, `$in` or `$all` of an empty
+    /// array alone, as CouchDB's `mango_cursor:maybe_noop_range` decides.
+    pub fn is_noop(given: &Value) -> bool {
+        let Value::Object(m) = given else { return false };
+        m.len() == 1 && m.iter().all(|(k, v)| ["$and", "$or", "$in", "$all"].contains(&k.as_str()) && v.as_array().is_some_and(Vec::is_empty))
     }
 
     /// Whether the selector fixes the field to one value at the top level
@@ -144,12 +153,7 @@ impl Selector {
 
 impl Cond {
     fn matches(&self, v: &Value, raw: bool) -> bool {
-        let cmp = |a: &Value, b: &Value| -> Ordering {
-            match (raw, a, b) {
-                (true, Value::String(x), Value::String(y)) => x.cmp(y),
-                _ => collate::compare(a, b),
-            }
-        };
+        let cmp = |a: &Value, b: &Value| -> Ordering { if raw { raw_compare(a, b) } else { collate::compare(a, b) } };
         match self {
             Cond::Eq(a) => cmp(v, a).is_eq(),
             Cond::Ne(a) => cmp(v, a).is_ne(),
@@ -324,23 +328,20 @@ fn condition(op: &str, arg: &Value) -> Result<Cond, SelectorError> {
     })
 }
 
-/// A field name's path: split at dots, `\.` being a dot inside a name.
+/// A field name's path, as `mango_util:parse_field` reads it: split at
+/// dots not after a backslash, then every backslash dropped (`\.` is a dot
+/// inside a name, `\$a` a name starting with `$`).
 pub fn split_path(field: &str) -> Vec<String> {
     let mut parts = vec![String::new()];
-    let mut chars = field.chars();
-    while let Some(c) = chars.next() {
+    let mut escaped = false;
+    for c in field.chars() {
         match c {
-            '\\' => match chars.next() {
-                Some('.') => parts.last_mut().expect("a part").push('.'),
-                Some(other) => {
-                    let last = parts.last_mut().expect("a part");
-                    last.push('\\');
-                    last.push(other);
-                }
-                None => parts.last_mut().expect("a part").push('\\'),
-            },
-            '.' => parts.push(String::new()),
-            c => parts.last_mut().expect("a part").push(c),
+            '\\' => escaped = true,
+            '.' if !escaped => parts.push(String::new()),
+            c => {
+                parts.last_mut().expect("a part").push(c);
+                escaped = false;
+            }
         }
     }
     parts
@@ -349,6 +350,58 @@ pub fn split_path(field: &str) -> Vec<String> {
 /// The field name of a path (dots inside names escaped).
 pub fn join_path(path: &[String]) -> String {
     path.iter().map(|p| p.replace('.', "\\.")).collect::<Vec<_>>().join(".")
+}
+
+/// The field name of a path as a selector writes it: [`join_path`], with
+/// a leading `$` escaped so that it is not read as an operator.
+fn selector_field_name(path: &[String]) -> String {
+    let name = join_path(path);
+    if name.starts_with('$') {
+        format!("\\{name}")
+    } else {
+        name
+    }
+}
+
+/// Erlang's order of terms, which CouchDB's Mango compares `_id` in
+/// (`mango_json:cmp_raw`): numbers, then the atoms `false`, `null`,
+/// `true`, then objects, arrays, strings; objects and arrays member by
+/// member, strings byte by byte.
+pub fn raw_compare(a: &Value, b: &Value) -> Ordering {
+    fn rank(v: &Value) -> u8 {
+        match v {
+            Value::Number(_) => 0,
+            Value::Bool(false) => 1,
+            Value::Null => 2,
+            Value::Bool(true) => 3,
+            Value::Object(_) => 4,
+            Value::Array(_) => 5,
+            Value::String(_) => 6,
+        }
+    }
+    match (a, b) {
+        (Value::Number(_), Value::Number(_)) => collate::compare(a, b),
+        (Value::String(x), Value::String(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Value::Array(x), Value::Array(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                let o = raw_compare(p, q);
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            for ((k1, v1), (k2, v2)) in x.iter().zip(y) {
+                let o = k1.as_bytes().cmp(k2.as_bytes()).then_with(|| raw_compare(v1, v2));
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        _ => rank(a).cmp(&rank(b)),
+    }
 }
 
 enum Lookup<'a> {
@@ -403,7 +456,7 @@ mod tests {
 
     #[test]
     fn selectors_match_fields_operators_and_combinations() {
-        let doc = json!({ "_id": "a", "type": "post", "n": 5, "tags": ["x", "y"], "author": { "name": "ann", "age": 40 }, "m": { "k1": 1, "zz": 2 } });
+        let doc = json!({ "_id": "a", "type": "post", "n": 5, "tags": ["x", "y"], "author": { "name": "ann", "age": 40 }, "m": { "k1": 1, "zz": 2 }, "$dollar": 1 });
         for (sel, want) in [
             (json!({ "type": "post" }), true),
             (json!({ "type": { "$eq": "page" } }), false),
@@ -437,8 +490,10 @@ mod tests {
             (json!({ "tags.1": "y" }), true),
             (json!({ "tags.5": { "$exists": false } }), false),
             (json!({}), true),
-            (json!({ "$and": [] }), false),
-            (json!({ "$or": [] }), false),
+            (json!({ "$and": [] }), true),
+            (json!({ "$or": [] }), true),
+            (json!({ "n": 5, "$or": [] }), true),
+            (json!({ "\\$dollar": 1 }), true),
             (json!({ "n": 5, "$and": [] }), true),
         ] {
             let parsed = Selector::parse(&sel).unwrap_or_else(|e| panic!("{sel}: {e:?}"));
@@ -466,8 +521,37 @@ mod tests {
     }
 
     #[test]
+    fn ids_compare_in_erlangs_term_order() {
+        let ordered = [json!(-1), json!(2.5), json!(false), json!(null), json!(true), json!({}), json!({ "a": 1 }), json!([]), json!([1]), json!(""), json!("B"), json!("a")];
+        for (i, a) in ordered.iter().enumerate() {
+            for (k, b) in ordered.iter().enumerate() {
+                assert_eq!(raw_compare(a, b), i.cmp(&k), "{a} vs {b}");
+            }
+        }
+        assert!(raw_compare(&json!(1), &json!(1.0)).is_eq());
+        let sel = Selector::parse(&json!({ "_id": { "$gt": {} } })).unwrap();
+        assert!(sel.matches(&json!({ "_id": "a" })));
+        assert!(!Selector::parse(&json!({ "_id": { "$lt": [] } })).unwrap().matches(&json!({ "_id": "a" })));
+    }
+
+    #[test]
+    fn a_selector_of_one_empty_list_alone_selects_nothing() {
+        for noop in [json!({ "$or": [] }), json!({ "$and": [] }), json!({ "$in": [] }), json!({ "$all": [] })] {
+            assert!(Selector::is_noop(&noop), "{noop}");
+        }
+        for not in [json!({}), json!({ "a": 1, "$or": [] }), json!({ "$or": [{ "a": 1 }] }), json!({ "$nor": [] })] {
+            assert!(!Selector::is_noop(&not), "{not}");
+        }
+        assert!(Selector::parse(&json!({ "$or": [] })).unwrap().requires_field(&["a".to_owned()]));
+    }
+
+    #[test]
     fn dotted_paths_and_escaped_dots() {
         assert_eq!(split_path("a.b\\.c"), vec!["a".to_owned(), "b.c".to_owned()]);
+        // mango_util:parse_field drops every backslash once split.
+        assert_eq!(split_path("\\$a.b\\c"), vec!["$a".to_owned(), "bc".to_owned()]);
+        let s = Selector::parse(&json!({ "\\$a": 1 })).unwrap();
+        assert_eq!(s.to_json(), json!({ "\\$a": { "$eq": 1 } }));
         // An empty part of a field name is refused, as mango_util:parse_field does.
         for (bad, name) in [(json!({"_id": {"": null}}), "_id."), (json!({"a..b": 1}), "a..b"), (json!({"": 1}), "")] {
             let e = Selector::parse(&bad).err().unwrap_or_else(|| panic!("{bad} parsed"));

@@ -227,6 +227,9 @@ impl Database {
             Access::Json(index) => (index.id.len(), column_range(index, &opts)),
             Access::AllDocs => (0, id_range(&opts)),
         };
+        if opts.noop {
+            range.upper = range.lower.clone();
+        }
         if let Some(bookmark) = &opts.bookmark {
             let key = key_of_bookmark(bookmark)
                 .filter(|k| k.len() > prefix_len && k[..prefix_len] == range.lower[..prefix_len.min(range.lower.len())])

@@ -24,6 +24,8 @@ pub const DEFAULT_LIMIT: u64 = 25;
 #[derive(Clone, Debug)]
 pub struct FindOptions {
     pub selector: Selector,
+    /// The selector selects nothing ([`Selector::is_noop`]).
+    pub noop: bool,
     pub limit: u64,
     pub skip: u64,
     /// Field paths to keep; `None`: the whole document.
@@ -71,6 +73,7 @@ impl FindOptions {
         let Some(selector) = body.get("selector") else {
             return Err(mango_error(400, "missing_required_key", "Missing required key: selector"));
         };
+        let noop = Selector::is_noop(selector);
         let selector = Selector::parse(selector).map_err(|e| mango_error(400, e.error, e.reason))?;
         let fields = match body.get("fields") {
             None => None,
@@ -121,6 +124,7 @@ impl FindOptions {
         }
         Ok(FindOptions {
             selector,
+            noop,
             limit: non_neg(body, "limit", DEFAULT_LIMIT)?,
             skip: non_neg(body, "skip", 0)?,
             fields,
