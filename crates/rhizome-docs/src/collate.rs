@@ -13,6 +13,7 @@
 //! lowercase before uppercase (`"a" < "A" < "aa"`), then by code point.
 //! Known differences from ICU: scripts other than Latin sort by code point,
 //! and letters ICU expands (`ß`, `æ`) or strokes (`ø`) are not folded.
+//! U+FFFF sorts after every other character, as in ICU.
 //!
 //! [`encode`] gives a byte string whose bytewise order is [`compare`]'s
 //! order, so a store's ordered keys can hold collated values: Mango's JSON
@@ -86,7 +87,15 @@ fn fold(c: char) -> (char, u8) {
     }
 }
 
+/// The primary weight of U+FFFF: above every other character's, as in
+/// ICU's root collation, where it sorts last (CouchDB's `$beginsWith`
+/// ranges and the `endkey: "abc\ufff0"`-style idiom rely on it).
+const PRIMARY_LAST: u32 = 0xFF_FFFF;
+
 fn primary(c: char) -> u32 {
+    if c == '\u{FFFF}' {
+        return PRIMARY_LAST;
+    }
     let c = fold(c).0;
     let lower = if c.is_ascii_uppercase() { c.to_ascii_lowercase() } else { c };
     if lower.is_ascii() {
@@ -285,6 +294,8 @@ mod tests {
             json!("éf"),
             json!("z"),
             json!("Ω"),
+            json!("\u{10FFFF}"),
+            json!("\u{FFFF}"),
             json!([]),
             json!([null]),
             json!(["a"]),
