@@ -59,6 +59,9 @@ pub enum Cond {
     AllMatch(Box<Selector>),
     KeyMapMatch(Box<Selector>),
     BeginsWith(String),
+    /// A condition with no opposite operator, negated (`{"a": {"$not":
+    /// {"$regex": ...}}}` in normal form).
+    Not(Box<Cond>),
 }
 
 const COMBINATORS: &[&str] = &["$and", "$or", "$nor", "$not"];
@@ -71,7 +74,7 @@ impl Selector {
     /// Parses and normalizes a selector (a JSON object).
     pub fn parse(v: &Value) -> Result<Selector, SelectorError> {
         match v {
-            Value::Object(_) => parse(v, &[], false),
+            Value::Object(_) => Ok(normalize_negations(parse(v, &[], false)?)),
             other => Err(SelectorError { error: "invalid_selector_json", reason: format!("Selector must be a JSON object, not: {other}") }),
         }
     }
@@ -186,6 +189,7 @@ impl Cond {
             Cond::AllMatch(sel) => v.as_array().is_some_and(|items| !items.is_empty() && items.iter().all(|x| sel.matches(x))),
             Cond::KeyMapMatch(sel) => v.as_object().is_some_and(|m| m.keys().any(|k| sel.matches(&Value::String(k.clone())))),
             Cond::BeginsWith(p) => v.as_str().is_some_and(|s| s.starts_with(p.as_str())),
+            Cond::Not(c) => !c.matches(v, raw),
         }
     }
 
@@ -209,7 +213,54 @@ impl Cond {
             Cond::AllMatch(s) => ("$allMatch", s.to_json()),
             Cond::KeyMapMatch(s) => ("$keyMapMatch", s.to_json()),
             Cond::BeginsWith(p) => ("$beginsWith", Value::String(p.clone())),
+            Cond::Not(c) => {
+                let (op, arg) = c.to_json();
+                ("$not", Value::Object(Map::from_iter([(op.to_owned(), arg)])))
+            }
         }
+    }
+
+    /// The condition's opposite, as `mango_selector:negate` writes it.
+    fn negate(self) -> Cond {
+        match self {
+            Cond::Lt(v) => Cond::Gte(v),
+            Cond::Lte(v) => Cond::Gt(v),
+            Cond::Eq(v) => Cond::Ne(v),
+            Cond::Ne(v) => Cond::Eq(v),
+            Cond::Gte(v) => Cond::Lt(v),
+            Cond::Gt(v) => Cond::Lte(v),
+            Cond::In(v) => Cond::Nin(v),
+            Cond::Nin(v) => Cond::In(v),
+            Cond::Exists(b) => Cond::Exists(!b),
+            Cond::Not(c) => *c,
+            other => Cond::Not(Box::new(other)),
+        }
+    }
+}
+
+/// CouchDB's `norm_negations`: `$not` and `$nor` pushed down to the
+/// conditions through `$and` and `$or` (De Morgan's laws), each condition
+/// negated by its opposite operator. A negated condition then needs its
+/// field (`{"$not": {"a": 1}}` is `{"a": {"$ne": 1}}`, which a document
+/// without `a` fails), as in CouchDB. The selectors of `$elemMatch` and
+/// kin are left as written, as CouchDB leaves them.
+fn normalize_negations(s: Selector) -> Selector {
+    match s {
+        Selector::Not(x) => negate(*x),
+        Selector::Nor(xs) => Selector::And(xs.into_iter().map(negate).collect()),
+        Selector::And(xs) => Selector::And(xs.into_iter().map(normalize_negations).collect()),
+        Selector::Or(xs) => Selector::Or(xs.into_iter().map(normalize_negations).collect()),
+        field @ Selector::Field { .. } => field,
+    }
+}
+
+fn negate(s: Selector) -> Selector {
+    match s {
+        Selector::Not(x) => normalize_negations(*x),
+        Selector::Nor(xs) => Selector::Or(xs.into_iter().map(normalize_negations).collect()),
+        Selector::And(xs) => Selector::Or(xs.into_iter().map(negate).collect()),
+        Selector::Or(xs) => Selector::And(xs.into_iter().map(negate).collect()),
+        Selector::Field { path, cond } => Selector::Field { path, cond: cond.negate() },
     }
 }
 
@@ -495,6 +546,16 @@ mod tests {
             (json!({ "n": 5, "$or": [] }), true),
             (json!({ "\\$dollar": 1 }), true),
             (json!({ "n": 5, "$and": [] }), true),
+            // Negations are pushed down to the conditions (norm_negations):
+            // a negated condition still needs its field.
+            (json!({ "$not": { "zzz": 1 } }), false),
+            (json!({ "$nor": [{ "zzz": 1 }] }), false),
+            (json!({ "$not": { "$or": [{ "n": 4 }, { "zzz": 1 }] } }), false),
+            (json!({ "$not": { "$and": [{ "n": 4 }, { "zzz": 1 }] } }), true),
+            (json!({ "$not": { "zzz": { "$exists": true } } }), true),
+            (json!({ "type": { "$not": { "$regex": "^pa" } } }), true),
+            (json!({ "zzz": { "$not": { "$regex": "^pa" } } }), false),
+            (json!({ "tags": { "$elemMatch": { "$not": { "$eq": "x" } } } }), true),
         ] {
             let parsed = Selector::parse(&sel).unwrap_or_else(|e| panic!("{sel}: {e:?}"));
             assert_eq!(parsed.matches(&doc), want, "{sel}");
@@ -517,6 +578,18 @@ mod tests {
             (json!([1]), "invalid_selector_json"),
         ] {
             assert_eq!(Selector::parse(&sel).unwrap_err().error, error, "{sel}");
+        }
+    }
+
+    #[test]
+    fn the_normal_form_has_no_negation_above_a_condition() {
+        for (given, normal) in [
+            (json!({ "$not": { "n": 5 } }), json!({ "n": { "$ne": 5 } })),
+            (json!({ "$nor": [{ "a": { "$lt": 1 } }, { "b": { "$in": [1] } }] }), json!({ "$and": [{ "a": { "$gte": 1 } }, { "b": { "$nin": [1] } }] })),
+            (json!({ "$not": { "$and": [{ "a": 1 }, { "$not": { "b": 2 } }] } }), json!({ "$or": [{ "a": { "$ne": 1 } }, { "b": { "$eq": 2 } }] })),
+            (json!({ "a": { "$not": { "$regex": "x" } } }), json!({ "a": { "$not": { "$regex": "x" } } })),
+        ] {
+            assert_eq!(Selector::parse(&given).unwrap().to_json(), normal, "{given}");
         }
     }
 
