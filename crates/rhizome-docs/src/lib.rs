@@ -33,6 +33,7 @@ mod jsonld;
 mod json_ld_view;
 mod jsonld_flat;
 mod jsonld_limits;
+mod local_docs;
 pub mod mango;
 mod projector;
 mod read;
