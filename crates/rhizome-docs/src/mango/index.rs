@@ -46,6 +46,9 @@ pub struct IndexDef {
     pub descending: bool,
     pub partial: Option<Selector>,
     partial_json: Option<Value>,
+    /// The index reads `_conflicts` (a column or its partial selector), so
+    /// documents are indexed with it, as CouchDB's map functions see them.
+    sees_conflicts: bool,
     /// The store's name for the index: a hash of its design document, name
     /// and definition, so a changed definition is a new index.
     pub id: [u8; 8],
@@ -282,6 +285,8 @@ pub(crate) fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef>
             },
             None => None,
         };
+        let conflicts = |path: &Vec<String>| path.first().is_some_and(|f| f == "_conflicts");
+        let sees_conflicts = columns.iter().any(conflicts) || partial.as_ref().is_some_and(|p| super::ranges::selector_fields(p).iter().any(conflicts));
         let mut md5 = Md5::new();
         md5.update(ROW_FORMAT);
         md5.update(ddoc.as_bytes());
@@ -289,8 +294,13 @@ pub(crate) fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef>
         md5.update(name.as_bytes());
         md5.update([0]);
         md5.update(json!({ "columns": columns, "partial": partial_json }).to_string().as_bytes());
+        // Indexes that read `_conflicts` were built without it before: a
+        // new id builds them again.
+        if sees_conflicts {
+            md5.update(b"\0with-conflicts");
+        }
         let id: [u8; 8] = md5.finalize()[..8].try_into().expect("an MD5 digest has 16 bytes");
-        out.push(IndexDef { ddoc: ddoc.to_owned(), name: name.clone(), columns, descending, partial, partial_json, id });
+        out.push(IndexDef { ddoc: ddoc.to_owned(), name: name.clone(), columns, descending, partial, partial_json, sees_conflicts, id });
     }
     out
 }
@@ -332,7 +342,17 @@ impl Database {
                 if deleted {
                     continue;
                 }
-                let Some(doc) = render_winner(txn.kv(), id, &winner, None)? else { continue };
+                let doc = if index.sees_conflicts {
+                    let info = DocInfo::from_bytes(id, &bytes)?;
+                    match crate::read::render(txn.kv(), id, &info, &info.winner, &crate::read::ReadOptions { conflicts: true, ..Default::default() }, None) {
+                        Ok(doc) => Some(doc),
+                        Err(DocError::NotFound(_)) => None,
+                        Err(e) => return Err(e),
+                    }
+                } else {
+                    render_winner(txn.kv(), id, &winner, None)?
+                };
+                let Some(doc) = doc else { continue };
                 let doc = Value::Object(doc);
                 if let Some(row) = index.row_key(id, &doc) {
                     txn.kv_mut().put(MANGO_ROWS, &row, id.as_bytes());

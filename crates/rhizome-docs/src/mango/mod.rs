@@ -147,4 +147,18 @@ mod tests {
         assert!(e.get("mrargs").is_none());
         assert_eq!(e["index_candidates"].as_array().unwrap().last().unwrap()["analysis"], json!({ "usable": false, "reasons": [{ "name": "field_mismatch" }], "ranking": 1, "covering": null }));
     }
+
+    #[test]
+    fn an_index_on_conflicts_holds_the_documents_that_have_some() {
+        let db = Database::memory();
+        put(&db, vec![json!({ "_id": "doc", "a": 2 }), json!({ "_id": "calm", "a": 3 })]);
+        for (_, outcome) in db.update_docs(vec![obj(json!({ "_id": "doc", "_rev": "1-23202479633c2b380f79507a776743d5", "a": 1 }))], false).unwrap() {
+            outcome.unwrap();
+        }
+        index(&db, json!(["_conflicts"]), "conflicts");
+        let answer = db.find(&obj(json!({ "selector": { "_conflicts": { "$exists": true } }, "conflicts": true }))).unwrap();
+        assert!(answer.get("warning").is_none(), "the index serves: {answer}");
+        assert_eq!(ids(&answer), ["doc"]);
+        assert_eq!(answer["docs"][0]["_conflicts"].as_array().unwrap().len(), 1, "{answer}");
+    }
 }
