@@ -237,6 +237,12 @@ impl Database {
         }
     }
 
+    /// Where this database's documents resolve remote JSON-LD contexts
+    /// (`None`: its documents are not RDF).
+    pub fn contexts(&self) -> Option<&crate::ContextStore> {
+        self.projector.contexts()
+    }
+
     /// Writes (or, with `_deleted`, removes) a `_local` document; returns
     /// the new `_rev`. As CouchDB keeps them
     /// (`couch_db_updater:increment_local_doc_revs`): the revision is
@@ -248,13 +254,17 @@ impl Database {
     /// after a removal the document can be put again with or without the
     /// revision it had. A removal without a revision removes whatever is
     /// there.
-    /// Where this database's documents resolve remote JSON-LD contexts
-    /// (`None`: its documents are not RDF).
-    pub fn contexts(&self) -> Option<&crate::ContextStore> {
-        self.projector.contexts()
+    ///
+    /// As a database admin (in-process callers); see
+    /// [`Database::put_local_as`].
+    pub fn put_local(&self, id: &str, doc: Map<String, Value>) -> Result<String> {
+        self.put_local_as(id, doc, crate::Writer::Admin)
     }
 
-    pub fn put_local(&self, id: &str, doc: Map<String, Value>) -> Result<String> {
+    /// [`Database::put_local`] by `writer`: the database's default context
+    /// (`_local/rhizome-context`) is its admins' (`crate::rights`).
+    pub fn put_local_as(&self, id: &str, doc: Map<String, Value>, writer: crate::Writer) -> Result<String> {
+        crate::rights::check_local(id, writer)?;
         if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !LOCAL_MEMBERS.contains(&k.as_str())) {
             return Err(DocError::Validation(format!("Bad special document member: {bad}")));
         }

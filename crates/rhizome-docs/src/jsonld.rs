@@ -39,12 +39,31 @@ pub const DEFAULT_CONTEXT_DOC: &str = "_local/rhizome-context";
 pub struct DocumentIris {
     /// `<base>/<db>/`, percent-encoded.
     prefix: String,
+    /// `<base>/`: where every database of the server names its graphs.
+    server: String,
 }
 
 impl DocumentIris {
     /// `base` is the server's base IRI (no trailing slash needed).
     pub fn new(base: &str, db: &str) -> DocumentIris {
-        DocumentIris { prefix: format!("{}/{}/", base.trim_end_matches('/'), percent_encode(db)) }
+        let server = format!("{}/", base.trim_end_matches('/'));
+        DocumentIris { prefix: format!("{server}{}/", percent_encode(db)), server }
+    }
+
+    /// Why graph `iri` is no graph of this database's documents, if it is
+    /// under the server's base but not under this database's prefix: there
+    /// the server names the graphs of its other databases' documents
+    /// (`<base>/<other>/<id>`), which a write to this one must not claim.
+    pub fn foreign_graph(&self, iri: &str) -> Option<String> {
+        let rest = iri.strip_prefix(&self.server)?;
+        if iri.starts_with(&self.prefix) {
+            return None;
+        }
+        let db = rest.split('/').next().map(percent_decode).unwrap_or_default().unwrap_or_default();
+        Some(format!(
+            "{iri} is under {}, where the server names the graphs of its databases' documents, and is no graph of this database's (it would be database {db:?}'s): a write reaches only its own database",
+            self.server
+        ))
     }
 
     pub fn graph_iri(&self, doc_id: &str) -> String {
@@ -299,6 +318,17 @@ impl GraphProjector for JsonLdProjector {
 
     fn contexts(&self) -> Option<&ContextStore> {
         Some(&self.contexts)
+    }
+
+    fn foreign_graph(&self, iri: &str) -> Option<String> {
+        self.iris.foreign_graph(iri)
+    }
+
+    fn graph_of(&self, reader: &dyn KvRead, doc_id: &str, body: &Map<String, Value>) -> Result<Vec<oxrdf::Quad>, String> {
+        if doc_id.starts_with("_design/") || body.contains_key(GRAPH_MARKER) {
+            return Ok(Vec::new());
+        }
+        parse_document(reader, body, &self.iris.graph_iri(doc_id), &self.contexts)
     }
 }
 

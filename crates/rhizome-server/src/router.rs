@@ -1,8 +1,8 @@
 //! From a request to a handler: the path is parsed into a [`Route`], the
 //! route names the [`Access`] it needs, and the guard checks it before any
-//! handler runs. Every endpoint goes through here; no handler checks
-//! permissions on its own except `_bulk_docs` for the design documents
-//! inside its body.
+//! handler runs. Every endpoint goes through here; what a write may
+//! contain (design documents in a `_bulk_docs`, LDP resources, graphs) is
+//! the store's rule wherever the write lands (`rhizome_docs::Writer`).
 
 use crate::auth::access::{self, Access};
 use crate::auth::{self, UserCtx};
@@ -240,7 +240,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
             }
         }
         Route::Doc(_, id) => documents::document(server, req, ctx, &*need(db)?, &id)?.into(),
-        Route::Local(_, id) => documents::local(req, &*need(db)?, &id)?.into(),
+        Route::Local(_, id) => documents::local(req, ctx, &*need(db)?, &id)?.into(),
         Route::Attachment(_, id, name) => attachments::attachment(server, req, ctx, &*need(db)?, &id, &name)?.into(),
         Route::Extension(_, what) => extension::route(server, req, ctx, &*need(db)?, &what)?.into(),
         Route::DesignAction(_, ddoc, action, rest) => couch::views::design_action(req, need(db)?, &ddoc, &action, &rest)?.into(),

@@ -16,7 +16,7 @@
 use crate::auth::password::{self, PasswordHash};
 use crate::error::{HttpError, ServerError};
 use crate::http::uuid;
-use rhizome_docs::{valid_db_name, ContextStore, Database, DocumentIris, GraphProjector, JsonLdProjector, NoProjection};
+use rhizome_docs::{valid_db_name, ContextStore, Database, DocumentIris, GraphProjector, JsonLdProjector, NoGraphs};
 
 /// The base of document graph IRIs when a data folder is first used:
 /// CouchDB's address.
@@ -138,7 +138,7 @@ pub fn database_dir(data_dir: &Path, name: &str) -> PathBuf {
 /// resolved in `contexts` ([`context_store`]).
 pub fn projector_for(base: &str, name: &str, contexts: Arc<ContextStore>) -> Arc<dyn GraphProjector> {
     if name.starts_with('_') {
-        return Arc::new(NoProjection);
+        return Arc::new(NoGraphs);
     }
     let iris = DocumentIris::new(base, name);
     let root = iris.ldp_root();
@@ -201,7 +201,7 @@ impl Server {
             login_throttle: crate::auth::throttle::LoginThrottle::new(auth.login_attempts, std::time::Duration::from_secs(auth.login_delay_secs)),
             revoked_sessions: crate::auth::session::RevokedSessions::open(data_dir),
             auth,
-            projector: Arc::new(NoProjection),
+            projector: Arc::new(NoGraphs),
             shutdown,
             replications: Default::default(),
             replicator_docs: Default::default(),

@@ -7,7 +7,7 @@
 
 use crate::design::{check_design_doc, compilation, DesignDoc, DesignError};
 use crate::js::{describe, FnId, JsError, Limits, Sandbox};
-use rhizome_docs::{AllDocsOptions, Database, DocError, EmptiedGraphs, ReadOptions, WriteOutcome};
+use rhizome_docs::{AllDocsOptions, Database, DocError, EmptiedGraphs, ReadOptions, WriteOutcome, Writer};
 use rhizome_rdf::StoreTransaction;
 use serde_json::{Map, Value};
 
@@ -167,23 +167,24 @@ pub fn write_unless_refused<E: From<DocError>>(
     Ok(out)
 }
 
-/// Runs an RDF write (SPARQL Update, the Graph Store Protocol, LDP) as
-/// [`Database::rdf_write_with`] does, with every document revision it
-/// makes checked by the database's validation functions first, as
-/// `user_ctx` (CouchDB's `userCtx`). A refusal refuses the whole write
+/// Runs an RDF write (SPARQL Update, the Graph Store Protocol, LDP) by
+/// `writer` as [`Database::rdf_write_checked`] does, with every document
+/// revision it makes checked by the database's validation functions first,
+/// as `user_ctx` (CouchDB's `userCtx`). A refusal refuses the whole write
 /// (its error: 403, 401, or 500 for anything else thrown); nothing is
 /// committed. The functions run under the database's writer lock, where the
 /// new documents are known, as CouchDB runs them in its database updater.
 pub fn rdf_write_validated<T, E: From<DocError>>(
     db: &Database,
     user_ctx: &Value,
+    writer: Writer,
     limits: Limits,
     emptied: EmptiedGraphs,
     f: impl FnOnce(&mut StoreTransaction<'_>) -> Result<T, E>,
 ) -> Result<T, E> {
     let coded = |e: DesignError| DocError::Coded { status: 400, error: e.error(), reason: e.to_string() };
     let Some(mut validators) = Validators::new(&design_docs(db)?, limits).map_err(coded)? else {
-        return db.rdf_write_with(emptied, f);
+        return db.rdf_write_checked(emptied, None, writer, f);
     };
     let sec_obj = db.security()?;
     let mut check = |new: &Map<String, Value>, old: Option<&Map<String, Value>>| -> Result<(), DocError> {
@@ -197,7 +198,7 @@ pub fn rdf_write_validated<T, E: From<DocError>>(
             DocError::Coded { status, error, reason: format!("{id}: {}", r.reason()) }
         })
     };
-    db.rdf_write_checked(emptied, Some(&mut check), f)
+    db.rdf_write_checked(emptied, Some(&mut check), writer, f)
 }
 
 #[cfg(test)]

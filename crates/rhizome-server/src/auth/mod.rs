@@ -230,7 +230,7 @@ fn upgrade_user(server: &Server, name: &str, password: &str, hash: &PasswordHash
     }
     let result = server.db("_users").and_then(|users| {
         let users = users.ok_or_else(HttpError::no_db)?;
-        let out = users.writes.write(&users.db, vec![doc], true)?;
+        let out = users.writes.write(&users.db, vec![doc], true, rhizome_docs::Writer::Admin)?;
         users.notify();
         Ok(out)
     });

@@ -358,6 +358,13 @@ pub fn patch(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, 
         check_if_match(req, now.as_ref().map(|(e, _)| e.as_str()))?;
         let before = stored_settings(txn, &target.iri)?;
         rhizome_sparql::execute_update_with_stored_default(txn, mode, &stats, &update, &limits, Some(&graph)).map_err(|e| HttpError::bad_request(e.to_string()))?;
+        // A PATCH is about its resource: an update that names another
+        // graph (`GRAPH <other> { ... }`) is refused whole.
+        let own = txn.lookup(NamedNodeRef::new_unchecked(&target.iri).into()).map_err(store_error)?;
+        if let Some(other) = txn.touched_graphs().iter().find(|g| Some(**g) != own) {
+            let name = rhizome_rdf::term::Dictionary::decode(txn.reader(), *other).map_err(store_error)?.map_or_else(|| "the default graph".to_owned(), |t| t.to_string());
+            return Err(HttpError::bad_request(format!("a PATCH changes its own resource's graph, {}; this update changes {name} too", target.iri)));
+        }
         // What the update left must still be a valid representation.
         let triples = graph_triples(txn, &target.iri)?;
         let kept = client_triples(&target.iri, model, triples, &|c| is_child_of(txn.reader(), target, c)).map_err(ldp_error)?;

@@ -35,15 +35,17 @@ pub fn route(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, what:
 }
 
 /// Runs an RDF write by `ctx`: every document revision it makes is shown
-/// to the database's `validate_doc_update` functions first, and a refusal
-/// refuses the whole write (`rhizome_views::validate::rdf_write_validated`).
+/// to the database's `validate_doc_update` functions first, and must be one
+/// `ctx` may make (`rhizome_docs::Writer`); a refusal refuses the whole
+/// write (`rhizome_views::validate::rdf_write_validated`).
 pub(crate) fn write_as<T>(
     ctx: &UserCtx,
     db: &DbHandle,
     emptied: EmptiedGraphs,
     f: impl FnOnce(&mut StoreTransaction<'_>) -> Result<T, HttpError>,
 ) -> Result<T, HttpError> {
-    rhizome_views::validate::rdf_write_validated(&db.db, &ctx.for_validation(&db.name), crate::couch::views::limits(), emptied, f)
+    let writer = crate::auth::access::writer(ctx, db)?;
+    rhizome_views::validate::rdf_write_validated(&db.db, &ctx.for_validation(&db.name), writer, crate::couch::views::limits(), emptied, f)
 }
 
 /// Runs the parsers the RDF endpoints apply to untrusted headers and
