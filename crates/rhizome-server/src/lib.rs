@@ -32,11 +32,12 @@ mod http;
 mod ldp;
 mod rdf;
 mod replicator_db;
+mod request_bodies;
 mod router;
 mod state;
 
 pub use auth::password::DEFAULT_ITERATIONS as DEFAULT_PBKDF2_ITERATIONS;
-pub use auth::{AuthSettings, DEFAULT_LOGIN_ATTEMPTS, DEFAULT_LOGIN_DELAY_SECS};
+pub use auth::{AuthSettings, SameSite, DEFAULT_LOGIN_ATTEMPTS, DEFAULT_LOGIN_DELAY_SECS};
 pub use connections::{
     ConnectionLimits, DEFAULT_BODY_TIMEOUT_SECS, DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,

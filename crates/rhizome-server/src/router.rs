@@ -193,6 +193,7 @@ fn handle_route(server: &Server, req: &Request, route: Route) -> Result<Reply, H
         None => None,
     };
     access::check(&ctx, &route.access(&req.method), db.as_deref())?;
+    crate::request_bodies::check(&route, req)?;
     dispatch(server, req, &ctx, route, db)
 }
 

@@ -88,6 +88,17 @@ struct Hardening {
     /// failure doubles it, up to 15 minutes.
     #[arg(long, env = "RHIZOME_LOGIN_DELAY_SECS", default_value_t = rhizome_server::DEFAULT_LOGIN_DELAY_SECS)]
     login_delay_secs: u64,
+    /// The SameSite attribute of session cookies: lax (the default: the
+    /// cookie goes with no request another site makes in the background,
+    /// so no page a signed-in user visits can write through it), strict
+    /// (not even when following a link here), or none (with Secure, for a
+    /// console on another site over HTTPS).
+    #[arg(long, env = "RHIZOME_SESSION_SAME_SITE", default_value = "lax", value_parser = parse_same_site)]
+    session_same_site: rhizome_server::SameSite,
+}
+
+fn parse_same_site(text: &str) -> Result<rhizome_server::SameSite, String> {
+    rhizome_server::SameSite::parse(text).ok_or_else(|| format!("{text:?} is not strict, lax or none"))
 }
 
 impl Hardening {
@@ -105,6 +116,7 @@ impl Hardening {
             pbkdf2_iterations: self.pbkdf2_iterations,
             login_attempts: self.login_attempts,
             login_delay_secs: self.login_delay_secs,
+            same_site: self.session_same_site,
         }
     }
 }

@@ -24,7 +24,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use session::SESSION_SECONDS;
 
-/// Password hashing and login throttling (`rhizome serve --help`).
+/// Password hashing, login throttling and session cookies (`rhizome serve
+/// --help`).
 #[derive(Clone, Debug)]
 pub struct AuthSettings {
     /// PBKDF2-HMAC-SHA-256 iterations of new and upgraded hashes.
@@ -33,6 +34,48 @@ pub struct AuthSettings {
     pub login_attempts: u32,
     /// The first delay; each further failure doubles it (up to 15 minutes).
     pub login_delay_secs: u64,
+    /// The `SameSite` attribute of `AuthSession` cookies.
+    pub same_site: SameSite,
+}
+
+/// The `SameSite` attribute of `AuthSession` cookies (CouchDB's
+/// `[couch_httpd_auth] same_site`, which CouchDB leaves unset).
+///
+/// Rhizome sends `Lax` unless told otherwise: a browser then sends the
+/// session cookie with no request another site makes it send in the
+/// background (a form's `POST`, `fetch`, an image), which is how a page a
+/// signed-in admin visits would write documents or start a replication;
+/// it still sends it when the user follows a link to the server from
+/// elsewhere, which only reads (a `GET` changes nothing here). `Strict`
+/// drops that too (a link from a mail opens the console signed out);
+/// `None` (with `Secure`, as browsers require) is for a console served
+/// from another site over HTTPS, with CORS.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SameSite {
+    Strict,
+    #[default]
+    Lax,
+    None,
+}
+
+impl SameSite {
+    pub fn parse(text: &str) -> Option<SameSite> {
+        match text.to_ascii_lowercase().as_str() {
+            "strict" => Some(SameSite::Strict),
+            "lax" => Some(SameSite::Lax),
+            "none" => Some(SameSite::None),
+            _ => None,
+        }
+    }
+
+    /// The attributes to append to a `Set-Cookie` value.
+    pub fn attributes(self) -> &'static str {
+        match self {
+            SameSite::Strict => "; SameSite=Strict",
+            SameSite::Lax => "; SameSite=Lax",
+            SameSite::None => "; SameSite=None; Secure",
+        }
+    }
 }
 
 pub const DEFAULT_LOGIN_ATTEMPTS: u32 = 5;
@@ -40,7 +83,7 @@ pub const DEFAULT_LOGIN_DELAY_SECS: u64 = 1;
 
 impl Default for AuthSettings {
     fn default() -> AuthSettings {
-        AuthSettings { pbkdf2_iterations: password::DEFAULT_ITERATIONS, login_attempts: DEFAULT_LOGIN_ATTEMPTS, login_delay_secs: DEFAULT_LOGIN_DELAY_SECS }
+        AuthSettings { pbkdf2_iterations: password::DEFAULT_ITERATIONS, login_attempts: DEFAULT_LOGIN_ATTEMPTS, login_delay_secs: DEFAULT_LOGIN_DELAY_SECS, same_site: SameSite::default() }
     }
 }
 

@@ -74,14 +74,15 @@ pub fn session(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Response
             let mut r = json(200, &json!({ "ok": true, "name": name, "roles": roles }));
             // Expires as well as Max-Age: some cookie jars (nano's) read only Expires.
             let expires = http::http_date(std::time::SystemTime::now() + std::time::Duration::from_secs(auth::SESSION_SECONDS));
-            let cookie = format!("AuthSession={}; Version=1; Expires={expires}; Path=/; Max-Age={}; HttpOnly", auth::make_cookie(server, &name)?, auth::SESSION_SECONDS);
+            let cookie = format!("AuthSession={}; Version=1; Expires={expires}; Path=/; Max-Age={}; HttpOnly{}", auth::make_cookie(server, &name)?, auth::SESSION_SECONDS, server.auth.same_site.attributes());
             http::set_header(&mut r, "set-cookie", &cookie);
             Ok(r)
         }
         Method::DELETE => {
             auth::end_session(server, req)?;
             let mut r = json(200, &json!({ "ok": true }));
-            http::set_header(&mut r, "set-cookie", "AuthSession=; Version=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/; Max-Age=0; HttpOnly");
+            let cookie = format!("AuthSession=; Version=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/; Max-Age=0; HttpOnly{}", server.auth.same_site.attributes());
+            http::set_header(&mut r, "set-cookie", &cookie);
             Ok(r)
         }
         _ => Err(HttpError::method_not_allowed("GET,HEAD,POST,DELETE")),
