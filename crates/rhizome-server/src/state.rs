@@ -111,6 +111,10 @@ pub struct Server {
     pub auth: crate::auth::AuthSettings,
     /// The admin's hash as now stored (upgraded in place at a login).
     admin_hash: RwLock<PasswordHash>,
+    /// A hash of a random password at the server's iteration count: a
+    /// login for a name with no account is verified against it, so that
+    /// it takes as long as one for a name with an account.
+    pub dummy_hash: PasswordHash,
     pub login_throttle: crate::auth::throttle::LoginThrottle,
     pub revoked_sessions: crate::auth::session::RevokedSessions,
     projector: Arc<dyn GraphProjector>,
@@ -198,6 +202,7 @@ impl Server {
             verified: Mutex::new(HashMap::new()),
             verifying: Mutex::new(HashMap::new()),
             admin_hash: RwLock::new(identity.admin_hash.clone()),
+            dummy_hash: PasswordHash::unmatchable(auth.pbkdf2_iterations),
             login_throttle: crate::auth::throttle::LoginThrottle::new(auth.login_attempts, std::time::Duration::from_secs(auth.login_delay_secs)),
             revoked_sessions: crate::auth::session::RevokedSessions::open(data_dir),
             auth,

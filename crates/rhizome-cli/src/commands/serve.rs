@@ -79,9 +79,9 @@ struct Hardening {
     /// stored hashes are upgraded at the next successful login.
     #[arg(long, env = "RHIZOME_PBKDF2_ITERATIONS", default_value_t = rhizome_server::DEFAULT_PBKDF2_ITERATIONS, value_parser = clap::value_parser!(u32).range(1..))]
     pbkdf2_iterations: u32,
-    /// Failed logins of one user from one address before further attempts
-    /// must wait (ten times as many for a user from anywhere, or for an
-    /// address whatever the user).
+    /// Failed logins of one user from one address (an IPv6 address's /64)
+    /// before further attempts from there must wait. Other addresses, and
+    /// credentials already verified, are never held back.
     #[arg(long, env = "RHIZOME_LOGIN_ATTEMPTS", default_value_t = rhizome_server::DEFAULT_LOGIN_ATTEMPTS)]
     login_attempts: u32,
     /// The first wait after too many failed logins, in seconds; each further

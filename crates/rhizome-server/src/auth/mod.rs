@@ -110,16 +110,32 @@ impl UserCtx {
 }
 
 /// Checks a name and password from `peer`; the roles of the user if they
-/// match. A 401 without checking while failed attempts make this name or
-/// address wait.
+/// match. Credentials verified already pass at once; others get a 401
+/// without checking while failed attempts of this name from this source
+/// make them wait (`throttle.rs`). A name with no account costs the same
+/// verification as one with an account (against a hash made at start), so
+/// the time of an answer does not tell which names exist.
 pub fn check_password(server: &Server, name: &str, password: &str, peer: Option<IpAddr>) -> Result<Option<Vec<String>>, HttpError> {
-    server.login_throttle.check(name, peer)?;
+    // The account's hash (a document read), and its document.
+    let account = if name == server.identity.admin_name {
+        Some((server.admin_hash(), None))
+    } else {
+        user_doc(server, name)?.and_then(|user| PasswordHash::from_json(&user).map(|hash| (hash, Some(user))))
+    };
+    let remembered = account.as_ref().is_some_and(|(hash, _)| is_remembered(server, &credential_key(server, name, password), hash));
+    if !remembered {
+        server.login_throttle.check(name, peer)?;
+    }
     // A weak hash is upgraded only after a full verification: that one
     // runs on a blocking thread (`is_cheap` was false), as the upgrade's
     // PBKDF2 and write must.
-    let roles = if name == server.identity.admin_name {
-        let hash = server.admin_hash();
-        match verify_cached(server, name, password, &hash) {
+    let roles = match account {
+        None => {
+            // No account: the same work as a wrong password.
+            password::verify(password, &server.dummy_hash);
+            None
+        }
+        Some((hash, None)) => match verify_cached(server, name, password, &hash) {
             Verified::Wrong => None,
             how => {
                 if how == Verified::Now {
@@ -127,24 +143,17 @@ pub fn check_password(server: &Server, name: &str, password: &str, peer: Option<
                 }
                 Some(vec!["_admin".to_owned()])
             }
-        }
-    } else {
-        match user_doc(server, name)? {
-            Some(user) => match PasswordHash::from_json(&user) {
-                Some(hash) => match verify_cached(server, name, password, &hash) {
-                    Verified::Wrong => None,
-                    how => {
-                        let roles = roles_of(&user);
-                        if how == Verified::Now {
-                            upgrade_user(server, name, password, &hash, user);
-                        }
-                        Some(roles)
-                    }
-                },
-                None => None,
-            },
-            None => None,
-        }
+        },
+        Some((hash, Some(user))) => match verify_cached(server, name, password, &hash) {
+            Verified::Wrong => None,
+            how => {
+                let roles = roles_of(&user);
+                if how == Verified::Now {
+                    upgrade_user(server, name, password, &hash, user);
+                }
+                Some(roles)
+            }
+        },
     };
     match roles {
         Some(_) => server.login_throttle.succeeded(name, peer),
@@ -186,10 +195,7 @@ fn credential_key(server: &Server, name: &str, password: &str) -> [u8; 32] {
 /// first answers took 1.2 s), now one.
 fn verify_cached(server: &Server, name: &str, password: &str, hash: &PasswordHash) -> Verified {
     let key = credential_key(server, name, password);
-    let remembered = || {
-        let cache = server.verified.lock().unwrap_or_else(|p| p.into_inner());
-        cache.get(&key).is_some_and(|(salt, derived)| *salt == hash.salt && *derived == hash.derived_key)
-    };
+    let remembered = || is_remembered(server, &key, hash);
     if remembered() {
         return Verified::Cached;
     }
@@ -213,6 +219,13 @@ fn verify_cached(server: &Server, name: &str, password: &str, hash: &PasswordHas
         verifying.remove(&key);
     }
     verified
+}
+
+/// Whether these credentials (by their key) were verified against `hash`
+/// already.
+fn is_remembered(server: &Server, key: &[u8; 32], hash: &PasswordHash) -> bool {
+    let cache = server.verified.lock().unwrap_or_else(|p| p.into_inner());
+    cache.get(key).is_some_and(|(salt, derived)| *salt == hash.salt && *derived == hash.derived_key)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -394,5 +407,23 @@ mod tests {
         assert!(verify_cached(&server, "admin", "wrong", &hash) == Verified::Wrong);
         assert!(verify_cached(&server, "admin", "wrong", &hash) == Verified::Wrong, "a wrong password is not remembered");
         assert!(lock(&server.verifying).is_empty(), "nothing left in flight");
+    }
+
+    /// A login for a name with no account made no PBKDF2 run, and answered
+    /// in 1 ms where one with an account took 70 ms (issue 44): it runs
+    /// one, at the server's iteration count, as a wrong password does.
+    #[test]
+    fn a_name_without_an_account_costs_what_a_wrong_password_costs() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = AuthSettings { pbkdf2_iterations: 2_000, ..AuthSettings::default() };
+        let (_stop, shutdown) = tokio::sync::watch::channel(false);
+        let server = Server::open(dir.path(), Some(("admin".into(), "s3cret".into())), 1 << 20, settings, shutdown).unwrap();
+        let runs = |name: &str| {
+            password::DERIVATIONS.with(|d| d.borrow_mut().clear());
+            assert_eq!(check_password(&server, name, "guess", None).unwrap(), None);
+            password::DERIVATIONS.with(|d| d.borrow().clone())
+        };
+        assert_eq!(runs("admin"), vec![2_000], "a wrong password: one run at the stored count");
+        assert_eq!(runs("nobody"), vec![2_000], "no account: the same run");
     }
 }
