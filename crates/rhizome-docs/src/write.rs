@@ -512,7 +512,9 @@ impl Database {
             crate::rights::check_document(id, writer)?;
         }
         if graph_marker.is_none() && !deleted {
-            if let Some(reason) = self.projector.graph_iri(id).and_then(|iri| self.projector.foreign_graph(&iri)).filter(|_| checked) {
+            // Only an id that is an absolute IRI (its own graph's) can name
+            // another database's graph; others need no look.
+            if let Some(reason) = id.contains(':').then(|| self.projector.foreign_graph(id)).flatten().filter(|_| checked) {
                 return Err(DocError::forbidden(reason));
             }
             if let Some(reason) = self.projector.id_conflict(txn, id).map_err(|reason| DocError::Projection { id: id.to_owned(), reason })? {
