@@ -285,3 +285,51 @@ fn replicated_writes_follow_the_same_rules() {
     assert_eq!(admin(&target, "GET", &format!("/db/{}", encode(&forged)), &[], None).status, 404);
     assert!(!admin(&target, "GET", "/db/_ldp/", &[("Accept", "application/n-triples")], None).text().contains("forged"));
 }
+
+/// The `_replicator` door: a replication runs with its document's writer's
+/// rights (CouchDB's `owner`), not a server admin's. Opened to a member, a
+/// `_replicator` document must not read a database its writer cannot,
+/// create databases, or write what its writer could not write themselves.
+#[test]
+fn a_replicator_document_runs_with_its_owners_rights() {
+    let (_dir, s) = server();
+    assert_eq!(admin(&s, "PUT", "/_replicator/_security", &[JSON], Some(r#"{"members":{"names":["bob"]}}"#)).status, 200);
+    assert_eq!(admin(&s, "PUT", "/secret", &[], None).status, 201);
+    assert_eq!(admin(&s, "PUT", "/secret/s1", &[JSON], Some(r#"{"x":"secret"}"#)).status, 201);
+    assert_eq!(admin(&s, "PUT", "/src", &[], None).status, 201);
+    assert_eq!(admin(&s, "PUT", "/src/_security", &[JSON], Some(r#"{"members":{"names":["bob"]}}"#)).status, 200);
+    assert_eq!(admin(&s, "PUT", "/src/plain", &[JSON], Some(r#"{"x":1}"#)).status, 201);
+    assert_eq!(admin(&s, "PUT", "/src/_design/app", &[JSON], Some(r#"{"views":{}}"#)).status, 201);
+    let scheduled = |id: &str| -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let docs = json_of(&admin(&s, "GET", "/_scheduler/docs", &[], None));
+            let entry = docs["docs"].as_array().unwrap().iter().find(|d| d["doc_id"] == id).cloned();
+            if let Some(e) = entry.filter(|e| e["state"] == "failed" || e["state"] == "completed") {
+                return e;
+            }
+            assert!(std::time::Instant::now() < deadline, "{id} never finished: {docs}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    // Reading a database its writer may not read, into a new one.
+    let r = call(&s, BOB, "PUT", "/_replicator/steal", &[JSON], Some(r#"{"source":"secret","target":"stolen","create_target":true}"#));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(json_of(&admin(&s, "GET", "/_replicator/steal", &[], None))["owner"], "bob", "stamped with its writer");
+    assert_eq!(scheduled("steal")["state"], "failed");
+    assert_eq!(admin(&s, "GET", "/stolen", &[], None).status, 404);
+    // Between databases it may use: the member's rights there.
+    let r = call(&s, BOB, "PUT", "/_replicator/copy", &[JSON], Some(r#"{"source":"src","target":"db"}"#));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let done = scheduled("copy");
+    assert_eq!((done["state"].as_str(), done["info"]["docs_written"].as_u64(), done["info"]["doc_write_failures"].as_u64()), (Some("completed"), Some(1), Some(1)), "{done}");
+    assert_eq!(admin(&s, "GET", "/db/plain", &[], None).status, 200);
+    assert_eq!(admin(&s, "GET", "/db/_design/app", &[], None).status, 404, "no design document by a member's replication");
+    // Nobody else's document, nor another owner.
+    assert_eq!(admin(&s, "PUT", "/_replicator/admins", &[JSON], Some(r#"{"source":"src","target":"secret"}"#)).status, 201);
+    let rev = rev(&s, "/_replicator/admins");
+    let r = call(&s, BOB, "PUT", "/_replicator/admins", &[JSON], Some(&format!(r#"{{"_rev":"{rev}","source":"secret","target":"src"}}"#)));
+    assert_eq!(r.status, 403, "{}", r.text());
+    let r = call(&s, BOB, "PUT", "/_replicator/forged", &[JSON], Some(r#"{"source":"src","target":"db","owner":"admin"}"#));
+    assert_eq!(r.status, 403, "{}", r.text());
+}

@@ -162,6 +162,15 @@ pub fn check_password(server: &Server, name: &str, password: &str, peer: Option<
     Ok(roles)
 }
 
+/// The roles of user `name` as now stored (a server admin's for the admin;
+/// none for a name without an account).
+pub(crate) fn roles_of_user(server: &Server, name: &str) -> Result<Vec<String>, HttpError> {
+    if name == server.identity.admin_name {
+        return Ok(vec!["_admin".to_owned()]);
+    }
+    Ok(user_doc(server, name)?.as_ref().map(roles_of).unwrap_or_default())
+}
+
 fn roles_of(user: &Value) -> Vec<String> {
     user.get("roles").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect()).unwrap_or_default()
 }
