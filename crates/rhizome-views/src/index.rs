@@ -5,7 +5,8 @@
 //! |---|---|---|
 //! | `VIEW_ROWS` 40 | signature (8), view number (1), collated key, collated doc id, emit number (u32 BE) | `[key, doc id, value]` as JSON |
 //! | `VIEW_DOC_ROWS` 41 | signature (8), doc id | the document's row keys, each length-prefixed (u32 BE) |
-//! | `VIEW_STATE` 42 | signature (8) | `{"seq", "ddoc", "rows": [per view]}` as JSON |
+//! | `VIEW_STATE` 42 | signature (8) | `{"seq", "ddoc", "rows": [per view], "ranked"}` as JSON |
+//! | `VIEW_RANKS` 43 | signature (8), view number (1), fence | rows from the fence to the next (`rank.rs`) |
 //!
 //! Rows sort as CouchDB's: by key in CouchDB's collation
 //! (`rhizome_docs::collate`), then by document id. An index is named by its
@@ -18,6 +19,7 @@
 
 use crate::design::{compilation, DesignDoc, DesignError};
 use crate::js::{FnId, JsError, Limits, Sandbox};
+use crate::rank::{self, RankUpdate, VIEW_RANKS};
 use crate::tasks::IndexerTask;
 use rhizome_docs::keys::{self, DocInfo, DB_META};
 use rhizome_docs::secondary::IndexSpaces;
@@ -79,6 +81,9 @@ pub struct IndexState {
     pub ddoc: String,
     /// Rows per view, in the design document's view order.
     pub rows: Vec<u64>,
+    /// Whether the index has its row counts by key range (`rank.rs`);
+    /// indexes built before them get them at their next update.
+    pub ranked: bool,
 }
 
 impl IndexState {
@@ -89,11 +94,12 @@ impl IndexState {
             seq: v["seq"].as_u64().unwrap_or(0),
             ddoc: v["ddoc"].as_str().unwrap_or_default().to_owned(),
             rows: v["rows"].as_array().map(|a| a.iter().map(|n| n.as_u64().unwrap_or(0)).collect()).unwrap_or_default(),
+            ranked: v["ranked"].as_bool().unwrap_or(false),
         }))
     }
 
     fn to_bytes(&self) -> Vec<u8> {
-        json!({ "seq": self.seq, "ddoc": self.ddoc, "rows": self.rows }).to_string().into_bytes()
+        json!({ "seq": self.seq, "ddoc": self.ddoc, "rows": self.rows, "ranked": self.ranked }).to_string().into_bytes()
     }
 }
 
@@ -147,11 +153,20 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
     loop {
         let mut txn = db.store().transaction()?;
         let target = update_seq(txn.kv())?;
-        let mut state = IndexState::read(txn.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()] });
+        let mut state = IndexState::read(txn.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()], ranked: false });
         state.rows.resize(ddoc.views.len(), 0);
         if state.seq >= target {
             return Ok(state);
         }
+        if !state.ranked {
+            let mut buckets = Vec::new();
+            rank::build(txn.kv(), &id, |k, v| buckets.push((k.to_vec(), v.to_vec())))?;
+            for (k, v) in buckets {
+                txn.kv_mut().put(VIEW_RANKS, &k, &v);
+            }
+            state.ranked = true;
+        }
+        let mut ranks = RankUpdate::new(id);
         let task = task.get_or_insert_with(|| IndexerTask::start(db_name, &ddoc.id, state.seq, target));
         let (batch, reached) = rhizome_docs::secondary::changed_since(txn.kv(), state.seq, target, BATCH)?;
         let mapper = match &mut mapper {
@@ -167,6 +182,7 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
                     if let Some(n) = row.get(8).and_then(|v| state.rows.get_mut(*v as usize)) {
                         *n = n.saturating_sub(1);
                     }
+                    ranks.count(txn.kv(), row, -1)?;
                     txn.kv_mut().delete(VIEW_ROWS, row);
                 }
                 txn.kv_mut().delete(VIEW_DOC_ROWS, &doc_rows_key);
@@ -204,6 +220,7 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
                     collate::encode_into(&key, &mut row);
                     row.extend_from_slice(&id_key);
                     row.extend_from_slice(&(n as u32).to_be_bytes());
+                    ranks.count(txn.kv(), &row, 1)?;
                     txn.kv_mut().put(VIEW_ROWS, &row, json!([key, doc_id, value]).to_string().as_bytes());
                     written.extend_from_slice(&(row.len() as u32).to_be_bytes());
                     written.extend_from_slice(&row);
@@ -216,6 +233,14 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
             if !written.is_empty() {
                 txn.kv_mut().put(VIEW_DOC_ROWS, &doc_rows_key, &written);
             }
+        }
+        let (mut puts, mut deletes) = (Vec::new(), Vec::new());
+        ranks.write(txn.kv(), |k, v| puts.push((k.to_vec(), v.to_vec())), |k| deletes.push(k.to_vec()))?;
+        for k in deletes {
+            txn.kv_mut().delete(VIEW_RANKS, &k);
+        }
+        for (k, v) in puts {
+            txn.kv_mut().put(VIEW_RANKS, &k, &v);
         }
         state.seq = reached;
         state.ddoc = ddoc.id.clone();
@@ -235,7 +260,7 @@ fn split_rows(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// Where views keep their state and rows.
-const VIEW_SPACES: IndexSpaces = IndexSpaces { state: VIEW_STATE, rows: &[VIEW_ROWS, VIEW_DOC_ROWS] };
+const VIEW_SPACES: IndexSpaces = IndexSpaces { state: VIEW_STATE, rows: &[VIEW_ROWS, VIEW_DOC_ROWS, VIEW_RANKS] };
 
 /// Removes the indexes of signatures no design document uses now
 /// (`POST /{db}/_view_cleanup`); returns how many.

@@ -15,6 +15,7 @@ pub mod filter;
 pub mod index;
 pub mod js;
 pub mod query;
+mod rank;
 pub mod reduce;
 pub mod tasks;
 pub mod validate;

@@ -252,6 +252,8 @@ pub fn run_query(db: &Database, db_name: &str, ddoc: &DesignDoc, view_name: &str
     } else {
         let total = state.rows.get(view_no).copied().unwrap_or(0);
         let offset = match ranges.first() {
+            Some(r) if q.keys.is_none() && state.ranked && q.descending => total.saturating_sub(crate::rank::rows_before(kv, &prefix, &r.upper)?),
+            Some(r) if q.keys.is_none() && state.ranked => crate::rank::rows_before(kv, &prefix, &r.lower)?,
             Some(r) if q.keys.is_none() => rows_before(kv, &prefix, r, q.descending)?,
             _ => 0,
         };
@@ -368,7 +370,8 @@ fn row_parts(bytes: &[u8]) -> Result<(Value, String, Value), ViewError> {
     }
 }
 
-/// Rows of the view before the first row of `r` in the query's direction.
+/// Rows of the view before the first row of `r` in the query's direction,
+/// counted one by one (an index without `rank.rs`'s counts).
 fn rows_before(kv: &dyn KvRead, prefix: &[u8], r: &Range, descending: bool) -> Result<u64, ViewError> {
     let (lower, upper) = if descending { (r.upper.clone(), upper_of(prefix)) } else { (prefix.to_vec(), r.lower.clone()) };
     if lower >= upper {
