@@ -333,3 +333,22 @@ fn a_replicator_document_runs_with_its_owners_rights() {
     let r = call(&s, BOB, "PUT", "/_replicator/forged", &[JSON], Some(r#"{"source":"src","target":"db","owner":"admin"}"#));
     assert_eq!(r.status, 403, "{}", r.text());
 }
+
+/// The LDP rules do not stand in the way of a graph write meant for
+/// everything: `DROP ALL` removes a container with its children (children
+/// first, as LDP's own DELETE does), and an update making a container and
+/// its child at once finds the parent in place.
+#[test]
+fn whole_trees_are_made_and_dropped_in_one_graph_write() {
+    let (_dir, s) = server();
+    let (c, kid) = (format!("{ROOT}c"), format!("{ROOT}c/kid"));
+    let make = format!("INSERT DATA {{ GRAPH <{kid}> {{ <{kid}> <http://e/p> 1 }} GRAPH <{c}> {{ <{c}> a <{LDP}BasicContainer> }} }}");
+    let r = update(&s, BOB, &make);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let listing = admin(&s, "GET", "/db/_ldp/c", &[("Accept", "application/n-triples")], None).text();
+    assert!(listing.contains(&format!("<{c}> <{LDP}contains> <{kid}>")), "{listing}");
+    let r = update(&s, BOB, "DROP ALL");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(admin(&s, "GET", "/db/_ldp/c", &[], None).status, 404);
+    assert_eq!(admin(&s, "GET", "/db/_ldp/c/kid", &[], None).status, 404);
+}

@@ -205,19 +205,20 @@ impl Database {
             return Err(DocError::forbidden(reason));
         }
         let mut counters = Counters::read(txn)?;
-        // In IRI order: a container's graph before its children's, so an
-        // LDP tree written in one update finds each parent in place.
         let mut named = Vec::with_capacity(touched.len());
         for graph in touched {
             match rhizome_rdf::term::Dictionary::decode(txn.reader(), graph)? {
-                Some(oxrdf::Term::NamedNode(iri)) => named.push((iri, graph)),
+                Some(oxrdf::Term::NamedNode(iri)) => named.push((!txn.graph_exists(graph)?, iri, graph)),
                 _ => {} // the default graph of a plain dataset, or a blank graph name
             }
         }
-        named.sort_unstable();
-        for (iri, graph) in named {
+        // The graphs written in IRI order, a container's before its
+        // children's, so an LDP tree made in one update finds each parent
+        // in place; then the graphs emptied in reverse, children before
+        // their containers (as LDP's DELETE), so `DROP ALL` takes a tree.
+        named.sort_unstable_by(|(a_empty, a, _), (b_empty, b, _)| a_empty.cmp(b_empty).then_with(|| if *a_empty { b.cmp(a) } else { a.cmp(b) }));
+        for (empty, iri, graph) in named {
             let id = self.projector.doc_id(iri.as_str()).unwrap_or_else(|| iri.as_str().to_owned());
-            let empty = !txn.graph_exists(graph)?;
             if let Some(refusal) = crate::rights::graph_refusal(iri.as_str(), &id, self.projector.foreign_graph(iri.as_str())) {
                 // A graph that is no document's of this database may only
                 // be emptied (a `DROP ALL` sweeping a graph a bulk load put
