@@ -100,6 +100,29 @@ fn form_like_writes_from_another_origin_are_refused() {
     // (the browser asked first; CORS decides).
     let r = call(&s, "POST", "/db/_sparql", &[("Content-Type", "application/sparql-update"), evil], Some("INSERT DATA { GRAPH <http://localhost:5984/db/k> { <http://e/s> <http://e/p> 3 } }"));
     assert_eq!(r.status, 200, "{}", r.text());
+    // A query sent as a form only reads: an HTML query form on another
+    // site works. An update in the URL's query string is still a write.
+    let query = format!("query={}", encode("ASK { ?s ?p ?o }"));
+    let r = call(&s, "POST", "/db/_sparql", &[form, evil, ("Accept", "application/sparql-results+json")], Some(&query));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let drop_all = format!("/db/_sparql?update={}", encode("DROP ALL"));
+    let r = call(&s, "POST", &drop_all, &[form, evil], Some("x=1"));
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(doc_count(&s), 3, "the DROP ALL did not run");
+}
+
+#[test]
+fn origins_cors_accepts_may_send_form_like_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = ServerProcess::start_with_env(dir.path(), &[("RHIZOME_ENABLE_CORS", "true"), ("RHIZOME_CORS_ORIGINS", "https://app.example")]);
+    assert_eq!(call(&s, "PUT", "/db", &[], None).status, 201);
+    let upload = |origin: &str| call(&s, "POST", "/db/_graph?graph=http%3A%2F%2Flocalhost%3A5984%2Fdb%2Fh", &[("Content-Type", "text/plain"), ("Origin", origin), ("Sec-Fetch-Site", "cross-site")], Some("<http://e/s> <http://e/p> \"2\" ."));
+    // The admin's trusted page (it may send any type after a preflight
+    // anyway); any other origin is still refused.
+    let r = upload("https://app.example");
+    assert!(r.status == 201 || r.status == 200, "{}", r.text());
+    assert_eq!(upload("https://evil.example").status, 403);
+    assert_eq!(doc_count(&s), 1);
 }
 
 #[test]

@@ -162,6 +162,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     let mut server = server;
     server.sparql = rdf::SparqlSettings::new(config.load_dir.as_deref(), config.load_max_bytes)?;
     server.node_config = node_config(&config, local, &base, &server.identity.uuid);
+    server.cors = config.cors.clone();
     if !config.contexts.hosts.is_empty() {
         // No user database is open yet: each will see this store.
         let fetcher: Box<dyn rhizome_docs::ContextFetcher> = Box::new(contexts::HttpContextFetcher::new(config.contexts.clone()));

@@ -24,8 +24,13 @@
 //!   refused (403) when the request says it comes from a page of another
 //!   origin: an `Origin` that is not this server's (browsers send it with
 //!   every cross-origin `POST`), or `Sec-Fetch-Site: cross-site`. Clients
-//!   that are not browsers send neither.
+//!   that are not browsers send neither. Origins the CORS settings accept
+//!   (`--enable-cors --cors-origins`) are the admin's trusted pages, which
+//!   may send any type anyway, so they are not refused; nor is a SPARQL
+//!   query sent as a form, which only reads (a page of another origin
+//!   cannot read the answer without CORS).
 
+use crate::cors::CorsSettings;
 use crate::error::HttpError;
 use crate::http::Request;
 use crate::router::{DbOp, Route};
@@ -71,8 +76,12 @@ fn is_form(essence: Option<&str>) -> bool {
     matches!(essence, Some("application/x-www-form-urlencoded" | "multipart/form-data"))
 }
 
-/// Whether the request says a page of another origin made it.
-fn from_another_origin(req: &Request) -> bool {
+/// Whether the request says a page of another origin made it, one the
+/// CORS settings do not accept.
+fn from_another_origin(req: &Request, cors: &CorsSettings) -> bool {
+    if req.header("origin").is_some_and(|origin| cors.accepts(origin)) {
+        return false;
+    }
     if req.header("sec-fetch-site").is_some_and(|s| s.eq_ignore_ascii_case("cross-site")) {
         return true;
     }
@@ -86,8 +95,26 @@ fn from_another_origin(req: &Request) -> bool {
     }
 }
 
+/// Whether a form-like `POST` may write: a SPARQL query sent as a form
+/// only reads (and a page of another origin cannot read the answer), so a
+/// query form on another site keeps working; everything else here may
+/// write. The protocol reads `update` from the URL's query string as well
+/// as from the form (`sparql_protocol::operation`), so both are looked at.
+fn may_write(route: &Route, req: &Request, essence: Option<&str>) -> bool {
+    if !matches!(route, Route::Extension(_, what) if what == "_sparql") || essence != Some("application/x-www-form-urlencoded") {
+        return true;
+    }
+    if req.query.iter().any(|(k, _)| k == "update") {
+        return true;
+    }
+    match std::str::from_utf8(&req.body).ok().map(crate::http::parse_query) {
+        Some(Ok(pairs)) => pairs.iter().any(|(k, _)| k == "update") || !pairs.iter().any(|(k, _)| k == "query"),
+        _ => true,
+    }
+}
+
 /// 415 or 403 for a body the route does not take from this request.
-pub fn check(route: &Route, req: &Request) -> Result<(), HttpError> {
+pub fn check(route: &Route, req: &Request, cors: &CorsSettings) -> Result<(), HttpError> {
     if req.method != Method::POST {
         return Ok(());
     }
@@ -105,7 +132,7 @@ pub fn check(route: &Route, req: &Request) -> Result<(), HttpError> {
         }
         _ => {}
     }
-    if sendable_by_any_page(essence) && from_another_origin(req) {
+    if sendable_by_any_page(essence) && may_write(route, req, essence) && from_another_origin(req, cors) {
         return Err(HttpError::forbidden(
             "a page of another origin sent this write with a body any page may send without asking (a form or text/plain): refused, so that no site can write through a signed-in browser",
         ));
@@ -116,6 +143,11 @@ pub fn check(route: &Route, req: &Request) -> Result<(), HttpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The check with CORS off (the default).
+    fn check(route: &Route, req: &Request) -> Result<(), HttpError> {
+        super::check(route, req, &CorsSettings::default())
+    }
 
     fn req(method: Method, headers: &[(&str, &str)]) -> Request {
         let mut map = hyper::header::HeaderMap::new();
@@ -149,11 +181,30 @@ mod tests {
         assert_eq!(check(&sparql, &req(Method::POST, &[form, ("host", "h:5984"), ("origin", "http://evil.example")])).unwrap_err().status, 403);
         assert_eq!(check(&sparql, &req(Method::POST, &[form, ("host", "h:5984"), ("origin", "null")])).unwrap_err().status, 403);
         assert_eq!(check(&sparql, &req(Method::POST, &[form, ("sec-fetch-site", "cross-site")])).unwrap_err().status, 403);
+        let mut query = req(Method::POST, &[form, ("host", "h:5984"), ("origin", "http://console.example")]);
+        query.body = bytes::Bytes::from_static(b"query=ASK%7B%7D");
+        assert!(check(&sparql, &query).is_ok(), "a query only reads");
+        query.body = bytes::Bytes::from_static(b"query=ASK%7B%7D&update=DROP%20ALL");
+        assert_eq!(check(&sparql, &query).unwrap_err().status, 403);
+        query.body = bytes::Bytes::from_static(b"a=b");
+        query.query = vec![("update".into(), "DROP ALL".into())];
+        assert_eq!(check(&sparql, &query).unwrap_err().status, 403, "an update in the URL's query string");
         let update = ("content-type", "application/sparql-update");
         assert!(check(&sparql, &req(Method::POST, &[update, ("host", "h:5984"), ("origin", "http://app.example")])).is_ok(), "a type that needs the server's leave");
         let ldp = Route::Ldp("db".into(), Vec::new());
         assert_eq!(check(&ldp, &req(Method::POST, &[form])).unwrap_err().status, 415);
         assert!(check(&ldp, &req(Method::POST, &[("content-type", "text/plain")])).is_ok());
         assert_eq!(check(&ldp, &req(Method::POST, &[("content-type", "text/plain"), ("host", "h"), ("origin", "http://evil.example")])).unwrap_err().status, 403);
+    }
+
+    #[test]
+    fn origins_cors_accepts_may_send_form_like_writes() {
+        let graph = Route::Extension("db".into(), "_graph".into());
+        let from = |origin: &'static str| req(Method::POST, &[("content-type", "text/plain"), ("host", "h:5984"), ("origin", origin), ("sec-fetch-site", "cross-site")]);
+        let cors = CorsSettings { enabled: true, origins: vec!["https://app.example".into()], ..CorsSettings::default() };
+        assert!(super::check(&graph, &from("https://app.example"), &cors).is_ok());
+        assert_eq!(super::check(&graph, &from("https://evil.example"), &cors).unwrap_err().status, 403);
+        let off = CorsSettings { enabled: false, ..cors };
+        assert_eq!(super::check(&graph, &from("https://app.example"), &off).unwrap_err().status, 403, "listed but CORS off");
     }
 }

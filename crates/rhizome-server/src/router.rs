@@ -225,7 +225,7 @@ fn handle_route(server: &Server, req: &Request, route: Route, ctx: &UserCtx) -> 
         None => None,
     };
     access::check(ctx, &route.access(&req.method), db.as_deref())?;
-    crate::request_bodies::check(&route, req)?;
+    crate::request_bodies::check(&route, req, &server.cors)?;
     dispatch(server, req, ctx, route, db)
 }
 

@@ -155,6 +155,9 @@ pub struct Server {
     /// The settings the server runs with, in CouchDB's `_config` sections
     /// (`couch::node`; set by `serve`).
     pub node_config: Value,
+    /// The origins whose pages may send writes here (`--enable-cors`; set
+    /// by `serve`): `request_bodies` takes form-like writes from them.
+    pub cors: crate::cors::CorsSettings,
     /// Databases created, updated and deleted (`/_db_updates`).
     pub db_updates: Arc<crate::db_updates::DbUpdates>,
 }
@@ -241,6 +244,7 @@ impl Server {
             sparql: Default::default(),
             contexts: context_store(data_dir)?,
             node_config: json!({}),
+            cors: Default::default(),
             db_updates: Arc::default(),
         };
         // CouchDB creates its system databases on first start.
