@@ -121,6 +121,22 @@ fn a_member_never_writes_a_design_document_through_any_door() {
     assert_eq!(call(&s, BOB, "POST", "/db", &[JSON], Some(r#"{"_id":"_design/evil"}"#)).status, 403);
     assert_eq!(call(&s, BOB, "COPY", "/db/plain", &[("Destination", "_design/evil")], None).status, 403);
     assert_eq!(admin(&s, "GET", "/db/_design/evil", &[], None).status, 404);
+    // `_local/` ids in `_bulk_docs` are written as `PUT /{db}/_local/{id}`
+    // writes them: the default context stays the admins'.
+    let context_rev = rev(&s, "/db/_local/rhizome-context");
+    let bulk = json!({"docs": [{"_id": "_local/rhizome-context", "_rev": context_rev, "@context": {"views": "http://e/member-views"}}, {"_id": "_local/checkpoint"}]});
+    let r = call(&s, BOB, "POST", "/db/_bulk_docs", &[JSON], Some(&bulk.to_string()));
+    let out = json_of(&r);
+    assert_eq!((out[0]["error"].as_str(), out[1]["ok"].as_bool()), (Some("forbidden"), Some(true)), "{out}");
+    assert!(!admin(&s, "GET", "/db/_local/rhizome-context", &[], None).text().contains("member-views"), "the admin's context is kept");
+    // An update function a member runs writes as the member: never a
+    // design document, whatever the function returns.
+    let updates = r#"{"updates":{"make":"function (doc, req) { return [{_id: req.query.id, views: {}}, 'done']; }"}}"#;
+    assert_eq!(call(&s, ADA, "PUT", "/db/_design/up", &[JSON], Some(updates)).status, 201);
+    let r = call(&s, BOB, "POST", "/db/_design/up/_update/make?id=_design/evil", &[JSON], Some("{}"));
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(call(&s, BOB, "POST", "/db/_design/up/_update/make?id=made", &[JSON], Some("{}")).status, 201);
+    assert_eq!(admin(&s, "GET", "/db/_design/evil", &[], None).status, 404);
     // An admin of the database may.
     assert_eq!(call(&s, ADA, "PUT", "/db/_design/other", &[JSON], Some(r#"{"views":{}}"#)).status, 201);
 }
