@@ -141,6 +141,9 @@ fn session_cookies_say_same_site() {
     let dir = tempfile::tempdir().unwrap();
     let strict = ServerProcess::start_with_env(dir.path(), &[("RHIZOME_SESSION_SAME_SITE", "strict")]);
     assert!(login(&strict).contains("; SameSite=Strict"));
+    // Shown where CouchDB keeps the setting.
+    let r = request(strict.port, "GET", "/_node/_local/_config/couch_httpd_auth/same_site", Some(ADMIN), &[], None).unwrap();
+    assert_eq!(r.text().trim(), "\"strict\"", "{}", r.text());
     drop(strict);
     let dir = tempfile::tempdir().unwrap();
     let none = ServerProcess::start_with_env(dir.path(), &[("RHIZOME_SESSION_SAME_SITE", "none")]);

@@ -276,7 +276,11 @@ fn node_config(config: &ServerConfig, local: SocketAddr, base: &str, uuid: &str)
             "iterations": config.auth.pbkdf2_iterations.to_string(),
             "pbkdf2_prf": "sha256",
         },
-        "couch_httpd_auth": { "authentication_db": "_users", "timeout": config.auth.session_timeout_secs.to_string() },
+        "couch_httpd_auth": {
+            "authentication_db": "_users",
+            "timeout": config.auth.session_timeout_secs.to_string(),
+            "same_site": config.auth.same_site.name(),
+        },
         "cors": {
             "origins": list(&c.origins),
             "credentials": c.credentials.to_string(),

@@ -71,6 +71,15 @@ impl SameSite {
         }
     }
 
+    /// The setting's value as CouchDB's `_config` shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SameSite::Strict => "strict",
+            SameSite::Lax => "lax",
+            SameSite::None => "none",
+        }
+    }
+
     /// The attributes to append to a `Set-Cookie` value.
     pub fn attributes(self) -> &'static str {
         match self {
