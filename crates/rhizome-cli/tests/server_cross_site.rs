@@ -8,7 +8,7 @@
 //!
 //! The statuses are CouchDB 3.5.0's own (probed on `../shared/peers/couchdb`):
 //! `POST /{db}`, `_bulk_docs`, `_replicate`, `_find`, `_index`, `_all_docs`,
-//! `_changes`, `_compact`, `_revs_diff`, `_bulk_get` answer 415
+//! `_changes`, `_compact`, `_revs_diff`, `_bulk_get`, `_purge` answer 415
 //! `bad_content_type` "Content-Type must be application/json" to
 //! `text/plain`, `application/x-www-form-urlencoded`, `multipart/form-data`
 //! and no type at all; `POST /_session` takes JSON or a form (415 with its
@@ -43,7 +43,7 @@ fn server() -> (tempfile::TempDir, ServerProcess) {
 fn json_endpoints_answer_415_to_what_a_page_may_send() {
     let (_dir, s) = server();
     let doc = r#"{"_id":"x","docs":[{"_id":"y"}],"source":"db","target":"stolen","create_target":true,"selector":{},"index":{"fields":["a"]},"keys":[]}"#;
-    let endpoints = ["/db", "/db/_bulk_docs", "/_replicate", "/db/_find", "/db/_index", "/db/_all_docs", "/db/_changes", "/db/_compact", "/db/_revs_diff", "/db/_bulk_get", "/db/_explain", "/_dbs_info"];
+    let endpoints = ["/db", "/db/_bulk_docs", "/_replicate", "/db/_find", "/db/_index", "/db/_all_docs", "/db/_changes", "/db/_compact", "/db/_revs_diff", "/db/_bulk_get", "/db/_explain", "/_dbs_info", "/db/_purge"];
     for path in endpoints {
         for ct in FORM_TYPES {
             let r = call(&s, "POST", path, &[("Content-Type", ct)], Some(doc));
