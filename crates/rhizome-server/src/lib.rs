@@ -44,7 +44,7 @@ pub use connections::{
 pub use contexts::{ContextSettings, DEFAULT_CONTEXT_MAX_BYTES, DEFAULT_CONTEXT_TIMEOUT_MS};
 pub use error::{HttpError, ServerError};
 pub use group_commit::GroupCommit;
-pub use state::{base_iri, context_store, database_dir, projector_for};
+pub use state::{base_iri, context_store, database_dir, projector_for, DEFAULT_MAX_OPEN_DATABASES};
 #[doc(hidden)]
 pub use couch::fuzz_couch_request;
 pub use graph::fuzz_walk_request;
@@ -89,6 +89,8 @@ pub struct ServerConfig {
     pub load_max_bytes: u64,
     /// Fetching remote JSON-LD contexts (`--context-hosts` and friends).
     pub contexts: ContextSettings,
+    /// Databases kept open at most (`--max-open-databases`).
+    pub max_open_databases: usize,
 }
 
 /// Runs the server until SIGINT or SIGTERM, on its own runtime.
@@ -145,6 +147,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     };
     let mut server = server;
     server.sparql = rdf::SparqlSettings::new(config.load_dir.as_deref(), config.load_max_bytes)?;
+    server.max_open_databases = config.max_open_databases.max(1);
     if !config.contexts.hosts.is_empty() {
         // No user database is open yet: each will see this store.
         let fetcher: Box<dyn rhizome_docs::ContextFetcher> = Box::new(contexts::HttpContextFetcher::new(config.contexts.clone()));

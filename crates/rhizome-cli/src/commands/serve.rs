@@ -32,6 +32,18 @@ pub struct Args {
     hardening: Hardening,
     #[command(flatten)]
     contexts: Contexts,
+    #[command(flatten)]
+    bounds: Bounds,
+}
+
+/// Bounds on what requests and databases may hold (issue 44).
+#[derive(clap::Args)]
+struct Bounds {
+    /// Databases kept open at most: past it, opening one closes the least
+    /// recently used database no request is using (each open one holds
+    /// about 6 file descriptors and its caches).
+    #[arg(long, env = "RHIZOME_MAX_OPEN_DATABASES", default_value_t = rhizome_server::DEFAULT_MAX_OPEN_DATABASES as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_open_databases: u64,
 }
 
 /// Remote JSON-LD contexts (`"@context": "https://schema.org/"`, issue 14).
@@ -132,6 +144,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             timeout_ms: args.contexts.context_timeout_ms.max(1),
             max_bytes: args.contexts.context_max_bytes,
         },
+        max_open_databases: usize::try_from(args.bounds.max_open_databases).unwrap_or(usize::MAX),
     };
     rhizome_server::run(config)?;
     Ok(())
