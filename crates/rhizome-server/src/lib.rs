@@ -34,12 +34,13 @@ mod rdf;
 mod replicator_db;
 mod router;
 mod state;
+mod stream;
 
 pub use auth::password::DEFAULT_ITERATIONS as DEFAULT_PBKDF2_ITERATIONS;
 pub use auth::{AuthSettings, DEFAULT_LOGIN_ATTEMPTS, DEFAULT_LOGIN_DELAY_SECS};
 pub use connections::{
     ConnectionLimits, DEFAULT_BODY_TIMEOUT_SECS, DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, DEFAULT_WRITE_TIMEOUT_SECS,
 };
 pub use contexts::{ContextSettings, DEFAULT_CONTEXT_MAX_BYTES, DEFAULT_CONTEXT_TIMEOUT_MS};
 pub use error::{HttpError, ServerError};
@@ -301,7 +302,8 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     let mut headers = parts.headers;
     let body = http::decode_body(&mut headers, body, limit)?;
     let cancel = CancelOnDrop::new();
-    let request = http::Request {
+    let (head_tx, head_rx) = tokio::sync::oneshot::channel();
+    let mut request = http::Request {
         method: parts.method,
         segments: http::split_path(parts.uri.path())?,
         query: http::parse_query(parts.uri.query().unwrap_or(""))?,
@@ -309,6 +311,7 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
         body,
         peer: Some(peer.ip()),
         cancelled: cancel.flag.clone(),
+        responder: Default::default(),
     };
     // A single-document read is a few point reads of warm data: run it
     // here rather than pay a hop to the blocking pool. Everything that
@@ -316,21 +319,44 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     // everything under a design document but the document itself: a view
     // query may build its index, running JavaScript for minutes, which on
     // an async worker stalls the requests queued behind it on that worker.
+    // Attachments are not: their bodies are streamed from the blocking
+    // pool (`stream.rs`).
     let point_read = matches!(request.method, hyper::Method::GET | hyper::Method::HEAD)
         && match request.segments.as_slice() {
             [] => true,
-            [_, id, rest @ ..] => (!id.starts_with('_') || id == "_local") || (id == "_design" && rest.len() == 1),
+            [_, id] => !id.starts_with('_'),
+            [_, id, _] => id == "_local" || id == "_design",
             [db] => db.starts_with('_'),
+            _ => false,
         }
         // Credentials not verified yet cost a PBKDF2: not on async threads.
         && auth::is_cheap(server, &request);
     let reply = if point_read {
         router::handle(server, &request)?
     } else {
+        // A handler may send its response early and stream the body
+        // after it (`stream.rs`): answer with the head as soon as it comes,
+        // while the handler goes on writing the body.
+        request.responder = stream::Responder::new(head_tx);
         let srv = server.clone();
-        tokio::task::spawn_blocking(move || router::handle(&srv, &request))
-            .await
-            .map_err(|e| HttpError::internal(format!("request task failed: {e}")))??
+        let mut task = tokio::task::spawn_blocking(move || router::handle(&srv, &request));
+        let mut head_rx = head_rx;
+        let reply = tokio::select! {
+            biased;
+            done = &mut task => done,
+            Ok(head) = &mut head_rx => {
+                cancel.disarm();
+                return Ok(head);
+            }
+        };
+        match reply.map_err(|e| HttpError::internal(format!("request task failed: {e}")))?? {
+            // Streamed, and finished before the head was seen here.
+            Reply::Done(r) if matches!(r.body(), http::Body::Sent) => {
+                cancel.disarm();
+                return head_rx.await.map_err(|_| HttpError::internal("a streamed answer lost its head"));
+            }
+            other => other,
+        }
     };
     cancel.disarm();
     Ok(match reply {

@@ -80,6 +80,11 @@ struct Hardening {
     /// (a `_changes` feed that is streaming is not waiting).
     #[arg(long, env = "RHIZOME_IDLE_TIMEOUT_SECS", default_value_t = rhizome_server::DEFAULT_IDLE_TIMEOUT_SECS)]
     idle_timeout_secs: u64,
+    /// Seconds a response may wait for its client to take any of it; the
+    /// connection is closed past it (a client that asks for a large answer
+    /// and does not read it holds nothing longer).
+    #[arg(long, env = "RHIZOME_WRITE_TIMEOUT_SECS", default_value_t = rhizome_server::DEFAULT_WRITE_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    write_timeout_secs: u64,
     /// Open connections in total; at the cap, the connection that has gone
     /// longest without completing a request header is closed for the new one.
     #[arg(long, env = "RHIZOME_MAX_CONNECTIONS", default_value_t = rhizome_server::DEFAULT_MAX_CONNECTIONS)]
@@ -108,6 +113,7 @@ impl Hardening {
             header_timeout: Duration::from_secs(self.header_timeout_secs),
             body_timeout: Duration::from_secs(self.body_timeout_secs),
             idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+            write_timeout: Duration::from_secs(self.write_timeout_secs),
             max_connections: self.max_connections.max(1),
             max_connections_per_address: self.max_connections_per_address.max(1),
         }

@@ -68,12 +68,16 @@ pub fn peak_rss_while<T>(pid: u32, cap_bytes: u64, work: impl FnOnce() -> T) -> 
             }
         })
     };
-    let out = work();
+    // A server killed for its memory fails the work too: say why first.
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
     done.store(true, Ordering::Relaxed);
     sampler.join().expect("the sampler");
     let peak = peak.load(Ordering::Relaxed);
     assert!(!over.load(Ordering::Relaxed), "the server's resident memory passed {cap_bytes} bytes (seen {peak}); it was killed");
-    (out, peak)
+    match out {
+        Ok(out) => (out, peak),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 fn kill_now(pid: u32) {
