@@ -144,3 +144,59 @@ fn a_client_that_does_not_read_is_disconnected_after_the_write_timeout() {
     });
     assert_eq!(server.request("GET", "/_up", None, None).0, 200);
 }
+
+/// 70 clients ask for a 50 MB attachment and read slowly (a little, then
+/// nothing): each holds a few chunks, not the attachment. Before, each
+/// held all of it (2.5-3.4 GB for 70). The clients that then read to the
+/// end get every byte.
+#[test]
+fn seventy_slow_readers_of_a_large_attachment_stay_within_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(&dir.path().join("data"));
+    assert_eq!(server.request("PUT", "/db", Some(ADMIN), None).0, 201);
+    let data: Vec<u8> = (0..50_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    {
+        let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        write!(
+            s,
+            "PUT /db/doc/blob HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {}\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            base64(ADMIN.as_bytes()),
+            data.len()
+        )
+        .unwrap();
+        s.write_all(&data).unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    }
+    let pid = server.child.id();
+    let cap = rss_bytes(pid) + GROWTH_CAP;
+    let get = || {
+        let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        write!(s, "GET /db/doc/blob HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {}\r\nConnection: close\r\n\r\n", base64(ADMIN.as_bytes())).unwrap();
+        s
+    };
+    let ((), peak) = peak_rss_while(pid, cap, || {
+        let mut readers: Vec<(TcpStream, Vec<u8>)> = (0..70).map(|_| (get(), Vec::new())).collect();
+        // Each reads a little and stops, its socket full.
+        for (s, first) in &mut readers {
+            let mut buf = vec![0u8; 64 << 10];
+            while first.len() < 1 << 20 {
+                let n = s.read(&mut buf).unwrap();
+                assert!(n > 0, "the answer ended early");
+                first.extend_from_slice(&buf[..n]);
+            }
+        }
+        // Three read on to the end and get every byte.
+        for (mut s, mut all) in readers.drain(..3) {
+            s.read_to_end(&mut all).unwrap();
+            let split = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+            assert!(all.starts_with(b"HTTP/1.1 200"));
+            assert!(String::from_utf8_lossy(&all[..split]).to_ascii_lowercase().contains("content-length: 50000000"));
+            assert!(all[split..] == data[..], "the attachment read back differs");
+        }
+    });
+    eprintln!("70 slow readers: peak resident memory {} MiB", peak / MIB);
+    assert_eq!(server.request("GET", "/_up", None, None).0, 200);
+}

@@ -21,6 +21,7 @@
 //! [`ReadOptions`], [`AllDocsOptions`], [`ChangesOptions`].
 
 mod all_docs;
+mod attachment_data;
 mod changes;
 mod compact;
 pub mod contexts;
@@ -50,6 +51,6 @@ pub use graph_write::{EmptiedGraphs, DEFAULT_GRAPH_DOC};
 pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC};
 pub use jsonld_limits::{check_json_ld, on_known_stack, on_known_stack_if, JSONLD_STACK_BYTES, MAX_CONTEXT_COPIES, MAX_CONTEXT_DEPTH, MAX_CONTEXT_TERMS, MAX_JSON_DEPTH};
 pub use projector::{GraphProjector, NoProjection, Prepared};
-pub use read::{Attachment, OpenRev, OpenRevs, ReadOptions};
+pub use read::{Attachment, AttachmentReader, OpenRev, OpenRevs, ReadOptions};
 pub use revtree::{EditError, Leaf, Rev, RevTree};
 pub use write::{attachment_digest, validate_attachment_name, validate_doc_id, PreparedDoc, WriteCheck, WriteOutcome};

@@ -8,7 +8,7 @@
 //! member) gets its own error and the others are still written, as CouchDB
 //! does (https://docs.couchdb.org/en/stable/api/database/bulk-api.html#db-bulk-docs).
 
-use crate::keys::{self, body_key, meta, DocInfo, ATTACHMENTS, BODIES, DB_META, DOCS, SEQS};
+use crate::keys::{self, body_key, meta, DocInfo, BODIES, DB_META, DOCS, SEQS};
 use crate::graph_write::{EmptiedGraphs, GraphRevision};
 use crate::{Database, DocError, Result, Rev, RevTree};
 use base64::Engine;
@@ -779,7 +779,7 @@ fn process_attachments(
             let from_parent = parent.and_then(|p| p.get(name)).filter(|p| att.get("digest").is_none_or(|d| p.get("digest") == Some(d)));
             match (from_parent, att.get("digest").and_then(Value::as_str)) {
                 (Some(p), _) => p.clone(),
-                (None, Some(digest)) if txn.kv().get(ATTACHMENTS, digest.as_bytes())?.is_some() => {
+                (None, Some(digest)) if crate::attachment_data::exists(txn.kv(), digest)? => {
                     let mut meta: Map<String, Value> = att.clone();
                     meta.remove("stub");
                     Value::Object(meta)
@@ -794,9 +794,7 @@ fn process_attachments(
                 _ => return Err(DocError::Validation(format!("Invalid attachment data for {name}"))),
             };
             let digest = attachment_digest(&bytes);
-            if txn.kv().get(ATTACHMENTS, digest.as_bytes())?.is_none() {
-                txn.kv_mut().put(ATTACHMENTS, digest.as_bytes(), &bytes);
-            }
+            crate::attachment_data::put(txn.kv_mut(), &digest, &bytes)?;
             let revpos = if new_edits { pos } else { att.get("revpos").and_then(Value::as_u64).unwrap_or(pos) };
             let content_type = att.get("content_type").and_then(Value::as_str).unwrap_or("application/octet-stream");
             json!({ "content_type": content_type, "digest": digest, "length": bytes.len(), "revpos": revpos })

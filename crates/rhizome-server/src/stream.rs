@@ -82,12 +82,22 @@ pub struct BodyWriter<'r> {
     head: Option<Response<Body>>,
     buf: Vec<u8>,
     tx: Option<mpsc::Sender<Chunk>>,
+    /// The body's length is known and in the head: it is kept there when
+    /// streaming (else the body is chunked).
+    length_known: bool,
 }
 
 impl<'r> BodyWriter<'r> {
     /// A body for `head` (whose own body is replaced).
     pub fn new(req: &'r Request, head: Response<Body>) -> BodyWriter<'r> {
-        BodyWriter { req, head: Some(head), buf: Vec::with_capacity(CHUNK_BYTES), tx: None }
+        BodyWriter { req, head: Some(head), buf: Vec::with_capacity(CHUNK_BYTES), tx: None, length_known: false }
+    }
+
+    /// A body of exactly `length` bytes, sent with that `Content-Length`
+    /// (a body cut short then ends its connection).
+    pub fn with_length(req: &'r Request, mut head: Response<Body>, length: u64) -> BodyWriter<'r> {
+        crate::http::set_header(&mut head, "content-length", &length.to_string());
+        BodyWriter { length_known: true, ..BodyWriter::new(req, head) }
     }
 
     fn gone() -> std::io::Error {
@@ -99,7 +109,9 @@ impl<'r> BodyWriter<'r> {
         if self.tx.is_none() {
             let (tx, rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
             let mut head = self.head.take().expect("the head is kept until it is sent");
-            head.headers_mut().remove("content-length");
+            if !self.length_known {
+                head.headers_mut().remove("content-length");
+            }
             *head.body_mut() = Body::Produced(Produced { rx, cancelled: self.req.cancelled.clone() });
             if !self.req.responder.send(head) {
                 return Err(Self::gone());
