@@ -200,3 +200,47 @@ fn seventy_slow_readers_of_a_large_attachment_stay_within_the_cap() {
     eprintln!("70 slow readers: peak resident memory {} MiB", peak / MIB);
     assert_eq!(server.request("GET", "/_up", None, None).0, 200);
 }
+
+/// `_all_docs`, `_changes` (normal and continuous) and a view, each
+/// answering 200 MB of documents, are written as they are read: the
+/// server grows by a few chunks, not by the answer. (The block cache is
+/// kept small so that what is measured is the answer, not the cache.)
+#[test]
+fn large_document_answers_stream_in_bounded_memory() {
+    const DOCS: usize = 2000;
+    const TEXT: usize = 100_000;
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start_with_env(&dir.path().join("data"), &[("RHIZOME_CACHE_BYTES", "16777216")]);
+    assert_eq!(server.request("PUT", "/db", Some(ADMIN), None).0, 201);
+    let text = format!("START{}", "x".repeat(TEXT));
+    for batch in 0..DOCS / 50 {
+        let docs: Vec<String> = (0..50).map(|i| format!(r#"{{"_id": "d{:05}", "text": "{text}"}}"#, batch * 50 + i)).collect();
+        let (status, body) = server.request("POST", "/db/_bulk_docs", Some(ADMIN), Some(&format!(r#"{{"docs": [{}]}}"#, docs.join(","))));
+        assert_eq!(status, 201, "{}", &body[..body.len().min(300)]);
+    }
+    let ddoc = r#"{"views": {"texts": {"map": "function (doc) { if (doc.text) emit(doc._id, doc.text); }"}}}"#;
+    assert_eq!(server.request("PUT", "/db/_design/d", Some(ADMIN), Some(ddoc)).0, 201);
+    // The index is built before anything is measured.
+    let (status, body) = server.request("GET", "/db/_design/d/_view/texts?limit=1", Some(ADMIN), None);
+    assert_eq!(status, 200, "{body}");
+    let pid = server.child.id();
+    let growth = 96 * MIB;
+    for path in [
+        "/db/_all_docs?include_docs=true",
+        "/db/_changes?include_docs=true",
+        "/db/_changes?feed=continuous&include_docs=true&limit=2000",
+        "/db/_changes?feed=longpoll&include_docs=true",
+        "/db/_design/d/_view/texts",
+    ] {
+        let cap = rss_bytes(pid) + growth;
+        let (body, peak) = peak_rss_while(pid, cap, || {
+            let (status, body) = try_request(server.port, "GET", path, Some(ADMIN), None, &[]).unwrap();
+            assert_eq!(status, 200, "{path}");
+            body
+        });
+        let rows = body.matches("START").count();
+        assert_eq!(rows, DOCS, "{path}: {rows} documents in an answer of {} bytes", body.len());
+        assert!(body.trim_end().ends_with('}'), "{path}: the answer ends {:?}", &body[body.len().saturating_sub(100)..]);
+        eprintln!("{path}: peak resident memory {} MiB", peak / MIB);
+    }
+}

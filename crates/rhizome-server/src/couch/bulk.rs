@@ -7,8 +7,11 @@ use crate::auth::{access, UserCtx};
 use crate::error::HttpError;
 use crate::http::{self, json, Body, Request};
 use crate::state::{DbHandle, Server};
+use crate::stream::BodyWriter;
+use bytes::Bytes;
 use hyper::{Method, Response};
 use rhizome_docs::{AllDocsOptions, DocError, OpenRev, OpenRevs, ReadOptions, Rev};
+use std::io::Write;
 use serde_json::{json, Map, Value};
 
 fn key_param(req: &Request, names: &[&str]) -> Result<Option<String>, HttpError> {
@@ -79,22 +82,34 @@ pub fn all_docs_in(req: &Request, db: &DbHandle, design_only: bool) -> Result<Re
         }
     }
     // Written as bytes, each document's JSON body copied as stored
-    // (`all_docs_bytes`); members in `serde_json`'s order for a map.
-    let all = db.db.all_docs_bytes(&opts)?;
-    let mut out = Vec::with_capacity(64 + all.rows.iter().map(|r| r.len() + 1).sum::<usize>());
-    out.extend_from_slice(format!("{{\"offset\":{},\"rows\":[", all.offset).as_bytes());
-    for (i, row) in all.rows.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+    // (`all_docs_bytes`); members in `serde_json`'s order for a map. Rows
+    // go out as they are read (`crate::stream`).
+    let with_seq = req.flag("update_seq", false)?;
+    let mut out = BodyWriter::new(req, http::response(200, "application/json", Bytes::new()));
+    let _ = write!(out, "{{\"offset\":{},\"rows\":[", opts.skip);
+    let mut first = true;
+    let all = db.db.all_docs_each_bytes(&opts, &mut |row| {
+        if !std::mem::take(&mut first) {
+            out.write_all(b",").map_err(gone)?;
         }
-        out.extend_from_slice(row);
+        out.write_all(&row).map_err(gone)
+    });
+    let all = match all {
+        Ok(all) => all,
+        Err(e) => return out.fail(e.into()),
+    };
+    let _ = write!(out, "],\"total_rows\":{}", all.total_rows);
+    if with_seq {
+        let _ = write!(out, ",\"update_seq\":{}", all.update_seq);
     }
-    out.extend_from_slice(format!("],\"total_rows\":{}", all.total_rows).as_bytes());
-    if req.flag("update_seq", false)? {
-        out.extend_from_slice(format!(",\"update_seq\":{}", all.update_seq).as_bytes());
-    }
-    out.extend_from_slice(b"}\n");
-    Ok(http::response(200, "application/json", out.into()))
+    let _ = out.write_all(b"}\n");
+    out.finish()
+}
+
+/// A streamed answer's client went away: the read stops (`DocError` so
+/// that it crosses the store's callbacks).
+pub(crate) fn gone(e: std::io::Error) -> DocError {
+    DocError::Coded { status: 499, error: "client_closed_request", reason: e.to_string() }
 }
 
 pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
