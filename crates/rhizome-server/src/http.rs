@@ -28,6 +28,10 @@ pub struct Request {
     pub cancelled: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Where a streamed response sends its head (`crate::stream`).
     pub responder: crate::stream::Responder,
+    /// What the request holds of the memory all requests share (its body),
+    /// given back when the request is done with.
+    #[allow(dead_code)] // held for its Drop
+    pub memory: rhizome_sparql::MemoryReservation,
 }
 
 impl Request {

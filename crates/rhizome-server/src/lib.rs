@@ -45,7 +45,7 @@ pub use connections::{
 pub use contexts::{ContextSettings, DEFAULT_CONTEXT_MAX_BYTES, DEFAULT_CONTEXT_TIMEOUT_MS};
 pub use error::{HttpError, ServerError};
 pub use group_commit::GroupCommit;
-pub use state::{base_iri, context_store, database_dir, projector_for, DEFAULT_MAX_OPEN_DATABASES};
+pub use state::{base_iri, context_store, database_dir, projector_for, DEFAULT_MAX_OPEN_DATABASES, DEFAULT_REQUEST_MEMORY_BYTES};
 #[doc(hidden)]
 pub use couch::fuzz_couch_request;
 pub use graph::fuzz_walk_request;
@@ -92,6 +92,8 @@ pub struct ServerConfig {
     pub contexts: ContextSettings,
     /// Databases kept open at most (`--max-open-databases`).
     pub max_open_databases: usize,
+    /// Memory all requests share (`--request-memory-bytes`).
+    pub request_memory_bytes: usize,
 }
 
 /// Runs the server until SIGINT or SIGTERM, on its own runtime.
@@ -149,6 +151,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     let mut server = server;
     server.sparql = rdf::SparqlSettings::new(config.load_dir.as_deref(), config.load_max_bytes)?;
     server.max_open_databases = config.max_open_databases.max(1);
+    server.request_memory = rhizome_sparql::MemoryPool::new(config.request_memory_bytes);
     if !config.contexts.hosts.is_empty() {
         // No user database is open yet: each will see this store.
         let fetcher: Box<dyn rhizome_docs::ContextFetcher> = Box::new(contexts::HttpContextFetcher::new(config.contexts.clone()));
@@ -277,6 +280,22 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     if parts.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()).is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
+    // A body counts twice against the memory all requests share: its
+    // bytes, and about as much again for what is parsed from them. Past
+    // that memory the request waits for nobody: 503, retry later.
+    let mut memory = server.request_memory.reservation();
+    let mut reserve = |bytes: usize| -> Result<(), HttpError> {
+        if memory.grow_to(bytes.saturating_mul(2)) {
+            return Ok(());
+        }
+        let total = server.request_memory.limit_bytes();
+        let mut busy = HttpError::new(503, "server_busy", format!("the server's memory for requests ({total} bytes, --request-memory-bytes) is in use by other requests; retry later"));
+        busy.retry_after_secs = Some(1);
+        Err(busy)
+    };
+    if let Some(n) = parts.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok()) {
+        reserve(n)?;
+    }
     // Read with a timeout between chunks, so that a client that stops
     // sending its body does not hold the connection (and its place under
     // the connection caps) forever.
@@ -291,6 +310,7 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
             Ok(None) => break,
             Ok(Some(Ok(frame))) => {
                 if let Ok(data) = frame.into_data() {
+                    reserve(read.len() + data.len())?;
                     read.extend_from_slice(&data);
                 }
             }
@@ -301,6 +321,7 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     let body: Bytes = read.freeze();
     let mut headers = parts.headers;
     let body = http::decode_body(&mut headers, body, limit)?;
+    reserve(body.len())?;
     let cancel = CancelOnDrop::new();
     let (head_tx, head_rx) = tokio::sync::oneshot::channel();
     let mut request = http::Request {
@@ -312,6 +333,7 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
         peer: Some(peer.ip()),
         cancelled: cancel.flag.clone(),
         responder: Default::default(),
+        memory,
     };
     // A single-document read is a few point reads of warm data: run it
     // here rather than pay a hop to the blocking pool. Everything that

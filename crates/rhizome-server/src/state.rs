@@ -138,7 +138,15 @@ pub struct Server {
     /// Remote JSON-LD contexts: shipped, cached in `<data>/_contexts`, and
     /// fetched when `--context-hosts` allows (`crate::contexts`).
     pub contexts: Arc<ContextStore>,
+    /// Memory all requests share (`--request-memory-bytes`): request
+    /// bodies and what SPARQL requests sort, group and join.
+    pub request_memory: Arc<rhizome_sparql::MemoryPool>,
 }
+
+/// Memory all requests together may hold by default (1 GiB): request
+/// bodies (counted twice: the bytes and what is parsed from them) and
+/// SPARQL's sorts, groups, joins and held solutions.
+pub const DEFAULT_REQUEST_MEMORY_BYTES: usize = 1 << 30;
 
 /// The folder of database `name` under a server's data folder (for tools
 /// that write a database while the server is stopped: `rhizome load --db`).
@@ -222,6 +230,7 @@ impl Server {
             replicator_docs: Default::default(),
             sparql: Default::default(),
             contexts: context_store(data_dir)?,
+            request_memory: rhizome_sparql::MemoryPool::new(DEFAULT_REQUEST_MEMORY_BYTES),
         };
         // CouchDB creates its system databases on first start.
         for system in ["_users", crate::replicator_db::REPLICATOR_DB] {

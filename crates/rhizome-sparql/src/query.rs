@@ -199,6 +199,13 @@ impl<'s> PreparedQuery<'s> {
         self.ev.limits.memory_bytes.set(bytes);
     }
 
+    /// Shares `pool` with other requests: what the query holds (within its
+    /// own limit) is reserved there too, and a query the pool has no room
+    /// for fails with `SparqlError::ServerMemory`.
+    pub fn set_memory_pool(&self, pool: &std::sync::Arc<crate::MemoryPool>) {
+        *self.ev.limits.pool.borrow_mut() = Some(pool.reservation());
+    }
+
     /// Joins a pattern by hashing it after `lookups` index lookups made
     /// from the rows on the left, whatever its size (by default: once the
     /// lookups have cost about what reading the pattern whole does). For

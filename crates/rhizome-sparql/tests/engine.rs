@@ -1,7 +1,7 @@
 //! Black-box behaviour of the engine on both dataset modes.
 
 use rhizome_rdf::{DatasetMode, Store};
-use rhizome_sparql::{execute_update, parse_query, parse_update, PreparedQuery, QueryResults, SparqlError, Statistics};
+use rhizome_sparql::{execute_update, parse_query, parse_update, MemoryPool, PreparedQuery, QueryResults, SparqlError, Statistics};
 
 fn update(store: &Store, text: &str) {
     execute_update(store, &parse_update(text, None).unwrap()).unwrap();
@@ -167,6 +167,45 @@ fn a_sort_past_the_memory_limit_fails_clearly() {
     let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
     let outcome: Result<Vec<_>, _> = solutions.collect();
     assert!(matches!(outcome, Err(SparqlError::MemoryLimit { .. })), "{:?}", outcome.map(|r| r.len()));
+}
+
+/// The memory limit's error is not a row an OFFSET skips (such a query
+/// answered nothing instead of failing), and DISTINCT, ORDER BY and a
+/// shared pool all fail past their budgets.
+#[test]
+fn memory_errors_pass_offsets_and_bound_distinct_and_shared_pools() {
+    let store = Store::memory(DatasetMode::Plain);
+    let mut text = String::from("INSERT DATA {");
+    for i in 0..5000 {
+        text.push_str(&format!(" <http://ex/s{i}> <http://ex/v> {i} ."));
+    }
+    text.push('}');
+    update(&store, &text);
+    let snapshot = store.snapshot().unwrap();
+    let run = |q: &str, limit: usize, pool: Option<&std::sync::Arc<MemoryPool>>| -> Result<Vec<Vec<Option<oxrdf::Term>>>, SparqlError> {
+        let query = parse_query(q, None).unwrap();
+        let prepared = PreparedQuery::new(&snapshot, Statistics::default(), &query).unwrap();
+        prepared.set_memory_limit(limit);
+        if let Some(pool) = pool {
+            prepared.set_memory_pool(pool);
+        }
+        let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
+        solutions.collect()
+    };
+    let outcome = run("SELECT ?v { ?s <http://ex/v> ?v } ORDER BY ?v LIMIT 1 OFFSET 100000", 10_000, None);
+    assert!(matches!(outcome, Err(SparqlError::MemoryLimit { .. })), "{:?}", outcome.map(|r| r.len()));
+    let outcome = run("SELECT DISTINCT ?s ?v { ?s <http://ex/v> ?v }", 10_000, None);
+    assert!(matches!(outcome, Err(SparqlError::MemoryLimit { .. })), "{:?}", outcome.map(|r| r.len()));
+    // Within its own limit, but not within what the pool has left.
+    let pool = MemoryPool::new(2_000_000);
+    let mut other = pool.reservation();
+    assert!(other.grow_to(1_900_000));
+    let outcome = run("SELECT ?v { ?s <http://ex/v> ?v } ORDER BY ?v", 1 << 30, Some(&pool));
+    assert!(matches!(outcome, Err(SparqlError::ServerMemory { limit_bytes: 2_000_000 })), "{:?}", outcome.map(|r| r.len()));
+    drop(other);
+    assert_eq!(pool.used_bytes(), 0, "the failed query gave its reservation back");
+    assert_eq!(run("SELECT ?v { ?s <http://ex/v> ?v } ORDER BY ?v", 1 << 30, Some(&pool)).unwrap().len(), 5000);
+    assert_eq!(pool.used_bytes(), 0);
 }
 
 #[test]

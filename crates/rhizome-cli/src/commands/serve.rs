@@ -44,6 +44,12 @@ struct Bounds {
     /// about 6 file descriptors and its caches).
     #[arg(long, env = "RHIZOME_MAX_OPEN_DATABASES", default_value_t = rhizome_server::DEFAULT_MAX_OPEN_DATABASES as u64, value_parser = clap::value_parser!(u64).range(1..))]
     max_open_databases: u64,
+    /// Bytes all requests together may hold: request bodies (counted
+    /// twice: the bytes and what is parsed from them) and what SPARQL
+    /// requests sort, group, join and hold (each also within its own
+    /// 256 MiB). A request that finds no room gets 503 with Retry-After.
+    #[arg(long, env = "RHIZOME_REQUEST_MEMORY_BYTES", default_value_t = rhizome_server::DEFAULT_REQUEST_MEMORY_BYTES as u64, value_parser = clap::value_parser!(u64).range(1 << 20..))]
+    request_memory_bytes: u64,
 }
 
 /// Remote JSON-LD contexts (`"@context": "https://schema.org/"`, issue 14).
@@ -151,6 +157,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             max_bytes: args.contexts.context_max_bytes,
         },
         max_open_databases: usize::try_from(args.bounds.max_open_databases).unwrap_or(usize::MAX),
+        request_memory_bytes: usize::try_from(args.bounds.request_memory_bytes).unwrap_or(usize::MAX),
     };
     rhizome_server::run(config)?;
     Ok(())

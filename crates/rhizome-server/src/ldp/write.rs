@@ -349,10 +349,10 @@ pub fn patch(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, 
         load: rhizome_sparql::LoadPolicy::Refused,
         load_max_bytes: None,
         cancelled: Some(req.cancelled.clone()),
+        memory_pool: Some(server.request_memory.clone()),
     };
     let graph = NamedNode::new_unchecked(target.iri.clone());
     let mode = store.mode();
-    let _ = server;
     crate::rdf::write_as(ctx, &**db, rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| {
         let now = current_etag(txn.reader(), target)?;
         check_if_match(req, now.as_ref().map(|(e, _)| e.as_str()))?;

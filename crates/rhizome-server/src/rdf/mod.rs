@@ -25,7 +25,7 @@ pub use sparql_protocol::SparqlSettings;
 
 pub fn route(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
     match what {
-        "_sparql" => sparql_protocol::handle(req, &server.sparql, ctx, db),
+        "_sparql" => sparql_protocol::handle(req, &server.sparql, &server.request_memory, ctx, db),
         "_graph" => graph_store::handle(server, req, ctx, db, None),
         _ => match what.strip_prefix("_graph/") {
             Some(path) => graph_store::handle(server, req, ctx, db, Some(path)),
@@ -86,6 +86,12 @@ fn sparql_error(e: SparqlError) -> HttpError {
         // for this server) is the client's to change: 400, not 503.
         SparqlError::TooComplex(_) | SparqlError::MemoryLimit { .. } => HttpError::new(400, "query_limit", e.to_string()),
         SparqlError::Timeout => HttpError::new(503, "query_limit", e.to_string()),
+        // Other requests hold the server's shared memory: later may work.
+        SparqlError::ServerMemory { .. } => {
+            let mut busy = HttpError::new(503, "server_busy", e.to_string());
+            busy.retry_after_secs = Some(1);
+            busy
+        }
         // Nobody reads this answer: the client has gone (nginx's 499).
         SparqlError::Cancelled => {
             eprintln!("rhizome: stopped a SPARQL request whose client went away");

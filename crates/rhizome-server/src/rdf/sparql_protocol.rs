@@ -47,6 +47,8 @@ use serde_json::json;
 use rhizome_docs::EmptiedGraphs;
 use spargebra::algebra::{GraphTarget, QueryDataset};
 use spargebra::{GraphUpdateOperation, Query, Update};
+use rhizome_sparql::MemoryPool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A query stops with 503 after this long (30 s: long enough for analytic
@@ -167,14 +169,15 @@ fn operation(req: &Request) -> Result<(Operation, Params), HttpError> {
     }
 }
 
-pub fn handle(req: &Request, settings: &SparqlSettings, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+/// `memory`: what all requests of the server share (`--request-memory-bytes`).
+pub fn handle(req: &Request, settings: &SparqlSettings, memory: &Arc<MemoryPool>, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     // The time limit covers the whole request: parsing and LOAD too.
     let deadline = Instant::now() + Duration::from_millis(QUERY_TIMEOUT_MS);
     let (op, params) = operation(req)?;
     let base = endpoint_iri(req, db, "_sparql");
     run_with_query_stack(|| match op {
-        Operation::Query(text) => query(req, db, &text, &params, &base, deadline),
-        Operation::Update(text) => update(req, ctx, db, settings, &text, &params, &base, deadline),
+        Operation::Query(text) => query(req, db, &text, &params, &base, deadline, memory),
+        Operation::Update(text) => update(req, ctx, db, settings, &text, &params, &base, deadline, memory),
     })
     .map_err(sparql_error)?
 }
@@ -224,7 +227,7 @@ fn results_content_type(f: ResultFormat) -> &'static str {
     }
 }
 
-fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, deadline: Instant) -> Result<Response<Body>, HttpError> {
+fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, deadline: Instant, memory: &Arc<MemoryPool>) -> Result<Response<Body>, HttpError> {
     let mut query = parse_query(text, Some(base)).map_err(sparql_error)?;
     let default = params.iris("default-graph-uri")?;
     let named = params.iris("named-graph-uri")?;
@@ -247,6 +250,7 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, 
     let prepared = PreparedQuery::new(&snapshot, stats, &query).map_err(sparql_error)?;
     prepared.set_timeout(time_left(deadline)?);
     prepared.set_memory_limit(QUERY_MEMORY_BYTES);
+    prepared.set_memory_pool(memory);
     prepared.cancel_with(req.cancelled.clone());
     let results = prepared.execute().map_err(sparql_error)?;
     let content_type = match answer {
@@ -315,7 +319,18 @@ impl std::io::Write for CountingWriter {
     }
 }
 
-fn update(req: &Request, ctx: &UserCtx, db: &DbHandle, settings: &SparqlSettings, text: &str, params: &Params, base: &str, deadline: Instant) -> Result<Response<Body>, HttpError> {
+#[allow(clippy::too_many_arguments)]
+fn update(
+    req: &Request,
+    ctx: &UserCtx,
+    db: &DbHandle,
+    settings: &SparqlSettings,
+    text: &str,
+    params: &Params,
+    base: &str,
+    deadline: Instant,
+    memory: &Arc<MemoryPool>,
+) -> Result<Response<Body>, HttpError> {
     let mut update: Update = parse_update(text, Some(base)).map_err(sparql_error)?;
     let default = params.iris("using-graph-uri")?;
     let named = params.iris("using-named-graph-uri")?;
@@ -343,6 +358,7 @@ fn update(req: &Request, ctx: &UserCtx, db: &DbHandle, settings: &SparqlSettings
         load: settings.load.clone(),
         load_max_bytes: settings.load_max_bytes,
         cancelled: Some(req.cancelled.clone()),
+        memory_pool: Some(memory.clone()),
     };
     // Writes to the default graph go to the database's stored default
     // graph, never to the documents the union default graph shows.
