@@ -276,7 +276,7 @@ impl<'s> PreparedQuery<'s> {
             if let Some(t) = pending.pop_front() {
                 return Some(Ok(t));
             }
-            let row = match rows.next()? {
+            let row = match rows.next()?.and_then(|row| self.ev.limits.check_weighted(3 * template.len()).map(|()| row)) {
                 Ok(row) => row,
                 Err(e) => return Some(Err(e)),
             };
@@ -420,12 +420,19 @@ impl<V> Iterator for Prefetched<'_, V> {
         if self.buffer.is_empty() {
             let mut ids = Vec::new();
             for r in self.rows.by_ref() {
+                // A row costs its width to decode and write: a row of
+                // thousands of variables counts as thousands of steps
+                // toward the time limit's next look at the clock (one
+                // check per 1,024 quads let a 45,000-variable query run
+                // minutes past its limit, writing huge rows).
+                let r = r.and_then(|row| self.ev.limits.check_weighted(self.vars.len()).map(|()| row));
                 let failed = r.is_err();
                 if let Ok(row) = &r {
                     ids.extend(self.vars.iter().filter_map(|(_, i)| row[*i]));
                 }
                 self.buffer.push_back(r);
-                if failed || self.buffer.len() >= 1024 {
+                // At most 1,024 rows or 64Ki bindings ahead.
+                if failed || self.buffer.len() >= 1024 || ids.len() >= 1 << 16 {
                     break;
                 }
             }

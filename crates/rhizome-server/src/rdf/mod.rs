@@ -98,7 +98,10 @@ fn sparql_error(e: SparqlError) -> HttpError {
             HttpError::new(499, "client_closed_request", e.to_string())
         }
         // A streamed answer whose client went away (`crate::stream`).
-        SparqlError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe => HttpError::new(499, "client_closed_request", io.to_string()),
+        SparqlError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
+            eprintln!("rhizome: stopped a SPARQL request whose client went away");
+            HttpError::new(499, "client_closed_request", io.to_string())
+        }
         SparqlError::Store(_) | SparqlError::Io(_) => HttpError::internal(e.to_string()),
     }
 }

@@ -151,10 +151,17 @@ impl Limits {
     }
 
     pub fn check(&self) -> Result<()> {
+        self.check_weighted(1)
+    }
+
+    /// `check` for a step that costs about `weight` ordinary ones (a row
+    /// of that many variables): the clock is looked at every 1,024 steps.
+    pub fn check_weighted(&self, weight: usize) -> Result<()> {
         self.memory_error()?;
-        let t = self.ticks.get().wrapping_add(1);
+        let before = self.ticks.get();
+        let t = before.wrapping_add(u32::try_from(weight).unwrap_or(u32::MAX));
         self.ticks.set(t);
-        if !t.is_multiple_of(1024) {
+        if before / 1024 == t / 1024 && t >= before {
             return Ok(());
         }
         if self.cancelled.load(std::sync::atomic::Ordering::Relaxed)
