@@ -383,8 +383,17 @@ impl Database {
         self.get_doc_as(id, opts, |kv, id, info, rev, opts, s| Ok((rev.clone(), render_json(kv, id, info, rev, opts, s)?)))
     }
 
+    /// [`Database::get_doc`] as `snapshot` has it (an index mapping a
+    /// batch of documents reads them all from one snapshot).
+    pub fn get_doc_in(&self, snapshot: &StoreSnapshot, id: &str, opts: &ReadOptions) -> Result<Map<String, Value>> {
+        Self::get_doc_from(snapshot, id, opts, render)
+    }
+
     fn get_doc_as<T>(&self, id: &str, opts: &ReadOptions, render: impl Renderer<T>) -> Result<T> {
-        let s = self.store.snapshot()?;
+        Self::get_doc_from(&self.store.snapshot()?, id, opts, render)
+    }
+
+    fn get_doc_from<T>(s: &StoreSnapshot, id: &str, opts: &ReadOptions, render: impl Renderer<T>) -> Result<T> {
         let kv = s.kv();
         let info = doc_info(kv, id)?.ok_or(DocError::NotFound("missing"))?;
         let rev = match &opts.rev {
@@ -397,7 +406,7 @@ impl Database {
             Some(r) if opts.latest => info.tree.leaves_under(r).first().map(|l| l.rev.clone()).ok_or(DocError::NotFound("missing"))?,
             Some(r) => r.clone(),
         };
-        render(kv, id, &info, &rev, opts, Some(&s))
+        render(kv, id, &info, &rev, opts, Some(s))
     }
 
     /// The storage reads of [`Database::get_doc_json`] for a graph-bodied

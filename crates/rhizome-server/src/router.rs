@@ -170,6 +170,13 @@ impl Route {
 /// Runs one request (on a blocking thread: the document store is
 /// synchronous).
 pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
+    // All of the request's JavaScript (validation, filters) within one
+    // budget, and stopped when its client goes away.
+    let _js = rhizome_views::RequestBounds {
+        deadline: Some(std::time::Instant::now() + crate::couch::views::limits().request_timeout),
+        cancelled: Some(req.cancelled.clone()),
+    }
+    .enter();
     let route = Route::parse(&req.segments)?;
     let rdf = matches!(route, Route::Extension(..) | Route::Ldp(..));
     match handle_route(server, req, route) {
@@ -235,7 +242,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::EnsureFullCommit => database::ensure_full_commit(m)?.into(),
                 DbOp::DesignDocs => bulk::all_docs_in(req, &db, true)?.into(),
                 DbOp::ViewCleanup => couch::views::cleanup(req, &db)?.into(),
-                DbOp::Find => couch::mango::find(req, &db)?.into(),
+                DbOp::Find => couch::mango::find(req, &db, server.query_timeout)?.into(),
                 DbOp::Explain => couch::mango::explain(req, &db)?.into(),
             }
         }

@@ -141,6 +141,9 @@ pub struct Server {
     /// Memory all requests share (`--request-memory-bytes`): request
     /// bodies and what SPARQL requests sort, group and join.
     pub request_memory: Arc<rhizome_sparql::MemoryPool>,
+    /// The time a SPARQL request or a Mango `_find` may take
+    /// (`--query-timeout-ms`).
+    pub query_timeout: std::time::Duration,
 }
 
 /// Memory all requests together may hold by default (1 GiB): request
@@ -231,6 +234,7 @@ impl Server {
             sparql: Default::default(),
             contexts: context_store(data_dir)?,
             request_memory: rhizome_sparql::MemoryPool::new(DEFAULT_REQUEST_MEMORY_BYTES),
+            query_timeout: std::time::Duration::from_millis(crate::rdf::QUERY_TIMEOUT_MS),
         };
         // CouchDB creates its system databases on first start.
         for system in ["_users", crate::replicator_db::REPLICATOR_DB] {

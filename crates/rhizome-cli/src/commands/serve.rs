@@ -50,6 +50,10 @@ struct Bounds {
     /// 256 MiB). A request that finds no room gets 503 with Retry-After.
     #[arg(long, env = "RHIZOME_REQUEST_MEMORY_BYTES", default_value_t = rhizome_server::DEFAULT_REQUEST_MEMORY_BYTES as u64, value_parser = clap::value_parser!(u64).range(1 << 20..))]
     request_memory_bytes: u64,
+    /// Milliseconds a SPARQL request (parsing, LOAD and evaluation) or a
+    /// Mango `_find` may take (503 `query_limit` and 500 `timeout` past it).
+    #[arg(long, env = "RHIZOME_QUERY_TIMEOUT_MS", default_value_t = rhizome_server::DEFAULT_QUERY_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    query_timeout_ms: u64,
 }
 
 /// Remote JSON-LD contexts (`"@context": "https://schema.org/"`, issue 14).
@@ -158,6 +162,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
         },
         max_open_databases: usize::try_from(args.bounds.max_open_databases).unwrap_or(usize::MAX),
         request_memory_bytes: usize::try_from(args.bounds.request_memory_bytes).unwrap_or(usize::MAX),
+        query_timeout_ms: args.bounds.query_timeout_ms,
     };
     rhizome_server::run(config)?;
     Ok(())

@@ -21,11 +21,11 @@ use rhizome_docs::EmptiedGraphs;
 use rhizome_rdf::StoreTransaction;
 use rhizome_sparql::SparqlError;
 
-pub use sparql_protocol::SparqlSettings;
+pub use sparql_protocol::{SparqlSettings, QUERY_TIMEOUT_MS};
 
 pub fn route(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
     match what {
-        "_sparql" => sparql_protocol::handle(req, &server.sparql, &server.request_memory, ctx, db),
+        "_sparql" => sparql_protocol::handle(req, &server.sparql, &server.request_memory, server.query_timeout, ctx, db),
         "_graph" => graph_store::handle(server, req, ctx, db, None),
         _ => match what.strip_prefix("_graph/") {
             Some(path) => graph_store::handle(server, req, ctx, db, Some(path)),

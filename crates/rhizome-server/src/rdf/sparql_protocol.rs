@@ -16,7 +16,8 @@
 //! Requests are parsed, planned and run on a thread of known stack
 //! (`rhizome_sparql::nesting`: the router's blocking threads have 2 MiB,
 //! too little for the deepest requests the engine's nesting limits let
-//! through) against one snapshot, within [`QUERY_TIMEOUT_MS`] counted from
+//! through) against one snapshot, within `--query-timeout-ms` (default
+//! [`QUERY_TIMEOUT_MS`]) counted from
 //! the request's start (parsing and LOAD included) and one memory budget of
 //! [`QUERY_MEMORY_BYTES`]. Results are written as they are produced
 //! (`crate::stream`): an answer that fits in one chunk is sent whole, so a
@@ -170,9 +171,9 @@ fn operation(req: &Request) -> Result<(Operation, Params), HttpError> {
 }
 
 /// `memory`: what all requests of the server share (`--request-memory-bytes`).
-pub fn handle(req: &Request, settings: &SparqlSettings, memory: &Arc<MemoryPool>, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+pub fn handle(req: &Request, settings: &SparqlSettings, memory: &Arc<MemoryPool>, timeout: Duration, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     // The time limit covers the whole request: parsing and LOAD too.
-    let deadline = Instant::now() + Duration::from_millis(QUERY_TIMEOUT_MS);
+    let deadline = Instant::now() + timeout;
     let (op, params) = operation(req)?;
     let base = endpoint_iri(req, db, "_sparql");
     run_with_query_stack(|| match op {
