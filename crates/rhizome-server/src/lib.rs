@@ -45,6 +45,7 @@ pub use connections::{
 pub use contexts::{ContextSettings, DEFAULT_CONTEXT_MAX_BYTES, DEFAULT_CONTEXT_TIMEOUT_MS};
 pub use error::{HttpError, ServerError};
 pub use group_commit::GroupCommit;
+pub use couch::bulk::DEFAULT_MAX_BULK_DOCS;
 pub use rdf::QUERY_TIMEOUT_MS as DEFAULT_QUERY_TIMEOUT_MS;
 pub use state::{base_iri, context_store, database_dir, projector_for, DEFAULT_MAX_OPEN_DATABASES, DEFAULT_REQUEST_MEMORY_BYTES};
 #[doc(hidden)]
@@ -98,6 +99,8 @@ pub struct ServerConfig {
     /// The time a SPARQL request or a Mango `_find` may take
     /// (`--query-timeout-ms`).
     pub query_timeout_ms: u64,
+    /// Documents one `_bulk_docs` or `_bulk_get` may name (`--max-bulk-docs`).
+    pub max_bulk_docs: usize,
 }
 
 /// Runs the server until SIGINT or SIGTERM, on its own runtime.
@@ -157,6 +160,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     server.max_open_databases = config.max_open_databases.max(1);
     server.request_memory = rhizome_sparql::MemoryPool::new(config.request_memory_bytes);
     server.query_timeout = Duration::from_millis(config.query_timeout_ms.max(1));
+    server.max_bulk_docs = config.max_bulk_docs.max(1);
     if !config.contexts.hosts.is_empty() {
         // No user database is open yet: each will see this store.
         let fetcher: Box<dyn rhizome_docs::ContextFetcher> = Box::new(contexts::HttpContextFetcher::new(config.contexts.clone()));

@@ -233,7 +233,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
             match op {
                 DbOp::AllDocs => bulk::all_docs(req, &db)?.into(),
                 DbOp::BulkDocs => bulk::bulk_docs(server, req, ctx, &db)?.into(),
-                DbOp::BulkGet => bulk::bulk_get(req, &db)?.into(),
+                DbOp::BulkGet => bulk::bulk_get(req, &db, server.max_bulk_docs)?.into(),
                 DbOp::RevsDiff => bulk::revs_diff(req, &db)?.into(),
                 DbOp::Changes => crate::changes::request(req, ctx, db)?,
                 DbOp::Compact => database::compact(req, &db)?.into(),

@@ -144,6 +144,8 @@ pub struct Server {
     /// The time a SPARQL request or a Mango `_find` may take
     /// (`--query-timeout-ms`).
     pub query_timeout: std::time::Duration,
+    /// Documents one `_bulk_docs` or `_bulk_get` may name (`--max-bulk-docs`).
+    pub max_bulk_docs: usize,
 }
 
 /// Memory all requests together may hold by default (1 GiB): request
@@ -235,6 +237,7 @@ impl Server {
             contexts: context_store(data_dir)?,
             request_memory: rhizome_sparql::MemoryPool::new(DEFAULT_REQUEST_MEMORY_BYTES),
             query_timeout: std::time::Duration::from_millis(crate::rdf::QUERY_TIMEOUT_MS),
+            max_bulk_docs: crate::couch::bulk::DEFAULT_MAX_BULK_DOCS,
         };
         // CouchDB creates its system databases on first start.
         for system in ["_users", crate::replicator_db::REPLICATOR_DB] {

@@ -54,6 +54,10 @@ struct Bounds {
     /// Mango `_find` may take (503 `query_limit` and 500 `timeout` past it).
     #[arg(long, env = "RHIZOME_QUERY_TIMEOUT_MS", default_value_t = rhizome_server::DEFAULT_QUERY_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     query_timeout_ms: u64,
+    /// Documents one `_bulk_docs` or `_bulk_get` request may name (413
+    /// past it; CouchDB 4's max_bulk_docs_count).
+    #[arg(long, env = "RHIZOME_MAX_BULK_DOCS", default_value_t = rhizome_server::DEFAULT_MAX_BULK_DOCS as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_bulk_docs: u64,
 }
 
 /// Remote JSON-LD contexts (`"@context": "https://schema.org/"`, issue 14).
@@ -163,6 +167,7 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
         max_open_databases: usize::try_from(args.bounds.max_open_databases).unwrap_or(usize::MAX),
         request_memory_bytes: usize::try_from(args.bounds.request_memory_bytes).unwrap_or(usize::MAX),
         query_timeout_ms: args.bounds.query_timeout_ms,
+        max_bulk_docs: usize::try_from(args.bounds.max_bulk_docs).unwrap_or(usize::MAX),
     };
     rhizome_server::run(config)?;
     Ok(())
