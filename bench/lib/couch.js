@@ -48,4 +48,21 @@ function writeSection(benchmarks, name, intro, md) {
   fs.writeFileSync(benchmarks, text);
 }
 
-module.exports = { split, http, writeSection };
+// The table of a benchmark: one row per measure, a column per server
+// (Rhizome first), then Rhizome's ratio to each peer and the target, a
+// ratio to the first peer (the reference, Apache CouchDB when it ran).
+// rows: [label, f(result) -> rate, unit, target ratio or null].
+function ratioTable(servers, rows, fmt) {
+  const [us, ...peers] = servers;
+  const head = `| benchmark | ${servers.map((r) => r.name).join(' | ')} | ${peers.map((p) => `vs ${p.name}`).join(' | ')} | target |`;
+  let md = `${head}\n|---|${servers.map(() => '---:').join('|')}|${peers.map(() => '---:').join('|')}${peers.length ? '|' : ''}---|\n`;
+  for (const [label, f, unit, target] of rows) {
+    const ours = f(us);
+    const ratios = peers.map((p) => (f(p) > 0 ? ours / f(p) : 0));
+    const met = target === null || !peers.length ? '' : `${target}x ${peers[0].name}: ${ratios[0] >= target ? 'met' : '**missed**'}`;
+    md += `| ${label} (${unit}) | ${servers.map((r) => fmt(f(r))).join(' | ')} | ${ratios.map((x) => (x ? x.toFixed(1) + 'x' : '')).join(' | ')} | ${met} |\n`;
+  }
+  return md;
+}
+
+module.exports = { split, http, writeSection, ratioTable };

@@ -1,11 +1,14 @@
-// Times replications of the same documents by two replicators between the
-// same servers. Usage: node bench.js OUT.json RHIZOME_A RHIZOME_B POUCH_A POUCH_B
+// Times replications of the same documents by each replicator between the
+// same servers. Usage: node bench.js OUT.json PAIR=URL_A,URL_B...
+// (PAIR names the servers, e.g. "rhizome -> rhizome"); COUCHDB_REPLICATOR,
+// a CouchDB's URL, adds CouchDB's own replicator (POST /_replicate there).
 'use strict';
 const fs = require('fs');
 const { execFileSync } = require('child_process');
 const PouchDB = require('pouchdb');
 
-const [out, rhizomeA, rhizomeB, pouchA, pouchB] = process.argv.slice(2);
+const [out, ...pairArgs] = process.argv.slice(2);
+const COUCHDB = process.env.COUCHDB_REPLICATOR;
 const DOCS = Number(process.env.BENCH_REPL_DOCS || 10000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
 const BIN = process.env.RHIZOME_BIN;
@@ -32,10 +35,26 @@ const replicators = {
     return result.docs_written;
   },
 };
+if (COUCHDB) {
+  // Apache CouchDB's replicator, run by the peer CouchDB: a one-shot
+  // replication answers once it is complete.
+  replicators['CouchDB replicator'] = async (from, to) => {
+    const u = new URL(COUCHDB);
+    const auth = 'Basic ' + Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
+    const r = await fetch(`${u.origin}/_replicate`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth }, body: JSON.stringify({ source: from, target: to, create_target: true }) });
+    const body = await r.json();
+    if (!body.ok) throw new Error(`CouchDB replicator: ${r.status} ${JSON.stringify(body)}`);
+    return body.history[0].docs_written;
+  };
+}
 
 async function main() {
-  const pairs = [['rhizome -> rhizome', rhizomeA, rhizomeB], ['pouchdb-server -> pouchdb-server', pouchA, pouchB]];
-  for (const [, a] of pairs) await seed(a);
+  const pairs = pairArgs.map((p) => {
+    const i = p.indexOf('=');
+    const [a, b] = p.slice(i + 1).split(',');
+    return [p.slice(0, i), a, b];
+  });
+  for (const a of new Set(pairs.map(([, a]) => a))) await seed(a);
   const times = {};
   let n = 0;
   for (let round = 0; round < ROUNDS; round++) {
@@ -55,7 +74,7 @@ async function main() {
       }
     }
   }
-  fs.writeFileSync(out, JSON.stringify({ docs: DOCS, rounds: ROUNDS, times }, null, 1));
+  fs.writeFileSync(out, JSON.stringify({ docs: DOCS, rounds: ROUNDS, pairs: pairs.map(([p]) => p), replicators: Object.keys(replicators), times }, null, 1));
 }
 
 main().catch((e) => {

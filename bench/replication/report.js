@@ -7,16 +7,18 @@ const os = require('os');
 const [file, benchmarks, command] = process.argv.slice(2);
 const data = JSON.parse(fs.readFileSync(file, 'utf8'));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const pairs = ['rhizome -> rhizome', 'pouchdb-server -> pouchdb-server'];
+const { pairs, replicators } = data;
 const t = (pair, who) => median(data.times[`${pair}|${who}`]);
-let md = `| servers | rhizome replicate s | PouchDB replicator s | ratio |\n|---|---:|---:|---:|\n`;
-for (const pair of pairs) {
-  const ours = t(pair, 'rhizome replicate');
-  const theirs = t(pair, 'PouchDB replicator');
-  md += `| ${pair} | ${ours.toFixed(2)} | ${theirs.toFixed(2)} | ${(theirs / ours).toFixed(1)}x |\n`;
+let md = `| servers | ${replicators.map((r) => `${r} s`).join(' | ')} |\n|---|${replicators.map(() => '---:').join('|')}|\n`;
+for (const pair of pairs) md += `| ${pair} | ${replicators.map((r) => t(pair, r).toFixed(2)).join(' | ')} |\n`;
+// The whole stack: Rhizome's servers and replicator against each peer's
+// own (CouchDB's replicator between CouchDBs, PouchDB's between
+// pouchdb-servers).
+const ours = t('rhizome -> rhizome', 'rhizome replicate');
+const stacks = [['couchdb -> couchdb', 'CouchDB replicator'], ['pouchdb-server -> pouchdb-server', 'PouchDB replicator']].filter(([p, r]) => pairs.includes(p) && replicators.includes(r));
+if (stacks.length) {
+  md += `\nThe whole stack, \`rhizome replicate\` between rhizome servers against ${stacks.map(([p, r]) => `${r} between ${p.split(' ')[0]}s: ${(t(p, r) / ours).toFixed(1)}x`).join('; ')}.\n`;
 }
-const stack = t(pairs[1], 'PouchDB replicator') / t(pairs[0], 'rhizome replicate');
-md += `\nThe whole stack, \`rhizome replicate\` between rhizome servers against PouchDB's replicator between pouchdb-servers: ${stack.toFixed(1)}x.\n`;
 const section = `<!-- replication:begin -->\nMedians of ${data.rounds} interleaved rounds, each replicating the same ${data.docs} documents into a new target database (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; \`${command}\`):\n\n${md}<!-- replication:end -->`;
 console.log(md);
 let text = fs.readFileSync(benchmarks, 'utf8');

@@ -8,6 +8,7 @@ const os = require('os');
 const N = Number(process.env.BENCH_DOCS || 100000);
 const KEYS = 10000;
 const FINDS = Number(process.env.BENCH_FINDS || 3000);
+const VIEW_GETS = Number(process.env.BENCH_VIEW_GETS || 10000);
 const SCANS = 3;
 const CITIES = ['Fribourg', 'Bern', 'Basel', 'Zurich'];
 
@@ -77,6 +78,14 @@ async function measure(name, url) {
     out.keys_s = Math.min(out.keys_s, keyQuery);
   }
   const keyQuery = out.keys_s;
+  // Single-key view queries from `rhizome bench-http` (25 keep-alive
+  // connections): each answer carries its offset, the rows before it.
+  const { execFileSync } = require('child_process');
+  const gets = JSON.parse(
+    execFileSync(process.env.RHIZOME_BIN, ['bench-http', '--url', url, '--connections', '25', '--requests', String(VIEW_GETS), '--path', `${db}/_design/bench/_view/num_count?reduce=false&key={n}`, '--random', String(N)], { encoding: 'utf8' }),
+  );
+  if (gets.non2xx || gets.errors) throw new Error(`${name}: view GET load: ${JSON.stringify(gets)}`);
+  out.view_gets_s = gets.seconds;
   const [sums, total] = await seconds(() => http(server, 'GET', `${db}/_design/bench/_view/num_sum`));
   out.sum_s = sums;
   out.sum = total.rows[0].value;
@@ -91,7 +100,6 @@ async function measure(name, url) {
   // Single-key finds from `rhizome bench-http` (4 keep-alive connections):
   // Node's fetch costs about a millisecond per request itself, which would
   // bound the ratio (a client-alone limit, as in bench/documents).
-  const { execFileSync } = require('child_process');
   const finds = JSON.parse(
     execFileSync(process.env.RHIZOME_BIN, ['bench-http', '--url', url, '--connections', '4', '--requests', String(FINDS), '--method', 'POST', '--path', `${db}/_find`, '--body', '{"selector":{"num":{n}}}', '--random', String(N)], { encoding: 'utf8' }),
   );
@@ -139,7 +147,7 @@ async function measure(name, url) {
     const i = t.indexOf('=');
     results.push(await measure(t.slice(0, i), t.slice(i + 1)));
   }
-  fs.writeFileSync(outFile, JSON.stringify({ docs: N, keys: KEYS, finds: FINDS, scans: SCANS, cpus: os.cpus().length, results }, null, 2));
+  fs.writeFileSync(outFile, JSON.stringify({ docs: N, keys: KEYS, finds: FINDS, view_gets: VIEW_GETS, scans: SCANS, cpus: os.cpus().length, results }, null, 2));
 })().catch((e) => {
   console.error(e);
   process.exit(1);

@@ -55,6 +55,9 @@ enum Command {
     BenchQueries(commands::bench_queries::Args),
     #[command(hide = true)]
     BenchHttp(commands::bench_http::Args),
+    /// What the quad indexes cost per lookup and per row (for bench/index-cost).
+    #[command(hide = true)]
+    BenchIndex(commands::bench_index::Args),
     /// Small committed writes that report each commit (for crash tests).
     #[command(hide = true)]
     WriteProbe(commands::write_probe::Args),
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),
         Command::BenchQueries(args) => commands::bench_queries::run(&cli.data, args),
         Command::BenchHttp(args) => commands::bench_http::run(args),
+        Command::BenchIndex(args) => commands::bench_index::run(&cli.data, args),
         Command::WriteProbe(args) => commands::write_probe::run(&cli.data, args),
     };
     match result {

@@ -53,7 +53,7 @@ pub struct AllDocs<Row = Value> {
 impl Database {
     pub fn all_docs(&self, opts: &AllDocsOptions) -> Result<AllDocs> {
         let mut rows = Vec::new();
-        let all = self.all_docs_as(opts, row, Ok, &mut |r| {
+        let all = self.all_docs_as(opts, row, Ok, &mut |_, r| {
             rows.push(r);
             Ok(())
         })?;
@@ -65,7 +65,7 @@ impl Database {
     /// [`Database::get_doc_bytes`]).
     pub fn all_docs_bytes(&self, opts: &AllDocsOptions) -> Result<AllDocs<Vec<u8>>> {
         let mut rows = Vec::new();
-        let all = self.all_docs_each_bytes(opts, &mut |r| {
+        let all = self.all_docs_each_bytes(opts, &mut |_, r| {
             rows.push(r);
             Ok(())
         })?;
@@ -73,9 +73,10 @@ impl Database {
     }
 
     /// [`Database::all_docs_bytes`]'s rows one at a time into `each`, as
-    /// they are read (an answer of any size is not kept); the counts come
-    /// back at the end, from the same snapshot.
-    pub fn all_docs_each_bytes(&self, opts: &AllDocsOptions, each: &mut dyn FnMut(Vec<u8>) -> Result<()>) -> Result<AllDocs<()>> {
+    /// they are read (an answer of any size is not kept), each with the
+    /// answer's counts (an answer's head comes before its rows); the counts
+    /// come back at the end too, from the same snapshot.
+    pub fn all_docs_each_bytes(&self, opts: &AllDocsOptions, each: &mut dyn FnMut(&AllDocs<()>, Vec<u8>) -> Result<()>) -> Result<AllDocs<()>> {
         self.all_docs_as(opts, row_bytes, |row| serde_json::to_vec(&row).map_err(|e| crate::DocError::Corrupt(e.to_string())), each)
     }
 
@@ -86,23 +87,24 @@ impl Database {
         opts: &AllDocsOptions,
         row: impl Fn(&dyn KvRead, &str, &DocInfo, bool, &ReadOptions) -> Result<R>,
         other: impl Fn(Value) -> Result<R>,
-        each: &mut dyn FnMut(R) -> Result<()>,
+        each: &mut dyn FnMut(&AllDocs<()>, R) -> Result<()>,
     ) -> Result<AllDocs<()>> {
         let s = self.store.snapshot()?;
         let kv = s.kv();
         let info = self.info_in(kv)?;
+        let counts = AllDocs { total_rows: info.0, offset: opts.skip as u64, rows: Vec::new(), update_seq: info.1 };
         let read = ReadOptions { conflicts: opts.conflicts, attachments: opts.attachments, ..Default::default() };
         let mut rows = 0;
         let limit = opts.limit.unwrap_or(usize::MAX);
         if let Some(keys) = &opts.keys {
             for key in keys.iter().skip(opts.skip).take(limit) {
-                each(match doc_info(kv, key)? {
+                each(&counts, match doc_info(kv, key)? {
                     None => other(json!({ "key": key, "error": "not_found" }))?,
                     Some(d) if d.deleted => other(json!({ "id": key, "key": key, "value": { "rev": d.winner.to_string(), "deleted": true }, "doc": null }))?,
                     Some(d) => row(kv, key, &d, opts.include_docs, &read)?,
                 })?;
             }
-            return Ok(AllDocs { total_rows: info.0, offset: opts.skip as u64, rows: Vec::new(), update_seq: info.1 });
+            return Ok(counts);
         }
         let mut cursor = kv.cursor(DOCS, &[], None);
         match (&opts.start_key, opts.descending) {
@@ -133,7 +135,7 @@ impl Database {
                 } else {
                     let id = String::from_utf8_lossy(key).into_owned();
                     let d = DocInfo::from_bytes(&id, cursor.value())?;
-                    each(row(kv, &id, &d, opts.include_docs, &read)?)?;
+                    each(&counts, row(kv, &id, &d, opts.include_docs, &read)?)?;
                     rows += 1;
                 }
             }
@@ -147,7 +149,7 @@ impl Database {
         // `offset` is the rows skipped here, not the position of the start
         // key among all rows: that would cost a scan from the first id, and
         // clients (PouchDB, the replicator) do not read it.
-        Ok(AllDocs { total_rows: info.0, offset: opts.skip as u64, rows: Vec::new(), update_seq: info.1 })
+        Ok(counts)
     }
 
     fn info_in(&self, kv: &dyn KvRead) -> Result<(u64, u64)> {

@@ -6,7 +6,6 @@
 use base64::Engine;
 use rhizome_docs::keys::{self, ATTACHMENTS, ATTACHMENT_CHUNKS, DB_META};
 use rhizome_docs::*;
-use rhizome_kv::KvRead;
 use serde_json::{json, Map, Value};
 
 fn obj(v: Value) -> Map<String, Value> {

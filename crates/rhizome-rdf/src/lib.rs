@@ -15,6 +15,7 @@ mod error;
 pub mod index;
 mod load;
 pub mod nesting;
+pub mod segment;
 mod stats;
 mod store;
 pub mod term;

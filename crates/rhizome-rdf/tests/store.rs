@@ -1023,3 +1023,45 @@ fn terms_read_through_the_dense_table_are_the_terms_written() {
         check(&old, &written[..written.iter().position(|(_, t)| *t == term(2500)).unwrap_or(written.len())]);
     }
 }
+
+/// A few terms scattered over the dictionary are read one by one, not by
+/// loading the whole chunk each falls in (a cold query naming a few
+/// hundred scattered terms loaded a chunk of 1,024 terms per term); a
+/// chunk whose ids are missed again and again is loaded whole.
+#[test]
+fn scattered_terms_are_read_alone_and_a_hot_chunk_is_loaded_whole() {
+    use oxrdf::NamedNode;
+    let iri = |i: u64| -> Term { NamedNode::new_unchecked(format!("http://e/n{i}")).into() };
+    for (store, _dir) in stores() {
+        let mut txn = store.transaction().unwrap();
+        let mut written = Vec::new();
+        for i in 0..20_000u64 {
+            let quad = Quad::new(NamedNode::new_unchecked("http://e/s"), NamedNode::new_unchecked("http://e/p"), iri(i), GraphName::DefaultGraph);
+            let ids = txn.encode_quad(quad.as_ref()).unwrap();
+            txn.insert(&ids).unwrap();
+            written.push((ids[2], quad.object));
+        }
+        txn.commit().unwrap();
+        let snapshot = store.snapshot().unwrap();
+        // One id every 1,500: no two in one chunk.
+        let scattered: Vec<&(TermId, Term)> = written.iter().step_by(1500).collect();
+        let mut ids: Vec<TermId> = scattered.iter().map(|(id, _)| *id).collect();
+        let mut read = std::collections::HashMap::new();
+        snapshot.decode_many(&mut ids, |id, t| assert!(read.insert(id, t).is_none())).unwrap();
+        for (id, t) in &scattered {
+            assert_eq!(read.get(id), Some(t));
+        }
+        assert_eq!(snapshot.term_cache().dense_terms(), 0, "no chunk loaded for {} scattered terms", scattered.len());
+        // Batches of a few ids of one chunk, until it is hot.
+        let chunk: Vec<&(TermId, Term)> = written[5000..7000].iter().collect();
+        for batch in chunk.chunks(4).take(20) {
+            let mut ids: Vec<TermId> = batch.iter().map(|(id, _)| *id).collect();
+            let mut read = std::collections::HashMap::new();
+            snapshot.decode_many(&mut ids, |id, t| assert!(read.insert(id, t).is_none())).unwrap();
+            for (id, t) in batch {
+                assert_eq!(read.get(id), Some(t));
+            }
+        }
+        assert!(snapshot.term_cache().dense_terms() >= 1000, "a chunk missed 80 times is loaded whole");
+    }
+}

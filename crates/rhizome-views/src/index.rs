@@ -5,7 +5,8 @@
 //! |---|---|---|
 //! | `VIEW_ROWS` 40 | signature (8), view number (1), collated key, collated doc id, emit number (u32 BE) | `[key, doc id, value]` as JSON |
 //! | `VIEW_DOC_ROWS` 41 | signature (8), doc id | the document's row keys, each length-prefixed (u32 BE) |
-//! | `VIEW_STATE` 42 | signature (8) | `{"seq", "ddoc", "rows": [per view]}` as JSON |
+//! | `VIEW_STATE` 42 | signature (8) | `{"seq", "ddoc", "rows": [per view], "ranked"}` as JSON |
+//! | `VIEW_RANKS` 43 | signature (8), view number (1), fence | rows from the fence to the next (`rank.rs`) |
 //!
 //! Rows sort as CouchDB's: by key in CouchDB's collation
 //! (`rhizome_docs::collate`), then by document id. An index is named by its
@@ -20,6 +21,7 @@
 
 use crate::design::{compilation, DesignDoc, DesignError};
 use crate::js::{FnId, JsError, Limits, Sandbox};
+use crate::rank::{self, RankUpdate, VIEW_RANKS};
 use crate::tasks::IndexerTask;
 use rhizome_docs::keys::{self, DocInfo, DB_META};
 use rhizome_docs::secondary::IndexSpaces;
@@ -81,6 +83,9 @@ pub struct IndexState {
     pub ddoc: String,
     /// Rows per view, in the design document's view order.
     pub rows: Vec<u64>,
+    /// Whether the index has its row counts by key range (`rank.rs`);
+    /// indexes built before them get them at their next update.
+    pub ranked: bool,
 }
 
 impl IndexState {
@@ -91,11 +96,12 @@ impl IndexState {
             seq: v["seq"].as_u64().unwrap_or(0),
             ddoc: v["ddoc"].as_str().unwrap_or_default().to_owned(),
             rows: v["rows"].as_array().map(|a| a.iter().map(|n| n.as_u64().unwrap_or(0)).collect()).unwrap_or_default(),
+            ranked: v["ranked"].as_bool().unwrap_or(false),
         }))
     }
 
     fn to_bytes(&self) -> Vec<u8> {
-        json!({ "seq": self.seq, "ddoc": self.ddoc, "rows": self.rows }).to_string().into_bytes()
+        json!({ "seq": self.seq, "ddoc": self.ddoc, "rows": self.rows, "ranked": self.ranked }).to_string().into_bytes()
     }
 }
 
@@ -157,7 +163,7 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
         // a runaway one), then write its rows in a short transaction.
         let snapshot = db.store().snapshot()?;
         let target = update_seq(snapshot.kv())?;
-        let mut state = IndexState::read(snapshot.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()] });
+        let mut state = IndexState::read(snapshot.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()], ranked: false });
         state.rows.resize(ddoc.views.len(), 0);
         if state.seq >= target {
             return Ok(state);
@@ -176,6 +182,15 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
         if IndexState::read(txn.kv(), &id)?.map_or(0, |s| s.seq) != from {
             continue;
         }
+        if !state.ranked {
+            let mut buckets = Vec::new();
+            rank::build(txn.kv(), &id, |k, v| buckets.push((k.to_vec(), v.to_vec())))?;
+            for (k, v) in buckets {
+                txn.kv_mut().put(VIEW_RANKS, &k, &v);
+            }
+            state.ranked = true;
+        }
+        let mut ranks = RankUpdate::new(id);
         for doc in &mapped.docs {
             let mut doc_rows_key = id.to_vec();
             doc_rows_key.extend_from_slice(doc.id.as_bytes());
@@ -184,12 +199,14 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
                     if let Some(n) = row.get(8).and_then(|v| state.rows.get_mut(*v as usize)) {
                         *n = n.saturating_sub(1);
                     }
+                    ranks.count(txn.kv(), row, -1)?;
                     txn.kv_mut().delete(VIEW_ROWS, row);
                 }
                 txn.kv_mut().delete(VIEW_DOC_ROWS, &doc_rows_key);
             }
             let mut written: Vec<u8> = Vec::new();
             for (view, row, value) in &doc.rows {
+                ranks.count(txn.kv(), row, 1)?;
                 txn.kv_mut().put(VIEW_ROWS, row, value);
                 written.extend_from_slice(&(row.len() as u32).to_be_bytes());
                 written.extend_from_slice(row);
@@ -198,6 +215,14 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
             if !written.is_empty() {
                 txn.kv_mut().put(VIEW_DOC_ROWS, &doc_rows_key, &written);
             }
+        }
+        let (mut puts, mut deletes) = (Vec::new(), Vec::new());
+        ranks.write(txn.kv(), |k, v| puts.push((k.to_vec(), v.to_vec())), |k| deletes.push(k.to_vec()))?;
+        for k in deletes {
+            txn.kv_mut().delete(VIEW_RANKS, &k);
+        }
+        for (k, v) in puts {
+            txn.kv_mut().put(VIEW_RANKS, &k, &v);
         }
         state.seq = mapped.reached;
         state.ddoc = ddoc.id.clone();
@@ -308,7 +333,7 @@ fn split_rows(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// Where views keep their state and rows.
-const VIEW_SPACES: IndexSpaces = IndexSpaces { state: VIEW_STATE, rows: &[VIEW_ROWS, VIEW_DOC_ROWS] };
+const VIEW_SPACES: IndexSpaces = IndexSpaces { state: VIEW_STATE, rows: &[VIEW_ROWS, VIEW_DOC_ROWS, VIEW_RANKS] };
 
 /// Removes the indexes of signatures no design document uses now
 /// (`POST /{db}/_view_cleanup`); returns how many.

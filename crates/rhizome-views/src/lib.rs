@@ -15,8 +15,10 @@ pub mod filter;
 pub mod index;
 pub mod js;
 pub mod query;
+mod rank;
 pub mod reduce;
 pub mod tasks;
+pub mod update;
 pub mod validate;
 
 pub use design::{check_design_doc, DesignDoc, DesignError, ViewDef};

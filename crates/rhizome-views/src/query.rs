@@ -87,8 +87,10 @@ fn parse_error(reason: impl Into<String>) -> ViewError {
 fn boolean(name: &str, v: &Value) -> Result<bool, ViewError> {
     match v {
         Value::Bool(b) => Ok(*b),
-        Value::String(s) if s == "true" => Ok(true),
-        Value::String(s) if s == "false" => Ok(false),
+        // Any case, as `couch_mrview_http:parse_boolean` (pycouchdb sends
+        // Python's `True`).
+        Value::String(s) if s.eq_ignore_ascii_case("true") => Ok(true),
+        Value::String(s) if s.eq_ignore_ascii_case("false") => Ok(false),
         other => Err(parse_error(format!("Invalid boolean parameter: {name}={}", plain(other)))),
     }
 }
@@ -179,9 +181,9 @@ impl ViewQuery {
             "stable" | "sorted" => {
                 boolean(name, &v)?;
             }
-            // Options CouchDB accepts that change nothing here.
-            "att_encoding_info" | "local_seq" | "partition" | "r" | "callback" | "list" => {}
-            other => return Err(parse_error(format!("Invalid parameter: {other}"))),
+            // Options CouchDB accepts that change nothing here, and any
+            // other, which CouchDB keeps aside and ignores.
+            _ => {}
         }
         Ok(())
     }
@@ -275,6 +277,8 @@ pub fn run_query_into(
     } else {
         let total = state.rows.get(view_no).copied().unwrap_or(0);
         let offset = match ranges.first() {
+            Some(r) if q.keys.is_none() && state.ranked && q.descending => total.saturating_sub(crate::rank::rows_before(kv, &prefix, &r.upper)?),
+            Some(r) if q.keys.is_none() && state.ranked => crate::rank::rows_before(kv, &prefix, &r.lower)?,
             Some(r) if q.keys.is_none() => rows_before(kv, &prefix, r, q.descending)?,
             _ => 0,
         };
@@ -397,7 +401,8 @@ fn row_parts(bytes: &[u8]) -> Result<(Value, String, Value), ViewError> {
     }
 }
 
-/// Rows of the view before the first row of `r` in the query's direction.
+/// Rows of the view before the first row of `r` in the query's direction,
+/// counted one by one (an index without `rank.rs`'s counts).
 fn rows_before(kv: &dyn KvRead, prefix: &[u8], r: &Range, descending: bool) -> Result<u64, ViewError> {
     let (lower, upper) = if descending { (r.upper.clone(), upper_of(prefix)) } else { (prefix.to_vec(), r.lower.clone()) };
     if lower >= upper {

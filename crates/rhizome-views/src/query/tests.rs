@@ -179,3 +179,116 @@ fn mixed_type_keys_collate_as_couchdb_documents() {
     let d = ddoc(json!({"v": {"map": "function (doc) { emit(doc.k, null); }"}}));
     assert_eq!(Value::Array(keys(&query(&db, &d, "v", &[]))), values);
 }
+
+/// `offset` from the counts by key range (`rank.rs`) is the number of rows
+/// before the first one given, in both directions, through buckets cut and
+/// joined by many rounds of writes, deletes and updates (checked against
+/// the rows themselves, counted one by one).
+#[test]
+fn offsets_from_the_rank_counts_are_the_rows_before_through_cuts_and_joins() {
+    let db = Database::memory();
+    let d = ddoc(json!({
+        "n": {"map": "function (doc) { if (doc.n !== undefined) { emit(doc.n, null); if (doc.n % 3 == 0) emit(doc.n, 1); } }"},
+        "s": {"map": "function (doc) { if (doc.n !== undefined) emit('k' + (doc.n % 97), null); }"},
+    }));
+    let mut x: u64 = 7;
+    let mut next = move |m: u64| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    let mut revs: std::collections::HashMap<String, String> = Default::default();
+    for round in 0..7 {
+        let mut docs = Vec::new();
+        for _ in 0..if round >= 4 { 4000 } else { 1500 } {
+            let id = format!("d{}", next(4000));
+            let mut doc = json!({"_id": id, "n": next(5000)});
+            if let Some(rev) = revs.get(&id) {
+                doc["_rev"] = json!(rev);
+                // Late rounds delete most documents: buckets are joined.
+                if next(10) < if round >= 4 { 9 } else { 2 } {
+                    doc["_deleted"] = json!(true);
+                }
+            }
+            if docs.iter().any(|d: &Value| d["_id"] == doc["_id"]) {
+                continue;
+            }
+            docs.push(doc);
+        }
+        let docs: Vec<Map<String, Value>> = docs.into_iter().map(|d| d.as_object().unwrap().clone()).collect();
+        for (id, r) in db.update_docs(docs, true).unwrap() {
+            revs.insert(id, r.unwrap().to_string());
+        }
+        for view in ["n", "s"] {
+            let all = query(&db, &d, view, &[("reduce", "false")]);
+            let rows = all["rows"].as_array().unwrap().clone();
+            assert_eq!(all["total_rows"].as_u64().unwrap() as usize, rows.len());
+            // The buckets' counts sum to the view's rows.
+            let view_no = d.view(view).unwrap().0;
+            let prefix = index::view_prefix(&index_id(&d), view_no);
+            let snapshot = db.store().snapshot().unwrap();
+            let upper = rhizome_kv::prefix_upper_bound(&prefix);
+            let mut cursor = snapshot.kv().cursor(crate::rank::VIEW_RANKS, &prefix, upper.as_deref());
+            cursor.seek_first();
+            let (mut buckets, mut sum) = (0, 0);
+            while cursor.valid() {
+                buckets += 1;
+                sum += u64::from_be_bytes(cursor.value().try_into().unwrap()) as usize;
+                cursor.next();
+            }
+            assert_eq!(sum, rows.len(), "round {round}, view {view}: {buckets} buckets");
+            for _ in 0..40 {
+                let probe = if view == "n" { json!(next(5200)) } else { json!(format!("k{}", next(100))) };
+                let before = rows.iter().filter(|r| collate::compare(&r["key"], &probe).is_lt()).count();
+                let after = rows.iter().filter(|r| collate::compare(&r["key"], &probe).is_gt()).count();
+                let asc = query(&db, &d, view, &[("reduce", "false"), ("startkey", &probe.to_string()), ("limit", "1")]);
+                assert_eq!(asc["offset"].as_u64().unwrap() as usize, before, "round {round}, view {view}, startkey {probe}");
+                let desc = query(&db, &d, view, &[("reduce", "false"), ("startkey", &probe.to_string()), ("descending", "true"), ("limit", "1")]);
+                assert_eq!(desc["offset"].as_u64().unwrap() as usize, after, "round {round}, view {view}, descending from {probe}");
+            }
+        }
+    }
+}
+
+/// An index written before the counts by key range (its state without
+/// `ranked`) answers offsets by counting rows, and gets the counts at its
+/// next update.
+#[test]
+fn an_index_without_rank_counts_gets_them_at_its_next_update() {
+    let db = Database::memory();
+    let d = ddoc(json!({"n": {"map": "function (doc) { emit(doc.n, null); }"}}));
+    put(&db, (0..3000).map(|i| json!({"_id": format!("d{i:05}"), "n": i})).collect());
+    assert_eq!(query(&db, &d, "n", &[("startkey", "2500"), ("limit", "1")])["offset"], 2500);
+    // Back to the older form: no buckets, a state without `ranked`.
+    let id = index_id(&d);
+    {
+        let mut txn = db.store().transaction().unwrap();
+        let mut doomed = Vec::new();
+        let mut cursor = txn.kv().cursor(crate::rank::VIEW_RANKS, &id, None);
+        cursor.seek_first();
+        while cursor.valid() {
+            doomed.push(cursor.key().to_vec());
+            cursor.next();
+        }
+        drop(cursor);
+        for k in doomed {
+            txn.kv_mut().delete(crate::rank::VIEW_RANKS, &k);
+        }
+        let mut state: Value = serde_json::from_slice(&txn.kv().get(index::VIEW_STATE, &id).unwrap().unwrap()).unwrap();
+        state.as_object_mut().unwrap().remove("ranked");
+        txn.kv_mut().put(index::VIEW_STATE, &id, state.to_string().as_bytes());
+        txn.commit().unwrap();
+    }
+    assert_eq!(query(&db, &d, "n", &[("startkey", "2500"), ("limit", "1")])["offset"], 2500, "counted row by row");
+    put(&db, vec![json!({"_id": "x", "n": -1})]);
+    assert_eq!(query(&db, &d, "n", &[("startkey", "2500"), ("limit", "1")])["offset"], 2501);
+    let snapshot = db.store().snapshot().unwrap();
+    assert!(IndexState::read(snapshot.kv(), &id).unwrap().unwrap().ranked);
+    let mut cursor = snapshot.kv().cursor(crate::rank::VIEW_RANKS, &id, None);
+    cursor.seek_first();
+    let mut sum = 0;
+    while cursor.valid() {
+        sum += u64::from_be_bytes(cursor.value().try_into().unwrap());
+        cursor.next();
+    }
+    assert_eq!(sum, 3001);
+}

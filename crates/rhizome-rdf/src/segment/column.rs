@@ -1,0 +1,578 @@
+//! One id column of a block, encoded on its own.
+//!
+//! Every column is a sequence of little-endian u64 words: a descriptor
+//! word, then what its kind needs:
+//!
+//! - `CONST`: one base word; every row holds it.
+//! - `FOR` (frame of reference, patched): the base, then 1,024 values of
+//!   `width` bits packed in FastLanes' layout (`16 * width` words, the
+//!   `fastlanes` crate; a block of fewer rows packs zeros after them),
+//!   then `count` exceptions: positions (four u16 a word) and full values.
+//!   A row's id is `base + packed` unless it is an exception. Exceptions
+//!   keep one far value (an inlined literal among dictionary ids, whose
+//!   top byte differs) from widening every row.
+//! - `RUNS`: `count` runs, the base, their values as `width`-bit offsets
+//!   from it and their exclusive end rows as `end_width`-bit numbers
+//!   (plain bit streams, see [`BitStream`]): sorted leading columns
+//!   repeat (a subject's quads, a predicate's objects).
+//! - `CLUSTERED`: ids in `count` clusters, each within `2^width` of its
+//!   base: the base word unused, then the bases in increasing order, each
+//!   row's cluster as an `end_width`-bit index (a bit stream) and each
+//!   row's offset from its cluster's base packed in `width` bits as in
+//!   `FOR`. With `width` 0 it is a dictionary (a block's few predicates,
+//!   whose ids are far apart); with wider clusters it keeps apart the
+//!   kinds of ids an object column mixes (IRIs, strings, inlined numbers,
+//!   dates and short strings, whose top bytes differ and whose payloads
+//!   are unrelated), each narrow on its own.
+//!
+//! Descriptor word, low byte first: kind (8 bits), width (8), count (16),
+//! end width (8), 24 bits zero.
+//!
+//! Any row can be read without decoding the others (a lookup reads a few
+//! rows of a block); a whole column decodes into 1,024 ids at once (a scan).
+
+use super::{corrupt, BLOCK_ROWS};
+use crate::Result;
+use fastlanes::{BitPacking, FoR};
+
+pub(super) const CONST: u8 = 0;
+pub(super) const FOR: u8 = 1;
+pub(super) const RUNS: u8 = 2;
+pub(super) const CLUSTERED: u8 = 3;
+
+/// Words of 1,024 values packed `width` bits each.
+fn packed_words(width: usize) -> usize {
+    16 * width
+}
+
+fn bits(range: u64) -> usize {
+    64 - range.leading_zeros() as usize
+}
+
+/// A plain little-endian bit stream of `width`-bit values (value `i` at
+/// bit `i * width`): for the short arrays of a `RUNS` column, where
+/// FastLanes' 1,024-value frames would waste space.
+pub(super) struct BitStream<'a> {
+    words: &'a [u64],
+    width: usize,
+}
+
+impl<'a> BitStream<'a> {
+    pub fn words_for(count: usize, width: usize) -> usize {
+        (count * width).div_ceil(64)
+    }
+
+    pub fn pack(values: impl Iterator<Item = u64>, width: usize, out: &mut Vec<u64>) {
+        let start = out.len();
+        let mut bit = 0usize;
+        for v in values {
+            if width == 0 {
+                continue;
+            }
+            let (word, shift) = (bit / 64, bit % 64);
+            if start + word >= out.len() {
+                out.push(0);
+            }
+            out[start + word] |= v << shift;
+            if shift + width > 64 {
+                out.push(v >> (64 - shift));
+            }
+            bit += width;
+        }
+    }
+
+    pub fn get(&self, i: usize) -> u64 {
+        if self.width == 0 {
+            return 0;
+        }
+        let bit = i * self.width;
+        let (word, shift) = (bit / 64, bit % 64);
+        let mut v = self.words[word] >> shift;
+        if shift + self.width > 64 {
+            v |= self.words[word + 1] << (64 - shift);
+        }
+        if self.width == 64 {
+            v
+        } else {
+            v & ((1u64 << self.width) - 1)
+        }
+    }
+}
+
+/// A parsed column: slices of the block's words, checked to be as long as
+/// the descriptor says.
+#[derive(Clone, Copy)]
+pub(super) enum Column<'a> {
+    Const(u64),
+    For { base: u64, width: usize, packed: &'a [u64], positions: &'a [u64], exceptions: &'a [u64] },
+    Runs { base: u64, values: (&'a [u64], usize), ends: (&'a [u64], usize), count: usize },
+    Clustered { bases: &'a [u64], clusters: (&'a [u64], usize), width: usize, packed: &'a [u64] },
+}
+
+impl<'a> Column<'a> {
+    /// Parses the column at the start of `words` for a block of `rows`;
+    /// returns it and the words it took.
+    pub fn parse(words: &'a [u64], rows: usize) -> Result<(Column<'a>, usize)> {
+        let (&descriptor, rest) = words.split_first().ok_or_else(|| corrupt("a column is cut short"))?;
+        let kind = descriptor as u8;
+        let width = (descriptor >> 8) as u8 as usize;
+        let count = (descriptor >> 16) as u16 as usize;
+        let end_width = (descriptor >> 32) as u8 as usize;
+        if descriptor >> 40 != 0 {
+            return Err(corrupt("a column descriptor has unknown bits set"));
+        }
+        let &base = rest.first().ok_or_else(|| corrupt("a column has no base"))?;
+        let rest = &rest[1..];
+        let take = |n: usize| rest.get(..n).ok_or_else(|| corrupt("a column is longer than its block"));
+        match kind {
+            CONST if width == 0 && count == 0 && end_width == 0 => Ok((Column::Const(base), 2)),
+            FOR if width <= 64 && count <= rows && end_width == 0 => {
+                let position_words = count.div_ceil(4);
+                let n = packed_words(width) + position_words + count;
+                let all = take(n)?;
+                let (packed, rest) = all.split_at(packed_words(width));
+                let (positions, exceptions) = rest.split_at(position_words);
+                Ok((Column::For { base, width, packed, positions, exceptions }, 2 + n))
+            }
+            RUNS if width <= 64 && (1..=rows).contains(&count) && (1..=16).contains(&end_width) => {
+                let (vw, ew) = (BitStream::words_for(count, width), BitStream::words_for(count, end_width));
+                let all = take(vw + ew)?;
+                let (values, ends) = all.split_at(vw);
+                Ok((Column::Runs { base, values: (values, width), ends: (ends, end_width), count }, 2 + vw + ew))
+            }
+            CLUSTERED if width <= 64 && (2..=rows).contains(&count) && (1..=16).contains(&end_width) && base == 0 => {
+                let cw = BitStream::words_for(rows, end_width);
+                let all = take(count + cw + packed_words(width))?;
+                let (bases, rest) = all.split_at(count);
+                let (clusters, packed) = rest.split_at(cw);
+                Ok((Column::Clustered { bases, clusters: (clusters, end_width), width, packed }, 2 + count + cw + packed_words(width)))
+            }
+            _ => Err(corrupt(&format!("unknown column encoding {kind} (width {width}, count {count})"))),
+        }
+    }
+
+    /// What `parse` does not check, once per block (`get` and `decode`
+    /// rely on it): exception positions are rows in increasing order, runs
+    /// end in increasing order at the block's end, tag indexes are tags.
+    pub fn validate(&self, rows: usize) -> Result<()> {
+        match *self {
+            Column::Const(_) => {}
+            Column::For { positions, exceptions, .. } => {
+                let mut last = None;
+                for i in 0..exceptions.len() {
+                    let p = position(positions, i);
+                    if p >= rows || last.is_some_and(|l| p <= l) {
+                        return Err(corrupt("a column's exceptions are out of order"));
+                    }
+                    last = Some(p);
+                }
+            }
+            Column::Runs { ends, count, .. } => {
+                let ends = BitStream { words: ends.0, width: ends.1 };
+                let mut last = 0;
+                for i in 0..count {
+                    let e = ends.get(i) as usize;
+                    if e <= last || e > rows {
+                        return Err(corrupt("a column's runs are out of order"));
+                    }
+                    last = e;
+                }
+                if last != rows {
+                    return Err(corrupt("a column's runs do not cover its block"));
+                }
+            }
+            Column::Clustered { bases, clusters, .. } => {
+                let clusters = BitStream { words: clusters.0, width: clusters.1 };
+                if (0..rows).any(|r| clusters.get(r) as usize >= bases.len()) {
+                    return Err(corrupt("a column names a cluster it does not have"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The first row of `0..rows` whose id is at least `target`
+    /// (`strict`: more than `target`), for a column sorted over those rows
+    /// (a block's leading column). A run-length column searches its runs,
+    /// not its rows: far fewer probes, each a single bit-stream read.
+    pub fn partition_sorted(&self, rows: usize, target: u64, strict: bool) -> usize {
+        let before = |v: u64| if strict { v <= target } else { v < target };
+        match *self {
+            Column::Runs { base, values, ends, count } => {
+                let (values, ends) = (BitStream { words: values.0, width: values.1 }, BitStream { words: ends.0, width: ends.1 });
+                let (mut lo, mut hi) = (0, count);
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if before(base.wrapping_add(values.get(mid))) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                if lo == 0 {
+                    0
+                } else {
+                    ends.get(lo - 1) as usize
+                }
+            }
+            _ => {
+                let (mut lo, mut hi) = (0, rows);
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if before(self.get(mid)) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo
+            }
+        }
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Column::Const(_) => "const",
+            Column::For { .. } => "for",
+            Column::Runs { .. } => "runs",
+            Column::Clustered { .. } => "clustered",
+        }
+    }
+
+    /// The id at `row`.
+    #[inline]
+    pub fn get(&self, row: usize) -> u64 {
+        match *self {
+            Column::Const(v) => v,
+            Column::For { base, width, packed, positions, exceptions } => {
+                if !exceptions.is_empty() {
+                    if let Ok(i) = search_positions(positions, exceptions.len(), row) {
+                        return exceptions[i];
+                    }
+                }
+                // SAFETY: `parse` checked that `packed` is 16 * width words
+                // and width <= 64; rows are below BLOCK_ROWS.
+                let packed_value = unsafe { u64::unchecked_unpack_single(width, packed, row) };
+                base.wrapping_add(packed_value)
+            }
+            Column::Runs { base, values, ends, count } => {
+                let run = run_of(ends, count, row);
+                base.wrapping_add(BitStream { words: values.0, width: values.1 }.get(run))
+            }
+            Column::Clustered { bases, clusters, width, packed } => {
+                let cluster = BitStream { words: clusters.0, width: clusters.1 }.get(row) as usize;
+                // SAFETY: as in `get` for FOR.
+                bases[cluster].wrapping_add(unsafe { u64::unchecked_unpack_single(width, packed, row) })
+            }
+        }
+    }
+
+    /// Every id of the block into `out` (`out.len()` = BLOCK_ROWS).
+    pub fn decode(&self, rows: usize, out: &mut [u64; BLOCK_ROWS]) {
+        match *self {
+            Column::Const(v) => out[..rows].fill(v),
+            Column::For { base, width, packed, positions, exceptions } => {
+                // SAFETY: as in `get`.
+                unsafe { u64::unchecked_unfor_pack(width, packed, base, out) };
+                for (i, v) in exceptions.iter().enumerate() {
+                    out[position(positions, i)] = *v;
+                }
+            }
+            Column::Runs { base, values, ends, count } => {
+                let (values, ends) = (BitStream { words: values.0, width: values.1 }, BitStream { words: ends.0, width: ends.1 });
+                let mut start = 0;
+                for run in 0..count {
+                    let end = ends.get(run) as usize;
+                    out[start..end].fill(base.wrapping_add(values.get(run)));
+                    start = end;
+                }
+            }
+            Column::Clustered { bases, clusters, width, packed } => {
+                // SAFETY: as in `get` for FOR.
+                unsafe { u64::unchecked_unpack(width, packed, out) };
+                let clusters = BitStream { words: clusters.0, width: clusters.1 };
+                for (row, v) in out[..rows].iter_mut().enumerate() {
+                    *v = bases[clusters.get(row) as usize].wrapping_add(*v);
+                }
+            }
+        }
+    }
+}
+
+fn position(positions: &[u64], i: usize) -> usize {
+    (positions[i / 4] >> (16 * (i % 4))) as u16 as usize
+}
+
+fn search_positions(positions: &[u64], count: usize, row: usize) -> std::result::Result<usize, usize> {
+    let (mut lo, mut hi) = (0, count);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match position(positions, mid).cmp(&row) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Ok(mid),
+        }
+    }
+    Err(lo)
+}
+
+/// The run holding `row`: the first whose end is past it.
+fn run_of(ends: (&[u64], usize), count: usize, row: usize) -> usize {
+    let ends = BitStream { words: ends.0, width: ends.1 };
+    let (mut lo, mut hi) = (0, count - 1);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if ends.get(mid) as usize > row {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+/// Encodes `values` (1 to BLOCK_ROWS ids) as the smallest of the kinds.
+pub(super) fn encode(values: &[u64], out: &mut Vec<u64>) {
+    debug_assert!(!values.is_empty() && values.len() <= BLOCK_ROWS);
+    let first = values[0];
+    if values.iter().all(|v| *v == first) {
+        out.push(CONST as u64);
+        out.push(first);
+        return;
+    }
+    let (for_words, for_plan) = plan_for(values);
+    let runs = plan_runs(values).map_or(usize::MAX, |(words, _)| words);
+    let (clustered, cluster_width) = plan_clusters(values);
+    if runs < for_words && runs <= clustered {
+        encode_runs(values, out)
+    } else if clustered < for_words {
+        encode_clustered(values, cluster_width, out)
+    } else {
+        encode_for(values, for_plan, out)
+    }
+}
+
+/// The bases of clusters `2^width` wide covering the sorted `values`,
+/// each starting at the least value not yet covered.
+fn clusters(sorted: &[u64], width: usize) -> Vec<u64> {
+    let mut bases: Vec<u64> = Vec::new();
+    for v in sorted {
+        if bases.last().is_none_or(|b| width < 64 && (v - b) >> width != 0) {
+            bases.push(*v);
+        }
+    }
+    bases
+}
+
+/// The width of clusters that makes the column smallest: (words, width).
+fn plan_clusters(values: &[u64]) -> (usize, usize) {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut best = (usize::MAX, 0);
+    for width in 0..=64 {
+        let n = clusters(&sorted, width).len();
+        if n > 1 && n <= values.len() {
+            let words = 2 + n + BitStream::words_for(values.len(), bits(n as u64 - 1)) + packed_words(width);
+            if words < best.0 {
+                best = (words, width);
+            }
+        }
+    }
+    best
+}
+
+fn encode_clustered(values: &[u64], width: usize, out: &mut Vec<u64>) {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let bases = clusters(&sorted, width);
+    let cluster_of = |v: u64| bases.partition_point(|b| *b <= v) - 1;
+    let index_width = bits(bases.len() as u64 - 1);
+    out.push(CLUSTERED as u64 | (width as u64) << 8 | (bases.len() as u64) << 16 | (index_width as u64) << 32);
+    out.push(0);
+    out.extend_from_slice(&bases);
+    BitStream::pack(values.iter().map(|v| cluster_of(*v) as u64), index_width, out);
+    let mut input = [0u64; BLOCK_ROWS];
+    for (i, v) in values.iter().enumerate() {
+        input[i] = v - bases[cluster_of(*v)];
+    }
+    let start = out.len();
+    out.resize(start + packed_words(width), 0);
+    // SAFETY: `input` is 1,024 values and the output 16 * width words.
+    unsafe { u64::unchecked_pack(width, &input, &mut out[start..]) };
+}
+
+/// The patched frame of reference of least size: for each width, the
+/// window of values (sorted) that most values fall in; the others are
+/// exceptions at two words and a quarter each. Returns (words, (base, width)).
+fn plan_for(values: &[u64]) -> (usize, (u64, usize)) {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let (min, max) = (sorted[0], sorted[sorted.len() - 1]);
+    let mut best = (2 + packed_words(bits(max - min)), (min, bits(max - min)));
+    for width in 0..bits(max - min) {
+        let span = 1u64 << width;
+        // The window [sorted[i], sorted[i] + span) holding most values.
+        let (mut j, mut kept, mut base) = (0, 0, min);
+        for i in 0..sorted.len() {
+            if j < i {
+                j = i;
+            }
+            while j < sorted.len() && sorted[j] - sorted[i] < span {
+                j += 1;
+            }
+            if j - i > kept {
+                kept = j - i;
+                base = sorted[i];
+            }
+        }
+        let exceptions = values.len() - kept;
+        if exceptions > u16::MAX as usize {
+            continue;
+        }
+        let words = 2 + packed_words(width) + exceptions.div_ceil(4) + exceptions;
+        if words < best.0 {
+            best = (words, (base, width));
+        }
+    }
+    best
+}
+
+fn encode_for(values: &[u64], (base, width): (u64, usize), out: &mut Vec<u64>) {
+    let exceptions: Vec<usize> = (0..values.len()).filter(|i| width < 64 && values[*i].wrapping_sub(base) >> width != 0).collect();
+    out.push(FOR as u64 | (width as u64) << 8 | (exceptions.len() as u64) << 16);
+    out.push(base);
+    let mut input = [0u64; BLOCK_ROWS];
+    for (i, v) in values.iter().enumerate() {
+        input[i] = v.wrapping_sub(base);
+    }
+    for i in &exceptions {
+        input[*i] = 0;
+    }
+    let start = out.len();
+    out.resize(start + packed_words(width), 0);
+    // SAFETY: `input` is 1,024 values and the output 16 * width words.
+    unsafe { u64::unchecked_pack(width, &input, &mut out[start..]) };
+    let mut word = 0u64;
+    for (k, i) in exceptions.iter().enumerate() {
+        word |= (*i as u64) << (16 * (k % 4));
+        if k % 4 == 3 {
+            out.push(word);
+            word = 0;
+        }
+    }
+    if exceptions.len() % 4 != 0 {
+        out.push(word);
+    }
+    out.extend(exceptions.iter().map(|i| values[*i]));
+}
+
+/// Runs of equal ids: (words, runs) when they repeat at all.
+fn plan_runs(values: &[u64]) -> Option<(usize, usize)> {
+    let runs = 1 + values.windows(2).filter(|w| w[0] != w[1]).count();
+    if runs * 2 > values.len() {
+        return None;
+    }
+    let (min, max) = run_values(values).fold((u64::MAX, 0), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let end_width = bits(values.len() as u64);
+    Some((2 + BitStream::words_for(runs, bits(max - min)) + BitStream::words_for(runs, end_width), runs))
+}
+
+fn run_values(values: &[u64]) -> impl Iterator<Item = u64> + '_ {
+    values.iter().enumerate().filter(|(i, v)| *i == 0 || values[i - 1] != **v).map(|(_, v)| *v)
+}
+
+fn encode_runs(values: &[u64], out: &mut Vec<u64>) {
+    let runs: Vec<u64> = run_values(values).collect();
+    let min = *runs.iter().min().expect("a block has rows");
+    let width = bits(runs.iter().max().expect("a block has rows") - min);
+    let end_width = bits(values.len() as u64);
+    out.push(RUNS as u64 | (width as u64) << 8 | (runs.len() as u64) << 16 | (end_width as u64) << 32);
+    out.push(min);
+    BitStream::pack(runs.iter().map(|v| v - min), width, out);
+    let ends = (1..=values.len()).filter(|e| *e == values.len() || values[*e] != values[e - 1]).map(|e| e as u64);
+    BitStream::pack(ends, end_width, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(values: &[u64]) -> usize {
+        let mut words = Vec::new();
+        encode(values, &mut words);
+        let (column, used) = Column::parse(&words, values.len()).unwrap();
+        column.validate(values.len()).unwrap();
+        assert_eq!(used, words.len());
+        for (i, v) in values.iter().enumerate() {
+            assert_eq!(column.get(i), *v, "row {i}");
+        }
+        let mut out = [0u64; BLOCK_ROWS];
+        column.decode(values.len(), &mut out);
+        assert_eq!(&out[..values.len()], values);
+        words.len()
+    }
+
+    fn xorshift(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    #[test]
+    fn every_kind_reads_back_every_row_alone_and_whole() {
+        assert_eq!(round_trip(&[7; 1024]), 2, "constant");
+        assert_eq!(round_trip(&[u64::MAX; 3]), 2);
+        // Sorted with repeats (a subject's quads): runs.
+        let runs: Vec<u64> = (0..1024).map(|i| 0x0200_0000_0001_0000 + i / 6).collect();
+        assert!(round_trip(&runs) < 100);
+        // Dense small ids: a narrow frame.
+        let mut x = 1;
+        let small: Vec<u64> = (0..1024).map(|_| 0x0200_0000_0000_0000 + xorshift(&mut x) % 40).collect();
+        assert_eq!(round_trip(&small), 2 + 16 * 6);
+        // Dictionary ids with a few inlined literals (another top byte):
+        // the literals are exceptions, the rest stay narrow.
+        let mixed: Vec<u64> = (0..1024).map(|i| if i % 100 == 0 { 0x0700_0000_0000_0000 | i } else { 0x0200_0000_0010_0000 + xorshift(&mut x) % 100_000 }).collect();
+        assert!(round_trip(&mixed) < 2 + 16 * 17 + 3 * 11, "mixed {}", round_trip(&mixed));
+        // Several tags, each with ids near each other (an object column
+        // of links, strings, numbers and dates): a base per tag.
+        let tags: Vec<u64> = (0..1024).map(|_| {
+            let t = xorshift(&mut x) % 5;
+            (t + 1) << 56 | (t * 1_000_000_000 + xorshift(&mut x) % 500_000)
+        }).collect();
+        let words = round_trip(&tags);
+        assert_eq!(words, 2 + 5 + 48 + 16 * 19, "clustered: a base per tag, 3-bit indexes, 19-bit offsets");
+        // A few ids far apart (a block's predicates): a dictionary.
+        let few: Vec<u64> = (0..1024).map(|_| 0x0200_0000_0000_0000 + (xorshift(&mut x) % 9) * 100_000).collect();
+        assert_eq!(round_trip(&few), 2 + 9 + 64, "a dictionary of 9 ids, 4-bit indexes");
+        // Anything at all, every width, short blocks.
+        for n in [1, 2, 5, 63, 64, 65, 1000, 1024] {
+            for shift in [0, 1, 7, 20, 40, 63] {
+                let v: Vec<u64> = (0..n).map(|_| xorshift(&mut x) >> shift).collect();
+                round_trip(&v);
+                let mut sorted = v.clone();
+                sorted.sort_unstable();
+                round_trip(&sorted);
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_descriptors_are_errors() {
+        let rows = 10;
+        for words in [
+            vec![],
+            vec![CONST as u64],
+            vec![9, 0],
+            vec![FOR as u64 | 65 << 8, 0],
+            vec![FOR as u64 | 3 << 8, 0, 1, 2],
+            vec![RUNS as u64 | 1 << 16 | 4 << 32, 0, 0, 5],
+            vec![RUNS as u64 | 2 << 16 | 4 << 32, 0, 0, 10 | 3 << 4],
+            vec![CONST as u64 | 1 << 45, 0],
+        ] {
+            assert!(Column::parse(&words, rows).and_then(|(c, _)| c.validate(rows)).is_err(), "{words:?}");
+        }
+    }
+}

@@ -1,0 +1,564 @@
+//! The segment file: writing, opening and checking, and the cursor.
+//!
+//! Layout (little-endian u64 words):
+//!
+//! ```text
+//! header   magic "RHZSEGMT", version (32 bits) | columns (8 bits) << 32
+//! blocks   each: rows (16 bits) | columns (8 bits) << 16, then each column
+//! index    per block: offset (words from the file's start),
+//!          length in words | rows << 32, checksum (xxh3-64 of the
+//!          block's bytes), first key (one word per column)
+//! footer   index offset, blocks, rows, checksum of the index, "RHZSEGMT"
+//! ```
+
+use super::column::{self, Column};
+use super::{corrupt, BLOCK_ROWS, MAX_COLUMNS};
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Version of the segment file format, in every file's header; bumped on
+/// any change a reader of the previous version could not read.
+pub const FORMAT_VERSION: u32 = 1;
+
+const MAGIC: u64 = u64::from_le_bytes(*b"RHZSEGMT");
+const HEADER_WORDS: usize = 2;
+const FOOTER_WORDS: usize = 5;
+
+fn checksum(words: &[u64]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(zerocopy::IntoBytes::as_bytes(words))
+}
+
+/// Where a writer puts its bytes.
+enum Sink {
+    File(std::io::BufWriter<std::fs::File>),
+    Memory(Vec<u8>),
+}
+
+/// Writes one segment file from keys in strictly increasing order.
+pub struct SegmentWriter {
+    out: Sink,
+    path: PathBuf,
+    columns: usize,
+    /// The block being filled, column by column.
+    pending: Vec<Vec<u64>>,
+    last: Option<[u64; MAX_COLUMNS]>,
+    /// Words written so far (the next block's offset).
+    offset: u64,
+    index: Vec<u64>,
+    blocks: u64,
+    rows: u64,
+    block: Vec<u64>,
+}
+
+impl SegmentWriter {
+    /// Creates (truncating) the file at `path` for keys of `columns` ids.
+    pub fn create(path: &Path, columns: usize) -> Result<SegmentWriter> {
+        assert!((1..=MAX_COLUMNS).contains(&columns), "a segment's keys have 1 to 4 ids");
+        let file = std::fs::File::create(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        Self::new(Sink::File(std::io::BufWriter::with_capacity(1 << 20, file)), path, columns)
+    }
+
+    /// A segment written into memory ([`Self::finish_in_memory`]), for
+    /// checks of the format (fuzzing, tests): no file, no sync.
+    pub fn in_memory(columns: usize) -> SegmentWriter {
+        assert!((1..=MAX_COLUMNS).contains(&columns), "a segment's keys have 1 to 4 ids");
+        Self::new(Sink::Memory(Vec::new()), Path::new("(memory)"), columns).expect("writing to memory does not fail")
+    }
+
+    fn new(out: Sink, path: &Path, columns: usize) -> Result<SegmentWriter> {
+        let mut w = SegmentWriter {
+            out,
+            path: path.to_owned(),
+            columns,
+            pending: vec![Vec::with_capacity(BLOCK_ROWS); columns],
+            last: None,
+            offset: 0,
+            index: Vec::new(),
+            blocks: 0,
+            rows: 0,
+            block: Vec::new(),
+        };
+        w.write(&[MAGIC, FORMAT_VERSION as u64 | (columns as u64) << 32])?;
+        Ok(w)
+    }
+
+    fn write(&mut self, words: &[u64]) -> Result<()> {
+        let bytes = zerocopy::IntoBytes::as_bytes(words);
+        match &mut self.out {
+            Sink::File(out) => out.write_all(bytes).map_err(|source| Error::Io { path: self.path.clone(), source })?,
+            Sink::Memory(out) => out.extend_from_slice(bytes),
+        }
+        self.offset += words.len() as u64;
+        Ok(())
+    }
+
+    /// Adds the next key (`columns` ids), greater than every key before it.
+    pub fn push(&mut self, key: &[u64]) -> Result<()> {
+        assert_eq!(key.len(), self.columns, "a key of {} ids in a segment of {}", key.len(), self.columns);
+        let mut full = [0u64; MAX_COLUMNS];
+        full[..key.len()].copy_from_slice(key);
+        // A key out of order would make every later lookup wrong.
+        assert!(self.last.is_none_or(|l| l < full), "segment keys must be strictly increasing");
+        self.last = Some(full);
+        for (c, v) in key.iter().enumerate() {
+            self.pending[c].push(*v);
+        }
+        if self.pending[0].len() == BLOCK_ROWS {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        let rows = self.pending[0].len();
+        if rows == 0 {
+            return Ok(());
+        }
+        let mut block = std::mem::take(&mut self.block);
+        block.clear();
+        block.push(rows as u64 | (self.columns as u64) << 16);
+        for c in 0..self.columns {
+            column::encode(&self.pending[c], &mut block);
+        }
+        self.index.push(self.offset);
+        self.index.push(block.len() as u64 | (rows as u64) << 32);
+        self.index.push(checksum(&block));
+        for c in 0..self.columns {
+            self.index.push(self.pending[c][0]);
+            self.pending[c].clear();
+        }
+        self.write(&block)?;
+        self.block = block;
+        self.blocks += 1;
+        self.rows += rows as u64;
+        Ok(())
+    }
+
+    /// Keys written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows + self.pending[0].len() as u64
+    }
+
+    fn write_tail(&mut self) -> Result<()> {
+        self.flush_block()?;
+        let index_offset = self.offset;
+        let index = std::mem::take(&mut self.index);
+        self.write(&index)?;
+        let footer = [index_offset, self.blocks, self.rows, checksum(&index), MAGIC];
+        self.write(&footer)
+    }
+
+    /// Writes the last block, the index and the footer, and syncs the file.
+    /// Returns its size in bytes.
+    pub fn finish(mut self) -> Result<u64> {
+        self.write_tail()?;
+        let io = |source| Error::Io { path: self.path.clone(), source };
+        let Sink::File(out) = self.out else { return Ok(self.offset * 8) };
+        let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)?;
+        Ok(self.offset * 8)
+    }
+
+    /// The bytes of a segment written [`in_memory`](Self::in_memory).
+    pub fn finish_in_memory(mut self) -> Vec<u8> {
+        self.write_tail().expect("writing to memory does not fail");
+        match self.out {
+            Sink::Memory(bytes) => bytes,
+            Sink::File(_) => panic!("finish_in_memory on a segment written to a file"),
+        }
+    }
+}
+
+/// What the index says of one block.
+struct Fence {
+    first: [u64; MAX_COLUMNS],
+    offset: usize,
+    words: usize,
+    rows: usize,
+    checksum: u64,
+}
+
+/// Where a segment's bytes are: its file, mapped, or a copy in memory
+/// (checks of untrusted bytes: fuzzing, tests).
+enum Data {
+    Map(memmap2::Mmap),
+    Words(Vec<u64>),
+}
+
+impl Data {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Data::Map(map) => map,
+            Data::Words(words) => zerocopy::IntoBytes::as_bytes(&words[..]),
+        }
+    }
+}
+
+/// An open segment file.
+pub struct Segment {
+    map: Data,
+    path: PathBuf,
+    columns: usize,
+    fences: Vec<Fence>,
+    rows: u64,
+    /// A bit per block, set once the block passed its checks.
+    verified: Vec<AtomicU64>,
+}
+
+/// A block's columns, parsed.
+#[derive(Clone, Copy)]
+struct Block<'a> {
+    rows: usize,
+    columns: [Column<'a>; MAX_COLUMNS],
+}
+
+impl Segment {
+    /// Opens and checks the file at `path` (its header, footer and index;
+    /// blocks are checked when first read).
+    pub fn open(path: &Path) -> Result<Segment> {
+        let file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        // SAFETY: segment files are never written after they are
+        // finished, and the store's lock keeps other processes' writers
+        // out; the map is only read.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        Self::from_data(Data::Map(map), path)
+    }
+
+    /// A segment read from a copy of `bytes` (named `name` in errors).
+    pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Segment> {
+        if bytes.len() % 8 != 0 {
+            return Err(Error::Corrupt(format!("segment {}: its size is not a whole number of words", name.display())));
+        }
+        let words = bytes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))).collect();
+        Self::from_data(Data::Words(words), name)
+    }
+
+    fn from_data(map: Data, path: &Path) -> Result<Segment> {
+        let at = |what: &str| Error::Corrupt(format!("segment {}: {what}", path.display()));
+        let words: &[u64] = <[u64] as zerocopy::FromBytes>::ref_from_bytes(map.bytes()).map_err(|_| at("its size is not a whole number of words"))?;
+        if words.len() < HEADER_WORDS + FOOTER_WORDS || words[0] != MAGIC {
+            return Err(at("not a segment file"));
+        }
+        let version = words[1] as u32;
+        if version != FORMAT_VERSION {
+            return Err(Error::Invalid(format!(
+                "segment {} is of format {version}; this build reads format {FORMAT_VERSION}",
+                path.display()
+            )));
+        }
+        let columns = (words[1] >> 32) as usize;
+        if !(1..=MAX_COLUMNS).contains(&columns) || words[1] >> 40 != 0 {
+            return Err(at("bad header"));
+        }
+        let footer = &words[words.len() - FOOTER_WORDS..];
+        let [index_offset, blocks, rows, index_checksum, magic] = footer.try_into().expect("five words");
+        if magic != MAGIC {
+            return Err(at("no footer"));
+        }
+        let entry = 3 + columns;
+        let index_end = words.len() - FOOTER_WORDS;
+        let index_words = (blocks as usize).checked_mul(entry).filter(|n| index_offset as usize + n == index_end && index_offset as usize >= HEADER_WORDS);
+        let Some(index_words) = index_words else { return Err(at("the index does not fit the file")) };
+        let index = &words[index_offset as usize..index_offset as usize + index_words];
+        if checksum(index) != index_checksum {
+            return Err(at("the index's checksum does not match"));
+        }
+        let mut fences = Vec::with_capacity(blocks as usize);
+        let mut next_offset = HEADER_WORDS;
+        let mut total = 0u64;
+        for e in index.chunks_exact(entry) {
+            let (offset, words_len, block_rows) = (e[0] as usize, e[1] as u32 as usize, (e[1] >> 32) as usize);
+            let mut first = [0u64; MAX_COLUMNS];
+            first[..columns].copy_from_slice(&e[3..]);
+            if offset != next_offset || words_len == 0 || !(1..=BLOCK_ROWS).contains(&block_rows) {
+                return Err(at(&format!("block {} is misplaced in the index", fences.len())));
+            }
+            if fences.last().is_some_and(|f: &Fence| f.first >= first) {
+                return Err(at(&format!("block {} starts before the one before it", fences.len())));
+            }
+            next_offset = offset + words_len;
+            total += block_rows as u64;
+            fences.push(Fence { first, offset, words: words_len, rows: block_rows, checksum: e[2] });
+        }
+        if next_offset != index_offset as usize || total != rows {
+            return Err(at("the blocks do not fill the file"));
+        }
+        let verified = (0..fences.len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        Ok(Segment { map, path: path.to_owned(), columns, fences, rows, verified })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Ids per key.
+    pub fn columns(&self) -> usize {
+        self.columns
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    pub fn blocks(&self) -> usize {
+        self.fences.len()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.map.bytes().len() as u64
+    }
+
+    fn words(&self) -> &[u64] {
+        <[u64] as zerocopy::FromBytes>::ref_from_bytes(self.map.bytes()).expect("checked when opened")
+    }
+
+    fn corrupt_block(&self, b: usize, what: &str) -> Error {
+        Error::Corrupt(format!("segment {}, block {b}: {what}", self.path.display()))
+    }
+
+    /// Block `b`'s columns, checked the first time.
+    fn block(&self, b: usize) -> Result<Block<'_>> {
+        let fence = &self.fences[b];
+        let words = &self.words()[fence.offset..fence.offset + fence.words];
+        let verified = self.verified[b / 64].load(Ordering::Relaxed) & (1 << (b % 64)) != 0;
+        if !verified && checksum(words) != fence.checksum {
+            return Err(self.corrupt_block(b, "its checksum does not match"));
+        }
+        let block = self.parse(b, words).map_err(|e| match e {
+            Error::Corrupt(what) => self.corrupt_block(b, &what),
+            other => other,
+        })?;
+        if !verified {
+            self.check(b, &block)?;
+            self.verified[b / 64].fetch_or(1 << (b % 64), Ordering::Relaxed);
+        }
+        Ok(block)
+    }
+
+    fn parse<'a>(&self, b: usize, words: &'a [u64]) -> Result<Block<'a>> {
+        let rows = words[0] as u16 as usize;
+        if rows != self.fences[b].rows || (words[0] >> 16) as usize != self.columns {
+            return Err(corrupt("its header disagrees with the index"));
+        }
+        let mut columns = [Column::Const(0); MAX_COLUMNS];
+        let mut at = 1;
+        for column in columns.iter_mut().take(self.columns) {
+            let (c, used) = Column::parse(&words[at..], rows)?;
+            *column = c;
+            at += used;
+        }
+        if at != words.len() {
+            return Err(corrupt("its columns do not fill it"));
+        }
+        Ok(Block { rows, columns })
+    }
+
+    /// The first read of a block: its keys rise strictly, start at its
+    /// fence and stay below the next block's.
+    fn check(&self, b: usize, block: &Block<'_>) -> Result<()> {
+        for column in &block.columns[..self.columns] {
+            column.validate(block.rows).map_err(|e| self.corrupt_block(b, &e.to_string()))?;
+        }
+        let mut decoded = Box::new([[0u64; BLOCK_ROWS]; MAX_COLUMNS]);
+        for c in 0..self.columns {
+            block.columns[c].decode(block.rows, &mut decoded[c]);
+        }
+        let key = |r: usize| {
+            let mut k = [0u64; MAX_COLUMNS];
+            for c in 0..self.columns {
+                k[c] = decoded[c][r];
+            }
+            k
+        };
+        if key(0) != self.fences[b].first {
+            return Err(self.corrupt_block(b, "its first key is not its fence"));
+        }
+        for r in 1..block.rows {
+            if key(r - 1) >= key(r) {
+                return Err(self.corrupt_block(b, &format!("keys out of order at row {r}")));
+            }
+        }
+        if self.fences.get(b + 1).is_some_and(|next| key(block.rows - 1) >= next.first) {
+            return Err(self.corrupt_block(b, "its last key is not below the next block's"));
+        }
+        Ok(())
+    }
+
+    /// Checks every block (as `rhizome check` does); the first error.
+    pub fn verify(&self) -> Result<()> {
+        for b in 0..self.fences.len() {
+            self.block(b)?;
+        }
+        Ok(())
+    }
+
+    /// Words per column and encoding over every block, for tuning:
+    /// `(column, kind name, width, blocks, words)`.
+    pub fn encoding_summary(&self) -> Result<Vec<(usize, &'static str, usize, usize, usize)>> {
+        let mut totals: std::collections::BTreeMap<(usize, &'static str, usize), (usize, usize)> = Default::default();
+        for b in 0..self.fences.len() {
+            let fence = &self.fences[b];
+            let words = &self.words()[fence.offset..fence.offset + fence.words];
+            let mut at = 1;
+            for c in 0..self.columns {
+                let (column, used) = Column::parse(&words[at..], fence.rows)?;
+                let e = totals.entry((c, column.kind_name(), (words[at] >> 8) as u8 as usize)).or_default();
+                e.0 += 1;
+                e.1 += used;
+                at += used;
+            }
+        }
+        Ok(totals.into_iter().map(|((c, k, w), (n, words))| (c, k, w, n, words)).collect())
+    }
+
+    pub fn cursor(&self) -> SegmentCursor<'_> {
+        SegmentCursor { segment: self, block: self.fences.len(), row: 0, view: None, decoded: None, random_reads: 0 }
+    }
+
+    /// Whether the segment holds `key` (all its ids).
+    pub fn contains(&self, key: &[u64]) -> Result<bool> {
+        let mut cursor = self.cursor();
+        cursor.seek(key)?;
+        Ok(cursor.valid() && cursor.key()[..self.columns] == *key)
+    }
+}
+
+/// Compares a key's leading ids with `target` (a prefix): `Less` if the
+/// key sorts before every key starting with `target`.
+fn compare_prefix(key: impl Fn(usize) -> u64, target: &[u64]) -> std::cmp::Ordering {
+    for (c, t) in target.iter().enumerate() {
+        match key(c).cmp(t) {
+            std::cmp::Ordering::Equal => {}
+            other => return other,
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
+/// Rows a cursor reads one at a time in a block before decoding it whole.
+const RANDOM_READS: usize = 16;
+
+/// A position in a segment: seeks and steps forward.
+pub struct SegmentCursor<'a> {
+    segment: &'a Segment,
+    /// The current block; `blocks()` when past the end.
+    block: usize,
+    row: usize,
+    view: Option<Block<'a>>,
+    /// The current block decoded, when it has been.
+    decoded: Option<(usize, Box<[[u64; BLOCK_ROWS]; MAX_COLUMNS]>)>,
+    random_reads: usize,
+}
+
+impl<'a> SegmentCursor<'a> {
+    pub fn valid(&self) -> bool {
+        self.block < self.segment.fences.len()
+    }
+
+    fn enter(&mut self, block: usize) -> Result<()> {
+        self.block = block;
+        self.row = 0;
+        self.random_reads = 0;
+        self.view = if block < self.segment.fences.len() { Some(self.segment.block(block)?) } else { None };
+        Ok(())
+    }
+
+    /// Positions at the first key at or after `target` (1 to `columns`
+    /// leading ids; a shorter target is a prefix).
+    pub fn seek(&mut self, target: &[u64]) -> Result<()> {
+        let fences = &self.segment.fences;
+        // The last block starting before the target: the key is there, or
+        // it is the next block's first.
+        let before = fences.partition_point(|f| compare_prefix(|c| f.first[c], target) == std::cmp::Ordering::Less);
+        if before == 0 {
+            return self.enter(0);
+        }
+        let b = before - 1;
+        if self.block != b || self.view.is_none() {
+            self.enter(b)?;
+        }
+        let view = self.view.as_ref().expect("entered");
+        let decoded = self.decoded.as_ref().filter(|(d, _)| *d == b).map(|(_, d)| d);
+        // The rows whose leading id is the target's: found over the runs
+        // of a run-length column, then narrowed by the other ids.
+        let (mut lo, mut hi) = match decoded {
+            Some(d) => (d[0][..view.rows].partition_point(|v| *v < target[0]), d[0][..view.rows].partition_point(|v| *v <= target[0])),
+            None => (view.columns[0].partition_sorted(view.rows, target[0], false), view.columns[0].partition_sorted(view.rows, target[0], true)),
+        };
+        if lo < hi && target.len() > 1 {
+            let rest = &target[1..];
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                let order = match decoded {
+                    Some(d) => compare_prefix(|c| d[c + 1][mid], rest),
+                    None => compare_prefix(|c| view.columns[c + 1].get(mid), rest),
+                };
+                if order == std::cmp::Ordering::Less {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+        }
+        if lo == self.view.as_ref().expect("entered").rows {
+            self.enter(b + 1)
+        } else {
+            self.row = lo;
+            self.random_reads = 0;
+            Ok(())
+        }
+    }
+
+    pub fn seek_first(&mut self) -> Result<()> {
+        self.enter(0)
+    }
+
+    /// The current key (its first `columns()` ids; the rest are 0).
+    /// Only while `valid()`.
+    #[inline]
+    pub fn key(&mut self) -> [u64; MAX_COLUMNS] {
+        // Fields apart: the parsed block is borrowed, not copied (it is a
+        // few hundred bytes), while the decoded one may be filled.
+        let SegmentCursor { segment, block, row, view, decoded, random_reads } = self;
+        let view = view.as_ref().expect("the cursor is valid");
+        let columns = segment.columns;
+        let mut key = [0u64; MAX_COLUMNS];
+        if let Some((b, d)) = decoded {
+            if *b == *block {
+                for c in 0..columns {
+                    key[c] = d[c][*row];
+                }
+                return key;
+            }
+        }
+        *random_reads += 1;
+        if *random_reads > RANDOM_READS {
+            // Stepping through: decode the rest of the block at once.
+            let (b, d) = decoded.get_or_insert_with(|| (usize::MAX, Box::new([[0; BLOCK_ROWS]; MAX_COLUMNS])));
+            for c in 0..columns {
+                view.columns[c].decode(view.rows, &mut d[c]);
+                key[c] = d[c][*row];
+            }
+            *b = *block;
+            return key;
+        }
+        for c in 0..columns {
+            key[c] = view.columns[c].get(*row);
+        }
+        key
+    }
+
+    #[inline]
+    pub fn next(&mut self) -> Result<()> {
+        self.row += 1;
+        if self.view.as_ref().is_some_and(|v| self.row == v.rows) {
+            self.enter(self.block + 1)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

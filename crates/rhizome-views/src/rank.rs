@@ -1,0 +1,211 @@
+//! Row counts of a view by key range, so that a query's `offset` (the
+//! rows before its first row) is a short sum instead of a scan of every row
+//! before it: a `key=` query in the middle of a 50,000-row view counted
+//! 25,000 rows on average (1.7 ms of a 1.8 ms request); CouchDB reads the
+//! same number from its B-tree's reductions.
+//!
+//! | keyspace | key | value |
+//! |---|---|---|
+//! | `VIEW_RANKS` 43 | signature (8), view number (1), fence (a `VIEW_ROWS` key's rest, possibly empty) | rows `r` of the view with `fence <= r < next fence`, u64 BE |
+//!
+//! Invariants, kept in the transaction that changes the rows: a view with
+//! buckets has the one whose fence is empty (it covers the smallest keys),
+//! and the counts sum to the view's rows. A bucket past [`SPLIT_ROWS`] is
+//! cut into buckets of [`BUCKET_ROWS`]; one under [`MERGE_ROWS`] joins its
+//! predecessor when both fit in one. So `rows_before` sums about
+//! rows / [`BUCKET_ROWS`] counts and scans at most [`SPLIT_ROWS`] rows.
+//! An index built before the buckets existed has none (its state says
+//! `ranked: false`) and counts by scanning until it is next brought up to
+//! date, which adds them.
+
+use crate::index::{ViewError, VIEW_ROWS};
+use rhizome_docs::DocError;
+use rhizome_kv::{Keyspace, KvRead};
+use std::collections::BTreeMap;
+
+pub const VIEW_RANKS: Keyspace = Keyspace(43);
+
+/// Rows per bucket when one is cut.
+const BUCKET_ROWS: u64 = 1024;
+/// A bucket with more rows is cut.
+const SPLIT_ROWS: u64 = 2 * BUCKET_ROWS;
+/// A bucket with fewer rows joins its predecessor if they fit in one.
+const MERGE_ROWS: u64 = BUCKET_ROWS / 4;
+
+fn count_of(bytes: &[u8]) -> Result<u64, ViewError> {
+    let b: [u8; 8] = bytes.try_into().map_err(|_| DocError::Corrupt("view rank count is not 8 bytes".into()))?;
+    Ok(u64::from_be_bytes(b))
+}
+
+/// The rows of the view at `prefix` (signature and view number) whose
+/// keys sort before `key`.
+pub fn rows_before(kv: &dyn KvRead, prefix: &[u8], key: &[u8]) -> Result<u64, ViewError> {
+    // Every bucket whose fence is at or before `key`: all but the last are
+    // wholly before it; the last is counted row by row up to `key`.
+    let end = {
+        let mut e = key.to_vec();
+        e.push(0);
+        e
+    };
+    let mut before = 0u64;
+    let mut last: Option<(Vec<u8>, u64)> = None;
+    let mut cursor = kv.cursor(VIEW_RANKS, prefix, Some(&end));
+    cursor.seek_first();
+    while cursor.valid() {
+        if let Some((_, n)) = last.take() {
+            before += n;
+        }
+        last = Some((cursor.key().to_vec(), count_of(cursor.value())?));
+        cursor.next();
+    }
+    cursor.status()?;
+    let Some((fence, _)) = last else { return Ok(0) };
+    if fence.as_slice() >= key {
+        return Ok(before);
+    }
+    let mut rows = kv.cursor(VIEW_ROWS, &fence, Some(key));
+    rows.seek_first();
+    while rows.valid() {
+        before += 1;
+        rows.next();
+    }
+    rows.status()?;
+    Ok(before)
+}
+
+/// The buckets of one index that a transaction changes: loaded per view
+/// on first use, counted in memory, written by [`RankUpdate::write`].
+pub(crate) struct RankUpdate {
+    id: [u8; 8],
+    /// Per view number touched: fence key (with its prefix) -> count now
+    /// and as stored (`None`: a new bucket).
+    views: BTreeMap<u8, BTreeMap<Vec<u8>, (u64, Option<u64>)>>,
+}
+
+impl RankUpdate {
+    pub fn new(id: [u8; 8]) -> RankUpdate {
+        RankUpdate { id, views: BTreeMap::new() }
+    }
+
+    fn prefix(&self, view: u8) -> Vec<u8> {
+        let mut p = self.id.to_vec();
+        p.push(view);
+        p
+    }
+
+    fn buckets(&mut self, kv: &dyn KvRead, view: u8) -> Result<&mut BTreeMap<Vec<u8>, (u64, Option<u64>)>, ViewError> {
+        if !self.views.contains_key(&view) {
+            let prefix = self.prefix(view);
+            let mut buckets = BTreeMap::new();
+            let upper = rhizome_kv::prefix_upper_bound(&prefix);
+            let mut cursor = kv.cursor(VIEW_RANKS, &prefix, upper.as_deref());
+            cursor.seek_first();
+            while cursor.valid() {
+                let n = count_of(cursor.value())?;
+                buckets.insert(cursor.key().to_vec(), (n, Some(n)));
+                cursor.next();
+            }
+            cursor.status()?;
+            // The bucket of the smallest keys is always there.
+            buckets.entry(prefix).or_insert((0, None));
+            self.views.insert(view, buckets);
+        }
+        Ok(self.views.get_mut(&view).expect("inserted above"))
+    }
+
+    /// A row `row` (a whole `VIEW_ROWS` key) was added (`delta` 1) or
+    /// removed (`delta` -1).
+    pub fn count(&mut self, kv: &dyn KvRead, row: &[u8], delta: i64) -> Result<(), ViewError> {
+        let view = *row.get(8).ok_or_else(|| DocError::Corrupt("view row key without a view number".into()))?;
+        let buckets = self.buckets(kv, view)?;
+        let (_, (n, _)) = buckets.range_mut(..=row.to_vec()).next_back().expect("the first bucket's fence is the view's prefix, at or before every row");
+        *n = n.saturating_add_signed(delta);
+        Ok(())
+    }
+
+    /// Cuts and joins the touched buckets (reading the rows as `kv`, the
+    /// transaction, now has them) and puts what changed into `put` and
+    /// `delete`.
+    pub fn write(self, kv: &dyn KvRead, mut put: impl FnMut(&[u8], &[u8]), mut delete: impl FnMut(&[u8])) -> Result<(), ViewError> {
+        for (view, buckets) in self.views {
+            let prefix = {
+                let mut p = self.id.to_vec();
+                p.push(view);
+                p
+            };
+            let upper = rhizome_kv::prefix_upper_bound(&prefix).unwrap_or_else(|| vec![0xff; prefix.len() + 1]);
+            // Joins: a small bucket (not the first) goes into the one before.
+            let mut joined: Vec<(Vec<u8>, u64, Option<u64>)> = Vec::with_capacity(buckets.len());
+            for (fence, (n, stored)) in buckets {
+                match joined.last_mut() {
+                    Some((_, prev, _)) if n < MERGE_ROWS && *prev + n <= SPLIT_ROWS => {
+                        *prev += n;
+                        if stored.is_some() {
+                            delete(&fence);
+                        }
+                    }
+                    _ => joined.push((fence, n, stored)),
+                }
+            }
+            // Cuts: a bucket past SPLIT_ROWS is read and cut every
+            // BUCKET_ROWS rows; the others are written if they changed.
+            for i in 0..joined.len() {
+                let (fence, n, stored) = &joined[i];
+                if *n <= SPLIT_ROWS {
+                    if *stored != Some(*n) {
+                        put(fence, &n.to_be_bytes());
+                    }
+                    continue;
+                }
+                let next = joined.get(i + 1).map_or(upper.as_slice(), |(f, _, _)| f.as_slice());
+                let mut cursor = kv.cursor(VIEW_ROWS, fence, Some(next));
+                cursor.seek_first();
+                let (mut current, mut rows) = (fence.clone(), 0u64);
+                while cursor.valid() {
+                    if rows == BUCKET_ROWS {
+                        put(&current, &rows.to_be_bytes());
+                        current = cursor.key().to_vec();
+                        rows = 0;
+                    }
+                    rows += 1;
+                    cursor.next();
+                }
+                cursor.status()?;
+                put(&current, &rows.to_be_bytes());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Buckets for every view of an index that has rows but no buckets (an
+/// index built before them), from one scan of its rows.
+pub(crate) fn build(kv: &dyn KvRead, id: &[u8; 8], mut put: impl FnMut(&[u8], &[u8])) -> Result<(), ViewError> {
+    let upper = rhizome_kv::prefix_upper_bound(id);
+    let mut cursor = kv.cursor(VIEW_ROWS, id, upper.as_deref());
+    cursor.seek_first();
+    // The bucket being counted: its fence and rows.
+    let mut current: Option<(Vec<u8>, u64)> = None;
+    while cursor.valid() {
+        let key = cursor.key();
+        let view = key.get(8).copied().ok_or_else(|| DocError::Corrupt("view row key without a view number".into()))?;
+        let same_view = matches!(&current, Some((f, _)) if f[8] == view);
+        match &mut current {
+            Some((_, n)) if same_view && *n < BUCKET_ROWS => *n += 1,
+            _ => {
+                if let Some((fence, n)) = current.take() {
+                    put(&fence, &n.to_be_bytes());
+                }
+                // A view's first bucket has the empty fence: its prefix.
+                let fence = if same_view { key.to_vec() } else { key[..9].to_vec() };
+                current = Some((fence, 1));
+            }
+        }
+        cursor.next();
+    }
+    cursor.status()?;
+    if let Some((fence, n)) = current {
+        put(&fence, &n.to_be_bytes());
+    }
+    Ok(())
+}
