@@ -51,7 +51,7 @@ pub use doc_checks::check_document_json;
 pub use database::{valid_db_name, Compacted, Database, DbInfo, DEFAULT_REVS_LIMIT};
 pub use error::{DocError, Result};
 pub use graph_write::{EmptiedGraphs, DEFAULT_GRAPH_DOC};
-pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC};
+pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC, MAX_DOCUMENT_JSON_VALUES, MAX_DOCUMENT_TRIPLES};
 pub use jsonld_limits::{check_json_ld, on_known_stack, on_known_stack_if, JSONLD_STACK_BYTES, MAX_CONTEXT_COPIES, MAX_CONTEXT_DEPTH, MAX_CONTEXT_TERMS, MAX_JSON_DEPTH};
 pub use projector::{GraphProjector, NoProjection, Prepared};
 pub use read::{Attachment, AttachmentReader, OpenRev, OpenRevs, ReadOptions};

@@ -63,6 +63,10 @@ pub struct UpdateLimits {
     /// Memory shared with other requests (`PreparedQuery::set_memory_pool`),
     /// for each WHERE clause and the solutions it holds until its writes.
     pub memory_pool: Option<std::sync::Arc<crate::MemoryPool>>,
+    /// The most quads the request may insert (a transaction holds every
+    /// write until its commit, about 2 KB per quad): past it the update
+    /// fails with `SparqlError::TooComplex`, nothing written.
+    pub max_inserted_quads: Option<u64>,
 }
 
 /// The most bytes one `LOAD` reads unless set (256 MiB).
@@ -370,6 +374,11 @@ impl Operation<'_, '_> {
         let ids = [s, p, o, g];
         if self.txn.insert(&ids)? {
             self.summary.quads_inserted += 1;
+            if let Some(max) = self.limits.max_inserted_quads.filter(|max| self.summary.quads_inserted > *max) {
+                return Err(SparqlError::TooComplex(format!(
+                    "the update inserts more than {max} quads, the most one request may write (it holds every write until its commit); split it into several requests"
+                )));
+            }
         }
         Ok(())
     }

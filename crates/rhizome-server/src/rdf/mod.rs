@@ -23,6 +23,23 @@ use rhizome_sparql::SparqlError;
 
 pub use sparql_protocol::{SparqlSettings, QUERY_TIMEOUT_MS};
 
+/// The most triples one graph write (a Graph Store PUT or POST, a SPARQL
+/// update) may write: a transaction holds every write until its commit,
+/// about 2 KB per triple with its terms and index keys, so an unbounded
+/// one could take the server's memory. The same bound as a document's own
+/// graph (`rhizome_docs::MAX_DOCUMENT_TRIPLES`). Loads of more go through
+/// `rhizome load`, which sorts on disk.
+pub const MAX_GRAPH_WRITE_TRIPLES: usize = rhizome_docs::MAX_DOCUMENT_TRIPLES;
+
+/// 413 for a graph write past [`MAX_GRAPH_WRITE_TRIPLES`].
+pub(crate) fn too_many_triples() -> HttpError {
+    HttpError::new(
+        413,
+        "too_large",
+        format!("the request writes more than {MAX_GRAPH_WRITE_TRIPLES} triples, the most one graph write may hold until its commit; split it into several requests (or load files with rhizome load)"),
+    )
+}
+
 pub fn route(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
     match what {
         "_sparql" => sparql_protocol::handle(req, &server.sparql, &server.request_memory, server.query_timeout, ctx, db),

@@ -360,6 +360,7 @@ fn update(
         load_max_bytes: settings.load_max_bytes,
         cancelled: Some(req.cancelled.clone()),
         memory_pool: Some(memory.clone()),
+        max_inserted_quads: Some(super::MAX_GRAPH_WRITE_TRIPLES as u64),
     };
     // Writes to the default graph go to the database's stored default
     // graph, never to the documents the union default graph shows.
