@@ -273,6 +273,9 @@ impl Database {
             Some(Value::String(r)) => Some(r.strip_prefix("0-").and_then(|n| n.parse::<u64>().ok()).ok_or_else(|| DocError::BadRequest("Invalid rev format".into()))?),
             Some(_) => return Err(DocError::BadRequest("Invalid rev format".into())),
         };
+        // A default context's remote contexts are kept on disk once it is
+        // written (`ContextStore::confirm`).
+        let context = if deleted { None } else { doc.get("@context").cloned() };
         let mut txn = self.store.transaction()?;
         let current: Option<Map<String, Value>> = match txn.kv().get(LOCAL, id.as_bytes())? {
             Some(v) => Some(serde_json::from_slice(&v).map_err(|e| DocError::Corrupt(format!("local document {id}: {e}")))?),
@@ -299,6 +302,9 @@ impl Database {
             rev
         };
         txn.commit()?;
+        if let (Some(context), Some(contexts)) = (context, self.projector.contexts()) {
+            contexts.confirm(&serde_json::json!({ "@context": context }));
+        }
         Ok(rev)
     }
 }

@@ -127,6 +127,12 @@ impl Database {
         if prepared.len() != docs.len() {
             return Err(DocError::BadRequest(format!("{} documents, {} preparations", docs.len(), prepared.len())));
         }
+        // The remote contexts each document names, kept on disk once the
+        // write commits (`ContextStore::confirm`); only when they are fetched.
+        let fetched_contexts: Vec<Vec<String>> = match self.projector.contexts().filter(|c| c.fetches()) {
+            Some(_) => docs.iter().map(|d| crate::contexts::context_urls(&Value::Object(d.clone()), None)).collect(),
+            None => Vec::new(),
+        };
         let mut txn = self.store.transaction()?;
         let mut counters = Counters::read(&txn)?;
         let mut out = Vec::with_capacity(docs.len());
@@ -153,6 +159,13 @@ impl Database {
         }
         counters.write(&mut txn);
         txn.commit()?;
+        if let Some(contexts) = self.projector.contexts() {
+            for (urls, (_, outcome)) in fetched_contexts.into_iter().zip(&out) {
+                if outcome.is_ok() && !urls.is_empty() {
+                    contexts.confirm(&serde_json::json!({ "@context": urls }));
+                }
+            }
+        }
         Ok(out)
     }
 
