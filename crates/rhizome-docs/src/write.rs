@@ -8,7 +8,7 @@
 //! member) gets its own error and the others are still written, as CouchDB
 //! does (https://docs.couchdb.org/en/stable/api/database/bulk-api.html#db-bulk-docs).
 
-use crate::keys::{self, body_key, meta, DocInfo, ATTACHMENTS, BODIES, DB_META, DOCS, SEQS};
+use crate::keys::{self, body_key, meta, DocInfo, BODIES, DB_META, DOCS, SEQS};
 use crate::graph_write::{EmptiedGraphs, GraphRevision};
 use crate::projector::GraphChange;
 use crate::{Database, DocError, Result, Rev, RevTree, Writer};
@@ -136,6 +136,12 @@ impl Database {
         if prepared.len() != docs.len() {
             return Err(DocError::BadRequest(format!("{} documents, {} preparations", docs.len(), prepared.len())));
         }
+        // The remote contexts each document names, kept on disk once the
+        // write commits (`ContextStore::confirm`); only when they are fetched.
+        let fetched_contexts: Vec<Vec<String>> = match self.projector.contexts().filter(|c| c.fetches()) {
+            Some(_) => docs.iter().map(|d| crate::contexts::context_urls(&Value::Object(d.clone()), None)).collect(),
+            None => Vec::new(),
+        };
         let mut txn = self.store.transaction()?;
         let mut counters = Counters::read(&txn)?;
         let mut out = Vec::with_capacity(docs.len());
@@ -163,6 +169,13 @@ impl Database {
         }
         counters.write(&mut txn);
         txn.commit()?;
+        if let Some(contexts) = self.projector.contexts() {
+            for (urls, (_, outcome)) in fetched_contexts.into_iter().zip(&out) {
+                if outcome.is_ok() && !urls.is_empty() {
+                    contexts.confirm(&serde_json::json!({ "@context": urls }));
+                }
+            }
+        }
         Ok(out)
     }
 
@@ -847,7 +860,7 @@ fn process_attachments(
             let from_parent = parent.and_then(|p| p.get(name)).filter(|p| att.get("digest").is_none_or(|d| p.get("digest") == Some(d)));
             match (from_parent, att.get("digest").and_then(Value::as_str)) {
                 (Some(p), _) => p.clone(),
-                (None, Some(digest)) if txn.kv().get(ATTACHMENTS, digest.as_bytes())?.is_some() => {
+                (None, Some(digest)) if crate::attachment_data::exists(txn.kv(), digest)? => {
                     let mut meta: Map<String, Value> = att.clone();
                     meta.remove("stub");
                     Value::Object(meta)
@@ -862,9 +875,7 @@ fn process_attachments(
                 _ => return Err(DocError::Validation(format!("Invalid attachment data for {name}"))),
             };
             let digest = attachment_digest(&bytes);
-            if txn.kv().get(ATTACHMENTS, digest.as_bytes())?.is_none() {
-                txn.kv_mut().put(ATTACHMENTS, digest.as_bytes(), &bytes);
-            }
+            crate::attachment_data::put(txn.kv_mut(), &digest, &bytes)?;
             let revpos = if new_edits { pos } else { att.get("revpos").and_then(Value::as_u64).unwrap_or(pos) };
             let content_type = att.get("content_type").and_then(Value::as_str).unwrap_or("application/octet-stream");
             json!({ "content_type": content_type, "digest": digest, "length": bytes.len(), "revpos": revpos })

@@ -203,6 +203,13 @@ impl Route {
 /// Runs one request (on a blocking thread: the document store is
 /// synchronous).
 pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
+    // All of the request's JavaScript (validation, filters) within one
+    // budget, and stopped when its client goes away.
+    let _js = rhizome_views::RequestBounds {
+        deadline: Some(std::time::Instant::now() + crate::couch::views::limits().request_timeout),
+        cancelled: Some(req.cancelled.clone()),
+    }
+    .enter();
     let route = Route::parse(&req.segments)?;
     let rdf = matches!(route, Route::Extension(..) | Route::Ldp(..));
     let is_doc = matches!(route, Route::Doc(..));
@@ -284,7 +291,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
             match op {
                 DbOp::AllDocs => all_docs::handle(req, &db, all_docs::Namespace::All)?.into(),
                 DbOp::BulkDocs => bulk::bulk_docs(server, req, ctx, &db)?.into(),
-                DbOp::BulkGet => bulk::bulk_get(req, &db)?.into(),
+                DbOp::BulkGet => bulk::bulk_get(req, &db, server.max_bulk_docs)?.into(),
                 DbOp::RevsDiff => bulk::revs_diff(req, &db)?.into(),
                 DbOp::Changes => crate::changes::request(req, ctx, db)?,
                 DbOp::Compact => database::compact(req, &db)?.into(),
@@ -295,7 +302,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::LocalDocs => all_docs::handle(req, &db, all_docs::Namespace::Local)?.into(),
                 DbOp::AllDocsQueries(ns) => all_docs::queries(req, &db, ns)?.into(),
                 DbOp::ViewCleanup => couch::views::cleanup(req, &db)?.into(),
-                DbOp::Find => couch::mango::find(req, &db)?.into(),
+                DbOp::Find => couch::mango::find(req, &db, server.query_timeout)?.into(),
                 DbOp::Explain => couch::mango::explain(req, &db)?.into(),
                 DbOp::Purge => database::purge(req, &db)?.into(),
                 DbOp::PurgedInfosLimit => database::purged_infos_limit(req, &db)?.into(),

@@ -225,4 +225,37 @@ mod tests {
         assert_eq!(v.check(&json!({"_id": "x", "type": "t"}), &Value::Null, &user, &sec), Ok(()));
         assert!(Validators::new(&[ddoc("_design/c", "function () {}")][..0], Limits::default()).unwrap().is_none());
     }
+
+    /// A looping validation function over 20 documents costs the
+    /// request's budget once, or stops when the request's client goes
+    /// away, instead of running each call to its own 5 s limit (100 s).
+    #[test]
+    fn a_requests_bounds_stop_a_looping_validation() {
+        use crate::js::RequestBounds;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let ddocs = vec![ddoc("_design/loop", "function (n, o, u, s) { while (true) {} }")];
+        let (user, sec, doc) = (json!({"db": "db", "name": null, "roles": []}), json!({}), json!({"_id": "x"}));
+        let stopped = |outcomes: Vec<Result<(), Rejection>>, why: &str| {
+            for o in outcomes {
+                match o {
+                    Err(Rejection::Failed { error: "os_process_error", reason }) => assert!(reason.contains(why), "{reason}"),
+                    other => panic!("{other:?}"),
+                }
+            }
+        };
+        let mut v = Validators::new(&ddocs, Limits::default()).unwrap().unwrap();
+        {
+            let _bounds = RequestBounds { deadline: Some(std::time::Instant::now() + std::time::Duration::from_millis(300)), cancelled: None }.enter();
+            stopped((0..20).map(|_| v.check(&doc, &Value::Null, &user, &sec)).collect(), "past the time all of a request's JavaScript may take");
+        }
+        let flag = std::sync::Arc::new(AtomicBool::new(false));
+        let _bounds = RequestBounds { deadline: None, cancelled: Some(flag.clone()) }.enter();
+        // The client leaves while the first call loops.
+        let leaving = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            flag.store(true, Ordering::SeqCst);
+        });
+        stopped((0..20).map(|_| v.check(&doc, &Value::Null, &user, &sec)).collect(), "its client went away");
+        leaving.join().unwrap();
+    }
 }
