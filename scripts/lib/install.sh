@@ -8,6 +8,7 @@ DPKG_QUERY="${DPKG_QUERY:-dpkg-query}"
 APT_GET="${APT_GET:-apt-get}"
 NPM="${NPM:-npm}"
 MVN="${MVN:-mvn}"
+NODE="${NODE:-node}"
 
 # True when dpkg's record says PKG is installed (not merely known, removed,
 # or left with its configuration files).
@@ -77,5 +78,59 @@ maven_ensure() {
   if ! "$MVN" -o -q -f "$pom" dependency:resolve >/dev/null 2>&1; then
     echo "setup: maven dependency:resolve of $pom" >&2
     "$MVN" -q -f "$pom" dependency:resolve >/dev/null
+  fi
+}
+
+# CouchDB's and PouchDB's own test suites (tests/couch-suites/run) read from
+# ../shared/conformance, in a copy outside the clone (they write beside
+# themselves), cached between runs and keyed by what it is built from: the
+# suite's files, Node's version and this recipe. Prints the copy's folder.
+COUCH_SUITES_CACHE="${COUCH_SUITES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rhizome-couch-suites}"
+pouchdb_suite_dir() {
+  local src="$1" key
+  key="$( (cd "$src" && find . -type f -not -path './node_modules/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum;
+           "$NODE" --version; echo "recipe: npm ci --ignore-scripts, npm run build-node") | sha256sum | cut -c1-16)"
+  printf '%s/pouchdb-%s\n' "$COUCH_SUITES_CACHE" "$key"
+}
+
+# The copy of PouchDB's repository at SRC with its npm tree (npm's own
+# record: `npm ls --all`) and its node build (`npm run build-node`, marked
+# done in the copy once it succeeded, since the build leaves no package
+# record). A copy keyed by older sources is removed.
+pouchdb_suite_ensure() {
+  local src="$1" dir
+  dir="$(pouchdb_suite_dir "$src")"
+  if [ ! -f "$dir/.rhizome-copied" ]; then
+    echo "setup: copying $src to $dir" >&2
+    rm -rf "$dir" && mkdir -p "$dir"
+    (cd "$src" && tar --exclude=./node_modules -cf - .) | (cd "$dir" && tar -xf -)
+    touch "$dir/.rhizome-copied"
+  fi
+  if ! (cd "$dir" && "$NPM" ls --all >/dev/null 2>&1); then
+    echo "setup: npm ci --ignore-scripts in $dir" >&2
+    (cd "$dir" && "$NPM" ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+    rm -f "$dir/.rhizome-built"
+  fi
+  if [ ! -f "$dir/.rhizome-built" ]; then
+    echo "setup: npm run build-node in $dir" >&2
+    (cd "$dir" && "$NPM" run build-node >/dev/null)
+    touch "$dir/.rhizome-built"
+  fi
+  local old
+  for old in "$COUCH_SUITES_CACHE"/pouchdb-*; do
+    [ "$old" = "$dir" ] || rm -rf "$old"
+  done
+}
+
+# A venv at VENV with CouchDB's Mango suite's requirements (REQUIREMENTS:
+# nose2, requests, hypothesis, pinned there), decided by pip's record.
+mango_venv_ensure() {
+  local venv="$1" requirements="$2" names
+  names="$(sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' "$requirements" | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  if ! pip_has "$venv" $names; then
+    echo "setup: pip install -r $requirements into $venv" >&2
+    [ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet -r "$requirements"
   fi
 }

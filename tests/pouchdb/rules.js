@@ -31,13 +31,13 @@ const { assert, local, remote, step } = require('./common');
     await assert.rejects(db.get('u2'), (e) => e.status === 404);
   });
 
-  await step('new_edits=false without _rev fails that document only', async () => {
-    const res = await db.bulkDocs([{ _id: 'norev', v: 1 }, { _id: 'withrev', _rev: '1-abc', v: 1 }], { new_edits: false });
-    const errors = res.filter((r) => r.error);
-    assert.strictEqual(errors.length, 1, JSON.stringify(res));
-    assert.strictEqual(errors[0].id, 'norev');
-    assert.strictEqual((await db.get('withrev'))._rev, '1-abc');
+  await step('new_edits=false without _rev fails the whole request, as CouchDB reads it', async () => {
+    await assert.rejects(db.bulkDocs([{ _id: 'norev', v: 1 }, { _id: 'withrev', _rev: '1-abc', v: 1 }], { new_edits: false }),
+      (e) => e.status === 400 && e.name === 'bad_request');
+    await assert.rejects(db.get('withrev'), (e) => e.status === 404);
     await assert.rejects(db.get('norev'), (e) => e.status === 404);
+    await db.bulkDocs([{ _id: 'withrev', _rev: '1-abc', v: 1 }], { new_edits: false });
+    assert.strictEqual((await db.get('withrev'))._rev, '1-abc');
   });
 
   await step('_local documents: 0-N revisions, no history, no attachments, remove and re-put', async () => {

@@ -67,7 +67,9 @@ fn json_ld_is_asked_for_and_couchdb_members_are_no_triples() {
     }
     // JSON-LD processors: the same members, a context that makes them read
     // the document's graph and nothing else.
-    for accept in ["application/ld+json", "application/ld+json, application/json;q=0.9", "application/n-quads, application/ld+json;q=0.9, application/json;q=0.4"] {
+    // (An RDF syntax ranked first gets the document's graph in it:
+    // clients.rs checks Turtle; a type that cannot be made is passed over.)
+    for accept in ["application/ld+json", "application/ld+json, application/json;q=0.9", "image/png, application/ld+json;q=0.9, application/json;q=0.4", "application/ld+json, application/json"] {
         let r = admin(&server, "GET", "/db/p", &[("Accept", accept)], None);
         assert_eq!(r.status, 200);
         assert_eq!(r.media_type(), "application/ld+json", "{accept}");

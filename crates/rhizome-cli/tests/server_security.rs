@@ -1,7 +1,9 @@
 //! CouchDB 3's security model on `rhizome serve`: every endpoint refuses
 //! anonymous and wrongly authenticated requests (401) and users without
-//! rights (403), and such requests change nothing; members, database
-//! admins, `_users` owners and cookie sessions get what CouchDB gives them.
+//! rights (403; 401 on a server admin's endpoint, as CouchDB), and such
+//! requests change nothing; members, database admins, `_users` owners and
+//! cookie sessions get what CouchDB gives them, and a database whose
+//! `members` names nobody is public.
 
 mod common;
 
@@ -61,6 +63,10 @@ const ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
     ("DELETE", "/_users", None),
 ];
 
+/// The endpoints of `ENDPOINTS` that are for server admins alone.
+const SERVER_ADMIN_ENDPOINTS: &[(&str, &str)] =
+    &[("GET", "/_all_dbs"), ("POST", "/_replicate"), ("GET", "/_scheduler/docs"), ("GET", "/_active_tasks"), ("PUT", "/newdb"), ("DELETE", "/secret"), ("DELETE", "/_users")];
+
 fn state(server: &ServerProcess) -> Vec<String> {
     let get = |path: &str| server.request("GET", path, Some(ADMIN), None).1;
     vec![
@@ -113,6 +119,9 @@ fn every_endpoint_refuses_anonymous_wrong_and_unprivileged_users_and_changes_not
             let (status, text) = try_request(server.port, method, path, auth, *body, &[]).unwrap();
             let allowed_for_eve = who == "eve" && path.starts_with("/_users/org.couchdb.user:") && *method == "GET" && path.ends_with("eve");
             assert!(!allowed_for_eve);
+            // couch_httpd:verify_is_server_admin answers 401 to everyone.
+            let server_admins_only = SERVER_ADMIN_ENDPOINTS.contains(&(*method, *path));
+            let want = if server_admins_only { 401 } else { want };
             assert_eq!(status, want, "{who}: {method} {path} gave {status} {text}");
             if *method != "HEAD" {
                 let err = json(&text);
@@ -145,12 +154,13 @@ fn members_db_admins_user_owners_and_sessions_get_couchdb_3_rights() {
     assert_eq!(r("POST", "/secret/_compact", bob, Some("")).0, 403);
     // A new database is for server admins only until it names members.
     assert_eq!(r("GET", "/closed", bob, None).0, 403);
-    assert_eq!(r("PUT", "/another", bob, None).0, 403);
+    let (status, text) = r("PUT", "/another", bob, None);
+    assert_eq!((status, json(&text)), (401, serde_json::json!({ "error": "unauthorized", "reason": "You are not a server admin." })));
     // Database admins manage their database but not the server.
     let dba = "dba:pw-dba";
     assert_eq!(r("PUT", "/secret/_design/app3", dba, Some(r#"{"views":{}}"#)).0, 201);
     assert_eq!(r("PUT", "/secret/_revs_limit", dba, Some("50")).0, 200);
-    assert_eq!(r("GET", "/_all_dbs", dba, None).0, 403);
+    assert_eq!(r("GET", "/_all_dbs", dba, None).0, 401);
     // Users read their own document (hashed password, no cleartext), not others'.
     let (status, me) = r("GET", "/_users/org.couchdb.user:bob", bob, None);
     assert_eq!(status, 200);
@@ -213,4 +223,32 @@ fn without_an_admin_the_server_refuses_to_start_and_says_how() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--admin USER:PASS") && err.contains("RHIZOME_ADMIN"), "{err}");
+}
+
+/// CouchDB 3: a new database shows (and applies) the `admin_only` default;
+/// a `_security` whose `members` names nobody makes it public, for
+/// anonymous users too, while design documents and `_security` stay with
+/// its admins.
+#[test]
+fn a_database_whose_members_name_nobody_is_public() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    let admin = |method: &str, path: &str, body: &str| server.request(method, path, Some(ADMIN), Some(body));
+    assert_eq!(admin("PUT", "/pub", "").0, 201);
+    let (_, sec) = server.request("GET", "/pub/_security", Some(ADMIN), None);
+    assert_eq!(json(&sec), serde_json::json!({ "members": { "roles": ["_admin"] }, "admins": { "roles": ["_admin"] } }));
+    let anon = |method: &str, path: &str, body: Option<&str>| try_request(server.port, method, path, None, body, &[]).unwrap();
+    assert_eq!(anon("GET", "/pub", None).0, 401);
+    assert_eq!(admin("PUT", "/pub/_security", r#"{"members":{"names":[],"roles":[]}}"#).0, 200);
+    assert_eq!(anon("GET", "/pub", None).0, 200);
+    assert_eq!(anon("PUT", "/pub/doc", Some(r#"{"by":"anyone"}"#)).0, 201);
+    assert_eq!(anon("GET", "/pub/doc", None).0, 200);
+    let (status, text) = anon("PUT", "/pub/_design/d", Some("{}"));
+    assert_eq!((status, json(&text)["reason"].as_str()), (401, Some("You are not a db or server admin.")));
+    assert_eq!(anon("PUT", "/pub/_security", Some("{}")).0, 401);
+    assert_eq!(anon("GET", "/_users/_all_docs", None).0, 401, "_users keeps the admin_only default");
+    // `{}` names no members either.
+    assert_eq!(admin("PUT", "/open", "").0, 201);
+    assert_eq!(admin("PUT", "/open/_security", "{}").0, 200);
+    assert_eq!(anon("GET", "/open/_all_docs", None).0, 200);
 }

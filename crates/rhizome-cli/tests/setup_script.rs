@@ -116,6 +116,7 @@ impl FakeMachine {
         let root = dir.path().join("repo");
         fs::create_dir_all(root.join("scripts/lib")).unwrap();
         fs::create_dir_all(root.join("tests/pouchdb")).unwrap();
+        fs::create_dir_all(root.join("tests/clients")).unwrap();
         fs::create_dir_all(root.join("tests/python")).unwrap();
         fs::create_dir_all(root.join("tests/ldp")).unwrap();
         fs::copy(repo().join("tests/ldp/pom.xml"), root.join("tests/ldp/pom.xml")).unwrap();
@@ -153,12 +154,13 @@ impl FakeMachine {
         after[before.len()..].lines().filter(|l| !l.contains(" update")).map(str::to_owned).collect()
     }
 
-    /// A venv of tests/python whose pip already has rdflib and pytest.
+    /// A venv of tests/python whose pip already has rdflib, pytest and
+    /// the Python CouchDB clients.
     fn with_rdflib(&self) {
         let venv = self.dir.path().join("repo/tests/python/.venv");
         let out = Command::new(self.dir.path().join("bin/python3")).args(["-m", "venv"]).arg(&venv).output().unwrap();
         assert!(out.status.success());
-        fs::write(venv.join("installed"), "rdflib\npytest\n").unwrap();
+        fs::write(venv.join("installed"), VENV_PACKAGES).unwrap();
     }
 
     /// The repository's Python package (python/) and a crate it is built
@@ -184,7 +186,11 @@ fn make_executable(path: &Path) {
 }
 
 /// What every machine here has: the packages setup checks besides libclang.
-const BASE: &[&str] = &["g++|install ok installed", "curl|install ok installed", "procps|install ok installed"];
+const BASE: &[&str] = &["g++|install ok installed", "curl|install ok installed", "procps|install ok installed", "chromium|install ok installed"];
+
+/// What pip's record in the test venv holds once setup has run (the
+/// repository's own package aside).
+const VENV_PACKAGES: &str = "rdflib\npytest\nibmcloudant\npycouchdb\ntyping_extensions\nrequests\n";
 const LIBCLANG: &[&str] = &["libclang-dev|install ok installed", "clang|install ok installed"];
 
 /// A machine with BASE and `packages` in dpkg's record, the npm tree
@@ -238,6 +244,16 @@ fn runs_npm_ci_when_npm_says_the_tree_is_incomplete() {
     assert_eq!(m.run_setup(&m.node()), NOTHING);
 }
 
+/// The page of the CORS test runs in Debian's Chromium.
+#[test]
+fn installs_chromium_when_dpkg_lacks_it() {
+    let record: Vec<&str> = BASE.iter().filter(|p| !p.starts_with("chromium")).chain(LIBCLANG).copied().collect();
+    let m = FakeMachine::new(&record, true);
+    m.with_rdflib();
+    assert_eq!(m.run_setup(&m.node()), vec!["apt-get install -y -qq chromium"]);
+    assert_eq!(m.run_setup(&m.node()), NOTHING);
+}
+
 #[test]
 fn installs_node_when_the_command_is_missing() {
     let m = machine(LIBCLANG, true, true);
@@ -247,7 +263,10 @@ fn installs_node_when_the_command_is_missing() {
 #[test]
 fn makes_the_rdflib_venv_when_pip_lacks_it() {
     let m = machine(LIBCLANG, true, false);
-    assert_eq!(m.run_setup(&m.node()), vec!["pip install rdflib", "pip install pytest"]);
+    assert_eq!(
+        m.run_setup(&m.node()),
+        vec!["pip install rdflib", "pip install pytest", "pip install ibmcloudant", "pip install pycouchdb", "pip install typing_extensions", "pip install requests"]
+    );
     assert_eq!(m.run_setup(&m.node()), NOTHING);
 }
 
@@ -266,7 +285,7 @@ fn installs_the_python_package_again_only_when_its_sources_change() {
     fs::write(root.join("crates/rhizome-rdf/src/lib.rs"), "// two\n").unwrap();
     assert_eq!(m.run_setup(&m.node()), vec!["pip install ./python"]);
     assert_eq!(m.run_setup(&m.node()), NOTHING);
-    fs::write(root.join("tests/python/.venv/installed"), "rdflib\npytest\n").unwrap();
+    fs::write(root.join("tests/python/.venv/installed"), VENV_PACKAGES).unwrap();
     assert_eq!(m.run_setup(&m.node()), vec!["pip install ./python"], "pip's record lacks rhizome");
 }
 

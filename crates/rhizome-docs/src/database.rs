@@ -152,12 +152,16 @@ impl Database {
         Ok(txn.commit()?)
     }
 
-    /// The `_security` object; `{}` until set.
+    /// The `_security` object. Until one is set, CouchDB 3's default for
+    /// new databases (`[couchdb] default_security = admin_only`): members
+    /// and admins are the role `_admin`, so only server admins get in. A
+    /// `_security` set with nobody in `members` makes the database public,
+    /// as in CouchDB.
     pub fn security(&self) -> Result<Value> {
         let s = self.store.snapshot()?;
         match s.kv().get(DB_META, meta::SECURITY)? {
             Some(v) => serde_json::from_slice(&v).map_err(|e| DocError::Corrupt(format!("security object: {e}"))),
-            None => Ok(json!({})),
+            None => Ok(json!({ "members": { "roles": ["_admin"] }, "admins": { "roles": ["_admin"] } })),
         }
     }
 

@@ -284,7 +284,12 @@ impl GraphProjector for JsonLdProjector {
         let json: Map<String, Value> = doc.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
         self.contexts.prefetch(&Value::Object(json))?;
         // The parse, ahead of the write's lock. A document the parse
-        // refuses is parsed again in the write, which fails it as before.
+        // refuses is refused here, on its own: in the write its projection
+        // would fail the whole transaction, and with it every other
+        // document of a `_bulk_docs` (CouchDB's rule is one error per
+        // document). A body read with the default context is refused by
+        // the default context of this snapshot; one that changes before
+        // the write is a race the writer cannot see.
         let Some(id) = doc.get("_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")) else { return Ok(None) };
         let iri = self.iris.graph_iri(id);
         // A body with a context of its own at its top is read with that
@@ -294,7 +299,8 @@ impl GraphProjector for JsonLdProjector {
         } else {
             DefaultContext::Read(reader.get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())?)
         };
-        Ok(parse_document(reader, doc, &iri, &self.contexts).ok().map(|quads| Box::new(ParsedAhead { iri, default_context, quads }) as crate::Prepared))
+        let quads = parse_document(reader, doc, &iri, &self.contexts)?;
+        Ok(Some(Box::new(ParsedAhead { iri, default_context, quads })))
     }
 
     fn contexts(&self) -> Option<&ContextStore> {

@@ -339,6 +339,9 @@ fn render_attachments(kv: &dyn KvRead, atts: &Value, inline_after: Option<u64>) 
                 let digest = meta.get("digest").and_then(Value::as_str).unwrap_or_default();
                 let data = kv.get(ATTACHMENTS, digest.as_bytes())?.ok_or_else(|| DocError::Corrupt(format!("attachment data {digest}")))?;
                 meta.insert("data".into(), Value::String(base64::engine::general_purpose::STANDARD.encode(data)));
+                // As couch_att:to_json: inline data carries no `length`
+                // (a stub or data that follows does).
+                meta.remove("length");
             }
             _ => {
                 meta.insert("stub".into(), Value::Bool(true));

@@ -267,8 +267,14 @@ fn parse_member(key: &str, arg: &Value, path: &[String], relative: bool) -> Resu
     if key.starts_with('$') {
         return Err(SelectorError { error: "invalid_operator", reason: format!("Invalid operator: {key}") });
     }
+    let parts = split_path(key);
+    // mango_util:parse_field: no part of a field name may be empty.
+    if parts.iter().any(String::is_empty) {
+        let name = if path.is_empty() { key.to_owned() } else { format!("{}.{key}", join_path(path)) };
+        return Err(SelectorError { error: "invalid_field_name", reason: format!("Invalid field name: {name}") });
+    }
     let mut full = path.to_vec();
-    full.extend(split_path(key));
+    full.extend(parts);
     match arg {
         Value::Object(m) if !m.is_empty() => parse(arg, &full, relative),
         _ => field(&full, relative, Cond::Eq(arg.clone())),
@@ -308,7 +314,9 @@ fn condition(op: &str, arg: &Value) -> Result<Cond, SelectorError> {
             let text = arg.as_str().ok_or_else(|| bad_arg(op, arg))?;
             Cond::Regex(regex::RegexBuilder::new(text).size_limit(1 << 20).build().map_err(|_| bad_arg(op, arg))?)
         }
-        "$beginsWith" => Cond::BeginsWith(arg.as_str().ok_or_else(|| bad_arg(op, arg))?.to_owned()),
+        // mango_selector:norm_ops reads `$beginsWith` with a string only;
+        // any other argument falls to its "invalid operator" clause.
+        "$beginsWith" => Cond::BeginsWith(arg.as_str().ok_or_else(|| SelectorError { error: "invalid_operator", reason: format!("Invalid operator: {op}") })?.to_owned()),
         "$elemMatch" => Cond::ElemMatch(sub()?),
         "$allMatch" => Cond::AllMatch(sub()?),
         "$keyMapMatch" => Cond::KeyMapMatch(sub()?),
@@ -450,6 +458,7 @@ mod tests {
             (json!({ "n": { "$regex": "(" } }), "bad_arg"),
             (json!({ "$and": {} }), "bad_arg"),
             (json!({ "$gt": 1 }), "invalid_selector"),
+            (json!({ "_id": { "$beginsWith": true } }), "invalid_operator"),
             (json!([1]), "invalid_selector_json"),
         ] {
             assert_eq!(Selector::parse(&sel).unwrap_err().error, error, "{sel}");
@@ -459,6 +468,11 @@ mod tests {
     #[test]
     fn dotted_paths_and_escaped_dots() {
         assert_eq!(split_path("a.b\\.c"), vec!["a".to_owned(), "b.c".to_owned()]);
+        // An empty part of a field name is refused, as mango_util:parse_field does.
+        for (bad, name) in [(json!({"_id": {"": null}}), "_id."), (json!({"a..b": 1}), "a..b"), (json!({"": 1}), "")] {
+            let e = Selector::parse(&bad).err().unwrap_or_else(|| panic!("{bad} parsed"));
+            assert_eq!((e.error, e.reason.as_str()), ("invalid_field_name", format!("Invalid field name: {name}").as_str()), "{bad}");
+        }
         assert_eq!(join_path(&split_path("a.b\\.c")), "a.b\\.c");
         let s = Selector::parse(&json!({ "a": { "b": 1, "c": { "$gt": 2 } } })).unwrap();
         assert_eq!(s.to_json(), json!({ "$and": [{ "a.b": { "$eq": 1 } }, { "a.c": { "$gt": 2 } }] }));

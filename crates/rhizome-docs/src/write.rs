@@ -132,8 +132,17 @@ impl Database {
         let mut out = Vec::with_capacity(docs.len());
         for (doc, prepared) in docs.into_iter().zip(prepared) {
             let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+            // A document whose graph cannot be read (malformed JSON-LD,
+            // contexts past the limits or not to be had) is refused on its
+            // own: 400 `doc_validation`. A replicated one (`new_edits`
+            // false) is refused as a validate_doc_update function refuses,
+            // 403 `forbidden`, the one per-document error replicators
+            // (PouchDB's, CouchDB's) count as a failed document and go on
+            // past; any other stops the whole replication.
             if let Some(reason) = prepared.refused {
-                out.push((id.clone(), Err(DocError::Validation(format!("{id}: {reason}")))));
+                let reason = format!("{id}: {reason}");
+                let refusal = if new_edits { DocError::Validation(reason) } else { DocError::Coded { status: 403, error: "forbidden", reason } };
+                out.push((id.clone(), Err(refusal)));
                 continue;
             }
             let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None, prepared) {
@@ -648,7 +657,8 @@ fn trace(phase: &str) {
 #[derive(Default)]
 pub struct PreparedDoc {
     /// Why the document cannot be written (its projection's remote
-    /// contexts could not be had): that document's 400.
+    /// contexts could not be had, or its JSON-LD cannot be read): that
+    /// document's error alone.
     refused: Option<String>,
     ahead: Option<crate::Prepared>,
     revision: Option<RevisionAhead>,

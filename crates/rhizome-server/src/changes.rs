@@ -177,7 +177,8 @@ async fn stream(mut f: FeedRequest, tx: mpsc::Sender<Bytes>, mut shutdown: watch
                 if let Some(limit) = f.opts.limit {
                     let left = limit.saturating_sub(changes.rows.len());
                     if left == 0 {
-                        return end(&f, &tx, changes.last_seq).await;
+                        // Cut by `limit`: what is left after the last row sent.
+                        return end(&f, &tx, changes.last_seq, changes.pending).await;
                     }
                     f.opts.limit = Some(left);
                 }
@@ -189,16 +190,16 @@ async fn stream(mut f: FeedRequest, tx: mpsc::Sender<Bytes>, mut shutdown: watch
             let heartbeat = f.heartbeat_ms.map(|ms| Instant::now() + Duration::from_millis(ms)).unwrap_or(deadline).min(deadline);
             tokio::select! {
                 changed = seq_rx.changed() => {
-                    if changed.is_err() { return end(&f, &tx, f.opts.since).await; }
+                    if changed.is_err() { return end(&f, &tx, f.opts.since, 0).await; }
                     break;
                 }
                 _ = tokio::time::sleep_until(heartbeat) => {
                     if Instant::now() >= deadline {
-                        return end(&f, &tx, f.opts.since).await;
+                        return end(&f, &tx, f.opts.since, 0).await;
                     }
                     send(&tx, b"\n".to_vec()).await?;
                 }
-                _ = shutdown.changed() => return end(&f, &tx, f.opts.since).await,
+                _ = shutdown.changed() => return end(&f, &tx, f.opts.since, 0).await,
             }
         }
     }
@@ -222,10 +223,12 @@ fn normal_body(changes: &rhizome_docs::Changes) -> Vec<u8> {
     out
 }
 
-async fn end(f: &FeedRequest, tx: &mpsc::Sender<Bytes>, last_seq: u64) -> Result<(), Closed> {
+/// The end of a feed: `pending` is what the feed did not send (only a
+/// feed cut by `limit` leaves any).
+async fn end(f: &FeedRequest, tx: &mpsc::Sender<Bytes>, last_seq: u64, pending: u64) -> Result<(), Closed> {
     match f.feed {
-        Feed::Longpoll => send(tx, line(&json!({ "results": [], "last_seq": last_seq, "pending": 0 }))).await,
-        Feed::Continuous => send(tx, line(&json!({ "last_seq": last_seq, "pending": 0 }))).await,
+        Feed::Longpoll => send(tx, line(&json!({ "results": [], "last_seq": last_seq, "pending": pending }))).await,
+        Feed::Continuous => send(tx, line(&json!({ "last_seq": last_seq, "pending": pending }))).await,
         Feed::EventSource => Ok(()),
     }
 }

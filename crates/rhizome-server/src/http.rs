@@ -33,14 +33,20 @@ impl Request {
         self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
-    /// A boolean query parameter (`true`/`false`); absent is `default`.
+    /// A boolean option of a document read or write or of `_changes`:
+    /// `true` or `false`; absent, or any other value, is `default`. As
+    /// CouchDB (`chttpd_db:parse_doc_query`, `parse_changes_query`), which
+    /// matches these options' values exactly and ignores what it does not
+    /// know (`revs=True` reads without revisions there). The options of
+    /// `_all_docs` and views are read as CouchDB's view options instead
+    /// (`couch/all_docs.rs`, `rhizome_views::ViewQuery`): any case, and
+    /// a 400 for anything else. Never an error; a `Result` for its callers.
     pub fn flag(&self, name: &str, default: bool) -> Result<bool, HttpError> {
-        match self.param(name) {
-            None => Ok(default),
-            Some("true") => Ok(true),
-            Some("false") => Ok(false),
-            Some(other) => Err(HttpError::bad_request(format!("Invalid boolean parameter {name}: {other:?}"))),
-        }
+        Ok(match self.param(name) {
+            Some("true") => true,
+            Some("false") => false,
+            _ => default,
+        })
     }
 
     pub fn number(&self, name: &str) -> Result<Option<u64>, HttpError> {

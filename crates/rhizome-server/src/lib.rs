@@ -23,6 +23,8 @@ mod auth;
 mod changes;
 mod connections;
 mod contexts;
+mod cors;
+mod db_updates;
 mod couch;
 pub mod error;
 mod extension;
@@ -36,15 +38,16 @@ mod router;
 mod state;
 
 pub use auth::password::DEFAULT_ITERATIONS as DEFAULT_PBKDF2_ITERATIONS;
-pub use auth::{AuthSettings, DEFAULT_LOGIN_ATTEMPTS, DEFAULT_LOGIN_DELAY_SECS};
+pub use auth::{AuthSettings, DEFAULT_LOGIN_ATTEMPTS, DEFAULT_LOGIN_DELAY_SECS, SESSION_SECONDS as DEFAULT_SESSION_TIMEOUT_SECS};
 pub use connections::{
     ConnectionLimits, DEFAULT_BODY_TIMEOUT_SECS, DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
 };
 pub use contexts::{ContextSettings, DEFAULT_CONTEXT_MAX_BYTES, DEFAULT_CONTEXT_TIMEOUT_MS};
+pub use cors::{CorsSettings, DEFAULT_MAX_AGE_SECS as DEFAULT_CORS_MAX_AGE_SECS};
 pub use error::{HttpError, ServerError};
 pub use group_commit::GroupCommit;
-pub use state::{base_iri, context_store, database_dir, projector_for};
+pub use state::{base_iri, base_iri_or, context_store, database_dir, listen_base, projector_for};
 #[doc(hidden)]
 pub use couch::fuzz_couch_request;
 pub use graph::fuzz_walk_request;
@@ -89,6 +92,8 @@ pub struct ServerConfig {
     pub load_max_bytes: u64,
     /// Fetching remote JSON-LD contexts (`--context-hosts` and friends).
     pub contexts: ContextSettings,
+    /// Cross-origin requests (`--enable-cors` and `--cors-*`, `cors.rs`).
+    pub cors: CorsSettings,
 }
 
 /// Runs the server until SIGINT or SIGTERM, on its own runtime.
@@ -136,6 +141,16 @@ async fn wait_for_signal() {
 /// requests finish (at most 10 s) and returns. Every answered write is
 /// already durable, so nothing else needs flushing.
 pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) -> Result<(), ServerError> {
+    // Bound first: a data folder's first start names its documents under
+    // the address the server listens on (`state::base_iri_or`).
+    let listener = TcpListener::bind(config.bind).await.map_err(|source| ServerError::Io { what: format!("binding {}", config.bind), source })?;
+    let local = listener.local_addr().map_err(|source| ServerError::Io { what: "reading the bound address".into(), source })?;
+    let base = {
+        let data_dir = config.data_dir.clone();
+        tokio::task::spawn_blocking(move || state::base_iri_or(&data_dir, &state::listen_base(local)))
+            .await
+            .map_err(|e| ServerError::Config(format!("reading the base IRI: {e}")))??
+    };
     let server = {
         let config = config.clone();
         let rx = shutdown.clone();
@@ -145,6 +160,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     };
     let mut server = server;
     server.sparql = rdf::SparqlSettings::new(config.load_dir.as_deref(), config.load_max_bytes)?;
+    server.node_config = node_config(&config, local, &base, &server.identity.uuid);
     if !config.contexts.hosts.is_empty() {
         // No user database is open yet: each will see this store.
         let fetcher: Box<dyn rhizome_docs::ContextFetcher> = Box::new(contexts::HttpContextFetcher::new(config.contexts.clone()));
@@ -154,9 +170,8 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     }
     let server = Arc::new(server);
     replicator_db::start(server.clone());
-    let listener = TcpListener::bind(config.bind).await.map_err(|source| ServerError::Io { what: format!("binding {}", config.bind), source })?;
-    let local = listener.local_addr().map_err(|source| ServerError::Io { what: "reading the bound address".into(), source })?;
     eprintln!("rhizome: CouchDB API on http://{local} (data in {})", config.data_dir.display());
+    eprintln!("rhizome: documents and LDP resources are named under {base}/ (the data folder's base IRI, kept in {})", config.data_dir.join("base-iri").display());
     let file_limit = connections::raise_file_limit();
     let mut limits = config.connections.clone();
     limits.max_connections = connections::connections_within(limits.max_connections, file_limit);
@@ -170,6 +185,10 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     }
     let connections = connections::Connections::new(limits);
     let active = Arc::new(AtomicUsize::new(0));
+    let cors = Arc::new(config.cors.clone());
+    if cors.enabled {
+        eprintln!("rhizome: CORS on for {}", if cors.origins.is_empty() { "no origin (--cors-origins is empty)".to_owned() } else { cors.origins.join(", ") });
+    }
     let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
         tokio::select! {
@@ -192,6 +211,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
                 let active = active.clone();
                 let connections = connections.clone();
                 let log = config.log_requests;
+                let cors = cors.clone();
                 tokio::spawn(async move {
                     let conn = admitted.conn.clone();
                     let io = TokioIo::new(connections::TrackedIo::new(stream, &admitted));
@@ -203,9 +223,10 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
                             let body_timeout = connections.limits.body_timeout;
                             let server = server.clone();
                             let active = active.clone();
+                            let cors = cors.clone();
                             async move {
                                 active.fetch_add(1, Ordering::SeqCst);
-                                let r = respond(&server, req, peer, body_timeout, log).await;
+                                let r = respond(&server, &cors, req, peer, body_timeout, log).await;
                                 active.fetch_sub(1, Ordering::SeqCst);
                                 Ok::<_, std::convert::Infallible>(r.map(|body| connections::TrackedBody::new(body, busy)))
                             }
@@ -233,14 +254,58 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     Ok(())
 }
 
+/// The settings of `_node/_local/_config`, in CouchDB's sections and
+/// names where CouchDB has the setting, as strings as CouchDB keeps them.
+fn node_config(config: &ServerConfig, local: SocketAddr, base: &str, uuid: &str) -> serde_json::Value {
+    let list = |v: &[String]| v.join(", ");
+    let c = &config.cors;
+    serde_json::json!({
+        "couchdb": { "uuid": uuid, "database_dir": config.data_dir.display().to_string(), "max_document_size": config.max_body_bytes.to_string() },
+        "chttpd": {
+            "bind_address": local.ip().to_string(),
+            "port": local.port().to_string(),
+            "enable_cors": c.enabled.to_string(),
+            "max_http_request_size": config.max_body_bytes.to_string(),
+            "require_valid_user": "false",
+        },
+        "chttpd_auth": {
+            "authentication_db": "_users",
+            "timeout": config.auth.session_timeout_secs.to_string(),
+            "iterations": config.auth.pbkdf2_iterations.to_string(),
+            "pbkdf2_prf": "sha256",
+        },
+        "couch_httpd_auth": { "authentication_db": "_users", "timeout": config.auth.session_timeout_secs.to_string() },
+        "cors": {
+            "origins": list(&c.origins),
+            "credentials": c.credentials.to_string(),
+            "methods": list(&c.methods()),
+            "headers": list(&c.allowed_headers()),
+            "exposed_headers": list(&c.exposed()),
+            "max_age": c.max_age_secs.to_string(),
+        },
+        "rhizome": { "base_iri": base, "context_hosts": list(&config.contexts.hosts) },
+    })
+}
+
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-async fn respond(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>, peer: SocketAddr, body_timeout: Duration, log: bool) -> hyper::Response<http::Body> {
+async fn respond(server: &Arc<Server>, cors: &cors::CorsSettings, req: hyper::Request<hyper::body::Incoming>, peer: SocketAddr, body_timeout: Duration, log: bool) -> hyper::Response<http::Body> {
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
-    let response = match handle(server, req, peer, body_timeout).await {
+    // A CORS preflight is answered before anything else (a browser sends
+    // it without credentials); other answers get their CORS headers last.
+    if let Some(headers) = cors.preflight(&method, req.headers()) {
+        let mut r = http::response(204, "text/plain", Bytes::new());
+        r.headers_mut().remove("content-type");
+        for (name, value) in headers {
+            http::set_header(&mut r, name, &value);
+        }
+        return r;
+    }
+    let request_headers = if cors.enabled { Some(req.headers().clone()) } else { None };
+    let mut response = match handle(server, req, peer, body_timeout).await {
         Ok(r) => r,
         Err(e) => {
             let timed_out = e.status == 408;
@@ -253,6 +318,10 @@ async fn respond(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming
             r
         }
     };
+    if let Some(request_headers) = request_headers {
+        cors.decorate(&request_headers, response.headers_mut());
+    }
+    couch::node::count(&method, response.status().as_u16());
     if log {
         // One structured line per request: easy to grep, easy to parse.
         eprintln!(
@@ -317,7 +386,8 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
         && match request.segments.as_slice() {
             [] => true,
             [_, id, rest @ ..] => (!id.starts_with('_') || id == "_local") || (id == "_design" && rest.len() == 1),
-            [db] => db.starts_with('_'),
+            // `/_db_updates` may wait for an event: never on these threads.
+            [db] => db.starts_with('_') && db != "_db_updates",
         }
         // Credentials not verified yet cost a PBKDF2: not on async threads.
         && auth::is_cheap(server, &request);

@@ -216,18 +216,39 @@ pub fn scheduler_docs(server: &Server, method: &hyper::Method) -> Result<hyper::
     if *method != hyper::Method::GET {
         return Err(HttpError::method_not_allowed("GET"));
     }
+    let docs = scheduled(server);
+    Ok(json(200, &json!({ "total_rows": docs.len(), "offset": 0, "docs": docs })))
+}
+
+/// Every `_replicator` document's job, as `/_scheduler/docs` lists them.
+fn scheduled(server: &Server) -> Vec<Value> {
     let map = server.replicator_docs.jobs.lock().unwrap_or_else(|p| p.into_inner());
     let mut docs: Vec<(&String, &DocJob)> = map.iter().collect();
     docs.sort_by(|a, b| a.0.cmp(b.0));
-    let docs: Vec<Value> = docs
-        .into_iter()
+    docs.into_iter()
         .map(|(doc_id, j)| {
             json!({
-                "database": REPLICATOR_DB, "doc_id": doc_id, "id": j.id, "node": "rhizome",
+                "database": REPLICATOR_DB, "doc_id": doc_id, "id": j.id, "node": crate::couch::node::NODE_NAME,
                 "source": j.source, "target": j.target, "state": j.state, "info": j.info,
                 "last_updated": j.last_updated,
             })
         })
-        .collect();
-    Ok(json(200, &json!({ "total_rows": docs.len(), "offset": 0, "docs": docs })))
+        .collect()
+}
+
+/// `/_scheduler/docs/{db}` (that replicator database's documents) and
+/// `/_scheduler/docs/{db}/{docid}` (one of them; 404 `missing` otherwise,
+/// as CouchDB). The one replicator database here is `_replicator`.
+pub fn scheduler_doc(server: &Server, method: &hyper::Method, db: &str, doc_id: Option<&str>) -> Result<hyper::Response<crate::http::Body>, HttpError> {
+    if *method != hyper::Method::GET {
+        return Err(HttpError::method_not_allowed("GET"));
+    }
+    if db != REPLICATOR_DB {
+        return Err(HttpError::not_found("Database does not exist."));
+    }
+    let docs = scheduled(server);
+    match doc_id {
+        None => Ok(json(200, &json!({ "total_rows": docs.len(), "offset": 0, "docs": docs }))),
+        Some(id) => docs.into_iter().find(|d| d["doc_id"] == id).map(|d| json(200, &d)).ok_or_else(|| HttpError::not_found("missing")),
+    }
 }

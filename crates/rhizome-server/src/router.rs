@@ -40,6 +40,9 @@ pub enum DbOp {
     Security,
     EnsureFullCommit,
     DesignDocs,
+    LocalDocs,
+    /// `POST /{db}/_all_docs/queries` (and `_design_docs`, `_local_docs`).
+    AllDocsQueries(couch::all_docs::Namespace),
     ViewCleanup,
     Find,
     Explain,
@@ -55,6 +58,13 @@ pub enum Route {
     Session,
     Replicate,
     SchedulerDocs,
+    /// `/_scheduler/docs/{db}[/{docid}]`.
+    SchedulerDoc(String, Option<String>),
+    SchedulerJobs,
+    Membership,
+    DbUpdates,
+    /// `/_node/{name}/...`: the name and what follows it.
+    Node(String, Vec<String>),
     ActiveTasks,
     /// `/_contexts`: the remote JSON-LD context cache (`contexts.rs`).
     Contexts,
@@ -92,6 +102,12 @@ impl Route {
             ["_session"] => Route::Session,
             ["_replicate"] => Route::Replicate,
             ["_scheduler", "docs"] => Route::SchedulerDocs,
+            ["_scheduler", "docs", db] => Route::SchedulerDoc(db.to_string(), None),
+            ["_scheduler", "docs", db, id @ ..] => Route::SchedulerDoc(db.to_string(), Some(id.join("/"))),
+            ["_scheduler", "jobs"] => Route::SchedulerJobs,
+            ["_membership"] => Route::Membership,
+            ["_db_updates"] => Route::DbUpdates,
+            ["_node", name, rest @ ..] => Route::Node(name.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             ["_active_tasks"] => Route::ActiveTasks,
             ["_contexts"] => Route::Contexts,
             [db] if db.starts_with('_') && *db != "_users" && *db != "_replicator" => {
@@ -111,6 +127,7 @@ impl Route {
                     "_security" => DbOp::Security,
                     "_ensure_full_commit" => DbOp::EnsureFullCommit,
                     "_design_docs" => DbOp::DesignDocs,
+                    "_local_docs" => DbOp::LocalDocs,
                     "_view_cleanup" => DbOp::ViewCleanup,
                     "_find" => DbOp::Find,
                     "_explain" => DbOp::Explain,
@@ -119,6 +136,15 @@ impl Route {
                     _ => return Err(HttpError::bad_request("Only reserved document ids may start with underscore.")),
                 };
                 Route::DbOp(db.to_string(), op)
+            }
+            [db, listing @ ("_all_docs" | "_design_docs" | "_local_docs"), "queries"] => {
+                use couch::all_docs::Namespace;
+                let ns = match *listing {
+                    "_design_docs" => Namespace::Design,
+                    "_local_docs" => Namespace::Local,
+                    _ => Namespace::All,
+                };
+                Route::DbOp(db.to_string(), DbOp::AllDocsQueries(ns))
             }
             [db, "_index", rest @ ..] => Route::MangoIndex(db.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             [db, "_local", id] => Route::Local(db.to_string(), format!("_local/{id}")),
@@ -151,6 +177,7 @@ impl Route {
         match self {
             Route::Root | Route::Up | Route::Uuids | Route::Session => Access::Public,
             Route::AllDbs | Route::DbsInfo | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks | Route::Contexts => Access::ServerAdmin,
+            Route::SchedulerDoc(..) | Route::SchedulerJobs | Route::Membership | Route::Node(..) | Route::DbUpdates => Access::ServerAdmin,
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
             Route::Db(_) => Access::Member,
             Route::DbOp(_, DbOp::Compact | DbOp::ViewCleanup) => Access::DbAdmin,
@@ -172,12 +199,18 @@ impl Route {
 pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
     let route = Route::parse(&req.segments)?;
     let rdf = matches!(route, Route::Extension(..) | Route::Ldp(..));
-    match handle_route(server, req, route) {
+    let is_doc = matches!(route, Route::Doc(..));
+    let handled = auth::authenticate(server, req).and_then(|ctx| {
+        let reply = handle_route(server, req, route, &ctx)?;
+        Ok(renew_session(server, req, &ctx, reply))
+    });
+    match handled {
         // SPARQL and Graph Store clients (Jena, Java's Authenticator,
         // urllib's handlers, SPARQLWrapper) send their credentials only
-        // when challenged. CouchDB's endpoints stay without a challenge,
-        // as CouchDB's (no browser pop-up).
-        Err(e) if e.status == 401 && rdf => {
+        // when challenged, and so do linked-data clients reading a
+        // document as RDF. CouchDB's endpoints stay without a challenge
+        // for JSON, as CouchDB's (no browser pop-up in a CouchDB app).
+        Err(e) if e.status == 401 && (rdf || (is_doc && couch::documents::wants_rdf(req))) => {
             let mut r = crate::http::error(&e);
             crate::http::set_header(&mut r, "www-authenticate", "Basic realm=\"rhizome\"");
             Ok(Reply::Done(r))
@@ -186,14 +219,27 @@ pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
     }
 }
 
-fn handle_route(server: &Server, req: &Request, route: Route) -> Result<Reply, HttpError> {
-    let ctx = auth::authenticate(server, req)?;
+fn handle_route(server: &Server, req: &Request, route: Route, ctx: &UserCtx) -> Result<Reply, HttpError> {
     let db: Option<Arc<DbHandle>> = match route.db_name() {
         Some(name) => server.db(name)?,
         None => None,
     };
-    access::check(&ctx, &route.access(&req.method), db.as_deref())?;
-    dispatch(server, req, &ctx, route, db)
+    access::check(ctx, &route.access(&req.method), db.as_deref())?;
+    dispatch(server, req, ctx, route, db)
+}
+
+/// A session past a tenth of its lifetime gets a new cookie with the
+/// answer, unless the handler set one (login, logout), as CouchDB.
+fn renew_session(server: &Server, req: &Request, ctx: &UserCtx, reply: Reply) -> Reply {
+    match reply {
+        Reply::Done(mut r) if !r.headers().contains_key("set-cookie") => {
+            if let Some(cookie) = auth::renewal_cookie(server, req, ctx) {
+                crate::http::set_header(&mut r, "set-cookie", &cookie);
+            }
+            Reply::Done(r)
+        }
+        other => other,
+    }
 }
 
 fn need(db: Option<Arc<DbHandle>>) -> Result<Arc<DbHandle>, HttpError> {
@@ -201,7 +247,7 @@ fn need(db: Option<Arc<DbHandle>>) -> Result<Arc<DbHandle>, HttpError> {
 }
 
 fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Option<Arc<DbHandle>>) -> Result<Reply, HttpError> {
-    use couch::{attachments, bulk, database, documents, server as srv};
+    use couch::{all_docs, attachments, bulk, database, documents, server as srv};
     let m = &req.method;
     Ok(match route {
         Route::Root => srv::welcome(server, m)?.into(),
@@ -212,6 +258,11 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Session => srv::session(server, req, ctx)?.into(),
         Route::Replicate => couch::replicate::replicate(server, req, ctx)?.into(),
         Route::SchedulerDocs => crate::replicator_db::scheduler_docs(server, m)?.into(),
+        Route::SchedulerDoc(db, id) => crate::replicator_db::scheduler_doc(server, m, &db, id.as_deref())?.into(),
+        Route::SchedulerJobs => couch::node::scheduler_jobs(server, req)?.into(),
+        Route::Membership => couch::node::membership(req)?.into(),
+        Route::DbUpdates => crate::db_updates::handle(&server.db_updates, req)?.into(),
+        Route::Node(name, rest) => couch::node::node(server, req, &name, &rest)?.into(),
         Route::ActiveTasks => couch::replicate::active_tasks(server, m)?.into(),
         Route::Contexts => crate::contexts::handle(server, req)?.into(),
         Route::Db(name) => match *m {
@@ -224,7 +275,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::DbOp(_, op) => {
             let db = need(db)?;
             match op {
-                DbOp::AllDocs => bulk::all_docs(req, &db)?.into(),
+                DbOp::AllDocs => all_docs::handle(req, &db, all_docs::Namespace::All)?.into(),
                 DbOp::BulkDocs => bulk::bulk_docs(server, req, ctx, &db)?.into(),
                 DbOp::BulkGet => bulk::bulk_get(req, &db)?.into(),
                 DbOp::RevsDiff => bulk::revs_diff(req, &db)?.into(),
@@ -233,7 +284,9 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::RevsLimit => database::revs_limit(req, &db)?.into(),
                 DbOp::Security => database::security(req, &db)?.into(),
                 DbOp::EnsureFullCommit => database::ensure_full_commit(m)?.into(),
-                DbOp::DesignDocs => bulk::all_docs_in(req, &db, true)?.into(),
+                DbOp::DesignDocs => all_docs::handle(req, &db, all_docs::Namespace::Design)?.into(),
+                DbOp::LocalDocs => all_docs::handle(req, &db, all_docs::Namespace::Local)?.into(),
+                DbOp::AllDocsQueries(ns) => all_docs::queries(req, &db, ns)?.into(),
                 DbOp::ViewCleanup => couch::views::cleanup(req, &db)?.into(),
                 DbOp::Find => couch::mango::find(req, &db)?.into(),
                 DbOp::Explain => couch::mango::explain(req, &db)?.into(),
@@ -243,7 +296,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Local(_, id) => documents::local(req, &*need(db)?, &id)?.into(),
         Route::Attachment(_, id, name) => attachments::attachment(server, req, ctx, &*need(db)?, &id, &name)?.into(),
         Route::Extension(_, what) => extension::route(server, req, ctx, &*need(db)?, &what)?.into(),
-        Route::DesignAction(_, ddoc, action, rest) => couch::views::design_action(req, need(db)?, &ddoc, &action, &rest)?.into(),
+        Route::DesignAction(_, ddoc, action, rest) => couch::views::design_action(req, ctx, need(db)?, &ddoc, &action, &rest)?.into(),
         Route::MangoIndex(_, rest) => couch::mango::index(req, ctx, &*need(db)?, &rest)?.into(),
         Route::Ldp(_, rest) => crate::ldp::handle(server, req, ctx, need(db)?, &rest)?.into(),
     })
@@ -274,6 +327,8 @@ mod tests {
         assert_eq!(p("/db/_design/d/_view/v").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_view".into(), "v".into()));
         assert_eq!(p("/db/_compact/d").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_compact".into(), String::new()));
         assert_eq!(p("/db/_find").unwrap(), Route::DbOp("db".into(), DbOp::Find));
+        assert_eq!(p("/db/_local_docs").unwrap(), Route::DbOp("db".into(), DbOp::LocalDocs));
+        assert_eq!(p("/db/_all_docs/queries").unwrap(), Route::DbOp("db".into(), DbOp::AllDocsQueries(couch::all_docs::Namespace::All)));
         assert_eq!(p("/db/_index").unwrap(), Route::MangoIndex("db".into(), vec![]));
         assert_eq!(p("/db/_index/_design/d/json/n").unwrap(), Route::MangoIndex("db".into(), vec!["_design".into(), "d".into(), "json".into(), "n".into()]));
         assert_eq!(p("/db/_design/d/_other").unwrap(), Route::Attachment("db".into(), "_design/d".into(), "_other".into()));

@@ -18,17 +18,37 @@ use crate::error::{HttpError, ServerError};
 use crate::http::uuid;
 use rhizome_docs::{valid_db_name, ContextStore, Database, DocumentIris, GraphProjector, JsonLdProjector, NoProjection};
 
-/// The base of document graph IRIs when a data folder is first used:
-/// CouchDB's address.
+/// The base of document graph IRIs when a data folder is first used by
+/// something other than a server (`load --db`, Python): CouchDB's address.
 pub const DEFAULT_BASE_IRI: &str = "http://localhost:5984";
 
 /// The base of document graph IRIs, `<base>/<db>/<doc id>`
 /// (../shared/design.md), fixed per data folder: the first `serve` or
 /// `load --db` writes it to `DATA/base-iri` (`RHIZOME_BASE_IRI`, by default
-/// [`DEFAULT_BASE_IRI`]) and every later one reads it there. Changing it
+/// [`DEFAULT_BASE_IRI`], or for `serve` the address it listens on:
+/// [`base_iri_or`]) and every later one reads it there. Changing it
 /// would rename every document's graph, so a `RHIZOME_BASE_IRI` that
 /// disagrees with the stored one is refused.
 pub fn base_iri(data_dir: &Path) -> Result<String, ServerError> {
+    base_iri_or(data_dir, DEFAULT_BASE_IRI)
+}
+
+/// The base a server listening on `addr` gives a data folder at its first
+/// start: its own address, so that the IRIs of documents and LDP resources
+/// are URLs a client can follow. A server listening on every interface
+/// (`0.0.0.0`, `::`) names itself `localhost`; `RHIZOME_BASE_IRI` names
+/// it for the world.
+pub fn listen_base(addr: std::net::SocketAddr) -> String {
+    match addr.ip() {
+        ip if ip.is_unspecified() => format!("http://localhost:{}", addr.port()),
+        std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
+        std::net::IpAddr::V4(ip) => format!("http://{ip}:{}", addr.port()),
+    }
+}
+
+/// [`base_iri`], with `default` for a data folder used for the first time
+/// without `RHIZOME_BASE_IRI`.
+pub fn base_iri_or(data_dir: &Path, default: &str) -> Result<String, ServerError> {
     let path = data_dir.join("base-iri");
     let wanted = std::env::var("RHIZOME_BASE_IRI").ok().filter(|w| !w.is_empty());
     match std::fs::read_to_string(&path) {
@@ -45,7 +65,7 @@ pub fn base_iri(data_dir: &Path) -> Result<String, ServerError> {
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let base = wanted.unwrap_or_else(|| DEFAULT_BASE_IRI.to_owned());
+            let base = wanted.unwrap_or_else(|| default.to_owned());
             oxiri::Iri::parse(format!("{}/db/doc", base.trim_end_matches('/')))
                 .map_err(|e| ServerError::Config(format!("RHIZOME_BASE_IRI {base:?} is not an absolute IRI: {e}")))?;
             let io = |source| ServerError::Io { what: format!("writing {}", path.display()), source };
@@ -80,14 +100,17 @@ pub struct DbHandle {
     pub writes: crate::group_commit::GroupCommit,
     /// PBKDF2 iterations for passwords written to `_users`.
     pub pbkdf2_iterations: u32,
+    /// The server's `_db_updates` feed.
+    pub updates: Arc<crate::db_updates::DbUpdates>,
 }
 
 impl DbHandle {
-    /// Tells `_changes` feeds that `update_seq` moved.
+    /// Tells `_changes` feeds that `update_seq` moved, and `_db_updates`.
     pub fn notify(&self) {
         if let Ok(seq) = self.db.update_seq() {
             self.seq.send_replace(seq);
         }
+        self.updates.record(&self.name, "updated");
     }
 }
 
@@ -125,6 +148,11 @@ pub struct Server {
     /// Remote JSON-LD contexts: shipped, cached in `<data>/_contexts`, and
     /// fetched when `--context-hosts` allows (`crate::contexts`).
     pub contexts: Arc<ContextStore>,
+    /// The settings the server runs with, in CouchDB's `_config` sections
+    /// (`couch::node`; set by `serve`).
+    pub node_config: Value,
+    /// Databases created, updated and deleted (`/_db_updates`).
+    pub db_updates: Arc<crate::db_updates::DbUpdates>,
 }
 
 /// The folder of database `name` under a server's data folder (for tools
@@ -207,6 +235,8 @@ impl Server {
             replicator_docs: Default::default(),
             sparql: Default::default(),
             contexts: context_store(data_dir)?,
+            node_config: json!({}),
+            db_updates: Arc::default(),
         };
         // CouchDB creates its system databases on first start.
         for system in ["_users", crate::replicator_db::REPLICATOR_DB] {
@@ -258,6 +288,7 @@ impl Server {
             seq: watch::Sender::new(seq),
             writes: Default::default(),
             pbkdf2_iterations: self.auth.pbkdf2_iterations,
+            updates: self.db_updates.clone(),
         });
         self.dbs.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), handle.clone());
         Ok(handle)
@@ -288,7 +319,9 @@ impl Server {
             return Err(HttpError::new(412, "file_exists", "The database could not be created, the file already exists."));
         }
         std::fs::create_dir_all(&dir).map_err(|e| HttpError::internal(format!("creating {}: {e}", dir.display())))?;
-        self.open_handle(name, &dir)
+        let handle = self.open_handle(name, &dir)?;
+        self.db_updates.record(name, "created");
+        Ok(handle)
     }
 
     pub fn delete_db(&self, name: &str) -> Result<(), HttpError> {
@@ -301,7 +334,9 @@ impl Server {
         // Wake feeds so they notice; the store closes when its last user
         // (a running request) lets go of it.
         drop(handle);
-        std::fs::remove_dir_all(&dir).map_err(|e| HttpError::internal(format!("deleting {}: {e}", dir.display())))
+        std::fs::remove_dir_all(&dir).map_err(|e| HttpError::internal(format!("deleting {}: {e}", dir.display())))?;
+        self.db_updates.record(name, "deleted");
+        Ok(())
     }
 
     /// The server admin's password hash.
@@ -316,6 +351,11 @@ impl Server {
         save_identity(&self.data_dir, &identity)?;
         *current = hash;
         Ok(())
+    }
+
+    /// How many databases are open (`_node/_local/_stats`).
+    pub fn open_databases(&self) -> usize {
+        self.dbs.read().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     pub fn all_dbs(&self) -> Result<Vec<String>, HttpError> {

@@ -1,9 +1,10 @@
 //! Design-document filters for `_changes` and replication
 //! (`filter=ddoc/name`: `fn(doc, req)`, a document passes when the result
 //! is truthy; `filter=_view&view=ddoc/view`: it passes when the view's map
-//! function emits for it). A function that throws for a document leaves
-//! the document out (logged), as CouchDB's query server does; one past its
-//! limits fails the feed (`os_process_error`).
+//! function emits for it). As in CouchDB's query server, a filter function
+//! that throws fails the feed (500), a map function that throws leaves the
+//! document out (logged), and one past its limits fails the feed
+//! (`os_process_error`).
 
 use crate::design::{compilation, DesignDoc, DesignError};
 use crate::js::{FnId, JsError, Limits, Sandbox};
@@ -109,6 +110,15 @@ impl DocFilter for JsFilter {
             };
             match outcome {
                 Ok(pass) => Ok(pass),
+                // CouchDB's query server runs filter functions without a
+                // catch (main.js `Filter.filter`): a throw fails the feed.
+                Err(Some(JsError::Thrown(thrown))) if matches!(kind, Kind::Function { .. }) => Err(DocError::Coded {
+                    status: 500,
+                    error: "error",
+                    reason: format!("the filter function of {ddoc} threw for {}: {}", doc.get("_id").and_then(Value::as_str).unwrap_or_default(), crate::js::describe(&thrown)),
+                }),
+                // A map function that throws emits nothing for that
+                // document, as in a view.
                 Err(Some(JsError::Thrown(thrown))) => {
                     eprintln!("{}", json!({ "log": "filter function threw", "ddoc": ddoc, "doc": doc.get("_id"), "error": thrown }));
                     Ok(false)
@@ -140,7 +150,10 @@ mod tests {
     #[test]
     fn filter_functions_and_views_pick_documents() {
         let f = JsFilter::function(ddoc(), "typed", json!({"query": {"type": "a"}}), Limits::default()).unwrap();
-        assert_eq!(run(&f, &[json!({"type": "a"}), json!({"type": "b"}), json!({"type": "a", "boom": true})]), vec![true, false, false]);
+        assert_eq!(run(&f, &[json!({"type": "a"}), json!({"type": "b"})]), vec![true, false]);
+        // A filter function that throws fails the feed, as in CouchDB.
+        let thrown = f.start().unwrap()(json!({"_id": "x", "type": "a", "boom": true}).as_object().unwrap());
+        assert!(matches!(thrown, Err(DocError::Coded { status: 500, .. })), "{thrown:?}");
         let v = JsFilter::view(ddoc(), "big", Limits::default()).unwrap();
         assert_eq!(run(&v, &[json!({"n": 11}), json!({"n": 1}), json!({})]), vec![true, false, false]);
         assert!(matches!(JsFilter::function(ddoc(), "nope", json!({}), Limits::default()), Err(FilterError::Missing(_))));

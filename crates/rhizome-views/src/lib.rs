@@ -18,6 +18,7 @@ pub mod query;
 mod rank;
 pub mod reduce;
 pub mod tasks;
+pub mod update;
 pub mod validate;
 
 pub use design::{check_design_doc, DesignDoc, DesignError, ViewDef};

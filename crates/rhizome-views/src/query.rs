@@ -87,8 +87,10 @@ fn parse_error(reason: impl Into<String>) -> ViewError {
 fn boolean(name: &str, v: &Value) -> Result<bool, ViewError> {
     match v {
         Value::Bool(b) => Ok(*b),
-        Value::String(s) if s == "true" => Ok(true),
-        Value::String(s) if s == "false" => Ok(false),
+        // Any case, as `couch_mrview_http:parse_boolean` (pycouchdb sends
+        // Python's `True`).
+        Value::String(s) if s.eq_ignore_ascii_case("true") => Ok(true),
+        Value::String(s) if s.eq_ignore_ascii_case("false") => Ok(false),
         other => Err(parse_error(format!("Invalid boolean parameter: {name}={}", plain(other)))),
     }
 }
@@ -179,9 +181,9 @@ impl ViewQuery {
             "stable" | "sorted" => {
                 boolean(name, &v)?;
             }
-            // Options CouchDB accepts that change nothing here.
-            "att_encoding_info" | "local_seq" | "partition" | "r" | "callback" | "list" => {}
-            other => return Err(parse_error(format!("Invalid parameter: {other}"))),
+            // Options CouchDB accepts that change nothing here, and any
+            // other, which CouchDB keeps aside and ignores.
+            _ => {}
         }
         Ok(())
     }

@@ -245,6 +245,10 @@ fn stats_all<'a>(values: impl Iterator<Item = &'a Value>) -> Result<Value, Reduc
         acc = Some(match (acc, next) {
             (None, n) => n,
             (Some(StatsAcc::One(a)), StatsAcc::One(b)) => StatsAcc::One(merge(a, b)),
+            // CouchDB's builtin_stats zips the arrays and fails on unequal lengths.
+            (Some(StatsAcc::Many(a)), StatsAcc::Many(b)) if a.len() != b.len() => {
+                return Err(ReduceError::InvalidValue(format!("The _stats function requires that arrays of numbers have the same length, not {} and {}", a.len(), b.len())));
+            }
             (Some(StatsAcc::Many(a)), StatsAcc::Many(b)) => StatsAcc::Many(a.into_iter().zip(b).map(|(x, y)| merge(x, y)).collect()),
             (Some(_), _) => return Err(stat_error(v)),
         });
@@ -333,6 +337,8 @@ mod tests {
         assert_eq!(reduce(Reducer::Stats, &[json!({"sum": 5, "count": 2, "min": 1, "max": 4, "sumsqr": 17}), json!(1)]).unwrap(), json!({"sum": 6, "count": 3, "min": 1, "max": 4, "sumsqr": 18}));
         assert!(matches!(reduce(Reducer::Stats, &[json!("x")]), Err(ReduceError::InvalidValue(m)) if m.contains("'\"x\"'")));
         assert!(matches!(reduce(Reducer::Stats, &[json!({"sum": 1})]), Err(ReduceError::InvalidValue(m)) if m.contains("missing required field count")));
+        // Arrays of unequal length are refused, as CouchDB's zip of them fails.
+        assert!(matches!(reduce(Reducer::Stats, &[json!([1, 2, 3]), json!([1, 2])]), Err(ReduceError::InvalidValue(m)) if m.contains("same length")));
     }
 
     #[test]

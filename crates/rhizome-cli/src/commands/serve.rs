@@ -32,6 +32,47 @@ pub struct Args {
     hardening: Hardening,
     #[command(flatten)]
     contexts: Contexts,
+    #[command(flatten)]
+    cors: Cors,
+}
+
+/// Cross-origin requests from web pages (CouchDB's `[chttpd] enable_cors`
+/// and `[cors]` settings): off by default. A page on another origin (an
+/// offline-first app syncing through PouchDB) needs `--enable-cors`, its
+/// origin in `--cors-origins` and, to send its login, `--cors-credentials`.
+#[derive(clap::Args)]
+struct Cors {
+    /// Answer cross-origin requests and preflights from the origins of
+    /// `--cors-origins`.
+    #[arg(long, env = "RHIZOME_ENABLE_CORS", value_parser = clap::builder::BoolishValueParser::new())]
+    enable_cors: bool,
+    /// Origins pages may call from, comma-separated, each exactly
+    /// `scheme://host[:port]`, or `*` for any.
+    #[arg(long, env = "RHIZOME_CORS_ORIGINS", value_delimiter = ',', default_value = "")]
+    cors_origins: Vec<String>,
+    /// Let those pages send credentials (cookies, Basic auth):
+    /// `Access-Control-Allow-Credentials: true`.
+    #[arg(long, env = "RHIZOME_CORS_CREDENTIALS", value_parser = clap::builder::BoolishValueParser::new())]
+    cors_credentials: bool,
+    /// Methods a preflight may ask for, comma-separated (default: CouchDB's
+    /// list, GET, HEAD, POST, PUT, DELETE, COPY, OPTIONS...).
+    #[arg(long, env = "RHIZOME_CORS_METHODS", value_delimiter = ',', default_value = "")]
+    cors_methods: Vec<String>,
+    /// Request headers a preflight may name, comma-separated (default:
+    /// CouchDB's list: accept, authorization, content-type, if-match...).
+    #[arg(long, env = "RHIZOME_CORS_HEADERS", value_delimiter = ',', default_value = "")]
+    cors_headers: Vec<String>,
+    /// Answer headers pages may read besides the simple ones (default:
+    /// CouchDB's: etag, x-couch-update-newrev...).
+    #[arg(long, env = "RHIZOME_CORS_EXPOSED_HEADERS", value_delimiter = ',', default_value = "")]
+    cors_exposed_headers: Vec<String>,
+    /// Seconds a browser may keep a preflight's answer.
+    #[arg(long, env = "RHIZOME_CORS_MAX_AGE", default_value_t = rhizome_server::DEFAULT_CORS_MAX_AGE_SECS)]
+    cors_max_age: u64,
+}
+
+fn listed(values: &[String]) -> Vec<String> {
+    values.iter().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect()
 }
 
 /// Remote JSON-LD contexts (`"@context": "https://schema.org/"`, issue 14).
@@ -88,6 +129,11 @@ struct Hardening {
     /// failure doubles it, up to 15 minutes.
     #[arg(long, env = "RHIZOME_LOGIN_DELAY_SECS", default_value_t = rhizome_server::DEFAULT_LOGIN_DELAY_SECS)]
     login_delay_secs: u64,
+    /// Seconds a session cookie (`POST /_session`) lasts; a request made
+    /// with it once a tenth of that has passed gets a renewed cookie, so a
+    /// busy client stays logged in (CouchDB's `[chttpd_auth] timeout`).
+    #[arg(long, env = "RHIZOME_SESSION_TIMEOUT_SECS", default_value_t = rhizome_server::DEFAULT_SESSION_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    session_timeout_secs: u64,
 }
 
 impl Hardening {
@@ -105,6 +151,7 @@ impl Hardening {
             pbkdf2_iterations: self.pbkdf2_iterations,
             login_attempts: self.login_attempts,
             login_delay_secs: self.login_delay_secs,
+            session_timeout_secs: self.session_timeout_secs,
         }
     }
 }
@@ -131,6 +178,15 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             hosts: args.contexts.context_hosts.iter().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect(),
             timeout_ms: args.contexts.context_timeout_ms.max(1),
             max_bytes: args.contexts.context_max_bytes,
+        },
+        cors: rhizome_server::CorsSettings {
+            enabled: args.cors.enable_cors,
+            origins: listed(&args.cors.cors_origins),
+            credentials: args.cors.cors_credentials,
+            methods: listed(&args.cors.cors_methods),
+            headers: listed(&args.cors.cors_headers),
+            exposed_headers: listed(&args.cors.cors_exposed_headers),
+            max_age_secs: args.cors.cors_max_age,
         },
     };
     rhizome_server::run(config)?;

@@ -9,10 +9,17 @@ use std::time::{Duration, Instant};
 
 pub const ADMIN: &str = "admin:s3cret";
 
+/// The base of document IRIs the tests name graphs under, unless a test
+/// says otherwise: a server's data folder named itself so before a first
+/// start defaulted to the server's own address (`start_naming_itself`).
+pub const LEGACY_BASE: &str = "http://localhost:5984";
+
 pub struct ServerProcess {
     pub child: Child,
     pub port: u16,
     pub data: PathBuf,
+    /// The environment it was started with, for `restart`.
+    env: Vec<(String, String)>,
 }
 
 /// A free port below the kernel's ephemeral range. A port the kernel hands
@@ -50,7 +57,8 @@ impl ServerProcess {
     /// `start`, with these environment variables set for the server.
     pub fn start_with_env(data: &Path, env: &[(&str, &str)]) -> ServerProcess {
         let port = free_port();
-        let mut server = ServerProcess { child: Self::spawn(data, port, env), port, data: data.to_owned() };
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut server = ServerProcess { child: Self::spawn(data, port, &pairs(&env)), port, data: data.to_owned(), env };
         server.wait_ready();
         server
     }
@@ -61,9 +69,16 @@ impl ServerProcess {
     pub fn start_at_own_address(data: &Path) -> ServerProcess {
         let port = free_port();
         let base = format!("http://127.0.0.1:{port}");
-        let mut server = ServerProcess { child: Self::spawn(data, port, &[("RHIZOME_BASE_IRI", &base)]), port, data: data.to_owned() };
+        let env = vec![("RHIZOME_BASE_IRI".to_owned(), base)];
+        let mut server = ServerProcess { child: Self::spawn(data, port, &pairs(&env)), port, data: data.to_owned(), env };
         server.wait_ready();
         server
+    }
+
+    /// `start`, without `RHIZOME_BASE_IRI`: a data folder's first start
+    /// names its documents under the address the server listens on.
+    pub fn start_naming_itself(data: &Path) -> ServerProcess {
+        Self::start_with_env(data, &[("RHIZOME_BASE_IRI", "")])
     }
 
     /// `start`, with the server's stderr written to `log`.
@@ -73,11 +88,12 @@ impl ServerProcess {
             .arg("--data")
             .arg(data)
             .args(["serve", "--quiet", "--bind", &format!("127.0.0.1:{port}"), "--admin", ADMIN])
+            .env("RHIZOME_BASE_IRI", LEGACY_BASE)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).expect("a log file"))
             .spawn()
             .expect("rhizome serve starts");
-        let mut server = ServerProcess { child, port, data: data.to_owned() };
+        let mut server = ServerProcess { child, port, data: data.to_owned(), env: Vec::new() };
         server.wait_ready();
         server
     }
@@ -85,16 +101,26 @@ impl ServerProcess {
     /// Stops the server (SIGKILL) and starts it again on the same port and data.
     pub fn restart(&mut self) {
         self.kill();
-        self.child = Self::spawn(&self.data, self.port, &[]);
+        self.child = Self::spawn(&self.data, self.port, &pairs(&self.env));
         self.wait_ready();
     }
 
+    /// Without `RHIZOME_BASE_IRI` in `env`, the server names documents
+    /// under [`LEGACY_BASE`], as the tests' IRIs expect; `""` unsets it.
     fn spawn(data: &Path, port: u16, env: &[(&str, &str)]) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_rhizome"))
-            .arg("--data")
-            .arg(data)
-            .args(["serve", "--quiet", "--bind", &format!("127.0.0.1:{port}"), "--admin", ADMIN])
-            .envs(env.iter().copied())
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rhizome"));
+        command.arg("--data").arg(data).args(["serve", "--quiet", "--bind", &format!("127.0.0.1:{port}"), "--admin", ADMIN]);
+        match env.iter().find(|(k, _)| *k == "RHIZOME_BASE_IRI") {
+            None => {
+                command.env("RHIZOME_BASE_IRI", LEGACY_BASE);
+            }
+            Some((_, "")) => {
+                command.env_remove("RHIZOME_BASE_IRI");
+            }
+            Some(_) => {}
+        }
+        command
+            .envs(env.iter().copied().filter(|(k, v)| !(*k == "RHIZOME_BASE_IRI" && v.is_empty())))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -133,6 +159,10 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
 
 /// Standard base64 with padding (for Basic credentials).
@@ -179,6 +209,30 @@ pub fn try_request(port: u16, method: &str, path: &str, auth: Option<&str>, body
     let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
     let body = if chunked { dechunk(&raw[split..]) } else { raw[split..].to_vec() };
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// One request on a fresh connection: status, lowercased header lines and
+/// body.
+pub fn exchange(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Vec<(String, String)>, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("the server accepts");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").map_or(raw.len(), |i| i + 4);
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned())).collect();
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    let body = if chunked { dechunk(&raw[split..]) } else { raw[split..].to_vec() };
+    (status, headers, String::from_utf8_lossy(&body).into_owned())
 }
 
 /// A `Transfer-Encoding: chunked` body, joined (the test clients' one decoder).

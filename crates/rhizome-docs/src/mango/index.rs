@@ -108,11 +108,17 @@ pub fn new_index(body: &Map<String, Value>) -> Result<NewIndex> {
     let Some(index) = index.as_object() else {
         return Err(mango_error(400, "invalid_index", format!("JSON indexes must be an object, not: {index}")));
     };
-    let (columns, descending) = parse_fields(index.get("fields"))?;
-    let partial = index.get("partial_filter_selector").or_else(|| index.get("selector"));
-    if let Some(p) = partial {
-        Selector::parse(p).map_err(|e| mango_error(400, e.error, e.reason))?;
+    // mango_idx_view:opts(): `fields` and `partial_filter_selector` only.
+    if let Some(bad) = index.keys().find(|k| !["fields", "partial_filter_selector"].contains(&k.as_str())) {
+        return Err(mango_error(400, "invalid_key", format!("Invalid key {bad} for this request.")));
     }
+    let (columns, descending) = parse_fields(index.get("fields"))?;
+    // Kept in its normal form, as mango_opts:validate_selector keeps it.
+    let partial = match index.get("partial_filter_selector") {
+        Some(p) => Some(Selector::parse(p).map_err(|e| mango_error(400, e.error, e.reason))?.to_json()),
+        None => None,
+    };
+    let partial = partial.as_ref();
     let dir = if descending { "desc" } else { "asc" };
     let fields: Vec<Value> = columns.iter().map(|c| json!({ join_path(c): dir })).collect();
     let mut def = json!({ "fields": fields });
@@ -124,10 +130,12 @@ pub fn new_index(body: &Map<String, Value>) -> Result<NewIndex> {
         match body.get(k) {
             None => Ok(None),
             Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+            Some(Value::String(_)) => Err(mango_error(400, "invalid_empty_string", "Index name or ddoc cannot be empty string")),
             Some(v) => Err(mango_error(400, "invalid_string", format!("Invalid string: {v}"))),
         }
     };
     let ddoc = match text("ddoc")? {
+        Some(d) if d == "_design/" => return Err(mango_error(400, "illegal_docid", "Illegal document id `_design/`")),
         Some(d) if d.starts_with("_design/") => d,
         Some(d) => format!("_design/{d}"),
         None => format!("_design/{hash}"),
@@ -143,6 +151,15 @@ pub fn new_index(body: &Map<String, Value>) -> Result<NewIndex> {
 }
 
 /// Index fields: names or `{name: "asc"|"desc"}`, one direction for all.
+/// A column's path; an empty part is refused (`mango_sort`).
+fn sort_field(field: &str) -> Result<Vec<String>> {
+    let path = split_path(field);
+    if path.iter().any(String::is_empty) {
+        return Err(mango_error(400, "invalid_sort_field", format!("Invalid sort field: {}", Value::String(field.to_owned()))));
+    }
+    Ok(path)
+}
+
 fn parse_fields(fields: Option<&Value>) -> Result<(Vec<Vec<String>>, bool)> {
     let bad = |v: &Value| mango_error(400, "invalid_sort_json", format!("Sort must be an array of sort specs, not: {v}"));
     let Some(Value::Array(items)) = fields else {
@@ -156,7 +173,7 @@ fn parse_fields(fields: Option<&Value>) -> Result<(Vec<Vec<String>>, bool)> {
     for item in items {
         match item {
             Value::String(s) => {
-                columns.push(split_path(s));
+                columns.push(sort_field(s)?);
                 dirs.push(false);
             }
             Value::Object(m) if m.len() == 1 => {
@@ -166,7 +183,7 @@ fn parse_fields(fields: Option<&Value>) -> Result<(Vec<Vec<String>>, bool)> {
                     Some("desc") => true,
                     _ => return Err(mango_error(400, "invalid_sort_dir", format!("Invalid sort direction: {v}"))),
                 };
-                columns.push(split_path(k));
+                columns.push(sort_field(k)?);
                 dirs.push(desc);
             }
             other => return Err(bad(other)),
@@ -346,4 +363,29 @@ pub(crate) fn list_indexes(kv: &dyn KvRead) -> Result<Vec<IndexDef>> {
     cursor.status()?;
     out.sort_by(|a, b| (&a.ddoc, &a.name).cmp(&(&b.ddoc, &b.name)));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(body: Value) -> (u16, &'static str) {
+        match new_index(body.as_object().unwrap()) {
+            Err(DocError::Coded { status, error, .. }) => (status, error),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn index_definitions_are_checked_as_couchdb_checks_them() {
+        // mango_idx_view:opts(): a `selector` inside the index is an unknown key.
+        assert_eq!(refused(json!({ "index": { "fields": ["a"], "selector": { "a": { "$gte": "F" } } } })), (400, "invalid_key"));
+        assert_eq!(refused(json!({ "index": { "fields": [""] } })), (400, "invalid_sort_field"));
+        assert_eq!(refused(json!({ "index": { "fields": ["a"] }, "ddoc": "_design/" })), (400, "illegal_docid"));
+        assert_eq!(refused(json!({ "index": { "fields": ["a"] }, "ddoc": "" })), (400, "invalid_empty_string"));
+        // The partial filter is kept in its normal form.
+        let new = new_index(json!({ "index": { "fields": ["a"], "partial_filter_selector": { "type": "x" } } }).as_object().unwrap()).unwrap();
+        assert_eq!(new.view["map"]["partial_filter_selector"], json!({ "type": { "$eq": "x" } }));
+        assert_eq!(new.view["options"]["def"]["partial_filter_selector"], json!({ "type": { "$eq": "x" } }));
+    }
 }

@@ -49,6 +49,18 @@ mod tests {
         assert_eq!(ids(&page), ["a", "s"]);
         let next = db.find(&obj(json!({ "selector": { "v": { "$gte": null } }, "sort": [{ "v": "desc" }], "limit": 2, "bookmark": page["bookmark"] }))).unwrap();
         assert_eq!(ids(&next), ["t", "m"]);
+        // Design documents are no answer, even to a selector matching all.
+        put(&db, vec![json!({ "_id": "_design/any", "v": 1 })]);
+        for selector in [json!({}), json!({ "_id": { "$gt": null } })] {
+            let answer = db.find(&obj(json!({ "selector": selector }))).unwrap();
+            assert!(!ids(&answer).iter().any(|id| id.starts_with("_design/")), "{answer}");
+        }
+        // A bookmark this server did not hand out is refused, as in CouchDB.
+        for bad in ["bad-bookmark", "g2wAAAABaANkABFub2RlMUBjb3VjaGRiLm5ldGwAAAACYQBiP____2poAkY_8AAAAAAAAGEHag"] {
+            let err = db.find(&obj(json!({ "selector": { "_id": { "$gt": 0 } }, "bookmark": bad }))).unwrap_err();
+            assert!(matches!(&err, crate::DocError::Coded { status: 400, error: "invalid_bookmark", .. }), "{bad}: {err:?}");
+            assert_eq!(err.to_string(), format!("Invalid bookmark value: \"{bad}\""));
+        }
         let full = db.find(&obj(json!({ "selector": { "w": 1 } }))).unwrap();
         assert_eq!(ids(&full), ["x"]);
         assert!(full["warning"].as_str().unwrap().contains("No matching index"));

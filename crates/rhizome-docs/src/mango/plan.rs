@@ -90,10 +90,19 @@ impl FindOptions {
             Some(Value::String(s)) => Some(s.clone()),
             Some(v) => return Err(mango_error(400, "invalid_bookmark", format!("Invalid bookmark value: {v}"))),
         };
+        // `mango_opts:validate_use_index`: null is no index named; a
+        // string is `ddoc`, `ddoc/name`, `_design/ddoc` or `_design/ddoc/name`.
         let use_index = match body.get("use_index") {
-            None => Vec::new(),
+            None | Some(Value::Null) => Vec::new(),
             Some(Value::String(s)) if s.is_empty() => Vec::new(),
-            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::String(s)) => {
+                let parts: Vec<&str> = s.split('/').collect();
+                match parts.as_slice() {
+                    [ddoc] | ["_design", ddoc] => vec![ddoc.to_string()],
+                    [ddoc, name] | ["_design", ddoc, name] => vec![ddoc.to_string(), name.to_string()],
+                    _ => return Err(mango_error(400, "invalid_index_name", format!("Invalid index name: {}", Value::String(s.clone())))),
+                }
+            }
             Some(Value::Array(items)) if items.len() <= 2 && items.iter().all(Value::is_string) => items.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
             Some(v) => return Err(mango_error(400, "invalid_index_name", format!("Invalid index name: {v}"))),
         };
@@ -160,7 +169,7 @@ fn parse_sort(sort: Option<&Value>) -> Result<(Vec<Vec<String>>, bool)> {
     let items = match sort {
         None => return Ok((Vec::new(), false)),
         Some(Value::Array(items)) => items,
-        Some(Value::Object(m)) if m.is_empty() => return Ok((Vec::new(), false)),
+        // mango_sort:new: anything but an array, `{}` included, is refused.
         Some(v) => return Err(bad(v)),
     };
     let mut fields = Vec::new();
@@ -350,7 +359,13 @@ pub fn plan(indexes: &[IndexDef], opts: &FindOptions) -> Result<Plan> {
     let sort_is_id = opts.sort.is_empty() || opts.sort == [id_path()];
     let candidates: Vec<&IndexDef> = indexes.iter().filter(|i| usable(i, opts)).collect();
     let mut chosen: Vec<&IndexDef> = if opts.use_index.is_empty() {
-        candidates.iter().copied().filter(|i| i.partial.is_none()).collect()
+        let chosen: Vec<&IndexDef> = candidates.iter().copied().filter(|i| i.partial.is_none()).collect();
+        // mango_cursor:create: without a fallback, only `_all_docs` usable
+        // is an error.
+        if chosen.is_empty() && !opts.allow_fallback {
+            return Err(mango_error(400, "invalid_index", "You must specify an index with the `use_index` parameter."));
+        }
+        chosen
     } else {
         let named: Vec<&IndexDef> = candidates
             .iter()
@@ -362,10 +377,13 @@ pub fn plan(indexes: &[IndexDef], opts: &FindOptions) -> Result<Plan> {
             if special {
                 return Ok(Plan { access: Access::AllDocs, warnings });
             }
-            if !opts.allow_fallback {
-                return Err(mango_error(400, "no_usable_index", "The index specified with \"use_index\" is not usable for the query."));
-            }
             let ddoc = opts.use_index[0].strip_prefix("_design/").unwrap_or(&opts.use_index[0]);
+            if !opts.allow_fallback {
+                return Err(mango_error(400, "invalid_index", match opts.use_index.get(1) {
+                    Some(name) => format!("_design/{ddoc}, {name} specified by `use_index` could not be found or it is not suitable."),
+                    None => format!("_design/{ddoc} specified by `use_index` could not be found or it is not suitable."),
+                }));
+            }
             warnings.push(match opts.use_index.get(1) {
                 Some(name) => format!("_design/{ddoc}, {name} was not used because it is not a valid index for this query."),
                 None => format!("_design/{ddoc} was not used because it does not contain a valid index for this query."),
@@ -437,5 +455,27 @@ mod tests {
         assert_eq!(chosen(&indexes, json!({ "selector": { "c": 1 } })).unwrap(), "_all_docs");
         assert_eq!(chosen(&indexes, json!({ "selector": { "c": 1 }, "use_index": "c-partial" })).unwrap(), "c-partial");
         assert!(chosen(&indexes, json!({ "selector": { "z": 1 }, "use_index": "a", "allow_fallback": false })).is_err());
+    }
+
+    #[test]
+    fn use_index_null_names_no_index_and_a_path_names_the_design_document_and_the_index() {
+        // Two indexes alike: unnamed, the first design document's is chosen.
+        let indexes = vec![index(json!(["a"]), "x", None), index(json!(["a"]), "y", None)];
+        // CouchDB's Mango suite sends `"use_index": null` in most queries.
+        assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": null })).unwrap(), "x");
+        for named in ["y/y", "_design/y/y", "_design/y", "y"] {
+            assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": named })).unwrap(), "y", "{named}");
+        }
+        // A sort that is not an array is refused (mango_sort:new), `{}` too.
+        let refused = chosen(&indexes, json!({ "selector": { "a": 1 }, "sort": {} })).unwrap_err();
+        assert!(matches!(&refused, crate::DocError::Coded { status: 400, error: "invalid_sort_json", .. }), "{refused:?}");
+        // Without a fallback, an index must be named or usable (mango_cursor:create).
+        let refused = chosen(&indexes, json!({ "selector": { "z": 1 }, "allow_fallback": false })).unwrap_err();
+        assert!(matches!(&refused, crate::DocError::Coded { status: 400, error: "invalid_index", .. }), "{refused:?}");
+        assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": [], "allow_fallback": false })).unwrap(), "x");
+        let refused = chosen(&indexes, json!({ "selector": { "z": 1 }, "use_index": "y/nope", "allow_fallback": false })).unwrap_err();
+        assert_eq!(refused.to_string(), "_design/y, nope specified by `use_index` could not be found or it is not suitable.");
+        let refused = chosen(&indexes, json!({ "selector": { "a": 1 }, "use_index": "a/b/c/d" }));
+        assert!(refused.is_err_and(|e| e.to_string().starts_with("Invalid index name")));
     }
 }

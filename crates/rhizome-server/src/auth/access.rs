@@ -7,8 +7,14 @@
 //! - a database's `_security.admins` (names or roles) may also write its
 //!   `_security`, `_revs_limit`, design documents and compact it;
 //! - its `_security.members` read and write documents;
-//! - while `members` names nobody (no names, no roles) the database is open
-//!   to admins only: CouchDB 3's `admin_only` default for new databases;
+//! - a database whose `_security` was never set is for server admins only
+//!   (`rhizome_docs::Database::security` answers CouchDB 3's `admin_only`
+//!   default, members and admins the role `_admin`); one whose `members`
+//!   names nobody (no names, no roles, or no `members` at all) is public,
+//!   anonymous users included, as in CouchDB 3;
+//! - refusals are CouchDB's: a server admin's route is a 401 "You are not a
+//!   server admin." for everyone else; a database's, a 401 without
+//!   credentials and a 403 with them;
 //! - in `_users`, a user may read and update their own
 //!   `org.couchdb.user:NAME` document.
 
@@ -49,24 +55,21 @@ pub fn is_db_admin(ctx: &UserCtx, security: &Value) -> bool {
 }
 
 pub fn is_member(ctx: &UserCtx, security: &Value) -> bool {
-    is_db_admin(ctx, security) || (names_anyone(security.get("members")) && listed(ctx, security.get("members")))
+    is_db_admin(ctx, security) || !names_anyone(security.get("members")) || listed(ctx, security.get("members"))
 }
 
 /// The guard. `db` is the route's database when it has one and it exists.
 pub fn check(ctx: &UserCtx, access: &Access, db: Option<&DbHandle>) -> Result<(), HttpError> {
-    if *access == Access::Public {
-        return Ok(());
-    }
-    if ctx.name.is_none() {
-        return Err(HttpError::unauthorized("You are not authorized to access this db."));
-    }
-    if ctx.is_server_admin() {
+    if *access == Access::Public || ctx.is_server_admin() {
         return Ok(());
     }
     if *access == Access::ServerAdmin {
-        return Err(HttpError::forbidden("You are not a server admin."));
+        // couch_httpd:verify_is_server_admin: unauthorized, signed in or not.
+        return Err(HttpError::unauthorized("You are not a server admin."));
     }
-    let Some(db) = db else { return Err(HttpError::no_db()) };
+    let Some(db) = db else {
+        return Err(if ctx.name.is_none() { HttpError::unauthorized("You are not authorized to access this db.") } else { HttpError::no_db() });
+    };
     if let Access::UserDoc(id) = access {
         if ctx.name.as_deref().is_some_and(|n| id.strip_prefix("org.couchdb.user:") == Some(n)) {
             return Ok(());
@@ -77,11 +80,11 @@ pub fn check(ctx: &UserCtx, access: &Access, db: Option<&DbHandle>) -> Result<()
         Access::DbAdmin => is_db_admin(ctx, &security),
         _ => is_member(ctx, &security),
     };
-    if allowed {
-        Ok(())
-    } else if *access == Access::DbAdmin {
-        Err(HttpError::forbidden("You are not a db or server admin."))
-    } else {
-        Err(HttpError::forbidden("You are not allowed to access this db."))
+    match (allowed, *access == Access::DbAdmin, ctx.name.is_none()) {
+        (true, ..) => Ok(()),
+        (false, true, true) => Err(HttpError::unauthorized("You are not a db or server admin.")),
+        (false, true, false) => Err(HttpError::forbidden("You are not a db or server admin.")),
+        (false, false, true) => Err(HttpError::unauthorized("You are not authorized to access this db.")),
+        (false, false, false) => Err(HttpError::forbidden("You are not allowed to access this db.")),
     }
 }

@@ -33,6 +33,9 @@ pub struct AuthSettings {
     pub login_attempts: u32,
     /// The first delay; each further failure doubles it (up to 15 minutes).
     pub login_delay_secs: u64,
+    /// How long a session cookie lasts; it is renewed once a tenth of
+    /// that has passed (CouchDB's `[chttpd_auth] timeout`).
+    pub session_timeout_secs: u64,
 }
 
 pub const DEFAULT_LOGIN_ATTEMPTS: u32 = 5;
@@ -40,7 +43,12 @@ pub const DEFAULT_LOGIN_DELAY_SECS: u64 = 1;
 
 impl Default for AuthSettings {
     fn default() -> AuthSettings {
-        AuthSettings { pbkdf2_iterations: password::DEFAULT_ITERATIONS, login_attempts: DEFAULT_LOGIN_ATTEMPTS, login_delay_secs: DEFAULT_LOGIN_DELAY_SECS }
+        AuthSettings {
+            pbkdf2_iterations: password::DEFAULT_ITERATIONS,
+            login_attempts: DEFAULT_LOGIN_ATTEMPTS,
+            login_delay_secs: DEFAULT_LOGIN_DELAY_SECS,
+            session_timeout_secs: SESSION_SECONDS,
+        }
     }
 }
 
@@ -307,7 +315,20 @@ pub fn make_cookie(server: &Server, name: &str) -> Result<String, HttpError> {
     } else {
         user_doc(server, name)?.as_ref().and_then(PasswordHash::from_json).map(|h| h.salt).ok_or_else(|| HttpError::unauthorized("Name or password is incorrect."))?
     };
-    Ok(session::make_cookie(&server.identity.secret, name, &salt))
+    Ok(session::make_cookie(&server.identity.secret, name, &salt, server.auth.session_timeout_secs))
+}
+
+/// The `Set-Cookie` of a renewed session, when `req` was authenticated by
+/// a session cookie past a tenth of its lifetime (`session::needs_renewal`).
+pub fn renewal_cookie(server: &Server, req: &Request, ctx: &UserCtx) -> Option<String> {
+    if ctx.method != Some("cookie") {
+        return None;
+    }
+    let claim = req.header("cookie").and_then(session_cookie).and_then(session::claim)?;
+    if !session::needs_renewal(claim.expiry, server.auth.session_timeout_secs) || ctx.name.as_deref() != Some(claim.name.as_str()) {
+        return None;
+    }
+    crate::couch::server::session_set_cookie(server, &claim.name).ok()
 }
 
 /// Logout: the request's session cookie, if valid, is forgotten by the

@@ -21,7 +21,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// How long a session cookie lasts (CouchDB's default `timeout`).
+/// How long a session cookie lasts by default (CouchDB's default
+/// `[chttpd_auth] timeout`; `rhizome serve --session-timeout-secs`).
 pub const SESSION_SECONDS: u64 = 600;
 
 pub fn now_secs() -> u64 {
@@ -35,11 +36,19 @@ fn sign(secret: &str, salt: &str, payload: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
 }
 
-pub fn make_cookie(secret: &str, name: &str, salt: &str) -> String {
+/// Whether a valid session expiring at `expiry` is renewed by the answer
+/// to the request it authenticated: once a tenth of its lifetime has
+/// passed, as CouchDB does (`couch_httpd_auth:cookie_auth_header`), so that
+/// a client busy for longer than the timeout stays logged in.
+pub fn needs_renewal(expiry: u64, lifetime_secs: u64) -> bool {
+    expiry.saturating_sub(now_secs()) * 10 < lifetime_secs * 9
+}
+
+pub fn make_cookie(secret: &str, name: &str, salt: &str, lifetime_secs: u64) -> String {
     // The nonce tells apart two logins in the same second, so that logging
     // out of one leaves the other.
     let nonce = &crate::http::uuid()[..16];
-    let payload = format!("{name}:{:x}:{nonce}", now_secs() + SESSION_SECONDS);
+    let payload = format!("{name}:{:x}:{nonce}", now_secs() + lifetime_secs);
     let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.as_bytes());
     format!("{encoded}.{}", sign(secret, salt, &payload))
 }

@@ -1,101 +1,15 @@
-//! `_all_docs`, `_bulk_docs`, `_bulk_get`, `_revs_diff`
+//! `_bulk_docs`, `_bulk_get`, `_revs_diff` (`_all_docs` is `all_docs.rs`)
 //! (https://docs.couchdb.org/en/stable/api/database/bulk-api.html).
 
 use super::documents::outcomes;
-use super::{parse_rev, read_options, write_docs};
+use super::{outcome_json, parse_rev, read_options, write_docs};
 use crate::auth::{access, UserCtx};
 use crate::error::HttpError;
 use crate::http::{self, json, Body, Request};
 use crate::state::{DbHandle, Server};
 use hyper::{Method, Response};
-use rhizome_docs::{AllDocsOptions, DocError, OpenRev, OpenRevs, ReadOptions, Rev};
+use rhizome_docs::{DocError, OpenRev, OpenRevs, ReadOptions, Rev};
 use serde_json::{json, Map, Value};
-
-fn key_param(req: &Request, names: &[&str]) -> Result<Option<String>, HttpError> {
-    for name in names {
-        if let Some(v) = req.json_param(name)? {
-            return match v {
-                Value::String(s) => Ok(Some(s)),
-                _ => Err(HttpError::bad_request(format!("{name} must be a JSON string (document ids are strings)"))),
-            };
-        }
-    }
-    Ok(None)
-}
-
-pub fn all_docs(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
-    all_docs_in(req, db, false)
-}
-
-/// `_all_docs`, or with `design_only` `_design_docs`: the same options,
-/// the key range clamped to `_design/` ids.
-pub fn all_docs_in(req: &Request, db: &DbHandle, design_only: bool) -> Result<Response<Body>, HttpError> {
-    let mut keys = match req.json_param("keys")? {
-        Some(Value::Array(k)) => Some(k),
-        Some(_) => return Err(HttpError::bad_request("keys must be an array")),
-        None => None,
-    };
-    match req.method {
-        Method::GET | Method::HEAD => {}
-        Method::POST => {
-            let body = req.json_object()?;
-            if let Some(k) = body.get("keys") {
-                keys = Some(k.as_array().cloned().ok_or_else(|| HttpError::bad_request("`keys` member must be an array."))?);
-            }
-        }
-        _ => return Err(HttpError::method_not_allowed("GET,HEAD,POST")),
-    }
-    // As CouchDB (couch_mrview_http): `keys` picks rows itself, so a key
-    // range beside it is a contradiction, not something to ignore.
-    if keys.is_some() && ["key", "startkey", "start_key", "endkey", "end_key"].iter().any(|p| req.param(p).is_some()) {
-        return Err(HttpError::new(400, "query_parse_error", "`keys` is incompatible with `key`, `start_key` and `end_key`"));
-    }
-    let keys = keys.map(|k| k.into_iter().map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())).collect());
-    let key = key_param(req, &["key"])?;
-    let opts = AllDocsOptions {
-        start_key: key.clone().or(key_param(req, &["startkey", "start_key"])?),
-        end_key: key.or(key_param(req, &["endkey", "end_key"])?),
-        inclusive_end: req.flag("inclusive_end", true)?,
-        limit: req.number("limit")?.map(|n| n as usize),
-        skip: req.number("skip")?.unwrap_or(0) as usize,
-        descending: req.flag("descending", false)?,
-        include_docs: req.flag("include_docs", false)?,
-        conflicts: req.flag("conflicts", false)?,
-        attachments: req.flag("attachments", false)?,
-        keys,
-    };
-    let mut opts = opts;
-    if design_only {
-        let (low, high) = ("_design/".to_owned(), "_design0".to_owned());
-        let (first, last) = if opts.descending { (&mut opts.end_key, &mut opts.start_key) } else { (&mut opts.start_key, &mut opts.end_key) };
-        *first = Some(first.take().map_or(low.clone(), |k| k.max(low)));
-        let clamped_high = last.as_ref().is_none_or(|k| *k >= high);
-        *last = Some(last.take().map_or(high.clone(), |k| k.min(high)));
-        if clamped_high && !opts.descending {
-            opts.inclusive_end = false;
-        }
-        if let Some(keys) = &mut opts.keys {
-            keys.retain(|k| k.starts_with("_design/"));
-        }
-    }
-    // Written as bytes, each document's JSON body copied as stored
-    // (`all_docs_bytes`); members in `serde_json`'s order for a map.
-    let all = db.db.all_docs_bytes(&opts)?;
-    let mut out = Vec::with_capacity(64 + all.rows.iter().map(|r| r.len() + 1).sum::<usize>());
-    out.extend_from_slice(format!("{{\"offset\":{},\"rows\":[", all.offset).as_bytes());
-    for (i, row) in all.rows.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(row);
-    }
-    out.extend_from_slice(format!("],\"total_rows\":{}", all.total_rows).as_bytes());
-    if req.flag("update_seq", false)? {
-        out.extend_from_slice(format!(",\"update_seq\":{}", all.update_seq).as_bytes());
-    }
-    out.extend_from_slice(b"}\n");
-    Ok(http::response(200, "application/json", out.into()))
-}
 
 pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     let _ = server;
@@ -114,21 +28,52 @@ pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -
         let Value::Object(mut doc) = doc.clone() else {
             return Err(HttpError::bad_request("Document must be a JSON object"));
         };
-        if !doc.get("_id").is_some_and(Value::is_string) {
-            if !new_edits {
-                return Err(HttpError::bad_request("Document id must be a string"));
-            }
+        // Only a document without `_id` gets a fresh one; any other id is
+        // checked below, as CouchDB does.
+        if !doc.contains_key("_id") {
             doc.insert("_id".into(), Value::String(http::uuid()));
         }
+        // As CouchDB reads the request: one document that fails its
+        // checks fails the whole request, before anything is written.
+        rhizome_docs::check_document_json(&doc, new_edits)?;
         batch.push(doc);
     }
     let design = batch.iter().any(|d| d.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_design/")));
     if design && !access::is_db_admin(ctx, &db.db.security()?) {
         return Err(HttpError::forbidden("You are not a db or server admin."));
     }
-    let results = write_docs(ctx, db, batch, new_edits)?;
-    // With new_edits=false CouchDB reports only the failures.
-    Ok(json(201, &outcomes(&results, !new_edits)))
+    if !batch.iter().any(is_local) {
+        let results = write_docs(ctx, db, batch, new_edits)?;
+        // With new_edits=false CouchDB reports only the failures.
+        return Ok(json(201, &outcomes(&results, !new_edits)));
+    }
+    // `_local/` documents are written as `PUT /{db}/_local/{id}` writes
+    // them, each with its own outcome, in the request's order (as CouchDB).
+    let mut answers: Vec<Option<Value>> = vec![None; batch.len()];
+    let (local, shared): (Vec<_>, Vec<_>) = batch.into_iter().enumerate().partition(|(_, doc)| is_local(doc));
+    for (i, doc) in local {
+        let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+        answers[i] = match db.db.put_local(&id, doc) {
+            Ok(_) if !new_edits => None,
+            Ok(rev) => Some(json!({ "ok": true, "id": id, "rev": rev })),
+            Err(e) => {
+                let e = HttpError::from(e);
+                Some(json!({ "id": id, "error": e.error, "reason": e.reason }))
+            }
+        };
+    }
+    let (places, docs): (Vec<usize>, Vec<_>) = shared.into_iter().unzip();
+    let results = if docs.is_empty() { Vec::new() } else { write_docs(ctx, db, docs, new_edits)? };
+    for (i, result) in places.into_iter().zip(results) {
+        if new_edits || result.1.is_err() {
+            answers[i] = Some(outcome_json(&result.0, &result.1));
+        }
+    }
+    Ok(json(201, &Value::Array(answers.into_iter().flatten().collect())))
+}
+
+fn is_local(doc: &Map<String, Value>) -> bool {
+    doc.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_local/"))
 }
 
 pub fn bulk_get(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {

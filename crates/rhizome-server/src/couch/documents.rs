@@ -12,9 +12,20 @@ use rhizome_docs::{validate_doc_id, OpenRev};
 use serde_json::{json, Map, Value};
 
 pub fn document(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpError> {
-    let _ = server;
     match req.method {
-        Method::GET | Method::HEAD => get(req, db, id),
+        Method::GET | Method::HEAD => match document_format(req.header("accept")) {
+            // A document's graph in an RDF syntax, for linked-data clients.
+            DocumentFormat::Graph(format) if req.param("open_revs").is_none() => {
+                db.db.get_doc_json(id)?;
+                let iri = rhizome_docs::DocumentIris::new(&server.base_iri, &db.name).graph_iri(id);
+                let mut r = crate::rdf::graph_store::document_graph(req, db, &iri, format)?;
+                if req.method == Method::HEAD {
+                    *r.body_mut() = Body::Full(None);
+                }
+                Ok(r)
+            }
+            _ => get(req, db, id),
+        },
         Method::PUT => {
             let mut doc = request_document(req)?;
             doc.insert("_id".into(), Value::String(id.to_owned()));
@@ -63,6 +74,7 @@ fn copy(req: &Request, ctx: &UserCtx, db: &DbHandle, id: &str) -> Result<Respons
 }
 
 fn write_one(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>, new_edits: bool, status: u16) -> Result<Response<Body>, HttpError> {
+    rhizome_docs::check_document_json(&doc, new_edits)?;
     let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
     validate_doc_id(&id)?;
     let mut out = write_docs(ctx, db, vec![doc], new_edits)?;
@@ -147,17 +159,68 @@ fn get(req: &Request, db: &DbHandle, id: &str) -> Result<Response<Body>, HttpErr
     Ok(r)
 }
 
+/// Whether a request for a document asks for RDF (JSON-LD or an RDF
+/// syntax): a linked-data client, which sends its credentials only when
+/// challenged (`router::handle`).
+pub fn wants_rdf(req: &Request) -> bool {
+    document_format(req.header("accept")) != DocumentFormat::Json
+}
+
+/// What a document read answers with, by `Accept`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum DocumentFormat {
+    /// CouchDB's answer, and the answer to any `Accept` that names nothing
+    /// better (CouchDB ignores `Accept` here).
+    Json,
+    /// The document as JSON-LD (`rhizome_docs::Database::json_ld_view`).
+    JsonLd,
+    /// The document's graph in an RDF syntax.
+    Graph(crate::rdf::negotiate::GraphFormat),
+}
+
+/// The format `accept` ranks highest: by q-value, then by how specific
+/// the range that accepts it is; among types the client names itself at
+/// the same q, JSON-LD and the RDF syntaxes before plain JSON (a client
+/// that names `application/ld+json` at all reads RDF; a plain JSON client
+/// never names it). Wildcards alone give JSON.
+fn document_format(accept: Option<&str>) -> DocumentFormat {
+    use crate::rdf::negotiate::{ranking, GraphFormat};
+    use oxrdfio::RdfFormat;
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else { return DocumentFormat::Json };
+    let offers = [
+        ("application/json", DocumentFormat::Json),
+        ("application/ld+json", DocumentFormat::JsonLd),
+        ("text/turtle", DocumentFormat::Graph(GraphFormat(RdfFormat::Turtle))),
+        ("application/n-triples", DocumentFormat::Graph(GraphFormat(RdfFormat::NTriples))),
+        ("application/rdf+xml", DocumentFormat::Graph(GraphFormat(RdfFormat::RdfXml))),
+        ("application/n-quads", DocumentFormat::Graph(GraphFormat(RdfFormat::NQuads))),
+        ("application/trig", DocumentFormat::Graph(GraphFormat(RdfFormat::TriG))),
+    ];
+    let mut best = (DocumentFormat::Json, (0.0f32, 0u8, 0u8));
+    for (media_type, format) in offers {
+        let (q, specificity) = ranking(accept, media_type);
+        let named_rdf = u8::from(specificity == 3 && format != DocumentFormat::Json);
+        let score = (q, specificity, named_rdf);
+        if q > 0.0 && score > best.1 {
+            best = (format, score);
+        }
+    }
+    best.0
+}
+
 /// Whether the client ranks `application/ld+json` above `application/json`
 /// (ties, `*/*` and no `Accept` keep CouchDB's JSON).
 fn prefers_json_ld(accept: Option<&str>) -> bool {
-    crate::rdf::negotiate::choose(accept, &[("application/json", false), ("application/ld+json", true)]).unwrap_or(false)
+    document_format(accept) == DocumentFormat::JsonLd
 }
 
 /// `POST /{db}`: a new document, with a fresh id unless it has one.
 pub fn post(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     let _ = server;
     let mut doc = req.json_object()?;
-    if !doc.get("_id").is_some_and(Value::is_string) {
+    // Only a document without `_id` gets a fresh one (`_id: 123` is an
+    // illegal id, as in CouchDB).
+    if !doc.contains_key("_id") {
         doc.insert("_id".into(), Value::String(http::uuid()));
     }
     if doc.get("_id").and_then(Value::as_str).is_some_and(|id| id.starts_with("_design/")) {

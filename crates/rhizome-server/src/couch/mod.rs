@@ -1,11 +1,14 @@
 //! CouchDB's API, one file per group of endpoints
 //! (https://docs.couchdb.org/en/stable/api/index.html).
 
+pub mod all_docs;
 pub mod attachments;
 pub mod bulk;
 pub mod database;
+pub mod design_functions;
 pub mod documents;
 pub mod mango;
+pub mod node;
 pub mod multipart;
 pub mod replicate;
 pub mod server;

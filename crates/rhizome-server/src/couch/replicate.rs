@@ -179,6 +179,22 @@ pub fn replicate(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Respon
             return Err(HttpError::bad_request(format!("{unsupported} is not supported by this server's replicator yet (doc_ids, selector and filter are)")));
         }
     }
+    // CouchDB cancels by the id `_active_tasks` and the answer to the
+    // start gave, without source or target: `{"replication_id": ID,
+    // "cancel": true}` (with or without its `+continuous`).
+    if cancel {
+        if let Some(id) = body.get("replication_id") {
+            let id = id.as_str().ok_or_else(|| HttpError::bad_request("replication_id must be a string"))?;
+            let base = id.strip_suffix("+continuous").unwrap_or(id);
+            let local_id = format!("{base}+continuous");
+            let replication = server.replications.lock().unwrap_or_else(|p| p.into_inner()).remove(&local_id);
+            let Some(replication) = replication else {
+                return Err(HttpError::not_found(format!("no continuous replication {local_id} is running")));
+            };
+            replication.stop();
+            return Ok(json(200, &json!({ "ok": true, "_local_id": local_id })));
+        }
+    }
     let filter = filter(&body)?;
     let spec = |k: &str| body.get(k).ok_or_else(|| HttpError::bad_request(format!("{k} is missing")));
     let source = endpoint(server, ctx, spec("source")?, false)?;

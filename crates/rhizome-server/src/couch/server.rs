@@ -72,10 +72,7 @@ pub fn session(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Response
                 return Err(HttpError::unauthorized("Name or password is incorrect."));
             };
             let mut r = json(200, &json!({ "ok": true, "name": name, "roles": roles }));
-            // Expires as well as Max-Age: some cookie jars (nano's) read only Expires.
-            let expires = http::http_date(std::time::SystemTime::now() + std::time::Duration::from_secs(auth::SESSION_SECONDS));
-            let cookie = format!("AuthSession={}; Version=1; Expires={expires}; Path=/; Max-Age={}; HttpOnly", auth::make_cookie(server, &name)?, auth::SESSION_SECONDS);
-            http::set_header(&mut r, "set-cookie", &cookie);
+            http::set_header(&mut r, "set-cookie", &session_set_cookie(server, &name)?);
             Ok(r)
         }
         Method::DELETE => {
@@ -88,21 +85,38 @@ pub fn session(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Response
     }
 }
 
-/// Name and password from a JSON or form body.
+/// The `Set-Cookie` value of a new session of `name`, at login and when a
+/// session is renewed (`auth::renewal_cookie`).
+pub fn session_set_cookie(server: &Server, name: &str) -> Result<String, HttpError> {
+    // Expires as well as Max-Age: some cookie jars (nano's) read only Expires.
+    let lifetime = server.auth.session_timeout_secs;
+    let expires = http::http_date(std::time::SystemTime::now() + std::time::Duration::from_secs(lifetime));
+    Ok(format!("AuthSession={}; Version=1; Expires={expires}; Path=/; Max-Age={lifetime}; HttpOnly", auth::make_cookie(server, name)?))
+}
+
+/// Name and password from a JSON or form body, as CouchDB reads them
+/// (`couch_httpd_auth:extract_username`): the name as `name` or
+/// `username` (IBM's Cloudant SDK sends `username`; both, if they differ,
+/// are a 400), the password empty when absent (so a wrong login, 401).
 fn credentials(req: &Request) -> Result<(String, String), HttpError> {
-    let form = req.header("content-type").is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
-    let (name, password) = if form {
+    let content_type = req.header("content-type").unwrap_or("").trim_start().to_ascii_lowercase();
+    let pairs: Vec<(String, String)> = if content_type.starts_with("application/x-www-form-urlencoded") {
         let text = std::str::from_utf8(&req.body).map_err(|_| HttpError::bad_request("form body is not UTF-8"))?;
-        let pairs = http::parse_query(text)?;
-        let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        (get("name"), get("password"))
+        http::parse_query(text)?
+    } else if content_type.starts_with("application/json") {
+        let body = req.json_object()?;
+        body.into_iter().filter_map(|(k, v)| match v {
+            Value::String(s) => Some((k, s)),
+            _ => None,
+        }).collect()
     } else {
-        let body = req.json()?;
-        let get = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_owned);
-        (get("name"), get("password"))
+        return Err(HttpError::new(415, "bad_content_type", "Content-Type must be 'application/x-www-form-urlencoded' or 'application/json'"));
     };
-    match (name, password) {
-        (Some(n), Some(p)) => Ok((n, p)),
-        _ => Err(HttpError::bad_request("name and password are required")),
-    }
+    let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let name = match (get("name"), get("username")) {
+        (None, None) => return Err(HttpError::bad_request("request body must contain a username")),
+        (Some(a), Some(b)) if a != b => return Err(HttpError::bad_request("request body contains different usernames")),
+        (Some(n), _) | (None, Some(n)) => n,
+    };
+    Ok((name, get("password").unwrap_or_default()))
 }

@@ -46,9 +46,12 @@ fn design_doc(db: &DbHandle, id: &str) -> Result<DesignDoc, HttpError> {
     DesignDoc::parse(id, &body)?.ok_or_else(|| HttpError::not_found("missing_named_view"))
 }
 
-pub fn design_action(req: &Request, db: Arc<DbHandle>, ddoc: &str, action: &str, rest: &str) -> Result<Response<Body>, HttpError> {
+pub fn design_action(req: &Request, ctx: &UserCtx, db: Arc<DbHandle>, ddoc: &str, action: &str, rest: &str) -> Result<Response<Body>, HttpError> {
     match action {
         "_view" => view(req, db, ddoc, rest),
+        "_update" => super::design_functions::update(req, ctx, &db, ddoc, rest),
+        "_show" => super::design_functions::show(req, ctx, &db, ddoc, rest),
+        "_list" => super::design_functions::list(req, &db, ddoc, rest),
         "_info" => info(req, &db, ddoc),
         "_compact" => {
             if req.method != Method::POST {
@@ -197,7 +200,7 @@ pub fn changes_filter(req: &Request, ctx: &UserCtx, db: &DbHandle, name: &str, b
 }
 
 /// The request object CouchDB gives filter functions (`chttpd_external`).
-fn request_object(req: &Request, ctx: &UserCtx, db: &DbHandle, body: Option<&Map<String, Value>>) -> Result<Value, HttpError> {
+pub(crate) fn request_object(req: &Request, ctx: &UserCtx, db: &DbHandle, body: Option<&Map<String, Value>>) -> Result<Value, HttpError> {
     let query: Map<String, Value> = req.query.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
     let headers: Map<String, Value> = req
         .headers

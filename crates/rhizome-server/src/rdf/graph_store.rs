@@ -30,7 +30,7 @@
 //! included) stops with 503 after [`GRAPH_WRITE_TIMEOUT_MS`] or at
 //! shutdown, rolled back.
 
-use super::negotiate::{self, GRAPH_OFFERS};
+use super::negotiate::{self, GraphFormat, GRAPH_OFFERS};
 use super::{endpoint_iri, store_error};
 use crate::auth::UserCtx;
 use crate::error::HttpError;
@@ -137,8 +137,26 @@ pub fn handle(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, dire
     }
 }
 
+/// A document's graph in an RDF syntax (`GET /{db}/{docid}` with
+/// `Accept: text/turtle` and the like): empty when the document has none.
+pub fn document_graph(req: &Request, db: &DbHandle, graph_iri: &str, format: GraphFormat) -> Result<Response<Body>, HttpError> {
+    let iri = NamedNode::new(graph_iri).map_err(|e| HttpError::internal(format!("the graph IRI {graph_iri:?}: {e}")))?;
+    match serialize(req, db, &Target::Named(iri), format) {
+        Err(e) if e.status == 404 => {
+            let mut r = http::response(200, &format.content_type(), Vec::new().into());
+            http::set_header(&mut r, "vary", "Accept");
+            Ok(r)
+        }
+        other => other,
+    }
+}
+
 fn get(req: &Request, db: &DbHandle, target: &Target) -> Result<Response<Body>, HttpError> {
     let format = negotiate::choose(req.header("accept"), GRAPH_OFFERS)?;
+    serialize(req, db, target, format)
+}
+
+fn serialize(req: &Request, db: &DbHandle, target: &Target, format: GraphFormat) -> Result<Response<Body>, HttpError> {
     let snapshot = db.db.store().snapshot().map_err(store_error)?;
     let pattern_graph = match target {
         Target::Named(iri) => {

@@ -8,7 +8,7 @@
 //! write goes through [`write_as`], the seam where graph writes become
 //! document writes, checked by the database's validation functions.
 
-mod graph_store;
+pub(crate) mod graph_store;
 pub(crate) mod negotiate;
 mod sparql_protocol;
 

@@ -35,6 +35,17 @@ fn parse_accept(header: &str) -> Vec<MediaRange> {
 /// The quality an `Accept` gives to a media type: from its most specific
 /// matching range (`a/b` over `a/*` over `*/*`); 0 if none matches.
 fn quality(ranges: &[MediaRange], media_type: &str) -> f32 {
+    rank(ranges, media_type).0
+}
+
+/// How `accept` ranks `media_type`: its q-value and how specific the
+/// range that gave it is (3: the type itself, 2: `type/*`, 1: `*/*`, 0:
+/// not accepted).
+pub fn ranking(accept: &str, media_type: &str) -> (f32, u8) {
+    rank(&parse_accept(accept), media_type)
+}
+
+fn rank(ranges: &[MediaRange], media_type: &str) -> (f32, u8) {
     let (kind, subtype) = media_type.split_once('/').unwrap_or((media_type, ""));
     let mut best: Option<(u8, f32)> = None;
     for r in ranges {
@@ -48,7 +59,7 @@ fn quality(ranges: &[MediaRange], media_type: &str) -> f32 {
             best = Some((specificity, r.q));
         }
     }
-    best.map_or(0.0, |(_, q)| q)
+    best.map_or((0.0, 0), |(s, q)| (q, s))
 }
 
 /// Picks from `offers` (media type and value, in the server's order of

@@ -68,7 +68,18 @@ function __requireIn(ddoc, cache, dir) {
 // modules in scope; returns its index or throws.
 function __compile(source, ddoc) {
   var require = __requireIn(ddoc, {}, []);
-  var fn = (function (require) { return eval("(" + source + "\n)"); })(require);
+  var fn = (function (require) {
+    try {
+      return eval("(" + source + "\n)");
+    } catch (e) {
+      // CouchDB's QuickJS takes a top-level `function (...) {...}` as an
+      // expression statement (its "SpiderMonkey 1.8.5 mode"), so a function
+      // followed by `;` compiles there: accept the same.
+      var trimmed = source.replace(/[\s;]+$/, "");
+      if (!(e instanceof SyntaxError) || trimmed === source) throw e;
+      return eval("(" + trimmed + "\n)");
+    }
+  })(require);
   if (typeof fn !== "function") throw new Error("Expression does not eval to a function. (" + source + ")");
   __fns.push(fn);
   return __fns.length - 1;

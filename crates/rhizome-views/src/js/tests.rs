@@ -43,6 +43,14 @@ fn couchdbs_helpers_and_require_of_design_document_modules() {
 }
 
 #[test]
+fn a_function_followed_by_a_semicolon_compiles_as_in_couchdbs_quickjs() {
+    let mut s = sandbox();
+    // PouchDB's suites write map functions so; CouchDB 3.5 accepts them.
+    let f = s.compile("function (doc) { emit(doc._id, null) };\n", &json!({})).unwrap();
+    assert_eq!(s.map(&[f], r#"{"_id":"a"}"#).unwrap(), vec![Ok(vec![(json!("a"), Value::Null)])]);
+}
+
+#[test]
 fn what_is_not_a_function_fails_to_compile() {
     let mut s = sandbox();
     for bad in ["function (doc) { emit(doc", "42", "'a string'", "function (doc) {} function"] {

@@ -1,0 +1,162 @@
+//! The node and scheduler endpoints of CouchDB 3 that clients and
+//! consoles read (https://docs.couchdb.org/en/stable/api/server/common.html):
+//! `/_membership`, `/_node/{name}` with `_config` and `_stats`,
+//! `/_scheduler/jobs` and `/_scheduler/docs/{db}[/{docid}]`. Rhizome is one
+//! node, [`NODE_NAME`], also reachable as `_local`.
+//!
+//! `_config` shows the settings the server runs with, in CouchDB's
+//! sections and names where CouchDB has one (`[chttpd] port`, `[cors]
+//! origins`, `[chttpd_auth] timeout`...), as strings as CouchDB keeps
+//! them. They are `rhizome serve`'s options, fixed for the process: a
+//! `PUT` or `DELETE` is a 405 that says which option to use.
+//!
+//! `_stats` counts requests by method and by status code since the start
+//! (`couchdb.httpd_request_methods`, `couchdb.httpd_status_codes`,
+//! `couchdb.httpd.requests`), each `{"value", "type": "counter", "desc"}`
+//! as CouchDB writes them, plus the open databases.
+
+use crate::error::HttpError;
+use crate::http::{json, Body, Request};
+use crate::state::Server;
+use hyper::{Method, Response};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// This node's name in `_membership` and `/_node/{name}`.
+pub const NODE_NAME: &str = "rhizome@localhost";
+
+const METHODS: &[&str] = &["COPY", "DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"];
+const STATUSES: &[u16] = &[200, 201, 202, 204, 206, 301, 304, 400, 401, 403, 404, 405, 406, 409, 412, 413, 415, 416, 417, 500, 501, 503];
+
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+static BY_METHOD: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+static BY_STATUS: [AtomicU64; 22] = [const { AtomicU64::new(0) }; 22];
+
+/// Counts one answered request (called for every answer, `lib.rs`).
+pub fn count(method: &Method, status: u16) {
+    REQUESTS.fetch_add(1, Ordering::Relaxed);
+    if let Some(i) = METHODS.iter().position(|m| *m == method.as_str()) {
+        BY_METHOD[i].fetch_add(1, Ordering::Relaxed);
+    }
+    if let Some(i) = STATUSES.iter().position(|s| *s == status) {
+        BY_STATUS[i].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn counter(value: u64, desc: String) -> Value {
+    json!({ "value": value, "type": "counter", "desc": desc })
+}
+
+/// `GET /_membership`.
+pub fn membership(req: &Request) -> Result<Response<Body>, HttpError> {
+    only_get(req)?;
+    Ok(json(200, &json!({ "all_nodes": [NODE_NAME], "cluster_nodes": [NODE_NAME] })))
+}
+
+fn only_get(req: &Request) -> Result<(), HttpError> {
+    if matches!(req.method, Method::GET | Method::HEAD) {
+        Ok(())
+    } else {
+        Err(HttpError::method_not_allowed("GET,HEAD"))
+    }
+}
+
+/// `/_node/{name}/...` (`rest` after the name).
+pub fn node(server: &Server, req: &Request, name: &str, rest: &[String]) -> Result<Response<Body>, HttpError> {
+    if name != "_local" && name != NODE_NAME {
+        return Err(HttpError::not_found(format!("no node {name}: this server is one node, {NODE_NAME} (or _local)")));
+    }
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    match rest.as_slice() {
+        [] => {
+            only_get(req)?;
+            Ok(json(200, &json!({ "name": NODE_NAME })))
+        }
+        ["_config", path @ ..] => config(server, req, path),
+        ["_stats", path @ ..] => stats(server, req, path),
+        ["_versions"] => {
+            only_get(req)?;
+            Ok(json(200, &json!({ "rhizome": { "version": env!("CARGO_PKG_VERSION") } })))
+        }
+        _ => Err(HttpError::not_found(format!("no such node endpoint: /_node/{name}/{}", rest.join("/")))),
+    }
+}
+
+fn config(server: &Server, req: &Request, path: &[&str]) -> Result<Response<Body>, HttpError> {
+    match req.method {
+        Method::GET | Method::HEAD => {}
+        Method::PUT | Method::DELETE => {
+            return Err(HttpError::new(
+                405,
+                "method_not_allowed",
+                "this server's settings are the options of `rhizome serve` (see rhizome serve --help: --enable-cors, --cors-origins, --session-timeout-secs, ...); start it again with the ones wanted",
+            ))
+        }
+        _ => return Err(HttpError::method_not_allowed("GET,HEAD")),
+    }
+    let all = &server.node_config;
+    let unknown = || HttpError::not_found("unknown_config_value");
+    Ok(match path {
+        [] => json(200, all),
+        [section] => json(200, all.get(*section).cloned().as_ref().unwrap_or(&json!({}))),
+        [section, key] => json(200, all.get(*section).and_then(|s| s.get(*key)).ok_or_else(unknown)?),
+        _ => return Err(unknown()),
+    })
+}
+
+fn stats(server: &Server, req: &Request, path: &[&str]) -> Result<Response<Body>, HttpError> {
+    only_get(req)?;
+    let mut methods = Map::new();
+    for (i, m) in METHODS.iter().enumerate() {
+        methods.insert((*m).to_owned(), counter(BY_METHOD[i].load(Ordering::Relaxed), format!("number of HTTP {m} requests")));
+    }
+    let mut statuses = Map::new();
+    for (i, s) in STATUSES.iter().enumerate() {
+        statuses.insert(s.to_string(), counter(BY_STATUS[i].load(Ordering::Relaxed), format!("number of HTTP {s} responses")));
+    }
+    let open = server.open_databases() as u64;
+    let all = json!({
+        "couchdb": {
+            "httpd": { "requests": counter(REQUESTS.load(Ordering::Relaxed), "number of HTTP requests".into()) },
+            "httpd_request_methods": methods,
+            "httpd_status_codes": statuses,
+            "open_databases": { "value": open, "type": "gauge", "desc": "number of open databases" },
+        }
+    });
+    let mut at = &all;
+    for part in path {
+        at = at.get(*part).ok_or_else(|| HttpError::not_found("unknown stat"))?;
+    }
+    Ok(json(200, at))
+}
+
+/// `GET /_scheduler/jobs`: the running replications, as CouchDB lists them.
+pub fn scheduler_jobs(server: &Server, req: &Request) -> Result<Response<Body>, HttpError> {
+    only_get(req)?;
+    let mut jobs: Vec<Value> = Vec::new();
+    let job = |id: String, task: Value, database: Value, doc_id: Value| {
+        json!({
+            "id": id, "database": database, "doc_id": doc_id, "node": NODE_NAME,
+            "source": task.get("source").cloned().unwrap_or(Value::Null),
+            "target": task.get("target").cloned().unwrap_or(Value::Null),
+            "pid": Value::Null, "start_time": task.get("started_on").cloned().unwrap_or(Value::Null),
+            "history": [], "info": task,
+        })
+    };
+    for (id, running) in server.replications.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        if let Some(task) = running.task() {
+            jobs.push(job(id.clone(), task, Value::Null, Value::Null));
+        }
+    }
+    for (doc_id, running) in crate::replicator_db::running(server) {
+        if let Some(task) = running.task() {
+            let id = task.get("replication_id").and_then(Value::as_str).map(|r| format!("{r}+continuous")).unwrap_or_else(|| doc_id.clone());
+            jobs.push(job(id, task, json!(crate::replicator_db::REPLICATOR_DB), json!(doc_id)));
+        }
+    }
+    let skip = req.number("skip")?.unwrap_or(0) as usize;
+    let limit = req.number("limit")?.map_or(usize::MAX, |n| n as usize);
+    let total = jobs.len();
+    let jobs: Vec<Value> = jobs.into_iter().skip(skip).take(limit).collect();
+    Ok(json(200, &json!({ "total_rows": total, "offset": skip, "jobs": jobs })))
+}
