@@ -118,7 +118,13 @@ pub(crate) struct IndexCursor<'a> {
     /// The merge state above is for going forward from `current`; after a
     /// backward move it is rebuilt by the next forward step.
     forward: bool,
-    bytes: [u8; 32],
+    /// The current key as bytes, written by `key()` only when asked for
+    /// (scans of the quad indexes read `current_key()` instead): `stale`
+    /// says it must be written again. Written only while stale, and made
+    /// stale only by `&mut self` moves, so no reference `key()` handed
+    /// out is alive when it is written.
+    bytes: std::cell::UnsafeCell<[u8; 32]>,
+    stale: std::cell::Cell<bool>,
     error: Option<rhizome_kv::Error>,
 }
 
@@ -139,7 +145,8 @@ impl<'a> IndexCursor<'a> {
             next_entry: 0,
             delta_done: true,
             forward: true,
-            bytes: [0; 32],
+            bytes: std::cell::UnsafeCell::new([0; 32]),
+            stale: std::cell::Cell::new(true),
             error: None,
         }
     }
@@ -164,11 +171,7 @@ impl<'a> IndexCursor<'a> {
 
     fn set_current(&mut self, key: Option<Key>) {
         self.current = key.filter(|k| before(k, &self.upper));
-        if let Some(k) = self.current {
-            for (i, id) in k[..self.columns].iter().enumerate() {
-                self.bytes[i * 8..i * 8 + 8].copy_from_slice(&id.to_be_bytes());
-            }
-        }
+        self.stale.set(true);
     }
 
     /// Positions the segment cursor at the first key at or after `from`.
@@ -361,7 +364,19 @@ impl Cursor for IndexCursor<'_> {
     }
     fn key(&self) -> &[u8] {
         debug_assert!(self.current.is_some(), "key() of an invalid cursor");
-        &self.bytes[..self.columns * 8]
+        if self.stale.get() {
+            let k = self.current.unwrap_or_default();
+            // SAFETY: stale only after a `&mut self` move, so no slice
+            // from an earlier `key()` is alive (see the field).
+            let bytes = unsafe { &mut *self.bytes.get() };
+            for (i, id) in k[..self.columns].iter().enumerate() {
+                bytes[i * 8..i * 8 + 8].copy_from_slice(&id.to_be_bytes());
+            }
+            self.stale.set(false);
+        }
+        // SAFETY: no writer while this borrow of `self` lives (see above).
+        let bytes: &[u8; 32] = unsafe { &*self.bytes.get() };
+        &bytes[..self.columns * 8]
     }
     fn value(&self) -> &[u8] {
         &[]
