@@ -111,7 +111,14 @@ enum Kind {
     Keys,
 }
 
+/// These tests are of segments: a run of the whole suite on the
+/// key-value path (`RHIZOME_INDEXES=keys`) leaves them on segments.
+fn on_segments() {
+    std::env::remove_var("RHIZOME_INDEXES");
+}
+
 fn open(kind: &Kind, dir: &std::path::Path) -> Store {
+    on_segments();
     match kind {
         Kind::Memory => Store::memory_with(DatasetMode::Union, MergeSettings { delta_quads: 40, background: false, ..MergeSettings::default() }),
         Kind::Disk => Store::open_or_create_with(&dir.join("db"), Some(DatasetMode::Union), MergeSettings { delta_quads: 60, ..MergeSettings::default() }).unwrap(),
@@ -289,6 +296,7 @@ fn readers_see_whole_commits_while_writes_and_merges_go_on(store: Store) {
 #[cfg(feature = "rocksdb")]
 #[test]
 fn segment_files_readers_see_whole_commits_while_writes_and_merges_go_on() {
+    on_segments();
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_or_create_with(&dir.path().join("db"), Some(DatasetMode::Union), MergeSettings { delta_quads: 50, ..MergeSettings::default() }).unwrap();
     readers_see_whole_commits_while_writes_and_merges_go_on(store);
@@ -307,6 +315,7 @@ fn segments_in_memory_readers_see_whole_commits_while_writes_and_merges_go_on() 
 #[cfg(feature = "rocksdb")]
 #[test]
 fn a_store_of_format_2_is_migrated_to_segments_when_opened_for_writing() {
+    on_segments();
     use rhizome_rdf::index::layout;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
@@ -361,6 +370,7 @@ fn a_store_of_format_2_is_migrated_to_segments_when_opened_for_writing() {
 #[cfg(feature = "rocksdb")]
 #[test]
 fn check_finds_a_segment_that_disagrees_with_its_family() {
+    on_segments();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let mut rng = Rng(7);
