@@ -144,10 +144,13 @@ fn change_row(
         ChangesFilter::Design if !id.starts_with("_design/") => return Ok(None),
         _ => {}
     }
-    let Some(bytes) = kv.get(crate::keys::DOCS, id.as_bytes())? else {
-        return Err(DocError::Corrupt(format!("changes entry {seq} names {id:?}, which has no document")));
-    };
+    // An entry naming a document that is gone (purged, `purge.rs`) tells
+    // indexes to drop its rows; a feed shows nothing for it.
+    let Some(bytes) = kv.get(crate::keys::DOCS, id.as_bytes())? else { return Ok(None) };
     let info = DocInfo::from_bytes(id, &bytes)?;
+    if info.seq != seq {
+        return Ok(None);
+    }
     let doc = if opts.include_docs || matches!(opts.filter, ChangesFilter::Selector(_) | ChangesFilter::Custom(_)) {
         Some(match render(kv, id, &info, &info.winner, read, None) {
             Ok(doc) => doc,

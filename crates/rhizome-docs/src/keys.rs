@@ -38,6 +38,8 @@ pub mod meta {
     pub const DOC_DEL_COUNT: &[u8] = b"doc_del_count";
     pub const REVS_LIMIT: &[u8] = b"revs_limit";
     pub const SECURITY: &[u8] = b"security";
+    pub const PURGE_SEQ: &[u8] = b"purge_seq";
+    pub const PURGED_INFOS_LIMIT: &[u8] = b"purged_infos_limit";
 }
 
 /// Version of the document keyspaces' formats.

@@ -224,6 +224,34 @@ impl RevTree {
                 at = self.nodes[j].parent;
             }
         }
+        self.retain(&keep);
+    }
+
+    /// Removes the leaves `revs` names, each with the revisions above it
+    /// that lead to it alone (up to where its branch joins another), as
+    /// CouchDB's purge: returns the leaves removed, in the order given.
+    /// Revisions that are not leaves are left alone.
+    pub fn purge(&mut self, revs: &[Rev]) -> Vec<Rev> {
+        let mut purged = Vec::new();
+        for rev in revs {
+            if !self.is_leaf(rev) || purged.contains(rev) {
+                continue;
+            }
+            let mut keep = vec![true; self.nodes.len()];
+            let mut at = self.index.get(rev).copied();
+            while let Some(i) = at {
+                keep[i] = false;
+                at = self.nodes[i].parent.filter(|&p| !self.nodes.iter().enumerate().any(|(j, n)| keep[j] && n.parent == Some(p)));
+            }
+            self.retain(&keep);
+            purged.push(rev.clone());
+        }
+        purged
+    }
+
+    /// Keeps the nodes `keep` marks (a kept node's parent is kept or
+    /// becomes none: it is then a root).
+    fn retain(&mut self, keep: &[bool]) {
         if keep.iter().all(|k| *k) {
             return;
         }
@@ -315,6 +343,22 @@ mod tests {
             assert_eq!(Rev::parse(bad), None, "{bad}");
         }
         assert_eq!(Rev::new(2, "ff").to_string(), "2-ff");
+    }
+
+    #[test]
+    fn purge_removes_a_leaf_and_the_branch_that_led_to_it_alone() {
+        let mut t = RevTree::new();
+        t.merge_path(&[r("3-c"), r("2-b"), r("1-a")], false);
+        t.merge_path(&[r("3-y"), r("2-x"), r("1-a")], false);
+        assert_eq!(t.winner().unwrap().rev, r("3-y"));
+        // Not leaves, or unknown: nothing purged.
+        assert_eq!(t.purge(&[r("2-x"), r("1-a"), r("9-z")]), Vec::<Rev>::new());
+        assert_eq!(t.purge(&[r("3-y"), r("3-y")]), vec![r("3-y")]);
+        assert_eq!(t.revs().cloned().collect::<Vec<_>>(), vec![r("1-a"), r("2-b"), r("3-c")], "2-x went with 3-y; 1-a stays under 3-c");
+        assert_eq!(t.winner().unwrap().rev, r("3-c"));
+        assert_eq!(t.path(&r("3-c")), vec![r("3-c"), r("2-b"), r("1-a")]);
+        assert_eq!(t.purge(&[r("3-c")]), vec![r("3-c")]);
+        assert!(t.is_empty());
     }
 
     #[test]

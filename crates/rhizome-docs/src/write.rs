@@ -62,15 +62,15 @@ pub fn validate_doc_id(id: &str) -> Result<()> {
     Ok(())
 }
 
-struct Counters {
-    update_seq: u64,
-    doc_count: u64,
-    doc_del_count: u64,
+pub(crate) struct Counters {
+    pub(crate) update_seq: u64,
+    pub(crate) doc_count: u64,
+    pub(crate) doc_del_count: u64,
     revs_limit: u64,
 }
 
 impl Counters {
-    fn read(txn: &StoreTransaction<'_>) -> Result<Counters> {
+    pub(crate) fn read(txn: &StoreTransaction<'_>) -> Result<Counters> {
         let read = |k: &[u8]| -> Result<u64> { keys::u64_value(txn.kv().get(DB_META, k)?, "counter") };
         Ok(Counters {
             update_seq: read(meta::UPDATE_SEQ)?,
@@ -80,7 +80,7 @@ impl Counters {
         })
     }
 
-    fn write(&self, txn: &mut StoreTransaction<'_>) {
+    pub(crate) fn write(&self, txn: &mut StoreTransaction<'_>) {
         let kv = txn.kv_mut();
         kv.put(DB_META, meta::UPDATE_SEQ, &self.update_seq.to_be_bytes());
         kv.put(DB_META, meta::DOC_COUNT, &self.doc_count.to_be_bytes());
@@ -624,7 +624,7 @@ impl Database {
 
     /// Projects the winner; `ahead` is what `prepare` did for `body` (used
     /// only when the winner is that body).
-    fn project(&self, txn: &mut StoreTransaction<'_>, id: &str, rev: &Rev, deleted: bool, body: Option<Map<String, Value>>, ahead: Option<crate::Prepared>) -> Result<()> {
+    pub(crate) fn project(&self, txn: &mut StoreTransaction<'_>, id: &str, rev: &Rev, deleted: bool, body: Option<Map<String, Value>>, ahead: Option<crate::Prepared>) -> Result<()> {
         let ahead = ahead.filter(|_| body.is_some() && !deleted);
         let winner = if deleted {
             None
@@ -704,7 +704,7 @@ impl RevisionAhead {
     }
 }
 
-fn read_body(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<Option<Map<String, Value>>> {
+pub(crate) fn read_body(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<Option<Map<String, Value>>> {
     match txn.kv().get(BODIES, &body_key(id, rev))? {
         Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?)),
         None => Ok(None),
@@ -871,7 +871,7 @@ impl std::io::Write for HashWriter<'_> {
 }
 
 /// The graph IRI of a body that is a graph marker alone (no attachments).
-fn graph_alone(body: &Map<String, Value>) -> Option<String> {
+pub(crate) fn graph_alone(body: &Map<String, Value>) -> Option<String> {
     match body.get(crate::jsonld::GRAPH_MARKER) {
         Some(Value::String(iri)) if body.len() == 1 => Some(iri.clone()),
         _ => None,

@@ -216,7 +216,20 @@ pub fn percent_decode(s: &str, form: bool) -> Result<String, HttpError> {
 }
 
 pub fn parse_query(q: &str) -> Result<Vec<(String, String)>, HttpError> {
-    q.split('&')
+    parse_query_split(q, &['&'])
+}
+
+/// A request's query string. CouchDB's endpoints split it at `;` as at
+/// `&`, as CouchDB's mochiweb does (CouchDB's Mango suite sends
+/// `_index?limit=2;skip=1`); the RDF doors split at `&` alone, since a
+/// SPARQL query in a URL holds `;` of its own.
+pub fn parse_request_query(segments: &[String], q: &str) -> Result<Vec<(String, String)>, HttpError> {
+    let rdf = segments.get(1).is_some_and(|s| s == "_sparql" || s == "_graph" || s == "_ldp");
+    parse_query_split(q, if rdf { &['&'] } else { &['&', ';'] })
+}
+
+fn parse_query_split(q: &str, separators: &[char]) -> Result<Vec<(String, String)>, HttpError> {
+    q.split(separators)
         .filter(|p| !p.is_empty())
         .map(|p| {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));

@@ -367,10 +367,12 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     let mut headers = parts.headers;
     let body = http::decode_body(&mut headers, body, limit)?;
     let cancel = CancelOnDrop::new();
+    let segments = http::split_path(parts.uri.path())?;
+    let query = http::parse_request_query(&segments, parts.uri.query().unwrap_or(""))?;
     let request = http::Request {
         method: parts.method,
-        segments: http::split_path(parts.uri.path())?,
-        query: http::parse_query(parts.uri.query().unwrap_or(""))?,
+        segments,
+        query,
         headers,
         body,
         peer: Some(peer.ip()),

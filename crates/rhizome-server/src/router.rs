@@ -46,6 +46,8 @@ pub enum DbOp {
     ViewCleanup,
     Find,
     Explain,
+    Purge,
+    PurgedInfosLimit,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,6 +133,8 @@ impl Route {
                     "_view_cleanup" => DbOp::ViewCleanup,
                     "_find" => DbOp::Find,
                     "_explain" => DbOp::Explain,
+                    "_purge" => DbOp::Purge,
+                    "_purged_infos_limit" => DbOp::PurgedInfosLimit,
                     "_index" => return Ok(Route::MangoIndex(db.to_string(), Vec::new())),
                     "_sparql" | "_graph" | "_traverse" | "_path" => return Ok(Route::Extension(db.to_string(), op.to_string())),
                     _ => return Err(HttpError::bad_request("Only reserved document ids may start with underscore.")),
@@ -181,6 +185,8 @@ impl Route {
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
             Route::Db(_) => Access::Member,
             Route::DbOp(_, DbOp::Compact | DbOp::ViewCleanup) => Access::DbAdmin,
+            // CouchDB's chttpd_auth_request: server admins alone, reads too.
+            Route::DbOp(_, DbOp::Purge | DbOp::PurgedInfosLimit) => Access::ServerAdmin,
             Route::DesignAction(_, _, action, _) if action == "_compact" => Access::DbAdmin,
             Route::DbOp(_, DbOp::Security | DbOp::RevsLimit) if !read => Access::DbAdmin,
             Route::DbOp(_, _) => Access::Member,
@@ -290,6 +296,8 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::ViewCleanup => couch::views::cleanup(req, &db)?.into(),
                 DbOp::Find => couch::mango::find(req, &db)?.into(),
                 DbOp::Explain => couch::mango::explain(req, &db)?.into(),
+                DbOp::Purge => database::purge(req, &db)?.into(),
+                DbOp::PurgedInfosLimit => database::purged_infos_limit(req, &db)?.into(),
             }
         }
         Route::Doc(_, id) => documents::document(server, req, ctx, &*need(db)?, &id)?.into(),

@@ -23,6 +23,7 @@ use crate::rank::{self, RankUpdate, VIEW_RANKS};
 use crate::tasks::IndexerTask;
 use rhizome_docs::keys::{self, DocInfo, DB_META};
 use rhizome_docs::secondary::IndexSpaces;
+use rhizome_docs::selector::raw_compare;
 use rhizome_docs::{collate, Database, DocError, ReadOptions};
 use rhizome_kv::{Keyspace, KvRead};
 use serde_json::{json, Value};
@@ -215,6 +216,11 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
                         continue;
                     }
                 };
+                // A document's rows in Erlang's order of (key, value), as
+                // couch_mrview_updater sorts them (`lists:sort`) before
+                // grouping a key's values: one key's values come out sorted.
+                let mut rows = rows;
+                rows.sort_by(|a, b| raw_compare(&a.0, &b.0).then_with(|| raw_compare(&a.1, &b.1)));
                 for (n, (key, value)) in rows.into_iter().enumerate() {
                     let mut row = view_prefix(&id, view);
                     collate::encode_into(&key, &mut row);

@@ -11,6 +11,7 @@
 //! (`rhizome-docs`, whose collation the indexes use).
 
 pub mod design;
+mod design_fields;
 pub mod filter;
 pub mod index;
 pub mod js;

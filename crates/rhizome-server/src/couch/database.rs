@@ -16,10 +16,11 @@ pub fn create(server: &Server, name: &str, exists: bool) -> Result<Response<Body
     Ok(json(201, &json!({ "ok": true })))
 }
 
+/// A server admin may delete any database, `_users` too, as in CouchDB.
+/// While `_users` is gone only the server admin logs in: a user's password
+/// and session cookie are checked against their document there
+/// (`auth::check_password`, `auth::session`), so none is found.
 pub fn delete(server: &Server, name: &str) -> Result<Response<Body>, HttpError> {
-    if name == "_users" {
-        return Err(HttpError::forbidden("The _users database cannot be deleted"));
-    }
     server.delete_db(name)?;
     Ok(json(200, &json!({ "ok": true })))
 }
@@ -65,7 +66,7 @@ fn info_json(db: &DbHandle) -> Result<Value, HttpError> {
             "update_seq": info.update_seq,
             "doc_count": info.doc_count,
             "doc_del_count": info.doc_del_count,
-            "purge_seq": 0,
+            "purge_seq": db.db.purge_seq()?,
             "compact_running": false,
             "sizes": { "file": info.bytes_on_disk, "external": info.bytes_on_disk, "active": info.bytes_on_disk },
             "disk_format_version": 8,
@@ -90,6 +91,40 @@ pub fn revs_limit(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpEr
         Method::PUT => {
             let limit = req.json()?.as_u64().filter(|n| *n > 0).ok_or_else(|| HttpError::bad_request("revs_limit must be a positive integer"))?;
             db.db.set_revs_limit(limit)?;
+            Ok(json(200, &json!({ "ok": true })))
+        }
+        _ => Err(HttpError::method_not_allowed("GET,PUT")),
+    }
+}
+
+/// `POST /{db}/_purge`: `{docid: [rev, ...]}`; answers the revisions
+/// purged per document (`rhizome_docs::Database::purge`).
+pub fn purge(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    if req.method != Method::POST {
+        return Err(HttpError::method_not_allowed("POST"));
+    }
+    let body = super::mango::json_body(req)?;
+    let mut requests = Vec::with_capacity(body.len());
+    for (id, revs) in body {
+        let Value::Array(revs) = revs else { return Err(HttpError::bad_request("Invalid list of revisions")) };
+        let revs = revs
+            .iter()
+            .map(|r| r.as_str().and_then(rhizome_docs::Rev::parse).ok_or_else(|| HttpError::bad_request("Invalid rev format")))
+            .collect::<Result<Vec<_>, _>>()?;
+        requests.push((id, revs));
+    }
+    let purged = db.db.purge(&requests)?;
+    let purged: serde_json::Map<String, Value> =
+        purged.into_iter().map(|(id, revs)| (id, Value::Array(revs.iter().map(|r| Value::String(r.to_string())).collect()))).collect();
+    Ok(json(201, &json!({ "purge_seq": null, "purged": purged })))
+}
+
+pub fn purged_infos_limit(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    match req.method {
+        Method::GET | Method::HEAD => Ok(json(200, &json!(db.db.purged_infos_limit()?))),
+        Method::PUT => {
+            let limit = req.json()?.as_u64().filter(|n| *n > 0).ok_or_else(|| HttpError::bad_request("`purged_infos_limit` must be positive integer"))?;
+            db.db.set_purged_infos_limit(limit)?;
             Ok(json(200, &json!({ "ok": true })))
         }
         _ => Err(HttpError::method_not_allowed("GET,PUT")),

@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 /// CouchDB's `chttpd:validate_ctype(Req, "application/json")`.
-fn json_body(req: &Request) -> Result<Map<String, Value>, HttpError> {
+pub(crate) fn json_body(req: &Request) -> Result<Map<String, Value>, HttpError> {
     let ctype = req.header("content-type").unwrap_or("");
     if !ctype.trim_start().to_ascii_lowercase().starts_with("application/json") {
         return Err(HttpError::new(415, "bad_content_type", "Content-Type must be application/json"));

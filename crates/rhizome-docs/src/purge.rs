@@ -1,0 +1,125 @@
+//! `_purge`: removing revisions as if they had never been written, as
+//! CouchDB's purge does (https://docs.couchdb.org/en/stable/api/database/misc.html).
+//!
+//! A purge names leaves; each goes with the revisions above it that lead
+//! to it alone. A document left with no revision is gone entirely: its
+//! record, its bodies and its graph, and it no longer appears in
+//! `_changes` or `_all_docs`. A document that keeps revisions gets a new
+//! sequence, as any write, so views and Mango indexes see it again.
+//!
+//! Indexes learn of a document that is gone through a sequence entry that
+//! names it while `DOCS` has no record of it (the indexers already drop
+//! the rows of a document they cannot find); `_changes` skips such
+//! entries. Unlike CouchDB, the purge requests themselves are not kept:
+//! there is no purge replication between Rhizome databases, so
+//! `_purged_infos_limit` is stored and answered but bounds nothing.
+
+use crate::keys::{self, body_key, meta, DocInfo, BODIES, DB_META, DOCS, SEQS};
+use crate::write::{graph_alone, read_body, Counters};
+use crate::{Database, DocError, Result, Rev};
+
+/// CouchDB's `[purge] max_document_id_number` and `max_revisions_number`.
+pub const MAX_PURGE_DOCS: usize = 100;
+pub const MAX_PURGE_REVS: usize = 1000;
+/// CouchDB's default `_purged_infos_limit`.
+pub const DEFAULT_PURGED_INFOS_LIMIT: u64 = 1000;
+
+impl Database {
+    /// Purges each document's listed revisions in one transaction;
+    /// returns, per document in the order given, the revisions purged
+    /// (only leaves are; the others are left out, as CouchDB).
+    pub fn purge(&self, requests: &[(String, Vec<Rev>)]) -> Result<Vec<(String, Vec<Rev>)>> {
+        if requests.len() > MAX_PURGE_DOCS {
+            return Err(DocError::BadRequest("Exceeded maximum number of documents.".into()));
+        }
+        if requests.iter().map(|(_, r)| r.len()).sum::<usize>() > MAX_PURGE_REVS {
+            return Err(DocError::BadRequest("Exceeded maximum number of revisions.".into()));
+        }
+        let mut txn = self.store.transaction()?;
+        let mut counters = Counters::read(&txn)?;
+        let mut purge_seq = keys::u64_value(txn.kv().get(DB_META, meta::PURGE_SEQ)?, "purge_seq")?;
+        let mut out = Vec::with_capacity(requests.len());
+        for (id, revs) in requests {
+            let Some(bytes) = txn.kv().get(DOCS, id.as_bytes())? else {
+                out.push((id.clone(), Vec::new()));
+                continue;
+            };
+            let info = DocInfo::from_bytes(id, &bytes)?;
+            let mut tree = info.tree.clone();
+            let before: Vec<Rev> = tree.revs().cloned().collect();
+            let purged = tree.purge(revs);
+            if purged.is_empty() {
+                out.push((id.clone(), purged));
+                continue;
+            }
+            self.writing(id);
+            purge_seq += 1;
+            for gone in before.iter().filter(|r| !tree.contains(r)) {
+                txn.kv_mut().delete(BODIES, &body_key(id, gone));
+            }
+            counters.update_seq += 1;
+            txn.kv_mut().delete(SEQS, &info.seq.to_be_bytes());
+            // Also when the document is gone: indexes find no record and
+            // drop its rows; `_changes` skips the entry.
+            txn.kv_mut().put(SEQS, &counters.update_seq.to_be_bytes(), id.as_bytes());
+            if info.deleted {
+                counters.doc_del_count = counters.doc_del_count.saturating_sub(1);
+            } else {
+                counters.doc_count = counters.doc_count.saturating_sub(1);
+            }
+            match tree.winner() {
+                None => {
+                    txn.kv_mut().delete(DOCS, id.as_bytes());
+                    if !info.deleted {
+                        self.project(&mut txn, id, &info.winner, true, None, None)?;
+                    }
+                }
+                Some(winner) => {
+                    if winner.deleted {
+                        counters.doc_del_count += 1;
+                    } else {
+                        counters.doc_count += 1;
+                    }
+                    let graph_body = match (winner.deleted, winner.rev == info.winner) {
+                        (true, _) => None,
+                        (false, true) => info.graph_body.clone(),
+                        (false, false) => read_body(&txn, id, &winner.rev)?.as_ref().and_then(graph_alone),
+                    };
+                    let new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, tree };
+                    txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes(id));
+                    if winner.rev != info.winner {
+                        self.project(&mut txn, id, &winner.rev, winner.deleted, None, None)?;
+                    }
+                }
+            }
+            out.push((id.clone(), purged));
+        }
+        counters.write(&mut txn);
+        txn.kv_mut().put(DB_META, meta::PURGE_SEQ, &purge_seq.to_be_bytes());
+        txn.commit()?;
+        Ok(out)
+    }
+
+    /// How many purges this database has had (`purge_seq` of its info).
+    pub fn purge_seq(&self) -> Result<u64> {
+        let s = self.store.snapshot()?;
+        keys::u64_value(s.kv().get(DB_META, meta::PURGE_SEQ)?, "purge_seq")
+    }
+
+    pub fn purged_infos_limit(&self) -> Result<u64> {
+        let s = self.store.snapshot()?;
+        Ok(match s.kv().get(DB_META, meta::PURGED_INFOS_LIMIT)? {
+            None => DEFAULT_PURGED_INFOS_LIMIT,
+            some => keys::u64_value(some, "purged_infos_limit")?,
+        })
+    }
+
+    pub fn set_purged_infos_limit(&self, limit: u64) -> Result<()> {
+        if limit == 0 {
+            return Err(DocError::BadRequest("`purged_infos_limit` must be positive integer".into()));
+        }
+        let mut txn = self.store.transaction()?;
+        txn.kv_mut().put(DB_META, meta::PURGED_INFOS_LIMIT, &limit.to_be_bytes());
+        Ok(txn.commit()?)
+    }
+}
