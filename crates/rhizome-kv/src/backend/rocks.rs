@@ -496,6 +496,21 @@ impl Backend for RocksBackend {
         dir_size(&self.path)
     }
 
+    fn latest_sequence(&self) -> Option<u64> {
+        Some(self.db.latest_sequence_number())
+    }
+
+    fn clear_keyspace(&self, ks: Keyspace) -> Result<()> {
+        // One range tombstone, then the files under it rewritten away.
+        let mut wb = rocksdb::WriteBatch::default();
+        wb.delete_range([ks.0], [ks.0 + 1]);
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db.write_opt(wb, &wo)?;
+        self.db.compact_range(Some(&[ks.0][..]), Some(&[ks.0 + 1][..]));
+        Ok(())
+    }
+
     fn settle(&self, from: Keyspace, to: Keyspace) -> Result<()> {
         self.db.flush()?;
         // Without forcing the bottom level to be rewritten: keys with none
@@ -511,7 +526,13 @@ fn dir_size(path: &Path) -> Result<u64> {
     let entries = std::fs::read_dir(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
     for entry in entries {
         let entry = entry.map_err(|source| Error::Io { path: path.to_owned(), source })?;
-        let meta = entry.metadata().map_err(|source| Error::Io { path: entry.path(), source })?;
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            // Removed while we walk (a file the engine or a layer above
+            // replaced): it takes no room.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(Error::Io { path: entry.path(), source }),
+        };
         if meta.is_dir() {
             total += dir_size(&entry.path())?;
         } else {
@@ -533,7 +554,11 @@ struct RocksSnapshot {
     db: Arc<DB>,
 }
 
-impl Snapshot for RocksSnapshot {}
+impl Snapshot for RocksSnapshot {
+    fn sequence(&self) -> Option<u64> {
+        Some(self.snapshot.sequence_number())
+    }
+}
 
 impl KvRead for RocksSnapshot {
     fn get(&self, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
