@@ -12,7 +12,7 @@ use crate::terms::{quad_from_py, term_from_py, PyQuad};
 use pyo3::exceptions::{PyPermissionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use rhizome_docs::{Database, DocError, DocTransaction};
+use rhizome_docs::{Database, DocError, DocTransaction, Writer};
 use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex};
 
@@ -28,7 +28,9 @@ impl PyTransaction {
         if read_only {
             return Err(PyPermissionError::new_err(format!("database {name} was opened read-only: writes are refused")));
         }
-        let txn = DocTransaction::new(db).map_err(doc_error)?;
+        // As every write from Python: a database admin's (the process owns
+        // the data folder), under the same rights rules as the server's.
+        let txn = DocTransaction::new_as(db, Writer::Admin).map_err(doc_error)?;
         Ok(PyTransaction { txn: Mutex::new(Some(txn)), name: name.to_owned() })
     }
 

@@ -339,6 +339,48 @@ fn transaction_doors_refuse_what_a_member_may_not_write() {
     assert_eq!(ids, ["_design/rules", "c"]);
 }
 
+/// The rights rules (`rhizome_docs::Writer`) hold through the transaction
+/// doors as through `_bulk_docs`, on the group-commit path (a database
+/// without validation functions): a member's `_transaction` or
+/// `all_or_nothing` `_bulk_docs` writing a design document or
+/// `_local/rhizome-context` is refused, with nothing of it written.
+#[test]
+fn a_members_transactions_write_no_design_document_and_no_default_context() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    let port = server.port;
+    assert_eq!(req(port, "PUT", &format!("/{DB}"), None).0, 201);
+    assert_eq!(req(port, "PUT", "/_users/org.couchdb.user:bob", Some(&json!({"name": "bob", "password": "pw", "roles": [], "type": "user"}))).0, 201);
+    let sec = json!({"admins": {"names": [], "roles": []}, "members": {"names": ["bob"], "roles": []}});
+    assert_eq!(req(port, "PUT", &format!("/{DB}/_security"), Some(&sec)).0, 200);
+    let seq = |port| req(port, "GET", &format!("/{DB}"), None).1["update_seq"].clone();
+    let before = seq(port);
+    let bob = |method: &str, path: &str, body: &Value| {
+        let (s, t) = try_request(port, method, path, Some("bob:pw"), Some(&body.to_string()), &[]).unwrap();
+        (s, serde_json::from_str::<Value>(&t).unwrap_or(Value::Null))
+    };
+    let context = json!({"@context": {"@vocab": "http://example.org/"}});
+    let (s, v) = bob("POST", &format!("/{DB}/_transaction"), &json!({"ops": [{"id": "a", "set": {"n": 1}}, {"id": "_design/x", "put": {"views": {}}}]}));
+    assert_eq!((s, &v["error"], &v["op"]), (403, &json!("forbidden"), &json!(1)), "{v}");
+    let (s, v) = bob("POST", &format!("/{DB}/_transaction"), &json!({"ops": [{"id": "a", "set": {"n": 1}}, {"id": "_local/rhizome-context", "put": context}]}));
+    assert!(s == 400 || s == 403, "{s} {v}");
+    let (s, v) = bob("POST", &format!("/{DB}/_bulk_docs"), &json!({"all_or_nothing": true, "docs": [{"_id": "a", "n": 1}, {"_id": "_design/x", "views": {}}]}));
+    assert_eq!(s, 403, "{v}");
+    assert!(v.as_array().unwrap().iter().any(|r| r["id"] == "_design/x" && r["error"] == "forbidden"), "{v}");
+    let mut local = context.clone();
+    local["_id"] = json!("_local/rhizome-context");
+    let (s, v) = bob("POST", &format!("/{DB}/_bulk_docs"), &json!({"all_or_nothing": true, "docs": [{"_id": "a", "n": 1}, local]}));
+    assert!(s == 400 || s == 403, "{s} {v}");
+    // Nothing of any of them was written.
+    assert_eq!(seq(port), before);
+    let (_, all) = req(port, "GET", &format!("/{DB}/_all_docs"), None);
+    assert_eq!(all["rows"], json!([]), "{all}");
+    assert_eq!(req(port, "GET", &format!("/{DB}/_local/rhizome-context"), None).0, 404);
+    // The member's plain documents go through; an admin's design document too.
+    assert_eq!(bob("POST", &format!("/{DB}/_transaction"), &json!({"ops": [{"id": "a", "set": {"n": 1}}]})).0, 200);
+    assert_eq!(req(port, "POST", &format!("/{DB}/_bulk_docs"), Some(&json!({"all_or_nothing": true, "docs": [{"_id": "_design/x", "views": {}}]}))).0, 201);
+}
+
 #[test]
 fn a_sigkill_during_transfers_loses_no_answered_transaction_and_leaves_none_half_applied() {
     let data = tempfile::tempdir().unwrap();

@@ -24,7 +24,7 @@
 use crate::keys::{meta, DocInfo, DB_META, DOCS};
 use crate::read::render_winner;
 use crate::write::WriteCheck;
-use crate::{Database, DocError, EmptiedGraphs, PreparedDoc, ReadOptions, Result, Rev};
+use crate::{Database, DocError, EmptiedGraphs, PreparedDoc, ReadOptions, Result, Rev, Writer};
 use oxrdf::{Quad, QuadRef, Term};
 use rhizome_rdf::{QuadPattern, StoreSnapshot, StoreTransaction};
 use serde_json::{Map, Number, Value};
@@ -82,13 +82,18 @@ impl Database {
     /// `_bulk_docs` with `all_or_nothing`: every document of `docs` (with
     /// its preparation, from [`Database::prepare_docs`] with `new_edits`)
     /// written in `txn`, or none. Each `_rev` must be the current winner
-    /// (409 otherwise); a document the projection refused refuses all.
+    /// (409 otherwise); a document the projection refused, or one its
+    /// preparation's writer may not write (`crate::rights`), refuses all.
     pub fn write_atomic_in(&self, txn: &mut StoreTransaction<'_>, docs: Vec<Map<String, Value>>, prepared: Vec<PreparedDoc>) -> Result<std::result::Result<Vec<(String, Rev)>, Refusals>> {
         let mut refused = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for (doc, p) in docs.iter().zip(&prepared) {
             let id = id_of(doc);
-            if let Err(e) = crate::validate_doc_id(&id) {
+            let rights = match id.starts_with("_local/") {
+                true => crate::rights::check_local(&id, p.writer),
+                false => crate::rights::check_document(&id, p.writer),
+            };
+            if let Err(e) = rights.and_then(|()| crate::validate_doc_id(&id)) {
                 refused.push((id, e));
                 continue;
             }
@@ -130,14 +135,16 @@ impl Database {
         Ok(Ok(written))
     }
 
-    /// [`Database::write_atomic_in`] in a transaction of its own: written
-    /// and durable, or refused with nothing written.
-    pub fn write_atomic(&self, docs: Vec<Map<String, Value>>) -> Result<std::result::Result<Vec<(String, Rev)>, Refusals>> {
-        let prepared = self.prepare_docs(&docs, true)?;
+    /// [`Database::write_atomic_in`] in a transaction of its own, by
+    /// `writer`: written and durable, or refused with nothing written.
+    pub fn write_atomic(&self, docs: Vec<Map<String, Value>>, writer: Writer) -> Result<std::result::Result<Vec<(String, Rev)>, Refusals>> {
+        let prepared = self.prepare_docs(&docs, true, writer)?;
+        let fetched = self.fetched_contexts(&docs);
         let mut txn = self.store.transaction()?;
         match self.write_atomic_in(&mut txn, docs.clone(), prepared) {
             Ok(Ok(written)) => {
                 txn.commit()?;
+                self.confirm_contexts(fetched, std::iter::repeat(true));
                 Ok(Ok(written))
             }
             Ok(Err(refused)) => Ok(Err(refused)),
@@ -145,7 +152,7 @@ impl Database {
                 // A document failed past the checks: each one's own error,
                 // from a write of each alone that is never committed.
                 drop(txn);
-                Ok(Err(self.explain_refusal(docs)?))
+                Ok(Err(self.explain_refusal(docs, writer)?))
             }
             Err(e) => Err(e),
         }
@@ -153,8 +160,8 @@ impl Database {
 
     /// Why an all-or-nothing write failed past its checks: each document
     /// written alone in a transaction that is dropped.
-    fn explain_refusal(&self, docs: Vec<Map<String, Value>>) -> Result<Refusals> {
-        let prepared = self.prepare_docs(&docs, true)?;
+    pub fn explain_refusal(&self, docs: Vec<Map<String, Value>>, writer: Writer) -> Result<Refusals> {
+        let prepared = self.prepare_docs(&docs, true, writer)?;
         let mut txn = self.store.transaction()?;
         let out = self.write_prepared_in(&mut txn, docs, prepared, true)?;
         drop(txn);
@@ -165,9 +172,10 @@ impl Database {
     /// order, each seeing the ones before it (and every earlier request of
     /// the transaction): all their checks and reads first, then each
     /// document changed is written once. `check` sees every new revision
-    /// and the one it replaces (validation functions). Refused: the index
-    /// of the operation and why; nothing is written.
-    pub fn apply_ops_in(&self, txn: &mut StoreTransaction<'_>, ops: &[TxnOp], mut check: Option<WriteCheck<'_>>) -> Result<std::result::Result<Vec<OpResult>, (usize, DocError)>> {
+    /// and the one it replaces (validation functions); each document is
+    /// written by `writer`, under `crate::rights`. Refused: the index of
+    /// the operation and why; nothing is written.
+    pub fn apply_ops_in(&self, txn: &mut StoreTransaction<'_>, ops: &[TxnOp], mut check: Option<WriteCheck<'_>>, writer: Writer) -> Result<std::result::Result<Vec<OpResult>, (usize, DocError)>> {
         struct Staged {
             winner: Option<(Rev, bool)>,
             doc: Option<Map<String, Value>>,
@@ -252,6 +260,9 @@ impl Database {
             if !s.changed {
                 continue;
             }
+            if let Err(e) = crate::rights::check_document(id, writer) {
+                return Ok(Err((ops.iter().position(|o| o.id == *id).unwrap_or(0), e)));
+            }
             let mut doc = match &s.doc {
                 Some(d) => d.clone(),
                 None => Map::from_iter([("_deleted".to_owned(), Value::Bool(true))]),
@@ -274,7 +285,7 @@ impl Database {
         }
         let mut revs: HashMap<String, Rev> = HashMap::new();
         if !docs.is_empty() {
-            let prepared = self.prepare_docs(&docs, true)?;
+            let prepared = self.prepare_docs(&docs, true, writer)?;
             if let Some((n, reason)) = prepared.iter().enumerate().find_map(|(n, p)| p.refusal().map(|r| (n, r.to_owned()))) {
                 let id = id_of(&docs[n]);
                 return Ok(Err((ops.iter().position(|o| o.id == id).unwrap_or(0), DocError::Validation(format!("{id}: {reason}")))));
@@ -307,9 +318,9 @@ impl Database {
     /// [`Database::apply_ops_in`] in a transaction of its own, committed
     /// when the operations pass; a refusal is the refused operation's
     /// error (nothing written).
-    pub fn apply_ops(&self, ops: &[TxnOp], check: Option<WriteCheck<'_>>) -> Result<std::result::Result<Vec<OpResult>, (usize, DocError)>> {
+    pub fn apply_ops(&self, ops: &[TxnOp], check: Option<WriteCheck<'_>>, writer: Writer) -> Result<std::result::Result<Vec<OpResult>, (usize, DocError)>> {
         let mut txn = self.store.transaction()?;
-        match self.apply_ops_in(&mut txn, ops, check)? {
+        match self.apply_ops_in(&mut txn, ops, check, writer)? {
             Ok(out) => {
                 txn.commit()?;
                 Ok(Ok(out))
@@ -318,9 +329,16 @@ impl Database {
         }
     }
 
-    /// Starts an in-process transaction at the current snapshot.
+    /// Starts an in-process transaction at the current snapshot, as a
+    /// database admin (in-process callers that own the data folder, as
+    /// [`Database::update_docs`]).
     pub fn begin(&self) -> Result<DocTransaction<&Database>> {
         DocTransaction::new(self)
+    }
+
+    /// [`Database::begin`] by `writer`, under the rules of `crate::rights`.
+    pub fn begin_as(&self, writer: Writer) -> Result<DocTransaction<&Database>> {
+        DocTransaction::new_as(self, writer)
     }
 }
 
@@ -470,15 +488,24 @@ pub struct DocTransaction<D: Deref<Target = Database>> {
     docs: Vec<Map<String, Value>>,
     /// (insert, quad), in order.
     quads: Vec<(bool, Quad)>,
+    /// Whose rights the writes are made with (`crate::rights`).
+    writer: Writer,
 }
 
 impl<D: Deref<Target = Database>> DocTransaction<D> {
     /// A transaction on a database held by `db` (`&Database`, or an
-    /// `Arc<Database>` for one that outlives a borrow: Python's).
+    /// `Arc<Database>` for one that outlives a borrow: Python's), as a
+    /// database admin (in-process callers that own the data folder).
     pub fn new(db: D) -> Result<Self> {
+        Self::new_as(db, Writer::Admin)
+    }
+
+    /// [`DocTransaction::new`] by `writer`: its documents and graph writes
+    /// are refused at commit where `crate::rights` refuses them.
+    pub fn new_as(db: D, writer: Writer) -> Result<Self> {
         let snapshot = db.store.snapshot()?;
         let base_seq = crate::keys::u64_value(snapshot.kv().get(DB_META, meta::UPDATE_SEQ)?, "update_seq")?;
-        Ok(DocTransaction { db, snapshot, base_seq, seen: HashMap::new(), reads_all: false, docs: Vec::new(), quads: Vec::new() })
+        Ok(DocTransaction { db, snapshot, base_seq, seen: HashMap::new(), reads_all: false, docs: Vec::new(), quads: Vec::new(), writer })
     }
 
     /// The database the transaction writes to.
@@ -596,7 +623,7 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
     /// durable commit. A conflict is a 409 naming the documents; nothing
     /// is written. Returns each document written with its new revision.
     pub fn commit(self, mut check: Option<WriteCheck<'_>>) -> Result<Vec<(String, Rev)>> {
-        let DocTransaction { db, snapshot, base_seq, seen, reads_all, mut docs, quads } = self;
+        let DocTransaction { db, snapshot, base_seq, seen, reads_all, mut docs, quads, writer } = self;
         drop(snapshot);
         let db: &Database = &db;
         // A document's `_rev`, when given, must be the winner it read; the
@@ -618,7 +645,11 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
                 }
             }
         }
-        let prepared = db.prepare_docs(&docs, true)?;
+        for doc in &docs {
+            crate::rights::check_document(&id_of(doc), writer)?;
+        }
+        let prepared = db.prepare_docs(&docs, true, writer)?;
+        let fetched = db.fetched_contexts(&docs);
         let mut txn = db.store.transaction()?;
         let mut changed: Vec<String> = Vec::new();
         for (id, then) in &seen {
@@ -657,7 +688,7 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
                 Some(c) => Some(&mut **c),
                 None => None,
             };
-            db.record_graph_writes_in(&mut txn, EmptiedGraphs::KeepDocumentData, reborrowed)?;
+            db.record_graph_writes_in(&mut txn, EmptiedGraphs::KeepDocumentData, reborrowed, writer)?;
         }
         if let Some(check) = check.as_mut() {
             for doc in &docs {
@@ -676,6 +707,7 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
             }
         }
         txn.commit()?;
+        db.confirm_contexts(fetched, std::iter::repeat(true));
         Ok(written)
     }
 }

@@ -4,7 +4,7 @@
 //! transfers between accounts.
 
 use oxrdf::{GraphName, Literal, NamedNode, Quad, Term};
-use rhizome_docs::{parse_ops, Database, DocError};
+use rhizome_docs::{parse_ops, Database, DocError, Writer};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -97,7 +97,7 @@ fn a_transaction_reads_its_snapshot_and_loses_to_a_write_after_it() {
     let mut txn = db.begin().unwrap();
     let a = txn.get("acct:0").unwrap().unwrap();
     // Another writer changes acct:0 after the snapshot.
-    let other = db.apply_ops(&parse_ops(&obj(json!({"ops": [{"id": "acct:0", "inc": {"balance": 5}}]}))).unwrap(), None).unwrap().unwrap();
+    let other = db.apply_ops(&parse_ops(&obj(json!({"ops": [{"id": "acct:0", "inc": {"balance": 5}}]}))).unwrap(), None, Writer::Admin).unwrap().unwrap();
     assert_eq!(other[0].doc.as_ref().unwrap()["balance"], json!(START + 5));
     // The transaction still reads its snapshot.
     assert_eq!(txn.get("acct:0").unwrap().unwrap()["balance"], json!(START));
@@ -180,7 +180,7 @@ fn concurrent_server_side_operations_and_atomic_writes_lose_no_update() {
                             {"id": format!("hist:{t}:{n}"), "put": {"from": from, "to": to, "amount": amount}},
                         ]})))
                         .unwrap();
-                        db.apply_ops(&ops, None).unwrap().unwrap();
+                        db.apply_ops(&ops, None, Writer::Admin).unwrap().unwrap();
                     } else {
                         // Read with revisions, write all or nothing, retry.
                         loop {
@@ -191,7 +191,7 @@ fn concurrent_server_side_operations_and_atomic_writes_lose_no_update() {
                             a2["balance"] = json!(a["balance"].as_i64().unwrap() - amount);
                             b2["balance"] = json!(b["balance"].as_i64().unwrap() + amount);
                             let h = obj(json!({"_id": format!("hist:{t}:{n}"), "from": from, "to": to, "amount": amount}));
-                            match db.write_atomic(vec![a2, b2, h]).unwrap() {
+                            match db.write_atomic(vec![a2, b2, h], Writer::Admin).unwrap() {
                                 Ok(_) => break,
                                 Err(refused) => assert!(refused.iter().all(|(_, e)| matches!(e, DocError::Conflict)), "{refused:?}"),
                             }
@@ -205,4 +205,34 @@ fn concurrent_server_side_operations_and_atomic_writes_lose_no_update() {
         h.join().unwrap();
     }
     check_books(&db, threads * each);
+}
+
+/// The rights rules (`rights.rs`) hold through every transaction door: a
+/// member's design document or `_local/rhizome-context` is refused, with
+/// nothing of the transaction written; an admin's design document is not.
+#[test]
+fn a_members_transactions_keep_the_rights_rules() {
+    let db = bank();
+    let seq = db.info().unwrap().update_seq;
+    let design = obj(json!({"_id": "_design/app", "views": {}}));
+    let plain = obj(json!({"_id": "plain", "n": 1}));
+    for docs in [vec![plain.clone(), design.clone()], vec![plain.clone(), obj(json!({"_id": "_local/rhizome-context", "@context": {}}))]] {
+        let refused = db.write_atomic(docs, Writer::Member).unwrap().unwrap_err();
+        assert!(!refused.is_empty());
+    }
+    let ops = parse_ops(&obj(json!({"ops": [{"id": "acct:0", "inc": {"balance": 1}}, {"id": "_design/app", "put": {"views": {}}}]}))).unwrap();
+    let (i, e) = db.apply_ops(&ops, None, Writer::Member).unwrap().unwrap_err();
+    assert_eq!(i, 1);
+    assert!(matches!(e, DocError::Coded { status: 403, .. }), "{e:?}");
+    let mut txn = rhizome_docs::DocTransaction::new_as(&*db, Writer::Member).unwrap();
+    txn.put(plain.clone()).unwrap();
+    txn.put(design.clone()).unwrap();
+    assert!(txn.commit(None).is_err());
+    assert_eq!(db.info().unwrap().update_seq, seq, "nothing of the refused transactions was written");
+    assert_eq!(balance(&db, 0), START);
+    assert!(db.get_doc("plain", &Default::default()).is_err());
+    // An admin's transaction writes the design document.
+    let mut txn = db.begin_as(Writer::Admin).unwrap();
+    txn.put(design).unwrap();
+    txn.commit(None).unwrap();
 }

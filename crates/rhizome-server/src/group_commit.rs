@@ -18,7 +18,7 @@
 //! leader's thread, which all writes wait on, does not do it.
 
 use crate::error::HttpError;
-use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome};
+use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};
 use rhizome_rdf::StoreTransaction;
 use serde_json::{Map, Value};
 use std::sync::{Arc, Condvar, Mutex};
@@ -32,19 +32,20 @@ type Outcomes = Result<Vec<(String, WriteOutcome)>, HttpError>;
 /// the groups after its own); 4 gained nothing over HTTP.
 const GROUPS_PER_LEADER: usize = 8;
 
-/// One request's writes.
+/// One request's writes, each kind with its writer's rights
+/// (`rhizome_docs::Writer`; a document's preparation carries them).
 enum Work {
     /// Documents each with its own outcome (`_bulk_docs`, PUT, ...).
     Docs { docs: Vec<(Map<String, Value>, PreparedDoc)>, new_edits: bool },
     /// `_bulk_docs` with `all_or_nothing` (issue 45): all or none. The
     /// documents are kept for a rerun (see `run`).
-    Atomic { docs: Vec<Map<String, Value>>, prepared: Option<Vec<PreparedDoc>> },
+    Atomic { docs: Vec<Map<String, Value>>, prepared: Option<Vec<PreparedDoc>>, writer: Writer },
     /// A server-side transaction (`POST /{db}/_transaction`).
-    Ops(Vec<TxnOp>),
+    Ops(Vec<TxnOp>, Writer),
     /// An RDF write (a SPARQL Update): run in the group's transaction, its
     /// graphs made revisions (`record_graph_writes_in`). Run again alone
     /// when it fails (its part in the group's transaction is dropped).
-    Graph(GraphWrite, EmptiedGraphs),
+    Graph(GraphWrite, EmptiedGraphs, Writer),
 }
 
 /// An RDF write to run inside a store transaction, as often as needed.
@@ -86,41 +87,57 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl GroupCommit {
-    /// Writes `docs` (one request's worth) and returns their outcomes once
-    /// they are durable.
-    pub fn write(&self, db: &Database, docs: Vec<Map<String, Value>>, new_edits: bool) -> Outcomes {
-        let prepared = db.prepare_docs(&docs, new_edits).map_err(HttpError::from)?;
+    /// Writes `docs` (one request's worth, by `writer`) and returns their
+    /// outcomes once they are durable. Each document keeps its own
+    /// writer's rights in the group (its preparation carries them).
+    pub fn write(&self, db: &Database, docs: Vec<Map<String, Value>>, new_edits: bool, writer: Writer) -> Outcomes {
+        let prepared = db.prepare_docs(&docs, new_edits, writer).map_err(HttpError::from)?;
+        let fetched = db.fetched_contexts(&docs);
         let docs = docs.into_iter().zip(prepared).collect();
         match self.submit(db, Work::Docs { docs, new_edits })? {
-            Done::Docs(out) => Ok(out),
+            Done::Docs(out) => {
+                // Durable: the remote contexts of the documents written are
+                // kept on disk (as `Database::update_prepared` does).
+                db.confirm_contexts(fetched, out.iter().map(|(_, o)| o.is_ok()));
+                Ok(out)
+            }
             _ => Err(HttpError::internal("group commit answered another kind of request")),
         }
     }
 
     /// Writes every document of `docs` or none (`all_or_nothing`), once
     /// durable: each document's new revision, or each failing document's
-    /// error (nothing written).
-    pub fn write_atomic(&self, db: &Database, docs: Vec<Map<String, Value>>) -> Result<Result<Vec<(String, Rev)>, Refusals>, HttpError> {
-        let prepared = db.prepare_docs(&docs, true).map_err(HttpError::from)?;
-        match self.submit(db, Work::Atomic { docs, prepared: Some(prepared) })? {
-            Done::Atomic(out) => Ok(out),
+    /// error (nothing written). By `writer`, under `rhizome_docs`' rights
+    /// rules: one document it may not write refuses them all.
+    pub fn write_atomic(&self, db: &Database, docs: Vec<Map<String, Value>>, writer: Writer) -> Result<Result<Vec<(String, Rev)>, Refusals>, HttpError> {
+        let prepared = db.prepare_docs(&docs, true, writer).map_err(HttpError::from)?;
+        let fetched = db.fetched_contexts(&docs);
+        match self.submit(db, Work::Atomic { docs, prepared: Some(prepared), writer })? {
+            Done::Atomic(out) => {
+                if out.is_ok() {
+                    db.confirm_contexts(fetched, std::iter::repeat(true));
+                }
+                Ok(out)
+            }
             _ => Err(HttpError::internal("group commit answered another kind of request")),
         }
     }
 
     /// Runs a server-side transaction's operations, once durable; a
-    /// refusal names the operation (nothing written).
-    pub fn apply_ops(&self, db: &Database, ops: Vec<TxnOp>) -> Result<Result<Vec<OpResult>, (usize, DocError)>, HttpError> {
-        match self.submit(db, Work::Ops(ops))? {
+    /// refusal names the operation (nothing written). By `writer`, under
+    /// `rhizome_docs`' rights rules.
+    pub fn apply_ops(&self, db: &Database, ops: Vec<TxnOp>, writer: Writer) -> Result<Result<Vec<OpResult>, (usize, DocError)>, HttpError> {
+        match self.submit(db, Work::Ops(ops, writer))? {
             Done::Ops(out) => Ok(out),
             _ => Err(HttpError::internal("group commit answered another kind of request")),
         }
     }
 
     /// Runs an RDF write (a SPARQL Update) in a group, once durable; its
-    /// answer, or its own error with nothing written.
-    pub fn write_graphs(&self, db: &Database, emptied: EmptiedGraphs, write: GraphWrite) -> Result<Value, HttpError> {
-        match self.submit(db, Work::Graph(write, emptied))? {
+    /// answer, or its own error with nothing written. The revisions it
+    /// makes are `writer`'s, under `rhizome_docs`' rights rules.
+    pub fn write_graphs(&self, db: &Database, emptied: EmptiedGraphs, writer: Writer, write: GraphWrite) -> Result<Value, HttpError> {
+        match self.submit(db, Work::Graph(write, emptied, writer))? {
             Done::Graph(out) => Ok(out),
             _ => Err(HttpError::internal("group commit answered another kind of request")),
         }
@@ -225,18 +242,18 @@ fn apply(db: &Database, txn: &mut StoreTransaction<'_>, work: Option<&mut Work>)
             let (docs, prepared) = std::mem::take(docs).into_iter().unzip();
             Ok(Done::Docs(db.write_prepared_in(txn, docs, prepared, *new_edits)?))
         }
-        Some(Work::Atomic { docs, prepared }) => {
+        Some(Work::Atomic { docs, prepared, writer }) => {
             let prepared = match prepared.take() {
                 Some(p) => p,
-                None => db.prepare_docs(docs, true)?,
+                None => db.prepare_docs(docs, true, *writer)?,
             };
             Ok(Done::Atomic(db.write_atomic_in(txn, docs.clone(), prepared)?))
         }
-        Some(Work::Ops(ops)) => Ok(Done::Ops(db.apply_ops_in(txn, ops, None)?)),
-        Some(Work::Graph(write, emptied)) => {
+        Some(Work::Ops(ops, writer)) => Ok(Done::Ops(db.apply_ops_in(txn, ops, None, *writer)?)),
+        Some(Work::Graph(write, emptied, writer)) => {
             // Its failure may leave a part of it behind: run alone instead.
             let out = write(txn).map_err(|e| DocError::Coded { status: e.status, error: "aborted", reason: e.reason })?;
-            db.record_graph_writes_in(txn, *emptied, None).map_err(|e| DocError::Coded { status: 500, error: "aborted", reason: e.to_string() })?;
+            db.record_graph_writes_in(txn, *emptied, None, *writer).map_err(|e| DocError::Coded { status: 500, error: "aborted", reason: e.to_string() })?;
             Ok(Done::Graph(out))
         }
         None => Err(DocError::BadRequest("group commit ran a request twice".into())),
@@ -247,13 +264,13 @@ fn apply(db: &Database, txn: &mut StoreTransaction<'_>, work: Option<&mut Work>)
 /// of its own (which commits it if it passes now, or explains why not).
 fn alone(db: &Database, work: Option<Work>) -> Result<Done, HttpError> {
     match work {
-        Some(Work::Atomic { docs, .. }) => Ok(Done::Atomic(db.write_atomic(docs)?)),
-        Some(Work::Ops(ops)) => Ok(Done::Ops(db.apply_ops(&ops, None)?)),
+        Some(Work::Atomic { docs, writer, .. }) => Ok(Done::Atomic(db.write_atomic(docs, writer)?)),
+        Some(Work::Ops(ops, writer)) => Ok(Done::Ops(db.apply_ops(&ops, None, writer)?)),
         Some(Work::Docs { docs, new_edits }) => {
             let (docs, prepared) = docs.into_iter().unzip();
             Ok(Done::Docs(db.update_prepared(docs, prepared, new_edits)?))
         }
-        Some(Work::Graph(mut write, emptied)) => Ok(Done::Graph(db.rdf_write_with(emptied, |txn| write(txn))?)),
+        Some(Work::Graph(mut write, emptied, writer)) => Ok(Done::Graph(db.rdf_write_checked(emptied, None, writer, |txn| write(txn))?)),
         None => Err(HttpError::internal("group commit lost a request")),
     }
 }
@@ -287,7 +304,7 @@ mod tests {
                         // Everyone races to create "shared-i": one wins each.
                         let docs = vec![json!({"_id": format!("own-{t}-{i}")}), json!({"_id": format!("shared-{i}"), "by": t})];
                         let docs = docs.into_iter().map(|d| d.as_object().cloned().unwrap()).collect();
-                        let out = group.write(&db, docs, true).unwrap();
+                        let out = group.write(&db, docs, true, Writer::Member).unwrap();
                         assert_eq!(out.len(), 2);
                         assert_eq!(out[0].0, format!("own-{t}-{i}"));
                         assert!(out[0].1.is_ok());

@@ -24,5 +24,5 @@ pub mod validate;
 
 pub use design::{check_design_doc, DesignDoc, DesignError, ViewDef};
 pub use index::{refresh, ViewError};
-pub use js::{JsError, Limits, Sandbox};
-pub use query::{run_query, UpdateMode, ViewQuery};
+pub use js::{JsError, Limits, RequestBounds, Sandbox};
+pub use query::{run_query, run_query_into, UpdateMode, ViewQuery};

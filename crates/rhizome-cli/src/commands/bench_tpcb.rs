@@ -346,7 +346,7 @@ fn inproc_ops(db: &rhizome_docs::Database, group: &rhizome_server::GroupCommit, 
         {"id": format!("b:{bid}"), "inc": {"balance": delta}},
         {"id": h, "put": {"tid": tid, "bid": bid, "aid": aid, "delta": delta}},
     ]})))?;
-    match group.apply_ops(db, ops).map_err(|e| anyhow::anyhow!("{e}"))? {
+    match group.apply_ops(db, ops, rhizome_docs::Writer::Admin).map_err(|e| anyhow::anyhow!("{e}"))? {
         Ok(_) => Ok(0),
         Err((i, e)) => bail!("operation {i} refused: {e}"),
     }

@@ -139,6 +139,22 @@ pub struct PreparedFind {
     /// The index alone answers: no document is read.
     covering: bool,
     started: Instant,
+    /// Past it the scan stops (500 `timeout`, as CouchDB's fabric timeout).
+    deadline: Option<Instant>,
+    /// Rows between two looks at `cancelled` and the clock: fewer for a
+    /// large selector (a selector of 100,000 clauses took 7 ms a row, and
+    /// 1,024 rows between looks let a request run minutes).
+    check_every: u64,
+}
+
+/// The time a `_find` may take unless set otherwise.
+pub const FIND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl PreparedFind {
+    /// Stops the scan `timeout` after the query was prepared.
+    pub fn set_timeout(&mut self, timeout: std::time::Duration) {
+        self.deadline = Some(self.started + timeout);
+    }
 }
 
 /// CouchDB's default `[mango] index_scan_warning_threshold`.
@@ -243,7 +259,10 @@ impl Database {
             }
         }
         let covering = plan.access.as_ref().is_some_and(|a| a.covers(required_fields(&opts).as_deref()));
-        Ok(PreparedFind { opts, plan, range, covering, started })
+        // About one clause per 32 bytes of the selector's JSON.
+        let weight = serde_json::to_string(body.get("selector").unwrap_or(&Value::Null)).map_or(1, |t| (t.len() / 32).max(1)) as u64;
+        let check_every = (CANCEL_CHECK_KEYS / weight).max(1);
+        Ok(PreparedFind { opts, plan, range, covering, started, deadline: Some(started + FIND_TIMEOUT), check_every })
     }
 
     /// Runs a prepared `_find` on a fresh snapshot, handing each answer's
@@ -277,8 +296,13 @@ impl Database {
             }
             while cursor.valid() {
                 stats.keys += 1;
-                if stats.keys % CANCEL_CHECK_KEYS == 0 && cancelled() {
-                    return Err(mango_error(499, "cancelled", "the client went away"));
+                if stats.keys % q.check_every == 0 {
+                    if cancelled() {
+                        return Err(mango_error(499, "cancelled", "the client went away"));
+                    }
+                    if q.deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(mango_error(500, "timeout", "The request could not be processed in a reasonable amount of time."));
+                    }
                 }
                 let doc = match index {
                     None => {

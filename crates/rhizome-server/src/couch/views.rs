@@ -94,7 +94,7 @@ fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str) -> Result<R
         }
         Ok(out)
     };
-    let text = if queries {
+    if queries {
         let body = body.unwrap_or_default();
         let list = body.get("queries").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("`queries` member must be an array"))?;
         let mut results = Vec::with_capacity(list.len());
@@ -102,15 +102,26 @@ fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str) -> Result<R
             let obj = item.as_object().ok_or_else(|| HttpError::bad_request("each query must be an object"))?;
             results.push(run(&base.clone().from_json(obj)?)?);
         }
-        format!("{{\"results\":[{}]}}", results.join(","))
-    } else {
-        let q = match &body {
-            Some(b) => base.from_json(b)?,
-            None => base,
-        };
-        run(&q)?
+        let text = format!("{{\"results\":[{}]}}", results.join(","));
+        return Ok(crate::http::response(200, "application/json", text.into_bytes().into()));
+    }
+    let q = match &body {
+        Some(b) => base.from_json(b)?,
+        None => base,
     };
-    Ok(crate::http::response(200, "application/json", text.into_bytes().into()))
+    // Rows go out as they are read (`crate::stream`).
+    let mut out = crate::stream::BodyWriter::new(req, crate::http::response(200, "application/json", bytes::Bytes::new()));
+    let answered = rhizome_views::run_query_into(&db.db, &db.name, &ddoc, name, &q, limits(), &mut |piece| {
+        use std::io::Write;
+        out.write_all(piece).map_err(|e| ViewError::Doc(crate::couch::bulk::gone(e)))
+    });
+    if let Err(e) = answered {
+        return out.fail(e.into());
+    }
+    if q.update == UpdateMode::Lazy {
+        update_later(db.clone(), ddoc.clone());
+    }
+    out.finish()
 }
 
 /// `update=lazy`: the index catches up after the answer.
