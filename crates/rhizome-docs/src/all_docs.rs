@@ -24,6 +24,31 @@ pub struct AllDocsOptions {
     pub keys: Option<Vec<String>>,
 }
 
+impl AllDocsOptions {
+    /// Puts a cursor over ids at the first row: `start_key`, or the first
+    /// (last, descending) id.
+    pub(crate) fn seek_start(&self, cursor: &mut dyn rhizome_kv::Cursor) {
+        match (&self.start_key, self.descending) {
+            (Some(k), false) => cursor.seek(k.as_bytes()),
+            (None, false) => cursor.seek_first(),
+            (Some(k), true) => cursor.seek_for_prev(k.as_bytes()),
+            (None, true) => cursor.seek_last(),
+        }
+    }
+
+    /// Whether `id` lies past `end_key` in the order read.
+    pub(crate) fn past_end(&self, id: &[u8]) -> bool {
+        let Some(end) = &self.end_key else { return false };
+        let end = end.as_bytes();
+        match (self.descending, self.inclusive_end) {
+            (false, true) => id > end,
+            (false, false) => id >= end,
+            (true, true) => id < end,
+            (true, false) => id <= end,
+        }
+    }
+}
+
 impl Default for AllDocsOptions {
     fn default() -> Self {
         AllDocsOptions {
@@ -107,26 +132,12 @@ impl Database {
             return Ok(counts);
         }
         let mut cursor = kv.cursor(DOCS, &[], None);
-        match (&opts.start_key, opts.descending) {
-            (Some(k), false) => cursor.seek(k.as_bytes()),
-            (None, false) => cursor.seek_first(),
-            (Some(k), true) => cursor.seek_for_prev(k.as_bytes()),
-            (None, true) => cursor.seek_last(),
-        }
+        opts.seek_start(&mut *cursor);
         let mut skipped = 0;
         while cursor.valid() && rows < limit {
             let key = cursor.key();
-            if let Some(end) = &opts.end_key {
-                let end = end.as_bytes();
-                let past = match (opts.descending, opts.inclusive_end) {
-                    (false, true) => key > end,
-                    (false, false) => key >= end,
-                    (true, true) => key < end,
-                    (true, false) => key <= end,
-                };
-                if past {
-                    break;
-                }
+            if opts.past_end(key) {
+                break;
             }
             let live = DocInfo::header(cursor.value()).is_some_and(|h| !h.deleted);
             if live {

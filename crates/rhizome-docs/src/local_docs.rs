@@ -28,26 +28,12 @@ impl Database {
             return Ok(AllDocs { total_rows: 0, offset: 0, rows, update_seq: 0 });
         }
         let mut cursor = kv.cursor(LOCAL, &[], None);
-        match (&opts.start_key, opts.descending) {
-            (Some(k), false) => cursor.seek(k.as_bytes()),
-            (None, false) => cursor.seek_first(),
-            (Some(k), true) => cursor.seek_for_prev(k.as_bytes()),
-            (None, true) => cursor.seek_last(),
-        }
+        opts.seek_start(&mut *cursor);
         let mut skipped = 0;
         while cursor.valid() && rows.len() < limit {
             let key = cursor.key();
-            if let Some(end) = &opts.end_key {
-                let end = end.as_bytes();
-                let past = match (opts.descending, opts.inclusive_end) {
-                    (false, true) => key > end,
-                    (false, false) => key >= end,
-                    (true, true) => key < end,
-                    (true, false) => key <= end,
-                };
-                if past {
-                    break;
-                }
+            if opts.past_end(key) {
+                break;
             }
             if skipped < opts.skip {
                 skipped += 1;

@@ -261,7 +261,7 @@ impl Segment {
         }
         let entry = 3 + columns;
         let index_end = words.len() - FOOTER_WORDS;
-        let index_words = (blocks as usize).checked_mul(entry).filter(|n| index_offset as usize + n == index_end && index_offset as usize >= HEADER_WORDS);
+        let index_words = (blocks as usize).checked_mul(entry).filter(|n| (index_offset as usize).checked_add(*n) == Some(index_end) && index_offset as usize >= HEADER_WORDS);
         let Some(index_words) = index_words else { return Err(at("the index does not fit the file")) };
         let index = &words[index_offset as usize..index_offset as usize + index_words];
         if checksum(index) != index_checksum {
