@@ -84,6 +84,12 @@ impl Kv {
         Ok(BulkWriter { _guard: guard, backend: self.backend.as_ref(), lease: std::sync::Mutex::new(lease), snapshot })
     }
 
+    /// Whether other processes write this store too (a shared store):
+    /// what a layer above keeps of it in memory may then go stale.
+    pub fn is_shared(&self) -> bool {
+        self.backend.is_shared()
+    }
+
     pub fn compact(&self) -> Result<()> {
         self.backend.compact()
     }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 struct Remote {
+    /// The address without Rhizome's own settings (what the driver reads).
     url: String,
     /// The data folder: stores are named by their path under it.
     root: Option<PathBuf>,
@@ -25,12 +26,24 @@ struct Remote {
 static REMOTE: OnceLock<Option<Remote>> = OnceLock::new();
 
 fn new_remote(url: String, root: Option<PathBuf>) -> Remote {
+    // `isolate=data`: stores are named by their absolute paths, so that
+    // servers with different data folders share nothing (tests run many
+    // servers on one cluster this way).
+    let (url, isolate) = strip_setting(&url, "isolate=data");
     Remote {
         url,
-        root: root.map(|r| std::path::absolute(&r).unwrap_or(r)),
+        root: if isolate { None } else { root.map(|r| std::path::absolute(&r).unwrap_or(r)) },
         #[cfg(feature = "cassandra")]
         cluster: OnceLock::new(),
     }
+}
+
+/// `url` without the query setting `setting`, and whether it was there.
+fn strip_setting(url: &str, setting: &str) -> (String, bool) {
+    let Some((base, query)) = url.split_once('?') else { return (url.to_owned(), false) };
+    let rest: Vec<&str> = query.split('&').filter(|p| *p != setting).collect();
+    let found = rest.len() != query.split('&').count();
+    (if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) }, found)
 }
 
 /// Sets the process's shared store (`None` or empty: stores are folders),
@@ -78,8 +91,16 @@ pub fn is_shared() -> bool {
 fn store_name(remote: &Remote, path: &Path) -> String {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
     let relative = remote.root.as_ref().and_then(|root| path.strip_prefix(root).ok()).unwrap_or(&path);
-    let parts: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-    parts.join("/")
+    // "/" and the folders under the data folder ("/" is the data folder
+    // itself, the store of `rhizome load` and `query`).
+    let parts: Vec<String> = relative
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    format!("/{}", parts.join("/"))
 }
 
 #[cfg(feature = "cassandra")]
@@ -133,7 +154,7 @@ pub fn list_stores(dir: &Path) -> Result<Option<Vec<String>>> {
     let Some(remote) = remote() else { return Ok(None) };
     #[cfg(feature = "cassandra")]
     {
-        let prefix = format!("{}/", store_name(remote, dir));
+        let prefix = format!("{}/", store_name(remote, dir).trim_end_matches('/'));
         let names = cluster(remote)?.store_names()?;
         Ok(Some(
             names.into_iter().filter_map(|n| n.strip_prefix(&prefix).filter(|rest| !rest.contains('/')).map(str::to_owned)).collect(),

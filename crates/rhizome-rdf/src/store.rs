@@ -41,8 +41,10 @@ pub struct Store {
     families: Arc<FamilyMarks>,
 }
 
+/// Whether a store exists at `path`: the embedded engine's folder, or a
+/// store of that name in the process's shared store (`rhizome_kv::remote`).
 fn is_store_dir(path: &Path) -> bool {
-    path.join("CURRENT").exists()
+    rhizome_kv::remote::store_exists(path).unwrap_or(false)
 }
 
 pub(crate) fn read_u64(snapshot: &dyn KvRead, key: &[u8]) -> Result<u64> {
@@ -119,6 +121,11 @@ impl Store {
             }
         };
         let families = Arc::new(FamilyMarks::of(kv.snapshot()?.as_ref())?);
+        if kv.is_shared() {
+            // Other processes may put quads in a family this one saw empty;
+            // its marks would not know, so every scan reads both.
+            families.mark(crate::index::Families { triples: true, quads: true });
+        }
         Ok(Store { kv, mode, path, terms: Arc::default(), ids: Arc::default(), writer_cache: Default::default(), families })
     }
 

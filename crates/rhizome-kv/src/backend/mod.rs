@@ -69,6 +69,10 @@ pub trait Backend: Send + Sync + 'static {
     fn begin_write(&self) -> Result<Option<Box<dyn WriteLease>>> {
         Ok(None)
     }
+    /// Whether other processes may write the store at the same time.
+    fn is_shared(&self) -> bool {
+        false
+    }
 }
 
 /// Exclusive write access to a store shared by several processes, from

@@ -480,6 +480,10 @@ impl Backend for CassandraBackend {
     fn begin_write(&self) -> Result<Option<Box<dyn WriteLease>>> {
         Ok(Some(Box::new(self.shared.acquire()?)))
     }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
 }
 
 /// The write lease on a store, with the version its next commit takes.
