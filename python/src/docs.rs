@@ -173,7 +173,7 @@ impl PyDatabase {
         }
         let db = self.db.clone();
         let user_ctx = admin_ctx(&self.name);
-        py.detach(move || rhizome_views::validate::write_unless_refused(&db, &user_ctx, docs, rhizome_views::Limits::from_env(), |docs| db.update_docs(docs, new_edits)))
+        py.detach(move || rhizome_views::validate::write_unless_refused(&db, &user_ctx, docs, rhizome_views::Limits::from_env(), |docs| db.update_docs_as(docs, new_edits, rhizome_docs::Writer::Admin)))
             .map_err(doc_error)
     }
 
@@ -476,7 +476,7 @@ impl PyDatabase {
                         )
                     });
                     let emptied = if everything { rhizome_docs::EmptiedGraphs::DeleteDocuments } else { rhizome_docs::EmptiedGraphs::KeepDocumentData };
-                    rhizome_views::validate::rdf_write_validated(&db, &admin_ctx(&name), rhizome_views::Limits::from_env(), emptied, |txn| {
+                    rhizome_views::validate::rdf_write_validated(&db, &admin_ctx(&name), rhizome_docs::Writer::Admin, rhizome_views::Limits::from_env(), emptied, |txn| {
                         execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(PyErrText::Sparql)
                     })
                 })

@@ -191,7 +191,7 @@ impl PyLdp {
         let iri = path.iri(&self.root);
         let parent = path.parent().ok_or_else(|| Fail::Refused("the root container always exists".into()))?;
         let triples = client_triples(&iri, model, triples, &|_| false)?;
-        rhizome_views::validate::rdf_write_validated(&self.db, &self.user_ctx(), rhizome_views::Limits::from_env(), rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| -> Result<(), Fail> {
+        rhizome_views::validate::rdf_write_validated(&self.db, &self.user_ctx(), rhizome_docs::Writer::Admin, rhizome_views::Limits::from_env(), rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| -> Result<(), Fail> {
             match index::get_or_root(txn.reader(), &parent)? {
                 Some(e) if e.model.is_container() => {}
                 Some(_) => return Err(Fail::Refused(format!("{} is not a container", parent.iri(&self.root)))),
@@ -316,7 +316,7 @@ impl PyLdp {
             }
             let is_child = |c: &str| LdpPath::from_iri(&self.root, c).is_some_and(|p| p.iri(&self.root) == c && p.parent().as_ref() == Some(&path));
             let triples = client_triples(&iri, model, triples, &is_child)?;
-            rhizome_views::validate::rdf_write_validated(&self.db, &self.user_ctx(), rhizome_views::Limits::from_env(), rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| -> Result<(), Fail> {
+            rhizome_views::validate::rdf_write_validated(&self.db, &self.user_ctx(), rhizome_docs::Writer::Admin, rhizome_views::Limits::from_env(), rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| -> Result<(), Fail> {
                 // Checked again under the write lock: the ETag seen
                 // before may have changed since.
                 let now = storage::current_etag(txn.reader(), &path, &iri, false)?;
@@ -375,7 +375,7 @@ impl PyLdp {
             let docs = storage::deletions(kv, &path, &self.root)?;
             drop(snapshot);
             let db = &self.db;
-            for (id, outcome) in rhizome_views::validate::write_unless_refused(db, &self.user_ctx(), docs, rhizome_views::Limits::from_env(), |docs| db.update_docs(docs, true))? {
+            for (id, outcome) in rhizome_views::validate::write_unless_refused(db, &self.user_ctx(), docs, rhizome_views::Limits::from_env(), |docs| db.update_docs_as(docs, true, rhizome_docs::Writer::Admin))? {
                 if let Err(e) = outcome {
                     return Err(match e {
                         DocError::Conflict => Fail::Precondition(format!("{id} changed during the delete; read it again")),

@@ -45,6 +45,8 @@ enum Command {
     Stats(commands::stats::Args),
     /// Compact the store and recompute its statistics exactly.
     Compact,
+    /// Verify a store: segment checksums, every ordering holding the same quads, counters.
+    Check(commands::check::Args),
     /// Copy every revision a database lacks from another (CouchDB's replication protocol), one-shot or continuous.
     Replicate(commands::replicate::Args),
     /// Serve CouchDB's HTTP API (documents, _changes, replication) over DATA.
@@ -86,6 +88,7 @@ fn main() -> ExitCode {
         Command::Update(args) => commands::update::run(&cli.data, args),
         Command::Stats(args) => commands::stats::run(&cli.data, args),
         Command::Compact => commands::compact(&cli.data),
+        Command::Check(args) => commands::check::run(&cli.data, args),
         Command::Replicate(args) => commands::replicate::run(&cli.data, args),
         Command::Serve(args) => commands::serve::run(&cli.data, args),
         Command::Graph(args) => commands::graph::run(&cli.data, args),

@@ -198,6 +198,85 @@ fn committed_small_writes_survive_sigkill_and_none_is_partial() {
     }
 }
 
+/// Small writes with the quad indexes' delta merged into new segments
+/// every few commits (called by the probe, and in the background past a
+/// tiny delta), killed at random points: after a number of commits and a
+/// random pause, or inside a merge (a pause after its `merging` line). At
+/// least 100 kill points (`RHIZOME_CRASH_POINTS` for more); after each
+/// the store has every reported commit, none in part, and its orderings
+/// agree (`rhizome check` every few rounds and at the end).
+#[test]
+fn writes_and_merges_killed_at_random_points_lose_nothing_committed() {
+    let points: usize = std::env::var("RHIZOME_CRASH_POINTS").ok().and_then(|v| v.parse().ok()).unwrap_or(110);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("db");
+    let mut rng = Rng(0x5EED_0046_0001);
+    let mut next = 0u64;
+    let mut stored = std::collections::BTreeSet::new();
+    let mut in_merge = 0;
+    for round in 0..points {
+        let merge_every = 2 + rng.below(4);
+        let mut child = rhizome(&data)
+            .args(["write-probe", "--count", "1000000", "--start", &next.to_string(), "--merge-every", &merge_every.to_string()])
+            .env("RHIZOME_DELTA_QUADS", "6")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("probe starts");
+        let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+        let mut reported = stored.clone();
+        let kill_in_merge = rng.below(2) == 0;
+        let commits = rng.below(12);
+        let mut seen = 0;
+        loop {
+            let Some(Ok(line)) = lines.next() else { panic!("round {round}: the probe stopped writing") };
+            if let Some(i) = line.strip_prefix("committed ") {
+                reported.insert(i.parse::<u64>().expect("a number"));
+                seen += 1;
+            }
+            if seen >= commits && (!kill_in_merge || line.starts_with("merging ")) {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_micros(rng.below(3000)));
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+        // A merge was under way unless its end was printed before the kill.
+        let mut merge_open = kill_in_merge;
+        for line in lines.map_while(Result::ok) {
+            if let Some(i) = line.strip_prefix("committed ") {
+                reported.insert(i.parse().expect("a number"));
+            }
+            merge_open = line.starts_with("merging ") || (merge_open && !line.starts_with("merged "));
+        }
+        in_merge += merge_open as usize;
+        let mut a = std::collections::BTreeSet::new();
+        let mut b = std::collections::BTreeSet::new();
+        for line in output_ok(rhizome(&data).arg("quads")).lines() {
+            let mut parts = line.split_whitespace();
+            let s = parts.next().expect("a subject");
+            let p = parts.next().expect("a predicate");
+            let i: u64 = s.trim_start_matches("<http://probe.example/tx").trim_end_matches('>').parse().expect("a transaction number");
+            match p {
+                "<http://probe.example/a>" => assert!(a.insert(i), "round {round}: a quad twice"),
+                "<http://probe.example/b>" => assert!(b.insert(i), "round {round}: a quad twice"),
+                other => panic!("round {round}: an unknown predicate {other}"),
+            }
+        }
+        assert_eq!(a, b, "round {round}: a transaction is there in part");
+        assert!(reported.is_subset(&a), "round {round}: a reported commit is missing: {:?}", reported.difference(&a).collect::<Vec<_>>());
+        assert!(a.len() <= reported.len() + 1, "round {round}: {} transactions stored, {} reported", a.len(), reported.len());
+        if round % 10 == 9 || round + 1 == points {
+            output_ok(rhizome(&data).arg("check"));
+            assert_eq!(quad_count(&data), 2 * a.len() as u64, "round {round}");
+        }
+        next = a.iter().max().map_or(0, |m| m + 1);
+        stored = a;
+    }
+    eprintln!("{points} kills, {in_merge} of them inside a merge; {} transactions stored", stored.len());
+    assert!(in_merge >= points / 5, "only {in_merge} of {points} kills landed inside a merge");
+}
+
 // ---------------------------------------------------------------- SPARQL Update
 
 const BATCH: &str = "<http://crash.example/batch>";

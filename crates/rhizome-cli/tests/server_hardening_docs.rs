@@ -257,10 +257,18 @@ fn a_document_id_that_is_another_documents_graph_iri_is_refused() {
         let (status, body) = json_call(&server, "PUT", &format!("/db/{}", encode(id)), Some(&json!({})));
         assert_eq!(status, 409, "{id}: {body}");
     }
-    // Replication from a database where the id is harmless.
+    // Another database of this server may not take the id either (it
+    // would claim a graph of `db`'s)...
     assert_eq!(json_call(&server, "PUT", "/src", None).0, 201);
-    assert_eq!(json_call(&server, "PUT", &format!("/src/{}", encode(iri)), Some(&intruder)).0, 201);
-    let (status, body) = json_call(&server, "POST", "/_replicate", Some(&json!({ "source": "src", "target": "db" })));
+    assert_eq!(json_call(&server, "PUT", &format!("/src/{}", encode(iri)), Some(&intruder)).0, 403);
+    // ...but on a server with another base IRI it is harmless; replicated
+    // from there, it is refused.
+    let source_dir = tempfile::tempdir().unwrap();
+    let source = ServerProcess::start_with_env(source_dir.path(), &[("RHIZOME_BASE_IRI", "http://source.example")]);
+    assert_eq!(json_call(&source, "PUT", "/src", None).0, 201);
+    assert_eq!(json_call(&source, "PUT", &format!("/src/{}", encode(iri)), Some(&intruder)).0, 201);
+    let url = format!("http://{ADMIN}@127.0.0.1:{}/src", source.port);
+    let (status, body) = json_call(&server, "POST", "/_replicate", Some(&json!({ "source": url, "target": "db" })));
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["history"][0]["doc_write_failures"], 1, "{body}");
     check_doc1_intact();

@@ -75,6 +75,34 @@ fn a_password_change_and_a_logout_end_session_cookies_even_across_a_restart() {
 }
 
 #[test]
+fn a_server_admin_may_delete_users_and_no_user_logs_in_until_it_is_back() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    put_user(&server, "bob", "pw-1");
+    let (status, cookie) = login(server.port, "bob", "pw-1");
+    assert_eq!(status, 200);
+    let cookie = cookie.expect("a cookie");
+    // Only a server admin deletes it (CouchDB allows that; its Mango suite
+    // deletes and recreates _users).
+    let bob = "bob:pw-1";
+    assert_eq!(server.request("DELETE", "/_users", Some(bob), None).0, 401);
+    let (status, text) = server.request("DELETE", "/_users", Some(ADMIN), None);
+    assert_eq!((status, json(&text)), (200, serde_json::json!({ "ok": true })));
+    assert_eq!(server.request("GET", "/_users", Some(ADMIN), None).0, 404);
+    // While it is gone, no user is anyone; the admin still is.
+    assert_eq!(login(server.port, "bob", "pw-1").0, 401);
+    assert_eq!(session_name(server.port, &cookie), Value::Null);
+    assert_eq!(server.request("GET", "/_all_dbs", Some(bob), None).0, 401);
+    assert_eq!(login(server.port, ADMIN.split(':').next().unwrap(), ADMIN.split(':').nth(1).unwrap()).0, 200);
+    // Made again, it holds new users; the old cookie stays no one.
+    assert_eq!(server.request("PUT", "/_users", Some(ADMIN), None).0, 201);
+    assert_eq!(login(server.port, "bob", "pw-1").0, 401);
+    put_user(&server, "bob", "pw-2");
+    assert_eq!(login(server.port, "bob", "pw-2").0, 200);
+    assert_eq!(session_name(server.port, &cookie), Value::Null);
+}
+
+#[test]
 fn wrong_passwords_are_throttled_per_user_and_address_and_the_right_one_works_after_the_wait() {
     let data = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(data.path());

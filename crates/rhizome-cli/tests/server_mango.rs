@@ -158,8 +158,10 @@ fn sort_limit_skip_bookmark_fields_and_the_planner() {
     assert_eq!(full["docs"].as_array().unwrap().len(), 25);
     assert!(full["warning"].as_str().unwrap().contains("No matching index found"), "{full}");
     assert_eq!(db.error("/_find", json!({ "selector": { "year": { "$gt": 0 } }, "sort": ["year"] })), (400, "no_usable_index".into()));
-    // Sorting by _id needs no index.
-    assert_eq!(db.ids(json!({ "selector": { "genre": "drama" }, "sort": [{ "_id": "desc" }], "limit": 2 })), s(&["m28", "m26"]));
+    // Sorting by _id needs no index when the selector ranges _id; without
+    // that CouchDB 3.5 refuses it too (mango_idx_special:is_usable).
+    assert_eq!(db.ids(json!({ "selector": { "genre": "drama", "_id": { "$gt": null } }, "sort": [{ "_id": "desc" }], "limit": 2 })), s(&["m28", "m26"]));
+    assert_eq!(db.error("/_find", json!({ "selector": { "genre": "drama" }, "sort": [{ "_id": "desc" }] })), (400, "no_usable_index".into()));
     let created = db.index(json!({ "index": { "fields": ["year"] }, "ddoc": "by-year", "name": "year" }));
     assert_eq!(created, json!({ "result": "created", "id": "_design/by-year", "name": "year" }));
     assert_eq!(db.index(json!({ "index": { "fields": ["year"] }, "ddoc": "by-year", "name": "year" }))["result"], "exists");

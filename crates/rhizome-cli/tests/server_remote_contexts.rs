@@ -411,3 +411,41 @@ fn replicated_documents_fetch_their_contexts_before_they_are_written() {
     assert_eq!(out["history"][0]["doc_write_failures"], 1, "{body}");
     assert_eq!(req(&c, "GET", "/db/zed", None).0, 404);
 }
+
+/// Issue 44, point 3: a fetched context is kept on disk only once a write
+/// that uses it commits (contexts of refused documents were all kept, 1 MiB
+/// each up to 10,000), and the cache is read as it is used, never whole at
+/// start: a damaged file no longer stops the server from starting.
+#[test]
+fn a_refused_write_keeps_no_context_and_a_damaged_cache_never_stops_a_start() {
+    let host = ContextHost::start();
+    let env = [("RHIZOME_CONTEXT_HOSTS", "127.0.0.1")];
+    let (dir, mut server) = new_server(&env);
+    let cache = dir.path().join("_contexts");
+    let files = || std::fs::read_dir(&cache).expect("the context cache").count();
+    let ddoc = json!({"validate_doc_update": "function (doc) { if (doc.refuse) { throw({forbidden: 'refused'}); } }"});
+    assert_eq!(put_doc(&server, "_design/v", &ddoc).0, 201);
+    let before = files();
+    let (status, body) = put_doc(&server, "no", &json!({"@context": host.url("/person.jsonld?refused"), "nick": "x", "refuse": true}));
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(files(), before, "a refused write keeps no context on disk");
+    // Refused in the write itself (a conflict), after its contexts were
+    // fetched: none kept either.
+    assert_eq!(put_doc(&server, "taken", &json!({"nick": "first"})).0, 201);
+    let (status, body) = put_doc(&server, "taken", &json!({"@context": host.url("/person.jsonld?conflict"), "nick": "x"}));
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(files(), before, "a write refused for a conflict keeps no context on disk");
+    let kept = host.url("/person.jsonld?kept");
+    let (status, body) = put_doc(&server, "yes", &json!({"@context": kept, "nick": "x"}));
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(files(), before + 1, "a committed write keeps its context");
+    // A damaged cache file: the server starts and serves, and the kept
+    // context is read from its file when used (not fetched again).
+    std::fs::write(cache.join("0123456789abcdef0123456789abcdef.json"), b"{ not json").expect("a file");
+    server.restart();
+    let hits = host.hits.load(Ordering::SeqCst);
+    let (status, body) = put_doc(&server, "again", &json!({"@context": kept, "@id": "http://example.org/again", "nick": "y"}));
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(host.hits.load(Ordering::SeqCst), hits, "read from the cache");
+    assert!(ask(&server, &format!("ASK {{ GRAPH <http://localhost:5984/db/again> {{ <http://example.org/again> <{FOAF}nick> \"y\" }} }}")));
+}

@@ -52,39 +52,59 @@ pub struct AllDocs<Row = Value> {
 
 impl Database {
     pub fn all_docs(&self, opts: &AllDocsOptions) -> Result<AllDocs> {
-        self.all_docs_as(opts, row, Ok)
+        let mut rows = Vec::new();
+        let all = self.all_docs_as(opts, row, Ok, &mut |_, r| {
+            rows.push(r);
+            Ok(())
+        })?;
+        Ok(AllDocs { total_rows: all.total_rows, offset: all.offset, rows, update_seq: all.update_seq })
     }
 
     /// [`Database::all_docs`] with each row as the JSON bytes `serde_json`
     /// writes of it, a document's JSON body copied as stored (as
     /// [`Database::get_doc_bytes`]).
     pub fn all_docs_bytes(&self, opts: &AllDocsOptions) -> Result<AllDocs<Vec<u8>>> {
-        self.all_docs_as(opts, row_bytes, |row| serde_json::to_vec(&row).map_err(|e| crate::DocError::Corrupt(e.to_string())))
+        let mut rows = Vec::new();
+        let all = self.all_docs_each_bytes(opts, &mut |_, r| {
+            rows.push(r);
+            Ok(())
+        })?;
+        Ok(AllDocs { total_rows: all.total_rows, offset: all.offset, rows, update_seq: all.update_seq })
+    }
+
+    /// [`Database::all_docs_bytes`]'s rows one at a time into `each`, as
+    /// they are read (an answer of any size is not kept), each with the
+    /// answer's counts (an answer's head comes before its rows); the counts
+    /// come back at the end too, from the same snapshot.
+    pub fn all_docs_each_bytes(&self, opts: &AllDocsOptions, each: &mut dyn FnMut(&AllDocs<()>, Vec<u8>) -> Result<()>) -> Result<AllDocs<()>> {
+        self.all_docs_as(opts, row_bytes, |row| serde_json::to_vec(&row).map_err(|e| crate::DocError::Corrupt(e.to_string())), each)
     }
 
     /// `row` makes a live document's row; `other` writes the rows `keys`
-    /// gives for missing and deleted documents.
+    /// gives for missing and deleted documents; each row goes to `each`.
     fn all_docs_as<R>(
         &self,
         opts: &AllDocsOptions,
         row: impl Fn(&dyn KvRead, &str, &DocInfo, bool, &ReadOptions) -> Result<R>,
         other: impl Fn(Value) -> Result<R>,
-    ) -> Result<AllDocs<R>> {
+        each: &mut dyn FnMut(&AllDocs<()>, R) -> Result<()>,
+    ) -> Result<AllDocs<()>> {
         let s = self.store.snapshot()?;
         let kv = s.kv();
         let info = self.info_in(kv)?;
+        let counts = AllDocs { total_rows: info.0, offset: opts.skip as u64, rows: Vec::new(), update_seq: info.1 };
         let read = ReadOptions { conflicts: opts.conflicts, attachments: opts.attachments, ..Default::default() };
-        let mut rows = Vec::new();
+        let mut rows = 0;
         let limit = opts.limit.unwrap_or(usize::MAX);
         if let Some(keys) = &opts.keys {
             for key in keys.iter().skip(opts.skip).take(limit) {
-                rows.push(match doc_info(kv, key)? {
+                each(&counts, match doc_info(kv, key)? {
                     None => other(json!({ "key": key, "error": "not_found" }))?,
                     Some(d) if d.deleted => other(json!({ "id": key, "key": key, "value": { "rev": d.winner.to_string(), "deleted": true }, "doc": null }))?,
                     Some(d) => row(kv, key, &d, opts.include_docs, &read)?,
-                });
+                })?;
             }
-            return Ok(AllDocs { total_rows: info.0, offset: opts.skip as u64, rows, update_seq: info.1 });
+            return Ok(counts);
         }
         let mut cursor = kv.cursor(DOCS, &[], None);
         match (&opts.start_key, opts.descending) {
@@ -94,7 +114,7 @@ impl Database {
             (None, true) => cursor.seek_last(),
         }
         let mut skipped = 0;
-        while cursor.valid() && rows.len() < limit {
+        while cursor.valid() && rows < limit {
             let key = cursor.key();
             if let Some(end) = &opts.end_key {
                 let end = end.as_bytes();
@@ -115,7 +135,8 @@ impl Database {
                 } else {
                     let id = String::from_utf8_lossy(key).into_owned();
                     let d = DocInfo::from_bytes(&id, cursor.value())?;
-                    rows.push(row(kv, &id, &d, opts.include_docs, &read)?);
+                    each(&counts, row(kv, &id, &d, opts.include_docs, &read)?)?;
+                    rows += 1;
                 }
             }
             if opts.descending {
@@ -128,7 +149,7 @@ impl Database {
         // `offset` is the rows skipped here, not the position of the start
         // key among all rows: that would cost a scan from the first id, and
         // clients (PouchDB, the replicator) do not read it.
-        Ok(AllDocs { total_rows: info.0, offset: opts.skip as u64, rows, update_seq: info.1 })
+        Ok(counts)
     }
 
     fn info_in(&self, kv: &dyn KvRead) -> Result<(u64, u64)> {

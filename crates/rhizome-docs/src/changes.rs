@@ -60,12 +60,23 @@ pub struct Changes {
 
 impl Database {
     pub fn changes(&self, opts: &ChangesOptions) -> Result<Changes> {
+        let mut rows = Vec::new();
+        let changes = self.changes_each(opts, &mut |row| {
+            rows.push(row);
+            Ok(())
+        })?;
+        Ok(Changes { rows, ..changes })
+    }
+
+    /// [`Database::changes`] with each row given to `each` as it is read
+    /// (an answer of any size is not kept; `rows` of the result is empty).
+    pub fn changes_each(&self, opts: &ChangesOptions, each: &mut dyn FnMut(Value) -> Result<()>) -> Result<Changes> {
         let s = self.store.snapshot()?;
         let kv = s.kv();
         let update_seq = u64_value(kv.get(DB_META, meta::UPDATE_SEQ)?, "update_seq")?;
         let limit = opts.limit.unwrap_or(usize::MAX);
         let read = ReadOptions { conflicts: opts.conflicts, attachments: opts.attachments, ..Default::default() };
-        let mut rows = Vec::new();
+        let mut rows = 0;
         // Parsed once per feed; a bad selector is CouchDB's 400.
         let selector = match &opts.filter {
             ChangesFilter::Selector(v) => Some(Selector::parse(v).map_err(|e| DocError::Coded { status: 400, error: e.error, reason: e.reason })?),
@@ -84,7 +95,7 @@ impl Database {
         let mut last_seq = if opts.descending { 0 } else { opts.since };
         let mut hit_limit = false;
         while cursor.valid() {
-            if rows.len() >= limit {
+            if rows >= limit {
                 hit_limit = true;
                 break;
             }
@@ -94,7 +105,8 @@ impl Database {
             }
             let id = String::from_utf8_lossy(cursor.value()).into_owned();
             if let Some(row) = change_row(kv, seq, &id, opts, selector.as_ref(), custom.as_deref_mut(), &read)? {
-                rows.push(row);
+                each(row)?;
+                rows += 1;
             }
             last_seq = seq;
             if opts.descending {
@@ -124,7 +136,7 @@ impl Database {
         if !hit_limit && !opts.descending {
             last_seq = last_seq.max(update_seq);
         }
-        Ok(Changes { rows, last_seq, pending })
+        Ok(Changes { rows: Vec::new(), last_seq, pending })
     }
 }
 

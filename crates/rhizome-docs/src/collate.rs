@@ -13,6 +13,7 @@
 //! lowercase before uppercase (`"a" < "A" < "aa"`), then by code point.
 //! Known differences from ICU: scripts other than Latin sort by code point,
 //! and letters ICU expands (`ß`, `æ`) or strokes (`ø`) are not folded.
+//! U+FFFF sorts after every other character, as in ICU.
 //!
 //! [`encode`] gives a byte string whose bytewise order is [`compare`]'s
 //! order, so a store's ordered keys can hold collated values: Mango's JSON
@@ -86,7 +87,15 @@ fn fold(c: char) -> (char, u8) {
     }
 }
 
+/// The primary weight of U+FFFF: above every other character's, as in
+/// ICU's root collation, where it sorts last (CouchDB's `$beginsWith`
+/// ranges and the `endkey: "abc\ufff0"`-style idiom rely on it).
+const PRIMARY_LAST: u32 = 0xFF_FFFF;
+
 fn primary(c: char) -> u32 {
+    if c == '\u{FFFF}' {
+        return PRIMARY_LAST;
+    }
     let c = fold(c).0;
     let lower = if c.is_ascii_uppercase() { c.to_ascii_lowercase() } else { c };
     if lower.is_ascii() {
@@ -243,6 +252,72 @@ pub fn encode(v: &Value) -> Vec<u8> {
     out
 }
 
+/// Reads back the value [`encode_into`] wrote at the start of `bytes`,
+/// with the bytes it took; `None` when they are no encoding. A number comes
+/// back as the `f64` it was collated as (an integer when it is one that
+/// `f64` holds exactly), so `1.0` reads as `1`. Covering Mango indexes
+/// answer from their rows' keys with it, reading no document.
+pub fn decode_prefix(bytes: &[u8]) -> Option<(Value, usize)> {
+    let (&tag, rest) = bytes.split_first()?;
+    let (v, used) = match tag {
+        TAG_NULL => (Value::Null, 0),
+        TAG_FALSE => (Value::Bool(false), 0),
+        TAG_TRUE => (Value::Bool(true), 0),
+        TAG_NUMBER => {
+            let ordered = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
+            let bits = if ordered >> 63 == 1 { ordered & !(1 << 63) } else { !ordered };
+            let x = f64::from_bits(bits);
+            let n = if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 { serde_json::Number::from(x as i64) } else { serde_json::Number::from_f64(x)? };
+            (Value::Number(n), 8)
+        }
+        TAG_STRING => {
+            let (s, used) = decode_string(rest)?;
+            (Value::String(s), used)
+        }
+        TAG_ARRAY => {
+            let mut items = Vec::new();
+            let mut at = 0;
+            while *rest.get(at)? != END {
+                let (v, used) = decode_prefix(&rest[at..])?;
+                items.push(v);
+                at += used;
+            }
+            (Value::Array(items), at + 1)
+        }
+        TAG_OBJECT => {
+            let mut members = Map::new();
+            let mut at = 0;
+            while *rest.get(at)? == MEMBER {
+                let (k, used) = decode_string(&rest[at + 1..])?;
+                at += 1 + used;
+                let (v, used) = decode_prefix(&rest[at..])?;
+                at += used;
+                members.insert(k, v);
+            }
+            (*rest.get(at)? == END).then_some(())?;
+            (Value::Object(members), at + 1)
+        }
+        _ => return None,
+    };
+    Some((v, 1 + used))
+}
+
+/// A string's four sections (see [`encode_string`]): the primary weights
+/// give the number of characters, the last section their code points.
+fn decode_string(bytes: &[u8]) -> Option<(String, usize)> {
+    let mut n = 0;
+    while *bytes.get(3 * n)? != END {
+        n += 1;
+    }
+    let code_points = 3 * n + 1 + (n + 1) + (n + 1);
+    let mut s = String::with_capacity(n);
+    for unit in bytes.get(code_points..code_points + 3 * n)?.chunks_exact(3) {
+        let c = (u32::from(unit[0]) << 16 | u32::from(unit[1]) << 8 | u32::from(unit[2])).checked_sub(0x10000)?;
+        s.push(char::from_u32(c)?);
+    }
+    (*bytes.get(code_points + 3 * n)? == END).then_some((s, code_points + 3 * n + 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +360,8 @@ mod tests {
             json!("éf"),
             json!("z"),
             json!("Ω"),
+            json!("\u{10FFFF}"),
+            json!("\u{FFFF}"),
             json!([]),
             json!([null]),
             json!(["a"]),
@@ -334,5 +411,23 @@ mod tests {
         }
         assert_eq!(compare(&json!(-0.0), &json!(0)), Ordering::Equal);
         assert_eq!(encode(&json!(-0.0)), encode(&json!(0)));
+    }
+
+    #[test]
+    fn encodings_decode_to_their_values() {
+        let mut values = ordered();
+        values.push(json!({ "name": { "first": "Zoë", "last": "O'Neil" }, "tags": ["a", 1, null, { "x": [true] }], "n": -7.25 }));
+        for v in &values {
+            let mut bytes = encode(v);
+            let used = bytes.len();
+            bytes.extend_from_slice(b"doc-id");
+            let (back, back_used) = decode_prefix(&bytes).unwrap_or_else(|| panic!("{v} decodes"));
+            // Equal in collation: numbers may change between integer and f64.
+            assert_eq!((compare(&back, v), back_used), (Ordering::Equal, used), "{v} read back as {back}");
+        }
+        assert_eq!(decode_prefix(&encode(&json!(1.0))).map(|(v, _)| v), Some(json!(1)), "an integral f64 reads as an integer");
+        for bad in [&b""[..], &[TAG_NUMBER, 1, 2][..], &[TAG_STRING, 1][..], &[0x99][..]] {
+            assert_eq!(decode_prefix(bad), None, "{bad:?}");
+        }
     }
 }

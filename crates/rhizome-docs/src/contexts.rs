@@ -5,10 +5,16 @@
 //!   schema.org, Activity Streams, Verifiable Credentials v1 and v2, Web
 //!   Annotation. They work offline.
 //! - The context cache ([`ContextStore`]) holds every other context the
-//!   server knows: fetched ones and ones an admin added, kept in memory and
-//!   in one file each under the data folder (`<data>/_contexts/`), so they
-//!   survive a restart. A cached context takes precedence over a shipped
-//!   one of the same URL (an admin may pin another version).
+//!   server knows: fetched ones and ones an admin added, in one file each
+//!   under the data folder (`<data>/_contexts/`), so they survive a restart,
+//!   read when first used (a start reads none) and kept parsed in memory
+//!   within [`MAX_CONTEXT_MEMORY_BYTES`]. The disk holds at most
+//!   [`MAX_CACHED_CONTEXTS`] and [`MAX_CACHED_CONTEXT_BYTES`]: past them the
+//!   least recently used fetched context goes. A fetched context is kept in
+//!   memory only until a write that uses it commits
+//!   ([`ContextStore::confirm`]): a refused write leaves nothing on disk.
+//!   A cached context takes precedence over a shipped one of the same URL
+//!   (an admin may pin another version).
 //! - Fetching is never done while a database is locked: [`ContextStore::prefetch`]
 //!   runs before a write and fills the cache (contexts that name contexts
 //!   included, at most [`MAX_REMOTE_DEPTH`] deep and [`MAX_REMOTE_CONTEXTS`]
@@ -20,17 +26,26 @@
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 
 /// How deep contexts may name contexts (a document's remote context that
 /// names another is depth 2).
 pub const MAX_REMOTE_DEPTH: usize = 8;
 /// Remote contexts one document may use, all levels together.
 pub const MAX_REMOTE_CONTEXTS: usize = 32;
-/// Contexts the cache holds at most: past it, nothing more is fetched (an
-/// admin can still add or remove contexts), so that an open allow-list
-/// cannot fill the disk.
+/// Contexts the cache keeps on disk at most: past it (or past
+/// [`MAX_CACHED_CONTEXT_BYTES`]) the least recently used fetched one is
+/// evicted (an admin's are kept), so that an open allow-list cannot fill
+/// the disk.
 pub const MAX_CACHED_CONTEXTS: usize = 10_000;
+/// Bytes of contexts the cache keeps on disk at most (see
+/// [`MAX_CACHED_CONTEXTS`]): 35 documents naming 32 contexts of 1 MiB each
+/// made a 1.1 GB cache.
+pub const MAX_CACHED_CONTEXT_BYTES: u64 = 64 << 20;
+/// Bytes of contexts kept parsed in memory at most (least recently used
+/// first out; read again from disk when used): the cache was all in memory
+/// and read whole at start (2.6 GB, and a start that ran out of memory).
+pub const MAX_CONTEXT_MEMORY_BYTES: usize = 32 << 20;
 /// The version of the cache files' format.
 const CACHE_FORMAT: u64 = 1;
 
@@ -143,8 +158,61 @@ pub fn validate_context_document(document: &Value) -> Result<(), String> {
 pub struct ContextStore {
     /// `None`: memory only (tests, tools that do not serve).
     dir: Option<PathBuf>,
-    cached: RwLock<HashMap<String, Arc<RemoteContext>>>,
+    cache: std::sync::Mutex<Cache>,
     fetcher: Option<Box<dyn ContextFetcher>>,
+}
+
+/// A context kept parsed in memory.
+struct InMemory {
+    context: Arc<RemoteContext>,
+    used: u64,
+    /// Written to its file (an admin's, or a fetched one a committed write
+    /// used); else it lives in memory only, until evicted.
+    on_disk: bool,
+}
+
+/// A context file: its size, when it was last used, and whether an admin
+/// put it (`None`: not read since the start).
+struct OnDisk {
+    bytes: u64,
+    used: u64,
+    admin: Option<bool>,
+}
+
+#[derive(Default)]
+struct Cache {
+    memory: HashMap<String, InMemory>,
+    memory_bytes: usize,
+    /// By file name ([`file_name`]).
+    disk: HashMap<String, OnDisk>,
+    disk_bytes: u64,
+    /// A clock for least recently used.
+    tick: u64,
+}
+
+impl Cache {
+    fn tick(&mut self) -> u64 {
+        self.tick += 1;
+        self.tick
+    }
+
+    fn forget(&mut self, url: &str) {
+        if let Some(old) = self.memory.remove(url) {
+            self.memory_bytes -= old.context.bytes.len();
+        }
+    }
+
+    fn remember(&mut self, url: &str, context: Arc<RemoteContext>, on_disk: bool) {
+        self.forget(url);
+        let used = self.tick();
+        self.memory_bytes += context.bytes.len();
+        self.memory.insert(url.to_owned(), InMemory { context, used, on_disk });
+        // Least recently used out, never the one just put.
+        while self.memory_bytes > MAX_CONTEXT_MEMORY_BYTES && self.memory.len() > 1 {
+            let Some(oldest) = self.memory.iter().filter(|(u, _)| u.as_str() != url).min_by_key(|(_, e)| e.used).map(|(u, _)| u.clone()) else { break };
+            self.forget(&oldest);
+        }
+    }
 }
 
 impl std::fmt::Debug for ContextStore {
@@ -159,32 +227,41 @@ impl Default for ContextStore {
     }
 }
 
-fn lock_read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    l.read().unwrap_or_else(|p| p.into_inner())
-}
-
 impl ContextStore {
     /// Shipped contexts only, nothing fetched or kept.
     pub fn offline() -> ContextStore {
-        ContextStore { dir: None, cached: RwLock::new(HashMap::new()), fetcher: None }
+        ContextStore { dir: None, cache: Default::default(), fetcher: None }
     }
 
-    /// The cache kept in `dir` (created if missing; its files read now),
-    /// fetching through `fetcher` if any.
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cache kept in `dir` (created if missing), fetching through
+    /// `fetcher` if any. Only the folder's listing is read now: each file
+    /// is read when its context is first used, so a large or damaged cache
+    /// never stops a start.
     pub fn open(dir: &Path, fetcher: Option<Box<dyn ContextFetcher>>) -> Result<ContextStore, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let mut cached = HashMap::new();
+        let mut cache = Cache::default();
         let entries = std::fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
-        for entry in entries {
-            let path = entry.map_err(|e| format!("reading {}: {e}", dir.display()))?.path();
-            if path.extension().and_then(|e| e.to_str()) != Some("json") {
+        let mut files: Vec<(String, u64, std::time::SystemTime)> = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".json") {
                 continue; // a temporary file left by a crash
             }
-            let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-            let (url, context) = read_cache_file(&bytes).map_err(|e| format!("context cache file {}: {e}", path.display()))?;
-            cached.insert(url, Arc::new(context));
+            let Ok(meta) = entry.metadata() else { continue };
+            files.push((name, meta.len(), meta.modified().unwrap_or(std::time::UNIX_EPOCH)));
         }
-        Ok(ContextStore { dir: Some(dir.to_owned()), cached: RwLock::new(cached), fetcher })
+        // The oldest written counts as the least recently used.
+        files.sort_by_key(|f| f.2);
+        for (name, bytes, _) in files {
+            let used = cache.tick();
+            cache.disk_bytes += bytes;
+            cache.disk.insert(name, OnDisk { bytes, used, admin: None });
+        }
+        Ok(ContextStore { dir: Some(dir.to_owned()), cache: std::sync::Mutex::new(cache), fetcher })
     }
 
     /// Whether this store fetches contexts it lacks.
@@ -192,53 +269,184 @@ impl ContextStore {
         self.fetcher.is_some()
     }
 
-    /// The context at `url`: cached, else shipped.
+    /// The context at `url`: cached (in memory, else read from its file),
+    /// else shipped.
     pub fn get(&self, url: &str) -> Option<Arc<RemoteContext>> {
-        if let Some(c) = lock_read(&self.cached).get(url) {
-            return Some(c.clone());
+        let mut cache = self.cache();
+        let tick = cache.tick();
+        if let Some(entry) = cache.memory.get_mut(url) {
+            entry.used = tick;
+            return Some(entry.context.clone());
         }
+        let name = file_name(url);
+        if let (Some(dir), true) = (&self.dir, cache.disk.contains_key(&name)) {
+            match std::fs::read(dir.join(&name)).map_err(|e| e.to_string()).and_then(|b| read_cache_file(&b)) {
+                Ok((stored_url, context)) if stored_url == url => {
+                    let context = Arc::new(context);
+                    if let Some(file) = cache.disk.get_mut(&name) {
+                        file.used = tick;
+                        file.admin = Some(context.source == ContextSource::Admin);
+                    }
+                    cache.remember(url, context.clone(), true);
+                    return Some(context);
+                }
+                Ok(_) => {} // another URL with the same digest
+                Err(e) => {
+                    // Left aside, not fatal: the context is fetched again
+                    // (or the admin puts it again).
+                    eprintln!("rhizome: context cache file {}: {e}; ignored", dir.join(&name).display());
+                    if let Some(file) = cache.disk.remove(&name) {
+                        cache.disk_bytes -= file.bytes;
+                    }
+                }
+            }
+        }
+        drop(cache);
         shipped().get(url).cloned()
     }
 
     /// The URLs of the shipped contexts and of the cached ones, with their
-    /// sources, sorted.
+    /// sources, sorted. (Reads every cache file: for an admin's listing.)
     pub fn list(&self) -> Vec<(String, ContextSource)> {
-        let mut out: Vec<(String, ContextSource)> = lock_read(&self.cached).iter().map(|(u, c)| (u.clone(), c.source)).collect();
+        let mut out: Vec<(String, ContextSource)> = Vec::new();
+        let (names, in_memory): (Vec<String>, Vec<(String, ContextSource)>) = {
+            let cache = self.cache();
+            (cache.disk.keys().cloned().collect(), cache.memory.iter().map(|(u, e)| (u.clone(), e.context.source)).collect())
+        };
+        out.extend(in_memory);
+        if let Some(dir) = &self.dir {
+            for name in names {
+                if let Ok((url, context)) = std::fs::read(dir.join(&name)).map_err(|e| e.to_string()).and_then(|b| read_cache_file(&b)) {
+                    if !out.iter().any(|(u, _)| *u == url) {
+                        out.push((url, context.source));
+                    }
+                }
+            }
+        }
         out.extend(shipped().keys().map(|u| (u.to_string(), ContextSource::Shipped)));
         out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.as_str().cmp(b.1.as_str())));
         out
     }
 
-    /// Adds (or replaces) the context document at `url` in the cache,
-    /// durably when the cache has a folder.
+    /// Adds (or replaces) the context document at `url` in the cache: an
+    /// admin's durably at once (when the cache has a folder), a fetched one
+    /// in memory until a write that uses it commits ([`Self::confirm`]).
     pub fn put(&self, url: &str, document: Value, source: ContextSource) -> Result<(), String> {
         check_url(url)?;
         validate_context_document(&document)?;
         let bytes = serde_json::to_vec(&document).map_err(|e| e.to_string())?;
-        if let Some(dir) = &self.dir {
-            let file = serde_json::json!({ "format": CACHE_FORMAT, "url": url, "source": source.as_str(), "document": document });
-            let path = dir.join(file_name(url));
-            let tmp = path.with_extension("tmp");
-            let write = || -> std::io::Result<()> {
-                use std::io::Write;
-                let mut f = std::fs::File::create(&tmp)?;
-                f.write_all(&serde_json::to_vec(&file).map_err(std::io::Error::other)?)?;
-                f.sync_all()?;
-                std::fs::rename(&tmp, &path)?;
-                std::fs::File::open(dir)?.sync_all()
-            };
-            write().map_err(|e| format!("writing {}: {e}", path.display()))?;
+        let context = Arc::new(RemoteContext::new(document, bytes, source));
+        if source == ContextSource::Admin {
+            self.write_file(url, &context)?;
         }
-        self.cached.write().unwrap_or_else(|p| p.into_inner()).insert(url.to_owned(), Arc::new(RemoteContext::new(document, bytes, source)));
+        self.cache().remember(url, context, source == ContextSource::Admin && self.dir.is_some());
         Ok(())
+    }
+
+    /// Writes the cache file of `url`, then evicts the least recently used
+    /// fetched contexts past the disk's bounds.
+    fn write_file(&self, url: &str, context: &RemoteContext) -> Result<(), String> {
+        let Some(dir) = &self.dir else { return Ok(()) };
+        let file = serde_json::json!({ "format": CACHE_FORMAT, "url": url, "source": context.source.as_str(), "document": context.document });
+        let text = serde_json::to_vec(&file).map_err(|e| e.to_string())?;
+        let name = file_name(url);
+        let path = dir.join(&name);
+        let tmp = path.with_extension("tmp");
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&text)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)?;
+            std::fs::File::open(dir)?.sync_all()
+        };
+        write().map_err(|e| format!("writing {}: {e}", path.display()))?;
+        let mut cache = self.cache();
+        let used = cache.tick();
+        if let Some(old) = cache.disk.insert(name.clone(), OnDisk { bytes: text.len() as u64, used, admin: Some(context.source == ContextSource::Admin) }) {
+            cache.disk_bytes -= old.bytes;
+        }
+        cache.disk_bytes += text.len() as u64;
+        while cache.disk.len() > MAX_CACHED_CONTEXTS || cache.disk_bytes > MAX_CACHED_CONTEXT_BYTES {
+            let Some(oldest) = self.oldest_fetched_file(&mut cache, &name) else { break };
+            let Some(gone) = cache.disk.remove(&oldest) else { break };
+            cache.disk_bytes -= gone.bytes;
+            // Evicted from memory too.
+            let urls: Vec<String> = cache.memory.keys().filter(|u| file_name(u) == oldest).cloned().collect();
+            for url in urls {
+                cache.forget(&url);
+            }
+            let _ = std::fs::remove_file(dir.join(&oldest));
+        }
+        Ok(())
+    }
+
+    /// The least recently used file of a fetched context, other than
+    /// `keep` (files not read since the start are read to know).
+    fn oldest_fetched_file(&self, cache: &mut Cache, keep: &str) -> Option<String> {
+        let dir = self.dir.as_ref()?;
+        let mut by_age: Vec<(u64, String)> = cache.disk.iter().filter(|(n, f)| n.as_str() != keep && f.admin != Some(true)).map(|(n, f)| (f.used, n.clone())).collect();
+        by_age.sort();
+        for (_, name) in by_age {
+            let admin = match cache.disk.get(&name).and_then(|f| f.admin) {
+                Some(admin) => admin,
+                None => {
+                    let admin = std::fs::read(dir.join(&name)).ok().and_then(|b| read_cache_file(&b).ok()).is_some_and(|(_, c)| c.source == ContextSource::Admin);
+                    if let Some(f) = cache.disk.get_mut(&name) {
+                        f.admin = Some(admin);
+                    }
+                    admin
+                }
+            };
+            if !admin {
+                return Some(name);
+            }
+        }
+        None
+    }
+
+    /// Keeps on disk the fetched contexts `doc` uses (a JSON-LD document
+    /// or a context document whose write committed): until then a fetched
+    /// context lives in memory only, so a refused write leaves nothing.
+    pub fn confirm(&self, doc: &Value) {
+        if self.dir.is_none() || self.fetcher.is_none() {
+            return;
+        }
+        let Ok(resolved) = self.walk(doc, None, &mut |url| self.get(url).ok_or_else(|| self.missing(url))) else { return };
+        for url in resolved.contexts.keys() {
+            let pending = {
+                let cache = self.cache();
+                cache.memory.get(url).filter(|e| !e.on_disk && e.context.source == ContextSource::Fetched).map(|e| e.context.clone())
+            };
+            if let Some(context) = pending {
+                match self.write_file(url, &context) {
+                    Ok(()) => {
+                        if let Some(e) = self.cache().memory.get_mut(url) {
+                            e.on_disk = true;
+                        }
+                    }
+                    Err(e) => eprintln!("rhizome: context cache: {e}"),
+                }
+            }
+        }
     }
 
     /// Removes `url` from the cache; `false` if it was not cached (a
     /// shipped context cannot be removed).
     pub fn remove(&self, url: &str) -> Result<bool, String> {
-        let removed = self.cached.write().unwrap_or_else(|p| p.into_inner()).remove(url).is_some();
+        let name = file_name(url);
+        let removed = {
+            let mut cache = self.cache();
+            let in_memory = cache.memory.contains_key(url);
+            cache.forget(url);
+            let on_disk = cache.disk.remove(&name);
+            if let Some(f) = &on_disk {
+                cache.disk_bytes -= f.bytes;
+            }
+            in_memory || on_disk.is_some()
+        };
         if let (true, Some(dir)) = (removed, &self.dir) {
-            let path = dir.join(file_name(url));
+            let path = dir.join(&name);
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -255,10 +463,6 @@ impl ContextStore {
         self.walk(doc, None, &mut |url| match self.get(url) {
             Some(c) => Ok(c),
             None => match &self.fetcher {
-                Some(_) if lock_read(&self.cached).len() >= MAX_CACHED_CONTEXTS => Err(format!(
-                    "remote context {url} is not cached, and the context cache is full ({MAX_CACHED_CONTEXTS} contexts); \
-                     a server admin can remove some with DELETE /_contexts?url=..."
-                )),
                 Some(fetcher) => {
                     let bytes = fetcher.fetch(url)?;
                     let document: Value = serde_json::from_slice(&bytes).map_err(|e| format!("remote context {url} is not JSON: {e}"))?;
@@ -630,6 +834,44 @@ mod tests {
         let resolved = store.resolve(&doc).unwrap();
         assert_eq!(resolved.plain_terms(), None);
         resolved.check_limits(&doc).unwrap();
+    }
+
+    /// Serves a context of about 1 MiB for any URL.
+    struct LargeContexts;
+
+    impl ContextFetcher for LargeContexts {
+        fn fetch(&self, url: &str) -> Result<Vec<u8>, String> {
+            let pad = "x".repeat(1 << 20);
+            Ok(serde_json::to_vec(&json!({ "@context": { "t": format!("urn:{url}:{pad}") } })).unwrap())
+        }
+    }
+
+    #[test]
+    fn the_cache_stays_within_its_bounds_and_keeps_an_admins_contexts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ContextStore::open(dir.path(), Some(Box::new(LargeContexts))).unwrap();
+        store.put("http://h.example/admin", json!({"@context": {"a": "urn:a"}}), ContextSource::Admin).unwrap();
+        let disk = |dir: &Path| -> u64 { std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum() };
+        for i in 0..100 {
+            let doc = json!({ "@context": format!("http://h.example/c{i}") });
+            store.prefetch(&doc).unwrap();
+            // Fetched, not yet used by a committed write: memory only.
+            if i == 0 {
+                assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+            }
+            store.confirm(&doc);
+            assert!(disk(dir.path()) <= MAX_CACHED_CONTEXT_BYTES + (2 << 20), "{} bytes on disk after {i}", disk(dir.path()));
+            assert!(store.cache().memory_bytes <= MAX_CONTEXT_MEMORY_BYTES, "{} bytes in memory", store.cache().memory_bytes);
+        }
+        assert!(store.get("http://h.example/c99").is_some(), "the latest is kept");
+        assert!(store.get("http://h.example/admin").is_some(), "an admin's context is never evicted");
+        drop(store);
+        // Reopened: nothing read until used; the evicted ones are gone.
+        let store = ContextStore::open(dir.path(), None).unwrap();
+        assert_eq!(store.cache().memory_bytes, 0);
+        assert!(store.get("http://h.example/c0").is_none());
+        assert!(store.get("http://h.example/c99").is_some());
+        assert!(store.get("http://h.example/admin").is_some());
     }
 
     #[test]

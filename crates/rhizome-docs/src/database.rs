@@ -1,7 +1,7 @@
 //! A database: one store holding documents and their graphs, its counters,
 //! `_security`, `_revs_limit` and `_local` documents.
 
-use crate::keys::{self, meta, DocInfo, ATTACHMENTS, BODIES, DB_META, LOCAL};
+use crate::keys::{self, meta, DocInfo, BODIES, DB_META, LOCAL};
 use crate::{DocError, GraphProjector, NoProjection, Result};
 use rhizome_rdf::{DatasetMode, Store};
 use serde_json::{json, Map, Value};
@@ -88,13 +88,15 @@ impl Database {
         match snapshot.kv().get(DB_META, meta::FORMAT_VERSION)? {
             Some(v) => {
                 let found = keys::u64_value(Some(v), "format_version")?;
-                if found != keys::FORMAT_VERSION {
+                if found != keys::FORMAT_VERSION && found != keys::FORMAT_VERSION_1 {
                     return Err(DocError::Corrupt(format!("document format {found}, expected {}", keys::FORMAT_VERSION)));
                 }
             }
             None => {
                 let mut txn = db.store.transaction()?;
-                txn.kv_mut().put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION.to_be_bytes());
+                // Format 2 only when it holds a chunked attachment, so that
+                // older builds open what they can read.
+                txn.kv_mut().put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION_1.to_be_bytes());
                 txn.kv_mut().put(DB_META, meta::REVS_LIMIT, &DEFAULT_REVS_LIMIT.to_be_bytes());
                 txn.commit()?;
             }
@@ -209,21 +211,17 @@ impl Database {
         }
         let mut dead_attachments = Vec::new();
         {
-            let mut cursor = txn.kv().cursor(ATTACHMENTS, &[], None);
-            cursor.seek(&[]);
-            while cursor.valid() {
-                if !std::str::from_utf8(cursor.key()).is_ok_and(|d| referenced.contains(d)) {
-                    dead_attachments.push(cursor.key().to_vec());
+            crate::attachment_data::digests(txn.kv(), &mut |digest| {
+                if !referenced.contains(digest) {
+                    dead_attachments.push(digest.to_owned());
                 }
-                cursor.next();
-            }
-            cursor.status()?;
+            })?;
         }
         for key in &dead_bodies {
             txn.kv_mut().delete(BODIES, key);
         }
-        for key in &dead_attachments {
-            txn.kv_mut().delete(ATTACHMENTS, key);
+        for digest in &dead_attachments {
+            crate::attachment_data::delete(txn.kv_mut(), digest)?;
         }
         txn.commit()?;
         self.store.compact()?;
@@ -241,6 +239,12 @@ impl Database {
         }
     }
 
+    /// Where this database's documents resolve remote JSON-LD contexts
+    /// (`None`: its documents are not RDF).
+    pub fn contexts(&self) -> Option<&crate::ContextStore> {
+        self.projector.contexts()
+    }
+
     /// Writes (or, with `_deleted`, removes) a `_local` document; returns
     /// the new `_rev`. As CouchDB keeps them
     /// (`couch_db_updater:increment_local_doc_revs`): the revision is
@@ -252,13 +256,17 @@ impl Database {
     /// after a removal the document can be put again with or without the
     /// revision it had. A removal without a revision removes whatever is
     /// there.
-    /// Where this database's documents resolve remote JSON-LD contexts
-    /// (`None`: its documents are not RDF).
-    pub fn contexts(&self) -> Option<&crate::ContextStore> {
-        self.projector.contexts()
+    ///
+    /// As a database admin (in-process callers); see
+    /// [`Database::put_local_as`].
+    pub fn put_local(&self, id: &str, doc: Map<String, Value>) -> Result<String> {
+        self.put_local_as(id, doc, crate::Writer::Admin)
     }
 
-    pub fn put_local(&self, id: &str, doc: Map<String, Value>) -> Result<String> {
+    /// [`Database::put_local`] by `writer`: the database's default context
+    /// (`_local/rhizome-context`) is its admins' (`crate::rights`).
+    pub fn put_local_as(&self, id: &str, doc: Map<String, Value>, writer: crate::Writer) -> Result<String> {
+        crate::rights::check_local(id, writer)?;
         if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !LOCAL_MEMBERS.contains(&k.as_str())) {
             return Err(DocError::Validation(format!("Bad special document member: {bad}")));
         }
@@ -275,6 +283,9 @@ impl Database {
             Some(Value::String(r)) => Some(r.strip_prefix("0-").and_then(|n| n.parse::<u64>().ok()).ok_or_else(|| DocError::BadRequest("Invalid rev format".into()))?),
             Some(_) => return Err(DocError::BadRequest("Invalid rev format".into())),
         };
+        // A default context's remote contexts are kept on disk once it is
+        // written (`ContextStore::confirm`).
+        let context = if deleted { None } else { doc.get("@context").cloned() };
         let mut txn = self.store.transaction()?;
         let current: Option<Map<String, Value>> = match txn.kv().get(LOCAL, id.as_bytes())? {
             Some(v) => Some(serde_json::from_slice(&v).map_err(|e| DocError::Corrupt(format!("local document {id}: {e}")))?),
@@ -301,6 +312,9 @@ impl Database {
             rev
         };
         txn.commit()?;
+        if let (Some(context), Some(contexts)) = (context, self.projector.contexts()) {
+            contexts.confirm(&serde_json::json!({ "@context": context }));
+        }
         Ok(rev)
     }
 }

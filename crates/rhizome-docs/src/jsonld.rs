@@ -39,12 +39,31 @@ pub const DEFAULT_CONTEXT_DOC: &str = "_local/rhizome-context";
 pub struct DocumentIris {
     /// `<base>/<db>/`, percent-encoded.
     prefix: String,
+    /// `<base>/`: where every database of the server names its graphs.
+    server: String,
 }
 
 impl DocumentIris {
     /// `base` is the server's base IRI (no trailing slash needed).
     pub fn new(base: &str, db: &str) -> DocumentIris {
-        DocumentIris { prefix: format!("{}/{}/", base.trim_end_matches('/'), percent_encode(db)) }
+        let server = format!("{}/", base.trim_end_matches('/'));
+        DocumentIris { prefix: format!("{server}{}/", percent_encode(db)), server }
+    }
+
+    /// Why graph `iri` is no graph of this database's documents, if it is
+    /// under the server's base but not under this database's prefix: there
+    /// the server names the graphs of its other databases' documents
+    /// (`<base>/<other>/<id>`), which a write to this one must not claim.
+    pub fn foreign_graph(&self, iri: &str) -> Option<String> {
+        let rest = iri.strip_prefix(&self.server)?;
+        if iri.starts_with(&self.prefix) {
+            return None;
+        }
+        let db = rest.split('/').next().map(percent_decode).unwrap_or_default().unwrap_or_default();
+        Some(format!(
+            "{iri} is under {}, where the server names the graphs of its databases' documents, and is no graph of this database's (it would be database {db:?}'s): a write reaches only its own database",
+            self.server
+        ))
     }
 
     pub fn graph_iri(&self, doc_id: &str) -> String {
@@ -306,6 +325,17 @@ impl GraphProjector for JsonLdProjector {
     fn contexts(&self) -> Option<&ContextStore> {
         Some(&self.contexts)
     }
+
+    fn foreign_graph(&self, iri: &str) -> Option<String> {
+        self.iris.foreign_graph(iri)
+    }
+
+    fn graph_of(&self, reader: &dyn KvRead, doc_id: &str, body: &Map<String, Value>) -> Result<Vec<oxrdf::Quad>, String> {
+        if doc_id.starts_with("_design/") || body.contains_key(GRAPH_MARKER) {
+            return Ok(Vec::new());
+        }
+        parse_document(reader, body, &self.iris.graph_iri(doc_id), &self.contexts)
+    }
 }
 
 /// A document's graph parsed by `prepare`: its graph IRI, the stored
@@ -353,19 +383,69 @@ fn replace_graph(txn: &mut StoreTransaction<'_>, iri: &str, quads: Vec<oxrdf::Qu
     Ok(())
 }
 
+/// The most triples one document's graph may hold: a write holds every
+/// quad it makes until its commit (about 2 KB each, terms, index keys and
+/// all), so a 1.2 MB document with a list of 600,000 items took gigabytes.
+/// LDP resources, Graph Store and SPARQL Update writes have the same bound.
+pub const MAX_DOCUMENT_TRIPLES: usize = 100_000;
+
+/// The most JSON values (scalars, arrays and objects) a document read as
+/// JSON-LD may have: JSON-LD is expanded whole before its first triple
+/// (a list of 600,000 numbers took 780 MB), so a body is counted first.
+/// Twice [`MAX_DOCUMENT_TRIPLES`]: a list item makes two triples.
+pub const MAX_DOCUMENT_JSON_VALUES: usize = 2 * MAX_DOCUMENT_TRIPLES;
+
+/// The values of a JSON object's members (scalars, arrays and objects, at
+/// every depth), counted up to one past `stop`.
+fn json_values(members: &Map<String, Value>, stop: usize) -> usize {
+    let mut count = 0;
+    let mut todo: Vec<&Value> = members.values().collect();
+    while let Some(v) = todo.pop() {
+        count += 1;
+        if count > stop {
+            break;
+        }
+        match v {
+            Value::Array(items) => todo.extend(items),
+            Value::Object(members) => todo.extend(members.values()),
+            _ => {}
+        }
+    }
+    count
+}
+
+fn too_many_triples() -> String {
+    format!("the document's graph would hold more than {MAX_DOCUMENT_TRIPLES} triples, the most one document may have; split it into several documents")
+}
+
+/// Refuses a JSON-LD body past [`MAX_DOCUMENT_JSON_VALUES`].
+fn check_values(body: &Map<String, Value>) -> Result<(), String> {
+    if json_values(body, MAX_DOCUMENT_JSON_VALUES) > MAX_DOCUMENT_JSON_VALUES {
+        return Err(format!(
+            "the document has more than {MAX_DOCUMENT_JSON_VALUES} JSON values, the most a document read as JSON-LD may have (its graph may hold {MAX_DOCUMENT_TRIPLES} triples); split it into several documents"
+        ));
+    }
+    Ok(())
+}
+
 /// The quads of a document read as JSON-LD; none for plain JSON.
 fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, contexts: &ContextStore) -> Result<Vec<oxrdf::Quad>, String> {
+    let within = |quads: Vec<oxrdf::Quad>| if quads.len() > MAX_DOCUMENT_TRIPLES { Err(too_many_triples()) } else { Ok(quads) };
     let default = match body.get("@context") {
         Some(own) => {
+            check_values(body)?;
             if let Some(quads) = crate::jsonld_flat::flat_quads(body, own, iri) {
-                return Ok(quads);
+                return within(quads);
             }
             None
         }
         None => default_context(reader)?,
     };
+    if default.is_some() {
+        check_values(body)?;
+    }
     if let Some(quads) = default.as_ref().and_then(|context| crate::jsonld_flat::flat_quads(body, context, iri)) {
-        return Ok(quads);
+        return within(quads);
     }
     let mut json: Map<String, Value> = body.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
     if !json.contains_key("@context") {
@@ -377,6 +457,9 @@ fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, con
             None => {}
         }
     }
+    // Counted before oxjsonld expands it whole (a body with a context of
+    // its own, or the default one, was counted above).
+    check_values(&json)?;
     let json = Value::Object(json);
     // Remote contexts from the cache only (fetched before the write's
     // transaction, by `prepare`): no network inside the write.
@@ -391,7 +474,15 @@ fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, con
         .map_err(|e| format!("document IRI {iri}: {e}"))?;
     let loader = remote.loader();
     crate::jsonld_limits::on_stack_for(depths, move || {
-        parser.for_slice(text.as_bytes()).with_load_document_callback(loader).map(|q| q.map_err(|e| format!("invalid JSON-LD: {e}"))).collect()
+        // Stopped as soon as the graph passes its bound, not after.
+        let mut quads = Vec::new();
+        for q in parser.for_slice(text.as_bytes()).with_load_document_callback(loader) {
+            quads.push(q.map_err(|e| format!("invalid JSON-LD: {e}"))?);
+            if quads.len() > MAX_DOCUMENT_TRIPLES {
+                return Err(too_many_triples());
+            }
+        }
+        Ok(quads)
     })?
 }
 

@@ -9,12 +9,13 @@
 //! | `DOCS` 30 | doc id | [`DocInfo`]: seq, winner, whether the winner's body is its graph alone, revision tree |
 //! | `SEQS` 31 | seq (u64 BE) | doc id (one entry per document, as CouchDB's by-seq index) |
 //! | `BODIES` 32 | doc id len (u32 BE), doc id, rev | JSON body of a revision (leaves, and older ones until compaction) |
-//! | `ATTACHMENTS` 33 | digest (`md5-<base64>`) | attachment bytes |
+//! | `ATTACHMENTS` 33 | digest (`md5-<base64>`) | attachment bytes (up to 256 KiB; larger ones are in `ATTACHMENT_CHUNKS`) |
 //! | `LOCAL` 34 | `_local/` id | JSON body with `_rev` `0-N` |
 //! | `DB_META` 35 | name | counters (u64 BE) and the security object |
 //! | `MANGO_ROWS` 36 | index id (8 bytes), collated columns ([`crate::collate`]), doc id | doc id |
 //! | `MANGO_DOC_ROWS` 37 | index id, doc id | the document's `MANGO_ROWS` key |
 //! | `MANGO_STATE` 38 | index id | the sequence the index is up to date with (u64 BE) |
+//! | `ATTACHMENT_CHUNKS` 39 | digest, 0, chunk number (u32 BE) | 256 KiB of an attachment's bytes (format 2, `attachment_data`) |
 
 use crate::{DocError, Result, Rev, RevTree};
 use rhizome_kv::Keyspace;
@@ -30,6 +31,7 @@ pub const DB_META: Keyspace = Keyspace(35);
 pub const MANGO_ROWS: Keyspace = Keyspace(36);
 pub const MANGO_DOC_ROWS: Keyspace = Keyspace(37);
 pub const MANGO_STATE: Keyspace = Keyspace(38);
+pub const ATTACHMENT_CHUNKS: Keyspace = Keyspace(39);
 
 pub mod meta {
     pub const FORMAT_VERSION: &[u8] = b"format_version";
@@ -42,8 +44,12 @@ pub mod meta {
     pub const PURGED_INFOS_LIMIT: &[u8] = b"purged_infos_limit";
 }
 
-/// Version of the document keyspaces' formats.
-pub const FORMAT_VERSION: u64 = 1;
+/// Version of the document keyspaces' formats: 2 once a database holds a
+/// chunked attachment (`ATTACHMENT_CHUNKS`); a database of format 1 is
+/// read as it is (format 2 only adds the chunks).
+pub const FORMAT_VERSION: u64 = 2;
+/// The format before chunked attachments, still read.
+pub const FORMAT_VERSION_1: u64 = 1;
 /// Format of a `DOCS` value: 1, or 2 when it names the winner's graph
 /// (an older build then reports the record as corrupt instead of reading
 /// its flags byte as "deleted").

@@ -21,6 +21,7 @@
 //! [`ReadOptions`], [`AllDocsOptions`], [`ChangesOptions`].
 
 mod all_docs;
+mod attachment_data;
 mod changes;
 mod compact;
 pub mod contexts;
@@ -39,6 +40,7 @@ mod projector;
 mod purge;
 mod read;
 mod revtree;
+mod rights;
 pub mod collate;
 pub mod secondary;
 pub mod selector;
@@ -51,10 +53,11 @@ pub use doc_checks::check_document_json;
 pub use database::{valid_db_name, Compacted, Database, DbInfo, DEFAULT_REVS_LIMIT};
 pub use error::{DocError, Result};
 pub use graph_write::{EmptiedGraphs, DEFAULT_GRAPH_DOC};
-pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC};
+pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC, MAX_DOCUMENT_JSON_VALUES, MAX_DOCUMENT_TRIPLES};
 pub use jsonld_limits::{check_json_ld, on_known_stack, on_known_stack_if, JSONLD_STACK_BYTES, MAX_CONTEXT_COPIES, MAX_CONTEXT_DEPTH, MAX_CONTEXT_TERMS, MAX_JSON_DEPTH};
 pub use purge::{DEFAULT_PURGED_INFOS_LIMIT, MAX_PURGE_DOCS, MAX_PURGE_REVS};
-pub use projector::{GraphProjector, NoProjection, Prepared};
-pub use read::{Attachment, OpenRev, OpenRevs, ReadOptions};
+pub use projector::{GraphChange, GraphProjector, NoGraphs, NoProjection, Prepared};
+pub use rights::{Writer, NOT_ADMIN};
+pub use read::{Attachment, AttachmentReader, OpenRev, OpenRevs, ReadOptions};
 pub use revtree::{EditError, Leaf, Rev, RevTree};
 pub use write::{attachment_digest, validate_attachment_name, validate_doc_id, PreparedDoc, WriteCheck, WriteOutcome};

@@ -7,11 +7,27 @@
 //! transaction whenever a document's winner changes, and commits only after
 //! it returns.
 
+use crate::{DocError, Writer};
+use rhizome_kv::KvRead;
 use rhizome_rdf::StoreTransaction;
 use serde_json::{Map, Value};
 
 /// Work a projector did ahead of a write (see [`GraphProjector::prepare`]).
 pub type Prepared = Box<dyn std::any::Any + Send>;
+
+/// What a write is about to do to a document's graph, for
+/// [`GraphProjector::check_change`].
+#[derive(Clone, Copy)]
+pub enum GraphChange<'a> {
+    /// The document's winner becomes a deletion: its graph goes.
+    Deleted,
+    /// A revision with this JSON body is written (the graph is what the
+    /// projection will read from it; nothing of it is in the store yet).
+    Body(&'a Map<String, Value>),
+    /// A graph write has put the new graph in the transaction already;
+    /// `before` is the store as it was before the write.
+    Written { before: &'a dyn KvRead },
+}
 
 /// Called inside every document write, before the commit.
 pub trait GraphProjector: Send + Sync {
@@ -76,6 +92,35 @@ pub trait GraphProjector: Send + Sync {
     fn contexts(&self) -> Option<&crate::contexts::ContextStore> {
         None
     }
+
+    /// Why this database takes no graph writes at all, if it takes none
+    /// (a system database: [`NoGraphs`]). The reason becomes a 403.
+    fn refuses_graph_writes(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Why no document of this database may have graph `iri`, if none may:
+    /// it names another database's document (`<base>/<other>/...`). The
+    /// reason becomes a 403 (`crate::rights`).
+    fn foreign_graph(&self, _iri: &str) -> Option<String> {
+        None
+    }
+
+    /// The rules the projection keeps for the documents it knows better
+    /// than the store (LDP resources: `rhizome-ldp`), checked before a
+    /// revision of `doc_id` is stored: `writer` is who writes it,
+    /// `replicated` whether it is a replicated revision (`new_edits=false`).
+    /// An error refuses the document (a graph write: the whole write).
+    fn check_change(&self, _txn: &StoreTransaction<'_>, _doc_id: &str, _change: GraphChange<'_>, _writer: Writer, _replicated: bool) -> Result<(), DocError> {
+        Ok(())
+    }
+
+    /// The quads the projection reads from a JSON body of `doc_id` (none
+    /// for plain JSON), without writing them: what
+    /// [`GraphProjector::check_change`] of a wrapping projector inspects.
+    fn graph_of(&self, _reader: &dyn KvRead, _doc_id: &str, _body: &Map<String, Value>) -> Result<Vec<oxrdf::Quad>, String> {
+        Ok(Vec::new())
+    }
 }
 
 /// Projects nothing: documents stay documents only.
@@ -85,6 +130,24 @@ pub struct NoProjection;
 impl GraphProjector for NoProjection {
     fn project(&self, _txn: &mut StoreTransaction<'_>, _doc_id: &str, _winner: Option<&Map<String, Value>>) -> Result<(), String> {
         Ok(())
+    }
+}
+
+/// The projector of a system database (`_users`, `_replicator`): its
+/// documents are the server's own records, with no graphs, and no graph
+/// write reaches them (a SPARQL `INSERT` there would make documents that
+/// skip the checks their own writes pass, such as `_users`' on names,
+/// roles and passwords).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoGraphs;
+
+impl GraphProjector for NoGraphs {
+    fn project(&self, _txn: &mut StoreTransaction<'_>, _doc_id: &str, _winner: Option<&Map<String, Value>>) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn refuses_graph_writes(&self) -> Option<&'static str> {
+        Some("this is a system database: its documents have no graphs, and it takes no graph writes")
     }
 }
 
@@ -108,7 +171,9 @@ mod tests {
         // rule (the database was named otherwise then).
         let mut db = Database::memory_with(projector("other"));
         let legacy = "http://localhost:5984/db/doc1";
-        let written = db.update_docs(vec![doc(json!({ "_id": legacy, "@id": "http://e/s", "http://e/p": 1 }))], true).unwrap();
+        // (Written unchecked, as data from before the rules: today another
+        // database's graph IRI is refused as an id.)
+        let written = db.update_docs_as(vec![doc(json!({ "_id": legacy, "@id": "http://e/s", "http://e/p": 1 }))], true, crate::Writer::Loader).unwrap();
         let legacy_rev = written[0].1.as_ref().expect("written").to_string();
         db.projector = projector("db");
         // Now doc1 would share that graph: refused, naming the other id.

@@ -2,7 +2,7 @@
 //! attachments, `_revs_diff`.
 //! (https://docs.couchdb.org/en/stable/api/document/common.html#get--db-docid)
 
-use crate::keys::{body_key, DocInfo, ATTACHMENTS, BODIES, DOCS};
+use crate::keys::{body_key, DocInfo, BODIES, DOCS};
 use crate::{Database, DocError, Result, Rev};
 use base64::Engine;
 use rhizome_kv::KvRead;
@@ -57,6 +57,26 @@ pub struct Attachment {
     pub content_type: String,
     pub digest: String,
     pub data: Vec<u8>,
+}
+
+/// An attachment's metadata, and its bytes to be read a piece at a time
+/// from the snapshot it was found in (a large attachment is not held
+/// whole).
+pub struct AttachmentReader {
+    pub content_type: String,
+    pub digest: String,
+    /// Bytes, as its metadata records them.
+    pub length: u64,
+    snapshot: StoreSnapshot,
+}
+
+impl AttachmentReader {
+    /// The bytes, a stored chunk (256 KiB at most, for attachments
+    /// written since chunks) at a time, into `each`, which may stop the
+    /// read with an error of its own.
+    pub fn read_each<E: From<DocError>>(&self, each: &mut dyn FnMut(&[u8]) -> std::result::Result<(), E>) -> std::result::Result<(), E> {
+        crate::attachment_data::read_each(self.snapshot.kv(), &self.digest, each)
+    }
 }
 
 pub(crate) fn doc_info(kv: &dyn KvRead, id: &str) -> Result<Option<DocInfo>> {
@@ -337,7 +357,7 @@ fn render_attachments(kv: &dyn KvRead, atts: &Value, inline_after: Option<u64>) 
         match inline_after {
             Some(after) if revpos > after => {
                 let digest = meta.get("digest").and_then(Value::as_str).unwrap_or_default();
-                let data = kv.get(ATTACHMENTS, digest.as_bytes())?.ok_or_else(|| DocError::Corrupt(format!("attachment data {digest}")))?;
+                let data = crate::attachment_data::read_all(kv, digest)?;
                 meta.insert("data".into(), Value::String(base64::engine::general_purpose::STANDARD.encode(data)));
                 // As couch_att:to_json: inline data carries no `length`
                 // (a stub or data that follows does).
@@ -366,8 +386,17 @@ impl Database {
         self.get_doc_as(id, opts, |kv, id, info, rev, opts, s| Ok((rev.clone(), render_json(kv, id, info, rev, opts, s)?)))
     }
 
+    /// [`Database::get_doc`] as `snapshot` has it (an index mapping a
+    /// batch of documents reads them all from one snapshot).
+    pub fn get_doc_in(&self, snapshot: &StoreSnapshot, id: &str, opts: &ReadOptions) -> Result<Map<String, Value>> {
+        Self::get_doc_from(snapshot, id, opts, render)
+    }
+
     fn get_doc_as<T>(&self, id: &str, opts: &ReadOptions, render: impl Renderer<T>) -> Result<T> {
-        let s = self.store.snapshot()?;
+        Self::get_doc_from(&self.store.snapshot()?, id, opts, render)
+    }
+
+    fn get_doc_from<T>(s: &StoreSnapshot, id: &str, opts: &ReadOptions, render: impl Renderer<T>) -> Result<T> {
         let kv = s.kv();
         let info = doc_info(kv, id)?.ok_or(DocError::NotFound("missing"))?;
         let rev = match &opts.rev {
@@ -380,7 +409,7 @@ impl Database {
             Some(r) if opts.latest => info.tree.leaves_under(r).first().map(|l| l.rev.clone()).ok_or(DocError::NotFound("missing"))?,
             Some(r) => r.clone(),
         };
-        render(kv, id, &info, &rev, opts, Some(&s))
+        render(kv, id, &info, &rev, opts, Some(s))
     }
 
     /// The storage reads of [`Database::get_doc_json`] for a graph-bodied
@@ -526,8 +555,16 @@ impl Database {
         Ok(out)
     }
 
-    /// An attachment of the winner, or of `rev`.
+    /// An attachment of the winner, or of `rev`, whole.
     pub fn attachment(&self, id: &str, name: &str, rev: Option<&Rev>) -> Result<Attachment> {
+        let reader = self.attachment_reader(id, name, rev)?;
+        let data = crate::attachment_data::read_all(reader.snapshot.kv(), &reader.digest)?;
+        Ok(Attachment { content_type: reader.content_type, digest: reader.digest, data })
+    }
+
+    /// An attachment of the winner, or of `rev`, to be read a piece at a
+    /// time.
+    pub fn attachment_reader(&self, id: &str, name: &str, rev: Option<&Rev>) -> Result<AttachmentReader> {
         let s = self.store.snapshot()?;
         let kv = s.kv();
         let info = doc_info(kv, id)?.ok_or(DocError::NotFound("missing"))?;
@@ -539,9 +576,10 @@ impl Database {
         let stored = body(kv, id, &rev, Some(&s))?.ok_or(DocError::NotFound("missing"))?;
         let meta = stored.get("_attachments").and_then(|a| a.get(name)).ok_or(DocError::NotFound("Document is missing attachment"))?;
         let digest = meta.get("digest").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let data = kv.get(ATTACHMENTS, digest.as_bytes())?.ok_or_else(|| DocError::Corrupt(format!("attachment data {digest}")))?;
+        let length = meta.get("length").and_then(Value::as_u64).unwrap_or(0);
         let content_type = meta.get("content_type").and_then(Value::as_str).unwrap_or("application/octet-stream").to_owned();
-        Ok(Attachment { content_type, digest, data })
+        drop(stored);
+        Ok(AttachmentReader { content_type, digest, length, snapshot: s })
     }
 
     /// `_revs_diff`: for each document, the given revisions the store lacks

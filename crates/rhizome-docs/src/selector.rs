@@ -59,6 +59,9 @@ pub enum Cond {
     AllMatch(Box<Selector>),
     KeyMapMatch(Box<Selector>),
     BeginsWith(String),
+    /// A condition with no opposite operator, negated (`{"a": {"$not":
+    /// {"$regex": ...}}}` in normal form).
+    Not(Box<Cond>),
 }
 
 const COMBINATORS: &[&str] = &["$and", "$or", "$nor", "$not"];
@@ -71,19 +74,18 @@ impl Selector {
     /// Parses and normalizes a selector (a JSON object).
     pub fn parse(v: &Value) -> Result<Selector, SelectorError> {
         match v {
-            // `{"$and": []}` alone selects nothing, as CouchDB's
-            // `maybe_noop_range` (beside other conditions it is neutral).
-            Value::Object(m) if m.len() == 1 && m.get("$and").and_then(Value::as_array).is_some_and(Vec::is_empty) => Ok(Selector::Or(Vec::new())),
-            Value::Object(_) => parse(v, &[], false),
+            Value::Object(_) => Ok(normalize_negations(parse(v, &[], false)?)),
             other => Err(SelectorError { error: "invalid_selector_json", reason: format!("Selector must be a JSON object, not: {other}") }),
         }
     }
 
-    /// Whether `doc` satisfies the selector.
+    /// Whether `doc` satisfies the selector. An empty `$and` or `$or`
+    /// holds, as in `mango_selector:match` (a query of one alone selects
+    /// nothing: [`Selector::is_noop`]).
     pub fn matches(&self, doc: &Value) -> bool {
         match self {
             Selector::And(xs) => xs.iter().all(|x| x.matches(doc)),
-            Selector::Or(xs) => xs.iter().any(|x| x.matches(doc)),
+            Selector::Or(xs) => xs.is_empty() || xs.iter().any(|x| x.matches(doc)),
             Selector::Nor(xs) => !xs.iter().any(|x| x.matches(doc)),
             Selector::Not(x) => !x.matches(doc),
             Selector::Field { path, cond } => match lookup(doc, path) {
@@ -109,7 +111,7 @@ impl Selector {
                 if path.is_empty() {
                     c
                 } else {
-                    Value::Object(Map::from_iter([(join_path(path), c)]))
+                    Value::Object(Map::from_iter([(selector_field_name(path), c)]))
                 }
             }
         }
@@ -129,10 +131,20 @@ impl Selector {
     pub fn requires_field(&self, path: &[String]) -> bool {
         match self {
             Selector::And(xs) => xs.iter().any(|x| x.requires_field(path)),
-            Selector::Or(xs) => !xs.is_empty() && xs.iter().all(|x| x.requires_field(path)),
+            // An empty `$or` requires every field, as CouchDB's
+            // `has_required_fields` reads it.
+            Selector::Or(xs) => xs.iter().all(|x| x.requires_field(path)),
             Selector::Nor(_) | Selector::Not(_) => false,
             Selector::Field { path: p, cond } => p == path && !matches!(cond, Cond::Exists(false)),
         }
+    }
+
+    /// Whether a query of this selector (as given, before normalization)
+    /// selects nothing: one `$and`, `$or`, `$in` or `$all` of an empty
+    /// array alone, as CouchDB's `mango_cursor:maybe_noop_range` decides.
+    pub fn is_noop(given: &Value) -> bool {
+        let Value::Object(m) = given else { return false };
+        m.len() == 1 && m.iter().all(|(k, v)| ["$and", "$or", "$in", "$all"].contains(&k.as_str()) && v.as_array().is_some_and(Vec::is_empty))
     }
 
     /// Whether the selector fixes the field to one value at the top level
@@ -144,12 +156,7 @@ impl Selector {
 
 impl Cond {
     fn matches(&self, v: &Value, raw: bool) -> bool {
-        let cmp = |a: &Value, b: &Value| -> Ordering {
-            match (raw, a, b) {
-                (true, Value::String(x), Value::String(y)) => x.cmp(y),
-                _ => collate::compare(a, b),
-            }
-        };
+        let cmp = |a: &Value, b: &Value| -> Ordering { if raw { raw_compare(a, b) } else { collate::compare(a, b) } };
         match self {
             Cond::Eq(a) => cmp(v, a).is_eq(),
             Cond::Ne(a) => cmp(v, a).is_ne(),
@@ -182,6 +189,7 @@ impl Cond {
             Cond::AllMatch(sel) => v.as_array().is_some_and(|items| !items.is_empty() && items.iter().all(|x| sel.matches(x))),
             Cond::KeyMapMatch(sel) => v.as_object().is_some_and(|m| m.keys().any(|k| sel.matches(&Value::String(k.clone())))),
             Cond::BeginsWith(p) => v.as_str().is_some_and(|s| s.starts_with(p.as_str())),
+            Cond::Not(c) => !c.matches(v, raw),
         }
     }
 
@@ -205,7 +213,54 @@ impl Cond {
             Cond::AllMatch(s) => ("$allMatch", s.to_json()),
             Cond::KeyMapMatch(s) => ("$keyMapMatch", s.to_json()),
             Cond::BeginsWith(p) => ("$beginsWith", Value::String(p.clone())),
+            Cond::Not(c) => {
+                let (op, arg) = c.to_json();
+                ("$not", Value::Object(Map::from_iter([(op.to_owned(), arg)])))
+            }
         }
+    }
+
+    /// The condition's opposite, as `mango_selector:negate` writes it.
+    fn negate(self) -> Cond {
+        match self {
+            Cond::Lt(v) => Cond::Gte(v),
+            Cond::Lte(v) => Cond::Gt(v),
+            Cond::Eq(v) => Cond::Ne(v),
+            Cond::Ne(v) => Cond::Eq(v),
+            Cond::Gte(v) => Cond::Lt(v),
+            Cond::Gt(v) => Cond::Lte(v),
+            Cond::In(v) => Cond::Nin(v),
+            Cond::Nin(v) => Cond::In(v),
+            Cond::Exists(b) => Cond::Exists(!b),
+            Cond::Not(c) => *c,
+            other => Cond::Not(Box::new(other)),
+        }
+    }
+}
+
+/// CouchDB's `norm_negations`: `$not` and `$nor` pushed down to the
+/// conditions through `$and` and `$or` (De Morgan's laws), each condition
+/// negated by its opposite operator. A negated condition then needs its
+/// field (`{"$not": {"a": 1}}` is `{"a": {"$ne": 1}}`, which a document
+/// without `a` fails), as in CouchDB. The selectors of `$elemMatch` and
+/// kin are left as written, as CouchDB leaves them.
+fn normalize_negations(s: Selector) -> Selector {
+    match s {
+        Selector::Not(x) => negate(*x),
+        Selector::Nor(xs) => Selector::And(xs.into_iter().map(negate).collect()),
+        Selector::And(xs) => Selector::And(xs.into_iter().map(normalize_negations).collect()),
+        Selector::Or(xs) => Selector::Or(xs.into_iter().map(normalize_negations).collect()),
+        field @ Selector::Field { .. } => field,
+    }
+}
+
+fn negate(s: Selector) -> Selector {
+    match s {
+        Selector::Not(x) => normalize_negations(*x),
+        Selector::Nor(xs) => Selector::Or(xs.into_iter().map(normalize_negations).collect()),
+        Selector::And(xs) => Selector::Or(xs.into_iter().map(negate).collect()),
+        Selector::Or(xs) => Selector::And(xs.into_iter().map(negate).collect()),
+        Selector::Field { path, cond } => Selector::Field { path, cond: cond.negate() },
     }
 }
 
@@ -324,23 +379,20 @@ fn condition(op: &str, arg: &Value) -> Result<Cond, SelectorError> {
     })
 }
 
-/// A field name's path: split at dots, `\.` being a dot inside a name.
+/// A field name's path, as `mango_util:parse_field` reads it: split at
+/// dots not after a backslash, then every backslash dropped (`\.` is a dot
+/// inside a name, `\$a` a name starting with `$`).
 pub fn split_path(field: &str) -> Vec<String> {
     let mut parts = vec![String::new()];
-    let mut chars = field.chars();
-    while let Some(c) = chars.next() {
+    let mut escaped = false;
+    for c in field.chars() {
         match c {
-            '\\' => match chars.next() {
-                Some('.') => parts.last_mut().expect("a part").push('.'),
-                Some(other) => {
-                    let last = parts.last_mut().expect("a part");
-                    last.push('\\');
-                    last.push(other);
-                }
-                None => parts.last_mut().expect("a part").push('\\'),
-            },
-            '.' => parts.push(String::new()),
-            c => parts.last_mut().expect("a part").push(c),
+            '\\' => escaped = true,
+            '.' if !escaped => parts.push(String::new()),
+            c => {
+                parts.last_mut().expect("a part").push(c);
+                escaped = false;
+            }
         }
     }
     parts
@@ -349,6 +401,58 @@ pub fn split_path(field: &str) -> Vec<String> {
 /// The field name of a path (dots inside names escaped).
 pub fn join_path(path: &[String]) -> String {
     path.iter().map(|p| p.replace('.', "\\.")).collect::<Vec<_>>().join(".")
+}
+
+/// The field name of a path as a selector writes it: [`join_path`], with
+/// a leading `$` escaped so that it is not read as an operator.
+fn selector_field_name(path: &[String]) -> String {
+    let name = join_path(path);
+    if name.starts_with('$') {
+        format!("\\{name}")
+    } else {
+        name
+    }
+}
+
+/// Erlang's order of terms, which CouchDB's Mango compares `_id` in
+/// (`mango_json:cmp_raw`): numbers, then the atoms `false`, `null`,
+/// `true`, then objects, arrays, strings; objects and arrays member by
+/// member, strings byte by byte.
+pub fn raw_compare(a: &Value, b: &Value) -> Ordering {
+    fn rank(v: &Value) -> u8 {
+        match v {
+            Value::Number(_) => 0,
+            Value::Bool(false) => 1,
+            Value::Null => 2,
+            Value::Bool(true) => 3,
+            Value::Object(_) => 4,
+            Value::Array(_) => 5,
+            Value::String(_) => 6,
+        }
+    }
+    match (a, b) {
+        (Value::Number(_), Value::Number(_)) => collate::compare(a, b),
+        (Value::String(x), Value::String(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Value::Array(x), Value::Array(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                let o = raw_compare(p, q);
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            for ((k1, v1), (k2, v2)) in x.iter().zip(y) {
+                let o = k1.as_bytes().cmp(k2.as_bytes()).then_with(|| raw_compare(v1, v2));
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        _ => rank(a).cmp(&rank(b)),
+    }
 }
 
 enum Lookup<'a> {
@@ -403,7 +507,7 @@ mod tests {
 
     #[test]
     fn selectors_match_fields_operators_and_combinations() {
-        let doc = json!({ "_id": "a", "type": "post", "n": 5, "tags": ["x", "y"], "author": { "name": "ann", "age": 40 }, "m": { "k1": 1, "zz": 2 } });
+        let doc = json!({ "_id": "a", "type": "post", "n": 5, "tags": ["x", "y"], "author": { "name": "ann", "age": 40 }, "m": { "k1": 1, "zz": 2 }, "$dollar": 1 });
         for (sel, want) in [
             (json!({ "type": "post" }), true),
             (json!({ "type": { "$eq": "page" } }), false),
@@ -437,9 +541,21 @@ mod tests {
             (json!({ "tags.1": "y" }), true),
             (json!({ "tags.5": { "$exists": false } }), false),
             (json!({}), true),
-            (json!({ "$and": [] }), false),
-            (json!({ "$or": [] }), false),
+            (json!({ "$and": [] }), true),
+            (json!({ "$or": [] }), true),
+            (json!({ "n": 5, "$or": [] }), true),
+            (json!({ "\\$dollar": 1 }), true),
             (json!({ "n": 5, "$and": [] }), true),
+            // Negations are pushed down to the conditions (norm_negations):
+            // a negated condition still needs its field.
+            (json!({ "$not": { "zzz": 1 } }), false),
+            (json!({ "$nor": [{ "zzz": 1 }] }), false),
+            (json!({ "$not": { "$or": [{ "n": 4 }, { "zzz": 1 }] } }), false),
+            (json!({ "$not": { "$and": [{ "n": 4 }, { "zzz": 1 }] } }), true),
+            (json!({ "$not": { "zzz": { "$exists": true } } }), true),
+            (json!({ "type": { "$not": { "$regex": "^pa" } } }), true),
+            (json!({ "zzz": { "$not": { "$regex": "^pa" } } }), false),
+            (json!({ "tags": { "$elemMatch": { "$not": { "$eq": "x" } } } }), true),
         ] {
             let parsed = Selector::parse(&sel).unwrap_or_else(|e| panic!("{sel}: {e:?}"));
             assert_eq!(parsed.matches(&doc), want, "{sel}");
@@ -466,8 +582,49 @@ mod tests {
     }
 
     #[test]
+    fn the_normal_form_has_no_negation_above_a_condition() {
+        for (given, normal) in [
+            (json!({ "$not": { "n": 5 } }), json!({ "n": { "$ne": 5 } })),
+            (json!({ "$nor": [{ "a": { "$lt": 1 } }, { "b": { "$in": [1] } }] }), json!({ "$and": [{ "a": { "$gte": 1 } }, { "b": { "$nin": [1] } }] })),
+            (json!({ "$not": { "$and": [{ "a": 1 }, { "$not": { "b": 2 } }] } }), json!({ "$or": [{ "a": { "$ne": 1 } }, { "b": { "$eq": 2 } }] })),
+            (json!({ "a": { "$not": { "$regex": "x" } } }), json!({ "a": { "$not": { "$regex": "x" } } })),
+        ] {
+            assert_eq!(Selector::parse(&given).unwrap().to_json(), normal, "{given}");
+        }
+    }
+
+    #[test]
+    fn ids_compare_in_erlangs_term_order() {
+        let ordered = [json!(-1), json!(2.5), json!(false), json!(null), json!(true), json!({}), json!({ "a": 1 }), json!([]), json!([1]), json!(""), json!("B"), json!("a")];
+        for (i, a) in ordered.iter().enumerate() {
+            for (k, b) in ordered.iter().enumerate() {
+                assert_eq!(raw_compare(a, b), i.cmp(&k), "{a} vs {b}");
+            }
+        }
+        assert!(raw_compare(&json!(1), &json!(1.0)).is_eq());
+        let sel = Selector::parse(&json!({ "_id": { "$gt": {} } })).unwrap();
+        assert!(sel.matches(&json!({ "_id": "a" })));
+        assert!(!Selector::parse(&json!({ "_id": { "$lt": [] } })).unwrap().matches(&json!({ "_id": "a" })));
+    }
+
+    #[test]
+    fn a_selector_of_one_empty_list_alone_selects_nothing() {
+        for noop in [json!({ "$or": [] }), json!({ "$and": [] }), json!({ "$in": [] }), json!({ "$all": [] })] {
+            assert!(Selector::is_noop(&noop), "{noop}");
+        }
+        for not in [json!({}), json!({ "a": 1, "$or": [] }), json!({ "$or": [{ "a": 1 }] }), json!({ "$nor": [] })] {
+            assert!(!Selector::is_noop(&not), "{not}");
+        }
+        assert!(Selector::parse(&json!({ "$or": [] })).unwrap().requires_field(&["a".to_owned()]));
+    }
+
+    #[test]
     fn dotted_paths_and_escaped_dots() {
         assert_eq!(split_path("a.b\\.c"), vec!["a".to_owned(), "b.c".to_owned()]);
+        // mango_util:parse_field drops every backslash once split.
+        assert_eq!(split_path("\\$a.b\\c"), vec!["$a".to_owned(), "bc".to_owned()]);
+        let s = Selector::parse(&json!({ "\\$a": 1 })).unwrap();
+        assert_eq!(s.to_json(), json!({ "\\$a": { "$eq": 1 } }));
         // An empty part of a field name is refused, as mango_util:parse_field does.
         for (bad, name) in [(json!({"_id": {"": null}}), "_id."), (json!({"a..b": 1}), "a..b"), (json!({"": 1}), "")] {
             let e = Selector::parse(&bad).err().unwrap_or_else(|| panic!("{bad} parsed"));

@@ -8,9 +8,10 @@
 //! member) gets its own error and the others are still written, as CouchDB
 //! does (https://docs.couchdb.org/en/stable/api/database/bulk-api.html#db-bulk-docs).
 
-use crate::keys::{self, body_key, meta, DocInfo, ATTACHMENTS, BODIES, DB_META, DOCS, SEQS};
+use crate::keys::{self, body_key, meta, DocInfo, BODIES, DB_META, DOCS, SEQS};
 use crate::graph_write::{EmptiedGraphs, GraphRevision};
-use crate::{Database, DocError, Result, Rev, RevTree};
+use crate::projector::GraphChange;
+use crate::{Database, DocError, Result, Rev, RevTree, Writer};
 use base64::Engine;
 use md5::{Digest, Md5};
 use rhizome_rdf::StoreTransaction;
@@ -89,11 +90,18 @@ impl Counters {
 }
 
 impl Database {
-    /// Writes `docs` (each with its `_id`) in one transaction. The outer
-    /// error is a store failure (nothing written); the inner ones are per
-    /// document.
+    /// Writes `docs` (each with its `_id`) in one transaction, as a
+    /// database admin (in-process callers that own the data folder). The
+    /// outer error is a store failure (nothing written); the inner ones are
+    /// per document.
     pub fn update_docs(&self, docs: Vec<Map<String, Value>>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>> {
-        let prepared = self.prepare_docs(&docs, new_edits)?;
+        self.update_docs_as(docs, new_edits, Writer::Admin)
+    }
+
+    /// [`Database::update_docs`] by `writer`, under the rules of
+    /// `crate::rights`.
+    pub fn update_docs_as(&self, docs: Vec<Map<String, Value>>, new_edits: bool, writer: Writer) -> Result<Vec<(String, WriteOutcome)>> {
+        let prepared = self.prepare_docs(&docs, new_edits, writer)?;
         self.update_prepared(docs, prepared, new_edits)
     }
 
@@ -103,19 +111,20 @@ impl Database {
     /// its parse is done ahead (see `GraphProjector::prepare`), and so is
     /// the new revision's body and hash where they cannot depend on the
     /// store. For [`Database::update_prepared`] with the same `new_edits`;
-    /// group commit calls it on each request's thread.
-    pub fn prepare_docs(&self, docs: &[Map<String, Value>], new_edits: bool) -> Result<Vec<PreparedDoc>> {
+    /// group commit calls it on each request's thread. Each preparation
+    /// carries `writer`, whose rights its document is written with.
+    pub fn prepare_docs(&self, docs: &[Map<String, Value>], new_edits: bool, writer: Writer) -> Result<Vec<PreparedDoc>> {
         let snapshot = self.store.snapshot()?;
         Ok(docs
             .iter()
             .map(|doc| {
                 let revision = if new_edits { RevisionAhead::of(doc) } else { None };
                 if doc.get("_deleted") == Some(&Value::Bool(true)) {
-                    return PreparedDoc { revision, ..PreparedDoc::default() };
+                    return PreparedDoc { revision, writer, ..PreparedDoc::default() };
                 }
                 match self.projector.prepare(snapshot.kv(), doc) {
-                    Ok(ahead) => PreparedDoc { refused: None, ahead, revision },
-                    Err(reason) => PreparedDoc { refused: Some(reason), ahead: None, revision: None },
+                    Ok(ahead) => PreparedDoc { refused: None, ahead, revision, writer },
+                    Err(reason) => PreparedDoc { refused: Some(reason), ahead: None, revision: None, writer },
                 }
             })
             .collect())
@@ -127,6 +136,12 @@ impl Database {
         if prepared.len() != docs.len() {
             return Err(DocError::BadRequest(format!("{} documents, {} preparations", docs.len(), prepared.len())));
         }
+        // The remote contexts each document names, kept on disk once the
+        // write commits (`ContextStore::confirm`); only when they are fetched.
+        let fetched_contexts: Vec<Vec<String>> = match self.projector.contexts().filter(|c| c.fetches()) {
+            Some(_) => docs.iter().map(|d| crate::contexts::context_urls(&Value::Object(d.clone()), None)).collect(),
+            None => Vec::new(),
+        };
         let mut txn = self.store.transaction()?;
         let mut counters = Counters::read(&txn)?;
         let mut out = Vec::with_capacity(docs.len());
@@ -145,7 +160,8 @@ impl Database {
                 out.push((id.clone(), Err(refusal)));
                 continue;
             }
-            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None, prepared) {
+            let writer = prepared.writer;
+            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None, writer, prepared) {
                 Err(e @ (DocError::Store(_) | DocError::Kv(_) | DocError::Corrupt(_) | DocError::Projection { .. })) => return Err(e),
                 other => other,
             };
@@ -153,14 +169,21 @@ impl Database {
         }
         counters.write(&mut txn);
         txn.commit()?;
+        if let Some(contexts) = self.projector.contexts() {
+            for (urls, (_, outcome)) in fetched_contexts.into_iter().zip(&out) {
+                if outcome.is_ok() && !urls.is_empty() {
+                    contexts.confirm(&serde_json::json!({ "@context": urls }));
+                }
+            }
+        }
         Ok(out)
     }
 
     /// Runs an RDF write (SPARQL Update, the Graph Store Protocol) in one
-    /// transaction and makes it a document write: every graph it changed
-    /// gets a new revision of its document, whose body is the graph (or a
-    /// deletion, when the graph is now empty), and so appears in
-    /// `_changes`; all committed together.
+    /// transaction and makes it a document write, as a database admin
+    /// (in-process callers): every graph it changed gets a new revision of
+    /// its document, whose body is the graph (or a deletion, when the graph
+    /// is now empty), and so appears in `_changes`; all committed together.
     pub fn rdf_write<T, E: From<DocError>>(&self, f: impl FnOnce(&mut StoreTransaction<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E> {
         self.rdf_write_with(EmptiedGraphs::KeepDocumentData, f)
     }
@@ -172,42 +195,61 @@ impl Database {
         emptied: EmptiedGraphs,
         f: impl FnOnce(&mut StoreTransaction<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        self.rdf_write_checked(emptied, None, f)
+        self.rdf_write_checked(emptied, None, Writer::Admin, f)
     }
 
-    /// [`Database::rdf_write_with`], with every document revision the write
-    /// makes shown to `check` first (the database's validation functions,
-    /// which `rhizome-views` runs): the document as it will read, and the
-    /// one it replaces (`None` when there is none). An error from `check`
-    /// refuses the whole write; nothing is committed.
+    /// [`Database::rdf_write_with`] by `writer`, with every document
+    /// revision the write makes shown to `check` first (the database's
+    /// validation functions, which `rhizome-views` runs): the document as it
+    /// will read, and the one it replaces (`None` when there is none). An
+    /// error from `check`, or a revision `writer` may not make
+    /// (`crate::rights`), refuses the whole write; nothing is committed.
     pub fn rdf_write_checked<T, E: From<DocError>>(
         &self,
         emptied: EmptiedGraphs,
         check: Option<WriteCheck<'_>>,
+        writer: Writer,
         f: impl FnOnce(&mut StoreTransaction<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
         let mut txn = self.store.transaction().map_err(DocError::from)?;
         let out = f(&mut txn)?;
-        self.record_graph_writes(&mut txn, emptied, check)?;
+        self.record_graph_writes(&mut txn, emptied, check, writer)?;
         txn.commit().map_err(DocError::from)?;
         Ok(out)
     }
 
-    fn record_graph_writes(&self, txn: &mut StoreTransaction<'_>, emptied: EmptiedGraphs, mut check: Option<WriteCheck<'_>>) -> Result<()> {
+    fn record_graph_writes(&self, txn: &mut StoreTransaction<'_>, emptied: EmptiedGraphs, mut check: Option<WriteCheck<'_>>, writer: Writer) -> Result<()> {
         let touched = txn.touched_graphs().to_vec();
         if touched.is_empty() {
             return Ok(());
         }
+        if let Some(reason) = self.projector.refuses_graph_writes() {
+            return Err(DocError::forbidden(reason));
+        }
         let mut counters = Counters::read(txn)?;
+        let mut named = Vec::with_capacity(touched.len());
         for graph in touched {
-            let Some(oxrdf::Term::NamedNode(iri)) = rhizome_rdf::term::Dictionary::decode(txn.reader(), graph)? else {
-                continue; // the default graph of a plain dataset, or a blank graph name
-            };
-            let id = self.projector.doc_id(iri.as_str()).unwrap_or_else(|| iri.as_str().to_owned());
-            if validate_doc_id(&id).is_err() {
-                continue;
+            match rhizome_rdf::term::Dictionary::decode(txn.reader(), graph)? {
+                Some(oxrdf::Term::NamedNode(iri)) => named.push((!txn.graph_exists(graph)?, iri, graph)),
+                _ => {} // the default graph of a plain dataset, or a blank graph name
             }
-            let empty = !txn.graph_exists(graph)?;
+        }
+        // The graphs written in IRI order, a container's before its
+        // children's, so an LDP tree made in one update finds each parent
+        // in place; then the graphs emptied in reverse, children before
+        // their containers (as LDP's DELETE), so `DROP ALL` takes a tree.
+        named.sort_unstable_by(|(a_empty, a, _), (b_empty, b, _)| a_empty.cmp(b_empty).then_with(|| if *a_empty { b.cmp(a) } else { a.cmp(b) }));
+        for (empty, iri, graph) in named {
+            let id = self.projector.doc_id(iri.as_str()).unwrap_or_else(|| iri.as_str().to_owned());
+            if let Some(refusal) = crate::rights::graph_refusal(iri.as_str(), &id, self.projector.foreign_graph(iri.as_str())) {
+                // A graph that is no document's of this database may only
+                // be emptied (a `DROP ALL` sweeping a graph a bulk load put
+                // there): nothing is recorded for it.
+                if empty {
+                    continue;
+                }
+                return Err(refusal);
+            }
             let info = match txn.kv().get(DOCS, id.as_bytes())? {
                 Some(bytes) => Some(DocInfo::from_bytes(&id, &bytes)?),
                 None => None,
@@ -245,7 +287,7 @@ impl Database {
                 };
                 check(&new_doc, old_doc.as_ref())?;
             }
-            match self.write_one(txn, &mut counters, &id, doc, true, marker, PreparedDoc::default()) {
+            match self.write_one(txn, &mut counters, &id, doc, true, marker, writer, PreparedDoc::default()) {
                 Ok(_) | Err(DocError::Conflict) => {}
                 Err(e) => return Err(e),
             }
@@ -325,7 +367,7 @@ impl Database {
                 }
                 let mut doc = Map::new();
                 doc.insert("_id".into(), Value::String(id.clone()));
-                match self.write_one(&mut txn, &mut counters, &id, doc, true, Some(iri.as_str()), PreparedDoc::default()) {
+                match self.write_one(&mut txn, &mut counters, &id, doc, true, Some(iri.as_str()), Writer::Loader, PreparedDoc::default()) {
                     Ok(_) => adopted += 1,
                     // Two graphs with one document id (`<base>/<db>/` and
                     // an IRI percent-encoded after it): the first has it.
@@ -455,8 +497,10 @@ impl Database {
     }
 
     /// `graph_marker`: the document's body is its graph, this IRI (an RDF
-    /// write), not the JSON of `doc`. `prepared`: what
-    /// [`Database::prepare_docs`] did for `doc` (the default: nothing).
+    /// write), not the JSON of `doc`. `writer`: whose rights the write has
+    /// (`crate::rights`). `prepared`: what [`Database::prepare_docs`] did
+    /// for `doc` (the default: nothing).
+    #[allow(clippy::too_many_arguments)]
     fn write_one(
         &self,
         txn: &mut StoreTransaction<'_>,
@@ -465,6 +509,7 @@ impl Database {
         doc: Map<String, Value>,
         new_edits: bool,
         graph_marker: Option<&str>,
+        writer: Writer,
         prepared: PreparedDoc,
     ) -> WriteOutcome {
         self.writing(id);
@@ -482,10 +527,30 @@ impl Database {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(DocError::Validation("_deleted must be a boolean".into())),
         };
+        // Who may write this document, and what its graph may become:
+        // checked before anything of the revision is stored, so a refusal
+        // is this document's alone.
+        let checked = writer != Writer::Loader;
+        if checked {
+            crate::rights::check_document(id, writer)?;
+        }
         if graph_marker.is_none() && !deleted {
+            // Only an id that is an absolute IRI (its own graph's) can name
+            // another database's graph; others need no look.
+            if let Some(reason) = id.contains(':').then(|| self.projector.foreign_graph(id)).flatten().filter(|_| checked) {
+                return Err(DocError::forbidden(reason));
+            }
             if let Some(reason) = self.projector.id_conflict(txn, id).map_err(|reason| DocError::Projection { id: id.to_owned(), reason })? {
                 return Err(DocError::IdConflict(reason));
             }
+        }
+        if checked && !deleted {
+            let before = txn.kv().base().clone();
+            let change = match graph_marker {
+                None => GraphChange::Body(&doc),
+                Some(_) => GraphChange::Written { before: &*before },
+            };
+            self.projector.check_change(txn, id, change, writer, !new_edits)?;
         }
         let info = match txn.kv().get(DOCS, id.as_bytes())? {
             Some(bytes) => Some(DocInfo::from_bytes(id, &bytes)?),
@@ -555,6 +620,9 @@ impl Database {
             tree.merge_path(&path, deleted);
             rev
         };
+        if checked && deleted && info.as_ref().is_some_and(|i| !i.deleted) && tree.winner().is_some_and(|w| w.deleted) {
+            self.projector.check_change(txn, id, GraphChange::Deleted, writer, !new_edits)?;
+        }
         let before_stem: Vec<Rev> = tree.revs().cloned().collect();
         tree.stem(counters.revs_limit as usize);
         // The bytes `Value::Object(body).to_string()` gives, without a copy
@@ -656,6 +724,9 @@ fn trace(phase: &str) {
 /// A document's preparation for a write ([`Database::prepare_docs`]).
 #[derive(Default)]
 pub struct PreparedDoc {
+    /// Whose rights the document is written with (by default a member's:
+    /// a preparation made without saying has no more).
+    writer: Writer,
     /// Why the document cannot be written (its projection's remote
     /// contexts could not be had, or its JSON-LD cannot be read): that
     /// document's error alone.
@@ -789,7 +860,7 @@ fn process_attachments(
             let from_parent = parent.and_then(|p| p.get(name)).filter(|p| att.get("digest").is_none_or(|d| p.get("digest") == Some(d)));
             match (from_parent, att.get("digest").and_then(Value::as_str)) {
                 (Some(p), _) => p.clone(),
-                (None, Some(digest)) if txn.kv().get(ATTACHMENTS, digest.as_bytes())?.is_some() => {
+                (None, Some(digest)) if crate::attachment_data::exists(txn.kv(), digest)? => {
                     let mut meta: Map<String, Value> = att.clone();
                     meta.remove("stub");
                     Value::Object(meta)
@@ -804,9 +875,7 @@ fn process_attachments(
                 _ => return Err(DocError::Validation(format!("Invalid attachment data for {name}"))),
             };
             let digest = attachment_digest(&bytes);
-            if txn.kv().get(ATTACHMENTS, digest.as_bytes())?.is_none() {
-                txn.kv_mut().put(ATTACHMENTS, digest.as_bytes(), &bytes);
-            }
+            crate::attachment_data::put(txn.kv_mut(), &digest, &bytes)?;
             let revpos = if new_edits { pos } else { att.get("revpos").and_then(Value::as_u64).unwrap_or(pos) };
             let content_type = att.get("content_type").and_then(Value::as_str).unwrap_or("application/octet-stream");
             json!({ "content_type": content_type, "digest": digest, "length": bytes.len(), "revpos": revpos })

@@ -486,7 +486,7 @@ fn a_graph_parsed_ahead_follows_the_default_context_the_write_commits_under() {
     let context = |name: &str| obj(json!({"@context": {"name": name, "@base": "http://example.org/"}}));
     let rev = db.put_local("_local/rhizome-context", context("http://example.org/old-name")).unwrap();
     let docs = vec![obj(json!({"_id": "dave", "@id": "http://example.org/dave", "name": "Dave"}))];
-    let prepared = db.prepare_docs(&docs, true).unwrap();
+    let prepared = db.prepare_docs(&docs, true, rhizome_docs::Writer::Admin).unwrap();
     let mut new = context(FOAF_NAME);
     new.insert("_rev".into(), json!(rev));
     db.put_local("_local/rhizome-context", new).unwrap();
@@ -495,7 +495,7 @@ fn a_graph_parsed_ahead_follows_the_default_context_the_write_commits_under() {
     assert_eq!(names_in_graph(&db, "dave"), vec![("<http://example.org/dave>".to_owned(), "Dave".to_owned())]);
     // Unchanged context: the parse done ahead is the graph written.
     let docs = vec![obj(json!({"_id": "erin", "@id": "http://example.org/erin", "name": "Erin"}))];
-    let prepared = db.prepare_docs(&docs, true).unwrap();
+    let prepared = db.prepare_docs(&docs, true, rhizome_docs::Writer::Admin).unwrap();
     db.update_prepared(docs, prepared, true).unwrap();
     assert_eq!(names_in_graph(&db, "erin"), vec![("<http://example.org/erin>".to_owned(), "Erin".to_owned())]);
     // A replicated revision that loses to the stored winner: the winner's
@@ -503,14 +503,14 @@ fn a_graph_parsed_ahead_follows_the_default_context_the_write_commits_under() {
     let winner = db.update_docs(vec![obj(json!({"_id": "erin", "_rev": out_rev(&db, "erin"), "@id": "http://example.org/erin", "name": "Erin W."}))], true).unwrap();
     assert!(winner[0].1.is_ok());
     let loser = vec![obj(json!({"_id": "erin", "_rev": "1-0000", "_revisions": {"start": 1, "ids": ["0000"]}, "@id": "http://example.org/erin", "name": "Loser"}))];
-    let prepared = db.prepare_docs(&loser, false).unwrap();
+    let prepared = db.prepare_docs(&loser, false, rhizome_docs::Writer::Admin).unwrap();
     let out = db.update_prepared(loser, prepared, false).unwrap();
     assert!(out[0].1.is_ok(), "{:?}", out[0].1);
     assert_eq!(names_in_graph(&db, "erin"), vec![("<http://example.org/erin>".to_owned(), "Erin W.".to_owned())]);
     // A body with its own context at its top is read with that one alone,
     // whatever the default context becomes meanwhile.
     let docs = vec![obj(json!({"_id": "fay", "@context": {"name": FOAF_NAME}, "@id": "http://example.org/fay", "name": "Fay"}))];
-    let prepared = db.prepare_docs(&docs, true).unwrap();
+    let prepared = db.prepare_docs(&docs, true, rhizome_docs::Writer::Admin).unwrap();
     let mut newer = context("http://example.org/newer-name");
     newer.insert("_rev".into(), json!(db.get_local("_local/rhizome-context").unwrap()["_rev"]));
     db.put_local("_local/rhizome-context", newer).unwrap();

@@ -45,6 +45,21 @@ impl Kv {
         Ok(Self::new(Arc::new(RocksBackend::open_read_only(path, &RocksOptions::from_env()?)?)))
     }
 
+    /// The embedded engine at `path` (created if missing unless
+    /// `read_only`), tuned by the environment, for a layer that wraps it
+    /// in a backend of its own before making a `Kv` of it.
+    #[cfg(feature = "rocksdb")]
+    pub fn open_backend(path: &Path, read_only: bool) -> Result<Arc<dyn Backend>> {
+        use crate::{RocksBackend, RocksOptions};
+        let options = RocksOptions::from_env()?;
+        Ok(if read_only { Arc::new(RocksBackend::open_read_only(path, &options)?) } else { Arc::new(RocksBackend::open(path, &options)?) })
+    }
+
+    #[cfg(not(feature = "rocksdb"))]
+    pub fn open_backend(path: &Path, _read_only: bool) -> Result<Arc<dyn Backend>> {
+        Err(crate::Error::Engine(format!("built without the embedded backend; cannot open {}", path.display())))
+    }
+
     #[cfg(not(feature = "rocksdb"))]
     pub fn open_read_only(path: &Path) -> Result<Self> {
         Self::open(path)

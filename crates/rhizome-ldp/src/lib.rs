@@ -9,6 +9,8 @@
 //! Protocol, replication); containers' membership settings
 //! ([`Membership`]); `Prefer` headers ([`Preferences`]); ETags ([`etag`]);
 //! the server-managed triples a client may not write ([`constraints`]);
+//! the rules every write of an LDP resource keeps, whatever its door
+//! (`rights.rs`, checked by [`LdpProjector`]);
 //! and the store side of writes every door shares ([`storage`]: revisions,
 //! ETags, a graph replaced, slugs, deletions with descendants).
 //! Does not own HTTP (`rhizome-server/src/ldp/`), nor documents themselves
@@ -33,6 +35,7 @@ mod membership;
 mod model;
 mod prefer;
 mod projector;
+mod rights;
 pub mod vocab;
 
 pub use error::LdpError;

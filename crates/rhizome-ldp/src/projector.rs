@@ -107,4 +107,18 @@ impl GraphProjector for LdpProjector {
     fn contexts(&self) -> Option<&rhizome_docs::ContextStore> {
         self.inner.contexts()
     }
+
+    fn foreign_graph(&self, iri: &str) -> Option<String> {
+        self.inner.foreign_graph(iri)
+    }
+
+    fn graph_of(&self, reader: &dyn rhizome_kv::KvRead, doc_id: &str, body: &Map<String, Value>) -> Result<Vec<oxrdf::Quad>, String> {
+        self.inner.graph_of(reader, doc_id, body)
+    }
+
+    /// The LDP rules (`crate::rights`), after the inner projection's own.
+    fn check_change(&self, txn: &StoreTransaction<'_>, doc_id: &str, change: rhizome_docs::GraphChange<'_>, writer: rhizome_docs::Writer, replicated: bool) -> Result<(), rhizome_docs::DocError> {
+        self.inner.check_change(txn, doc_id, change, writer, replicated)?;
+        crate::rights::check_change(&self.root, &*self.inner, txn, doc_id, change, writer, replicated)
+    }
 }

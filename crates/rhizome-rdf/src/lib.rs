@@ -10,17 +10,20 @@
 //! Main types: [`Store`], [`StoreSnapshot`], [`TermId`], [`QuadPattern`],
 //! [`QuadScan`], [`LoadOptions`], [`LoadSummary`], [`Stats`].
 
+mod check;
 mod dump;
 mod error;
 pub mod index;
 mod load;
 pub mod nesting;
 pub mod segment;
+pub mod segmented;
 mod stats;
 mod store;
 pub mod term;
 mod write;
 
+pub use check::CheckReport;
 pub use dump::{dump, DecodeCache, DumpOptions};
 pub use error::{Error, Result, SyntaxIssue};
 pub use index::{QuadPattern, QuadScan};

@@ -5,6 +5,7 @@ use crate::index::{Families, FamilyMarks, QuadPattern, QuadScan};
 use crate::term::{term_key, Dictionary, IdCache, TermCache, TermId, TermKey};
 use crate::{Error, Result};
 use oxrdf::{Term, TermRef};
+use crate::segmented::{Location, MergeSettings, SegmentedBackend};
 use rhizome_kv::{Kv, KvRead, Snapshot};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,6 +31,8 @@ impl DatasetMode {
 
 pub struct Store {
     kv: Kv,
+    /// The backend under `kv` when the quad indexes are in segments.
+    segments: Option<Arc<SegmentedBackend>>,
     mode: DatasetMode,
     path: Option<PathBuf>,
     terms: Arc<TermCache>,
@@ -55,13 +58,27 @@ pub(crate) fn read_u64(snapshot: &dyn KvRead, key: &[u8]) -> Result<u64> {
     })
 }
 
+/// `RHIZOME_INDEXES=keys`: stores on disk keep their quad indexes as keys
+/// in the engine (format 2, as a backend without local files does), for
+/// comparisons with segments and to run the tests on that path; `segments`
+/// (the default) keeps them in segments.
+fn indexes_as_keys() -> Result<bool> {
+    match std::env::var("RHIZOME_INDEXES") {
+        Err(_) => Ok(false),
+        Ok(v) if v == "segments" => Ok(false),
+        Ok(v) if v == "keys" => Ok(true),
+        Ok(v) => Err(Error::Invalid(format!("RHIZOME_INDEXES is `segments` or `keys`, not {v:?}"))),
+    }
+}
+
 impl Store {
-    /// Opens the store at `path`; it must exist.
+    /// Opens the store at `path`; it must exist. A store of the previous
+    /// format (quad indexes as keys) is migrated to segments first.
     pub fn open(path: &Path) -> Result<Store> {
         if !is_store_dir(path) {
             return Err(Error::NoStore(path.to_owned()));
         }
-        Self::open_kv(Kv::open(path)?, Some(path.to_owned()), None)
+        Self::open_segmented(path, false, None, None)
     }
 
     /// Opens an existing store for reading only (queries, dumps): faster
@@ -71,27 +88,88 @@ impl Store {
         if !is_store_dir(path) {
             return Err(Error::NoStore(path.to_owned()));
         }
-        Self::open_kv(Kv::open_read_only(path)?, Some(path.to_owned()), None)
+        Self::open_segmented(path, true, None, None)
     }
 
     /// Opens the store at `path`, creating it in `mode` if it does not exist.
     /// An existing store keeps its mode; asking for another is an error.
     pub fn open_or_create(path: &Path, mode: Option<DatasetMode>) -> Result<Store> {
-        Self::open_kv(Kv::open(path)?, Some(path.to_owned()), mode)
+        Self::open_segmented(path, false, mode, None)
     }
 
-    /// A store in memory (tests, one-shot tools).
+    /// [`Store::open_or_create`] with the delta merged as `settings` say
+    /// rather than as the environment does (tests that want merges).
+    pub fn open_or_create_with(path: &Path, mode: Option<DatasetMode>, settings: MergeSettings) -> Result<Store> {
+        Self::open_segmented(path, false, mode, Some(settings))
+    }
+
+    /// The embedded engine at `path` with the quad indexes in segments
+    /// (`path/segments`).
+    fn open_segmented(path: &Path, read_only: bool, mode: Option<DatasetMode>, settings: Option<MergeSettings>) -> Result<Store> {
+        // A store in the process's shared store (`--store`): no local
+        // files, so its quad indexes are keys in it (as `over_kv`).
+        if let Some(shared) = rhizome_kv::remote::open(path)? {
+            return Self::open_kv(Kv::new(shared), Some(path.to_owned()), mode, None);
+        }
+        let inner = Kv::open_backend(path, read_only)?;
+        if indexes_as_keys()? {
+            return Self::open_kv(Kv::new(inner), Some(path.to_owned()), mode, None);
+        }
+        let dir = path.join("segments");
+        if read_only {
+            let snapshot = inner.snapshot()?;
+            if snapshot.get(META, meta::MODE)?.is_some() && read_u64(snapshot.as_ref(), meta::FORMAT_VERSION)? == layout::KEYS_FORMAT_VERSION {
+                return Err(Error::Invalid(format!(
+                    "the store at {} is of format {} (quad indexes as keys); this build keeps them in segments (format {}) and moves a store over when it opens it for writing: run `rhizome --data {} compact` once (or start the server on it), then read it",
+                    path.display(),
+                    layout::KEYS_FORMAT_VERSION,
+                    layout::FORMAT_VERSION,
+                    path.display()
+                )));
+            }
+        } else {
+            crate::segmented::migrate::migrate(&inner, &dir)?;
+        }
+        let settings = match settings {
+            Some(s) => s,
+            None => MergeSettings::from_env()?,
+        };
+        let segments = SegmentedBackend::open(inner, Location::Dir(dir), !read_only, settings)?;
+        Self::open_kv(Kv::new(segments.clone()), Some(path.to_owned()), mode, Some(segments))
+    }
+
+    /// A store in memory (tests, one-shot tools), its quad indexes in
+    /// segments kept in memory, as on disk.
     pub fn memory(mode: DatasetMode) -> Store {
-        Self::open_kv(Kv::memory(), None, Some(mode)).expect("a new memory store opens")
+        if indexes_as_keys().unwrap_or(false) {
+            return Self::open_kv(Kv::memory(), None, Some(mode), None).expect("a new memory store opens");
+        }
+        Self::memory_with(mode, MergeSettings { background: false, ..MergeSettings::default() })
     }
 
-    fn open_kv(kv: Kv, path: Option<PathBuf>, wanted: Option<DatasetMode>) -> Result<Store> {
+    /// [`Store::memory`] with the delta merged as `settings` say (tests
+    /// that want merges to happen).
+    pub fn memory_with(mode: DatasetMode, settings: MergeSettings) -> Store {
+        let inner: Arc<dyn rhizome_kv::Backend> = Arc::new(rhizome_kv::MemoryBackend::new());
+        let segments = SegmentedBackend::open(inner, Location::Memory, true, settings).expect("a new memory store opens");
+        Self::open_kv(Kv::new(segments.clone()), None, Some(mode), Some(segments)).expect("a new memory store opens")
+    }
+
+    /// A store over any key-value backend, its quad indexes kept as keys
+    /// in it (format 2): the path of a backend without local files, such
+    /// as a cluster's. `Kv::memory()` stands in for one in tests.
+    pub fn over_kv(kv: Kv, mode: Option<DatasetMode>) -> Result<Store> {
+        Self::open_kv(kv, None, mode, None)
+    }
+
+    fn open_kv(kv: Kv, path: Option<PathBuf>, wanted: Option<DatasetMode>, segments: Option<Arc<SegmentedBackend>>) -> Result<Store> {
+        let expected = if segments.is_some() { layout::FORMAT_VERSION } else { layout::KEYS_FORMAT_VERSION };
         let snapshot = kv.snapshot()?;
         let mode = match snapshot.get(META, meta::MODE)? {
             Some(m) => {
                 let version = read_u64(snapshot.as_ref(), meta::FORMAT_VERSION)?;
-                if version != layout::FORMAT_VERSION {
-                    return Err(Error::FormatVersion { found: version, expected: layout::FORMAT_VERSION });
+                if version != expected {
+                    return Err(Error::FormatVersion { found: version, expected });
                 }
                 let mode = match m.as_slice() {
                     b"union" => DatasetMode::Union,
@@ -112,7 +190,7 @@ impl Store {
             None => {
                 let mode = wanted.unwrap_or(DatasetMode::Union);
                 let mut txn = kv.transaction()?;
-                txn.put(META, meta::FORMAT_VERSION, &layout::FORMAT_VERSION.to_be_bytes());
+                txn.put(META, meta::FORMAT_VERSION, &expected.to_be_bytes());
                 txn.put(META, meta::MODE, mode.as_bytes());
                 // Dictionary ids start at 1 so that no id is 0 in any tag.
                 txn.put(META, meta::NEXT_ID, &1u64.to_be_bytes());
@@ -120,13 +198,30 @@ impl Store {
                 mode
             }
         };
+        drop(snapshot);
         let families = Arc::new(FamilyMarks::of(kv.snapshot()?.as_ref())?);
         if kv.is_shared() {
             // Other processes may put quads in a family this one saw empty;
             // its marks would not know, so every scan reads both.
             families.mark(crate::index::Families { triples: true, quads: true });
         }
-        Ok(Store { kv, mode, path, terms: Arc::default(), ids: Arc::default(), writer_cache: Default::default(), families })
+        Ok(Store { kv, segments, mode, path, terms: Arc::default(), ids: Arc::default(), writer_cache: Default::default(), families })
+    }
+
+    /// The quad indexes' segments and delta, when the store keeps them so
+    /// (every store but those made by [`Store::over_kv`]).
+    pub fn segments(&self) -> Option<&Arc<SegmentedBackend>> {
+        self.segments.as_ref()
+    }
+
+    /// Folds the quad indexes' delta into their segments now (a merge
+    /// also happens by itself past a size or an age); `false` when there
+    /// was nothing to fold or the indexes are keys.
+    pub fn merge(&self) -> Result<bool> {
+        match &self.segments {
+            Some(s) => s.merge(),
+            None => Ok(false),
+        }
     }
 
     pub fn mode(&self) -> DatasetMode {
@@ -181,6 +276,16 @@ impl Store {
     /// See [`rhizome_kv::Kv::settle`].
     pub fn settle(&self, from: rhizome_kv::Keyspace, to: rhizome_kv::Keyspace) -> Result<()> {
         Ok(self.kv.settle(from, to)?)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // The merge thread holds the engine while it merges: stopped
+        // before the engine closes, so the store can be opened again.
+        if let Some(segments) = &self.segments {
+            segments.close();
+        }
     }
 }
 

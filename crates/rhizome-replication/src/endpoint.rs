@@ -12,6 +12,12 @@ use std::time::{Duration, Instant};
 pub struct ChangesBatch {
     pub rows: Vec<Value>,
     pub last_seq: Value,
+    /// Rows left out, with why (a document listing more than
+    /// [`crate::MAX_CHANGE_REVS`] leaves): reported as failures.
+    pub skipped: Vec<WriteFailure>,
+    /// The page was cut before the answer's end (past its byte bound):
+    /// more changes may follow whatever its length.
+    pub cut: bool,
 }
 
 /// Which documents a replication copies (CouchDB's built-in filters).
@@ -140,7 +146,7 @@ impl<D: LocalDatabase> Endpoint for LocalEndpoint<D> {
             // Every write to the database goes through this process, so
             // reading changes again is enough to see new ones.
             if !changes.rows.is_empty() || changes.last_seq > opts.since || deadline.is_none_or(|d| Instant::now() >= d) {
-                return Ok(ChangesBatch { rows: changes.rows, last_seq: json!(changes.last_seq) });
+                return Ok(ChangesBatch { rows: changes.rows, last_seq: json!(changes.last_seq), skipped: Vec::new(), cut: false });
             }
             std::thread::sleep(Duration::from_millis(100));
         }

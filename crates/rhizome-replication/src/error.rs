@@ -12,6 +12,9 @@ pub enum Error {
     /// An answer that does not follow the protocol.
     #[error("{endpoint}: {reason}")]
     Protocol { endpoint: String, reason: String },
+    /// An answer past [`crate::MAX_ANSWER_BYTES`].
+    #[error("{endpoint}: {reason}")]
+    TooLarge { endpoint: String, reason: String },
     /// An endpoint address we cannot use.
     #[error("{0}")]
     Address(String),

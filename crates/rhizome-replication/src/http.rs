@@ -1,6 +1,7 @@
 //! A CouchDB-compatible database over HTTP/1.1: one keep-alive connection,
 //! one request at a time, Basic auth from the URL's user info.
 
+use crate::changes_answer::ChangesPage;
 use crate::endpoint::{ChangesBatch, Endpoint, Filter, Wanted, WriteFailure};
 use crate::{Error, Result};
 use base64::Engine;
@@ -15,6 +16,77 @@ use std::time::Duration;
 
 /// How long one request may take, a long poll included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The most bytes a replication reads of one answer (the server's default
+/// request body limit, `--max-body-bytes`): a source's `_changes` page or
+/// `_bulk_get` answer past it is not held (a 200 MB document arrived
+/// whole, and a `_changes` answer that never ended grew a server past
+/// 4 GB). A `_bulk_get` answer past it is asked again a document at a
+/// time; one document past it is reported as a failure.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
+
+/// The message of the reading error past [`MAX_ANSWER_BYTES`].
+const ANSWER_TOO_LARGE: &str = "the answer passed the replication's answer limit";
+
+/// An answer's body, read from the replicator's thread a frame at a time,
+/// within [`MAX_ANSWER_BYTES`].
+struct Answer<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    body: hyper::body::Incoming,
+    chunk: Bytes,
+    read: usize,
+    ended: bool,
+}
+
+impl Answer<'_> {
+    /// Reads what is left of an answer whose value is read, if that is
+    /// little (its last frame), so that its connection can be kept.
+    fn finish(&mut self) {
+        let mut rest = [0u8; 4096];
+        for _ in 0..4 {
+            match std::io::Read::read(self, &mut rest) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// The whole body (within the bound).
+    fn read_all(&mut self) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(self, &mut out)?;
+        Ok(out)
+    }
+}
+
+impl std::io::Read for Answer<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.chunk.is_empty() {
+            if self.ended {
+                return Ok(0);
+            }
+            let frame = self.runtime.block_on(async { tokio::time::timeout(REQUEST_TIMEOUT, self.body.frame()).await });
+            match frame {
+                Err(_) => return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no data in {} s", REQUEST_TIMEOUT.as_secs()))),
+                Ok(None) => self.ended = true,
+                Ok(Some(Err(e))) => return Err(std::io::Error::other(e)),
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.read += data.len();
+                        if self.read > MAX_ANSWER_BYTES {
+                            return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, ANSWER_TOO_LARGE));
+                        }
+                        self.chunk = data;
+                    }
+                }
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk[..n]);
+        let _ = self.chunk.split_to(n);
+        Ok(n)
+    }
+}
 
 pub struct HttpEndpoint {
     host: String,
@@ -108,15 +180,37 @@ impl HttpEndpoint {
         Ok(sender)
     }
 
-    /// One request; the answer's status and JSON body. A request on a kept
-    /// connection the server has since closed is sent again on a new one
-    /// (every request the replicator makes is safe to repeat).
+    /// One request; the answer's status and JSON body, read up to
+    /// [`MAX_ANSWER_BYTES`]. A request on a kept connection the server has
+    /// since closed is sent again on a new one (every request the
+    /// replicator makes is safe to repeat).
     fn call(&self, method: Method, path_and_query: &str, body: Option<&Value>) -> Result<(u16, Value)> {
+        let (status, bytes) = self.call_with(method.clone(), path_and_query, body, |_, answer| answer.read_all())?;
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).map_err(|e| Error::Protocol {
+                endpoint: self.display.clone(),
+                reason: format!("{method} {path_and_query} answered {status} with a body that is not JSON: {e}"),
+            })?
+        };
+        Ok((status, value))
+    }
+
+    /// One request, its answer's body read by `read` (from this thread,
+    /// a frame at a time) into what it makes of it.
+    fn call_with<T>(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Option<&Value>,
+        mut read: impl FnMut(u16, &mut Answer<'_>) -> std::io::Result<T>,
+    ) -> Result<(u16, T)> {
         let body = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
         let mut slot = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         for attempt in 0..2 {
             let reused = slot.as_ref().is_some_and(|s| !s.is_closed());
-            let answer = self.runtime.block_on(async {
+            let sent = self.runtime.block_on(async {
                 if !reused {
                     *slot = Some(self.connect().await?);
                 }
@@ -132,32 +226,44 @@ impl HttpEndpoint {
                     request = request.header(header::AUTHORIZATION, auth);
                 }
                 let request = request.body(Full::new(body.clone())).map_err(|e| self.connection_error(e))?;
-                let response = tokio::time::timeout(REQUEST_TIMEOUT, sender.send_request(request))
+                tokio::time::timeout(REQUEST_TIMEOUT, sender.send_request(request))
                     .await
                     .map_err(|_| self.connection_error(format!("{method} {path_and_query}: no answer in {} s", REQUEST_TIMEOUT.as_secs())))?
-                    .map_err(|e| self.connection_error(format!("{method} {path_and_query}: {e}")))?;
-                let status = response.status().as_u16();
-                let bytes = response.into_body().collect().await.map_err(|e| self.connection_error(e))?.to_bytes();
-                Ok::<_, Error>((status, bytes))
+                    .map_err(|e| self.connection_error(format!("{method} {path_and_query}: {e}")))
             });
-            match answer {
-                Ok((status, bytes)) => {
-                    let value = if bytes.is_empty() {
-                        Value::Null
-                    } else {
-                        serde_json::from_slice(&bytes).map_err(|e| Error::Protocol {
-                            endpoint: self.display.clone(),
-                            reason: format!("{method} {path_and_query} answered {status} with a body that is not JSON: {e}"),
-                        })?
-                    };
-                    return Ok((status, value));
+            let response = match sent {
+                Ok(r) => r,
+                Err(Error::Connection { .. }) if reused && attempt == 0 => {
+                    *slot = None;
+                    continue;
                 }
-                Err(Error::Connection { .. }) if reused && attempt == 0 => *slot = None,
                 Err(e) => {
                     *slot = None;
                     return Err(e);
                 }
+            };
+            let status = response.status().as_u16();
+            let mut answer = Answer { runtime: &self.runtime, body: response.into_body(), chunk: Bytes::new(), read: 0, ended: false };
+            let made = read(status, &mut answer);
+            if made.is_ok() {
+                answer.finish();
             }
+            // An answer not read to its end (cut at a bound) leaves the
+            // connection unusable.
+            if !answer.ended {
+                *slot = None;
+            }
+            return match made {
+                Ok(made) => Ok((status, made)),
+                Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => Err(Error::TooLarge {
+                    endpoint: self.display.clone(),
+                    reason: format!("{method} {path_and_query}: the answer passed {MAX_ANSWER_BYTES} bytes, the most a replication reads in one answer"),
+                }),
+                Err(e) => {
+                    *slot = None;
+                    Err(self.connection_error(format!("{method} {path_and_query}: {e}")))
+                }
+            };
         }
         unreachable!("the second attempt always returns")
     }
@@ -225,10 +331,10 @@ impl Endpoint for HttpEndpoint {
         if let Some(w) = wait {
             path.push_str(&format!("&feed=longpoll&timeout={}", w.as_millis()));
         }
-        let body = match filter {
-            None => self.expect(Method::GET, &path, None)?,
-            Some(Filter::DocIds(ids)) => self.expect(Method::POST, &format!("{path}&filter=_doc_ids"), Some(&json!({ "doc_ids": ids })))?,
-            Some(Filter::Selector(s)) => self.expect(Method::POST, &format!("{path}&filter=_selector"), Some(&json!({ "selector": s })))?,
+        let (method, path, body) = match filter {
+            None => (Method::GET, path, None),
+            Some(Filter::DocIds(ids)) => (Method::POST, format!("{path}&filter=_doc_ids"), Some(json!({ "doc_ids": ids }))),
+            Some(Filter::Selector(s)) => (Method::POST, format!("{path}&filter=_selector"), Some(json!({ "selector": s }))),
             Some(Filter::Design { name, query_params }) => {
                 let mut path = format!("{path}&filter={}", percent_encode(name));
                 for (k, v) in query_params {
@@ -238,15 +344,29 @@ impl Endpoint for HttpEndpoint {
                     };
                     path.push_str(&format!("&{}={}", percent_encode(k), percent_encode(&v)));
                 }
-                self.expect(Method::GET, &path, None)?
+                (Method::GET, path, None)
             }
         };
-        let rows = match body.get("results") {
-            Some(Value::Array(rows)) => rows.clone(),
-            _ => return Err(Error::Protocol { endpoint: self.display.clone(), reason: "_changes answered without results".into() }),
+        // Read a row at a time, at most `limit` rows, whatever the source
+        // sends (`changes_answer.rs`); an error status is read whole (bounded).
+        let (status, page) = self.call_with(method.clone(), &path, body.as_ref(), |status, answer| {
+            if status >= 400 {
+                return answer.read_all().map(Err);
+            }
+            Ok(Ok(ChangesPage::read(&mut *answer, limit)))
+        })?;
+        let page = match page {
+            Err(bytes) => return Err(self.http_error(&method, &path, status, &serde_json::from_slice(&bytes).unwrap_or(Value::Null))),
+            Ok(Err(reason)) if reason.contains(ANSWER_TOO_LARGE) => {
+                return Err(Error::TooLarge {
+                    endpoint: self.display.clone(),
+                    reason: format!("{method} {path}: the answer passed {MAX_ANSWER_BYTES} bytes before {limit} changes, the most a replication reads in one answer"),
+                })
+            }
+            Ok(Err(reason)) => return Err(Error::Protocol { endpoint: self.display.clone(), reason: format!("{method} {path}: {reason}") }),
+            Ok(Ok(page)) => page,
         };
-        let last_seq = body.get("last_seq").cloned().unwrap_or(Value::Null);
-        Ok(ChangesBatch { rows, last_seq })
+        Ok(page.into_batch())
     }
 
     fn revs_diff(&self, revs: &Map<String, Value>) -> Result<Map<String, Value>> {

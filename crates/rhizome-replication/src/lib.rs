@@ -16,6 +16,7 @@
 //!
 //! Everything is synchronous; the HTTP endpoint runs its own small runtime.
 
+mod changes_answer;
 mod endpoint;
 mod error;
 mod http;
@@ -23,5 +24,6 @@ mod replicator;
 
 pub use endpoint::{ChangesBatch, Endpoint, Filter, LocalDatabase, LocalEndpoint, Wanted, WriteFailure};
 pub use error::{Error, Result};
-pub use http::HttpEndpoint;
+pub use changes_answer::MAX_CHANGE_REVS;
+pub use http::{HttpEndpoint, MAX_ANSWER_BYTES};
 pub use replicator::{replicate, replication_id, Options, Report};

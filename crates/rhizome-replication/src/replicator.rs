@@ -195,7 +195,13 @@ fn step(
     let filter = options.filter.as_ref();
     let changes = source.changes(&report.source_last_seq, batch_size, filter, None)?;
     let changes = if changes.rows.is_empty() && wait.is_some() { source.changes(&report.source_last_seq, batch_size, filter, wait)? } else { changes };
-    let full = changes.rows.len() >= batch_size;
+    let full = changes.rows.len() + changes.skipped.len() >= batch_size || changes.cut;
+    for failure in &changes.skipped {
+        report.doc_write_failures += 1;
+        if report.failures.len() < 10 {
+            report.failures.push(format!("{}: {}: {}", failure.id, failure.error, failure.reason));
+        }
+    }
     if !changes.rows.is_empty() {
         copy_batch(source, target, &changes.rows, report)?;
     }
@@ -251,7 +257,36 @@ const STORE_BYTES: usize = 8 << 20;
 
 /// Fetches and stores `wanted`; the bytes of JSON fetched.
 fn copy_revisions(source: &dyn Endpoint, target: &dyn Endpoint, wanted: &[Wanted], report: &mut Report) -> Result<usize> {
-    let docs = source.fetch(wanted)?;
+    let docs = match source.fetch(wanted) {
+        Ok(docs) => docs,
+        // An answer past the replication's answer limit: asked again in
+        // halves, down to one revision, which is then reported (a
+        // document past the limit is not copied).
+        Err(Error::TooLarge { reason, .. }) => {
+            let revs: usize = wanted.iter().map(|w| w.revs.len()).sum();
+            if revs <= 1 {
+                report.doc_write_failures += 1;
+                if report.failures.len() < 10 {
+                    report.failures.push(format!("{}: too_large: {reason}", wanted.first().map_or("", |w| w.id.as_str())));
+                }
+                return Ok(0);
+            }
+            let halves: Vec<Vec<Wanted>> = if wanted.len() > 1 {
+                let (a, b) = wanted.split_at(wanted.len() / 2);
+                vec![a.to_vec(), b.to_vec()]
+            } else {
+                let w = &wanted[0];
+                let (a, b) = w.revs.split_at(w.revs.len() / 2);
+                vec![vec![Wanted { revs: a.to_vec(), ..w.clone() }], vec![Wanted { revs: b.to_vec(), ..w.clone() }]]
+            };
+            let mut bytes = 0;
+            for half in halves {
+                bytes += copy_revisions(source, target, &half, report)?;
+            }
+            return Ok(bytes);
+        }
+        Err(e) => return Err(e),
+    };
     report.docs_read += docs.len() as u64;
     let mut batch = Vec::new();
     let (mut bytes, mut total) = (0, 0);

@@ -103,10 +103,7 @@ pub fn request(req: &Request, ctx: &crate::auth::UserCtx, db: Arc<DbHandle>) -> 
         Some(_) => req.number("heartbeat")?.map(|n| n.max(100)),
     };
     let feed = match req.param("feed").unwrap_or("normal") {
-        "normal" => {
-            let changes = db.db.changes(&opts)?;
-            return Ok(Reply::Done(crate::http::response(200, "application/json", Bytes::from(normal_body(&changes)))));
-        }
+        "normal" => return Ok(Reply::Done(normal(req, &db, &opts)?)),
         "longpoll" => Feed::Longpoll,
         "continuous" => Feed::Continuous,
         "eventsource" => Feed::EventSource,
@@ -129,12 +126,83 @@ pub fn run(feed: FeedRequest, shutdown: watch::Receiver<bool>) -> Response<Body>
     r
 }
 
-async fn changes(db: &Arc<DbHandle>, opts: &ChangesOptions) -> Result<rhizome_docs::Changes, HttpError> {
-    let db = db.clone();
-    let opts = opts.clone();
-    tokio::task::spawn_blocking(move || db.db.changes(&opts).map_err(HttpError::from))
-        .await
-        .map_err(|e| HttpError::internal(format!("changes task: {e}")))?
+/// A `normal` feed, each change written as it is read (`crate::stream`),
+/// one per line as CouchDB writes them (nano's `changesReader` splits the
+/// body on lines).
+fn normal(req: &Request, db: &DbHandle, opts: &ChangesOptions) -> Result<Response<Body>, HttpError> {
+    use std::io::Write;
+    let mut out = crate::stream::BodyWriter::new(req, crate::http::response(200, "application/json", Bytes::new()));
+    let _ = out.write_all(b"{\"results\":[\n");
+    let mut first = true;
+    let changes = db.db.changes_each(opts, &mut |row| {
+        if !std::mem::take(&mut first) {
+            out.write_all(b",\n").map_err(crate::couch::bulk::gone)?;
+        }
+        out.write_all(&serde_json::to_vec(&row).unwrap_or_default()).map_err(crate::couch::bulk::gone)
+    });
+    let changes = match changes {
+        Ok(c) => c,
+        Err(e) => return out.fail(e.into()),
+    };
+    if !first {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = write!(out, "],\n\"last_seq\":{},\"pending\":{}}}\n", changes.last_seq, changes.pending);
+    out.finish()
+}
+
+/// What one pass over the changes of a waiting feed sent.
+struct Pass {
+    sent: usize,
+    last_seq: u64,
+    pending: u64,
+}
+
+/// Sends the changes after `opts.since` to the feed's client as they are
+/// read, on a blocking thread: the feed's channel bounds what is held (a
+/// feed from sequence 0 with `include_docs` over a large database never
+/// holds more than the channel's rows). A longpoll's opening goes with its
+/// first row, so that a pass with none sends nothing.
+async fn send_changes(f: &FeedRequest, tx: &mpsc::Sender<Bytes>) -> Result<Result<Pass, HttpError>, Closed> {
+    let (db, opts, feed, tx) = (f.db.clone(), f.opts.clone(), f.feed, tx.clone());
+    let pass = tokio::task::spawn_blocking(move || {
+        let mut sent = 0;
+        let mut closed = false;
+        let changes = db.db.changes_each(&opts, &mut |row| {
+            let mut bytes = Vec::new();
+            match feed {
+                Feed::EventSource => bytes.extend_from_slice(format!("data: {}\nid: {}\n\n", row, row["seq"]).as_bytes()),
+                Feed::Continuous => bytes = line(&row),
+                Feed::Longpoll => {
+                    bytes.extend_from_slice(if sent == 0 { b"{\"results\":[\n" } else { b",\n" });
+                    bytes.extend_from_slice(&serde_json::to_vec(&row).unwrap_or_default());
+                }
+            }
+            sent += 1;
+            if tx.blocking_send(Bytes::from(bytes)).is_err() {
+                closed = true;
+                return Err(rhizome_docs::DocError::Coded { status: 499, error: "client_closed_request", reason: "the client went away".into() });
+            }
+            Ok(())
+        });
+        match changes {
+            _ if closed => Err(None),
+            Ok(c) => Ok(Pass { sent, last_seq: c.last_seq, pending: c.pending }),
+            // A failure once rows went out cannot be a status.
+            Err(e) => Err(Some((HttpError::from(e), sent))),
+        }
+    })
+    .await;
+    match pass {
+        Ok(Ok(pass)) => Ok(Ok(pass)),
+        Ok(Err(None)) => Err(Closed),
+        Ok(Err(Some((e, 0)))) => Ok(Err(e)),
+        Ok(Err(Some((e, _)))) => {
+            eprintln!("rhizome: a _changes feed of {} stopped: {}", f.db.name, e.reason);
+            Err(Closed)
+        }
+        Err(e) => Ok(Err(HttpError::internal(format!("changes task: {e}")))),
+    }
 }
 
 struct Closed;
@@ -155,36 +223,31 @@ async fn stream(mut f: FeedRequest, tx: mpsc::Sender<Bytes>, mut shutdown: watch
     let deadline = Instant::now() + Duration::from_millis(timeout_ms);
     loop {
         seq_rx.mark_unchanged();
-        let changes = match changes(&f.db, &f.opts).await {
-            Ok(c) => c,
+        let pass = match send_changes(&f, &tx).await? {
+            Ok(p) => p,
             Err(e) => return send(&tx, line(&json!({ "error": e.error, "reason": e.reason }))).await,
         };
         match f.feed {
             Feed::Longpoll => {
-                if !changes.rows.is_empty() || f.opts.descending {
-                    return send(&tx, normal_body(&changes)).await;
+                if pass.sent > 0 {
+                    return send(&tx, format!("\n],\n\"last_seq\":{},\"pending\":{}}}\n", pass.last_seq, pass.pending).into_bytes()).await;
+                }
+                if f.opts.descending {
+                    return send(&tx, format!("{{\"results\":[\n],\n\"last_seq\":{},\"pending\":{}}}\n", pass.last_seq, pass.pending).into_bytes()).await;
                 }
             }
             Feed::Continuous | Feed::EventSource => {
-                for row in &changes.rows {
-                    let bytes = if f.feed == Feed::EventSource {
-                        format!("data: {}\nid: {}\n\n", row, row["seq"]).into_bytes()
-                    } else {
-                        line(row)
-                    };
-                    send(&tx, bytes).await?;
-                }
                 if let Some(limit) = f.opts.limit {
-                    let left = limit.saturating_sub(changes.rows.len());
+                    let left = limit.saturating_sub(pass.sent);
                     if left == 0 {
                         // Cut by `limit`: what is left after the last row sent.
-                        return end(&f, &tx, changes.last_seq, changes.pending).await;
+                        return end(&f, &tx, pass.last_seq, pass.pending).await;
                     }
                     f.opts.limit = Some(left);
                 }
             }
         }
-        f.opts.since = changes.last_seq;
+        f.opts.since = pass.last_seq;
         // Wait for a commit, a heartbeat, the timeout or shutdown.
         loop {
             let heartbeat = f.heartbeat_ms.map(|ms| Instant::now() + Duration::from_millis(ms)).unwrap_or(deadline).min(deadline);
@@ -217,24 +280,6 @@ async fn shared_store_poll() {
     } else {
         std::future::pending().await
     }
-}
-
-/// A `normal` (or `longpoll`) answer written as CouchDB writes it: one
-/// change per line, so clients that split the body on lines (nano's
-/// `changesReader`) see one change per line.
-fn normal_body(changes: &rhizome_docs::Changes) -> Vec<u8> {
-    let mut out = b"{\"results\":[\n".to_vec();
-    for (i, row) in changes.rows.iter().enumerate() {
-        if i > 0 {
-            out.extend_from_slice(b",\n");
-        }
-        out.extend_from_slice(&serde_json::to_vec(row).unwrap_or_default());
-    }
-    if !changes.rows.is_empty() {
-        out.push(b'\n');
-    }
-    out.extend_from_slice(format!("],\n\"last_seq\":{},\"pending\":{}}}\n", changes.last_seq, changes.pending).as_bytes());
-    out
 }
 
 /// The end of a feed: `pending` is what the feed did not send (only a

@@ -5,8 +5,12 @@
 //!
 //! A connection is *busy* from the moment hyper hands us a request until
 //! its response body has been written (a `_changes` feed stays busy while
-//! it streams, so no timeout ends it), and *waiting* otherwise. Only
-//! waiting connections time out or are evicted.
+//! it streams, so no idle timeout ends it), and *waiting* otherwise. Only
+//! waiting connections time out or are evicted, except for the write
+//! timeout: a busy connection whose client has taken none of the response
+//! for that long (the socket stays full) is closed, so that a client that
+//! asks for a large answer and does not read it cannot hold the memory
+//! and the thread that produce it.
 //!
 //! Admission: at a cap, the new connection is not refused outright; the
 //! waiting connection (of the same address, for the per-address cap) that
@@ -37,6 +41,8 @@ pub struct ConnectionLimits {
     pub body_timeout: Duration,
     /// A kept-alive connection may wait this long for its next request.
     pub idle_timeout: Duration,
+    /// A response may wait this long for the client to take any of it.
+    pub write_timeout: Duration,
     /// Open connections in total.
     pub max_connections: usize,
     /// Open connections from one client address.
@@ -46,6 +52,7 @@ pub struct ConnectionLimits {
 pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
 pub const DEFAULT_BODY_TIMEOUT_SECS: u64 = 30;
 pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
+pub const DEFAULT_WRITE_TIMEOUT_SECS: u64 = 30;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 pub const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS: usize = 2_000;
 
@@ -55,6 +62,7 @@ impl Default for ConnectionLimits {
             header_timeout: Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECS),
             body_timeout: Duration::from_secs(DEFAULT_BODY_TIMEOUT_SECS),
             idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
+            write_timeout: Duration::from_secs(DEFAULT_WRITE_TIMEOUT_SECS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_address: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
         }
@@ -71,6 +79,9 @@ pub struct Conn {
     waiting_since_ms: AtomicU64,
     /// When the first byte of the next request head arrived; 0 if none yet.
     head_since_ms: AtomicU64,
+    /// Since when a write to the socket has waited (the client takes
+    /// nothing); 0 when the last write went through.
+    write_blocked_since_ms: AtomicU64,
     /// Set when the registry closed it to make room.
     evicted: AtomicBool,
     /// Removed from the registry's counts already (by eviction).
@@ -184,6 +195,7 @@ impl Connections {
             busy: AtomicUsize::new(0),
             waiting_since_ms: AtomicU64::new(now),
             head_since_ms: AtomicU64::new(0),
+            write_blocked_since_ms: AtomicU64::new(0),
             evicted: AtomicBool::new(false),
             removed: AtomicBool::new(false),
             changed: Notify::new(),
@@ -230,22 +242,32 @@ impl Connections {
                 return;
             }
             let deadline_ms = if conn.busy.load(Ordering::Acquire) > 0 {
-                None
+                match conn.write_blocked_since_ms.load(Ordering::Acquire) {
+                    0 => None,
+                    since => Some((since + self.limits.write_timeout.as_millis() as u64, Timeout::Write)),
+                }
             } else {
                 match conn.head_since_ms.load(Ordering::Acquire) {
-                    0 => Some((conn.waiting_since_ms.load(Ordering::Acquire) + self.limits.idle_timeout.as_millis() as u64, false)),
-                    head => Some((head + self.limits.header_timeout.as_millis() as u64, true)),
+                    0 => Some((conn.waiting_since_ms.load(Ordering::Acquire) + self.limits.idle_timeout.as_millis() as u64, Timeout::Idle)),
+                    head => Some((head + self.limits.header_timeout.as_millis() as u64, Timeout::Header)),
                 }
             };
             match deadline_ms {
                 None => changed.await,
-                Some((deadline, header)) => {
+                Some((deadline, kind)) => {
                     let now = self.now_ms();
                     if now >= deadline {
-                        if header {
-                            let secs = self.limits.header_timeout.as_secs_f64();
-                            let addr = conn.addr;
-                            self.log.note("header-timeout", || format!("closed a connection from {addr} that sent no complete request header within {secs} s (--header-timeout-secs)"));
+                        let addr = conn.addr;
+                        match kind {
+                            Timeout::Header => {
+                                let secs = self.limits.header_timeout.as_secs_f64();
+                                self.log.note("header-timeout", || format!("closed a connection from {addr} that sent no complete request header within {secs} s (--header-timeout-secs)"));
+                            }
+                            Timeout::Write => {
+                                let secs = self.limits.write_timeout.as_secs_f64();
+                                self.log.note("write-timeout", || format!("closed a connection from {addr} that took none of its response for {secs} s (--write-timeout-secs)"));
+                            }
+                            Timeout::Idle => {}
                         }
                         return;
                     }
@@ -257,6 +279,13 @@ impl Connections {
             }
         }
     }
+}
+
+#[derive(Clone, Copy)]
+enum Timeout {
+    Header,
+    Idle,
+    Write,
 }
 
 #[cfg(unix)]
@@ -296,7 +325,7 @@ impl TrackedBody {
 
 impl http_body::Body for TrackedBody {
     type Data = bytes::Bytes;
-    type Error = std::convert::Infallible;
+    type Error = std::io::Error;
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
         Pin::new(&mut self.get_mut().inner).poll_frame(cx)
@@ -336,18 +365,47 @@ impl AsyncRead for TrackedIo {
     }
 }
 
+impl TrackedIo {
+    /// Notes whether a write waited (`Pending`: the socket is full), which
+    /// starts the write timeout, or went through, which ends it.
+    fn note_write<T>(&self, r: Poll<T>) -> Poll<T> {
+        let blocked = &self.conn.write_blocked_since_ms;
+        match r {
+            Poll::Pending => {
+                if blocked.load(Ordering::Acquire) == 0 {
+                    blocked.store(self.registry.now_ms(), Ordering::Release);
+                    self.conn.changed.notify_one();
+                }
+            }
+            Poll::Ready(_) => {
+                if blocked.load(Ordering::Acquire) != 0 {
+                    blocked.store(0, Ordering::Release);
+                    self.conn.changed.notify_one();
+                }
+            }
+        }
+        r
+    }
+}
+
 impl AsyncWrite for TrackedIo {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.note_write(r)
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.stream).poll_flush(cx);
+        this.note_write(r)
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
     }
     fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.note_write(r)
     }
     fn is_write_vectored(&self) -> bool {
         self.stream.is_write_vectored()

@@ -91,7 +91,7 @@ impl Default for CorsSettings {
 }
 
 impl CorsSettings {
-    fn accepts(&self, origin: &str) -> bool {
+    pub(crate) fn accepts(&self, origin: &str) -> bool {
         self.enabled && self.origins.iter().any(|o| o == "*" || o == origin)
     }
 

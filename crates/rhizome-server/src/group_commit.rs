@@ -18,7 +18,7 @@
 //! leader's thread, which all writes wait on, does not do it.
 
 use crate::error::HttpError;
-use rhizome_docs::{Database, PreparedDoc, WriteOutcome};
+use rhizome_docs::{Database, PreparedDoc, WriteOutcome, Writer};
 use serde_json::{Map, Value};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -60,10 +60,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl GroupCommit {
-    /// Writes `docs` (one request's worth) and returns their outcomes once
-    /// they are durable.
-    pub fn write(&self, db: &Database, docs: Vec<Map<String, Value>>, new_edits: bool) -> Outcomes {
-        let prepared = db.prepare_docs(&docs, new_edits).map_err(HttpError::from)?;
+    /// Writes `docs` (one request's worth, by `writer`) and returns their
+    /// outcomes once they are durable. Each document keeps its own
+    /// writer's rights in the group (its preparation carries them).
+    pub fn write(&self, db: &Database, docs: Vec<Map<String, Value>>, new_edits: bool, writer: Writer) -> Outcomes {
+        let prepared = db.prepare_docs(&docs, new_edits, writer).map_err(HttpError::from)?;
         let docs = docs.into_iter().zip(prepared).collect();
         let me = Arc::new(Request { docs: Mutex::new(docs), new_edits, role: Mutex::new(Role::Waiting), wake: Condvar::new() });
         {
@@ -167,7 +168,7 @@ mod tests {
                         // Everyone races to create "shared-i": one wins each.
                         let docs = vec![json!({"_id": format!("own-{t}-{i}")}), json!({"_id": format!("shared-{i}"), "by": t})];
                         let docs = docs.into_iter().map(|d| d.as_object().cloned().unwrap()).collect();
-                        let out = group.write(&db, docs, true).unwrap();
+                        let out = group.write(&db, docs, true, Writer::Member).unwrap();
                         assert_eq!(out.len(), 2);
                         assert_eq!(out[0].0, format!("own-{t}-{i}"));
                         assert!(out[0].1.is_ok());

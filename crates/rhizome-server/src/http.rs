@@ -26,6 +26,12 @@ pub struct Request {
     /// drops the request's future); long work (queries, graph writes)
     /// checks it and stops.
     pub cancelled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Where a streamed response sends its head (`crate::stream`).
+    pub responder: crate::stream::Responder,
+    /// What the request holds of the memory all requests share (its body),
+    /// given back when the request is done with.
+    #[allow(dead_code)] // held for its Drop
+    pub memory: rhizome_sparql::MemoryReservation,
 }
 
 impl Request {
@@ -127,28 +133,36 @@ pub fn decode_body(headers: &mut HeaderMap, body: Bytes, limit: usize) -> Result
 pub enum Body {
     Full(Option<Bytes>),
     Stream(mpsc::Receiver<Bytes>),
+    /// Written by a handler as it produces it (`crate::stream`); an error
+    /// cuts it.
+    Produced(crate::stream::Produced),
+    /// The handler's answer went out through its request's responder
+    /// already (`crate::stream::BodyWriter::finish`); never sent itself.
+    Sent,
 }
 
 impl http_body::Body for Body {
     type Data = Bytes;
-    type Error = std::convert::Infallible;
+    type Error = std::io::Error;
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.get_mut() {
             Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+            Body::Produced(p) => p.poll_chunk(cx).map(|o| o.map(|chunk| chunk.map(Frame::data))),
+            Body::Sent => Poll::Ready(None),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self, Body::Full(None))
+        matches!(self, Body::Full(None) | Body::Sent)
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
         match self {
             Body::Full(Some(b)) => http_body::SizeHint::with_exact(b.len() as u64),
-            Body::Full(None) => http_body::SizeHint::with_exact(0),
-            Body::Stream(_) => http_body::SizeHint::default(),
+            Body::Full(None) | Body::Sent => http_body::SizeHint::with_exact(0),
+            Body::Stream(_) | Body::Produced(_) => http_body::SizeHint::default(),
         }
     }
 }
@@ -216,7 +230,20 @@ pub fn percent_decode(s: &str, form: bool) -> Result<String, HttpError> {
 }
 
 pub fn parse_query(q: &str) -> Result<Vec<(String, String)>, HttpError> {
-    q.split('&')
+    parse_query_split(q, &['&'])
+}
+
+/// A request's query string. CouchDB's endpoints split it at `;` as at
+/// `&`, as CouchDB's mochiweb does (CouchDB's Mango suite sends
+/// `_index?limit=2;skip=1`); the RDF doors split at `&` alone, since a
+/// SPARQL query in a URL holds `;` of its own.
+pub fn parse_request_query(segments: &[String], q: &str) -> Result<Vec<(String, String)>, HttpError> {
+    let rdf = segments.get(1).is_some_and(|s| s == "_sparql" || s == "_graph" || s == "_ldp");
+    parse_query_split(q, if rdf { &['&'] } else { &['&', ';'] })
+}
+
+fn parse_query_split(q: &str, separators: &[char]) -> Result<Vec<(String, String)>, HttpError> {
+    q.split(separators)
         .filter(|p| !p.is_empty())
         .map(|p| {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));

@@ -34,20 +34,24 @@ mod http;
 mod ldp;
 mod rdf;
 mod replicator_db;
+mod request_bodies;
 mod router;
 mod state;
+mod stream;
 
 pub use auth::password::DEFAULT_ITERATIONS as DEFAULT_PBKDF2_ITERATIONS;
-pub use auth::{AuthSettings, DEFAULT_LOGIN_ATTEMPTS, DEFAULT_LOGIN_DELAY_SECS, SESSION_SECONDS as DEFAULT_SESSION_TIMEOUT_SECS};
+pub use auth::{AuthSettings, SameSite, DEFAULT_LOGIN_ATTEMPTS, DEFAULT_LOGIN_DELAY_SECS, SESSION_SECONDS as DEFAULT_SESSION_TIMEOUT_SECS};
 pub use connections::{
     ConnectionLimits, DEFAULT_BODY_TIMEOUT_SECS, DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, DEFAULT_WRITE_TIMEOUT_SECS,
 };
 pub use contexts::{ContextSettings, DEFAULT_CONTEXT_MAX_BYTES, DEFAULT_CONTEXT_TIMEOUT_MS};
 pub use cors::{CorsSettings, DEFAULT_MAX_AGE_SECS as DEFAULT_CORS_MAX_AGE_SECS};
 pub use error::{HttpError, ServerError};
 pub use group_commit::GroupCommit;
-pub use state::{base_iri, base_iri_or, context_store, database_dir, listen_base, projector_for};
+pub use couch::bulk::DEFAULT_MAX_BULK_DOCS;
+pub use rdf::QUERY_TIMEOUT_MS as DEFAULT_QUERY_TIMEOUT_MS;
+pub use state::{base_iri, base_iri_or, context_store, database_dir, listen_base, projector_for, DEFAULT_MAX_OPEN_DATABASES, DEFAULT_REQUEST_MEMORY_BYTES};
 #[doc(hidden)]
 pub use couch::fuzz_couch_request;
 pub use graph::fuzz_walk_request;
@@ -92,6 +96,15 @@ pub struct ServerConfig {
     pub load_max_bytes: u64,
     /// Fetching remote JSON-LD contexts (`--context-hosts` and friends).
     pub contexts: ContextSettings,
+    /// Databases kept open at most (`--max-open-databases`).
+    pub max_open_databases: usize,
+    /// Memory all requests share (`--request-memory-bytes`).
+    pub request_memory_bytes: usize,
+    /// The time a SPARQL request or a Mango `_find` may take
+    /// (`--query-timeout-ms`).
+    pub query_timeout_ms: u64,
+    /// Documents one `_bulk_docs` or `_bulk_get` may name (`--max-bulk-docs`).
+    pub max_bulk_docs: usize,
     /// Cross-origin requests (`--enable-cors` and `--cors-*`, `cors.rs`).
     pub cors: CorsSettings,
 }
@@ -160,7 +173,12 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     };
     let mut server = server;
     server.sparql = rdf::SparqlSettings::new(config.load_dir.as_deref(), config.load_max_bytes)?;
+    server.max_open_databases = config.max_open_databases.max(1);
+    server.request_memory = rhizome_sparql::MemoryPool::new(config.request_memory_bytes);
+    server.query_timeout = Duration::from_millis(config.query_timeout_ms.max(1));
+    server.max_bulk_docs = config.max_bulk_docs.max(1);
     server.node_config = node_config(&config, local, &base, &server.identity.uuid);
+    server.cors = config.cors.clone();
     if !config.contexts.hosts.is_empty() {
         // No user database is open yet: each will see this store.
         let fetcher: Box<dyn rhizome_docs::ContextFetcher> = Box::new(contexts::HttpContextFetcher::new(config.contexts.clone()));
@@ -274,7 +292,11 @@ fn node_config(config: &ServerConfig, local: SocketAddr, base: &str, uuid: &str)
             "iterations": config.auth.pbkdf2_iterations.to_string(),
             "pbkdf2_prf": "sha256",
         },
-        "couch_httpd_auth": { "authentication_db": "_users", "timeout": config.auth.session_timeout_secs.to_string() },
+        "couch_httpd_auth": {
+            "authentication_db": "_users",
+            "timeout": config.auth.session_timeout_secs.to_string(),
+            "same_site": config.auth.same_site.name(),
+        },
         "cors": {
             "origins": list(&c.origins),
             "credentials": c.credentials.to_string(),
@@ -342,6 +364,22 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     if parts.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()).is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
+    // A body counts twice against the memory all requests share: its
+    // bytes, and about as much again for what is parsed from them. Past
+    // that memory the request waits for nobody: 503, retry later.
+    let mut memory = server.request_memory.reservation();
+    let mut reserve = |bytes: usize| -> Result<(), HttpError> {
+        if memory.grow_to(bytes.saturating_mul(2)) {
+            return Ok(());
+        }
+        let total = server.request_memory.limit_bytes();
+        let mut busy = HttpError::new(503, "server_busy", format!("the server's memory for requests ({total} bytes, --request-memory-bytes) is in use by other requests; retry later"));
+        busy.retry_after_secs = Some(1);
+        Err(busy)
+    };
+    if let Some(n) = parts.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok()) {
+        reserve(n)?;
+    }
     // Read with a timeout between chunks, so that a client that stops
     // sending its body does not hold the connection (and its place under
     // the connection caps) forever.
@@ -356,6 +394,7 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
             Ok(None) => break,
             Ok(Some(Ok(frame))) => {
                 if let Ok(data) = frame.into_data() {
+                    reserve(read.len() + data.len())?;
                     read.extend_from_slice(&data);
                 }
             }
@@ -366,15 +405,21 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     let body: Bytes = read.freeze();
     let mut headers = parts.headers;
     let body = http::decode_body(&mut headers, body, limit)?;
+    reserve(body.len())?;
     let cancel = CancelOnDrop::new();
-    let request = http::Request {
+    let segments = http::split_path(parts.uri.path())?;
+    let query = http::parse_request_query(&segments, parts.uri.query().unwrap_or(""))?;
+    let (head_tx, head_rx) = tokio::sync::oneshot::channel();
+    let mut request = http::Request {
         method: parts.method,
-        segments: http::split_path(parts.uri.path())?,
-        query: http::parse_query(parts.uri.query().unwrap_or(""))?,
+        segments,
+        query,
         headers,
         body,
         peer: Some(peer.ip()),
         cancelled: cancel.flag.clone(),
+        responder: Default::default(),
+        memory,
     };
     // A single-document read is a few point reads of warm data: run it
     // here rather than pay a hop to the blocking pool. Everything that
@@ -382,22 +427,46 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     // everything under a design document but the document itself: a view
     // query may build its index, running JavaScript for minutes, which on
     // an async worker stalls the requests queued behind it on that worker.
+    // Attachments are not: their bodies are streamed from the blocking
+    // pool (`stream.rs`).
     let point_read = matches!(request.method, hyper::Method::GET | hyper::Method::HEAD)
         && match request.segments.as_slice() {
             [] => true,
-            [_, id, rest @ ..] => (!id.starts_with('_') || id == "_local") || (id == "_design" && rest.len() == 1),
+            [_, id] => !id.starts_with('_'),
+            [_, id, _] => id == "_local" || id == "_design",
             // `/_db_updates` may wait for an event: never on these threads.
             [db] => db.starts_with('_') && db != "_db_updates",
+            // Attachments stream (`stream.rs`): from a blocking thread.
+            _ => false,
         }
         // Credentials not verified yet cost a PBKDF2: not on async threads.
         && auth::is_cheap(server, &request);
     let reply = if point_read {
         router::handle(server, &request)?
     } else {
+        // A handler may send its response early and stream the body
+        // after it (`stream.rs`): answer with the head as soon as it comes,
+        // while the handler goes on writing the body.
+        request.responder = stream::Responder::new(head_tx);
         let srv = server.clone();
-        tokio::task::spawn_blocking(move || router::handle(&srv, &request))
-            .await
-            .map_err(|e| HttpError::internal(format!("request task failed: {e}")))??
+        let mut task = tokio::task::spawn_blocking(move || router::handle(&srv, &request));
+        let mut head_rx = head_rx;
+        let reply = tokio::select! {
+            biased;
+            done = &mut task => done,
+            Ok(head) = &mut head_rx => {
+                cancel.disarm();
+                return Ok(head);
+            }
+        };
+        match reply.map_err(|e| HttpError::internal(format!("request task failed: {e}")))?? {
+            // Streamed, and finished before the head was seen here.
+            Reply::Done(r) if matches!(r.body(), http::Body::Sent) => {
+                cancel.disarm();
+                return head_rx.await.map_err(|_| HttpError::internal("a streamed answer lost its head"));
+            }
+            other => other,
+        }
     };
     cancel.disarm();
     Ok(match reply {

@@ -5,6 +5,14 @@
 //! document's replication members restarts it; deleting the document stops
 //! it. States are kept in memory and shown by `GET /_scheduler/docs`
 //! (CouchDB 3 also writes terminal states into the document; we do not).
+//!
+//! A replication runs with its document's writer's rights, as CouchDB's
+//! (`owner`): a user who is not a server admin writes a document stamped
+//! with their name, may change only their own documents, and their
+//! replication reads and writes only the databases they may read and
+//! write, with the rights they have there (a member's replication writes
+//! no design document). Documents written by server admins without an
+//! `owner` run as a server admin.
 
 use crate::auth::UserCtx;
 use crate::couch::replicate::{endpoint, filter, flag, spawn_job, Running, POLL};
@@ -21,7 +29,27 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const REPLICATOR_DB: &str = "_replicator";
 
 /// The members of a `_replicator` document that define its replication.
-const SPEC_MEMBERS: &[&str] = &["source", "target", "continuous", "create_target", "doc_ids", "selector", "filter", "query_params"];
+const SPEC_MEMBERS: &[&str] = &["source", "target", "continuous", "create_target", "doc_ids", "selector", "filter", "query_params", "owner"];
+
+/// Stamps a `_replicator` document written by `ctx` with its owner, or
+/// refuses it: a user who is not a server admin owns the documents they
+/// write and may change no one else's (`current`: the stored winner).
+pub(crate) fn stamp_owner(ctx: &UserCtx, doc: &mut Map<String, Value>, current: Option<&Map<String, Value>>) -> Result<(), HttpError> {
+    if ctx.is_server_admin() {
+        return Ok(());
+    }
+    let name = ctx.name.clone().ok_or_else(|| HttpError::unauthorized("You are not authorized to access this db."))?;
+    if let Some(current) = current {
+        if current.get("owner").and_then(Value::as_str) != Some(name.as_str()) {
+            return Err(HttpError::forbidden("Only the owner of a replication document, or a server admin, may change it."));
+        }
+    }
+    if doc.get("owner").is_some_and(|o| o.as_str() != Some(name.as_str())) {
+        return Err(HttpError::forbidden(format!("A replication document's owner is its writer: {name}.")));
+    }
+    doc.insert("owner".into(), Value::String(name));
+    Ok(())
+}
 
 /// What the server knows of one `_replicator` document's replication.
 pub struct DocJob {
@@ -155,11 +183,15 @@ fn update(server: &Server, id: &str, generation: u64, f: impl FnOnce(&mut DocJob
 }
 
 fn start_job(server: &Arc<Server>, id: &str, spec: &Map<String, Value>, generation: u64) -> Result<(Arc<Running>, String, String, String), HttpError> {
-    let admin = UserCtx { name: Some(REPLICATOR_DB.into()), roles: vec!["_admin".into()], method: None };
+    // Its owner's rights (their roles as now stored), or a server admin's.
+    let ctx = match spec.get("owner").and_then(Value::as_str) {
+        Some(owner) => UserCtx { name: Some(owner.to_owned()), roles: crate::auth::roles_of_user(server, owner)?, method: None },
+        None => UserCtx { name: Some(REPLICATOR_DB.into()), roles: vec!["_admin".into()], method: None },
+    };
     let member = |k: &str| spec.get(k).ok_or_else(|| HttpError::bad_request(format!("the document has no {k}")));
     let create_target = flag(spec, "create_target")?;
-    let source = endpoint(server, &admin, member("source")?, false)?;
-    let target = endpoint(server, &admin, member("target")?, create_target)?;
+    let source = endpoint(server, &ctx, member("source")?, false)?;
+    let target = endpoint(server, &ctx, member("target")?, create_target)?;
     let options = Options { continuous: flag(spec, "continuous")?, create_target, poll: POLL, filter: filter(spec)?, ..Default::default() };
     let rep_id = replication_id(source.as_ref(), target.as_ref(), options.filter.as_ref());
     let (source_name, target_name) = (source.name(), target.name());

@@ -1,8 +1,8 @@
 //! From a request to a handler: the path is parsed into a [`Route`], the
 //! route names the [`Access`] it needs, and the guard checks it before any
-//! handler runs. Every endpoint goes through here; no handler checks
-//! permissions on its own except `_bulk_docs` for the design documents
-//! inside its body.
+//! handler runs. Every endpoint goes through here; what a write may
+//! contain (design documents in a `_bulk_docs`, LDP resources, graphs) is
+//! the store's rule wherever the write lands (`rhizome_docs::Writer`).
 
 use crate::auth::access::{self, Access};
 use crate::auth::{self, UserCtx};
@@ -203,6 +203,13 @@ impl Route {
 /// Runs one request (on a blocking thread: the document store is
 /// synchronous).
 pub fn handle(server: &Server, req: &Request) -> Result<Reply, HttpError> {
+    // All of the request's JavaScript (validation, filters) within one
+    // budget, and stopped when its client goes away.
+    let _js = rhizome_views::RequestBounds {
+        deadline: Some(std::time::Instant::now() + crate::couch::views::limits().request_timeout),
+        cancelled: Some(req.cancelled.clone()),
+    }
+    .enter();
     let route = Route::parse(&req.segments)?;
     let rdf = matches!(route, Route::Extension(..) | Route::Ldp(..));
     let is_doc = matches!(route, Route::Doc(..));
@@ -231,6 +238,7 @@ fn handle_route(server: &Server, req: &Request, route: Route, ctx: &UserCtx) -> 
         None => None,
     };
     access::check(ctx, &route.access(&req.method), db.as_deref())?;
+    crate::request_bodies::check(&route, req, &server.cors)?;
     dispatch(server, req, ctx, route, db)
 }
 
@@ -283,7 +291,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
             match op {
                 DbOp::AllDocs => all_docs::handle(req, &db, all_docs::Namespace::All)?.into(),
                 DbOp::BulkDocs => bulk::bulk_docs(server, req, ctx, &db)?.into(),
-                DbOp::BulkGet => bulk::bulk_get(req, &db)?.into(),
+                DbOp::BulkGet => bulk::bulk_get(req, &db, server.max_bulk_docs)?.into(),
                 DbOp::RevsDiff => bulk::revs_diff(req, &db)?.into(),
                 DbOp::Changes => crate::changes::request(req, ctx, db)?,
                 DbOp::Compact => database::compact(req, &db)?.into(),
@@ -294,14 +302,14 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::LocalDocs => all_docs::handle(req, &db, all_docs::Namespace::Local)?.into(),
                 DbOp::AllDocsQueries(ns) => all_docs::queries(req, &db, ns)?.into(),
                 DbOp::ViewCleanup => couch::views::cleanup(req, &db)?.into(),
-                DbOp::Find => couch::mango::find(req, &db)?.into(),
+                DbOp::Find => couch::mango::find(req, &db, server.query_timeout)?.into(),
                 DbOp::Explain => couch::mango::explain(req, &db)?.into(),
                 DbOp::Purge => database::purge(req, &db)?.into(),
                 DbOp::PurgedInfosLimit => database::purged_infos_limit(req, &db)?.into(),
             }
         }
         Route::Doc(_, id) => documents::document(server, req, ctx, &*need(db)?, &id)?.into(),
-        Route::Local(_, id) => documents::local(req, &*need(db)?, &id)?.into(),
+        Route::Local(_, id) => documents::local(req, ctx, &*need(db)?, &id)?.into(),
         Route::Attachment(_, id, name) => attachments::attachment(server, req, ctx, &*need(db)?, &id, &name)?.into(),
         Route::Extension(_, what) => extension::route(server, req, ctx, &*need(db)?, &what)?.into(),
         Route::DesignAction(_, ddoc, action, rest) => couch::views::design_action(req, ctx, need(db)?, &ddoc, &action, &rest)?.into(),

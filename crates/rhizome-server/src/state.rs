@@ -16,7 +16,13 @@
 use crate::auth::password::{self, PasswordHash};
 use crate::error::{HttpError, ServerError};
 use crate::http::uuid;
-use rhizome_docs::{valid_db_name, ContextStore, Database, DocumentIris, GraphProjector, JsonLdProjector, NoProjection};
+use rhizome_docs::{valid_db_name, ContextStore, Database, DocumentIris, GraphProjector, JsonLdProjector, NoGraphs};
+
+/// Databases kept open by default: each open one holds about 6 file
+/// descriptors, its caches and its memtable (within the process-wide
+/// budgets); closed ones cost nothing but their files. CouchDB's
+/// `max_dbs_open` is 500, for Erlang processes far cheaper than a store.
+pub const DEFAULT_MAX_OPEN_DATABASES: usize = 100;
 
 /// The base of document graph IRIs when a data folder is first used by
 /// something other than a server (`load --db`, Python): CouchDB's address.
@@ -100,6 +106,9 @@ pub struct DbHandle {
     pub writes: crate::group_commit::GroupCommit,
     /// PBKDF2 iterations for passwords written to `_users`.
     pub pbkdf2_iterations: u32,
+    /// When a request last asked for it (ms since the server's start): the
+    /// least recently used idle database is closed first.
+    last_used_ms: std::sync::atomic::AtomicU64,
     /// The server's `_db_updates` feed.
     pub updates: Arc<crate::db_updates::DbUpdates>,
 }
@@ -121,8 +130,12 @@ pub struct Server {
     pub base_iri: String,
     pub max_body_bytes: usize,
     dbs: RwLock<HashMap<String, Arc<DbHandle>>>,
-    /// Serializes creating, opening and deleting databases.
+    /// Serializes creating, opening, closing and deleting databases.
     lifecycle: Mutex<()>,
+    /// Databases kept open at most; past it, opening one closes the least
+    /// recently used one nobody is using ([`DEFAULT_MAX_OPEN_DATABASES`]).
+    pub max_open_databases: usize,
+    started: std::time::Instant,
     /// Credentials verified already (keyed by an HMAC of name and
     /// password, with the salt and derived key they matched), so Basic auth
     /// on every request does not pay PBKDF2 every time.
@@ -134,6 +147,10 @@ pub struct Server {
     pub auth: crate::auth::AuthSettings,
     /// The admin's hash as now stored (upgraded in place at a login).
     admin_hash: RwLock<PasswordHash>,
+    /// A hash of a random password at the server's iteration count: a
+    /// login for a name with no account is verified against it, so that
+    /// it takes as long as one for a name with an account.
+    pub dummy_hash: PasswordHash,
     pub login_throttle: crate::auth::throttle::LoginThrottle,
     pub revoked_sessions: crate::auth::session::RevokedSessions,
     projector: Arc<dyn GraphProjector>,
@@ -148,12 +165,28 @@ pub struct Server {
     /// Remote JSON-LD contexts: shipped, cached in `<data>/_contexts`, and
     /// fetched when `--context-hosts` allows (`crate::contexts`).
     pub contexts: Arc<ContextStore>,
+    /// Memory all requests share (`--request-memory-bytes`): request
+    /// bodies and what SPARQL requests sort, group and join.
+    pub request_memory: Arc<rhizome_sparql::MemoryPool>,
+    /// The time a SPARQL request or a Mango `_find` may take
+    /// (`--query-timeout-ms`).
+    pub query_timeout: std::time::Duration,
+    /// Documents one `_bulk_docs` or `_bulk_get` may name (`--max-bulk-docs`).
+    pub max_bulk_docs: usize,
     /// The settings the server runs with, in CouchDB's `_config` sections
     /// (`couch::node`; set by `serve`).
     pub node_config: Value,
+    /// The origins whose pages may send writes here (`--enable-cors`; set
+    /// by `serve`): `request_bodies` takes form-like writes from them.
+    pub cors: crate::cors::CorsSettings,
     /// Databases created, updated and deleted (`/_db_updates`).
     pub db_updates: Arc<crate::db_updates::DbUpdates>,
 }
+
+/// Memory all requests together may hold by default (1 GiB): request
+/// bodies (counted twice: the bytes and what is parsed from them) and
+/// SPARQL's sorts, groups, joins and held solutions.
+pub const DEFAULT_REQUEST_MEMORY_BYTES: usize = 1 << 30;
 
 /// The folder of database `name` under a server's data folder (for tools
 /// that write a database while the server is stopped: `rhizome load --db`).
@@ -166,7 +199,7 @@ pub fn database_dir(data_dir: &Path, name: &str) -> PathBuf {
 /// resolved in `contexts` ([`context_store`]).
 pub fn projector_for(base: &str, name: &str, contexts: Arc<ContextStore>) -> Arc<dyn GraphProjector> {
     if name.starts_with('_') {
-        return Arc::new(NoProjection);
+        return Arc::new(NoGraphs);
     }
     let iris = DocumentIris::new(base, name);
     let root = iris.ldp_root();
@@ -229,19 +262,26 @@ impl Server {
             max_body_bytes,
             dbs: RwLock::new(HashMap::new()),
             lifecycle: Mutex::new(()),
+            max_open_databases: DEFAULT_MAX_OPEN_DATABASES,
+            started: std::time::Instant::now(),
             verified: Mutex::new(HashMap::new()),
             verifying: Mutex::new(HashMap::new()),
             admin_hash: RwLock::new(identity.admin_hash.clone()),
+            dummy_hash: PasswordHash::unmatchable(auth.pbkdf2_iterations),
             login_throttle: crate::auth::throttle::LoginThrottle::new(auth.login_attempts, std::time::Duration::from_secs(auth.login_delay_secs)),
             revoked_sessions: crate::auth::session::RevokedSessions::open(data_dir),
             auth,
-            projector: Arc::new(NoProjection),
+            projector: Arc::new(NoGraphs),
             shutdown,
             replications: Default::default(),
             replicator_docs: Default::default(),
             sparql: Default::default(),
             contexts: context_store(data_dir)?,
+            request_memory: rhizome_sparql::MemoryPool::new(DEFAULT_REQUEST_MEMORY_BYTES),
+            query_timeout: std::time::Duration::from_millis(crate::rdf::QUERY_TIMEOUT_MS),
+            max_bulk_docs: crate::couch::bulk::DEFAULT_MAX_BULK_DOCS,
             node_config: json!({}),
+            cors: Default::default(),
             db_updates: Arc::default(),
         };
         // CouchDB creates its system databases on first start.
@@ -266,6 +306,10 @@ impl Server {
         database_dir(&self.data_dir, name)
     }
 
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
     /// An existing database, opened on first use.
     pub fn db(&self, name: &str) -> Result<Option<Arc<DbHandle>>, HttpError> {
         let cached = self.dbs.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned();
@@ -275,6 +319,7 @@ impl Server {
                 self.dbs.write().unwrap_or_else(|p| p.into_inner()).remove(name);
                 return Ok(None);
             }
+            h.last_used_ms.store(self.now_ms(), std::sync::atomic::Ordering::Relaxed);
             return Ok(Some(h));
         }
         if !valid_db_name(name) || !name_fits(name) {
@@ -291,7 +336,10 @@ impl Server {
         Ok(Some(self.open_handle(name, &dir)?))
     }
 
+    /// Opens a database (the lifecycle lock held), first closing idle ones
+    /// past the cap.
     fn open_handle(&self, name: &str, dir: &Path) -> Result<Arc<DbHandle>, HttpError> {
+        self.close_idle(self.max_open_databases.max(1) - 1);
         let db = Database::open(dir, self.projector_for(name))?;
         let seq = db.update_seq()?;
         let handle = Arc::new(DbHandle {
@@ -300,10 +348,38 @@ impl Server {
             seq: watch::Sender::new(seq),
             writes: Default::default(),
             pbkdf2_iterations: self.auth.pbkdf2_iterations,
+            last_used_ms: self.now_ms().into(),
             updates: self.db_updates.clone(),
         });
         self.dbs.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), handle.clone());
         Ok(handle)
+    }
+
+    /// Closes the least recently used databases that nobody is using (no
+    /// request, feed or replication holds their handle) until at most
+    /// `keep` are open. Called with the lifecycle lock held, so that the
+    /// same database is not opened again before it is closed. Databases in
+    /// use stay open even past the cap.
+    fn close_idle(&self, keep: usize) {
+        let closed: Vec<Arc<DbHandle>> = {
+            let mut dbs = self.dbs.write().unwrap_or_else(|p| p.into_inner());
+            if dbs.len() <= keep {
+                return;
+            }
+            // Under the write lock nobody can take a new reference (`db`
+            // clones under the read lock), so a count of 1 (the table's)
+            // stays 1.
+            let mut idle: Vec<(u64, String)> = dbs
+                .iter()
+                .filter(|(_, h)| Arc::strong_count(h) == 1)
+                .map(|(name, h)| (h.last_used_ms.load(std::sync::atomic::Ordering::Relaxed), name.clone()))
+                .collect();
+            idle.sort_unstable();
+            idle.truncate(dbs.len() - keep);
+            idle.iter().filter_map(|(_, name)| dbs.remove(name)).collect()
+        };
+        // Dropped here, outside the table's lock: each store closes.
+        drop(closed);
     }
 
     pub fn create_db(&self, name: &str) -> Result<Arc<DbHandle>, HttpError> {

@@ -28,6 +28,11 @@ pub enum SparqlError {
     Cancelled,
     #[error("the query exceeded its memory limit of {limit_bytes} bytes (strings it builds, sorts, groups, joins and materialized patterns together)")]
     MemoryLimit { limit_bytes: usize },
+    /// The query's own budget had room, but the memory shared by every
+    /// request of the server ([`crate::MemoryPool`]) did not: another
+    /// request's turn; retrying later may work.
+    #[error("the server's memory for requests ({limit_bytes} bytes, all requests together) is in use; retry later")]
+    ServerMemory { limit_bytes: usize },
     /// The request nests deeper, or chains more operators, than the
     /// engine evaluates (`nesting::MAX_NESTING`, `nesting::MAX_OPERATORS`):
     /// refused before anything recursive runs.

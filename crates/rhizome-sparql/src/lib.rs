@@ -25,6 +25,7 @@
 mod error;
 mod eval;
 mod explain;
+mod memory;
 mod expression;
 mod graph_service;
 pub mod nesting;
@@ -36,6 +37,7 @@ mod terms;
 mod update;
 
 pub use error::{Result, SparqlError};
+pub use memory::{MemoryPool, MemoryReservation};
 pub use plan::Statistics;
 pub use query::{parse_query, PreparedQuery, QueryResults};
 pub use results::{write_results, ResultFormat};

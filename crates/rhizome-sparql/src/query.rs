@@ -199,6 +199,13 @@ impl<'s> PreparedQuery<'s> {
         self.ev.limits.memory_bytes.set(bytes);
     }
 
+    /// Shares `pool` with other requests: what the query holds (within its
+    /// own limit) is reserved there too, and a query the pool has no room
+    /// for fails with `SparqlError::ServerMemory`.
+    pub fn set_memory_pool(&self, pool: &std::sync::Arc<crate::MemoryPool>) {
+        *self.ev.limits.pool.borrow_mut() = Some(pool.reservation());
+    }
+
     /// Joins a pattern by hashing it after `lookups` index lookups made
     /// from the rows on the left, whatever its size (by default: once the
     /// lookups have cost about what reading the pattern whole does). For
@@ -252,78 +259,124 @@ impl<'s> PreparedQuery<'s> {
                     None => false,
                 })
             }
-            Form::Construct(template) => QueryResults::Graph(Box::new(self.construct(rows, template)?.into_iter().map(Ok))),
-            Form::Describe(vars) => QueryResults::Graph(Box::new(self.describe(rows, vars)?.into_iter().map(Ok))),
+            Form::Construct(template) => QueryResults::Graph(self.construct(rows, template)),
+            Form::Describe(vars) => QueryResults::Graph(self.describe(rows, vars)),
         })
     }
 
-    fn construct(&self, rows: crate::eval::Rows<'_>, template: &[[TemplateTerm; 3]]) -> Result<Vec<Triple>> {
-        let mut out = Vec::new();
-        let mut seen = FxHashSet::default();
-        for r in rows {
-            let row: Row = r?;
-            let mut blanks: FxHashMap<String, BlankNode> = FxHashMap::default();
-            for [s, p, o] in template {
-                let mut get = |t: &TemplateTerm| -> Result<Option<Term>> {
-                    Ok(match t {
-                        TemplateTerm::Var(v) => row[*v].map(|id| self.ev.space.decode(id)).transpose()?,
-                        TemplateTerm::Blank(label) => Some(blanks.entry(label.clone()).or_default().clone().into()),
-                        TemplateTerm::Term(t) => Some(t.clone()),
-                    })
-                };
-                let (Some(s), Some(p), Some(o)) = (get(s)?, get(p)?, get(o)?) else { continue };
-                let subject: NamedOrBlankNode = match s {
-                    Term::NamedNode(n) => n.into(),
-                    Term::BlankNode(b) => b.into(),
-                    _ => continue,
-                };
-                let Term::NamedNode(predicate) = p else { continue };
-                let triple = Triple::new(subject, predicate, o);
-                if seen.insert(triple.clone()) {
-                    out.push(triple);
-                }
+    /// CONSTRUCT: the template's triples for each row, as the rows come.
+    /// Triples already given are skipped while the set remembering them
+    /// holds at most [`CONSTRUCT_SEEN_MAX`] (then it starts again): a
+    /// graph written with a triple twice is the same graph, and a result
+    /// of any size is not kept whole.
+    fn construct<'q>(&'q self, mut rows: crate::eval::Rows<'q>, template: &'q [[TemplateTerm; 3]]) -> Box<dyn Iterator<Item = Result<Triple>> + 'q> {
+        let mut pending: std::collections::VecDeque<Triple> = std::collections::VecDeque::new();
+        let mut seen: FxHashSet<Triple> = FxHashSet::default();
+        Box::new(std::iter::from_fn(move || loop {
+            if let Some(t) = pending.pop_front() {
+                return Some(Ok(t));
             }
+            let row = match rows.next()?.and_then(|row| self.ev.limits.check_weighted(3 * template.len()).map(|()| row)) {
+                Ok(row) => row,
+                Err(e) => return Some(Err(e)),
+            };
+            if let Err(e) = self.instantiate(&row, template, &mut |triple| {
+                if seen.len() >= CONSTRUCT_SEEN_MAX {
+                    seen.clear();
+                }
+                if seen.insert(triple.clone()) {
+                    pending.push_back(triple);
+                }
+            }) {
+                return Some(Err(e));
+            }
+        }))
+    }
+
+    /// The template's triples for one row (those whose terms are all
+    /// bound and fit their positions).
+    fn instantiate(&self, row: &Row, template: &[[TemplateTerm; 3]], out: &mut dyn FnMut(Triple)) -> Result<()> {
+        let mut blanks: FxHashMap<String, BlankNode> = FxHashMap::default();
+        for [s, p, o] in template {
+            let mut get = |t: &TemplateTerm| -> Result<Option<Term>> {
+                Ok(match t {
+                    TemplateTerm::Var(v) => row[*v].map(|id| self.ev.space.decode(id)).transpose()?,
+                    TemplateTerm::Blank(label) => Some(blanks.entry(label.clone()).or_default().clone().into()),
+                    TemplateTerm::Term(t) => Some(t.clone()),
+                })
+            };
+            let (Some(s), Some(p), Some(o)) = (get(s)?, get(p)?, get(o)?) else { continue };
+            let subject: NamedOrBlankNode = match s {
+                Term::NamedNode(n) => n.into(),
+                Term::BlankNode(b) => b.into(),
+                _ => continue,
+            };
+            let Term::NamedNode(predicate) = p else { continue };
+            out(Triple::new(subject, predicate, o));
         }
-        Ok(out)
+        Ok(())
     }
 
     /// DESCRIBE: the triples whose subject is a described resource, in the
-    /// query's default graph, following blank node objects.
-    fn describe(&self, rows: crate::eval::Rows<'_>, vars: &[Var]) -> Result<Vec<Triple>> {
-        let mut todo: Vec<TermId> = Vec::new();
-        for r in rows {
-            let row = r?;
-            todo.extend(vars.iter().filter_map(|v| row[*v]));
-        }
-        let mut done = FxHashSet::default();
-        let mut out = Vec::new();
+    /// query's default graph, following blank node objects, as the rows
+    /// come. The resources described so far are remembered (within the
+    /// query's memory budget) so that each is described once.
+    fn describe<'q>(&'q self, mut rows: crate::eval::Rows<'q>, vars: &'q [Var]) -> Box<dyn Iterator<Item = Result<Triple>> + 'q> {
         let graphs: Vec<Option<TermId>> = match &self.ev.dataset.default {
             Some(list) => list.iter().map(|g| Some(*g)).collect(),
             None => vec![self.ev.space.default_graph()],
         };
-        while let Some(id) = todo.pop() {
+        let mut todo: Vec<TermId> = Vec::new();
+        let mut done: FxHashSet<TermId> = FxHashSet::default();
+        let mut pending: std::collections::VecDeque<Triple> = std::collections::VecDeque::new();
+        Box::new(std::iter::from_fn(move || loop {
+            if let Some(t) = pending.pop_front() {
+                return Some(Ok(t));
+            }
+            let Some(id) = todo.pop() else {
+                match rows.next()? {
+                    Ok(row) => todo.extend(vars.iter().filter_map(|v| row[*v])),
+                    Err(e) => return Some(Err(e)),
+                }
+                continue;
+            };
             if !done.insert(id) {
                 continue;
             }
-            let quads = graphs.iter().flat_map(|g| self.ev.space.scan(QuadPattern { s: Some(id), g: *g, ..Default::default() }));
-            for q in quads {
-                let q = q?;
-                let [s, p, o] = [q[0], q[1], q[2]].map(|id| self.ev.space.decode(id));
-                let subject: NamedOrBlankNode = match s? {
-                    Term::NamedNode(n) => n.into(),
-                    Term::BlankNode(b) => b.into(),
-                    _ => continue,
-                };
-                let Term::NamedNode(predicate) = p? else { continue };
-                if q[2].is_blank() {
-                    todo.push(q[2]);
-                }
-                out.push(Triple::new(subject, predicate, o?));
+            if let Err(e) = self.ev.check_memory(crate::eval::rows_bytes(done.len() + todo.len(), 1)) {
+                return Some(Err(e));
             }
+            if let Err(e) = self.describe_one(id, &graphs, &mut todo, &mut pending) {
+                return Some(Err(e));
+            }
+        }))
+    }
+
+    /// The triples of one described resource into `out`; its blank node
+    /// objects into `todo`.
+    fn describe_one(&self, id: TermId, graphs: &[Option<TermId>], todo: &mut Vec<TermId>, out: &mut std::collections::VecDeque<Triple>) -> Result<()> {
+        let quads = graphs.iter().flat_map(|g| self.ev.space.scan(QuadPattern { s: Some(id), g: *g, ..Default::default() }));
+        for q in quads {
+            let q = q?;
+            self.ev.limits.check()?;
+            let [s, p, o] = [q[0], q[1], q[2]].map(|id| self.ev.space.decode(id));
+            let subject: NamedOrBlankNode = match s? {
+                Term::NamedNode(n) => n.into(),
+                Term::BlankNode(b) => b.into(),
+                _ => continue,
+            };
+            let Term::NamedNode(predicate) = p? else { continue };
+            if q[2].is_blank() {
+                todo.push(q[2]);
+            }
+            out.push_back(Triple::new(subject, predicate, o?));
         }
-        Ok(out)
+        Ok(())
     }
 }
+
+/// Triples a CONSTRUCT remembers to skip repeats (a few tens of MB).
+const CONSTRUCT_SEEN_MAX: usize = 1 << 16;
 
 /// The result rows, failing with `SparqlError::MemoryLimit` if an
 /// expression on the way gave up building a value past the memory budget
@@ -367,12 +420,19 @@ impl<V> Iterator for Prefetched<'_, V> {
         if self.buffer.is_empty() {
             let mut ids = Vec::new();
             for r in self.rows.by_ref() {
+                // A row costs its width to decode and write: a row of
+                // thousands of variables counts as thousands of steps
+                // toward the time limit's next look at the clock (one
+                // check per 1,024 quads let a 45,000-variable query run
+                // minutes past its limit, writing huge rows).
+                let r = r.and_then(|row| self.ev.limits.check_weighted(self.vars.len()).map(|()| row));
                 let failed = r.is_err();
                 if let Ok(row) = &r {
                     ids.extend(self.vars.iter().filter_map(|(_, i)| row[*i]));
                 }
                 self.buffer.push_back(r);
-                if failed || self.buffer.len() >= 1024 {
+                // At most 1,024 rows or 64Ki bindings ahead.
+                if failed || self.buffer.len() >= 1024 || ids.len() >= 1 << 16 {
                     break;
                 }
             }

@@ -60,6 +60,13 @@ pub struct UpdateLimits {
     /// Set from any thread to stop the update (`SparqlError::Cancelled`,
     /// nothing written): the server sets it when the client goes away.
     pub cancelled: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Memory shared with other requests (`PreparedQuery::set_memory_pool`),
+    /// for each WHERE clause and the solutions it holds until its writes.
+    pub memory_pool: Option<std::sync::Arc<crate::MemoryPool>>,
+    /// The most quads the request may insert (a transaction holds every
+    /// write until its commit, about 2 KB per quad): past it the update
+    /// fails with `SparqlError::TooComplex`, nothing written.
+    pub max_inserted_quads: Option<u64>,
 }
 
 /// The most bytes one `LOAD` reads unless set (256 MiB).
@@ -214,6 +221,8 @@ impl Operation<'_, '_> {
             }
             GraphUpdateOperation::DeleteInsert { delete, insert, using, pattern } => {
                 let query = Query::Select { dataset: using.clone(), pattern: (**pattern).clone(), base_iri: None };
+                // Held with the solutions, until this operation's writes.
+                let mut held_in_pool = self.limits.memory_pool.as_ref().map(|p| p.reservation());
                 let (variables, solutions) = {
                     let prepared = PreparedQuery::for_update(self.txn.reader(), self.mode, self.stats.clone(), &query)?;
                     if let Some(deadline) = self.limits.deadline {
@@ -221,6 +230,9 @@ impl Operation<'_, '_> {
                     }
                     if let Some(bytes) = self.limits.memory_bytes {
                         prepared.set_memory_limit(bytes);
+                    }
+                    if let Some(pool) = &self.limits.memory_pool {
+                        prepared.set_memory_pool(pool);
                     }
                     if let Some(flag) = &self.limits.cancelled {
                         prepared.cancel_with(flag.clone());
@@ -237,6 +249,11 @@ impl Operation<'_, '_> {
                                 held = held.saturating_add(s.iter().map(|t| 32 + t.as_ref().map_or(0, term_bytes)).sum::<usize>());
                                 if held > limit {
                                     return Err(SparqlError::MemoryLimit { limit_bytes: limit });
+                                }
+                                if let Some(r) = &mut held_in_pool {
+                                    if !r.grow_to(held) {
+                                        return Err(SparqlError::ServerMemory { limit_bytes: r.pool().limit_bytes() });
+                                    }
                                 }
                                 all.push(s);
                             }
@@ -357,6 +374,11 @@ impl Operation<'_, '_> {
         let ids = [s, p, o, g];
         if self.txn.insert(&ids)? {
             self.summary.quads_inserted += 1;
+            if let Some(max) = self.limits.max_inserted_quads.filter(|max| self.summary.quads_inserted > *max) {
+                return Err(SparqlError::TooComplex(format!(
+                    "the update inserts more than {max} quads, the most one request may write (it holds every write until its commit); split it into several requests"
+                )));
+            }
         }
         Ok(())
     }

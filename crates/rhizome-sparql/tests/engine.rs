@@ -1,7 +1,7 @@
 //! Black-box behaviour of the engine on both dataset modes.
 
 use rhizome_rdf::{DatasetMode, Store};
-use rhizome_sparql::{execute_update, parse_query, parse_update, PreparedQuery, QueryResults, SparqlError, Statistics};
+use rhizome_sparql::{execute_update, parse_query, parse_update, MemoryPool, PreparedQuery, QueryResults, SparqlError, Statistics};
 
 fn update(store: &Store, text: &str) {
     execute_update(store, &parse_update(text, None).unwrap()).unwrap();
@@ -167,6 +167,70 @@ fn a_sort_past_the_memory_limit_fails_clearly() {
     let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
     let outcome: Result<Vec<_>, _> = solutions.collect();
     assert!(matches!(outcome, Err(SparqlError::MemoryLimit { .. })), "{:?}", outcome.map(|r| r.len()));
+}
+
+/// A query of 15,000 unconnected patterns (45,000 variables) over a few
+/// triples makes rows of 45,000 bindings, each costly to decode and
+/// write: it stops at its time limit, where it ran minutes past it when
+/// the clock was looked at once per 1,024 rows.
+#[test]
+fn rows_of_45000_variables_stop_at_the_time_limit() {
+    let store = Store::memory(DatasetMode::Plain);
+    update(&store, "INSERT DATA { <http://ex/a> <http://ex/p> 1 . <http://ex/b> <http://ex/p> 2 . }");
+    let patterns: Vec<String> = (0..15_000).map(|i| format!("?s{i} ?p{i} ?o{i}")).collect();
+    let text = format!("SELECT * WHERE {{ {} }}", patterns.join(" . "));
+    let started = std::time::Instant::now();
+    // On the stack the server gives queries: 15,000 nested joins recurse.
+    let outcome = rhizome_sparql::nesting::run_with_query_stack(|| {
+        let query = parse_query(&text, None)?;
+        let snapshot = store.snapshot()?;
+        let prepared = PreparedQuery::new(&snapshot, Statistics::default(), &query)?;
+        prepared.set_timeout(std::time::Duration::from_millis(500));
+        let written = rhizome_sparql::write_results(prepared.execute()?, rhizome_sparql::ResultFormat::Json, std::io::sink());
+        written
+    })
+    .and_then(|r| r);
+    assert!(matches!(outcome, Err(SparqlError::Timeout)), "{outcome:?}");
+    assert!(started.elapsed().as_secs() < 60, "stopped {:?} after its limit of 500 ms", started.elapsed());
+}
+
+/// The memory limit's error is not a row an OFFSET skips (such a query
+/// answered nothing instead of failing), and DISTINCT, ORDER BY and a
+/// shared pool all fail past their budgets.
+#[test]
+fn memory_errors_pass_offsets_and_bound_distinct_and_shared_pools() {
+    let store = Store::memory(DatasetMode::Plain);
+    let mut text = String::from("INSERT DATA {");
+    for i in 0..5000 {
+        text.push_str(&format!(" <http://ex/s{i}> <http://ex/v> {i} ."));
+    }
+    text.push('}');
+    update(&store, &text);
+    let snapshot = store.snapshot().unwrap();
+    let run = |q: &str, limit: usize, pool: Option<&std::sync::Arc<MemoryPool>>| -> Result<Vec<Vec<Option<oxrdf::Term>>>, SparqlError> {
+        let query = parse_query(q, None).unwrap();
+        let prepared = PreparedQuery::new(&snapshot, Statistics::default(), &query).unwrap();
+        prepared.set_memory_limit(limit);
+        if let Some(pool) = pool {
+            prepared.set_memory_pool(pool);
+        }
+        let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
+        solutions.collect()
+    };
+    let outcome = run("SELECT ?v { ?s <http://ex/v> ?v } ORDER BY ?v LIMIT 1 OFFSET 100000", 10_000, None);
+    assert!(matches!(outcome, Err(SparqlError::MemoryLimit { .. })), "{:?}", outcome.map(|r| r.len()));
+    let outcome = run("SELECT DISTINCT ?s ?v { ?s <http://ex/v> ?v }", 10_000, None);
+    assert!(matches!(outcome, Err(SparqlError::MemoryLimit { .. })), "{:?}", outcome.map(|r| r.len()));
+    // Within its own limit, but not within what the pool has left.
+    let pool = MemoryPool::new(2_000_000);
+    let mut other = pool.reservation();
+    assert!(other.grow_to(1_900_000));
+    let outcome = run("SELECT ?v { ?s <http://ex/v> ?v } ORDER BY ?v", 1 << 30, Some(&pool));
+    assert!(matches!(outcome, Err(SparqlError::ServerMemory { limit_bytes: 2_000_000 })), "{:?}", outcome.map(|r| r.len()));
+    drop(other);
+    assert_eq!(pool.used_bytes(), 0, "the failed query gave its reservation back");
+    assert_eq!(run("SELECT ?v { ?s <http://ex/v> ?v } ORDER BY ?v", 1 << 30, Some(&pool)).unwrap().len(), 5000);
+    assert_eq!(pool.used_bytes(), 0);
 }
 
 #[test]

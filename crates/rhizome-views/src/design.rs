@@ -13,6 +13,9 @@ use crate::reduce::{self, Reducer};
 use md5::{Digest, Md5};
 use serde_json::{json, Map, Value};
 
+/// The version of view rows' order, part of every index's signature.
+const VIEW_ROWS_VERSION: u32 = 2;
+
 /// One view of a design document.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ViewDef {
@@ -126,11 +129,17 @@ impl DesignDoc {
     }
 
     /// The index's identity: a hash of everything that changes its rows
-    /// (language, map and reduce sources, `lib`, options), so an edit that
-    /// changes none of them keeps the index, as CouchDB's signature does.
+    /// (language, map and reduce sources, `lib`, options, and the version
+    /// of the rows' order), so an edit that changes none of them keeps
+    /// the index, as CouchDB's signature does.
     pub fn signature(&self) -> [u8; 16] {
         let views: Vec<Value> = self.views.iter().map(|v| json!([v.name, v.map, v.reduce])).collect();
-        let canonical = json!([self.language, views, self.map_modules, self.include_design, self.local_seq]);
+        let mut canonical = json!([self.language, views, self.map_modules, self.include_design, self.local_seq]);
+        // Since version 2, one document's rows with one key are ordered by
+        // value; indexes of the first order are built again.
+        if let Value::Array(parts) = &mut canonical {
+            parts.push(json!(VIEW_ROWS_VERSION));
+        }
         Md5::digest(canonical.to_string().as_bytes()).into()
     }
 
@@ -164,6 +173,7 @@ pub fn compilation(kind: &str, name: &str, e: JsError) -> DesignError {
 
 /// Checks a design document about to be written (see the module comment).
 pub fn check_design_doc(id: &str, body: &Map<String, Value>) -> Result<(), DesignError> {
+    crate::design_fields::check_fields(body)?;
     let Some(ddoc) = DesignDoc::parse(id, body)? else { return Ok(()) };
     let needs_js = !ddoc.views.is_empty() || body.get("filters").is_some_and(|f| f.as_object().is_some_and(|m| !m.is_empty())) || ddoc.validate_doc_update().is_some();
     if !needs_js {

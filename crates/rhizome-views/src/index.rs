@@ -13,9 +13,11 @@
 //! design document's signature, so editing a design document without
 //! changing its views keeps the index, and two design documents with the
 //! same views share one. [`refresh`] brings an index to the database's
-//! sequence from the documents changed since (in transactions of
-//! [`BATCH`] documents: memory stays bounded, writers wait at most one
-//! batch, and a restart resumes from the last batch written).
+//! sequence from the documents changed since, in batches of at most
+//! [`BATCH`] documents (and 16 MiB of rows): each is mapped from a
+//! snapshot, without the database's writer, and written in one short
+//! transaction, so memory stays bounded, no write waits for JavaScript, and
+//! a restart resumes from the last batch written.
 
 use crate::design::{compilation, DesignDoc, DesignError};
 use crate::js::{FnId, JsError, Limits, Sandbox};
@@ -23,6 +25,7 @@ use crate::rank::{self, RankUpdate, VIEW_RANKS};
 use crate::tasks::IndexerTask;
 use rhizome_docs::keys::{self, DocInfo, DB_META};
 use rhizome_docs::secondary::IndexSpaces;
+use rhizome_docs::selector::raw_compare;
 use rhizome_docs::{collate, Database, DocError, ReadOptions};
 use rhizome_kv::{Keyspace, KvRead};
 use serde_json::{json, Value};
@@ -136,6 +139,11 @@ impl Mapper {
 /// leaves that document out of that view (logged, as CouchDB does); one
 /// that runs past its limits fails the update (`os_process_error`).
 pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -> Result<IndexState, ViewError> {
+    // An index takes as long as it takes to build (each map call within
+    // its own limit, each batch saved as it is written), but stops when
+    // the client that asked for it goes away: the request's time budget
+    // does not apply, its cancellation does.
+    let _bounds = crate::js::RequestBounds { deadline: None, ..crate::js::RequestBounds::current() }.enter();
     let id = index_id(ddoc);
     {
         // Checked on a snapshot first: a query on an index that is up to
@@ -151,12 +159,29 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
     let mut mapper: Option<Mapper> = None;
     let mut task: Option<IndexerTask> = None;
     loop {
-        let mut txn = db.store().transaction()?;
-        let target = update_seq(txn.kv())?;
-        let mut state = IndexState::read(txn.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()], ranked: false });
+        // Map a batch from a snapshot, without the writer: a slow map
+        // function holds back no write (a plain write waited 4-39 s behind
+        // a runaway one), then write its rows in a short transaction.
+        let snapshot = db.store().snapshot()?;
+        let target = update_seq(snapshot.kv())?;
+        let mut state = IndexState::read(snapshot.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()], ranked: false });
         state.rows.resize(ddoc.views.len(), 0);
         if state.seq >= target {
             return Ok(state);
+        }
+        let from = state.seq;
+        let task = task.get_or_insert_with(|| IndexerTask::start(db_name, &ddoc.id, state.seq, target));
+        let (batch, reached) = rhizome_docs::secondary::changed_since(snapshot.kv(), state.seq, target, BATCH)?;
+        let mapper = match &mut mapper {
+            Some(m) => m,
+            None => mapper.insert(Mapper::new(ddoc, limits)?),
+        };
+        let mapped = map_batch(db, db_name, ddoc, &id, mapper, &snapshot, &batch, reached)?;
+        drop(snapshot);
+        let mut txn = db.store().transaction()?;
+        // Another refresh wrote this batch meanwhile: map from where it got.
+        if IndexState::read(txn.kv(), &id)?.map_or(0, |s| s.seq) != from {
+            continue;
         }
         if !state.ranked {
             let mut buckets = Vec::new();
@@ -167,16 +192,9 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
             state.ranked = true;
         }
         let mut ranks = RankUpdate::new(id);
-        let task = task.get_or_insert_with(|| IndexerTask::start(db_name, &ddoc.id, state.seq, target));
-        let (batch, reached) = rhizome_docs::secondary::changed_since(txn.kv(), state.seq, target, BATCH)?;
-        let mapper = match &mut mapper {
-            Some(m) => m,
-            None => mapper.insert(Mapper::new(ddoc, limits)?),
-        };
-        let read = ReadOptions { conflicts: true, ..Default::default() };
-        for (_, doc_id) in &batch {
+        for doc in &mapped.docs {
             let mut doc_rows_key = id.to_vec();
-            doc_rows_key.extend_from_slice(doc_id.as_bytes());
+            doc_rows_key.extend_from_slice(doc.id.as_bytes());
             if let Some(old) = txn.kv().get(VIEW_DOC_ROWS, &doc_rows_key)? {
                 for row in split_rows(&old) {
                     if let Some(n) = row.get(8).and_then(|v| state.rows.get_mut(*v as usize)) {
@@ -187,48 +205,13 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
                 }
                 txn.kv_mut().delete(VIEW_DOC_ROWS, &doc_rows_key);
             }
-            if doc_id.starts_with("_design/") && !ddoc.include_design {
-                continue;
-            }
-            let Some(info) = txn.kv().get(keys::DOCS, doc_id.as_bytes())? else { continue };
-            if DocInfo::from_bytes(doc_id, &info)?.deleted {
-                continue;
-            }
-            // The writer lock is held: the last committed state is this
-            // transaction's.
-            let doc = match db.get_doc(doc_id, &read) {
-                Ok(d) => Value::Object(d),
-                Err(DocError::NotFound(_)) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            let results = mapper.sandbox.map(&mapper.fns, &doc.to_string()).map_err(process_error)?;
             let mut written: Vec<u8> = Vec::new();
-            let id_key = collate::encode(&Value::String(doc_id.clone()));
-            for (view, result) in results.into_iter().enumerate() {
-                let rows = match result {
-                    Ok(rows) => rows,
-                    Err(message) => {
-                        eprintln!(
-                            "{}",
-                            json!({ "log": "map function threw", "db": db_name, "ddoc": ddoc.id, "view": ddoc.views[view].name, "doc": doc_id, "error": message })
-                        );
-                        continue;
-                    }
-                };
-                for (n, (key, value)) in rows.into_iter().enumerate() {
-                    let mut row = view_prefix(&id, view);
-                    collate::encode_into(&key, &mut row);
-                    row.extend_from_slice(&id_key);
-                    row.extend_from_slice(&(n as u32).to_be_bytes());
-                    ranks.count(txn.kv(), &row, 1)?;
-                    txn.kv_mut().put(VIEW_ROWS, &row, json!([key, doc_id, value]).to_string().as_bytes());
-                    written.extend_from_slice(&(row.len() as u32).to_be_bytes());
-                    written.extend_from_slice(&row);
-                    state.rows[view] += 1;
-                }
-            }
-            for line in mapper.sandbox.take_logs() {
-                eprintln!("{}", json!({ "log": "view", "db": db_name, "ddoc": ddoc.id, "doc": doc_id, "message": line }));
+            for (view, row, value) in &doc.rows {
+                ranks.count(txn.kv(), row, 1)?;
+                txn.kv_mut().put(VIEW_ROWS, row, value);
+                written.extend_from_slice(&(row.len() as u32).to_be_bytes());
+                written.extend_from_slice(row);
+                state.rows[*view] += 1;
             }
             if !written.is_empty() {
                 txn.kv_mut().put(VIEW_DOC_ROWS, &doc_rows_key, &written);
@@ -242,12 +225,108 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
         for (k, v) in puts {
             txn.kv_mut().put(VIEW_RANKS, &k, &v);
         }
-        state.seq = reached;
+        state.seq = mapped.reached;
         state.ddoc = ddoc.id.clone();
         txn.kv_mut().put(VIEW_STATE, &id, &state.to_bytes());
         txn.commit()?;
-        task.progress(reached);
+        task.progress(mapped.reached);
     }
+}
+
+/// Bytes of rows a batch maps before it is written (with at most
+/// [`BATCH`] documents): a map function that emits a lot does not make a
+/// batch hold gigabytes.
+const BATCH_ROW_BYTES: usize = 16 << 20;
+
+/// One document's rows, mapped: (view, row key, row value).
+struct MappedDoc {
+    id: String,
+    rows: Vec<(usize, Vec<u8>, Vec<u8>)>,
+}
+
+/// The rows of a batch, and the sequence the index reaches with them.
+struct MappedBatch {
+    docs: Vec<MappedDoc>,
+    reached: u64,
+}
+
+/// Maps the documents of `batch` as `snapshot` has them (a document
+/// changed since has a later sequence: the next batch maps it again), up
+/// to [`BATCH_ROW_BYTES`] of rows. Every document of the batch gets an
+/// entry, with no rows when it is deleted or emits none, so that its old
+/// rows go.
+#[allow(clippy::too_many_arguments)]
+fn map_batch(
+    db: &Database,
+    db_name: &str,
+    ddoc: &DesignDoc,
+    id: &[u8; 8],
+    mapper: &mut Mapper,
+    snapshot: &rhizome_rdf::StoreSnapshot,
+    batch: &[(u64, String)],
+    reached: u64,
+) -> Result<MappedBatch, ViewError> {
+    let read = ReadOptions { conflicts: true, ..Default::default() };
+    let mut docs = Vec::with_capacity(batch.len());
+    let mut bytes = 0;
+    for (n, (seq, doc_id)) in batch.iter().enumerate() {
+        if bytes >= BATCH_ROW_BYTES {
+            // Written up to the previous document: its sequence is reached.
+            return Ok(MappedBatch { docs, reached: batch[n - 1].0 });
+        }
+        let _ = seq;
+        let mut mapped = MappedDoc { id: doc_id.clone(), rows: Vec::new() };
+        if doc_id.starts_with("_design/") && !ddoc.include_design {
+            docs.push(mapped);
+            continue;
+        }
+        let Some(info) = snapshot.kv().get(keys::DOCS, doc_id.as_bytes())? else {
+            docs.push(mapped);
+            continue;
+        };
+        if DocInfo::from_bytes(doc_id, &info)?.deleted {
+            docs.push(mapped);
+            continue;
+        }
+        let doc = match db.get_doc_in(snapshot, doc_id, &read) {
+            Ok(d) => Value::Object(d),
+            Err(DocError::NotFound(_)) => {
+                docs.push(mapped);
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let results = mapper.sandbox.map(&mapper.fns, &doc.to_string()).map_err(process_error)?;
+        let id_key = collate::encode(&Value::String(doc_id.clone()));
+        for (view, result) in results.into_iter().enumerate() {
+            let rows = match result {
+                Ok(rows) => rows,
+                Err(message) => {
+                    eprintln!("{}", json!({ "log": "map function threw", "db": db_name, "ddoc": ddoc.id, "view": ddoc.views[view].name, "doc": doc_id, "error": message }));
+                    continue;
+                }
+            };
+            // A document's rows in Erlang's order of (key, value), as
+            // couch_mrview_updater sorts them (`lists:sort`) before
+            // grouping a key's values: one key's values come out sorted.
+            let mut rows = rows;
+            rows.sort_by(|a, b| raw_compare(&a.0, &b.0).then_with(|| raw_compare(&a.1, &b.1)));
+            for (k, (key, value)) in rows.into_iter().enumerate() {
+                let mut row = view_prefix(id, view);
+                collate::encode_into(&key, &mut row);
+                row.extend_from_slice(&id_key);
+                row.extend_from_slice(&(k as u32).to_be_bytes());
+                let value = json!([key, doc_id, value]).to_string().into_bytes();
+                bytes += row.len() + value.len();
+                mapped.rows.push((view, row, value));
+            }
+        }
+        for line in mapper.sandbox.take_logs() {
+            eprintln!("{}", json!({ "log": "view", "db": db_name, "ddoc": ddoc.id, "doc": doc_id, "message": line }));
+        }
+        docs.push(mapped);
+    }
+    Ok(MappedBatch { docs, reached })
 }
 
 fn split_rows(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {

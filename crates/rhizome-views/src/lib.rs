@@ -11,6 +11,7 @@
 //! (`rhizome-docs`, whose collation the indexes use).
 
 pub mod design;
+mod design_fields;
 pub mod filter;
 pub mod index;
 pub mod js;
@@ -23,5 +24,5 @@ pub mod validate;
 
 pub use design::{check_design_doc, DesignDoc, DesignError, ViewDef};
 pub use index::{refresh, ViewError};
-pub use js::{JsError, Limits, Sandbox};
-pub use query::{run_query, UpdateMode, ViewQuery};
+pub use js::{JsError, Limits, RequestBounds, Sandbox};
+pub use query::{run_query, run_query_into, UpdateMode, ViewQuery};

@@ -209,6 +209,29 @@ impl ViewQuery {
 
 /// What a view answers: the response body, as JSON text.
 pub fn run_query(db: &Database, db_name: &str, ddoc: &DesignDoc, view_name: &str, q: &ViewQuery, limits: Limits) -> Result<String, ViewError> {
+    let mut text = Vec::new();
+    run_query_into(db, db_name, ddoc, view_name, q, limits, &mut |piece| {
+        text.extend_from_slice(piece);
+        Ok(())
+    })?;
+    String::from_utf8(text).map_err(|e| ViewError::Doc(DocError::Corrupt(format!("a view answer: {e}"))))
+}
+
+/// Bytes of an answer gathered before they go to the sink.
+const SINK_BYTES: usize = 64 << 10;
+
+/// [`run_query`], the answer given to `sink` a piece at a time as its map
+/// rows are read (an answer of any size is not kept whole; a reduce's
+/// groups still are).
+pub fn run_query_into(
+    db: &Database,
+    db_name: &str,
+    ddoc: &DesignDoc,
+    view_name: &str,
+    q: &ViewQuery,
+    limits: Limits,
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), ViewError>,
+) -> Result<(), ViewError> {
     let (view_no, view) = ddoc.view(view_name).ok_or_else(|| ViewError::NotFound("missing_named_view".into()))?;
     let reducing = match (view.reduce.is_some(), q.reduce) {
         (false, Some(true)) => return Err(parse_error("Reduce is invalid for map-only views.")),
@@ -262,14 +285,20 @@ pub fn run_query(db: &Database, db_name: &str, ddoc: &DesignDoc, view_name: &str
         // The first row returned comes after the skipped ones.
         let offset = (offset + q.skip as u64).min(total);
         out.push_str(&format!("\"total_rows\":{total},\"offset\":{offset},\"rows\":["));
-        map_rows(db, kv, &ranges, q, &mut out)?;
+        map_rows(db, kv, &ranges, q, &mut out, &mut |out| {
+            if out.len() >= SINK_BYTES {
+                sink(out.as_bytes())?;
+                out.clear();
+            }
+            Ok(())
+        })?;
         out.push(']');
     }
     if q.update_seq {
         out.push_str(&format!(",\"update_seq\":{}", state.seq));
     }
     out.push('}');
-    Ok(out)
+    sink(out.as_bytes())
 }
 
 /// A byte range of `VIEW_ROWS`: `[lower, upper)`.
@@ -407,7 +436,8 @@ fn open_row(out: &mut String, key: &RawValue, id: &str, value: &RawValue) {
     out.push_str(value.get());
 }
 
-fn map_rows(db: &Database, kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, out: &mut String) -> Result<(), ViewError> {
+/// The map rows into `out`, handed to `flush` after each row.
+fn map_rows(db: &Database, kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, out: &mut String, flush: &mut dyn FnMut(&mut String) -> Result<(), ViewError>) -> Result<(), ViewError> {
     if q.keys.is_some() && q.skip == 0 && q.limit.is_none() && !q.descending && !q.include_docs {
         return keyed_rows(kv, ranges, out);
     }
@@ -434,6 +464,7 @@ fn map_rows(db: &Database, kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, out
         }
         out.push('}');
         written += 1;
+        flush(out)?;
         Ok(written < limit)
     })
 }

@@ -71,7 +71,7 @@ impl Reducer {
                 let sandbox = sandbox.ok_or_else(|| ReduceError::InvalidValue("a JavaScript reduce needs a sandbox".into()))?;
                 let keys: Vec<Value> = rows.iter().map(|(k, id, _)| json!([k, id])).collect();
                 let values: Vec<Value> = rows.iter().map(|r| r.2.clone()).collect();
-                Partial::Value(sandbox.call(*f, &[Value::Array(keys), Value::Array(values), Value::Bool(false)])?)
+                Partial::Value(survive_throw(sandbox.call(*f, &[Value::Array(keys), Value::Array(values), Value::Bool(false)]))?)
             }
         })
     }
@@ -103,10 +103,28 @@ impl Reducer {
             }
             Reducer::Js(f) => {
                 let sandbox = sandbox.ok_or_else(|| ReduceError::InvalidValue("a JavaScript reduce needs a sandbox".into()))?;
-                Partial::Value(sandbox.call(*f, &[Value::Null, Value::Array(values(partials)), Value::Bool(true)])?)
+                Partial::Value(survive_throw(sandbox.call(*f, &[Value::Null, Value::Array(values(partials)), Value::Bool(true)]))?)
             }
         })
     }
+}
+
+/// A JavaScript reduce that throws gives `null` and a log line, as
+/// CouchDB's query server does (`views.js`: `handleViewError`, then the
+/// reduction is null), unless it throws `"fatal_error"` or
+/// `["fatal", ...]`. Limits (time, memory) still fail the query.
+fn survive_throw(result: Result<Value, JsError>) -> Result<Value, JsError> {
+    match result {
+        Err(JsError::Thrown(v)) if !is_fatal(&v) => {
+            eprintln!("{}", json!({ "log": "reduce function threw", "error": v }));
+            Ok(Value::Null)
+        }
+        other => other,
+    }
+}
+
+fn is_fatal(thrown: &Value) -> bool {
+    thrown.as_str() == Some("fatal_error") || thrown.get(0).and_then(Value::as_str) == Some("fatal")
 }
 
 impl Partial {

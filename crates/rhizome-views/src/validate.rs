@@ -7,7 +7,7 @@
 
 use crate::design::{check_design_doc, compilation, DesignDoc, DesignError};
 use crate::js::{describe, FnId, JsError, Limits, Sandbox};
-use rhizome_docs::{AllDocsOptions, Database, DocError, EmptiedGraphs, ReadOptions, WriteOutcome};
+use rhizome_docs::{AllDocsOptions, Database, DocError, EmptiedGraphs, ReadOptions, WriteOutcome, Writer};
 use rhizome_rdf::StoreTransaction;
 use serde_json::{Map, Value};
 
@@ -167,23 +167,24 @@ pub fn write_unless_refused<E: From<DocError>>(
     Ok(out)
 }
 
-/// Runs an RDF write (SPARQL Update, the Graph Store Protocol, LDP) as
-/// [`Database::rdf_write_with`] does, with every document revision it
-/// makes checked by the database's validation functions first, as
-/// `user_ctx` (CouchDB's `userCtx`). A refusal refuses the whole write
+/// Runs an RDF write (SPARQL Update, the Graph Store Protocol, LDP) by
+/// `writer` as [`Database::rdf_write_checked`] does, with every document
+/// revision it makes checked by the database's validation functions first,
+/// as `user_ctx` (CouchDB's `userCtx`). A refusal refuses the whole write
 /// (its error: 403, 401, or 500 for anything else thrown); nothing is
 /// committed. The functions run under the database's writer lock, where the
 /// new documents are known, as CouchDB runs them in its database updater.
 pub fn rdf_write_validated<T, E: From<DocError>>(
     db: &Database,
     user_ctx: &Value,
+    writer: Writer,
     limits: Limits,
     emptied: EmptiedGraphs,
     f: impl FnOnce(&mut StoreTransaction<'_>) -> Result<T, E>,
 ) -> Result<T, E> {
     let coded = |e: DesignError| DocError::Coded { status: 400, error: e.error(), reason: e.to_string() };
     let Some(mut validators) = Validators::new(&design_docs(db)?, limits).map_err(coded)? else {
-        return db.rdf_write_with(emptied, f);
+        return db.rdf_write_checked(emptied, None, writer, f);
     };
     let sec_obj = db.security()?;
     let mut check = |new: &Map<String, Value>, old: Option<&Map<String, Value>>| -> Result<(), DocError> {
@@ -197,7 +198,7 @@ pub fn rdf_write_validated<T, E: From<DocError>>(
             DocError::Coded { status, error, reason: format!("{id}: {}", r.reason()) }
         })
     };
-    db.rdf_write_checked(emptied, Some(&mut check), f)
+    db.rdf_write_checked(emptied, Some(&mut check), writer, f)
 }
 
 #[cfg(test)]
@@ -223,5 +224,38 @@ mod tests {
         assert_eq!(v.check(&json!({"_id": "x", "type": "t"}), &json!({"locked": true}), &user, &sec), Err(Rejection::Failed { error: "unknown_error", reason: "locked".into() }));
         assert_eq!(v.check(&json!({"_id": "x", "type": "t"}), &Value::Null, &user, &sec), Ok(()));
         assert!(Validators::new(&[ddoc("_design/c", "function () {}")][..0], Limits::default()).unwrap().is_none());
+    }
+
+    /// A looping validation function over 20 documents costs the
+    /// request's budget once, or stops when the request's client goes
+    /// away, instead of running each call to its own 5 s limit (100 s).
+    #[test]
+    fn a_requests_bounds_stop_a_looping_validation() {
+        use crate::js::RequestBounds;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let ddocs = vec![ddoc("_design/loop", "function (n, o, u, s) { while (true) {} }")];
+        let (user, sec, doc) = (json!({"db": "db", "name": null, "roles": []}), json!({}), json!({"_id": "x"}));
+        let stopped = |outcomes: Vec<Result<(), Rejection>>, why: &str| {
+            for o in outcomes {
+                match o {
+                    Err(Rejection::Failed { error: "os_process_error", reason }) => assert!(reason.contains(why), "{reason}"),
+                    other => panic!("{other:?}"),
+                }
+            }
+        };
+        let mut v = Validators::new(&ddocs, Limits::default()).unwrap().unwrap();
+        {
+            let _bounds = RequestBounds { deadline: Some(std::time::Instant::now() + std::time::Duration::from_millis(300)), cancelled: None }.enter();
+            stopped((0..20).map(|_| v.check(&doc, &Value::Null, &user, &sec)).collect(), "past the time all of a request's JavaScript may take");
+        }
+        let flag = std::sync::Arc::new(AtomicBool::new(false));
+        let _bounds = RequestBounds { deadline: None, cancelled: Some(flag.clone()) }.enter();
+        // The client leaves while the first call loops.
+        let leaving = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            flag.store(true, Ordering::SeqCst);
+        });
+        stopped((0..20).map(|_| v.check(&doc, &Value::Null, &user, &sec)).collect(), "its client went away");
+        leaving.join().unwrap();
     }
 }

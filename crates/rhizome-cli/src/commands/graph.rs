@@ -329,7 +329,7 @@ fn documents_in_process(db: &rhizome_docs::Database, args: &BenchArgs, report: &
             let iri = format!("{}wi{stamp}-{k}-{i}", args.person);
             doc.insert("@id".into(), Value::String(iri.clone()));
             doc.insert("_id".into(), Value::String(iri));
-            let out = group.write(db, vec![doc], true).map_err(|e| anyhow::anyhow!("write: {e:?}"))?;
+            let out = group.write(db, vec![doc], true, rhizome_docs::Writer::Admin).map_err(|e| anyhow::anyhow!("write: {e:?}"))?;
             if let Some((id, Err(e))) = out.into_iter().next() {
                 bail!("write of {id}: {e}");
             }

@@ -2,6 +2,7 @@ pub mod bench_http;
 pub mod bench_index;
 pub mod bench_lookups;
 pub mod bench_queries;
+pub mod check;
 pub mod dump;
 pub mod graph;
 pub mod init;

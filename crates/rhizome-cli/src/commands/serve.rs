@@ -33,7 +33,33 @@ pub struct Args {
     #[command(flatten)]
     contexts: Contexts,
     #[command(flatten)]
+    bounds: Bounds,
+    #[command(flatten)]
     cors: Cors,
+}
+
+/// Bounds on what requests and databases may hold (issue 44).
+#[derive(clap::Args)]
+struct Bounds {
+    /// Databases kept open at most: past it, opening one closes the least
+    /// recently used database no request is using (each open one holds
+    /// about 6 file descriptors and its caches).
+    #[arg(long, env = "RHIZOME_MAX_OPEN_DATABASES", default_value_t = rhizome_server::DEFAULT_MAX_OPEN_DATABASES as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_open_databases: u64,
+    /// Bytes all requests together may hold: request bodies (counted
+    /// twice: the bytes and what is parsed from them) and what SPARQL
+    /// requests sort, group, join and hold (each also within its own
+    /// 256 MiB). A request that finds no room gets 503 with Retry-After.
+    #[arg(long, env = "RHIZOME_REQUEST_MEMORY_BYTES", default_value_t = rhizome_server::DEFAULT_REQUEST_MEMORY_BYTES as u64, value_parser = clap::value_parser!(u64).range(1 << 20..))]
+    request_memory_bytes: u64,
+    /// Milliseconds a SPARQL request (parsing, LOAD and evaluation) or a
+    /// Mango `_find` may take (503 `query_limit` and 500 `timeout` past it).
+    #[arg(long, env = "RHIZOME_QUERY_TIMEOUT_MS", default_value_t = rhizome_server::DEFAULT_QUERY_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    query_timeout_ms: u64,
+    /// Documents one `_bulk_docs` or `_bulk_get` request may name (413
+    /// past it; CouchDB 4's max_bulk_docs_count).
+    #[arg(long, env = "RHIZOME_MAX_BULK_DOCS", default_value_t = rhizome_server::DEFAULT_MAX_BULK_DOCS as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_bulk_docs: u64,
 }
 
 /// Cross-origin requests from web pages (CouchDB's `[chttpd] enable_cors`
@@ -109,6 +135,11 @@ struct Hardening {
     /// (a `_changes` feed that is streaming is not waiting).
     #[arg(long, env = "RHIZOME_IDLE_TIMEOUT_SECS", default_value_t = rhizome_server::DEFAULT_IDLE_TIMEOUT_SECS)]
     idle_timeout_secs: u64,
+    /// Seconds a response may wait for its client to take any of it; the
+    /// connection is closed past it (a client that asks for a large answer
+    /// and does not read it holds nothing longer).
+    #[arg(long, env = "RHIZOME_WRITE_TIMEOUT_SECS", default_value_t = rhizome_server::DEFAULT_WRITE_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    write_timeout_secs: u64,
     /// Open connections in total; at the cap, the connection that has gone
     /// longest without completing a request header is closed for the new one.
     #[arg(long, env = "RHIZOME_MAX_CONNECTIONS", default_value_t = rhizome_server::DEFAULT_MAX_CONNECTIONS)]
@@ -120,9 +151,9 @@ struct Hardening {
     /// stored hashes are upgraded at the next successful login.
     #[arg(long, env = "RHIZOME_PBKDF2_ITERATIONS", default_value_t = rhizome_server::DEFAULT_PBKDF2_ITERATIONS, value_parser = clap::value_parser!(u32).range(1..))]
     pbkdf2_iterations: u32,
-    /// Failed logins of one user from one address before further attempts
-    /// must wait (ten times as many for a user from anywhere, or for an
-    /// address whatever the user).
+    /// Failed logins of one user from one address (an IPv6 address's /64)
+    /// before further attempts from there must wait. Other addresses, and
+    /// credentials already verified, are never held back.
     #[arg(long, env = "RHIZOME_LOGIN_ATTEMPTS", default_value_t = rhizome_server::DEFAULT_LOGIN_ATTEMPTS)]
     login_attempts: u32,
     /// The first wait after too many failed logins, in seconds; each further
@@ -134,6 +165,17 @@ struct Hardening {
     /// busy client stays logged in (CouchDB's `[chttpd_auth] timeout`).
     #[arg(long, env = "RHIZOME_SESSION_TIMEOUT_SECS", default_value_t = rhizome_server::DEFAULT_SESSION_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     session_timeout_secs: u64,
+    /// The SameSite attribute of session cookies: lax (the default: the
+    /// cookie goes with no request another site makes in the background,
+    /// so no page a signed-in user visits can write through it), strict
+    /// (not even when following a link here), or none (with Secure, for a
+    /// console on another site over HTTPS).
+    #[arg(long, env = "RHIZOME_SESSION_SAME_SITE", default_value = "lax", value_parser = parse_same_site)]
+    session_same_site: rhizome_server::SameSite,
+}
+
+fn parse_same_site(text: &str) -> Result<rhizome_server::SameSite, String> {
+    rhizome_server::SameSite::parse(text).ok_or_else(|| format!("{text:?} is not strict, lax or none"))
 }
 
 impl Hardening {
@@ -142,6 +184,7 @@ impl Hardening {
             header_timeout: Duration::from_secs(self.header_timeout_secs),
             body_timeout: Duration::from_secs(self.body_timeout_secs),
             idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+            write_timeout: Duration::from_secs(self.write_timeout_secs),
             max_connections: self.max_connections.max(1),
             max_connections_per_address: self.max_connections_per_address.max(1),
         }
@@ -151,6 +194,7 @@ impl Hardening {
             pbkdf2_iterations: self.pbkdf2_iterations,
             login_attempts: self.login_attempts,
             login_delay_secs: self.login_delay_secs,
+            same_site: self.session_same_site,
             session_timeout_secs: self.session_timeout_secs,
         }
     }
@@ -179,6 +223,10 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             timeout_ms: args.contexts.context_timeout_ms.max(1),
             max_bytes: args.contexts.context_max_bytes,
         },
+        max_open_databases: usize::try_from(args.bounds.max_open_databases).unwrap_or(usize::MAX),
+        request_memory_bytes: usize::try_from(args.bounds.request_memory_bytes).unwrap_or(usize::MAX),
+        query_timeout_ms: args.bounds.query_timeout_ms,
+        max_bulk_docs: usize::try_from(args.bounds.max_bulk_docs).unwrap_or(usize::MAX),
         cors: rhizome_server::CorsSettings {
             enabled: args.cors.enable_cors,
             origins: listed(&args.cors.cors_origins),

@@ -23,6 +23,11 @@ pub struct Args {
     /// kills writes that go to a recycled log, old records at its tail.
     #[arg(long, default_value_t = 0)]
     flush_every: u64,
+    /// Merge the delta into new segments every N transactions (0: only
+    /// as the store decides), printing `merging i` before and `merged i`
+    /// after.
+    #[arg(long, default_value_t = 0)]
+    merge_every: u64,
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
@@ -42,9 +47,19 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             let meta = rhizome_rdf::index::layout::META;
             store.settle(meta, meta)?;
         }
-        let mut out = stdout.lock();
-        writeln!(out, "committed {i}")?;
-        out.flush()?;
+        {
+            let mut out = stdout.lock();
+            writeln!(out, "committed {i}")?;
+            out.flush()?;
+        }
+        if args.merge_every > 0 && (i + 1) % args.merge_every == 0 {
+            let mut out = stdout.lock();
+            writeln!(out, "merging {i}")?;
+            out.flush()?;
+            store.merge()?;
+            writeln!(out, "merged {i}")?;
+            out.flush()?;
+        }
     }
     Ok(())
 }

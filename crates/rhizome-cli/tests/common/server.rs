@@ -98,6 +98,24 @@ impl ServerProcess {
         server
     }
 
+    /// `start_logged`, with these environment variables set for the server.
+    pub fn start_logged_with_env(data: &Path, log: &Path, env: &[(&str, &str)]) -> ServerProcess {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_rhizome"))
+            .arg("--data")
+            .arg(data)
+            .args(["serve", "--quiet", "--bind", &format!("127.0.0.1:{port}"), "--admin", ADMIN])
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("a log file"))
+            .spawn()
+            .expect("rhizome serve starts");
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut server = ServerProcess { child, port, data: data.to_owned(), env };
+        server.wait_ready();
+        server
+    }
+
     /// Stops the server (SIGKILL) and starts it again on the same port and data.
     pub fn restart(&mut self) {
         self.kill();

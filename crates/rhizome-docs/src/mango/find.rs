@@ -8,8 +8,10 @@
 //! nothing is collected here. The bookmark is the last row's key, so the
 //! next page resumes right after it.
 
+use super::candidates;
 use super::index::{index_behind, list_indexes, mango_error, stale_indexes, IndexDef};
-use super::plan::{bounds, plan, Access, Bounds, FindOptions};
+use super::plan::{plan, Access, FindOptions, Kind, Plan};
+use super::ranges::{selector_fields, Edge, FieldRange};
 use crate::collate;
 use crate::keys::{DocHeader, DocInfo, DOCS, MANGO_ROWS};
 use crate::read::{render, render_winner, ReadOptions};
@@ -40,92 +42,91 @@ fn key_of_bookmark(bookmark: &str) -> Option<Vec<u8>> {
 }
 
 /// A scan's key range: `[lower, upper)` in its keyspace.
-struct Range {
+struct ScanRange {
     lower: Vec<u8>,
     upper: Vec<u8>,
-    /// For `_explain`'s `mrargs`.
+    /// For `_explain`'s `mrargs`, in ascending order.
     start_key: Value,
     end_key: Value,
 }
 
-fn column_range(index: &IndexDef, opts: &FindOptions) -> Range {
-    let mut prefix = index.id.to_vec();
-    let mut start_key = Vec::new();
-    let mut end_key = Vec::new();
-    let mut last: Option<Bounds> = None;
-    for column in &index.columns {
-        match bounds(&opts.selector, column) {
-            Some(b) if b.is_point() => {
-                let v = b.lower.as_ref().expect("a point has a lower bound").0.clone();
-                collate::encode_into(&v, &mut prefix);
-                start_key.push(v.clone());
-                end_key.push(v);
-            }
-            Some(b) => {
-                last = Some(b);
-                break;
-            }
-            None => break,
-        }
-    }
-    let mut lower = prefix.clone();
-    let mut upper = prefix;
-    match last.as_ref().and_then(|b| b.lower.as_ref()) {
-        Some((v, inclusive)) => {
-            collate::encode_into(v, &mut lower);
-            if !inclusive {
-                lower.push(collate::AFTER);
-            }
-            start_key.push(v.clone());
-        }
-        None => {}
-    }
-    match last.as_ref().and_then(|b| b.upper.as_ref()) {
-        Some((v, inclusive)) => {
-            collate::encode_into(v, &mut upper);
-            if *inclusive {
-                upper.push(collate::AFTER);
-            }
-            end_key.push(v.clone());
-        }
-        None => {
-            upper.push(collate::AFTER);
-            end_key.push(Value::String("<MAX>".into()));
-        }
-    }
-    Range { lower, upper, start_key: Value::Array(start_key), end_key: Value::Array(end_key) }
+/// What `_explain` shows for the largest key (CouchDB's `?MAX_JSON_OBJ`
+/// and `?MAX_STR`, which JSON cannot hold).
+const MAX_KEY: &str = "<MAX>";
+
+/// The scan of a JSON index between CouchDB's `start_key` and `end_key`
+/// (`mango_idx_view:start_key/end_key`): the low ends of the ranges up to
+/// the first without one, and the high ends up to the first without one,
+/// then the largest key. Both ends are inclusive, as in CouchDB, whose
+/// view rows between them are matched against the selector, so the rows
+/// examined are the same.
+fn view_range(index: &IndexDef, ranges: &[FieldRange]) -> ScanRange {
+    let ranges = || ranges.iter().filter_map(|r| if let FieldRange::Range(r) = r { Some(r) } else { None });
+    let start: Vec<Value> = ranges().map_while(|r| if let Edge::Value(v) = &r.low { Some(v.clone()) } else { None }).collect();
+    let end: Vec<Value> = ranges().map_while(|r| if let Edge::Value(v) = &r.high { Some(v.clone()) } else { None }).collect();
+    let mut lower = index.id.to_vec();
+    start.iter().for_each(|v| collate::encode_into(v, &mut lower));
+    let mut upper = index.id.to_vec();
+    end.iter().for_each(|v| collate::encode_into(v, &mut upper));
+    upper.push(collate::AFTER);
+    let mut end_key = end;
+    end_key.push(Value::String(MAX_KEY.into()));
+    ScanRange { lower, upper, start_key: Value::Array(start), end_key: Value::Array(end_key) }
 }
 
-/// `_all_docs` between the string bounds the selector puts on `_id`
-/// (raw order, as ids are stored).
-fn id_range(opts: &FindOptions) -> Range {
-    let b = bounds(&opts.selector, &["_id".to_owned()]).unwrap_or_default();
-    let (mut lower, mut start_key) = (Vec::new(), Value::Null);
-    if let Some((Value::String(s), inclusive)) = &b.lower {
-        lower = s.as_bytes().to_vec();
-        if !inclusive {
-            lower.push(0);
-        }
-        start_key = Value::String(s.clone());
-    }
-    let (mut upper, mut end_key) = (vec![0xFF], Value::String("<MAX>".into()));
-    if let Some((Value::String(s), inclusive)) = &b.upper {
-        upper = s.as_bytes().to_vec();
-        if *inclusive {
+/// The scan of `_all_docs` over `_id`'s range (`mango_idx_special`): ids
+/// compare as raw strings there, and every value that is not a string
+/// below every string (Erlang's term order).
+fn id_range(ranges: &[FieldRange]) -> ScanRange {
+    let Some(FieldRange::Range(r)) = ranges.first() else { return ScanRange { lower: Vec::new(), upper: Vec::new(), start_key: Value::Null, end_key: Value::Null } };
+    let (lower, start_key) = match &r.low {
+        Edge::Value(Value::String(s)) => (s.as_bytes().to_vec(), Value::String(s.clone())),
+        Edge::Value(v) => (Vec::new(), v.clone()),
+        Edge::Min | Edge::Max => (Vec::new(), Value::String(String::new())),
+    };
+    let (upper, end_key) = match &r.high {
+        Edge::Value(Value::String(s)) => {
+            let mut upper = s.as_bytes().to_vec();
             upper.push(0);
+            (upper, Value::String(s.clone()))
         }
-        end_key = Value::String(s.clone());
+        Edge::Value(v) => (Vec::new(), v.clone()),
+        Edge::Min | Edge::Max => (vec![0xFF], Value::String(MAX_KEY.into())),
+    };
+    ScanRange { lower, upper, start_key, end_key }
+}
+
+fn scan_range(plan: &Plan) -> ScanRange {
+    if plan.selects_nothing() {
+        return ScanRange { lower: Vec::new(), upper: Vec::new(), start_key: Value::Null, end_key: Value::Null };
     }
-    Range { lower, upper, start_key, end_key }
+    match &plan.access {
+        Some(Access::Json(index)) => view_range(index, &plan.ranges),
+        _ => id_range(&plan.ranges),
+    }
+}
+
+/// The fields a query needs (`mango_cursor_view:required_fields`): those
+/// it returns and those its selector reads; `None` for whole documents.
+fn required_fields(opts: &FindOptions) -> Option<Vec<Vec<String>>> {
+    let mut fields = opts.fields.clone()?;
+    fields.extend(selector_fields(&opts.selector));
+    fields.sort();
+    fields.dedup();
+    Some(fields)
 }
 
 /// Rows scanned between two checks of `run_find`'s `cancelled`.
 pub const CANCEL_CHECK_KEYS: u64 = 1024;
 
+/// What a query examined, as CouchDB's `execution_stats` counts it.
 #[derive(Default)]
 struct Stats {
     keys: u64,
     docs: u64,
+    /// Documents read after the scan, as CouchDB's coordinator reads them
+    /// when `r` is above 1.
+    quorum_docs: u64,
 }
 
 /// A `_find` ready to run: options read, index chosen and up to date, the
@@ -133,9 +134,27 @@ struct Stats {
 /// preparing, so a caller can start streaming the answer after it.
 pub struct PreparedFind {
     opts: FindOptions,
-    plan: super::plan::Plan,
-    range: Range,
+    plan: Plan,
+    range: ScanRange,
+    /// The index alone answers: no document is read.
+    covering: bool,
     started: Instant,
+    /// Past it the scan stops (500 `timeout`, as CouchDB's fabric timeout).
+    deadline: Option<Instant>,
+    /// Rows between two looks at `cancelled` and the clock: fewer for a
+    /// large selector (a selector of 100,000 clauses took 7 ms a row, and
+    /// 1,024 rows between looks let a request run minutes).
+    check_every: u64,
+}
+
+/// The time a `_find` may take unless set otherwise.
+pub const FIND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl PreparedFind {
+    /// Stops the scan `timeout` after the query was prepared.
+    pub fn set_timeout(&mut self, timeout: std::time::Duration) {
+        self.deadline = Some(self.started + timeout);
+    }
 }
 
 /// CouchDB's default `[mango] index_scan_warning_threshold`.
@@ -144,8 +163,7 @@ pub const INDEX_SCAN_WARNING_RATIO: u64 = 10;
 /// What follows the documents of a `_find` answer.
 pub struct FindEnd {
     pub bookmark: String,
-    keys: u64,
-    docs: u64,
+    stats: Stats,
     returned: u64,
 }
 
@@ -161,7 +179,7 @@ impl PreparedFind {
         let mut warnings = self.plan.warnings.clone();
         // CouchDB's `index_scan_warning`: more than INDEX_SCAN_WARNING_RATIO
         // documents read per result (per nothing, when nothing was found).
-        if end.docs > INDEX_SCAN_WARNING_RATIO * end.returned.max(1) {
+        if end.stats.docs + end.stats.quorum_docs > INDEX_SCAN_WARNING_RATIO * end.returned.max(1) {
             warnings.push("The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this.".into());
         }
         if !warnings.is_empty() {
@@ -171,9 +189,9 @@ impl PreparedFind {
             out.insert(
                 "execution_stats".into(),
                 json!({
-                    "total_keys_examined": end.keys,
-                    "total_docs_examined": end.docs,
-                    "total_quorum_docs_examined": 0,
+                    "total_keys_examined": end.stats.keys,
+                    "total_docs_examined": end.stats.docs,
+                    "total_quorum_docs_examined": end.stats.quorum_docs,
                     "results_returned": end.returned,
                     "execution_time_ms": self.started.elapsed().as_secs_f64() * 1000.0,
                 }),
@@ -210,23 +228,24 @@ impl Database {
         let (plan, behind, stale) = {
             let s = self.store.snapshot()?;
             let indexes = list_indexes(s.kv())?;
-            let plan = plan(&indexes, &opts)?;
+            let plan = plan(&indexes, &opts, Kind::Find)?;
             let behind = match &plan.access {
-                Access::Json(index) => opts.update && index_behind(s.kv(), index)?,
-                Access::AllDocs => false,
+                Some(Access::Json(index)) => opts.update && index_behind(s.kv(), index)?,
+                _ => false,
             };
             (plan, behind, stale_indexes(s.kv(), &indexes)?)
         };
         if !stale.is_empty() {
             self.drop_mango_indexes(stale)?;
         }
-        if let (Access::Json(index), true) = (&plan.access, behind) {
+        if let (Some(Access::Json(index)), true) = (&plan.access, behind) {
             self.refresh_mango_index(index)?;
         }
-        let (prefix_len, mut range) = match &plan.access {
-            Access::Json(index) => (index.id.len(), column_range(index, &opts)),
-            Access::AllDocs => (0, id_range(&opts)),
+        let prefix_len = match &plan.access {
+            Some(Access::Json(index)) => index.id.len(),
+            _ => 0,
         };
+        let mut range = scan_range(&plan);
         if let Some(bookmark) = &opts.bookmark {
             let key = key_of_bookmark(bookmark)
                 .filter(|k| k.len() > prefix_len && k[..prefix_len] == range.lower[..prefix_len.min(range.lower.len())])
@@ -239,60 +258,84 @@ impl Database {
                 range.lower = range.lower.max(after);
             }
         }
-        Ok(PreparedFind { opts, plan, range, started })
+        let covering = plan.access.as_ref().is_some_and(|a| a.covers(required_fields(&opts).as_deref()));
+        // About one clause per 32 bytes of the selector's JSON.
+        let weight = serde_json::to_string(body.get("selector").unwrap_or(&Value::Null)).map_or(1, |t| (t.len() / 32).max(1)) as u64;
+        let check_every = (CANCEL_CHECK_KEYS / weight).max(1);
+        Ok(PreparedFind { opts, plan, range, covering, started, deadline: Some(started + FIND_TIMEOUT), check_every })
     }
 
     /// Runs a prepared `_find` on a fresh snapshot, handing each answer's
     /// document to `emit` in order (which returns false to stop early).
     /// `cancelled` is asked every [`CANCEL_CHECK_KEYS`] rows scanned (a
     /// client that went away stops a long scan that matches nothing).
+    ///
+    /// As in CouchDB, where the index's rows stream to the coordinator
+    /// until it has `limit` answers and sees one more, the scan goes on
+    /// past the last answer to the next matching row, and
+    /// `execution_stats` counts it.
     pub fn run_find(&self, q: &PreparedFind, emit: &mut dyn FnMut(Value) -> bool, cancelled: &dyn Fn() -> bool) -> Result<FindEnd> {
         let opts = &q.opts;
         let range = &q.range;
         let s = self.store.snapshot()?;
         let kv = s.kv();
-        let keyspace = match q.plan.access {
-            Access::Json(_) => MANGO_ROWS,
-            Access::AllDocs => DOCS,
+        let (keyspace, index) = match &q.plan.access {
+            Some(Access::Json(index)) => (MANGO_ROWS, Some(index)),
+            _ => (DOCS, None),
         };
         let mut stats = Stats::default();
         let mut returned = 0u64;
         let mut last_key: Option<Vec<u8>> = None;
         let mut skipped = 0;
-        if range.lower < range.upper && opts.limit > 0 {
+        if range.lower < range.upper {
             let mut cursor = kv.cursor(keyspace, &range.lower, Some(&range.upper));
             if opts.descending {
                 cursor.seek_last();
             } else {
                 cursor.seek_first();
             }
-            while cursor.valid() && returned < opts.limit {
+            while cursor.valid() {
                 stats.keys += 1;
-                if stats.keys % CANCEL_CHECK_KEYS == 0 && cancelled() {
-                    return Err(mango_error(499, "cancelled", "the client went away"));
+                if stats.keys % q.check_every == 0 {
+                    if cancelled() {
+                        return Err(mango_error(499, "cancelled", "the client went away"));
+                    }
+                    if q.deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(mango_error(500, "timeout", "The request could not be processed in a reasonable amount of time."));
+                    }
                 }
-                let id = match q.plan.access {
-                    Access::AllDocs => String::from_utf8_lossy(cursor.key()).into_owned(),
-                    Access::Json(_) => String::from_utf8_lossy(cursor.value()).into_owned(),
+                let doc = match index {
+                    None => {
+                        let id = String::from_utf8_lossy(cursor.key());
+                        candidate(kv, &id, Some(cursor.value()), opts.conflicts)?
+                    }
+                    Some(index) if q.covering => Some(doc_of_row(index, cursor.key(), cursor.value())?),
+                    Some(_) => {
+                        let id = String::from_utf8_lossy(cursor.value());
+                        candidate(kv, &id, kv.get(DOCS, id.as_bytes())?.as_deref(), opts.conflicts)?
+                    }
                 };
-                let doc = match q.plan.access {
-                    // Design documents are no answer of a query (CouchDB's
-                    // Mango skips them on `_all_docs`; JSON indexes hold none).
-                    Access::AllDocs if id.starts_with("_design/") => None,
-                    Access::AllDocs => candidate(kv, &id, Some(cursor.value()), opts.conflicts)?,
-                    Access::Json(_) => candidate(kv, &id, kv.get(DOCS, id.as_bytes())?.as_deref(), opts.conflicts)?,
-                };
-                if let Some(doc) = doc {
-                    stats.docs += 1;
-                    if opts.selector.matches(&doc) {
-                        if skipped < opts.skip {
-                            skipped += 1;
-                        } else {
-                            returned += 1;
-                            last_key = Some(cursor.key().to_vec());
-                            if !emit(project(doc, opts.fields.as_deref())) {
-                                break;
-                            }
+                if !q.covering && doc.is_some() {
+                    if opts.r > 1 {
+                        stats.quorum_docs += 1;
+                    } else {
+                        stats.docs += 1;
+                    }
+                }
+                // Design documents are examined but are no answer (CouchDB's
+                // Mango drops them from `_all_docs`; JSON indexes hold none).
+                let design = index.is_none() && cursor.key().starts_with(b"_design/");
+                if let Some(doc) = doc.filter(|d| !design && opts.selector.matches(d)) {
+                    if returned == opts.limit {
+                        break;
+                    }
+                    if skipped < opts.skip {
+                        skipped += 1;
+                    } else {
+                        returned += 1;
+                        last_key = Some(cursor.key().to_vec());
+                        if !emit(project(doc, opts.fields.as_deref())) {
+                            break;
                         }
                     }
                 }
@@ -308,40 +351,48 @@ impl Database {
             Some(k) => bookmark_of(&k),
             None => opts.bookmark.clone().unwrap_or_else(|| "nil".into()),
         };
-        Ok(FindEnd { bookmark, keys: stats.keys, docs: stats.docs, returned })
+        Ok(FindEnd { bookmark, stats, returned })
     }
 
-    /// `POST /{db}/_explain`: the response body, in CouchDB's shape.
+    /// `POST /{db}/_explain`: the response body, in CouchDB 3.5's shape
+    /// (`mango_cursor:explain`, `mango_cursor_view:explain`).
     pub fn explain(&self, db_name: &str, body: &Map<String, Value>) -> Result<Value> {
         let opts = FindOptions::parse(body)?;
-        let plan = self.plan_find(&opts)?;
-        let range = match &plan.access {
-            Access::Json(index) => column_range(index, &opts),
-            Access::AllDocs => id_range(&opts),
+        let plan = {
+            let s = self.store.snapshot()?;
+            plan(&list_indexes(s.kv())?, &opts, Kind::Explain)?
         };
-        Ok(json!({
+        let mut out = json!({
             "dbname": db_name,
-            "index": plan.access.to_json(),
+            "index": plan.access.as_ref().map_or(Value::Null, Access::to_json),
             "partitioned": false,
             "selector": opts.selector.to_json(),
             "opts": opts.to_json(),
             "limit": opts.limit,
             "skip": opts.skip,
             "fields": opts.fields_json(),
-            "mrargs": {
-                "include_docs": true,
+            "index_candidates": candidates::index_candidates(&plan, &opts),
+            "selector_hints": candidates::selector_hints(&opts.selector),
+        });
+        if let Some(access) = &plan.access {
+            let range = scan_range(&plan);
+            let (start_key, end_key) = if opts.descending { (range.end_key, range.start_key) } else { (range.start_key, range.end_key) };
+            let covering = access.covers(required_fields(&opts).as_deref());
+            out["mrargs"] = json!({
+                "include_docs": opts.r == 1 && !covering,
                 "view_type": "map",
                 "reduce": false,
                 "partition": null,
-                "start_key": range.start_key,
-                "end_key": range.end_key,
+                "start_key": start_key,
+                "end_key": end_key,
                 "direction": if opts.descending { "rev" } else { "fwd" },
                 "stable": opts.stable,
                 "update": opts.update,
-                "conflicts": "undefined",
-            },
-            "covering": false,
-        }))
+                "conflicts": if opts.conflicts { Value::Bool(true) } else { Value::String("undefined".into()) },
+            });
+            out["covering"] = Value::Bool(covering);
+        }
+        Ok(out)
     }
 
     /// `GET /{db}/_index`: `_all_docs` then every JSON index.
@@ -350,10 +401,33 @@ impl Database {
         out.extend(self.mango_indexes()?.iter().map(IndexDef::to_json));
         Ok(out)
     }
+}
 
-    fn plan_find(&self, opts: &FindOptions) -> Result<super::plan::Plan> {
-        let s = self.store.snapshot()?;
-        plan(&list_indexes(s.kv())?, opts)
+/// The document a covering index's row stands for
+/// (`mango_cursor_view:derive_doc_from_index`): its `_id` and its columns'
+/// values, read back from the row's key.
+fn doc_of_row(index: &IndexDef, key: &[u8], id: &[u8]) -> Result<Value> {
+    let corrupt = || DocError::Corrupt(format!("a row of Mango index {}/{}", index.ddoc, index.name));
+    let mut doc = Value::Object(Map::from_iter([("_id".to_owned(), Value::String(String::from_utf8_lossy(id).into_owned()))]));
+    let mut at = key.get(index.id.len()..).ok_or_else(corrupt)?;
+    for column in &index.columns {
+        let (v, used) = collate::decode_prefix(at).ok_or_else(corrupt)?;
+        at = &at[used..];
+        set_path(&mut doc, column, v);
+    }
+    Ok(doc)
+}
+
+/// Sets a field by path, making the objects on the way (`mango_doc:set_field`).
+fn set_path(doc: &mut Value, path: &[String], v: Value) {
+    let mut at = doc;
+    for (i, part) in path.iter().enumerate() {
+        let Value::Object(m) = at else { return };
+        if i + 1 == path.len() {
+            m.insert(part.clone(), v);
+            return;
+        }
+        at = m.entry(part.clone()).or_insert_with(|| Value::Object(Map::new()));
     }
 }
 

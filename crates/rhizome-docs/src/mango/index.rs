@@ -46,6 +46,9 @@ pub struct IndexDef {
     pub descending: bool,
     pub partial: Option<Selector>,
     partial_json: Option<Value>,
+    /// The index reads `_conflicts` (a column or its partial selector), so
+    /// documents are indexed with it, as CouchDB's map functions see them.
+    sees_conflicts: bool,
     /// The store's name for the index: a hash of its design document, name
     /// and definition, so a changed definition is a new index.
     pub id: [u8; 8],
@@ -75,6 +78,16 @@ impl IndexDef {
         key.extend_from_slice(id.as_bytes());
         Some(key)
     }
+}
+
+/// A Mango design document's `_info` (see [`Database::mango_design_info`]).
+#[derive(Clone, Debug)]
+pub struct MangoDesignInfo {
+    pub signature: [u8; 16],
+    /// The sequence every index of the design document has seen.
+    pub seen: u64,
+    pub update_seq: u64,
+    pub bytes: u64,
 }
 
 /// The definition of a new index, from a `POST /{db}/_index` body.
@@ -125,7 +138,6 @@ pub fn new_index(body: &Map<String, Value>) -> Result<NewIndex> {
     if let Some(p) = partial {
         def["partial_filter_selector"] = p.clone();
     }
-    let hash: String = Md5::digest(def.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
     let text = |k: &str| -> Result<Option<String>> {
         match body.get(k) {
             None => Ok(None),
@@ -134,13 +146,19 @@ pub fn new_index(body: &Map<String, Value>) -> Result<NewIndex> {
             Some(v) => Err(mango_error(400, "invalid_string", format!("Invalid string: {v}"))),
         }
     };
+    // The generated name hashes the definition with the options, as
+    // `mango_idx:gen_name` does: a definition given two names makes two
+    // design documents.
+    let given_name = text("name")?;
+    let options = json!({ "def": def, "name": given_name, "type": "json", "partitioned": body.get("partitioned") });
+    let hash: String = Md5::digest(options.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
     let ddoc = match text("ddoc")? {
         Some(d) if d == "_design/" => return Err(mango_error(400, "illegal_docid", "Illegal document id `_design/`")),
         Some(d) if d.starts_with("_design/") => d,
         Some(d) => format!("_design/{d}"),
         None => format!("_design/{hash}"),
     };
-    let name = text("name")?.unwrap_or_else(|| hash.clone());
+    let name = given_name.unwrap_or_else(|| hash.clone());
     let mut map = Map::new();
     map.insert("fields".into(), Value::Object(fields.iter().filter_map(Value::as_object).flat_map(|m| m.clone()).collect()));
     if let Some(p) = partial {
@@ -198,12 +216,17 @@ fn parse_fields(fields: Option<&Value>) -> Result<(Vec<Vec<String>>, bool)> {
 /// Adds `index` to a design document (or a new one); `None` when the
 /// document has this very index already (CouchDB's `"exists"`).
 pub fn add_to_design_doc(ddoc: Option<Map<String, Value>>, index: &NewIndex) -> Result<Option<Map<String, Value>>> {
-    let mut doc = ddoc.unwrap_or_default();
-    match doc.get("language") {
-        None => {}
-        Some(Value::String(l)) if l == "query" => {}
-        Some(other) => return Err(mango_error(400, "invalid_ddoc_lang", format!("Existing design doc has an invalid language: {other}"))),
+    // mango_util:check_lang: an existing design document must be of
+    // language `query` (one without a language is not).
+    if let Some(existing) = &ddoc {
+        match existing.get("language") {
+            Some(Value::String(l)) if l == "query" => {}
+            None => return Err(mango_error(400, "invalid_ddoc_lang", "Existing design doc has an invalid language: false")),
+            Some(Value::String(l)) => return Err(mango_error(400, "invalid_ddoc_lang", format!("Existing design doc has an invalid language: {{<<\"language\">>,<<\"{l}\">>}}"))),
+            Some(other) => return Err(mango_error(400, "invalid_ddoc_lang", format!("Existing design doc has an invalid language: {other}"))),
+        }
     }
+    let mut doc = ddoc.unwrap_or_default();
     doc.insert("_id".into(), Value::String(index.ddoc.clone()));
     doc.insert("language".into(), Value::String("query".into()));
     let views = doc.entry("views").or_insert_with(|| Value::Object(Map::new()));
@@ -262,6 +285,8 @@ pub(crate) fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef>
             },
             None => None,
         };
+        let conflicts = |path: &Vec<String>| path.first().is_some_and(|f| f == "_conflicts");
+        let sees_conflicts = columns.iter().any(conflicts) || partial.as_ref().is_some_and(|p| super::ranges::selector_fields(p).iter().any(conflicts));
         let mut md5 = Md5::new();
         md5.update(ROW_FORMAT);
         md5.update(ddoc.as_bytes());
@@ -269,8 +294,13 @@ pub(crate) fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef>
         md5.update(name.as_bytes());
         md5.update([0]);
         md5.update(json!({ "columns": columns, "partial": partial_json }).to_string().as_bytes());
+        // Indexes that read `_conflicts` were built without it before: a
+        // new id builds them again.
+        if sees_conflicts {
+            md5.update(b"\0with-conflicts");
+        }
         let id: [u8; 8] = md5.finalize()[..8].try_into().expect("an MD5 digest has 16 bytes");
-        out.push(IndexDef { ddoc: ddoc.to_owned(), name: name.clone(), columns, descending, partial, partial_json, id });
+        out.push(IndexDef { ddoc: ddoc.to_owned(), name: name.clone(), columns, descending, partial, partial_json, sees_conflicts, id });
     }
     out
 }
@@ -312,7 +342,17 @@ impl Database {
                 if deleted {
                     continue;
                 }
-                let Some(doc) = render_winner(txn.kv(), id, &winner, None)? else { continue };
+                let doc = if index.sees_conflicts {
+                    let info = DocInfo::from_bytes(id, &bytes)?;
+                    match crate::read::render(txn.kv(), id, &info, &info.winner, &crate::read::ReadOptions { conflicts: true, ..Default::default() }, None) {
+                        Ok(doc) => Some(doc),
+                        Err(DocError::NotFound(_)) => None,
+                        Err(e) => return Err(e),
+                    }
+                } else {
+                    render_winner(txn.kv(), id, &winner, None)?
+                };
+                let Some(doc) = doc else { continue };
                 let doc = Value::Object(doc);
                 if let Some(row) = index.row_key(id, &doc) {
                     txn.kv_mut().put(MANGO_ROWS, &row, id.as_bytes());
@@ -322,6 +362,38 @@ impl Database {
             txn.kv_mut().put(MANGO_STATE, &index.id, &reached.to_be_bytes());
             txn.commit()?;
         }
+    }
+
+    /// What `GET /{db}/_design/{ddoc}/_info` shows of a `query` design
+    /// document: its indexes' signature, the sequence all of them have
+    /// seen and their rows' bytes; `None` when `body` is not Mango's.
+    pub fn mango_design_info(&self, ddoc: &str, body: &Map<String, Value>) -> Result<Option<MangoDesignInfo>> {
+        if body.get("language").and_then(Value::as_str) != Some("query") {
+            return Ok(None);
+        }
+        let indexes = indexes_of(ddoc, body);
+        let s = self.store.snapshot()?;
+        let kv = s.kv();
+        let mut md5 = Md5::new();
+        let mut seen = None::<u64>;
+        let mut bytes = 0u64;
+        for index in &indexes {
+            md5.update(index.id);
+            let seq = keys::u64_value(kv.get(MANGO_STATE, &index.id)?, "index state")?;
+            seen = Some(seen.map_or(seq, |s| s.min(seq)));
+            let upper = rhizome_kv::prefix_upper_bound(&index.id);
+            for ks in [MANGO_ROWS, MANGO_DOC_ROWS] {
+                let mut cursor = kv.cursor(ks, &index.id, upper.as_deref());
+                cursor.seek_first();
+                while cursor.valid() {
+                    bytes += (cursor.key().len() + cursor.value().len()) as u64;
+                    cursor.next();
+                }
+                cursor.status()?;
+            }
+        }
+        let update_seq = keys::u64_value(kv.get(DB_META, keys::meta::UPDATE_SEQ)?, "update_seq")?;
+        Ok(Some(MangoDesignInfo { signature: md5.finalize().into(), seen: seen.unwrap_or(update_seq), update_seq, bytes }))
     }
 
     /// Removes the rows of indexes no design document defines any more

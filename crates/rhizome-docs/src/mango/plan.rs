@@ -1,22 +1,23 @@
 //! The options of `_find`/`_explain` and the choice of an index, as
-//! CouchDB makes it (`mango_opts`, `mango_idx:get_usable_indexes`,
-//! `mango_cursor_view:choose_best_index`).
+//! CouchDB 3.5 makes it (`mango_opts`, `mango_idx:get_usable_indexes`,
+//! `mango_cursor:create`, `mango_cursor_view:choose_best_index`).
 //!
 //! A JSON index is usable when the selector requires every column that is
 //! not a sort field (the index holds only documents having them all) and
 //! the sort is its columns in order, after columns the selector fixes to
-//! one value. Indexes with a `partial_filter_selector` are used only when
-//! `use_index` names them. `_all_docs` serves when no JSON index is usable
-//! and the sort is empty or `_id`. Among usable indexes the one whose
-//! leading columns the selector bounds most wins, then the one with fewer
-//! columns, then the first by design document and name.
+//! one value; `_all_docs` when there is no sort, or the sort is `_id` and
+//! the selector ranges `_id`. Indexes with a `partial_filter_selector` are
+//! used only when `use_index` names them. A usable JSON index is preferred
+//! to `_all_docs`; among JSON indexes the one whose leading columns use
+//! most of the fields the selector ranges ([`ranges`]) wins, then the one
+//! with fewer columns, then the first by design document and name. The
+//! [`Trace`] of that choice is what `_explain` shows as `index_candidates`.
 
 use super::index::{mango_error, IndexDef};
-use crate::collate;
-use crate::selector::{split_path, Cond, Selector};
+use super::ranges::{self, indexable_fields, Edge, FieldRange, Op, Range};
+use crate::selector::{split_path, Selector};
 use crate::Result;
 use serde_json::{json, Map, Value};
-use std::cmp::Ordering;
 
 /// CouchDB's default `limit` of `_find`.
 pub const DEFAULT_LIMIT: u64 = 25;
@@ -24,6 +25,8 @@ pub const DEFAULT_LIMIT: u64 = 25;
 #[derive(Clone, Debug)]
 pub struct FindOptions {
     pub selector: Selector,
+    /// The selector selects nothing ([`Selector::is_noop`]).
+    pub noop: bool,
     pub limit: u64,
     pub skip: u64,
     /// Field paths to keep; `None`: the whole document.
@@ -71,6 +74,7 @@ impl FindOptions {
         let Some(selector) = body.get("selector") else {
             return Err(mango_error(400, "missing_required_key", "Missing required key: selector"));
         };
+        let noop = Selector::is_noop(selector);
         let selector = Selector::parse(selector).map_err(|e| mango_error(400, e.error, e.reason))?;
         let fields = match body.get("fields") {
             None => None,
@@ -121,10 +125,11 @@ impl FindOptions {
         }
         Ok(FindOptions {
             selector,
+            noop,
             limit: non_neg(body, "limit", DEFAULT_LIMIT)?,
             skip: non_neg(body, "skip", 0)?,
             fields,
-            fields_json: body.get("fields").filter(|f| f.as_array().is_some_and(|a| !a.is_empty())).cloned().unwrap_or(Value::String("all_fields".into())),
+            fields_json: body.get("fields").filter(|f| f.as_array().is_some_and(|a| !a.is_empty())).cloned().unwrap_or(json!([])),
             sort,
             descending,
             sort_json: body.get("sort").cloned().unwrap_or(json!({})),
@@ -198,100 +203,18 @@ fn parse_sort(sort: Option<&Value>) -> Result<(Vec<Vec<String>>, bool)> {
     Ok((fields, dirs.first().copied().unwrap_or(false)))
 }
 
-/// Bounds of one column from the selector's top-level conditions.
-#[derive(Clone, Debug, Default)]
-pub struct Bounds {
-    /// `(value, inclusive)`
-    pub lower: Option<(Value, bool)>,
-    pub upper: Option<(Value, bool)>,
-}
-
-impl Bounds {
-    pub fn is_point(&self) -> bool {
-        matches!((&self.lower, &self.upper), (Some((a, true)), Some((b, true))) if collate::compare(a, b).is_eq())
-    }
-
-    fn tighten_lower(&mut self, v: &Value, inclusive: bool) {
-        let tighter = match &self.lower {
-            None => true,
-            Some((cur, cur_inc)) => match collate::compare(v, cur) {
-                Ordering::Greater => true,
-                Ordering::Equal => *cur_inc && !inclusive,
-                Ordering::Less => false,
-            },
-        };
-        if tighter {
-            self.lower = Some((v.clone(), inclusive));
-        }
-    }
-
-    fn tighten_upper(&mut self, v: &Value, inclusive: bool) {
-        let tighter = match &self.upper {
-            None => true,
-            Some((cur, cur_inc)) => match collate::compare(v, cur) {
-                Ordering::Less => true,
-                Ordering::Equal => *cur_inc && !inclusive,
-                Ordering::Greater => false,
-            },
-        };
-        if tighter {
-            self.upper = Some((v.clone(), inclusive));
-        }
-    }
-}
-
-/// The bounds the selector puts on `path` (`None` if none).
-pub fn bounds(selector: &Selector, path: &[String]) -> Option<Bounds> {
-    let mut b = Bounds::default();
-    let mut any = false;
-    for c in selector.conjuncts() {
-        let Selector::Field { path: p, cond } = c else { continue };
-        if p != path {
-            continue;
-        }
-        any |= match cond {
-            Cond::Eq(v) => {
-                b.tighten_lower(v, true);
-                b.tighten_upper(v, true);
-                true
-            }
-            Cond::Gt(v) => {
-                b.tighten_lower(v, false);
-                true
-            }
-            Cond::Gte(v) => {
-                b.tighten_lower(v, true);
-                true
-            }
-            Cond::Lt(v) => {
-                b.tighten_upper(v, false);
-                true
-            }
-            Cond::Lte(v) => {
-                b.tighten_upper(v, true);
-                true
-            }
-            // Every string starting with the prefix collates between the
-            // prefix and the prefix followed by the last code point
-            // (strings with U+10FFFF right after the prefix and more after
-            // it excepted, a noncharacter).
-            Cond::BeginsWith(p) => {
-                b.tighten_lower(&Value::String(p.clone()), true);
-                b.tighten_upper(&Value::String(format!("{p}\u{10FFFF}")), true);
-                true
-            }
-            _ => false,
-        };
-    }
-    any.then_some(b)
-}
-
-/// What runs the query: a JSON index or `_all_docs`.
+/// An index a query may run on: the special `_all_docs` or a JSON index
+/// (CouchDB's `#idx{}`).
 #[derive(Clone, Debug)]
 pub enum Access {
     AllDocs,
     Json(IndexDef),
 }
+
+/// An index's identity: design document (none for `_all_docs`), name. Its
+/// order is CouchDB's term order of `#idx{}` records, which `_explain`'s
+/// `index_candidates` follows.
+pub(super) type IndexKey = (Option<String>, String);
 
 impl Access {
     pub fn to_json(&self) -> Value {
@@ -300,6 +223,64 @@ impl Access {
             Access::Json(i) => i.to_json(),
         }
     }
+
+    pub(super) fn key(&self) -> IndexKey {
+        match self {
+            Access::AllDocs => (None, "_all_docs".to_owned()),
+            Access::Json(i) => (Some(i.ddoc.clone()), i.name.clone()),
+        }
+    }
+
+    pub(super) fn columns(&self) -> Vec<Vec<String>> {
+        match self {
+            Access::AllDocs => vec![id_path()],
+            Access::Json(i) => i.columns.clone(),
+        }
+    }
+
+    fn is_partial(&self) -> bool {
+        matches!(self, Access::Json(i) if i.partial.is_some())
+    }
+
+    /// Whether the index alone can answer a query needing `fields`
+    /// (`mango_idx_view:covers`): a JSON index whose columns and `_id`
+    /// hold every field; never all fields, never `_all_docs`.
+    pub fn covers(&self, fields: Option<&[Vec<String>]>) -> bool {
+        match (self, fields) {
+            (Access::Json(i), Some(fields)) => fields.iter().all(|f| *f == id_path() || i.columns.contains(f)),
+            _ => false,
+        }
+    }
+
+    /// Why the index cannot run the query (`is_usable/3` of
+    /// `mango_idx_view` and `mango_idx_special`); empty when it can.
+    fn unusable_reasons(&self, opts: &FindOptions) -> Vec<&'static str> {
+        let mut reasons = Vec::new();
+        match self {
+            Access::AllDocs => {
+                if !opts.sort.is_empty() {
+                    if !indexable_fields(&opts.selector).contains(&id_path()) {
+                        reasons.push("field_mismatch");
+                    }
+                    if opts.sort != [id_path()] {
+                        reasons.push("sort_order_mismatch");
+                    }
+                }
+            }
+            Access::Json(index) => {
+                // Sort fields exist in every answer, and `_id` and `_rev` in
+                // every document: the selector need not require them.
+                let mut required = index.columns.iter().filter(|c| !opts.sort.contains(c) && **c != id_path() && **c != ["_rev".to_owned()]);
+                if !required.all(|c| opts.selector.requires_field(c)) {
+                    reasons.push("field_mismatch");
+                }
+                if !can_use_sort(&index.columns, &opts.sort, &opts.selector) {
+                    reasons.push("sort_order_mismatch");
+                }
+            }
+        }
+        reasons
+    }
 }
 
 /// The special index every database has.
@@ -307,18 +288,8 @@ pub fn all_docs_json() -> Value {
     json!({ "ddoc": null, "name": "_all_docs", "type": "special", "def": { "fields": [{ "_id": "asc" }] } })
 }
 
-pub struct Plan {
-    pub access: Access,
-    pub warnings: Vec<String>,
-}
-
 fn id_path() -> Vec<String> {
     vec!["_id".to_owned()]
-}
-
-fn usable(index: &IndexDef, opts: &FindOptions) -> bool {
-    let required = index.columns.iter().filter(|c| !opts.sort.contains(c) && **c != id_path() && **c != ["_rev".to_owned()]);
-    required.into_iter().all(|c| opts.selector.requires_field(c)) && can_use_sort(&index.columns, &opts.sort, &opts.selector)
 }
 
 fn can_use_sort(columns: &[Vec<String>], sort: &[Vec<String>], selector: &Selector) -> bool {
@@ -332,81 +303,162 @@ fn can_use_sort(columns: &[Vec<String>], sort: &[Vec<String>], selector: &Select
     }
 }
 
-/// How many leading columns the selector bounds.
-fn prefix_len(index: &IndexDef, selector: &Selector) -> usize {
-    let mut n = 0;
-    for c in &index.columns {
-        match bounds(selector, c) {
-            Some(b) => {
-                n += 1;
-                if !b.is_point() {
-                    break;
-                }
-            }
-            None => break,
-        }
-    }
-    n
+/// Whether the query is a `_find` (no usable index is an error) or an
+/// `_explain` (it shows that no index is usable).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Find,
+    Explain,
 }
 
-fn ddoc_matches(index: &IndexDef, ddoc: &str) -> bool {
+/// How the planner saw every index, for `_explain`'s `index_candidates`
+/// (CouchDB's cursor `trace`).
+#[derive(Default)]
+pub(super) struct Trace {
+    pub all: Vec<Access>,
+    pub global: Vec<Access>,
+    /// The indexes the query may use (the partition's, once partitioned
+    /// databases are served).
+    pub in_scope: Vec<Access>,
+    pub usable: Vec<Access>,
+    /// Each index in scope with why it is not usable (empty: usable).
+    pub usability: Vec<(Access, Vec<&'static str>)>,
+    /// The usable indexes `use_index` left (all usable ones without it).
+    pub filtered: Vec<Access>,
+    /// Those of the cursor's type (JSON before `_all_docs`).
+    pub of_type: Vec<Access>,
+    /// `of_type` best first, each with how many of the selector's ranged
+    /// fields its columns do not use.
+    pub sorted: Vec<(Access, usize)>,
+}
+
+pub struct Plan {
+    /// `None` only for an `_explain` with no usable index.
+    pub access: Option<Access>,
+    /// The ranges of the index's leading columns (`[Empty]`: the query
+    /// selects nothing).
+    pub ranges: Vec<FieldRange>,
+    pub warnings: Vec<String>,
+    pub(super) trace: Trace,
+}
+
+impl Plan {
+    /// Whether the query can select nothing, so nothing is scanned.
+    pub fn selects_nothing(&self) -> bool {
+        matches!(self.ranges.as_slice(), [FieldRange::Empty])
+    }
+}
+
+fn ddoc_matches(index: &Access, ddoc: &str) -> bool {
+    let Access::Json(index) = index else { return false };
     index.ddoc == ddoc || index.ddoc.strip_prefix("_design/") == Some(ddoc)
 }
 
-/// Chooses how to run the query.
-pub fn plan(indexes: &[IndexDef], opts: &FindOptions) -> Result<Plan> {
-    let mut warnings = Vec::new();
-    let sort_is_id = opts.sort.is_empty() || opts.sort == [id_path()];
-    let candidates: Vec<&IndexDef> = indexes.iter().filter(|i| usable(i, opts)).collect();
-    let mut chosen: Vec<&IndexDef> = if opts.use_index.is_empty() {
-        let chosen: Vec<&IndexDef> = candidates.iter().copied().filter(|i| i.partial.is_none()).collect();
-        // mango_cursor:create: without a fallback, only `_all_docs` usable
-        // is an error.
-        if chosen.is_empty() && !opts.allow_fallback {
-            return Err(mango_error(400, "invalid_index", "You must specify an index with the `use_index` parameter."));
+/// The indexes `use_index` names (`maybe_filter_indexes_by_ddoc`).
+fn named_by_use_index(indexes: &[Access], use_index: &[String]) -> Vec<Access> {
+    let Some(ddoc) = use_index.first() else { return Vec::new() };
+    indexes.iter().filter(|i| ddoc_matches(i, ddoc) && use_index.get(1).is_none_or(|n| *n == i.key().1)).cloned().collect()
+}
+
+fn contains(set: &[Access], index: &Access) -> bool {
+    let key = index.key();
+    set.iter().any(|i| i.key() == key)
+}
+
+/// Chooses the index as CouchDB's `mango_cursor:create` does.
+pub fn plan(indexes: &[IndexDef], opts: &FindOptions, kind: Kind) -> Result<Plan> {
+    // mango_idx:get_usable_indexes
+    let mut trace = Trace { all: std::iter::once(Access::AllDocs).chain(indexes.iter().cloned().map(Access::Json)).collect(), ..Default::default() };
+    trace.global = trace.all.iter().filter(|i| !i.is_partial()).cloned().collect();
+    let mut in_scope = trace.global.clone();
+    for named in named_by_use_index(&trace.all, &opts.use_index) {
+        if !contains(&in_scope, &named) {
+            in_scope.push(named);
         }
-        chosen
+    }
+    in_scope.sort_by_key(Access::key);
+    trace.in_scope = in_scope;
+    trace.usability = trace.in_scope.iter().map(|i| (i.clone(), i.unusable_reasons(opts))).collect();
+    trace.usable = trace.usability.iter().filter(|(_, r)| r.is_empty()).map(|(i, _)| i.clone()).collect();
+    if trace.usable.is_empty() && kind == Kind::Find {
+        return Err(mango_error(400, "no_usable_index", "No index exists for this sort, try indexing by the sort fields."));
+    }
+    // mango_cursor:create
+    let named = named_by_use_index(&trace.usable, &opts.use_index);
+    let chosen_from = if named.is_empty() {
+        if !(opts.allow_fallback || (opts.use_index.is_empty() && trace.usable.len() > 1)) {
+            let ddoc = opts.use_index.first().map(|d| d.strip_prefix("_design/").unwrap_or(d));
+            return Err(mango_error(400, "invalid_index", match (ddoc, opts.use_index.get(1)) {
+                (None, _) => "You must specify an index with the `use_index` parameter.".to_owned(),
+                (Some(ddoc), None) => format!("_design/{ddoc} specified by `use_index` could not be found or it is not suitable."),
+                (Some(ddoc), Some(name)) => format!("_design/{ddoc}, {name} specified by `use_index` could not be found or it is not suitable."),
+            }));
+        }
+        trace.usable.clone()
     } else {
-        let named: Vec<&IndexDef> = candidates
-            .iter()
-            .copied()
-            .filter(|i| ddoc_matches(i, &opts.use_index[0]) && opts.use_index.get(1).is_none_or(|n| *n == i.name))
-            .collect();
-        if named.is_empty() {
-            let special = opts.use_index[0] == "_all_docs" && sort_is_id;
-            if special {
-                return Ok(Plan { access: Access::AllDocs, warnings });
-            }
-            let ddoc = opts.use_index[0].strip_prefix("_design/").unwrap_or(&opts.use_index[0]);
-            if !opts.allow_fallback {
-                return Err(mango_error(400, "invalid_index", match opts.use_index.get(1) {
-                    Some(name) => format!("_design/{ddoc}, {name} specified by `use_index` could not be found or it is not suitable."),
-                    None => format!("_design/{ddoc} specified by `use_index` could not be found or it is not suitable."),
-                }));
-            }
+        named
+    };
+    trace.filtered = chosen_from;
+    if trace.filtered.is_empty() {
+        return Ok(Plan { access: None, ranges: Vec::new(), warnings: Vec::new(), trace });
+    }
+    // mango_cursor:group_indexes_by_type: a JSON index before `_all_docs`.
+    let json: Vec<Access> = trace.filtered.iter().filter(|i| matches!(i, Access::Json(_))).cloned().collect();
+    let mut field_ranges = ranges::field_ranges(&opts.selector);
+    trace.of_type = if json.is_empty() {
+        // mango_cursor_special: `_id`'s own range first, the whole of
+        // `_all_docs` when the selector gives none.
+        let whole = Range { low_op: Op::Gt, low: Edge::Value(Value::Null), high_op: Op::Lt, high: Edge::Max };
+        field_ranges.push((id_path(), FieldRange::Range(whole)));
+        vec![Access::AllDocs]
+    } else {
+        json
+    };
+    // mango_cursor_view:composite_indexes and choose_best_index: the index
+    // using most of the ranged fields, then the one with fewer columns,
+    // then the first by design document and name.
+    let mut composited: Vec<(Access, Vec<FieldRange>, usize)> = trace
+        .of_type
+        .iter()
+        .map(|i| {
+            let prefix = composite_prefix(&i.columns(), &field_ranges);
+            let distance = field_ranges.len() - prefix.len();
+            (i.clone(), prefix, distance)
+        })
+        .collect();
+    composited.sort_by(|(a, _, da), (b, _, db)| da.cmp(db).then_with(|| a.columns().len().cmp(&b.columns().len())).then_with(|| a.key().cmp(&b.key())));
+    trace.sorted = composited.iter().map(|(i, _, d)| (i.clone(), *d)).collect();
+    let (access, mut ranges, _) = composited.swap_remove(0);
+    // mango_cursor:maybe_noop_range
+    if opts.noop {
+        ranges = vec![FieldRange::Empty];
+    }
+    let mut warnings = Vec::new();
+    if let Some(ddoc) = opts.use_index.first() {
+        if !ddoc_matches(&access, ddoc) || opts.use_index.get(1).is_some_and(|n| *n != access.key().1) {
+            let ddoc = ddoc.strip_prefix("_design/").unwrap_or(ddoc);
             warnings.push(match opts.use_index.get(1) {
                 Some(name) => format!("_design/{ddoc}, {name} was not used because it is not a valid index for this query."),
                 None => format!("_design/{ddoc} was not used because it does not contain a valid index for this query."),
             });
-            candidates.iter().copied().filter(|i| i.partial.is_none()).collect()
-        } else {
-            named
         }
-    };
-    if chosen.is_empty() {
-        if !sort_is_id {
-            return Err(mango_error(400, "no_usable_index", "No index exists for this sort, try indexing by the sort fields."));
-        }
-        warnings.push("No matching index found, create an index to optimize query time.".into());
-        return Ok(Plan { access: Access::AllDocs, warnings });
     }
-    chosen.sort_by(|a, b| {
-        prefix_len(b, &opts.selector)
-            .cmp(&prefix_len(a, &opts.selector))
-            .then_with(|| a.columns.len().cmp(&b.columns.len()))
-            .then_with(|| (&a.ddoc, &a.name).cmp(&(&b.ddoc, &b.name)))
-    });
-    Ok(Plan { access: Access::Json(chosen[0].clone()), warnings })
+    if matches!(access, Access::AllDocs) {
+        warnings.push("No matching index found, create an index to optimize query time.".into());
+    }
+    Ok(Plan { access: Some(access), ranges, warnings, trace })
+}
+
+/// The ranges of an index's leading columns that the selector restricts.
+fn composite_prefix(columns: &[Vec<String>], field_ranges: &[(Vec<String>, FieldRange)]) -> Vec<FieldRange> {
+    let mut out = Vec::new();
+    for c in columns {
+        match field_ranges.iter().find(|(f, _)| f == c) {
+            Some((_, r)) => out.push(r.clone()),
+            None => break,
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -426,9 +478,10 @@ mod tests {
 
     fn chosen(indexes: &[IndexDef], query: Value) -> Result<String> {
         let opts = FindOptions::parse(query.as_object().unwrap())?;
-        Ok(match plan(indexes, &opts)?.access {
-            Access::AllDocs => "_all_docs".into(),
-            Access::Json(i) => i.name,
+        Ok(match plan(indexes, &opts, Kind::Find)?.access {
+            Some(Access::AllDocs) => "_all_docs".into(),
+            Some(Access::Json(i)) => i.name,
+            None => "none".into(),
         })
     }
 
@@ -450,7 +503,10 @@ mod tests {
         // A sort must be the columns in order, after fixed ones.
         assert_eq!(chosen(&indexes, json!({ "selector": { "a": 1 }, "sort": ["b"] })).unwrap(), "ab");
         assert_eq!(chosen(&indexes, json!({ "selector": { "a": { "$gt": 1 } }, "sort": ["b"] })).map_err(|e| e.to_string()), Err("No index exists for this sort, try indexing by the sort fields.".into()));
-        assert_eq!(chosen(&indexes, json!({ "selector": { "z": 1 }, "sort": ["_id"] })).unwrap(), "_all_docs");
+        // `_all_docs` serves a sort on `_id` only when the selector ranges
+        // `_id` (mango_idx_special:is_usable).
+        assert_eq!(chosen(&indexes, json!({ "selector": { "_id": { "$gt": "a" }, "z": 1 }, "sort": ["_id"] })).unwrap(), "_all_docs");
+        assert!(chosen(&indexes, json!({ "selector": { "z": 1 }, "sort": ["_id"] })).is_err_and(|e| e.to_string().starts_with("No index exists for this sort")));
         // Partial indexes only when named.
         assert_eq!(chosen(&indexes, json!({ "selector": { "c": 1 } })).unwrap(), "_all_docs");
         assert_eq!(chosen(&indexes, json!({ "selector": { "c": 1 }, "use_index": "c-partial" })).unwrap(), "c-partial");

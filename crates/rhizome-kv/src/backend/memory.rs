@@ -12,7 +12,9 @@ type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
 #[derive(Default)]
 pub struct MemoryBackend {
-    map: RwLock<Arc<Map>>,
+    /// The map and the number of commits and ingestions made so far (the
+    /// sequence number, as engines with sequences give it).
+    map: RwLock<(Arc<Map>, u64)>,
 }
 
 impl MemoryBackend {
@@ -30,13 +32,14 @@ fn prefixed(ks: Keyspace, key: &[u8]) -> Vec<u8> {
 
 impl Backend for MemoryBackend {
     fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
-        let map = self.map.read().map_err(|_| Error::Engine("memory store lock poisoned".into()))?.clone();
-        Ok(Arc::new(MemorySnapshot { map }))
+        let (map, sequence) = self.map.read().map_err(|_| Error::Engine("memory store lock poisoned".into()))?.clone();
+        Ok(Arc::new(MemorySnapshot { map, sequence }))
     }
 
     fn commit(&self, batch: WriteBatch) -> Result<()> {
         let mut guard = self.map.write().map_err(|_| Error::Engine("memory store lock poisoned".into()))?;
-        let map = Arc::make_mut(&mut guard);
+        guard.1 += 1;
+        let map = Arc::make_mut(&mut guard.0);
         for op in batch.ops {
             match op {
                 WriteOp::Put(ks, k, v) => {
@@ -56,7 +59,8 @@ impl Backend for MemoryBackend {
 
     fn ingest(&self, runs: Vec<SortedRun>) -> Result<()> {
         let mut guard = self.map.write().map_err(|_| Error::Engine("memory store lock poisoned".into()))?;
-        let map = Arc::make_mut(&mut guard);
+        guard.1 += 1;
+        let map = Arc::make_mut(&mut guard.0);
         for run in runs {
             match run {
                 SortedRun::Memory { ks, entries } => {
@@ -80,13 +84,22 @@ impl Backend for MemoryBackend {
     fn size_on_disk(&self) -> Result<u64> {
         Ok(0)
     }
+
+    fn latest_sequence(&self) -> Option<u64> {
+        Some(self.map.read().map_or(0, |guard| guard.1))
+    }
 }
 
 struct MemorySnapshot {
     map: Arc<Map>,
+    sequence: u64,
 }
 
-impl Snapshot for MemorySnapshot {}
+impl Snapshot for MemorySnapshot {
+    fn sequence(&self) -> Option<u64> {
+        Some(self.sequence)
+    }
+}
 
 impl KvRead for MemorySnapshot {
     fn get(&self, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -61,6 +61,38 @@ pub trait Backend: Send + Sync + 'static {
     }
     /// Bytes the store takes on disk (0 for memory).
     fn size_on_disk(&self) -> Result<u64>;
+    /// The sequence number of the last commit or ingestion, where the
+    /// engine numbers them: a layer that keeps data of its own beside the
+    /// store (the quad indexes' delta in `rhizome-rdf`) tags it with the
+    /// number its commit will get, and a snapshot's [`Snapshot::sequence`]
+    /// says which of it the snapshot sees. Commits and ingestions made
+    /// after this call get greater numbers; the next commit's first
+    /// number is this plus one.
+    fn latest_sequence(&self) -> Option<u64> {
+        None
+    }
+    /// Removes every key of `ks` (data moved elsewhere, such as quad
+    /// indexes migrated to another format); not atomic with other writes.
+    fn clear_keyspace(&self, ks: Keyspace) -> Result<()> {
+        loop {
+            let snapshot = self.snapshot()?;
+            let mut batch = WriteBatch::default();
+            {
+                let mut cursor = snapshot.cursor(ks, &[], None);
+                cursor.seek_first();
+                while cursor.valid() && batch.len() < 100_000 {
+                    batch.delete(ks, cursor.key());
+                    cursor.next();
+                }
+                cursor.status()?;
+            }
+            drop(snapshot);
+            if batch.is_empty() {
+                return Ok(());
+            }
+            self.commit(batch)?;
+        }
+    }
     /// Write access shared with other processes, for engines that several
     /// processes write at once (Cassandra): `Kv` takes it after its own
     /// writer lock, for every transaction and bulk job, and reads and
@@ -106,10 +138,22 @@ pub trait KvRead {
     fn approximate_bytes(&self, _ks: Keyspace, _lower: &[u8], _upper: Option<&[u8]>) -> Option<u64> {
         None
     }
+    /// The reader as itself, for a layer above that knows a backend of its
+    /// own and reads it directly (`rhizome-rdf`'s segments: scans then
+    /// skip the byte keys of `Cursor`). `None` for other readers.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// A consistent read view of committed data.
-pub trait Snapshot: KvRead + Send + Sync {}
+pub trait Snapshot: KvRead + Send + Sync {
+    /// The sequence number of the last commit this snapshot sees, where
+    /// the engine numbers commits (see [`Backend::latest_sequence`]).
+    fn sequence(&self) -> Option<u64> {
+        None
+    }
+}
 
 /// A positioned scan over one keyspace. Keys and values are borrowed until
 /// the cursor moves, so scans allocate nothing per row.

@@ -20,6 +20,10 @@ use std::sync::Arc;
 pub struct RocksOptions {
     /// Bytes of the shared block cache.
     pub block_cache_bytes: usize,
+    /// Bytes of memtables all the process's stores hold together (a
+    /// RocksDB write buffer manager shared by every store, as the block
+    /// cache is): past it the store being written flushes its memtable.
+    pub memtable_bytes: usize,
     /// Background compaction and flush threads.
     pub background_jobs: i32,
     /// Keys between full keys in a block: more is smaller, slower to seek.
@@ -50,6 +54,7 @@ impl Default for RocksOptions {
     fn default() -> Self {
         RocksOptions {
             block_cache_bytes: 256 << 20,
+            memtable_bytes: 256 << 20,
             background_jobs: 2,
             block_restart_interval: 16,
             block_bytes: 16 << 10,
@@ -64,7 +69,9 @@ impl RocksOptions {
     /// `file_compression`), `RHIZOME_BLOCK_BYTES` (1 KiB to 1 MiB) and
     /// `RHIZOME_CACHE_BYTES`, the block cache, shared by every store the
     /// process opens (256 MiB by default; a store whose working set is
-    /// larger decompresses a block for most random reads).
+    /// larger decompresses a block for most random reads), and
+    /// `RHIZOME_MEMTABLE_BYTES`, the memtables of every store together
+    /// (256 MiB by default).
     pub fn from_env() -> Result<Self> {
         let mut options = RocksOptions::default();
         if let Ok(v) = std::env::var("RHIZOME_COMPRESSION") {
@@ -81,6 +88,12 @@ impl RocksOptions {
                 _ => return Err(Error::Config(format!("RHIZOME_BLOCK_BYTES={v:?}: expected a number of bytes from 1024 to 1048576"))),
             };
         }
+        if let Ok(v) = std::env::var("RHIZOME_MEMTABLE_BYTES") {
+            options.memtable_bytes = match v.parse::<usize>() {
+                Ok(n) if (1 << 20..=1 << 40).contains(&n) => n,
+                _ => return Err(Error::Config(format!("RHIZOME_MEMTABLE_BYTES={v:?}: expected a number of bytes from 1048576 (1 MiB) to 2^40"))),
+            };
+        }
         if let Ok(v) = std::env::var("RHIZOME_CACHE_BYTES") {
             options.block_cache_bytes = match v.parse::<usize>() {
                 Ok(n) if (1 << 20..=1 << 40).contains(&n) => n,
@@ -94,6 +107,10 @@ impl RocksOptions {
 pub struct RocksBackend {
     // Field order matters: `db` must outlive everything that borrows it.
     db: Arc<DB>,
+    /// Bytes committed since the store was opened, until its memtable
+    /// filter is turned on ([`MEMTABLE_FILTER_AFTER_BYTES`]).
+    committed_bytes: AtomicU64,
+    memtable_filter_on: std::sync::atomic::AtomicBool,
     ingest_options: Arc<Options>,
     path: PathBuf,
     ingest_dir: PathBuf,
@@ -137,6 +154,35 @@ fn shared_block_cache(bytes: usize) -> Cache {
     let mut caches = CACHES.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     caches.entry(bytes).or_insert_with(|| Cache::new_hyper_clock_cache(bytes, 0)).clone()
 }
+
+/// The write buffer manager of `bytes`, one per process and size, for the
+/// same reason as [`shared_block_cache`]: each store may hold up to two
+/// 64 MiB memtables, and a server with a database per user would
+/// otherwise hold that per written database.
+fn shared_write_buffers(bytes: usize) -> rocksdb::WriteBufferManager {
+    static MANAGERS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<usize, rocksdb::WriteBufferManager>>> = std::sync::OnceLock::new();
+    let mut managers = MANAGERS.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    managers.entry(bytes).or_insert_with(|| rocksdb::WriteBufferManager::new_write_buffer_manager(bytes, false)).clone()
+}
+
+/// The memtable filter's share of a memtable's size (see `engine_options`).
+const MEMTABLE_FILTER_RATIO: &str = "0.05";
+
+/// Bytes a store commits after it opens before its memtables get their
+/// filter. The filter is allocated whole with each memtable (5% of 64 MiB,
+/// 3.2 MiB), which was nearly all of an idle store's memory: a server with
+/// a database per user paid it for every database it opened. Stores that
+/// are written to get it after their first few MiB.
+const MEMTABLE_FILTER_AFTER_BYTES: u64 = 4 << 20;
+
+/// The most bytes a write-ahead log is extended by at a time. RocksDB
+/// preallocates (fallocate) a log in steps of 1.1 times the memtable size,
+/// 70 MiB, and a manifest 4 MiB: an empty database took 76 MB of disk,
+/// 500 of them 38 GB. With a single column family, `max_total_wal_size`
+/// only caps that step (it forces flushes only across column families,
+/// `DBImpl::PreprocessWrite`); logs still hold whole memtables.
+const WAL_PREALLOCATION_BYTES: u64 = 1 << 20;
+const MANIFEST_PREALLOCATION_BYTES: usize = 64 << 10;
 
 /// Options of the engine; `for_ingestion` gives those of sorted files
 /// written for bulk ingestion, which land on the bottom level.
@@ -217,7 +263,11 @@ fn engine_options(tuning: &RocksOptions, for_ingestion: bool) -> Options {
         key
     }
     opts.set_prefix_extractor(rocksdb::SliceTransform::create("rhizome.filtered-keyspaces.1", whole_key, Some(filtered)));
-    opts.set_memtable_prefix_bloom_ratio(0.05);
+    // Off until the store has been written to (`MEMTABLE_FILTER_AFTER_BYTES`).
+    opts.set_memtable_prefix_bloom_ratio(0.0);
+    opts.set_write_buffer_manager(&shared_write_buffers(tuning.memtable_bytes));
+    opts.set_max_total_wal_size(WAL_PREALLOCATION_BYTES);
+    opts.set_manifest_preallocation_size(MANIFEST_PREALLOCATION_BYTES);
     // A log whose memtable was flushed is kept and written over by the
     // next one, not deleted. Syncing blocks already written is only the
     // data: appending to a new file makes every fsync journal its new
@@ -250,6 +300,33 @@ impl RocksBackend {
         }
     }
 
+    /// Turns the memtable filter on once the store has taken
+    /// [`MEMTABLE_FILTER_AFTER_BYTES`] of writes since it opened: new
+    /// memtables get it, and the current one is flushed (without waiting)
+    /// so that the next writes have it.
+    fn note_committed(&self, bytes: u64) {
+        if self.memtable_filter_on.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.committed_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes < MEMTABLE_FILTER_AFTER_BYTES {
+            return;
+        }
+        if self.memtable_filter_on.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // A failure leaves the store without the filter: slower, not wrong.
+        if self.db.set_options(&[("memtable_prefix_bloom_size_ratio", MEMTABLE_FILTER_RATIO)]).is_ok() {
+            let mut flush = rocksdb::FlushOptions::default();
+            flush.set_wait(false);
+            let _ = self.db.flush_opt(&flush);
+        }
+    }
+
+    /// Whether new memtables get the filter (tests).
+    pub fn memtable_filter_on(&self) -> bool {
+        self.memtable_filter_on.load(Ordering::Relaxed)
+    }
+
     /// Files on level 0 now.
     pub fn level0_files(&self) -> u64 {
         self.db.property_int_value("rocksdb.num-files-at-level0").ok().flatten().unwrap_or(0)
@@ -274,6 +351,8 @@ impl RocksBackend {
         }
         Ok(RocksBackend {
             db: Arc::new(db),
+            committed_bytes: AtomicU64::new(0),
+            memtable_filter_on: Default::default(),
             ingest_options: Arc::new(engine_options(tuning, true)),
             path: path.to_owned(),
             ingest_dir,
@@ -298,6 +377,8 @@ impl RocksBackend {
         let db = DB::open_for_read_only(&options, path, false).map_err(|e| Error::Engine(e.into_string()))?;
         Ok(RocksBackend {
             db: Arc::new(db),
+            committed_bytes: AtomicU64::new(0),
+            memtable_filter_on: Default::default(),
             ingest_options: Arc::new(engine_options(tuning, true)),
             path: path.to_owned(),
             ingest_dir: path.join("ingest"),
@@ -350,6 +431,7 @@ impl Backend for RocksBackend {
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         self.db.write_opt(wb, &wo)?;
+        self.note_committed(bytes as u64);
         Ok(())
     }
 
@@ -414,6 +496,21 @@ impl Backend for RocksBackend {
         dir_size(&self.path)
     }
 
+    fn latest_sequence(&self) -> Option<u64> {
+        Some(self.db.latest_sequence_number())
+    }
+
+    fn clear_keyspace(&self, ks: Keyspace) -> Result<()> {
+        // One range tombstone, then the files under it rewritten away.
+        let mut wb = rocksdb::WriteBatch::default();
+        wb.delete_range([ks.0], [ks.0 + 1]);
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db.write_opt(wb, &wo)?;
+        self.db.compact_range(Some(&[ks.0][..]), Some(&[ks.0 + 1][..]));
+        Ok(())
+    }
+
     fn settle(&self, from: Keyspace, to: Keyspace) -> Result<()> {
         self.db.flush()?;
         // Without forcing the bottom level to be rewritten: keys with none
@@ -429,7 +526,13 @@ fn dir_size(path: &Path) -> Result<u64> {
     let entries = std::fs::read_dir(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
     for entry in entries {
         let entry = entry.map_err(|source| Error::Io { path: path.to_owned(), source })?;
-        let meta = entry.metadata().map_err(|source| Error::Io { path: entry.path(), source })?;
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            // Removed while we walk (a file the engine or a layer above
+            // replaced): it takes no room.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(Error::Io { path: entry.path(), source }),
+        };
         if meta.is_dir() {
             total += dir_size(&entry.path())?;
         } else {
@@ -451,7 +554,11 @@ struct RocksSnapshot {
     db: Arc<DB>,
 }
 
-impl Snapshot for RocksSnapshot {}
+impl Snapshot for RocksSnapshot {
+    fn sequence(&self) -> Option<u64> {
+        Some(self.snapshot.sequence_number())
+    }
+}
 
 impl KvRead for RocksSnapshot {
     fn get(&self, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -669,6 +776,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let backend = RocksBackend::open(dir.path(), &RocksOptions::default()).unwrap();
         let keyspaces = [crate::MEMTABLE_FILTERED[0], crate::MEMTABLE_FILTERED[1], Keyspace(10)];
+        // Enough writes first that new memtables get their filter.
+        let filler = vec![7u8; 1 << 16];
+        let mut batch = WriteBatch::default();
+        for i in 0..=(MEMTABLE_FILTER_AFTER_BYTES >> 16) {
+            batch.put(Keyspace(11), &i.to_be_bytes(), &filler);
+        }
+        backend.commit(batch).unwrap();
+        assert!(backend.memtable_filter_on());
         // Even numbers only: the odd ones are the absent keys.
         let key = |i: u32| format!("key-{:06}", 2 * i).into_bytes();
         let mut batch = WriteBatch::default();
@@ -699,6 +814,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Disk blocks (not the apparent size: RocksDB preallocates with
+    /// `FALLOC_FL_KEEP_SIZE`) of every file under `path`.
+    fn allocated_bytes(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::read_dir(path)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                let meta = e.metadata().unwrap();
+                if meta.is_dir() { allocated_bytes(&e.path()) } else { meta.blocks() * 512 }
+            })
+            .sum()
+    }
+
+    /// A store with a little data costs little: its write-ahead log and
+    /// manifest are not preallocated tens of MiB ahead, and its memtable
+    /// has no filter allocated until the store is written to. Before,
+    /// every database took 76 MB of disk and 3.5 MB of memory.
+    #[test]
+    fn a_small_store_preallocates_little_disk_or_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = RocksBackend::open(dir.path(), &RocksOptions::default()).unwrap();
+        let mut batch = WriteBatch::default();
+        for (k, v) in entries(100) {
+            batch.put(Keyspace(7), &k, &v);
+        }
+        backend.commit(batch).unwrap();
+        let disk = allocated_bytes(dir.path());
+        assert!(disk < 2 << 20, "{disk} bytes of disk for 100 small keys");
+        let memtables = backend.db.property_int_value("rocksdb.size-all-mem-tables").unwrap().unwrap();
+        // One arena block (1 MiB, touched as it fills), no filter.
+        assert!(memtables < 2 << 20, "{memtables} bytes of memtables for 100 small keys");
+        assert!(!backend.memtable_filter_on());
     }
 
     /// Stores opened with one cache size share one block cache (the

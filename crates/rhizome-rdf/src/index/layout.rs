@@ -117,5 +117,12 @@ pub mod meta {
     pub const GRAPHS: &[u8] = b"graphs";
 }
 
-/// Version of the on-disk layout; bumped on any incompatible change.
-pub const FORMAT_VERSION: u64 = 2;
+/// Version of the on-disk layout; bumped on any incompatible change. 3:
+/// the quad orderings in segment files and a delta (`crate::segmented`),
+/// every other keyspace as in 2.
+pub const FORMAT_VERSION: u64 = 3;
+/// The layout of stores whose quad orderings are keys in the engine:
+/// format 2, the layout a store over a key-value backend without local
+/// files keeps (`Store::over_kv`), and the one format-2 stores on disk
+/// are migrated from.
+pub const KEYS_FORMAT_VERSION: u64 = 2;

@@ -176,8 +176,115 @@ pub fn approximate_bytes(snapshot: &dyn KvRead, pattern: QuadPattern, objects: O
     Some(total)
 }
 
+/// A stream's cursor: the key-value layer's, or, on a store whose
+/// indexes are segments, the segments' own (no dynamic calls, and quads
+/// read from its ids rather than decoded from key bytes).
+enum KeyCursor<'a> {
+    Kv(Box<dyn Cursor + 'a>),
+    Index(crate::segmented::IndexCursor<'a>),
+}
+
+impl<'a> KeyCursor<'a> {
+    fn open(snapshot: &'a dyn KvRead, ordering: &Ordering, lower: &[u8], upper: Option<&[u8]>) -> KeyCursor<'a> {
+        if let Some(segmented) = snapshot.as_any().and_then(|a| a.downcast_ref::<crate::segmented::SegmentedSnapshot>()) {
+            if let Some(slot) = crate::segmented::slot_of(ordering.ks) {
+                return KeyCursor::Index(segmented.index_cursor(slot, lower, upper));
+            }
+        }
+        KeyCursor::Kv(snapshot.cursor(ordering.ks, lower, upper))
+    }
+
+    #[inline]
+    fn valid(&self) -> bool {
+        match self {
+            KeyCursor::Kv(c) => c.valid(),
+            KeyCursor::Index(c) => c.valid(),
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> &[u8] {
+        match self {
+            KeyCursor::Kv(c) => c.key(),
+            KeyCursor::Index(c) => c.key(),
+        }
+    }
+
+    #[inline]
+    fn next(&mut self) {
+        match self {
+            KeyCursor::Kv(c) => c.next(),
+            KeyCursor::Index(c) => c.next(),
+        }
+    }
+
+    fn seek(&mut self, key: &[u8]) {
+        match self {
+            KeyCursor::Kv(c) => c.seek(key),
+            KeyCursor::Index(c) => c.seek(key),
+        }
+    }
+
+    fn seek_first(&mut self) {
+        match self {
+            KeyCursor::Kv(c) => c.seek_first(),
+            KeyCursor::Index(c) => c.seek_first(),
+        }
+    }
+
+    /// Whether the current key starts with `prefix` (whole ids): on
+    /// segments compared as ids, without the key's bytes.
+    #[inline]
+    fn has_prefix(&self, prefix: &[u8]) -> bool {
+        match self {
+            KeyCursor::Kv(c) => c.key().starts_with(prefix),
+            KeyCursor::Index(c) => {
+                debug_assert!(prefix.len() % 8 == 0, "prefixes are whole ids");
+                let key = c.current_key().expect("the cursor is valid");
+                prefix.chunks_exact(8).zip(key).all(|(p, id)| u64::from_be_bytes(p.try_into().expect("8 bytes")) == id)
+            }
+        }
+    }
+
+    /// Steps a re-pointed scan takes forward before it seeks instead: a
+    /// RocksDB seek costs a dozen steps; a segment's is a search over the
+    /// fences and one block, cheaper than a step through the delta merge.
+    fn steps_before_seek(&self) -> usize {
+        match self {
+            KeyCursor::Kv(_) => STEPS_BEFORE_SEEK,
+            KeyCursor::Index(_) => 0,
+        }
+    }
+
+    fn status(&self) -> rhizome_kv::Result<()> {
+        match self {
+            KeyCursor::Kv(c) => c.status(),
+            KeyCursor::Index(c) => c.status(),
+        }
+    }
+
+    /// The current key as a quad in `[s, p, o, g]` order.
+    #[inline]
+    fn quad(&self, ordering: &Ordering) -> [TermId; 4] {
+        match self {
+            KeyCursor::Kv(c) => ordering.decode(c.key()),
+            KeyCursor::Index(c) => {
+                let key = c.current_key().expect("the cursor is valid");
+                let mut quad = [TermId(0); 4];
+                for (i, component) in ordering.components.iter().enumerate() {
+                    quad[*component] = TermId(key[i]);
+                }
+                if ordering.is_triple() {
+                    quad[G] = quad[S];
+                }
+                quad
+            }
+        }
+    }
+}
+
 struct Stream<'a> {
-    cursor: Box<dyn Cursor + 'a>,
+    cursor: KeyCursor<'a>,
     ordering: Ordering,
     /// The key prefix the pattern's bound components make.
     prefix: Vec<u8>,
@@ -222,7 +329,7 @@ impl Stream<'_> {
                     self.passed = None;
                     return;
                 }
-                if steps == STEPS_BEFORE_SEEK {
+                if steps == self.cursor.steps_before_seek() {
                     break;
                 }
                 self.cursor.next();
@@ -236,8 +343,8 @@ impl Stream<'_> {
     }
 
     fn advance(&mut self) -> Result<()> {
-        if self.cursor.valid() && (!self.check_prefix || self.cursor.key().starts_with(&self.prefix)) {
-            let quad = self.ordering.decode(self.cursor.key());
+        if self.cursor.valid() && (!self.check_prefix || self.cursor.has_prefix(&self.prefix)) {
+            let quad = self.cursor.quad(&self.ordering);
             self.current = Some(quad);
             self.passed = Some(quad);
             self.cursor.next();
@@ -282,10 +389,10 @@ impl<'a> QuadScan<'a> {
         for (ordering, bound) in &plan.streams {
             let prefix = key_prefix(ordering, bound);
             let mut cursor = if whole {
-                snapshot.cursor(ordering.ks, &[], None)
+                KeyCursor::open(snapshot, ordering, &[], None)
             } else {
                 let upper = prefix_upper_bound(&prefix);
-                snapshot.cursor(ordering.ks, &prefix, upper.as_deref())
+                KeyCursor::open(snapshot, ordering, &prefix, upper.as_deref())
             };
             if whole {
                 cursor.seek(&prefix);
@@ -327,7 +434,7 @@ impl<'a> QuadScan<'a> {
         let mut streams = Vec::with_capacity(2);
         let wanted = [(QUAD_SPOG, families.quads), (TRIPLE_SPO, families.triples)];
         for ordering in wanted.into_iter().filter_map(|(o, present)| present.then_some(o)) {
-            let mut cursor = snapshot.cursor(ordering.ks, &start.to_be_bytes(), None);
+            let mut cursor = KeyCursor::open(snapshot, &ordering, &start.to_be_bytes(), None);
             cursor.seek_first();
             streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None, sought: Vec::new(), passed: None });
         }

@@ -174,6 +174,8 @@ impl SegmentWriter {
 /// What the index says of one block.
 struct Fence {
     first: [u64; MAX_COLUMNS],
+    /// Rows in the blocks before this one.
+    before: u64,
     offset: usize,
     words: usize,
     rows: usize,
@@ -279,8 +281,8 @@ impl Segment {
                 return Err(at(&format!("block {} starts before the one before it", fences.len())));
             }
             next_offset = offset + words_len;
+            fences.push(Fence { first, before: total, offset, words: words_len, rows: block_rows, checksum: e[2] });
             total += block_rows as u64;
-            fences.push(Fence { first, offset, words: words_len, rows: block_rows, checksum: e[2] });
         }
         if next_offset != index_offset as usize || total != rows {
             return Err(at("the blocks do not fill the file"));
@@ -513,6 +515,47 @@ impl<'a> SegmentCursor<'a> {
 
     pub fn seek_first(&mut self) -> Result<()> {
         self.enter(0)
+    }
+
+    /// Positions at the last key (invalid when there is none).
+    pub fn seek_last(&mut self) -> Result<()> {
+        match self.segment.fences.len() {
+            0 => self.enter(0),
+            n => {
+                self.enter(n - 1)?;
+                self.row = self.segment.fences[n - 1].rows - 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// Steps back one key: from the first key the cursor becomes invalid
+    /// (and stays so).
+    pub fn prev(&mut self) -> Result<()> {
+        if !self.valid() {
+            return Ok(());
+        }
+        if self.row > 0 {
+            self.row -= 1;
+            return Ok(());
+        }
+        if self.block == 0 {
+            self.block = self.segment.fences.len();
+            self.view = None;
+            return Ok(());
+        }
+        let b = self.block - 1;
+        self.enter(b)?;
+        self.row = self.segment.fences[b].rows - 1;
+        Ok(())
+    }
+
+    /// Keys before the current one (all of them past the end).
+    pub fn rank(&self) -> u64 {
+        match self.segment.fences.get(self.block) {
+            Some(f) => f.before + self.row as u64,
+            None => self.segment.rows,
+        }
     }
 
     /// The current key (its first `columns()` ids; the rest are 0).

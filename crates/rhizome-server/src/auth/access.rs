@@ -54,6 +54,15 @@ pub fn is_db_admin(ctx: &UserCtx, security: &Value) -> bool {
     ctx.is_server_admin() || listed(ctx, security.get("admins"))
 }
 
+/// Who `ctx` writes to `db` as: the rights `rhizome_docs::rights` checks
+/// wherever the write lands, whatever its door.
+pub fn writer(ctx: &UserCtx, db: &DbHandle) -> Result<rhizome_docs::Writer, HttpError> {
+    if ctx.is_server_admin() {
+        return Ok(rhizome_docs::Writer::Admin);
+    }
+    Ok(rhizome_docs::Writer::admin_if(is_db_admin(ctx, &db.db.security()?)))
+}
+
 pub fn is_member(ctx: &UserCtx, security: &Value) -> bool {
     is_db_admin(ctx, security) || !names_anyone(security.get("members")) || listed(ctx, security.get("members"))
 }

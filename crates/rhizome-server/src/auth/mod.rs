@@ -24,7 +24,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use session::SESSION_SECONDS;
 
-/// Password hashing and login throttling (`rhizome serve --help`).
+/// Password hashing, login throttling and session cookies (`rhizome serve
+/// --help`).
 #[derive(Clone, Debug)]
 pub struct AuthSettings {
     /// PBKDF2-HMAC-SHA-256 iterations of new and upgraded hashes.
@@ -33,9 +34,60 @@ pub struct AuthSettings {
     pub login_attempts: u32,
     /// The first delay; each further failure doubles it (up to 15 minutes).
     pub login_delay_secs: u64,
+    /// The `SameSite` attribute of `AuthSession` cookies.
+    pub same_site: SameSite,
     /// How long a session cookie lasts; it is renewed once a tenth of
     /// that has passed (CouchDB's `[chttpd_auth] timeout`).
     pub session_timeout_secs: u64,
+}
+
+/// The `SameSite` attribute of `AuthSession` cookies (CouchDB's
+/// `[couch_httpd_auth] same_site`, which CouchDB leaves unset).
+///
+/// Rhizome sends `Lax` unless told otherwise: a browser then sends the
+/// session cookie with no request another site makes it send in the
+/// background (a form's `POST`, `fetch`, an image), which is how a page a
+/// signed-in admin visits would write documents or start a replication;
+/// it still sends it when the user follows a link to the server from
+/// elsewhere, which only reads (a `GET` changes nothing here). `Strict`
+/// drops that too (a link from a mail opens the console signed out);
+/// `None` (with `Secure`, as browsers require) is for a console served
+/// from another site over HTTPS, with CORS.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SameSite {
+    Strict,
+    #[default]
+    Lax,
+    None,
+}
+
+impl SameSite {
+    pub fn parse(text: &str) -> Option<SameSite> {
+        match text.to_ascii_lowercase().as_str() {
+            "strict" => Some(SameSite::Strict),
+            "lax" => Some(SameSite::Lax),
+            "none" => Some(SameSite::None),
+            _ => None,
+        }
+    }
+
+    /// The setting's value as CouchDB's `_config` shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SameSite::Strict => "strict",
+            SameSite::Lax => "lax",
+            SameSite::None => "none",
+        }
+    }
+
+    /// The attributes to append to a `Set-Cookie` value.
+    pub fn attributes(self) -> &'static str {
+        match self {
+            SameSite::Strict => "; SameSite=Strict",
+            SameSite::Lax => "; SameSite=Lax",
+            SameSite::None => "; SameSite=None; Secure",
+        }
+    }
 }
 
 pub const DEFAULT_LOGIN_ATTEMPTS: u32 = 5;
@@ -48,6 +100,7 @@ impl Default for AuthSettings {
             login_attempts: DEFAULT_LOGIN_ATTEMPTS,
             login_delay_secs: DEFAULT_LOGIN_DELAY_SECS,
             session_timeout_secs: SESSION_SECONDS,
+            same_site: SameSite::default(),
         }
     }
 }
@@ -75,16 +128,32 @@ impl UserCtx {
 }
 
 /// Checks a name and password from `peer`; the roles of the user if they
-/// match. A 401 without checking while failed attempts make this name or
-/// address wait.
+/// match. Credentials verified already pass at once; others get a 401
+/// without checking while failed attempts of this name from this source
+/// make them wait (`throttle.rs`). A name with no account costs the same
+/// verification as one with an account (against a hash made at start), so
+/// the time of an answer does not tell which names exist.
 pub fn check_password(server: &Server, name: &str, password: &str, peer: Option<IpAddr>) -> Result<Option<Vec<String>>, HttpError> {
-    server.login_throttle.check(name, peer)?;
+    // The account's hash (a document read), and its document.
+    let account = if name == server.identity.admin_name {
+        Some((server.admin_hash(), None))
+    } else {
+        user_doc(server, name)?.and_then(|user| PasswordHash::from_json(&user).map(|hash| (hash, Some(user))))
+    };
+    let remembered = account.as_ref().is_some_and(|(hash, _)| is_remembered(server, &credential_key(server, name, password), hash));
+    if !remembered {
+        server.login_throttle.check(name, peer)?;
+    }
     // A weak hash is upgraded only after a full verification: that one
     // runs on a blocking thread (`is_cheap` was false), as the upgrade's
     // PBKDF2 and write must.
-    let roles = if name == server.identity.admin_name {
-        let hash = server.admin_hash();
-        match verify_cached(server, name, password, &hash) {
+    let roles = match account {
+        None => {
+            // No account: the same work as a wrong password.
+            password::verify(password, &server.dummy_hash);
+            None
+        }
+        Some((hash, None)) => match verify_cached(server, name, password, &hash) {
             Verified::Wrong => None,
             how => {
                 if how == Verified::Now {
@@ -92,30 +161,32 @@ pub fn check_password(server: &Server, name: &str, password: &str, peer: Option<
                 }
                 Some(vec!["_admin".to_owned()])
             }
-        }
-    } else {
-        match user_doc(server, name)? {
-            Some(user) => match PasswordHash::from_json(&user) {
-                Some(hash) => match verify_cached(server, name, password, &hash) {
-                    Verified::Wrong => None,
-                    how => {
-                        let roles = roles_of(&user);
-                        if how == Verified::Now {
-                            upgrade_user(server, name, password, &hash, user);
-                        }
-                        Some(roles)
-                    }
-                },
-                None => None,
-            },
-            None => None,
-        }
+        },
+        Some((hash, Some(user))) => match verify_cached(server, name, password, &hash) {
+            Verified::Wrong => None,
+            how => {
+                let roles = roles_of(&user);
+                if how == Verified::Now {
+                    upgrade_user(server, name, password, &hash, user);
+                }
+                Some(roles)
+            }
+        },
     };
     match roles {
         Some(_) => server.login_throttle.succeeded(name, peer),
         None => server.login_throttle.failed(name, peer),
     }
     Ok(roles)
+}
+
+/// The roles of user `name` as now stored (a server admin's for the admin;
+/// none for a name without an account).
+pub(crate) fn roles_of_user(server: &Server, name: &str) -> Result<Vec<String>, HttpError> {
+    if name == server.identity.admin_name {
+        return Ok(vec!["_admin".to_owned()]);
+    }
+    Ok(user_doc(server, name)?.as_ref().map(roles_of).unwrap_or_default())
 }
 
 fn roles_of(user: &Value) -> Vec<String> {
@@ -151,10 +222,7 @@ fn credential_key(server: &Server, name: &str, password: &str) -> [u8; 32] {
 /// first answers took 1.2 s), now one.
 fn verify_cached(server: &Server, name: &str, password: &str, hash: &PasswordHash) -> Verified {
     let key = credential_key(server, name, password);
-    let remembered = || {
-        let cache = server.verified.lock().unwrap_or_else(|p| p.into_inner());
-        cache.get(&key).is_some_and(|(salt, derived)| *salt == hash.salt && *derived == hash.derived_key)
-    };
+    let remembered = || is_remembered(server, &key, hash);
     if remembered() {
         return Verified::Cached;
     }
@@ -178,6 +246,13 @@ fn verify_cached(server: &Server, name: &str, password: &str, hash: &PasswordHas
         verifying.remove(&key);
     }
     verified
+}
+
+/// Whether these credentials (by their key) were verified against `hash`
+/// already.
+fn is_remembered(server: &Server, key: &[u8; 32], hash: &PasswordHash) -> bool {
+    let cache = server.verified.lock().unwrap_or_else(|p| p.into_inner());
+    cache.get(key).is_some_and(|(salt, derived)| *salt == hash.salt && *derived == hash.derived_key)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -238,7 +313,7 @@ fn upgrade_user(server: &Server, name: &str, password: &str, hash: &PasswordHash
     }
     let result = server.db("_users").and_then(|users| {
         let users = users.ok_or_else(HttpError::no_db)?;
-        let out = users.writes.write(&users.db, vec![doc], true)?;
+        let out = users.writes.write(&users.db, vec![doc], true, rhizome_docs::Writer::Admin)?;
         users.notify();
         Ok(out)
     });
@@ -372,5 +447,23 @@ mod tests {
         assert!(verify_cached(&server, "admin", "wrong", &hash) == Verified::Wrong);
         assert!(verify_cached(&server, "admin", "wrong", &hash) == Verified::Wrong, "a wrong password is not remembered");
         assert!(lock(&server.verifying).is_empty(), "nothing left in flight");
+    }
+
+    /// A login for a name with no account made no PBKDF2 run, and answered
+    /// in 1 ms where one with an account took 70 ms (issue 44): it runs
+    /// one, at the server's iteration count, as a wrong password does.
+    #[test]
+    fn a_name_without_an_account_costs_what_a_wrong_password_costs() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = AuthSettings { pbkdf2_iterations: 2_000, ..AuthSettings::default() };
+        let (_stop, shutdown) = tokio::sync::watch::channel(false);
+        let server = Server::open(dir.path(), Some(("admin".into(), "s3cret".into())), 1 << 20, settings, shutdown).unwrap();
+        let runs = |name: &str| {
+            password::DERIVATIONS.with(|d| d.borrow_mut().clear());
+            assert_eq!(check_password(&server, name, "guess", None).unwrap(), None);
+            password::DERIVATIONS.with(|d| d.borrow().clone())
+        };
+        assert_eq!(runs("admin"), vec![2_000], "a wrong password: one run at the stored count");
+        assert_eq!(runs("nobody"), vec![2_000], "no account: the same run");
     }
 }

@@ -33,7 +33,15 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+#[cfg(test)]
+thread_local! {
+    /// The iteration counts of the PBKDF2 runs this thread made (tests).
+    pub static DERIVATIONS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn derive(password: &str, salt: &str, iterations: u32, prf: Prf) -> String {
+    #[cfg(test)]
+    DERIVATIONS.with(|d| d.borrow_mut().push(iterations));
     match prf {
         Prf::Sha1 => {
             let mut out = [0u8; 20];
@@ -60,6 +68,13 @@ impl PasswordHash {
     pub fn with_salt(password: &str, salt: &str, iterations: u32) -> PasswordHash {
         let iterations = iterations.max(1);
         PasswordHash { derived_key: derive(password, salt, iterations, Prf::Sha256), salt: salt.to_owned(), iterations, prf: Prf::Sha256 }
+    }
+
+    /// A hash no password matches (its derived key is random, not derived),
+    /// whose verification costs what a real one's at `iterations` does:
+    /// what a login for a name without an account is checked against.
+    pub fn unmatchable(iterations: u32) -> PasswordHash {
+        PasswordHash { derived_key: format!("{}{}", crate::http::uuid(), crate::http::uuid()), salt: crate::http::uuid(), iterations: iterations.max(1), prf: Prf::Sha256 }
     }
 
     /// Whether this hash is weaker than new ones: SHA-1, or fewer iterations.

@@ -10,6 +10,9 @@ use serde_json::{Map, Value};
 
 pub const USER_PREFIX: &str = "org.couchdb.user:";
 
+/// The members of a user document that make up its password's hash.
+const HASH_FIELDS: &[&str] = &["password_scheme", "pbkdf2_prf", "derived_key", "salt", "iterations"];
+
 /// Checks and rewrites one document written to `_users`. `current` is the
 /// stored winner, if any.
 pub fn prepare(ctx: &UserCtx, doc: &mut Map<String, Value>, current: Option<&Map<String, Value>>, iterations: u32) -> Result<(), HttpError> {
@@ -53,11 +56,23 @@ pub fn prepare(ctx: &UserCtx, doc: &mut Map<String, Value>, current: Option<&Map
         }
         Some(_) => return Err(HttpError::forbidden("doc.password must be a string")),
         None => {
+            // A user's own hash is the server's to make, from `password`:
+            // one written directly could have any iteration count (one
+            // PBKDF2 round instead of the server's 600,000), which makes
+            // the password cheap to guess offline from a leaked copy. Only
+            // server admins may write hashes (moving users from another
+            // server), and an admin's weak hash is upgraded at the user's
+            // next login.
+            if !ctx.is_server_admin() {
+                if let Some(k) = HASH_FIELDS.iter().find(|k| doc.get(**k).is_some_and(|v| Some(v) != current.and_then(|c| c.get(**k)))) {
+                    return Err(HttpError::forbidden(format!("{k} is part of the password's hash, which the server makes: set `password` to change a password")));
+                }
+            }
             // An update without a password keeps the stored hash.
             if let Some(current) = current {
-                for k in ["password_scheme", "pbkdf2_prf", "derived_key", "salt", "iterations"] {
-                    if let (Some(v), false) = (current.get(k), doc.contains_key(k)) {
-                        doc.insert(k.into(), v.clone());
+                for k in HASH_FIELDS {
+                    if let (Some(v), false) = (current.get(*k), doc.contains_key(*k)) {
+                        doc.insert((*k).into(), v.clone());
                     }
                 }
             }

@@ -14,9 +14,12 @@
 use crate::error::HttpError;
 use crate::http::{self, Body, Request};
 use crate::state::DbHandle;
+use crate::stream::BodyWriter;
+use bytes::Bytes;
 use hyper::{Method, Response};
 use rhizome_docs::AllDocsOptions;
 use serde_json::{Map, Value};
+use std::io::Write;
 
 /// Which ids a request lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,8 +44,13 @@ pub fn handle(req: &Request, db: &DbHandle, ns: Namespace) -> Result<Response<Bo
         _ => return Err(HttpError::method_not_allowed("GET,HEAD,POST")),
     }
     query.apply_query_string(req)?;
-    let text = answer(db, ns, &query)?;
-    Ok(http::response(200, "application/json", text.into_bytes().into()))
+    let opts = query.options()?;
+    // Rows go out as they are read (`crate::stream`).
+    let mut out = BodyWriter::new(req, http::response(200, "application/json", Bytes::new()));
+    if let Err(e) = answer(db, ns, &query, opts, &mut out).and_then(|()| out.write_all(b"\n").map_err(client_gone)) {
+        return out.fail(e);
+    }
+    out.finish()
 }
 
 /// `POST /{db}/_all_docs/queries` (and `_design_docs`, `_local_docs`).
@@ -58,16 +66,30 @@ pub fn queries(req: &Request, db: &DbHandle, ns: Namespace) -> Result<Response<B
     };
     let mut base = AllDocsQuery::default();
     base.apply_query_string(req)?;
-    let mut results = Vec::with_capacity(list.len());
+    // Every query checked before the first answer is sent: a bad one is
+    // still a 400 for the whole request.
+    let mut checked = Vec::with_capacity(list.len());
     for item in list {
         let obj = item.as_object().ok_or_else(|| HttpError::bad_request("each query must be a JSON object"))?;
         let mut q = base.clone();
         q.apply_json(obj)?;
-        results.push(answer(db, ns, &q)?);
+        let opts = q.options()?;
+        checked.push((q, opts));
     }
-    let results: Vec<&str> = results.iter().map(|r| r.trim_end()).collect();
-    let text = format!("{{\"results\":[{}]}}\n", results.join(","));
-    Ok(http::response(200, "application/json", text.into_bytes().into()))
+    let mut out = BodyWriter::new(req, http::response(200, "application/json", Bytes::new()));
+    let _ = out.write_all(b"{\"results\":[");
+    for (i, (q, opts)) in checked.into_iter().enumerate() {
+        let separated = if i > 0 { out.write_all(b",").map_err(client_gone) } else { Ok(()) };
+        if let Err(e) = separated.and_then(|()| answer(db, ns, &q, opts, &mut out)) {
+            return out.fail(e);
+        }
+    }
+    let _ = out.write_all(b"]}\n");
+    out.finish()
+}
+
+fn client_gone(e: std::io::Error) -> HttpError {
+    super::bulk::gone(e).into()
 }
 
 /// The options of one listing, as CouchDB's `#mrargs` for a map over ids.
@@ -262,14 +284,14 @@ impl AllDocsQuery {
     }
 }
 
-/// One listing's answer as JSON text: CouchDB's members, each document's
-/// JSON body copied as stored for `_all_docs` (`all_docs_bytes`).
-fn answer(db: &DbHandle, ns: Namespace, query: &AllDocsQuery) -> Result<String, HttpError> {
-    let mut opts = query.options()?;
+/// One listing's answer as JSON into `out`, its rows as they are read:
+/// CouchDB's members, each document's JSON body copied as stored for
+/// `_all_docs` (`all_docs_each_bytes`).
+fn answer(db: &DbHandle, ns: Namespace, query: &AllDocsQuery, mut opts: AllDocsOptions, out: &mut dyn Write) -> Result<(), HttpError> {
     if ns == Namespace::Local {
         let listed = db.db.local_docs(&opts)?;
         let rows: Vec<String> = listed.rows.iter().map(Value::to_string).collect();
-        return Ok(format!("{{\"total_rows\":null,\"offset\":null,\"rows\":[{}]}}\n", rows.join(",")));
+        return write!(out, "{{\"total_rows\":null,\"offset\":null,\"rows\":[{}]}}", rows.join(",")).map_err(client_gone);
     }
     let mut total_rows = None;
     if ns == Namespace::Design {
@@ -279,24 +301,29 @@ fn answer(db: &DbHandle, ns: Namespace, query: &AllDocsQuery) -> Result<String, 
         clamp_to_design(&mut every);
         total_rows = Some(db.db.all_docs(&every)?.rows.len() as u64);
     }
-    let all = db.db.all_docs_bytes(&opts)?;
-    let total_rows = total_rows.unwrap_or(all.total_rows);
     // With `keys` there is no position to report (CouchDB: `null`).
-    let offset = if opts.keys.is_some() { "null".to_owned() } else { all.offset.to_string() };
-    let mut out = Vec::with_capacity(64 + all.rows.iter().map(|r| r.len() + 1).sum::<usize>());
-    out.extend_from_slice(format!("{{\"total_rows\":{total_rows},\"offset\":{offset},\"rows\":[").as_bytes());
-    for (i, row) in all.rows.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+    let by_keys = opts.keys.is_some();
+    let head = |out: &mut dyn Write, all: &rhizome_docs::AllDocs<()>| {
+        let offset = if by_keys { "null".to_owned() } else { all.offset.to_string() };
+        write!(out, "{{\"total_rows\":{},\"offset\":{offset},\"rows\":[", total_rows.unwrap_or(all.total_rows))
+    };
+    let mut first = true;
+    let all = db.db.all_docs_each_bytes(&opts, &mut |all, row| {
+        if std::mem::take(&mut first) {
+            head(out, all).map_err(super::bulk::gone)?;
+        } else {
+            out.write_all(b",").map_err(super::bulk::gone)?;
         }
-        out.extend_from_slice(row);
+        out.write_all(&row).map_err(super::bulk::gone)
+    })?;
+    if first {
+        head(out, &all).map_err(client_gone)?;
     }
-    out.push(b']');
+    out.write_all(b"]").map_err(client_gone)?;
     if query.update_seq {
-        out.extend_from_slice(format!(",\"update_seq\":{}", all.update_seq).as_bytes());
+        write!(out, ",\"update_seq\":{}", all.update_seq).map_err(client_gone)?;
     }
-    out.extend_from_slice(b"}\n");
-    String::from_utf8(out).map_err(|e| HttpError::internal(format!("an _all_docs row is not UTF-8: {e}")))
+    out.write_all(b"}").map_err(client_gone)
 }
 
 /// `_design_docs`: the key range clamped to `_design/` ids.

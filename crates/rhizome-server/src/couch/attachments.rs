@@ -11,25 +11,44 @@ use crate::state::{DbHandle, Server};
 use base64::Engine;
 use bytes::Bytes;
 use hyper::{Method, Response};
-use rhizome_docs::{DocError, ReadOptions};
+use crate::stream::BodyWriter;
+use rhizome_docs::{AttachmentReader, DocError, ReadOptions};
 use serde_json::{json, Map, Value};
+
+/// An attachment's bytes as the body of `head`, a stored chunk at a time
+/// (`crate::stream`): a large attachment is never held whole, however
+/// many clients read it and however slowly. HEAD gets the length only.
+pub fn send(req: &Request, head: Response<Body>, att: &AttachmentReader) -> Result<Response<Body>, HttpError> {
+    use std::io::Write;
+    let mut out = BodyWriter::with_length(req, head, att.length);
+    if req.method == Method::HEAD {
+        return out.finish();
+    }
+    let written = att.read_each::<HttpError>(&mut |piece| {
+        out.write_all(piece).map_err(|e| HttpError::new(499, "client_closed_request", e.to_string()))
+    });
+    match written {
+        Ok(()) => out.finish(),
+        Err(e) => out.fail(e),
+    }
+}
 
 pub fn attachment(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, id: &str, name: &str) -> Result<Response<Body>, HttpError> {
     let _ = server;
     let rev = req.param("rev").or_else(|| req.header("if-match").map(|r| r.trim_matches('"'))).map(parse_rev).transpose()?;
     match req.method {
         Method::GET | Method::HEAD => {
-            let att = db.db.attachment(id, name, rev.as_ref())?;
+            let att = db.db.attachment_reader(id, name, rev.as_ref())?;
             let etag = format!("\"{}\"", att.digest);
             if req.header("if-none-match").is_some_and(|v| v.trim() == etag) {
                 return Ok(http::response(304, &att.content_type, Bytes::new()));
             }
-            let mut r = http::response(200, &att.content_type, Bytes::from(att.data));
+            let mut r = http::response(200, &att.content_type, Bytes::new());
             http::set_header(&mut r, "etag", &etag);
             if let Some(md5) = att.digest.strip_prefix("md5-") {
                 http::set_header(&mut r, "content-md5", md5);
             }
-            Ok(r)
+            send(req, r, &att)
         }
         Method::PUT | Method::DELETE => {
             rhizome_docs::validate_attachment_name(name)?;

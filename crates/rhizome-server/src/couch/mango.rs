@@ -32,12 +32,14 @@ pub(crate) fn json_body(req: &Request) -> Result<Map<String, Value>, HttpError> 
 /// stream, so memory stays bounded whatever `limit` asks.
 pub const COLLECTED_FIND_LIMIT: u64 = 1000;
 
-pub fn find(req: &Request, db: &Arc<DbHandle>) -> Result<Response<Body>, HttpError> {
+/// `timeout`: `--query-timeout-ms`.
+pub fn find(req: &Request, db: &Arc<DbHandle>, timeout: std::time::Duration) -> Result<Response<Body>, HttpError> {
     if req.method != Method::POST {
         return Err(HttpError::method_not_allowed("POST"));
     }
     let body = json_body(req)?;
-    let q = db.db.prepare_find(&body)?;
+    let mut q = db.db.prepare_find(&body)?;
+    q.set_timeout(timeout);
     if q.limit() <= COLLECTED_FIND_LIMIT {
         let mut docs = Vec::new();
         let cancelled = req.cancelled.clone();

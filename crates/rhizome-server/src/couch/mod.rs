@@ -55,10 +55,20 @@ pub fn write_docs(ctx: &UserCtx, db: &DbHandle, mut docs: Vec<Map<String, Value>
             users::prepare(ctx, doc, current.as_ref(), db.pbkdf2_iterations)?;
         }
     }
+    if db.name == crate::replicator_db::REPLICATOR_DB {
+        for doc in &mut docs {
+            let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let current = db.db.get_doc(&id, &ReadOptions::default()).ok();
+            crate::replicator_db::stamp_owner(ctx, doc, current.as_ref())?;
+        }
+    }
     // Refused before the write, each with its own error (CouchDB's
     // per-document results): design documents that do not compile, and
-    // writes a validate_doc_update function refuses.
-    let out = rhizome_views::validate::write_unless_refused(&db.db, &ctx.for_validation(&db.name), docs, views::limits(), |docs| db.writes.write(&db.db, docs, new_edits))?;
+    // writes a validate_doc_update function refuses. What the writer may
+    // write at all (design documents, LDP resources) is the store's rule
+    // (`rhizome_docs::Writer`), per document too.
+    let writer = crate::auth::access::writer(ctx, db)?;
+    let out = rhizome_views::validate::write_unless_refused(&db.db, &ctx.for_validation(&db.name), docs, views::limits(), |docs| db.writes.write(&db.db, docs, new_edits, writer))?;
     db.notify();
     Ok(out)
 }

@@ -102,11 +102,15 @@ pub(crate) fn endpoint(server: &Server, ctx: &UserCtx, spec: &Value, create: boo
         }
         return Ok(Box::new(endpoint));
     }
+    // A database of this server is read and written with `ctx`'s rights
+    // there (a `_replicator` document's owner may be no server admin).
     let handle = match server.db(&url)? {
         Some(h) => h,
-        None if create => server.create_db(&url)?,
+        None if create && ctx.is_server_admin() => server.create_db(&url)?,
+        None if create => return Err(HttpError::forbidden(format!("only server admins create databases ({url})"))),
         None => return Err(HttpError::not_found(format!("could not open {url}"))),
     };
+    crate::auth::access::check(ctx, &crate::auth::access::Access::Member, Some(&handle))?;
     Ok(Box::new(LocalEndpoint::new(Served { handle, ctx: ctx.clone() }, url)))
 }
 

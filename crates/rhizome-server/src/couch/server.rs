@@ -78,7 +78,8 @@ pub fn session(server: &Server, req: &Request, ctx: &UserCtx) -> Result<Response
         Method::DELETE => {
             auth::end_session(server, req)?;
             let mut r = json(200, &json!({ "ok": true }));
-            http::set_header(&mut r, "set-cookie", "AuthSession=; Version=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/; Max-Age=0; HttpOnly");
+            let cookie = format!("AuthSession=; Version=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/; Max-Age=0; HttpOnly{}", server.auth.same_site.attributes());
+            http::set_header(&mut r, "set-cookie", &cookie);
             Ok(r)
         }
         _ => Err(HttpError::method_not_allowed("GET,HEAD,POST,DELETE")),
@@ -91,7 +92,7 @@ pub fn session_set_cookie(server: &Server, name: &str) -> Result<String, HttpErr
     // Expires as well as Max-Age: some cookie jars (nano's) read only Expires.
     let lifetime = server.auth.session_timeout_secs;
     let expires = http::http_date(std::time::SystemTime::now() + std::time::Duration::from_secs(lifetime));
-    Ok(format!("AuthSession={}; Version=1; Expires={expires}; Path=/; Max-Age={lifetime}; HttpOnly", auth::make_cookie(server, name)?))
+    Ok(format!("AuthSession={}; Version=1; Expires={expires}; Path=/; Max-Age={lifetime}; HttpOnly{}", auth::make_cookie(server, name)?, server.auth.same_site.attributes()))
 }
 
 /// Name and password from a JSON or form body, as CouchDB reads them

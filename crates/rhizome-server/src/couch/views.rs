@@ -94,7 +94,7 @@ fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str) -> Result<R
         }
         Ok(out)
     };
-    let text = if queries {
+    if queries {
         let body = body.unwrap_or_default();
         let list = body.get("queries").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("`queries` member must be an array"))?;
         let mut results = Vec::with_capacity(list.len());
@@ -102,15 +102,26 @@ fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str) -> Result<R
             let obj = item.as_object().ok_or_else(|| HttpError::bad_request("each query must be an object"))?;
             results.push(run(&base.clone().from_json(obj)?)?);
         }
-        format!("{{\"results\":[{}]}}", results.join(","))
-    } else {
-        let q = match &body {
-            Some(b) => base.from_json(b)?,
-            None => base,
-        };
-        run(&q)?
+        let text = format!("{{\"results\":[{}]}}", results.join(","));
+        return Ok(crate::http::response(200, "application/json", text.into_bytes().into()));
+    }
+    let q = match &body {
+        Some(b) => base.from_json(b)?,
+        None => base,
     };
-    Ok(crate::http::response(200, "application/json", text.into_bytes().into()))
+    // Rows go out as they are read (`crate::stream`).
+    let mut out = crate::stream::BodyWriter::new(req, crate::http::response(200, "application/json", bytes::Bytes::new()));
+    let answered = rhizome_views::run_query_into(&db.db, &db.name, &ddoc, name, &q, limits(), &mut |piece| {
+        use std::io::Write;
+        out.write_all(piece).map_err(|e| ViewError::Doc(crate::couch::bulk::gone(e)))
+    });
+    if let Err(e) = answered {
+        return out.fail(e.into());
+    }
+    if q.update == UpdateMode::Lazy {
+        update_later(db.clone(), ddoc.clone());
+    }
+    out.finish()
 }
 
 /// `update=lazy`: the index catches up after the answer.
@@ -126,7 +137,11 @@ fn info(req: &Request, db: &DbHandle, ddoc_id: &str) -> Result<Response<Body>, H
     if !matches!(req.method, Method::GET | Method::HEAD) {
         return Err(HttpError::method_not_allowed("GET,HEAD"));
     }
-    let ddoc = design_doc(db, ddoc_id)?;
+    let body = db.db.get_doc(ddoc_id, &ReadOptions::default())?;
+    if let Some(mango) = db.db.mango_design_info(ddoc_id, &body)? {
+        return Ok(json(200, &info_json(ddoc_id, &mango.signature, "query", mango.bytes, mango.seen, mango.update_seq, false)));
+    }
+    let ddoc = DesignDoc::parse(ddoc_id, &body)?.ok_or_else(|| HttpError::not_found("missing_named_view"))?;
     let id = index_id(&ddoc);
     let state = {
         let s = db.db.store().snapshot().map_err(|e| HttpError::internal(e.to_string()))?;
@@ -134,27 +149,30 @@ fn info(req: &Request, db: &DbHandle, ddoc_id: &str) -> Result<Response<Body>, H
     };
     let bytes = index_bytes(&db.db, &id)?;
     let update_seq = db.db.update_seq()?;
-    let signature: String = ddoc.signature().iter().map(|b| format!("{b:02x}")).collect();
     let running = rhizome_views::tasks::active_tasks().iter().any(|t| t["database"] == db.name.as_str() && t["design_document"] == ddoc_id);
-    Ok(json(
-        200,
-        &json!({
-            "name": ddoc_id.trim_start_matches("_design/"),
-            "view_index": {
-                "signature": signature,
-                "language": ddoc.language,
-                "sizes": { "file": bytes, "active": bytes, "external": bytes },
-                "update_seq": state.seq,
-                "purge_seq": 0,
-                "updater_running": running,
-                "compact_running": false,
-                "waiting_clients": 0,
-                "waiting_commit": false,
-                "collator_versions": [],
-                "updates_pending": { "minimum": update_seq.saturating_sub(state.seq), "preferred": update_seq.saturating_sub(state.seq), "total": update_seq.saturating_sub(state.seq) },
-            }
-        }),
-    ))
+    Ok(json(200, &info_json(ddoc_id, &ddoc.signature(), &ddoc.language, bytes, state.seq, update_seq, running)))
+}
+
+/// The body of `_info`, in CouchDB's shape.
+fn info_json(ddoc_id: &str, signature: &[u8; 16], language: &str, bytes: u64, seen: u64, update_seq: u64, running: bool) -> Value {
+    let signature: String = signature.iter().map(|b| format!("{b:02x}")).collect();
+    let pending = update_seq.saturating_sub(seen);
+    json!({
+        "name": ddoc_id.trim_start_matches("_design/"),
+        "view_index": {
+            "signature": signature,
+            "language": language,
+            "sizes": { "file": bytes, "active": bytes, "external": bytes },
+            "update_seq": seen,
+            "purge_seq": 0,
+            "updater_running": running,
+            "compact_running": false,
+            "waiting_clients": 0,
+            "waiting_commit": false,
+            "collator_versions": [],
+            "updates_pending": { "minimum": pending, "preferred": pending, "total": pending },
+        }
+    })
 }
 
 /// Every design document of the database (JavaScript ones).

@@ -42,14 +42,15 @@ pub fn get(req: &Request, db: &Arc<DbHandle>, target: &Target) -> Result<Respons
     }
     let not_modified = req.header("if-none-match").is_some_and(|v| v.split(',').map(str::trim).any(|w| w == etag || w == "*"));
     if model == InteractionModel::NonRdfSource && !target.description {
-        let mut r = if not_modified {
-            http::response(304, "application/octet-stream", Bytes::new())
-        } else {
-            let att = db.db.attachment(&target.iri, super::write::CONTENT, None)?;
-            http::response(200, &att.content_type, Bytes::from(att.data))
-        };
+        if not_modified {
+            let mut r = http::response(304, "application/octet-stream", Bytes::new());
+            finish(&mut r, req, target, model, &etag, None);
+            return Ok(r);
+        }
+        let att = db.db.attachment_reader(&target.iri, super::write::CONTENT, None)?;
+        let mut r = http::response(200, &att.content_type, Bytes::new());
         finish(&mut r, req, target, model, &etag, None);
-        return Ok(r);
+        return crate::couch::attachments::send(req, r, &att);
     }
     let format = negotiate::choose(req.header("accept"), GRAPH_OFFERS)?.0;
     let prefs = Preferences::parse(req.headers.get_all("prefer").iter().filter_map(|v| v.to_str().ok()));

@@ -111,9 +111,23 @@ fn parse_body(req: &Request, base: &str) -> Result<Vec<Triple>, HttpError> {
         rhizome_docs::check_json_ld(&json).map_err(invalid)?;
     }
     let parser = RdfParser::from_format(format).with_base_iri(base).map_err(|e| HttpError::internal(e.to_string()))?.rename_blank_nodes();
-    rhizome_docs::on_known_stack_if(matches!(format, RdfFormat::JsonLd { .. }), move || parser.for_slice(&body).map(|q| q.map(Triple::from).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>())
-        .map_err(HttpError::internal)?
-        .map_err(invalid)
+    // An LDP resource is a document: its graph within a document's bound,
+    // the parse stopped as soon as it passes it.
+    let triples = rhizome_docs::on_known_stack_if(matches!(format, RdfFormat::JsonLd { .. }), move || {
+        let mut triples = Vec::new();
+        for q in parser.for_slice(&body) {
+            triples.push(Triple::from(q.map_err(|e| e.to_string())?));
+            if triples.len() > rhizome_docs::MAX_DOCUMENT_TRIPLES {
+                return Ok(None);
+            }
+        }
+        Ok(Some(triples))
+    })
+    .map_err(HttpError::internal)?
+    .map_err(invalid)?;
+    triples.ok_or_else(|| {
+        HttpError::new(413, "too_large", format!("the resource's graph would hold more than {} triples, the most one resource may have", rhizome_docs::MAX_DOCUMENT_TRIPLES))
+    })
 }
 
 /// A direct or indirect container's settings, with LDP's defaults for
@@ -349,15 +363,23 @@ pub fn patch(server: &Server, req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, 
         load: rhizome_sparql::LoadPolicy::Refused,
         load_max_bytes: None,
         cancelled: Some(req.cancelled.clone()),
+        memory_pool: Some(server.request_memory.clone()),
+        max_inserted_quads: Some(rhizome_docs::MAX_DOCUMENT_TRIPLES as u64),
     };
     let graph = NamedNode::new_unchecked(target.iri.clone());
     let mode = store.mode();
-    let _ = server;
     crate::rdf::write_as(ctx, &**db, rhizome_docs::EmptiedGraphs::KeepDocumentData, |txn| {
         let now = current_etag(txn.reader(), target)?;
         check_if_match(req, now.as_ref().map(|(e, _)| e.as_str()))?;
         let before = stored_settings(txn, &target.iri)?;
         rhizome_sparql::execute_update_with_stored_default(txn, mode, &stats, &update, &limits, Some(&graph)).map_err(|e| HttpError::bad_request(e.to_string()))?;
+        // A PATCH is about its resource: an update that names another
+        // graph (`GRAPH <other> { ... }`) is refused whole.
+        let own = txn.lookup(NamedNodeRef::new_unchecked(&target.iri).into()).map_err(store_error)?;
+        if let Some(other) = txn.touched_graphs().iter().find(|g| Some(**g) != own) {
+            let name = rhizome_rdf::term::Dictionary::decode(txn.reader(), *other).map_err(store_error)?.map_or_else(|| "the default graph".to_owned(), |t| t.to_string());
+            return Err(HttpError::bad_request(format!("a PATCH changes its own resource's graph, {}; this update changes {name} too", target.iri)));
+        }
         // What the update left must still be a valid representation.
         let triples = graph_triples(txn, &target.iri)?;
         let kept = client_triples(&target.iri, model, triples, &|c| is_child_of(txn.reader(), target, c)).map_err(ldp_error)?;

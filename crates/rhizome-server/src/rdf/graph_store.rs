@@ -252,6 +252,9 @@ fn parse_triples(
             if triples.len() % CHECK_EVERY == 0 {
                 budget.check()?;
             }
+            if triples.len() > super::MAX_GRAPH_WRITE_TRIPLES {
+                return Err(super::too_many_triples());
+            }
         }
         Ok(triples)
     })

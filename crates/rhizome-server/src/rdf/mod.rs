@@ -21,11 +21,28 @@ use rhizome_docs::EmptiedGraphs;
 use rhizome_rdf::StoreTransaction;
 use rhizome_sparql::SparqlError;
 
-pub use sparql_protocol::SparqlSettings;
+pub use sparql_protocol::{SparqlSettings, QUERY_TIMEOUT_MS};
+
+/// The most triples one graph write (a Graph Store PUT or POST, a SPARQL
+/// update) may write: a transaction holds every write until its commit,
+/// about 2 KB per triple with its terms and index keys, so an unbounded
+/// one could take the server's memory. The same bound as a document's own
+/// graph (`rhizome_docs::MAX_DOCUMENT_TRIPLES`). Loads of more go through
+/// `rhizome load`, which sorts on disk.
+pub const MAX_GRAPH_WRITE_TRIPLES: usize = rhizome_docs::MAX_DOCUMENT_TRIPLES;
+
+/// 413 for a graph write past [`MAX_GRAPH_WRITE_TRIPLES`].
+pub(crate) fn too_many_triples() -> HttpError {
+    HttpError::new(
+        413,
+        "too_large",
+        format!("the request writes more than {MAX_GRAPH_WRITE_TRIPLES} triples, the most one graph write may hold until its commit; split it into several requests (or load files with rhizome load)"),
+    )
+}
 
 pub fn route(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, what: &str) -> Result<Response<Body>, HttpError> {
     match what {
-        "_sparql" => sparql_protocol::handle(req, &server.sparql, ctx, db),
+        "_sparql" => sparql_protocol::handle(req, &server.sparql, &server.request_memory, server.query_timeout, ctx, db),
         "_graph" => graph_store::handle(server, req, ctx, db, None),
         _ => match what.strip_prefix("_graph/") {
             Some(path) => graph_store::handle(server, req, ctx, db, Some(path)),
@@ -35,15 +52,17 @@ pub fn route(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, what:
 }
 
 /// Runs an RDF write by `ctx`: every document revision it makes is shown
-/// to the database's `validate_doc_update` functions first, and a refusal
-/// refuses the whole write (`rhizome_views::validate::rdf_write_validated`).
+/// to the database's `validate_doc_update` functions first, and must be one
+/// `ctx` may make (`rhizome_docs::Writer`); a refusal refuses the whole
+/// write (`rhizome_views::validate::rdf_write_validated`).
 pub(crate) fn write_as<T>(
     ctx: &UserCtx,
     db: &DbHandle,
     emptied: EmptiedGraphs,
     f: impl FnOnce(&mut StoreTransaction<'_>) -> Result<T, HttpError>,
 ) -> Result<T, HttpError> {
-    rhizome_views::validate::rdf_write_validated(&db.db, &ctx.for_validation(&db.name), crate::couch::views::limits(), emptied, f)
+    let writer = crate::auth::access::writer(ctx, db)?;
+    rhizome_views::validate::rdf_write_validated(&db.db, &ctx.for_validation(&db.name), writer, crate::couch::views::limits(), emptied, f)
 }
 
 /// Runs the parsers the RDF endpoints apply to untrusted headers and
@@ -86,10 +105,21 @@ fn sparql_error(e: SparqlError) -> HttpError {
         // for this server) is the client's to change: 400, not 503.
         SparqlError::TooComplex(_) | SparqlError::MemoryLimit { .. } => HttpError::new(400, "query_limit", e.to_string()),
         SparqlError::Timeout => HttpError::new(503, "query_limit", e.to_string()),
+        // Other requests hold the server's shared memory: later may work.
+        SparqlError::ServerMemory { .. } => {
+            let mut busy = HttpError::new(503, "server_busy", e.to_string());
+            busy.retry_after_secs = Some(1);
+            busy
+        }
         // Nobody reads this answer: the client has gone (nginx's 499).
         SparqlError::Cancelled => {
             eprintln!("rhizome: stopped a SPARQL request whose client went away");
             HttpError::new(499, "client_closed_request", e.to_string())
+        }
+        // A streamed answer whose client went away (`crate::stream`).
+        SparqlError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
+            eprintln!("rhizome: stopped a SPARQL request whose client went away");
+            HttpError::new(499, "client_closed_request", io.to_string())
         }
         SparqlError::Store(_) | SparqlError::Io(_) => HttpError::internal(e.to_string()),
     }

@@ -16,12 +16,14 @@
 //! Requests are parsed, planned and run on a thread of known stack
 //! (`rhizome_sparql::nesting`: the router's blocking threads have 2 MiB,
 //! too little for the deepest requests the engine's nesting limits let
-//! through) against one snapshot, within [`QUERY_TIMEOUT_MS`] counted from
+//! through) against one snapshot, within `--query-timeout-ms` (default
+//! [`QUERY_TIMEOUT_MS`]) counted from
 //! the request's start (parsing and LOAD included) and one memory budget of
-//! [`QUERY_MEMORY_BYTES`]; the whole result is serialized before the
-//! response starts, so a limit hit mid-way is an error status rather than
-//! a truncated body. An update gets the same limits (then nothing is
-//! written). `LOAD <file:...>` reads only inside the folder an admin named
+//! [`QUERY_MEMORY_BYTES`]. Results are written as they are produced
+//! (`crate::stream`): an answer that fits in one chunk is sent whole, so a
+//! limit hit before then is an error status; past that the response has
+//! started and a limit cuts the body (the client sees an aborted
+//! transfer). An update gets the same limits (then nothing is written). `LOAD <file:...>` reads only inside the folder an admin named
 //! with `rhizome serve --load-dir`, and nothing without it; `http(s):` is
 //! never fetched.
 
@@ -31,6 +33,8 @@ use crate::auth::UserCtx;
 use crate::error::HttpError;
 use crate::http::{self, Body, Request};
 use crate::state::DbHandle;
+use crate::stream::BodyWriter;
+use bytes::Bytes;
 use hyper::{Method, Response};
 use oxrdf::NamedNode;
 use crate::error::ServerError;
@@ -44,6 +48,8 @@ use serde_json::json;
 use rhizome_docs::EmptiedGraphs;
 use spargebra::algebra::{GraphTarget, QueryDataset};
 use spargebra::{GraphUpdateOperation, Query, Update};
+use rhizome_sparql::MemoryPool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A query stops with 503 after this long (30 s: long enough for analytic
@@ -164,14 +170,15 @@ fn operation(req: &Request) -> Result<(Operation, Params), HttpError> {
     }
 }
 
-pub fn handle(req: &Request, settings: &SparqlSettings, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+/// `memory`: what all requests of the server share (`--request-memory-bytes`).
+pub fn handle(req: &Request, settings: &SparqlSettings, memory: &Arc<MemoryPool>, timeout: Duration, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     // The time limit covers the whole request: parsing and LOAD too.
-    let deadline = Instant::now() + Duration::from_millis(QUERY_TIMEOUT_MS);
+    let deadline = Instant::now() + timeout;
     let (op, params) = operation(req)?;
     let base = endpoint_iri(req, db, "_sparql");
     run_with_query_stack(|| match op {
-        Operation::Query(text) => query(req, db, &text, &params, &base, deadline),
-        Operation::Update(text) => update(req, ctx, db, settings, &text, &params, &base, deadline),
+        Operation::Query(text) => query(req, db, &text, &params, &base, deadline, memory),
+        Operation::Update(text) => update(req, ctx, db, settings, &text, &params, &base, deadline, memory),
     })
     .map_err(sparql_error)?
 }
@@ -221,7 +228,7 @@ fn results_content_type(f: ResultFormat) -> &'static str {
     }
 }
 
-fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, deadline: Instant) -> Result<Response<Body>, HttpError> {
+fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, deadline: Instant, memory: &Arc<MemoryPool>) -> Result<Response<Body>, HttpError> {
     let mut query = parse_query(text, Some(base)).map_err(sparql_error)?;
     let default = params.iris("default-graph-uri")?;
     let named = params.iris("named-graph-uri")?;
@@ -244,36 +251,87 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, 
     let prepared = PreparedQuery::new(&snapshot, stats, &query).map_err(sparql_error)?;
     prepared.set_timeout(time_left(deadline)?);
     prepared.set_memory_limit(QUERY_MEMORY_BYTES);
+    prepared.set_memory_pool(memory);
     prepared.cancel_with(req.cancelled.clone());
     let results = prepared.execute().map_err(sparql_error)?;
-    let mut out = Vec::new();
     let content_type = match answer {
+        Answer::Results(format) => results_content_type(format).to_owned(),
+        Answer::Graph(format) => format.content_type(),
+    };
+    let mut head = http::response(200, &content_type, Bytes::new());
+    http::set_header(&mut head, "vary", "Accept");
+    if req.method == Method::HEAD {
+        // The length GET would send: the whole answer, counted, not kept.
+        let mut counted = CountingWriter(0);
+        write_answer(results, answer, &mut counted)?;
+        super::head_only(&mut head);
+        http::set_header(&mut head, "content-length", &counted.0.to_string());
+        return Ok(head);
+    }
+    // Written as the rows come: a result of any size holds a few chunks
+    // (`crate::stream`); one that fits in a chunk is answered whole.
+    let mut out = BodyWriter::new(req, head);
+    match write_answer(results, answer, &mut out) {
+        Ok(()) => out.finish(),
+        Err(e) => out.fail(e),
+    }
+}
+
+/// Serializes a query's answer into `out`.
+fn write_answer(results: QueryResults<'_>, answer: Answer, out: &mut impl std::io::Write) -> Result<(), HttpError> {
+    match answer {
         Answer::Results(format) => {
-            write_results(results, format, &mut out).map_err(sparql_error)?;
-            results_content_type(format).to_owned()
+            write_results(results, format, out).map_err(sparql_error)?;
         }
         Answer::Graph(format) => {
             let QueryResults::Graph(triples) = results else {
                 return Err(HttpError::internal("a CONSTRUCT or DESCRIBE query gave no graph"));
             };
-            let mut w = oxrdfio::RdfSerializer::from_format(format.0).for_writer(&mut out);
+            let mut w = oxrdfio::RdfSerializer::from_format(format.0).for_writer(out);
             for t in triples {
                 let t = t.map_err(sparql_error)?;
-                w.serialize_triple(&t).map_err(|e| HttpError::internal(format!("writing results: {e}")))?;
+                w.serialize_triple(&t).map_err(write_error)?;
             }
-            w.finish().map_err(|e| HttpError::internal(format!("writing results: {e}")))?;
-            format.content_type()
+            w.finish().map_err(write_error)?;
         }
-    };
-    let mut r = http::response(200, &content_type, out.into());
-    http::set_header(&mut r, "vary", "Accept");
-    if req.method == Method::HEAD {
-        super::head_only(&mut r);
     }
-    Ok(r)
+    Ok(())
 }
 
-fn update(req: &Request, ctx: &UserCtx, db: &DbHandle, settings: &SparqlSettings, text: &str, params: &Params, base: &str, deadline: Instant) -> Result<Response<Body>, HttpError> {
+/// A failed write of the answer: the client went away (499), or another
+/// I/O error.
+fn write_error(e: std::io::Error) -> HttpError {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        return sparql_error(SparqlError::Cancelled);
+    }
+    HttpError::internal(format!("writing results: {e}"))
+}
+
+/// Counts bytes instead of keeping them (HEAD).
+struct CountingWriter(u64);
+
+impl std::io::Write for CountingWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len() as u64;
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn update(
+    req: &Request,
+    ctx: &UserCtx,
+    db: &DbHandle,
+    settings: &SparqlSettings,
+    text: &str,
+    params: &Params,
+    base: &str,
+    deadline: Instant,
+    memory: &Arc<MemoryPool>,
+) -> Result<Response<Body>, HttpError> {
     let mut update: Update = parse_update(text, Some(base)).map_err(sparql_error)?;
     let default = params.iris("using-graph-uri")?;
     let named = params.iris("using-named-graph-uri")?;
@@ -301,6 +359,8 @@ fn update(req: &Request, ctx: &UserCtx, db: &DbHandle, settings: &SparqlSettings
         load: settings.load.clone(),
         load_max_bytes: settings.load_max_bytes,
         cancelled: Some(req.cancelled.clone()),
+        memory_pool: Some(memory.clone()),
+        max_inserted_quads: Some(super::MAX_GRAPH_WRITE_TRIPLES as u64),
     };
     // Writes to the default graph go to the database's stored default
     // graph, never to the documents the union default graph shows.

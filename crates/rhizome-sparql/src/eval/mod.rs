@@ -80,6 +80,11 @@ pub struct Limits {
     /// expressions answer `None` (SPARQL's error value), so the error is
     /// raised by the operator around them (BIND, the result rows, `check`).
     memory_exceeded: std::cell::Cell<bool>,
+    /// What the query holds of the memory shared by every request (the
+    /// largest it has reported to `check_memory`), when it shares one.
+    pub pool: std::cell::RefCell<Option<crate::MemoryReservation>>,
+    /// Set when the shared memory had no room (then `memory_exceeded` too).
+    pool_exhausted: std::cell::Cell<bool>,
 }
 
 impl Default for Limits {
@@ -91,6 +96,8 @@ impl Default for Limits {
             ticks: Default::default(),
             memory_bytes: std::cell::Cell::new(1 << 30),
             memory_exceeded: Default::default(),
+            pool: Default::default(),
+            pool_exhausted: Default::default(),
         }
     }
 }
@@ -106,22 +113,55 @@ impl Limits {
         if bytes > limit {
             return Err(SparqlError::MemoryLimit { limit_bytes: limit });
         }
+        if !self.pool_grows_to(bytes) {
+            return Err(self.pool_error());
+        }
         Ok(())
+    }
+
+    /// Whether the shared memory (if any) holds `bytes` for this query.
+    fn pool_grows_to(&self, bytes: usize) -> bool {
+        let grown = self.pool.borrow_mut().as_mut().is_none_or(|r| r.grow_to(bytes));
+        if !grown {
+            self.pool_exhausted.set(true);
+        }
+        grown
+    }
+
+    fn pool_error(&self) -> SparqlError {
+        let limit_bytes = self.pool.borrow().as_ref().map_or(0, |r| r.pool().limit_bytes());
+        SparqlError::ServerMemory { limit_bytes }
+    }
+
+    /// Whether a value of `bytes` in all fits the budgets (the query's and
+    /// the shared one).
+    pub fn fits(&self, bytes: usize) -> bool {
+        bytes <= self.memory_bytes.get() && self.pool_grows_to(bytes)
     }
 
     /// The error of an expression that gave up building a value, if one did.
     pub fn memory_error(&self) -> Result<()> {
         if self.memory_exceeded.get() {
+            if self.pool_exhausted.get() {
+                return Err(self.pool_error());
+            }
             return Err(SparqlError::MemoryLimit { limit_bytes: self.memory_bytes.get() });
         }
         Ok(())
     }
 
     pub fn check(&self) -> Result<()> {
+        self.check_weighted(1)
+    }
+
+    /// `check` for a step that costs about `weight` ordinary ones (a row
+    /// of that many variables): the clock is looked at every 1,024 steps.
+    pub fn check_weighted(&self, weight: usize) -> Result<()> {
         self.memory_error()?;
-        let t = self.ticks.get().wrapping_add(1);
+        let before = self.ticks.get();
+        let t = before.wrapping_add(u32::try_from(weight).unwrap_or(u32::MAX));
         self.ticks.set(t);
-        if !t.is_multiple_of(1024) {
+        if before / 1024 == t / 1024 && t >= before {
             return Ok(());
         }
         if self.cancelled.load(std::sync::atomic::Ordering::Relaxed)
@@ -172,7 +212,7 @@ impl<'a> Evaluator<'a> {
     /// Whether a value of `bytes` may be built; if not, the query fails
     /// (`Limits::memory_error`) and the expression answers `None`.
     pub fn value_fits(&self, bytes: usize) -> bool {
-        let fits = bytes.saturating_add(self.space.local_bytes()) <= self.limits.memory_bytes.get();
+        let fits = self.limits.fits(bytes.saturating_add(self.space.local_bytes()));
         if !fits {
             self.limits.memory_exceeded.set(true);
         }
@@ -324,17 +364,39 @@ impl<'a> Evaluator<'a> {
                         }
                     }
                 }
+                // The rows seen are held: within the memory budget.
                 let mut seen = FxHashSet::default();
-                Box::new(self.eval(inner, input).filter(move |r| match r {
-                    Ok(row) => seen.insert(row.clone()),
-                    Err(_) => true,
+                let ev = self.clone();
+                let width = self.width;
+                Box::new(self.eval(inner, input).filter_map(move |r| match r {
+                    Ok(row) => {
+                        if !seen.insert(row.clone()) {
+                            return None;
+                        }
+                        if seen.len().is_multiple_of(4096) {
+                            if let Err(e) = ev.check_memory(rows_bytes(seen.len(), width)) {
+                                return Some(Err(e));
+                            }
+                        }
+                        Some(Ok(row))
+                    }
+                    Err(e) => Some(Err(e)),
                 }))
             }
             Plan::Slice(inner, start, length) => {
                 if input.iter().any(Option::is_some) {
                     return self.alone(plan, input);
                 }
-                let rows = self.eval(inner, input).skip(*start);
+                // Errors are not rows: OFFSET must not skip one (a sort
+                // past its memory limit answered no rows instead of failing).
+                let mut to_skip = *start;
+                let rows = self.eval(inner, input).filter(move |r| {
+                    if to_skip > 0 && r.is_ok() {
+                        to_skip -= 1;
+                        return false;
+                    }
+                    true
+                });
                 match length {
                     Some(n) => Box::new(rows.take(*n)),
                     None => Box::new(rows),

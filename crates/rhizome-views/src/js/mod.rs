@@ -20,6 +20,54 @@ use std::time::{Duration, Instant};
 
 const PRELUDE: &str = include_str!("prelude.js");
 
+/// What one request's JavaScript may take in all, on this thread: every
+/// call's deadline is also the request's, and a call stops when the
+/// request's client goes away. A server sets it around each request
+/// ([`RequestBounds::enter`]), so that a looping `validate_doc_update`
+/// over a `_bulk_docs` of thousands of documents costs the request's
+/// budget once, not each call's limit per document, and stops when the
+/// client leaves. (Sandboxes live on the thread that made them, so a
+/// thread's bounds are its request's.)
+#[derive(Clone, Default)]
+pub struct RequestBounds {
+    pub deadline: Option<Instant>,
+    pub cancelled: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+thread_local! {
+    static REQUEST_BOUNDS: std::cell::RefCell<RequestBounds> = std::cell::RefCell::new(RequestBounds::default());
+}
+
+impl RequestBounds {
+    /// Sets this thread's bounds until the guard is dropped.
+    pub fn enter(self) -> RequestBoundsGuard {
+        let previous = REQUEST_BOUNDS.with(|b| std::mem::replace(&mut *b.borrow_mut(), self));
+        RequestBoundsGuard { previous: Some(previous) }
+    }
+
+    /// This thread's bounds now.
+    pub fn current() -> RequestBounds {
+        REQUEST_BOUNDS.with(|b| b.borrow().clone())
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancelled.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// Puts the thread's previous bounds back when dropped.
+pub struct RequestBoundsGuard {
+    previous: Option<RequestBounds>,
+}
+
+impl Drop for RequestBoundsGuard {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous.take() {
+            REQUEST_BOUNDS.with(|b| *b.borrow_mut() = previous);
+        }
+    }
+}
+
 /// Bounds of one sandbox.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -29,19 +77,24 @@ pub struct Limits {
     pub call_timeout: Duration,
     /// JavaScript stack (deep recursion throws instead of overflowing).
     pub stack_bytes: usize,
+    /// Wall time of all the JavaScript one request runs (validation of a
+    /// `_bulk_docs`, filters of a `_changes` pass), index builds aside
+    /// ([`RequestBounds`]; the server applies it).
+    pub request_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { memory_bytes: 64 << 20, call_timeout: Duration::from_secs(5), stack_bytes: 256 << 10 }
+        Limits { memory_bytes: 64 << 20, call_timeout: Duration::from_secs(5), stack_bytes: 256 << 10, request_timeout: Duration::from_secs(30) }
     }
 }
 
 impl Limits {
     /// The defaults with the user's settings, read once per process: per
     /// call `RHIZOME_JS_TIMEOUT_MS` (default 5000, CouchDB's
-    /// `os_process_timeout`) and per sandbox `RHIZOME_JS_MEMORY_MB`
-    /// (default 64).
+    /// `os_process_timeout`), per request `RHIZOME_JS_REQUEST_TIMEOUT_MS`
+    /// (default 30000) and per sandbox `RHIZOME_JS_MEMORY_MB` (default
+    /// 64).
     pub fn from_env() -> Limits {
         static LIMITS: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
         *LIMITS.get_or_init(|| {
@@ -49,6 +102,9 @@ impl Limits {
             let env = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|n| *n > 0);
             if let Some(ms) = env("RHIZOME_JS_TIMEOUT_MS") {
                 l.call_timeout = Duration::from_millis(ms);
+            }
+            if let Some(ms) = env("RHIZOME_JS_REQUEST_TIMEOUT_MS") {
+                l.request_timeout = Duration::from_millis(ms);
             }
             if let Some(mb) = env("RHIZOME_JS_MEMORY_MB") {
                 l.memory_bytes = (mb as usize).saturating_mul(1 << 20);
@@ -70,6 +126,10 @@ pub enum JsError {
     /// Past the call's time limit (CouchDB's `os_process_error`).
     #[error("the function ran past its time limit of {0:?}")]
     Timeout(Duration),
+    /// Past the time all of its request's JavaScript may take, or its
+    /// request's client went away ([`RequestBounds`]).
+    #[error("the request's JavaScript stopped: {0}")]
+    RequestStopped(&'static str),
     /// Past the memory limit; the sandbox should not be used again.
     #[error("the function ran out of memory (limit {0} bytes)")]
     OutOfMemory(usize),
@@ -88,6 +148,8 @@ pub struct Sandbox {
     runtime: Runtime,
     limits: Limits,
     deadline: Rc<Cell<Option<Instant>>>,
+    /// The request's bounds during a call (`RequestBounds`).
+    request: Rc<std::cell::RefCell<RequestBounds>>,
 }
 
 impl Sandbox {
@@ -96,10 +158,11 @@ impl Sandbox {
         runtime.set_memory_limit(limits.memory_bytes);
         runtime.set_max_stack_size(limits.stack_bytes);
         let deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
-        let watched = deadline.clone();
-        runtime.set_interrupt_handler(Some(Box::new(move || watched.get().is_some_and(|d| Instant::now() > d))));
+        let request: Rc<std::cell::RefCell<RequestBounds>> = Rc::default();
+        let (watched, watched_request) = (deadline.clone(), request.clone());
+        runtime.set_interrupt_handler(Some(Box::new(move || watched.get().is_some_and(|d| Instant::now() > d) || watched_request.borrow().cancelled())));
         let context = Context::full(&runtime).map_err(|e| JsError::Value(format!("cannot start JavaScript: {e}")))?;
-        let sandbox = Sandbox { context, runtime, limits, deadline };
+        let sandbox = Sandbox { context, runtime, limits, deadline, request };
         sandbox.run(|ctx| ctx.eval::<(), _>(PRELUDE))?;
         Ok(sandbox)
     }
@@ -108,14 +171,29 @@ impl Sandbox {
     fn run<T>(&self, f: impl for<'js> FnOnce(&Ctx<'js>) -> rquickjs::Result<T>) -> Result<T, JsError> {
         let limits = self.limits;
         let started = Instant::now();
-        self.deadline.set(Some(started + limits.call_timeout));
+        let request = RequestBounds::current();
+        if request.cancelled() {
+            return Err(JsError::RequestStopped("its client went away"));
+        }
+        if request.deadline.is_some_and(|d| started >= d) {
+            return Err(JsError::RequestStopped("past the time all of a request's JavaScript may take"));
+        }
+        let call_deadline = started + limits.call_timeout;
+        self.deadline.set(Some(request.deadline.map_or(call_deadline, |d| d.min(call_deadline))));
+        *self.request.borrow_mut() = request.clone();
         let out = self.context.with(|ctx| match f(&ctx) {
             Ok(v) => Ok(v),
             Err(rquickjs::Error::Exception) => Err(thrown(&ctx)),
             Err(e) => Err(JsError::Value(e.to_string())),
         });
         self.deadline.set(None);
+        *self.request.borrow_mut() = RequestBounds::default();
+        let interrupted_by_request = request.cancelled() || request.deadline.is_some_and(|d| Instant::now() >= d && d < call_deadline);
         out.map_err(|e| match e {
+            JsError::Thrown(Value::String(m)) if m.contains("interrupted") && request.cancelled() => JsError::RequestStopped("its client went away"),
+            JsError::Thrown(Value::String(m)) if m.contains("interrupted") && interrupted_by_request => {
+                JsError::RequestStopped("past the time all of a request's JavaScript may take")
+            }
             JsError::Thrown(Value::String(m)) if m.contains("out of memory") => JsError::OutOfMemory(limits.memory_bytes),
             JsError::Thrown(Value::String(m)) if m.contains("interrupted") && started.elapsed() >= limits.call_timeout => {
                 JsError::Timeout(limits.call_timeout)

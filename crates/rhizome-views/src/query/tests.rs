@@ -292,3 +292,35 @@ fn an_index_without_rank_counts_gets_them_at_its_next_update() {
     }
     assert_eq!(sum, 3001);
 }
+
+#[test]
+fn one_documents_rows_with_one_key_come_in_the_order_of_their_values() {
+    let db = Database::memory();
+    put(&db, vec![json!({"_id": "doc1", "foo": "foo", "bar": "bar"}), json!({"_id": "doc2", "foo": "foo", "bar": "bar"})]);
+    // PouchDB's "multiple emissions" test, as CouchDB answers it: a
+    // document's rows are sorted by (key, value) in Erlang's term order.
+    let d = ddoc(json!({ "v": { "map": "function (doc) { emit(doc.foo, 'fooValue'); emit(doc.foo); emit(doc.bar); emit(doc.bar, 'crayon!'); emit(doc.bar, 'multiple values!'); emit(doc.bar, 'crayon!'); }" } }));
+    let all = query(&db, &d, "v", &[]);
+    let values: Vec<Value> = all["rows"].as_array().unwrap().iter().map(|r| r["value"].clone()).collect();
+    let ids: Vec<Value> = all["rows"].as_array().unwrap().iter().map(|r| r["id"].clone()).collect();
+    let crayon = || json!("crayon!");
+    assert_eq!(values, vec![json!(null), crayon(), crayon(), json!("multiple values!"), json!(null), crayon(), crayon(), json!("multiple values!"), json!(null), json!("fooValue"), json!(null), json!("fooValue")]);
+    assert_eq!(ids, ["doc1", "doc1", "doc1", "doc1", "doc2", "doc2", "doc2", "doc2", "doc1", "doc1", "doc2", "doc2"].map(|s| json!(s)).to_vec());
+    let page = query(&db, &d, "v", &[("startkey", "\"foo\""), ("skip", "1"), ("limit", "2")]);
+    assert_eq!(page["rows"], json!([{"id": "doc1", "key": "foo", "value": "fooValue"}, {"id": "doc2", "key": "foo", "value": null}]));
+}
+
+#[test]
+fn a_throwing_javascript_reduce_gives_null_as_couchdbs_query_server_does() {
+    let db = people();
+    let d = ddoc(json!({
+        "thrown": { "map": "function (doc) { emit(doc.name); }", "reduce": "function (keys) { return keys[0].foo.bar; }" },
+        "fatal": { "map": "function (doc) { emit(doc.name); }", "reduce": "function () { throw 'fatal_error'; }" },
+    }));
+    let grouped = query(&db, &d, "thrown", &[("group", "true")]);
+    assert_eq!(keys(&grouped).len(), 5, "{grouped}");
+    assert!(grouped["rows"].as_array().unwrap().iter().all(|r| r["value"].is_null()), "{grouped}");
+    assert_eq!(query(&db, &d, "thrown", &[])["rows"], json!([{"key": null, "value": null}]));
+    let q = ViewQuery::from_params([("group", "true")]).unwrap();
+    assert!(run_query(&db, "db", &d, "fatal", &q, Limits::default()).is_err());
+}

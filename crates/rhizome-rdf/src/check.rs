@@ -1,0 +1,132 @@
+//! `Store::check`: what `rhizome check` verifies. Every block of every
+//! segment (checksum, encodings, key order); every other keyspace read
+//! whole (the engine checks its blocks' checksums as it reads); every
+//! ordering of a family holding the same quads (a count and a sum of a
+//! hash of each quad, the same whatever the order they come in: equal
+//! sums of 64-bit hashes over differing sets are as unlikely as a hash
+//! collision); the quad counter against what the orderings hold; and
+//! every dictionary id in a quad below the next id to be handed out.
+
+use crate::index::layout::{self, meta, Ordering};
+use crate::store::{read_u64, Store};
+use crate::term::TermId;
+use crate::Result;
+use rhizome_kv::{Keyspace, KvRead};
+
+/// What a check found.
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    /// Per ordering: its name and the quads it holds.
+    pub orderings: Vec<(String, u64)>,
+    /// Segment files checked: ordering, rows, bytes.
+    pub segments: Vec<(String, u64, u64)>,
+    /// Quad changes waiting in the delta.
+    pub delta_quads: u64,
+    /// Keys read in the other keyspaces.
+    pub other_keys: u64,
+    /// What is wrong; empty when the store is sound.
+    pub problems: Vec<String>,
+}
+
+impl CheckReport {
+    pub fn is_sound(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+fn quad_hash(quad: &[TermId; 4]) -> u64 {
+    let mut bytes = [0u8; 32];
+    for (i, id) in quad.iter().enumerate() {
+        bytes[i * 8..i * 8 + 8].copy_from_slice(&id.to_be_bytes());
+    }
+    xxhash_rust::xxh3::xxh3_64(&bytes)
+}
+
+/// Count, hash sum and the highest dictionary sequence of an ordering.
+fn summarize(reader: &dyn KvRead, ordering: &Ordering) -> Result<(u64, u64, u64)> {
+    let mut cursor = reader.cursor(ordering.ks, &[], None);
+    cursor.seek_first();
+    let (mut n, mut sum, mut highest) = (0u64, 0u64, 0u64);
+    while cursor.valid() {
+        let quad = ordering.decode(cursor.key());
+        n += 1;
+        sum = sum.wrapping_add(quad_hash(&quad));
+        for id in quad {
+            if id.is_in_dictionary() || id.is_blank() {
+                highest = highest.max(id.sequence());
+            }
+        }
+        cursor.next();
+    }
+    cursor.status()?;
+    Ok((n, sum, highest))
+}
+
+impl Store {
+    /// Verifies the store (see the module's documentation); a corrupt
+    /// block is a problem reported, not an error, so that the check goes on.
+    pub fn check(&self) -> Result<CheckReport> {
+        let mut report = CheckReport::default();
+        if let Some(segments) = self.segments() {
+            for (name, _, rows, bytes) in segments.segment_files() {
+                report.segments.push((name, rows, bytes));
+            }
+            if let Err(e) = segments.verify_segments() {
+                report.problems.push(e.to_string());
+            }
+            report.delta_quads = segments.delta_quads();
+        }
+        let snapshot = self.snapshot()?;
+        let reader = snapshot.kv();
+        let next_id = read_u64(reader, meta::NEXT_ID)?;
+        let mut total = 0;
+        for family in [&layout::TRIPLE_ORDERINGS[..], &layout::QUAD_ORDERINGS[..]] {
+            let mut first: Option<(String, u64, u64)> = None;
+            for ordering in family {
+                let (n, sum, highest) = match summarize(reader, ordering) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        report.problems.push(format!("{}: {e}", ordering.name()));
+                        continue;
+                    }
+                };
+                report.orderings.push((ordering.name(), n));
+                if highest >= next_id.max(1) {
+                    report.problems.push(format!("{} holds an id numbered {highest}, past the dictionary's next id {next_id}", ordering.name()));
+                }
+                match &first {
+                    None => {
+                        first = Some((ordering.name(), n, sum));
+                        total += n;
+                    }
+                    Some((name, n0, sum0)) => {
+                        if (n, sum) != (*n0, *sum0) {
+                            report.problems.push(format!("{} and {name} hold different quads ({n} and {n0})", ordering.name()));
+                        }
+                    }
+                }
+            }
+        }
+        let counted = read_u64(reader, meta::QUADS)?;
+        if counted != total {
+            report.problems.push(format!("the quad counter says {counted}, the orderings hold {total}"));
+        }
+        // Keyspace 255 is never used (its upper bound would be 256).
+        for ks in 0..u8::MAX {
+            let ks = Keyspace(ks);
+            if crate::segmented::is_index(ks) {
+                continue;
+            }
+            let mut cursor = reader.cursor(ks, &[], None);
+            cursor.seek_first();
+            while cursor.valid() {
+                report.other_keys += 1;
+                cursor.next();
+            }
+            if let Err(e) = cursor.status() {
+                report.problems.push(format!("keyspace {}: {e}", ks.0));
+            }
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,418 @@
+//! The quad indexes in segments and a delta, checked against a plain model:
+//! random writes, deletes, aborted transactions, loads (through the delta
+//! and as segment files), merges, snapshots held across all of them and
+//! reopened stores; after each step every pattern of every snapshot is
+//! compared with the model as it was when the snapshot was taken. The
+//! same runs on a store whose indexes are keys in a key-value backend
+//! (`Store::over_kv`), the path of a backend without local files.
+
+use oxrdf::{GraphName, NamedNode, Quad};
+use rhizome_rdf::segmented::MergeSettings;
+use rhizome_rdf::{DatasetMode, LoadInput, LoadOptions, QuadPattern, Store, StoreSnapshot, TermId};
+use std::collections::BTreeSet;
+use std::io::Write;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Quads as (s, p, o, g) numbers: IRIs `http://t/s{n}` etc.; g 0 is the
+/// subject's own graph (a triple of its document), others named graphs.
+type ModelQuad = (u64, u64, u64, u64);
+
+const SUBJECTS: u64 = 9;
+const PREDICATES: u64 = 4;
+const OBJECTS: u64 = 7;
+const GRAPHS: u64 = 3;
+
+fn random_quad(rng: &mut Rng) -> ModelQuad {
+    (rng.below(SUBJECTS), rng.below(PREDICATES), rng.below(OBJECTS), rng.below(GRAPHS + 1))
+}
+
+fn iri(kind: &str, n: u64) -> NamedNode {
+    NamedNode::new(format!("http://t/{kind}{n}")).unwrap()
+}
+
+fn as_quad(q: ModelQuad) -> Quad {
+    let graph = if q.3 == 0 { GraphName::NamedNode(iri("s", q.0)) } else { GraphName::NamedNode(iri("g", q.3)) };
+    // Objects: IRIs and literals, inlined and not.
+    let object: oxrdf::Term = match q.2 % 3 {
+        0 => iri("o", q.2).into(),
+        1 => oxrdf::Literal::new_simple_literal(format!("literal number {} with some length", q.2)).into(),
+        _ => oxrdf::Literal::new_typed_literal(q.2.to_string(), oxrdf::vocab::xsd::INTEGER).into(),
+    };
+    Quad::new(iri("s", q.0), iri("p", q.1), object, graph)
+}
+
+/// Every pattern with positions taken from the model's quads (and from
+/// ids no quad has) gives exactly the model's quads, sorted and once each.
+fn compare(snapshot: &StoreSnapshot, model: &BTreeSet<ModelQuad>, context: &str) {
+    let ids = |q: ModelQuad| -> Option<[TermId; 4]> {
+        let quad = as_quad(q);
+        let s = snapshot.lookup(quad.subject.as_ref().into()).unwrap()?;
+        let p = snapshot.lookup(quad.predicate.as_ref().into()).unwrap()?;
+        let o = snapshot.lookup(quad.object.as_ref()).unwrap()?;
+        let g = match &quad.graph_name {
+            GraphName::NamedNode(n) => snapshot.lookup(n.as_ref().into()).unwrap()?,
+            _ => unreachable!(),
+        };
+        Some([s, p, o, g])
+    };
+    let model_ids: BTreeSet<[TermId; 4]> = model.iter().map(|q| ids(*q).expect("a quad of the model has ids")).collect();
+    let all: Vec<[TermId; 4]> = snapshot.scan(QuadPattern::default()).map(|q| q.unwrap()).collect();
+    assert_eq!(all.iter().copied().collect::<BTreeSet<_>>(), model_ids, "{context}: the whole store");
+    assert_eq!(all.len(), model_ids.len(), "{context}: a quad twice");
+    let absent = TermId(u64::MAX >> 9);
+    let probes: Vec<[TermId; 4]> = model_ids.iter().copied().chain([[absent; 4]]).collect();
+    for probe in &probes {
+        for mask in 1..16u8 {
+            let pick = |i: usize| (mask & (1 << i) != 0).then_some(probe[i]);
+            let pattern = QuadPattern { s: pick(0), p: pick(1), o: pick(2), g: pick(3) };
+            let got: Vec<[TermId; 4]> = snapshot.scan(pattern).map(|q| q.unwrap()).collect();
+            let want: BTreeSet<[TermId; 4]> = model_ids.iter().filter(|c| (0..4).all(|i| mask & (1 << i) == 0 || c[i] == probe[i])).copied().collect();
+            assert_eq!(got.iter().copied().collect::<BTreeSet<_>>(), want, "{context}: pattern {pattern:?}");
+            assert_eq!(got.len(), want.len(), "{context}: a quad twice for {pattern:?}");
+        }
+        assert_eq!(snapshot.contains(probe).unwrap(), model_ids.contains(probe), "{context}: contains {probe:?}");
+    }
+}
+
+fn load(store: &Store, dir: &std::path::Path, quads: &[ModelQuad], as_files: bool) {
+    let path = dir.join("load.nq");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for q in quads {
+        writeln!(w, "{} .", as_quad(*q)).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    // A tiny run buffer makes the loader spill and write its orderings
+    // as files (segment runs) however few quads it has.
+    let options = LoadOptions { run_buffer_bytes: if as_files { 64 } else { 1 << 20 }, ..LoadOptions::default() };
+    store.load(&[LoadInput { path }], &options).unwrap();
+}
+
+enum Kind {
+    /// Segments in memory, merged in the commit that passes a small delta.
+    Memory,
+    /// Segment files, merged in the background past a small delta, and
+    /// reopened now and then.
+    Disk,
+    /// Quad indexes as keys (`Store::over_kv`).
+    Keys,
+}
+
+/// These tests are of segments: a run of the whole suite on the
+/// key-value path (`RHIZOME_INDEXES=keys`) leaves them on segments.
+fn on_segments() {
+    std::env::remove_var("RHIZOME_INDEXES");
+}
+
+fn open(kind: &Kind, dir: &std::path::Path) -> Store {
+    on_segments();
+    match kind {
+        Kind::Memory => Store::memory_with(DatasetMode::Union, MergeSettings { delta_quads: 40, background: false, ..MergeSettings::default() }),
+        Kind::Disk => Store::open_or_create_with(&dir.join("db"), Some(DatasetMode::Union), MergeSettings { delta_quads: 60, ..MergeSettings::default() }).unwrap(),
+        Kind::Keys => Store::over_kv(rhizome_kv::Kv::memory(), Some(DatasetMode::Union)).unwrap(),
+    }
+}
+
+fn run(kind: Kind, seed: u64, steps: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(&kind, dir.path());
+    let mut rng = Rng(seed);
+    let mut model: BTreeSet<ModelQuad> = BTreeSet::new();
+    let mut held: Vec<(StoreSnapshot, BTreeSet<ModelQuad>, String)> = Vec::new();
+    let mut merged = 0;
+    let mut file_loads = 0;
+    for step in 0..steps {
+        let context = format!("seed {seed}, step {step}");
+        match rng.below(100) {
+            0..=49 => {
+                // A transaction of inserts and removals, committed or not.
+                let commit = rng.below(8) != 0;
+                let mut txn = store.transaction().unwrap();
+                let mut next = model.clone();
+                for _ in 0..1 + rng.below(12) {
+                    let q = if rng.below(2) == 0 && !next.is_empty() {
+                        *next.iter().nth(rng.below(next.len() as u64) as usize).unwrap()
+                    } else {
+                        random_quad(&mut rng)
+                    };
+                    let ids = txn.encode_quad(as_quad(q).as_ref()).unwrap();
+                    if rng.below(3) == 0 {
+                        assert_eq!(txn.remove(&ids).unwrap(), next.remove(&q), "{context}: remove");
+                    } else {
+                        assert_eq!(txn.insert(&ids).unwrap(), next.insert(q), "{context}: insert");
+                    }
+                }
+                if commit {
+                    txn.commit().unwrap();
+                    model = next;
+                }
+            }
+            50..=59 => {
+                let n = 1 + rng.below(30) as usize;
+                let quads: Vec<ModelQuad> = (0..n).map(|_| random_quad(&mut rng)).collect();
+                let as_files = rng.below(2) == 0;
+                file_loads += as_files as usize;
+                load(&store, dir.path(), &quads, as_files);
+                model.extend(quads);
+            }
+            60..=69 => {
+                merged += store.merge().unwrap() as usize;
+            }
+            70..=79 => {
+                held.push((store.snapshot().unwrap(), model.clone(), context.clone()));
+                if held.len() > 4 {
+                    held.remove(rng.below(held.len() as u64) as usize);
+                }
+            }
+            80..=84 if matches!(kind, Kind::Disk) => {
+                held.clear();
+                drop(store);
+                store = open(&kind, dir.path());
+            }
+            _ => {
+                // Drop a whole graph (many removals in one commit).
+                let mut txn = store.transaction().unwrap();
+                let g = rng.below(GRAPHS) + 1;
+                if let Some(id) = txn.lookup(iri("g", g).as_ref().into()).unwrap() {
+                    txn.drop_graph(id).unwrap();
+                    txn.commit().unwrap();
+                    model.retain(|q| q.3 != g);
+                }
+            }
+        }
+        compare(&store.snapshot().unwrap(), &model, &context);
+        for (snapshot, then, when) in &held {
+            compare(snapshot, then, &format!("{context}: a snapshot taken at {when}"));
+        }
+        let stats = store.stats().unwrap();
+        assert_eq!(stats.quads, model.len() as u64, "{context}: the quad counter");
+    }
+    if let Some(segments) = store.segments() {
+        // The run went through what it is meant to test.
+        assert!(merged > 0 && file_loads > 0, "seed {seed}: {merged} merges, {file_loads} loads as files");
+        assert!(!segments.segment_files().is_empty(), "seed {seed}: no segment at the end");
+    }
+}
+
+#[test]
+fn segments_in_memory_answer_every_pattern_as_the_model_does() {
+    for seed in 1..=6 {
+        run(Kind::Memory, seed * 7919, 160);
+    }
+}
+
+#[cfg(feature = "rocksdb")]
+#[test]
+fn segment_files_answer_every_pattern_as_the_model_does_across_merges_and_reopens() {
+    for seed in 1..=3 {
+        run(Kind::Disk, seed * 104_729, 160);
+    }
+}
+
+#[test]
+fn indexes_as_keys_answer_every_pattern_as_the_model_does() {
+    run(Kind::Keys, 4242, 160);
+}
+
+/// Readers taking snapshots while a writer commits and merges run (in
+/// the background and called): every snapshot sees whole commits only,
+/// and its quads agree with the counter committed beside them (the
+/// engine's keys and the delta's versions are one state).
+fn readers_see_whole_commits_while_writes_and_merges_go_on(store: Store) {
+    let p = |n: u64| NamedNode::new(format!("http://t/p{n}")).unwrap();
+    let subject = |r: u64| NamedNode::new(format!("http://t/round{r}")).unwrap();
+    const ROUNDS: u64 = 300;
+    const PER_ROUND: u64 = 5;
+    const KEPT: u64 = 3;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let store = &store;
+        let done = &done;
+        let writer = scope.spawn(move || {
+            for r in 0..ROUNDS {
+                let mut txn = store.transaction().unwrap();
+                for i in 0..PER_ROUND {
+                    let q = txn.encode_quad(Quad::new(subject(r), p(i), iri("o", r), GraphName::DefaultGraph).as_ref()).unwrap();
+                    txn.insert(&q).unwrap();
+                    if r >= KEPT {
+                        let old = txn.encode_quad(Quad::new(subject(r - KEPT), p(i), iri("o", r - KEPT), GraphName::DefaultGraph).as_ref()).unwrap();
+                        assert!(txn.remove(&old).unwrap());
+                    }
+                }
+                txn.commit().unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let merger = scope.spawn(move || {
+            let mut merges = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                merges += store.merge().unwrap() as usize;
+            }
+            merges
+        });
+        let mut readers = Vec::new();
+        for _ in 0..2 {
+            readers.push(scope.spawn(move || {
+                let mut checked = 0;
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    let snapshot = store.snapshot().unwrap();
+                    let counted = rhizome_rdf::quads_counted(snapshot.kv(), None).unwrap();
+                    let mut per_subject: std::collections::BTreeMap<TermId, u64> = Default::default();
+                    for q in snapshot.scan(QuadPattern::default()) {
+                        *per_subject.entry(q.unwrap()[0]).or_default() += 1;
+                    }
+                    let scanned: u64 = per_subject.values().sum();
+                    assert_eq!(scanned, counted, "the scan and the counter of one snapshot");
+                    assert!(per_subject.values().all(|n| *n == PER_ROUND), "a round seen in part: {per_subject:?}");
+                    assert!(per_subject.len() as u64 <= KEPT);
+                    checked += 1;
+                }
+                checked
+            }));
+        }
+        writer.join().unwrap();
+        let merges = merger.join().unwrap();
+        for r in readers {
+            assert!(r.join().unwrap() > 0);
+        }
+        assert!(merges > 0, "no merge ran while writing");
+    });
+    assert_eq!(store.stats().unwrap().quads, KEPT * PER_ROUND);
+}
+
+#[cfg(feature = "rocksdb")]
+#[test]
+fn segment_files_readers_see_whole_commits_while_writes_and_merges_go_on() {
+    on_segments();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create_with(&dir.path().join("db"), Some(DatasetMode::Union), MergeSettings { delta_quads: 50, ..MergeSettings::default() }).unwrap();
+    readers_see_whole_commits_while_writes_and_merges_go_on(store);
+}
+
+#[test]
+fn segments_in_memory_readers_see_whole_commits_while_writes_and_merges_go_on() {
+    let store = Store::memory_with(DatasetMode::Union, MergeSettings { delta_quads: 50, background: true, ..MergeSettings::default() });
+    readers_see_whole_commits_while_writes_and_merges_go_on(store);
+}
+
+/// A store of the previous format (quad indexes as keys in the engine,
+/// format 2) is refused by a read-only open with what to do, and moved to
+/// segments by the first open for writing: the same quads, counters and
+/// statistics, every ordering agreeing, and it takes writes after.
+#[cfg(feature = "rocksdb")]
+#[test]
+fn a_store_of_format_2_is_migrated_to_segments_when_opened_for_writing() {
+    on_segments();
+    use rhizome_rdf::index::layout;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let mut rng = Rng(99);
+    let quads: Vec<ModelQuad> = (0..300).map(|_| random_quad(&mut rng)).collect();
+    let before = {
+        let store = Store::over_kv(rhizome_kv::Kv::open(&path).unwrap(), Some(DatasetMode::Union)).unwrap();
+        load(&store, dir.path(), &quads[..200], true);
+        let mut txn = store.transaction().unwrap();
+        for q in &quads[200..] {
+            let ids = txn.encode_quad(as_quad(*q).as_ref()).unwrap();
+            txn.insert(&ids).unwrap();
+        }
+        txn.commit().unwrap();
+        let stats = store.stats().unwrap();
+        (stats.quads, stats.terms, stats.graphs, stats.predicates.len())
+    };
+    let model: BTreeSet<ModelQuad> = quads.iter().copied().collect();
+    match Store::open_read_only(&path) {
+        Err(e) => {
+            let message = e.to_string();
+            assert!(message.contains("format 2") && message.contains("compact"), "{message}");
+        }
+        Ok(_) => panic!("a read-only open read a store of format 2"),
+    }
+    let store = Store::open(&path).unwrap();
+    let stats = store.stats().unwrap();
+    assert_eq!((stats.quads, stats.terms, stats.graphs, stats.predicates.len()), before);
+    compare(&store.snapshot().unwrap(), &model, "migrated");
+    let report = store.check().unwrap();
+    assert!(report.is_sound(), "{:?}", report.problems);
+    assert_eq!(store.segments().unwrap().segment_files().len(), 9, "a file per ordering of both families");
+    let snapshot = store.snapshot().unwrap();
+    let version = snapshot.kv().get(layout::META, layout::meta::FORMAT_VERSION).unwrap().unwrap();
+    assert_eq!(u64::from_be_bytes(version.try_into().unwrap()), layout::FORMAT_VERSION);
+    drop(snapshot);
+    // It takes writes, and opens again (nothing left to migrate).
+    let mut txn = store.transaction().unwrap();
+    let extra = (100, 1, 1, 0);
+    let ids = txn.encode_quad(as_quad(extra).as_ref()).unwrap();
+    txn.insert(&ids).unwrap();
+    txn.commit().unwrap();
+    drop(store);
+    let store = Store::open_read_only(&path).unwrap();
+    let mut model = model;
+    model.insert(extra);
+    compare(&store.snapshot().unwrap(), &model, "reopened");
+}
+
+/// `Store::check` finds orderings that disagree: a segment file of one
+/// ordering replaced by another's keys with one quad less.
+#[cfg(feature = "rocksdb")]
+#[test]
+fn check_finds_a_segment_that_disagrees_with_its_family() {
+    on_segments();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let mut rng = Rng(7);
+    let quads: Vec<ModelQuad> = (0..200).map(|_| (rng.below(50), rng.below(5), rng.below(40), 0)).collect();
+    {
+        let store = Store::open_or_create(&path, Some(DatasetMode::Union)).unwrap();
+        load(&store, dir.path(), &quads, true);
+        assert!(store.check().unwrap().is_sound());
+    }
+    // Rewrite the POS file with its first key left out (same name, so the
+    // segment set still names it, but fewer rows than it says).
+    let segments = path.join("segments");
+    let pos = std::fs::read_dir(&segments).unwrap().map(|e| e.unwrap().path()).find(|p| p.file_name().unwrap().to_string_lossy().starts_with("POS-")).unwrap();
+    let keys: Vec<[u64; 4]> = {
+        let segment = rhizome_rdf::segment::Segment::open(&pos).unwrap();
+        let mut c = segment.cursor();
+        c.seek_first().unwrap();
+        let mut keys = Vec::new();
+        while c.valid() {
+            keys.push(c.key());
+            c.next().unwrap();
+        }
+        keys
+    };
+    let mut w = rhizome_rdf::segment::SegmentWriter::create(&pos, 3).unwrap();
+    for k in &keys[1..] {
+        w.push(&k[..3]).unwrap();
+    }
+    w.finish().unwrap();
+    // The set's row count catches it at open.
+    let opened = Store::open(&path);
+    assert!(matches!(opened, Err(rhizome_rdf::Error::Corrupt(_))), "opened a store whose segment lost a row");
+    // Same rows, one key changed: open passes, the check does not.
+    let mut w = rhizome_rdf::segment::SegmentWriter::create(&pos, 3).unwrap();
+    let mut changed = keys.clone();
+    let last = changed.len() - 1;
+    changed[last][2] += 1;
+    for k in &changed {
+        w.push(&k[..3]).unwrap();
+    }
+    w.finish().unwrap();
+    let store = Store::open(&path).unwrap();
+    let report = store.check().unwrap();
+    assert!(report.problems.iter().any(|p| p.contains("POS") && p.contains("different quads")), "{:?}", report.problems);
+}
