@@ -88,6 +88,7 @@ pub fn is_shared() -> bool {
 }
 
 /// A store's name in the shared store: its path under the data folder.
+#[cfg_attr(not(feature = "cassandra"), allow(dead_code))]
 fn store_name(remote: &Remote, path: &Path) -> String {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
     let relative = remote.root.as_ref().and_then(|root| path.strip_prefix(root).ok()).unwrap_or(&path);
@@ -179,5 +180,23 @@ pub fn destroy_store(path: &Path) -> Result<()> {
     {
         let _ = path;
         Err(unsupported(remote))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_are_named_under_the_data_folder_unless_isolated() {
+        let shared = new_remote("cassandra://h/ks".into(), Some(PathBuf::from("/srv/a")));
+        assert_eq!(shared.url, "cassandra://h/ks");
+        assert_eq!(store_name(&shared, Path::new("/srv/a/dbs/people")), "/dbs/people");
+        assert_eq!(store_name(&shared, Path::new("/srv/a")), "/");
+        let other = new_remote("cassandra://h/ks".into(), Some(PathBuf::from("/srv/b")));
+        assert_eq!(store_name(&other, Path::new("/srv/b/dbs/people")), "/dbs/people", "two servers' data folders name the same store");
+        let isolated = new_remote("cassandra://h/ks?isolate=data&lease_ms=500".into(), Some(PathBuf::from("/srv/a")));
+        assert_eq!(isolated.url, "cassandra://h/ks?lease_ms=500");
+        assert_eq!(store_name(&isolated, Path::new("/srv/a/dbs/people")), "/srv/a/dbs/people");
     }
 }

@@ -8,8 +8,8 @@ use crate::{Error, Keyspace, Result};
 
 /// Rows read by a cursor's first page; later pages grow to `MAX_PAGE`
 /// (a seek often needs a handful of keys, a scan many).
-const FIRST_PAGE: i32 = 64;
-const MAX_PAGE: i32 = 4096;
+const FIRST_PAGE: i32 = 256;
+const MAX_PAGE: i32 = 8192;
 
 /// Where the next page of a scan starts.
 enum Resume {

@@ -403,11 +403,19 @@ impl StoreShared {
                 let version = known.next;
                 return Ok(self.lease(known, version));
             }
-            let head = self.current_head(true)?;
+            // A plain QUORUM read, not a SERIAL one: a serial read is a Paxos
+            // round on the very partition the writers contend for, and every
+            // decision below is taken again by a compare-and-set that fails
+            // if the read was stale.
+            let head = self.current_head(false)?;
             known = Known { committed: head.committed, next: head.next, aborted: Arc::new(head.aborted.clone()) };
             *self.known.lock().unwrap_or_else(|p| p.into_inner()) = known.clone();
             match &head.owner {
-                None => continue,
+                None => {
+                    // Free, or a stale read: try again soon, not at once.
+                    std::thread::sleep(wait / 2);
+                    wait = (wait * 2).min(Duration::from_millis(20));
+                }
                 // Our own lease left held by a commit whose outcome was unknown
                 // (this process holds one lease per store at a time), or
                 // another's past its expiry.
