@@ -69,7 +69,7 @@ unsafe impl GlobalAlloc for Mimalloc {
 /// wins). mimalloc asks for huge pages on its 1 GiB arenas, and purges
 /// memory a few milliseconds after it is freed; the next big allocation
 /// there faults in and zeroes a fresh 2 MiB page. Measured on the Pokec
-/// store after 100,000 writes (BENCHMARKS.md, "Huge pages off"): those
+/// store after 100,000 writes (bench/measured-changes.md, "Huge pages off"): those
 /// faults were 29% of the server's time on 2-hop walks, whose answers
 /// allocate megabytes per request.
 pub fn no_transparent_huge_pages() {

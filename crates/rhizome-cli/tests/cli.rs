@@ -239,8 +239,8 @@ fn queries_open_the_store_read_only_and_wait_for_no_writer() {
 }
 
 /// The binary turns transparent huge pages off for itself (mimalloc's huge
-/// pages cost a 2 MiB fault after each purge; BENCHMARKS.md "Huge pages
-/// off"), unless the user's `MIMALLOC_ALLOW_THP` says otherwise.
+/// pages cost a 2 MiB fault after each purge; bench/measured-changes.md
+/// "Huge pages off"), unless the user's `MIMALLOC_ALLOW_THP` says otherwise.
 #[cfg(target_os = "linux")]
 #[test]
 fn the_server_runs_without_transparent_huge_pages_unless_told() {

@@ -154,7 +154,17 @@ mod tests {
         for (k, v) in headers {
             map.insert(hyper::header::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
         }
-        Request { method, segments: Vec::new(), query: Vec::new(), headers: map, body: Default::default(), peer: None, cancelled: Default::default() }
+        Request {
+            method,
+            segments: Vec::new(),
+            query: Vec::new(),
+            headers: map,
+            body: Default::default(),
+            peer: None,
+            cancelled: Default::default(),
+            responder: Default::default(),
+            memory: rhizome_sparql::MemoryPool::new(usize::MAX).reservation(),
+        }
     }
 
     #[test]
