@@ -16,6 +16,13 @@ struct Cli {
     /// The store's folder (created by `init` or the first `load`).
     #[arg(long, global = true, env = "RHIZOME_DATA", default_value = "./rhizome-data")]
     data: PathBuf,
+    /// Keep the stores in an Apache Cassandra cluster instead of the data
+    /// folder: cassandra://HOST[:PORT][,HOST...]/KEYSPACE, with settings
+    /// after `?` (replication_factor, consistency, serial_consistency,
+    /// lease_ms). Every server given the same address serves the same
+    /// databases. Needs a build with the cargo feature `cassandra`.
+    #[arg(long, global = true, env = "RHIZOME_STORE")]
+    store: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -71,6 +78,10 @@ enum Command {
 fn main() -> ExitCode {
     allocator::no_transparent_huge_pages();
     let cli = Cli::parse();
+    if let Err(e) = rhizome_kv::remote::configure(cli.store.as_deref(), &cli.data) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Init(args) => commands::init::run(&cli.data, args),
         Command::Load(args) => commands::load::run(&cli.data, args),

@@ -15,12 +15,20 @@
 mod backend;
 mod error;
 mod kv;
+pub mod remote;
 mod transaction;
 
 pub use backend::memory::{memory_run_writer, MemoryBackend};
+/// The Cassandra backend (cargo feature `cassandra`), for tests and tools
+/// that open a store in a cluster directly; servers reach it through
+/// [`remote`].
+#[cfg(feature = "cassandra")]
+pub mod backend_cassandra {
+    pub use crate::backend::cassandra::{CassandraBackend, Cluster};
+}
 #[cfg(feature = "rocksdb")]
 pub use backend::rocks::{Compression, RocksBackend, RocksOptions};
-pub use backend::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteOp};
+pub use backend::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease, WriteOp};
 pub use error::{Error, Result};
 pub use kv::{BulkWriter, Kv};
 pub use transaction::Transaction;
