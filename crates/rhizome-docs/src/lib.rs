@@ -6,19 +6,168 @@
 //! the same store (and transaction) as the database's quads ([`Database`]):
 //! writes with and without `new_edits`, reads with CouchDB's options,
 //! `_all_docs`, `_changes` with `_doc_ids` and Mango `_selector` filters,
-//! Mango queries (`_find`, `_explain`, JSON indexes kept in the store),
-//! attachments stored by digest, `_local` documents, `_security` and
-//! `_revs_limit`; the [`GraphProjector`] hook through which a write
-//! updates the document's graph in its own transaction; and remote JSON-LD
-//! contexts ([`ContextStore`]: shipped ones and a cache, no network of
-//! its own). Does not own HTTP
-//! (`rhizome-server`), replication (`rhizome-replication`) or the JSON-LD
-//! projection itself (a `GraphProjector` implementation).
+//! Mango queries ([`mango`]: `_find`, `_explain`, JSON indexes kept in the
+//! store), CouchDB's collation ([`collate`]) and selectors ([`selector`]),
+//! attachments stored by digest, `_local` documents, `_security`,
+//! `_revs_limit`, `_purge` and compaction; who may write what ([`Writer`],
+//! `rights.rs`); the [`GraphProjector`] hook through which a write updates
+//! the document's graph in its own transaction, and the JSON-LD projection
+//! ([`JsonLdProjector`]); graph writes as revisions
+//! ([`Database::rdf_write`]); and remote JSON-LD contexts ([`ContextStore`]:
+//! shipped ones and a cache, no network of its own). Does not own HTTP
+//! (`rhizome-server`), replication (`rhizome-replication`), views and
+//! validation functions (`rhizome-views`) or LDP (`rhizome-ldp`, a
+//! projector wrapping this one).
 //!
 //! Everything here is synchronous: a write returns when it is durable.
 //!
 //! Main types: [`Database`], [`RevTree`], [`Rev`], [`DocError`],
 //! [`ReadOptions`], [`AllDocsOptions`], [`ChangesOptions`].
+//!
+//! # Storage
+//!
+//! One store per database (the server keeps it in `DATA/dbs/<name>/`, names
+//! as CouchDB's `^[a-z][a-z0-9_$()+/-]*$`): documents live beside the
+//! database's quads so a document write and its graph commit in one batch.
+//! Keyspaces 30-39 are this crate's ([`keys`] has the table; format
+//! [`keys::FORMAT_VERSION`]): `DOCS` (id -> seq, winner, deleted flag, the
+//! winner's graph IRI when its body is that graph alone, and the revision
+//! tree; ordered by id, so `_all_docs` is one scan, and deleted documents
+//! are skipped from the record's header without decoding the tree),
+//! `SEQS` (seq -> id, one entry per document, so `_changes` is one scan
+//! from `since`), `BODIES` ((id, rev) -> JSON body of each leaf and, as in
+//! CouchDB, of older revisions until compaction), `ATTACHMENTS` and
+//! `ATTACHMENT_CHUNKS` (by `md5-<base64>` digest, shared between revisions,
+//! in 256 KiB chunks past 256 KiB so a reader sends them a chunk at a
+//! time), `LOCAL` (`_local/` documents: `_rev` `0-N`, no history, not in
+//! `_changes`), `DB_META` (counters, `_revs_limit`, default 1000, the
+//! security object, purge settings, the format version) and Mango's three.
+//! Bodies of revisions stemmed at `_revs_limit`, and older bodies of
+//! graph-bodied documents, go with the write that supersedes them.
+//! [`Database::compact`] drops the bodies of non-leaf revisions and the
+//! attachment data no remaining body refers to, in one write transaction,
+//! then compacts the engine.
+//!
+//! Revision ids are the MD5 of the edit (deleted flag, parent rev, body
+//! with members in sorted order, attachment digests): the same edit gives
+//! the same id on every replica, as CouchDB's.
+//!
+//! # The write path
+//!
+//! [`Database::update_docs`] (and [`Database::update_prepared`], which the
+//! server's group commit calls with documents [`Database::prepare_docs`]
+//! parsed on the request's own thread) opens one `StoreTransaction`; per
+//! document it checks special members and the id, checks the writer's
+//! rights (`rights.rs`: one rule per kind of document, whatever the door),
+//! reads the tree, either edits it (`new_edits=true`: `_rev` must be a
+//! leaf, else 409; inline attachments stored by digest, stubs taken from
+//! the parent) or merges the replicated path (`_revisions`), stems, writes
+//! the body, drops superseded leaf bodies, moves the document's `SEQS`
+//! entry to a new seq, updates the counters and, when the winner changed,
+//! calls the [`GraphProjector`] with the transaction, the id and the new
+//! winning body (or `None` when the winner is deleted). Then one fsynced
+//! commit. A document that fails gets its own error; the others of the
+//! batch are still written, as CouchDB's `_bulk_docs`.
+//!
+//! RDF writes (SPARQL Update, the Graph Store, LDP, Python) go the other
+//! way, through [`Database::rdf_write`] / [`Database::rdf_write_checked`]:
+//! the closure writes quads in a `StoreTransaction`, which records the
+//! graphs it changed, and each gets a new revision of its document (a JSON
+//! document keeps its body, re-compacted against its own `@context` by
+//! `graph_write.rs` and `compact.rs`, members the context does not map and
+//! attachments kept, and the result read back before use; a graph-bodied
+//! one stays graph-bodied; a deletion only when the graph became empty and
+//! nothing else is left), a `_changes` entry and updated counters, in the
+//! same commit; every revision is shown to a check first (validation,
+//! rights) and a refusal refuses the whole write. In a union database
+//! writes to the default graph go to the stored default graph, the
+//! document `default-graph` ([`DEFAULT_GRAPH_DOC`]).
+//!
+//! # Documents are RDF
+//!
+//! - A document's graph IRI is `<base>/<db>/<percent-encoded id>`, or the
+//!   id itself when it is an absolute IRI ([`DocumentIris`], both
+//!   directions). Ids that are absolute IRIs under the database's own
+//!   prefix are refused (409): they would be another document's graph. The
+//!   base is fixed per data folder by the server (`DATA/base-iri`).
+//! - [`JsonLdProjector`] reads the winning body as JSON-LD (`oxjsonld`)
+//!   with its own `@context`, else the database's default (the `@context`
+//!   of `_local/rhizome-context`), the graph IRI as base, and replaces the
+//!   document's graph with every triple it yields; a deleted winner
+//!   empties the graph; plain JSON (no context, no `@` keyword) has no
+//!   graph. The document is parsed in full before the write's transaction
+//!   (`GraphProjector::prepare`), and a malformed one is refused there,
+//!   alone (400 `doc_validation`; a replicated one, `new_edits=false`, 403
+//!   `forbidden`, which replicators skip where any other error stops
+//!   them). The projection is a hook because it needs a context, `oxjsonld`
+//!   and the term encoder, and a database of system documents (`_users`)
+//!   has none ([`NoGraphs`]); the store guarantees only that it runs inside
+//!   the document's transaction, sees the winner only, and that its failure
+//!   aborts the write.
+//! - JSON-LD is bounded before `oxjsonld` reads it (`jsonld_limits.rs`):
+//!   chains of term definitions plus nested scoped contexts at most 256
+//!   deep, no cyclic terms, JSON at most 256 deep, 10,000 terms, then run on
+//!   a thread with a 16 MiB stack (oxjsonld recurses on contexts); a
+//!   document whose JSON and chains of terms are within 32 levels, with no
+//!   scoped or remote context, is expanded on the writer's own thread
+//!   (`on_stack_for`: the hand-over cost a small write a tenth of its time).
+//! - A document whose body *is* its graph (loaded as RDF, or first made by
+//!   an RDF write) stores only `{"_graph": IRI}` (plus its attachments);
+//!   every read renders the graph's quads as expanded JSON-LD
+//!   (`{"@graph": [...]}`, full IRIs, so the rendering written back
+//!   unchanged projects to the same graph), built straight from the quads
+//!   in the form `oxjsonld`'s serializer writes (a test holds the two
+//!   equal). Nothing is stored twice. A plain read of the winner
+//!   ([`Database::get_doc_json`]) writes the graph's JSON as bytes
+//!   (`jsonld::write_graph_json`) from the shared term cache, and takes the
+//!   winner from the record's header without decoding its tree; when the
+//!   record says the winner's body is its graph alone, the body is not read
+//!   at all. A plain read of a JSON body is copied as stored bytes with
+//!   `_id` and `_rev` put where their keys sort (`read::splice_members`);
+//!   reads with options (`get_doc_bytes`, `open_revs_bytes`,
+//!   `all_docs_bytes`) splice the same way (`read::render_json`); the
+//!   `documents` fuzz target holds their bytes equal to the value-building
+//!   reads'. `_changes` with `include_docs` and Mango still build values.
+//! - `json_ld_view.rs`: the body served for `Accept: application/ld+json`,
+//!   whose context (`@base` = graph IRI, the document's or the default
+//!   context, CouchDB's `_` members mapped to null) makes any JSON-LD
+//!   processor read exactly the document's graph.
+//! - [`Database::adopt_graphs`] (after `rhizome load --db NAME`) makes every
+//!   graph without a document a graph-bodied document in revision 1; blank
+//!   nodes no IRI references go to `default-graph`. After a database's
+//!   first load the records are built in memory, sorted and ingested as
+//!   sorted runs through the store's bulk writer, up to 2M documents per
+//!   atomic ingest, the bytes `write_one` would write (a test compares them
+//!   key for key), landing at the bottom level (36 s of a 137 s full Pokec
+//!   load through transactions became 12-18 s). Later loads, documents
+//!   whose projection has work to do for a graph-bodied document
+//!   (`GraphProjector::projects_graph_bodies`: LDP resources) and design
+//!   documents go through transactions of 10,000. Two graphs naming one
+//!   document id: the first has it.
+//! - Remote contexts ([`contexts`], issue 14): schema.org, Activity
+//!   Streams, VC v1/v2 and Web Annotation are compiled in (`contexts/`,
+//!   with sources and licenses); others live in [`ContextStore`]'s cache
+//!   (`DATA/_contexts/`, one versioned file each). `GraphProjector::prepare`
+//!   fetches what a document names (at most 8 deep, 32 per document)
+//!   before the write takes its transaction; inside it only the cache is
+//!   read.
+//!
+//! # Mango and secondary indexes
+//!
+//! [`collate`] is CouchDB's collation of JSON values as a comparison and an
+//! order-preserving, prefix-free byte encoding; [`selector`] is the one
+//! selector engine (`_find`, partial indexes, `_changes?filter=_selector`,
+//! replication), in CouchDB's normal form with its errors. [`mango`] keeps
+//! JSON indexes (views of `"language": "query"` design documents) as
+//! `MANGO_ROWS` keys (index id, collated columns, doc id), brought up to the
+//! database's sequence in batches of 1000 documents per transaction when
+//! queried or created; it chooses an index as CouchDB 3.5 does
+//! (`ranges.rs`, `plan.rs`, `candidates.rs`) and runs `_find`/`_explain`
+//! over one snapshot, answering from the rows' keys alone when the index
+//! covers every field the query needs. [`secondary`] is what Mango's
+//! indexes and `rhizome-views`' view indexes share: the documents changed
+//! since an index's sequence, stale indexes and their dropping in bounded
+//! transactions.
 
 mod all_docs;
 mod attachment_data;
