@@ -27,7 +27,9 @@
 //!   or date range is an index key range. A literal is inlined only if
 //!   decoding gives back its exact lexical form (`"01"^^xsd:integer` goes
 //!   to the dictionary and round-trips). Language-tagged strings carry
-//!   their primary language subtag in the id ([`TermId::lang_code`]).
+//!   their primary language subtag in the id ([`TermId::lang_code`]: 2-3
+//!   lowercase letters in 15 bits, a subtags flag, over a 40-bit sequence
+//!   number), so a language test reads no term.
 //! - **Dictionary**: `id2term` (id -> bytes) and `term2id` (tag and bytes ->
 //!   id). Ids are sequential rather than hashes, so index keys have small,
 //!   compressible ids, and are never reused: a committed id never changes
@@ -62,7 +64,9 @@
 //!   (oxrdfio). One thread assigns ids (one hash-map lookup per distinct
 //!   term of a chunk) and fills the run buffer (1 GiB,
 //!   `RHIZOME_LOAD_BUFFER_BYTES`); a full buffer is sorted in every
-//!   ordering and spilled, one ordering per core while the parse waits. At
+//!   ordering and spilled, one ordering per core while the parse waits
+//!   (one after another, full Pokec's spill was 30 s on one core of a 110 s
+//!   load). At
 //!   the end each ordering's runs are merged (dropping duplicates and quads
 //!   already present) straight into segment files, the dictionary entries,
 //!   statistics and counters into SST files, and all are ingested at once
@@ -91,33 +95,50 @@
 //!   can: a term this transaction numbered (`is_fresh`) is in no committed
 //!   quad, so a quad or pair holding it needs no lookup; a graph named by
 //!   such a term, and not created empty by it, is new (no seek for its
-//!   quads); `IdCache` (`term/cache.rs`, one id per KiB of
+//!   quads: a new document's graph); `IdCache` (`term/cache.rs`, one id per KiB of
 //!   `RHIZOME_CACHE_BYTES`, at least 262k) maps committed terms to ids for
 //!   every writer and reader (a transaction's new terms join it after its
-//!   commit); `WriterCache` carries committed predicate statistics and
-//!   (predicate, term) pairs known to exist from one writer to the next,
-//!   locked only inside the writer lock and updated after a successful
-//!   commit (bulk loads and recounts clear it). An LDP PUT of a 200-triple
+//!   commit; `StoreSnapshot::lookup` reads and fills it too, so a snapshot
+//!   older than a term may learn its id, and finds none of its quads);
+//!   `WriterCache` carries committed predicate statistics and (predicate,
+//!   term) pairs known to exist from one writer to the next, locked only
+//!   inside the writer lock and updated after a successful commit (a pair a
+//!   removal emptied leaves it before the commit; pairs with a term new to
+//!   the transaction stay out, since only a later write of that term could
+//!   meet them; bulk loads and recounts clear it); it also keeps
+//!   `rdf:type`'s id, or that there is none. Statistics are written once
+//!   per transaction, at commit. An LDP PUT of a 200-triple
 //!   resource went from 18.3M to about 9M instructions in the server.
 //! - **Statistics** (`stats.rs`, [`Stats`]): quads, terms, graphs, and per
 //!   predicate the quads, distinct subjects and distinct objects
 //!   (`PREDICATE_STATS`), quads per class (`CLASS_STATS`), kept exactly by
 //!   every transactional write (a test checks them against a recount after
 //!   random writes, aborts and loads); a bulk load counts the pairs it
-//!   brings as new, so its distinct counts run high until `compact`
-//!   recounts.
+//!   brings as new, so its distinct counts run high (where its pairs were
+//!   in the store already or in both index families) until `compact`
+//!   recounts, counting a pair present in both families once.
 //! - **Value counts** ([`value_counts`], keyspace 6): for each predicate
 //!   with at most [`VALUE_COUNT_LIMIT`] (1,024) distinct objects, its quads
 //!   per object (a key per pair, and an entry per predicate saying whether
 //!   it is counted), kept exactly in the same transaction as the quads,
 //!   added to by bulk loads from their sorted POS runs, recounted by
 //!   `compact`. A predicate that passes the limit is marked uncounted until
-//!   a recount finds it under again; a store written before value counts
-//!   reads as uncounted until `compact`. Why: "how many documents have each
-//!   value of a field" is the commonest aggregation over documents, and a
-//!   scan of the field's quads cost 0.27 s for Pokec's 1.6M ages; the
-//!   counts answer it from one short range (`count_by_object` in
-//!   `rhizome-graph`, SPARQL's `GROUP BY ?o` with only counts).
+//!   a recount finds it under again: a transaction deletes its object
+//!   counts at once; a bulk load cannot delete from its runs, so it leaves
+//!   them, unread behind the entry, until a transaction empties the
+//!   predicate or `compact` recounts. A store written before value counts
+//!   reads as uncounted until `compact`. (A first version kept each
+//!   predicate's counts as one value, which every transaction touching a
+//!   counted predicate rewrote, up to 16 KiB.) Why: "how many documents
+//!   have each value of a field" is the commonest aggregation over
+//!   documents, and a scan of the field's quads cost 0.27 s for Pokec's
+//!   1.6M ages (about 1,300 instructions a quad in RocksDB's iterator); the
+//!   counts answer it from one short range. `count_by_object`
+//!   (`rhizome-graph`) and SPARQL's `{ ?s <p> ?o } GROUP BY ?o` with only
+//!   `COUNT(*)`/`COUNT(?s)`/`COUNT(?o)` over the whole union default graph
+//!   read them; anything else (FILTER, DISTINCT, FROM, plain datasets, more
+//!   patterns) is evaluated from the quads. Fields with many values (names,
+//!   links) are not counted: their counts would be as large as an index.
 //! - **Segments and the delta**: every store on disk and in memory keeps
 //!   its nine orderings in segments (store format 3; [`segment`] is the
 //!   file, [`segmented`] how writes, reads, merges and loads use it).

@@ -30,11 +30,12 @@
 //!   `open_revs` per document when a server lacks `_bulk_get`) in slices of
 //!   100 revisions, fewer while the revisions are large (a slice holds
 //!   about 8 MiB), store them with `new_edits=false` in writes of at most
-//!   8 MiB of JSON, then checkpoint. Continuous mode long-polls the source
+//!   8 MiB of JSON (large attachments stay under servers' request limits),
+//!   then checkpoint. Continuous mode long-polls the source
 //!   for more and waits out failures of either side from its very start
 //!   (backoff up to 10 s): two nodes restarting together find each other.
 //!   `doc_ids` and `selector` filters are the source's own `_changes`
-//!   filters, and part of the replication id.
+//!   filters (`_doc_ids`, `_selector`), and part of the replication id.
 //! - **Checkpoints**: `_local/<replication id>` on both sides (the id is the
 //!   MD5 of the two endpoints' names, passwords left out), written target
 //!   first, each with the session id, the sequence reached and a history
