@@ -40,8 +40,8 @@
 //!   ([`Keyspace`]). A bulk load writes one sorted SST file per keyspace and
 //!   ingests them all in one `IngestExternalFile` call, one MANIFEST edit:
 //!   atomic across keyspaces, which separate column families would not
-//!   give. Files of a killed load live in `DIR/ingest` and are removed at
-//!   the next open.
+//!   give. Files of a killed load live in `DIR/ingest` and are removed by
+//!   the next open for writing.
 //! - **Read-only opens** ([`RocksBackend::open_read_only`], used by the
 //!   CLI's `query`, `quads`, `dump`, `stats`, `graph` and `check`):
 //!   RocksDB's read-only mode writes no manifest, options file or log and
