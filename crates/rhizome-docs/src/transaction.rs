@@ -20,6 +20,20 @@
 //! either leaves nothing of its request in it (`Ok(Err(..))`: refused) or
 //! all of it (`Ok(Ok(..))`); an outer `Err` means the transaction holds a
 //! part of the request and must be dropped, not committed.
+//!
+//! Around them: the server's group commit (`rhizome-server`'s
+//! `group_commit.rs`) runs all-or-nothing writes and operation lists first
+//! in a group's one store transaction (they can be re-run), plain writes
+//! last; a request that aborts drops the group's transaction, runs alone
+//! for its own answer, and the rest of the group runs again without it.
+//! Snapshot reads make the optimistic pattern serialisable: `_all_docs`
+//! with `keys` and `_bulk_get` read one snapshot ([`Database::read_snapshot`]
+//! and the `*_at` reads), and `_find` with a JSON index takes a snapshot at
+//! which its index is up to date (refreshing until one is; 503 after 64
+//! tries under a write storm). [`DocTransaction::commit`] checks that every
+//! document read or written still has its snapshot's winner (a graph counts
+//! as its document; a quad pattern without a graph checks the database's
+//! sequence): optimistic concurrency with backward validation.
 
 use crate::keys::{meta, DocInfo, DB_META, DOCS};
 use crate::read::render_winner;

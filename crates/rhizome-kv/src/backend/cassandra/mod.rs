@@ -1,6 +1,6 @@
 //! The Cassandra backend: the storage trait over an Apache Cassandra
 //! cluster that several Rhizome processes share (ARCHITECTURE.md,
-//! "Cassandra backend", says why it is built this way).
+//! "On a Cassandra cluster", says why it is built this way).
 //!
 //! What Cassandra gives: keys ordered inside a partition only, writes
 //! atomic and isolated inside one partition only, compare-and-set as a
@@ -25,6 +25,41 @@
 //! renewed during long writes, taken over once expired), so transactions
 //! are serializable across every process, as the embedded engine's writer
 //! lock makes them within one.
+//!
+//! Known costs and limits: every transaction pays two Paxos rounds
+//! (lease, commit) plus a release for a read-write transaction that wrote
+//! nothing, so one store's writes are serialized across servers: more
+//! servers add read throughput, and write throughput across databases, but
+//! not write throughput of one database (the target of 1.6x for two servers
+//! needs the design below). Versions are not collected yet: each write of
+//! a hot key (a database's `update_seq`) adds a row, read past by scans of
+//! that key's partition. `TERM2ID` buckets by the term's first 16 bytes, so
+//! one IRI namespace is one partition. The bucket directory of a keyspace
+//! is one partition. Names of buckets, heads and directories are per
+//! store, so many databases spread over the cluster.
+//!
+//! Scaling to 100 nodes and 100 billion triples, on paper. Rows: 3
+//! index rows per triple plus dictionary entries, about 350 billion rows;
+//! at RF 3 about 3.5 billion per node. Partitions: SPO buckets hold 256
+//! subjects (a few thousand rows), POS/OSP buckets 256 objects of one
+//! predicate: bounded except for the one hot case left, a single (predicate,
+//! object) pair with billions of subjects (`rdf:type` of a huge class),
+//! which needs a third split level (the subject's high bytes), and
+//! `TERM2ID`, which should bucket by a hash of the namespace plus the
+//! term's prefix. The bucket directory must become two-level (a directory
+//! of directory ranges) past ~10 million buckets per keyspace. Lookups
+//! stay one partition read each (1 to 3 replicas at QUORUM), independent
+//! of cluster size. Coordination: the per-store lease serializes writers
+//! of one database; at scale writes must not share one head. The design
+//! that scales: documents partitioned by id, each document's revision tree
+//! its own Paxos partition (compare-and-set on the tree: one round per
+//! document write, no global lease), `_changes` as per-shard sequences
+//! joined into an opaque `since` (CouchDB 2/3), the quad index rows of a
+//! document written under the document's version and made visible by its
+//! tree's compare-and-set, and multi-document transactions refused (or
+//! Accord in Cassandra 6). That replaces this backend's one serialization
+//! point with one per document, and is what the 1.6x two-server target
+//! and 100 nodes need.
 
 mod buckets;
 mod cursor;
