@@ -164,4 +164,43 @@ mod tests {
         assert_eq!(partition_of("_design/a:1"), None);
         assert_eq!(partition_range("ab"), (b"ab:".to_vec(), b"ab;".to_vec()));
     }
+
+    fn obj(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+        v.as_object().expect("an object").clone()
+    }
+
+    /// A partition's queries read its own keys: a small partition beside a
+    /// large one examines only its own rows, by `_all_docs` and by a
+    /// partitioned index alike.
+    #[test]
+    fn a_partitions_queries_examine_its_keys_alone() {
+        use serde_json::json;
+        let db = Database::memory();
+        db.make_partitioned().unwrap();
+        let mut docs: Vec<_> = (0..2000).map(|i| obj(json!({ "_id": format!("big:{i:05}"), "n": i }))).collect();
+        docs.extend((0..3).map(|i| obj(json!({ "_id": format!("small:{i}"), "n": i }))));
+        // Beside it, the partitions that sort right before and after.
+        docs.push(obj(json!({ "_id": "smal:1", "n": 1 })));
+        docs.push(obj(json!({ "_id": "small0:1", "n": 1 })));
+        for (id, outcome) in db.update_docs(docs, true).unwrap() {
+            outcome.unwrap_or_else(|e| panic!("{id}: {e}"));
+        }
+        assert!(db.update_docs(vec![obj(json!({ "_id": "nopart" }))], true).unwrap()[0].1.is_err());
+        let examined = |db: &Database| {
+            let answer = db.find(&obj(json!({ "selector": { "n": { "$gte": 0 } }, "partition": "small", "execution_stats": true }))).unwrap();
+            (answer["docs"].as_array().unwrap().len(), answer["execution_stats"]["total_keys_examined"].as_u64().unwrap())
+        };
+        assert_eq!(examined(&db), (3, 3));
+        let index = crate::mango::new_index_in(&obj(json!({ "index": { "fields": ["n"] }, "ddoc": "n", "name": "n" })), true).unwrap();
+        let ddoc = crate::mango::add_to_design_doc(None, &index).unwrap().unwrap();
+        db.update_docs(vec![ddoc], true).unwrap()[0].1.as_ref().unwrap();
+        let plan = db.explain("db", &obj(json!({ "selector": { "n": { "$gte": 0 } }, "partition": "small" }))).unwrap();
+        assert_eq!(plan["index"]["name"], "n", "{plan}");
+        assert_eq!(examined(&db), (3, 3));
+        let all = db.all_docs(&crate::AllDocsOptions { partition: Some("small".into()), ..Default::default() }).unwrap();
+        assert_eq!(all.rows.iter().map(|r| r["id"].as_str().unwrap()).collect::<Vec<_>>(), ["small:0", "small:1", "small:2"]);
+        let info = db.partition_info("small").unwrap();
+        assert_eq!((info.doc_count, info.doc_del_count), (3, 0));
+        assert_eq!(db.partition_info("big").unwrap().doc_count, 2000);
+    }
 }
