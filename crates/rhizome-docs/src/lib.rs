@@ -43,7 +43,7 @@
 //! time; the first chunked one moves a database to document format 2,
 //! which older builds refuse, and format 1 is read as it is), `LOCAL` (`_local/` documents: `_rev` `0-N`, no history, not in
 //! `_changes`), `DB_META` (counters, `_revs_limit`, default 1000, the
-//! security object, purge settings, the format version) and Mango's three.
+//! security object, purge settings, the format version, whether the database is partitioned) and Mango's three.
 //! Bodies of revisions stemmed at `_revs_limit`, and older bodies of
 //! graph-bodied documents, go with the write that supersedes them.
 //! [`Database::compact`] drops the bodies of non-leaf revisions and the
