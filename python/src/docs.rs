@@ -302,7 +302,7 @@ impl PyDatabase {
         keys: Option<Vec<String>>,
         conflicts: bool,
     ) -> PyResult<Py<PyAny>> {
-        let opts = AllDocsOptions { start_key, end_key, inclusive_end, limit, skip, descending, include_docs, conflicts, attachments: false, keys };
+        let opts = AllDocsOptions { start_key, end_key, inclusive_end, limit, skip, descending, include_docs, conflicts, attachments: false, keys, partition: None };
         let db = self.db.clone();
         let out = py.detach(move || db.all_docs(&opts)).map_err(doc_error)?;
         let body = json!({ "total_rows": out.total_rows, "offset": out.offset, "rows": out.rows, "update_seq": out.update_seq });

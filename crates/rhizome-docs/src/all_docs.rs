@@ -22,6 +22,10 @@ pub struct AllDocsOptions {
     pub attachments: bool,
     /// `keys`: these ids in this order, deleted and missing ones included.
     pub keys: Option<Vec<String>>,
+    /// Only this partition's documents (`/{db}/_partition/{p}/_all_docs`):
+    /// the scan stays in the partition's key range (`crate::partition`).
+    /// `keys` are answered as given, as CouchDB answers them.
+    pub partition: Option<String>,
 }
 
 impl AllDocsOptions {
@@ -62,6 +66,7 @@ impl Default for AllDocsOptions {
             conflicts: false,
             attachments: false,
             keys: None,
+            partition: None,
         }
     }
 }
@@ -131,12 +136,32 @@ impl Database {
             }
             return Ok(counts);
         }
-        let mut cursor = kv.cursor(DOCS, &[], None);
+        let (lower, upper) = match &opts.partition {
+            Some(p) => {
+                let (lower, upper) = crate::partition::partition_range(p);
+                (lower, Some(upper))
+            }
+            None => (Vec::new(), None),
+        };
+        let mut cursor = kv.cursor(DOCS, &lower, upper.as_deref());
         opts.seek_start(&mut *cursor);
+        // A start key past the partition's range leaves the cursor
+        // outside it: nothing to read.
+        let outside = |k: &[u8]| k < &lower[..] || upper.as_deref().is_some_and(|u| k >= u);
+        if opts.start_key.as_deref().is_some_and(|k| outside(k.as_bytes())) {
+            let before = opts.start_key.as_deref().is_some_and(|k| k.as_bytes() < &lower[..]);
+            // Before the range, ascending: from its start; after it,
+            // descending: from its end.
+            match (before, opts.descending) {
+                (true, false) => cursor.seek_first(),
+                (false, true) => cursor.seek_last(),
+                _ => return Ok(counts),
+            }
+        }
         let mut skipped = 0;
         while cursor.valid() && rows < limit {
             let key = cursor.key();
-            if opts.past_end(key) {
+            if opts.past_end(key) || outside(key) {
                 break;
             }
             let live = DocInfo::header(cursor.value()).is_some_and(|h| !h.deleted);

@@ -20,6 +20,8 @@ pub struct Database {
     /// it for good): every write asks for the validation functions, and
     /// their range read was 7% of a server's work on document PUTs.
     no_design_docs: std::sync::atomic::AtomicBool,
+    /// Created partitioned (`crate::partition`): fixed once set.
+    pub(crate) partitioned: std::sync::atomic::AtomicBool,
 }
 
 /// What `GET /{db}` reports.
@@ -84,7 +86,8 @@ impl Database {
             cursor.status()?;
             none
         };
-        let db = Database { store, projector, no_design_docs: no_design_docs.into() };
+        let partitioned = snapshot.kv().get(DB_META, meta::PARTITIONED)?.is_some();
+        let db = Database { store, projector, no_design_docs: no_design_docs.into(), partitioned: partitioned.into() };
         match snapshot.kv().get(DB_META, meta::FORMAT_VERSION)? {
             Some(v) => {
                 let found = keys::u64_value(Some(v), "format_version")?;

@@ -42,6 +42,8 @@ pub mod meta {
     pub const SECURITY: &[u8] = b"security";
     pub const PURGE_SEQ: &[u8] = b"purge_seq";
     pub const PURGED_INFOS_LIMIT: &[u8] = b"purged_infos_limit";
+    /// Present (one byte, 1) in a database created partitioned.
+    pub const PARTITIONED: &[u8] = b"partitioned";
 }
 
 /// Version of the document keyspaces' formats: 2 once a database holds a

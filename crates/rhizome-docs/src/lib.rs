@@ -45,7 +45,7 @@
 //! time; the first chunked one moves a database to document format 2,
 //! which older builds refuse, and format 1 is read as it is), `LOCAL` (`_local/` documents: `_rev` `0-N`, no history, not in
 //! `_changes`), `DB_META` (counters, `_revs_limit`, default 1000, the
-//! security object, purge settings, the format version) and Mango's three.
+//! security object, purge settings, the format version, whether the database is partitioned) and Mango's three.
 //! Bodies of revisions stemmed at `_revs_limit`, and older bodies of
 //! graph-bodied documents, go with the write that supersedes them.
 //! [`Database::compact`] drops the bodies of non-leaf revisions and the
@@ -216,6 +216,15 @@
 //! changed since an index's sequence (`changed_since`), indexes no design
 //! document defines (`IndexSpaces::stale`) and their dropping in bounded
 //! transactions (`Database::drop_indexes`).
+//!
+//! A partitioned database (`partition.rs`, a `DB_META` flag set at
+//! creation) takes ids `partition:docid` only, checked on every door's
+//! write. A partition is the `DOCS` key range `[p:, p;)`: its counts and
+//! `_all_docs` scan it alone; a partitioned Mango index puts the collated
+//! partition before its columns (as `rhizome-views` does for partitioned
+//! views), so a partition's `_find` is one range of its rows, and the
+//! planner keeps partitioned indexes for partition queries and global ones
+//! for the rest (`mango_idx:filter_partition_indexes`).
 
 mod all_docs;
 mod attachment_data;
@@ -233,6 +242,7 @@ mod jsonld_flat;
 mod jsonld_limits;
 mod local_docs;
 pub mod mango;
+mod partition;
 mod projector;
 mod purge;
 mod read;
@@ -253,6 +263,7 @@ pub use error::{DocError, Result};
 pub use graph_write::{EmptiedGraphs, DEFAULT_GRAPH_DOC};
 pub use jsonld::{DocumentIris, JsonLdProjector, DEFAULT_CONTEXT_DOC, MAX_DOCUMENT_JSON_VALUES, MAX_DOCUMENT_TRIPLES};
 pub use jsonld_limits::{check_json_ld, on_known_stack, on_known_stack_if, JSONLD_STACK_BYTES, MAX_CONTEXT_COPIES, MAX_CONTEXT_DEPTH, MAX_CONTEXT_TERMS, MAX_JSON_DEPTH};
+pub use partition::{check_partition_name, check_partitioned_id, partition_of, partition_range, PartitionInfo};
 pub use purge::{DEFAULT_PURGED_INFOS_LIMIT, MAX_PURGE_DOCS, MAX_PURGE_REVS};
 pub use projector::{GraphChange, GraphProjector, NoGraphs, NoProjection, Prepared};
 pub use rights::{Writer, NOT_ADMIN};

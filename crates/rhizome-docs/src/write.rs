@@ -546,6 +546,9 @@ impl Database {
         let PreparedDoc { ahead, revision, .. } = prepared;
         let revision = revision.filter(|_| new_edits && graph_marker.is_none());
         validate_doc_id(id)?;
+        if self.is_partitioned() {
+            crate::partition::check_partitioned_id(id)?;
+        }
         if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !SPECIAL_MEMBERS.contains(&k.as_str())) {
             return Err(DocError::Validation(format!("Bad special document member: {bad}")));
         }

@@ -87,6 +87,9 @@ pub enum Route {
     MangoIndex(String, Vec<String>),
     /// `/{db}/_ldp/...`: Linked Data Platform (`crate::ldp`).
     Ldp(String, Vec<String>),
+    /// `/{db}/_partition/{partition}/...`: one partition of a partitioned
+    /// database (`couch::partitions`), with what follows the partition.
+    Partition(String, String, Vec<String>),
 }
 
 /// The design-document handlers of CouchDB (`chttpd_handlers`): paths
@@ -118,6 +121,7 @@ impl Route {
                 return Err(HttpError::bad_request(format!("Unknown or unsupported endpoint /{db}")))
             }
             [db] => Route::Db(db.to_string()),
+            [db, "_partition", partition, rest @ ..] => Route::Partition(db.to_string(), partition.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             [db, "_ldp", rest @ ..] => Route::Ldp(db.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             [db, op] if op.starts_with('_') && *op != "_design" && *op != "_local" => {
                 let op = match *op {
@@ -140,7 +144,8 @@ impl Route {
                     "_purged_infos_limit" => DbOp::PurgedInfosLimit,
                     "_index" => return Ok(Route::MangoIndex(db.to_string(), Vec::new())),
                     "_sparql" | "_graph" | "_traverse" | "_path" => return Ok(Route::Extension(db.to_string(), op.to_string())),
-                    _ => return Err(HttpError::bad_request("Only reserved document ids may start with underscore.")),
+                    // CouchDB reads it as a document id (`illegal_docid`).
+                    _ => return Err(HttpError::new(400, "illegal_docid", "Only reserved document ids may start with underscore.")),
                 };
                 Route::DbOp(db.to_string(), op)
             }
@@ -173,7 +178,7 @@ impl Route {
 
     pub fn db_name(&self) -> Option<&str> {
         match self {
-            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) | Route::DesignAction(db, ..) | Route::MangoIndex(db, _) | Route::Ldp(db, _) => Some(db),
+            Route::Db(db) | Route::DbOp(db, _) | Route::Doc(db, _) | Route::Local(db, _) | Route::Attachment(db, _, _) | Route::Extension(db, _) | Route::DesignAction(db, ..) | Route::MangoIndex(db, _) | Route::Ldp(db, _) | Route::Partition(db, ..) => Some(db),
             _ => None,
         }
     }
@@ -199,6 +204,8 @@ impl Route {
             Route::Doc(db, id) | Route::Attachment(db, id, _) if db == "_users" && id.starts_with(auth::users::USER_PREFIX) => Access::UserDoc(id.clone()),
             Route::Doc(_, id) | Route::Attachment(_, id, _) if id.starts_with("_design/") && !read => Access::DbAdmin,
             Route::Doc(..) | Route::Attachment(..) | Route::Local(..) | Route::Extension(..) | Route::DesignAction(..) | Route::Ldp(..) => Access::Member,
+            // Reads of one partition (`_find` and `_explain` are POSTs).
+            Route::Partition(..) => Access::Member,
         }
     }
 }
@@ -283,7 +290,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::ActiveTasks => couch::replicate::active_tasks(server, m)?.into(),
         Route::Contexts => crate::contexts::handle(server, req)?.into(),
         Route::Db(name) => match *m {
-            Method::PUT => database::create(server, &name, db.is_some())?.into(),
+            Method::PUT => database::create(server, req, &name, db.is_some())?.into(),
             Method::DELETE => database::delete(server, &name)?.into(),
             Method::GET | Method::HEAD => database::info(&*need(db)?)?.into(),
             Method::POST => documents::post(server, req, ctx, &*need(db)?)?.into(),
@@ -319,6 +326,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::DesignAction(_, ddoc, action, rest) => couch::views::design_action(req, ctx, need(db)?, &ddoc, &action, &rest)?.into(),
         Route::MangoIndex(_, rest) => couch::mango::index(req, ctx, &*need(db)?, &rest)?.into(),
         Route::Ldp(_, rest) => crate::ldp::handle(server, req, ctx, need(db)?, &rest)?.into(),
+        Route::Partition(_, partition, rest) => couch::partitions::handle(server, req, need(db)?, &partition, &rest)?.into(),
     })
 }
 
@@ -351,6 +359,7 @@ mod tests {
         assert_eq!(p("/db/_all_docs/queries").unwrap(), Route::DbOp("db".into(), DbOp::AllDocsQueries(couch::all_docs::Namespace::All)));
         assert_eq!(p("/db/_index").unwrap(), Route::MangoIndex("db".into(), vec![]));
         assert_eq!(p("/db/_index/_design/d/json/n").unwrap(), Route::MangoIndex("db".into(), vec!["_design".into(), "d".into(), "json".into(), "n".into()]));
+        assert_eq!(p("/db/_partition/p/_all_docs").unwrap(), Route::Partition("db".into(), "p".into(), vec!["_all_docs".into()]));
         assert_eq!(p("/db/_design/d/_other").unwrap(), Route::Attachment("db".into(), "_design/d".into(), "_other".into()));
     }
 }

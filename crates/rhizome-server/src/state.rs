@@ -383,6 +383,12 @@ impl Server {
     }
 
     pub fn create_db(&self, name: &str) -> Result<Arc<DbHandle>, HttpError> {
+        self.create_db_partitioned(name, false)
+    }
+
+    /// Creates a database, partitioned or not (set before the database is
+    /// announced, under the lifecycle lock, so no write comes first).
+    pub fn create_db_partitioned(&self, name: &str, partitioned: bool) -> Result<Arc<DbHandle>, HttpError> {
         if !valid_db_name(name) {
             return Err(HttpError::new(
                 400,
@@ -408,6 +414,9 @@ impl Server {
         }
         std::fs::create_dir_all(&dir).map_err(|e| HttpError::internal(format!("creating {}: {e}", dir.display())))?;
         let handle = self.open_handle(name, &dir)?;
+        if partitioned {
+            handle.db.make_partitioned()?;
+        }
         self.db_updates.record(name, "created");
         Ok(handle)
     }

@@ -38,6 +38,8 @@ pub struct DesignDoc {
     /// `options.include_design`, `options.local_seq`.
     pub include_design: bool,
     pub local_seq: bool,
+    /// `options.partitioned` as given (absent: the database's setting).
+    pub partitioned_option: Option<bool>,
 }
 
 /// Why a design document or function is refused.
@@ -117,11 +119,18 @@ impl DesignDoc {
             id: id.to_owned(),
             include_design: option("include_design"),
             local_seq: option("local_seq"),
+            partitioned_option: body.get("options").and_then(|o| o.get("partitioned")).and_then(Value::as_bool),
             language,
             views,
             map_modules: json!({ "views": { "lib": lib } }),
             body: Value::Object(body.clone()),
         }))
+    }
+
+    /// Whether the design document's views are partitioned in a database
+    /// that is (or is not): CouchDB's default is the database's setting.
+    pub fn is_partitioned(&self, db_partitioned: bool) -> bool {
+        db_partitioned && self.partitioned_option.unwrap_or(true)
     }
 
     pub fn view(&self, name: &str) -> Option<(usize, &ViewDef)> {
@@ -139,6 +148,12 @@ impl DesignDoc {
         // value; indexes of the first order are built again.
         if let Value::Array(parts) = &mut canonical {
             parts.push(json!(VIEW_ROWS_VERSION));
+            // A partitioned index's rows have the partition first: the
+            // option changes the rows (left out when absent, so that the
+            // signatures of indexes built before it stay).
+            if let Some(p) = self.partitioned_option {
+                parts.push(json!({ "partitioned": p }));
+            }
         }
         Md5::digest(canonical.to_string().as_bytes()).into()
     }

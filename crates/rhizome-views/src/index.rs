@@ -267,6 +267,7 @@ fn map_batch(
     reached: u64,
 ) -> Result<MappedBatch, ViewError> {
     let read = ReadOptions { conflicts: true, ..Default::default() };
+    let partitioned = ddoc.is_partitioned(db.is_partitioned());
     let mut docs = Vec::with_capacity(batch.len());
     let mut bytes = 0;
     for (n, (seq, doc_id)) in batch.iter().enumerate() {
@@ -313,6 +314,12 @@ fn map_batch(
             rows.sort_by(|a, b| raw_compare(&a.0, &b.0).then_with(|| raw_compare(&a.1, &b.1)));
             for (k, (key, value)) in rows.into_iter().enumerate() {
                 let mut row = view_prefix(id, view);
+                // A partitioned view's rows: the partition first, so that a
+                // partition's query is one range of them.
+                if partitioned {
+                    let Some(partition) = rhizome_docs::partition_of(doc_id) else { continue };
+                    collate::encode_into(&Value::String(partition.to_owned()), &mut row);
+                }
                 collate::encode_into(&key, &mut row);
                 row.extend_from_slice(&id_key);
                 row.extend_from_slice(&(k as u32).to_be_bytes());

@@ -53,6 +53,9 @@ pub struct ViewQuery {
     pub attachments: bool,
     pub update_seq: bool,
     pub update: UpdateMode,
+    /// `partition`: the query of one partition's rows of a partitioned
+    /// view (`/{db}/_partition/{p}/_design/...` sets it too).
+    pub partition: Option<String>,
 }
 
 impl Default for ViewQuery {
@@ -76,6 +79,7 @@ impl Default for ViewQuery {
             attachments: false,
             update_seq: false,
             update: UpdateMode::True,
+            partition: None,
         }
     }
 }
@@ -178,6 +182,7 @@ impl ViewQuery {
                     other => return Err(parse_error(format!("Invalid value for `stale`: {other}"))),
                 }
             }
+            "partition" => self.partition = Some(plain(&v)),
             "stable" | "sorted" => {
                 boolean(name, &v)?;
             }
@@ -262,9 +267,13 @@ pub fn run_query_into(
             IndexState::read(s.kv(), &index_id(ddoc))?.unwrap_or_default()
         }
     };
+    let partition = view_partition(db, ddoc, q)?;
     let snapshot = db.store().snapshot()?;
     let kv = snapshot.kv();
-    let prefix = view_prefix(&index_id(ddoc), view_no);
+    let mut prefix = view_prefix(&index_id(ddoc), view_no);
+    if let Some(p) = partition {
+        collate::encode_into(&Value::String(p.to_owned()), &mut prefix);
+    }
     let ranges = ranges(&prefix, q);
     // The answer is written as JSON text: map rows go from their stored
     // text to the answer without being parsed into values.
@@ -275,10 +284,16 @@ pub fn run_query_into(
         let rows = reduce_rows(kv, &ranges, q, reducer, &mut sandbox)?;
         out.push_str(&format!("\"rows\":{}", Value::Array(rows)));
     } else {
-        let total = state.rows.get(view_no).copied().unwrap_or(0);
+        // A partition's rows are counted from its own range (the counts
+        // by key range, `rank.rs`, are the whole view's).
+        let ranked = state.ranked && partition.is_none();
+        let total = match partition {
+            Some(_) => count_rows(kv, &prefix)?,
+            None => state.rows.get(view_no).copied().unwrap_or(0),
+        };
         let offset = match ranges.first() {
-            Some(r) if q.keys.is_none() && state.ranked && q.descending => total.saturating_sub(crate::rank::rows_before(kv, &prefix, &r.upper)?),
-            Some(r) if q.keys.is_none() && state.ranked => crate::rank::rows_before(kv, &prefix, &r.lower)?,
+            Some(r) if q.keys.is_none() && ranked && q.descending => total.saturating_sub(crate::rank::rows_before(kv, &prefix, &r.upper)?),
+            Some(r) if q.keys.is_none() && ranked => crate::rank::rows_before(kv, &prefix, &r.lower)?,
             Some(r) if q.keys.is_none() => rows_before(kv, &prefix, r, q.descending)?,
             _ => 0,
         };
@@ -299,6 +314,36 @@ pub fn run_query_into(
     }
     out.push('}');
     sink(out.as_bytes())
+}
+
+/// The partition a query reads, checked as `couch_mrview_util` checks
+/// it: a partitioned view needs one, a global view takes none.
+fn view_partition<'q>(db: &Database, ddoc: &DesignDoc, q: &'q ViewQuery) -> Result<Option<&'q str>, ViewError> {
+    let partitioned = ddoc.is_partitioned(db.is_partitioned());
+    match (&q.partition, partitioned) {
+        (Some(_), _) if !db.is_partitioned() => Err(parse_error("`partition` parameter is not supported on this db")),
+        (Some(_), false) => Err(parse_error("`partition` parameter is not supported in this design doc")),
+        (Some(p), true) => {
+            rhizome_docs::check_partition_name(p).map_err(ViewError::Doc)?;
+            Ok(Some(p))
+        }
+        (None, true) => Err(parse_error("`partition` parameter is mandatory for queries to this view.")),
+        (None, false) => Ok(None),
+    }
+}
+
+/// The rows under `prefix` (one partition's rows of a view).
+fn count_rows(kv: &dyn KvRead, prefix: &[u8]) -> Result<u64, ViewError> {
+    let upper = upper_of(prefix);
+    let mut cursor = kv.cursor(VIEW_ROWS, prefix, Some(&upper));
+    cursor.seek_first();
+    let mut n = 0;
+    while cursor.valid() {
+        n += 1;
+        cursor.next();
+    }
+    cursor.status()?;
+    Ok(n)
 }
 
 /// A byte range of `VIEW_ROWS`: `[lower, upper)`.

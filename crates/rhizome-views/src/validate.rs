@@ -112,6 +112,10 @@ pub fn refusals(db: &Database, user_ctx: &Value, docs: &[Map<String, Value>], li
             if !id.starts_with("_design/") || doc.get("_deleted").and_then(Value::as_bool) == Some(true) {
                 return None;
             }
+            // A partitioned design document needs a partitioned database.
+            if !db.is_partitioned() && doc.get("options").and_then(|o| o.get("partitioned")) == Some(&Value::Bool(true)) {
+                return Some(coded(DesignError::Invalid("partitioned option cannot be true in a non-partitioned database.".into())));
+            }
             check_design_doc(&id, doc).err().map(coded)
         })
         .collect();

@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 pub mod attacks;
+pub mod couchdb;
 pub mod process;
 pub mod server;
 

@@ -60,13 +60,19 @@ const MAX_KEY: &str = "<MAX>";
 /// then the largest key. Both ends are inclusive, as in CouchDB, whose
 /// view rows between them are matched against the selector, so the rows
 /// examined are the same.
-fn view_range(index: &IndexDef, ranges: &[FieldRange]) -> ScanRange {
+fn view_range(index: &IndexDef, ranges: &[FieldRange], partition: &str) -> ScanRange {
     let ranges = || ranges.iter().filter_map(|r| if let FieldRange::Range(r) = r { Some(r) } else { None });
     let start: Vec<Value> = ranges().map_while(|r| if let Edge::Value(v) = &r.low { Some(v.clone()) } else { None }).collect();
     let end: Vec<Value> = ranges().map_while(|r| if let Edge::Value(v) = &r.high { Some(v.clone()) } else { None }).collect();
-    let mut lower = index.id.to_vec();
+    // A partitioned index's rows have the partition first: a partition's
+    // query scans its rows alone.
+    let mut prefix = index.id.to_vec();
+    if index.partitioned {
+        collate::encode_into(&Value::String(partition.to_owned()), &mut prefix);
+    }
+    let mut lower = prefix.clone();
     start.iter().for_each(|v| collate::encode_into(v, &mut lower));
-    let mut upper = index.id.to_vec();
+    let mut upper = prefix;
     end.iter().for_each(|v| collate::encode_into(v, &mut upper));
     upper.push(collate::AFTER);
     let mut end_key = end;
@@ -96,13 +102,23 @@ fn id_range(ranges: &[FieldRange]) -> ScanRange {
     ScanRange { lower, upper, start_key, end_key }
 }
 
-fn scan_range(plan: &Plan) -> ScanRange {
+fn scan_range(plan: &Plan, partition: &str) -> ScanRange {
     if plan.selects_nothing() {
         return ScanRange { lower: Vec::new(), upper: Vec::new(), start_key: Value::Null, end_key: Value::Null };
     }
     match &plan.access {
-        Some(Access::Json(index)) => view_range(index, &plan.ranges),
-        _ => id_range(&plan.ranges),
+        Some(Access::Json(index)) => view_range(index, &plan.ranges, partition),
+        _ if partition.is_empty() => id_range(&plan.ranges),
+        _ => {
+            // `_all_docs` within the partition's key range.
+            let mut range = id_range(&plan.ranges);
+            let (lower, upper) = crate::partition::partition_range(partition);
+            if range.lower < range.upper {
+                range.lower = range.lower.max(lower);
+                range.upper = range.upper.min(upper);
+            }
+            range
+        }
     }
 }
 
@@ -224,6 +240,7 @@ impl Database {
     pub fn prepare_find(&self, body: &Map<String, Value>) -> Result<PreparedFind> {
         let started = Instant::now();
         let opts = FindOptions::parse(body)?;
+        self.check_find_partition(&opts)?;
         // One snapshot decides; writes happen only when something is due.
         let (plan, behind, stale) = {
             let s = self.store.snapshot()?;
@@ -245,7 +262,7 @@ impl Database {
             Some(Access::Json(index)) => index.id.len(),
             _ => 0,
         };
-        let mut range = scan_range(&plan);
+        let mut range = scan_range(&plan, &opts.partition);
         if let Some(bookmark) = &opts.bookmark {
             let key = key_of_bookmark(bookmark)
                 .filter(|k| k.len() > prefix_len && k[..prefix_len] == range.lower[..prefix_len.min(range.lower.len())])
@@ -380,6 +397,7 @@ impl Database {
     /// (`mango_cursor:explain`, `mango_cursor_view:explain`).
     pub fn explain(&self, db_name: &str, body: &Map<String, Value>) -> Result<Value> {
         let opts = FindOptions::parse(body)?;
+        self.check_find_partition(&opts)?;
         let plan = {
             let s = self.store.snapshot()?;
             plan(&list_indexes(s.kv())?, &opts, Kind::Explain)?
@@ -387,7 +405,7 @@ impl Database {
         let mut out = json!({
             "dbname": db_name,
             "index": plan.access.as_ref().map_or(Value::Null, Access::to_json),
-            "partitioned": false,
+            "partitioned": self.is_partitioned(),
             "selector": opts.selector.to_json(),
             "opts": opts.to_json(),
             "limit": opts.limit,
@@ -397,14 +415,14 @@ impl Database {
             "selector_hints": candidates::selector_hints(&opts.selector),
         });
         if let Some(access) = &plan.access {
-            let range = scan_range(&plan);
+            let range = scan_range(&plan, &opts.partition);
             let (start_key, end_key) = if opts.descending { (range.end_key, range.start_key) } else { (range.start_key, range.end_key) };
             let covering = access.covers(required_fields(&opts).as_deref());
             out["mrargs"] = json!({
                 "include_docs": opts.r == 1 && !covering,
                 "view_type": "map",
                 "reduce": false,
-                "partition": null,
+                "partition": if opts.partition.is_empty() { Value::Null } else { Value::String(opts.partition.clone()) },
                 "start_key": start_key,
                 "end_key": end_key,
                 "direction": if opts.descending { "rev" } else { "fwd" },
@@ -415,6 +433,18 @@ impl Database {
             out["covering"] = Value::Bool(covering);
         }
         Ok(out)
+    }
+
+    /// A partition's query needs a partitioned database and a valid
+    /// partition name.
+    fn check_find_partition(&self, opts: &FindOptions) -> Result<()> {
+        if opts.partition.is_empty() {
+            return Ok(());
+        }
+        if !self.is_partitioned() {
+            return Err(mango_error(400, "query_parse_error", "`partition` parameter is not supported on this db"));
+        }
+        crate::partition::check_partition_name(&opts.partition)
     }
 
     /// `GET /{db}/_index`: `_all_docs` then every JSON index.
@@ -432,6 +462,10 @@ fn doc_of_row(index: &IndexDef, key: &[u8], id: &[u8]) -> Result<Value> {
     let corrupt = || DocError::Corrupt(format!("a row of Mango index {}/{}", index.ddoc, index.name));
     let mut doc = Value::Object(Map::from_iter([("_id".to_owned(), Value::String(String::from_utf8_lossy(id).into_owned()))]));
     let mut at = key.get(index.id.len()..).ok_or_else(corrupt)?;
+    if index.partitioned {
+        let (_, used) = collate::decode_prefix(at).ok_or_else(corrupt)?;
+        at = &at[used..];
+    }
     for column in &index.columns {
         let (v, used) = collate::decode_prefix(at).ok_or_else(corrupt)?;
         at = &at[used..];

@@ -49,6 +49,11 @@ pub struct IndexDef {
     /// The index reads `_conflicts` (a column or its partial selector), so
     /// documents are indexed with it, as CouchDB's map functions see them.
     sees_conflicts: bool,
+    /// A partitioned index (`options.partitioned` of its design document,
+    /// the database's own setting by default): its rows put the
+    /// document's partition before the columns, so that a partition's
+    /// query is one range of rows; it serves only partition queries.
+    pub partitioned: bool,
     /// The store's name for the index: a hash of its design document, name
     /// and definition, so a changed definition is a new index.
     pub id: [u8; 8],
@@ -63,7 +68,7 @@ impl IndexDef {
         if let Some(p) = &self.partial_json {
             def["partial_filter_selector"] = p.clone();
         }
-        json!({ "ddoc": self.ddoc, "name": self.name, "type": "json", "partitioned": false, "def": def })
+        json!({ "ddoc": self.ddoc, "name": self.name, "type": "json", "partitioned": self.partitioned, "def": def })
     }
 
     /// The `MANGO_ROWS` key of `doc` (with `_id`), if the index holds it.
@@ -72,6 +77,10 @@ impl IndexDef {
             return None;
         }
         let mut key = self.id.to_vec();
+        if self.partitioned {
+            let partition = crate::partition::partition_of(id)?;
+            collate::encode_into(&Value::String(partition.to_owned()), &mut key);
+        }
         for column in &self.columns {
             collate::encode_into(crate::selector::get_path(doc, column)?, &mut key);
         }
@@ -97,12 +106,25 @@ pub struct NewIndex {
     pub name: String,
     /// The view as it goes into the design document's `views`.
     pub view: Value,
+    /// The design document's `options.partitioned` this index needs:
+    /// `Some(false)` for a global index of a partitioned database, `None`
+    /// for the database's default.
+    pub partitioned: Option<bool>,
+    db_partitioned: bool,
 }
 
 const CREATE_KEYS: &[&str] = &["index", "ddoc", "name", "type", "partitioned", "w"];
 
-/// Reads a `POST /{db}/_index` body (`mango_opts:validate_idx_create`).
+/// Reads a `POST /{db}/_index` body (`mango_opts:validate_idx_create`)
+/// for a database that is not partitioned.
 pub fn new_index(body: &Map<String, Value>) -> Result<NewIndex> {
+    new_index_in(body, false)
+}
+
+/// [`new_index`] for a database partitioned or not: in a partitioned one
+/// an index is partitioned unless `"partitioned": false` asks for a
+/// global one (`mango_httpd:get_idx_partitioned`).
+pub fn new_index_in(body: &Map<String, Value>, db_partitioned: bool) -> Result<NewIndex> {
     if let Some(bad) = body.keys().find(|k| !CREATE_KEYS.contains(&k.as_str())) {
         return Err(mango_error(400, "invalid_key", format!("Invalid key {bad} for this request.")));
     }
@@ -112,9 +134,14 @@ pub fn new_index(body: &Map<String, Value>) -> Result<NewIndex> {
         Some(Some(t)) => return Err(mango_error(400, "invalid_index", format!("Invalid type for index: {t}"))),
         Some(None) => return Err(mango_error(400, "invalid_string", format!("Invalid string: {}", body["type"]))),
     }
-    if body.get("partitioned").is_some_and(|p| p.as_bool() == Some(true)) {
-        return Err(mango_error(400, "invalid_partitioned_option", "Requested partitioned option does not match existing value on this database"));
-    }
+    let partitioned = match body.get("partitioned") {
+        None => None,
+        Some(Value::Bool(true)) if !db_partitioned => {
+            return Err(mango_error(400, "invalid_partitioned_option", "Requested partitioned option does not match existing value on this database"))
+        }
+        Some(Value::Bool(p)) => (*p != db_partitioned).then_some(*p),
+        Some(v) => return Err(mango_error(400, "invalid_partitioned_value", format!("Invalid partitioned value: {v}"))),
+    };
     let Some(index) = body.get("index") else {
         return Err(mango_error(400, "missing_required_key", "Missing required key: index"));
     };
@@ -165,7 +192,7 @@ pub fn new_index(body: &Map<String, Value>) -> Result<NewIndex> {
         map.insert("partial_filter_selector".into(), p.clone());
     }
     let view = json!({ "map": map, "reduce": "_count", "options": { "def": def } });
-    Ok(NewIndex { ddoc, name, view })
+    Ok(NewIndex { ddoc, name, view, partitioned, db_partitioned })
 }
 
 /// Index fields: names or `{name: "asc"|"desc"}`, one direction for all.
@@ -226,8 +253,19 @@ pub fn add_to_design_doc(ddoc: Option<Map<String, Value>>, index: &NewIndex) -> 
             Some(other) => return Err(mango_error(400, "invalid_ddoc_lang", format!("Existing design doc has an invalid language: {other}"))),
         }
     }
+    // mango_httpd:check_partitioned: the design document's setting must
+    // be the one asked for.
+    if let Some(existing) = &ddoc {
+        let current = existing.get("options").and_then(|o| o.get("partitioned")).and_then(Value::as_bool);
+        if current.unwrap_or(index.db_partitioned) != index.partitioned.unwrap_or(index.db_partitioned) {
+            return Err(mango_error(400, "invalid_partitioned_option", format!("Requested partitioned option does not match existing value on design document {}", index.ddoc)));
+        }
+    }
     let mut doc = ddoc.unwrap_or_default();
     doc.insert("_id".into(), Value::String(index.ddoc.clone()));
+    if let Some(p) = index.partitioned {
+        doc.insert("options".into(), json!({ "partitioned": p }));
+    }
     doc.insert("language".into(), Value::String("query".into()));
     let views = doc.entry("views").or_insert_with(|| Value::Object(Map::new()));
     if !views.is_object() {
@@ -263,10 +301,11 @@ pub fn remove_from_design_doc(mut doc: Map<String, Value>, name: &str) -> Option
 }
 
 /// The JSON indexes of one design document's body.
-pub(crate) fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef> {
+pub(crate) fn indexes_of(ddoc: &str, body: &Map<String, Value>, db_partitioned: bool) -> Vec<IndexDef> {
     if body.get("language").and_then(Value::as_str) != Some("query") {
         return Vec::new();
     }
+    let partitioned = db_partitioned && body.get("options").and_then(|o| o.get("partitioned")).and_then(Value::as_bool).unwrap_or(true);
     let Some(views) = body.get("views").and_then(Value::as_object) else { return Vec::new() };
     let mut out = Vec::new();
     for (name, view) in views {
@@ -299,8 +338,12 @@ pub(crate) fn indexes_of(ddoc: &str, body: &Map<String, Value>) -> Vec<IndexDef>
         if sees_conflicts {
             md5.update(b"\0with-conflicts");
         }
+        // Partitioned rows have the partition first: another layout.
+        if partitioned {
+            md5.update(b"\0partitioned");
+        }
         let id: [u8; 8] = md5.finalize()[..8].try_into().expect("an MD5 digest has 16 bytes");
-        out.push(IndexDef { ddoc: ddoc.to_owned(), name: name.clone(), columns, descending, partial, partial_json, sees_conflicts, id });
+        out.push(IndexDef { ddoc: ddoc.to_owned(), name: name.clone(), columns, descending, partial, partial_json, sees_conflicts, partitioned, id });
     }
     out
 }
@@ -371,7 +414,7 @@ impl Database {
         if body.get("language").and_then(Value::as_str) != Some("query") {
             return Ok(None);
         }
-        let indexes = indexes_of(ddoc, body);
+        let indexes = indexes_of(ddoc, body, self.is_partitioned());
         let s = self.store.snapshot()?;
         let kv = s.kv();
         let mut md5 = Md5::new();
@@ -419,6 +462,7 @@ pub(crate) fn stale_indexes(kv: &dyn KvRead, live: &[IndexDef]) -> Result<Vec<Ve
 }
 
 pub(crate) fn list_indexes(kv: &dyn KvRead) -> Result<Vec<IndexDef>> {
+    let partitioned = kv.get(DB_META, keys::meta::PARTITIONED)?.is_some();
     let mut out = Vec::new();
     let mut cursor = kv.cursor(DOCS, b"_design/", Some(b"_design0"));
     cursor.seek_first();
@@ -427,7 +471,7 @@ pub(crate) fn list_indexes(kv: &dyn KvRead) -> Result<Vec<IndexDef>> {
         let info = DocInfo::from_bytes(&id, cursor.value())?;
         if !info.deleted {
             if let Some(body) = crate::read::body(kv, &id, &info.winner, None)? {
-                out.extend(indexes_of(&id, &body));
+                out.extend(indexes_of(&id, &body, partitioned));
             }
         }
         cursor.next();

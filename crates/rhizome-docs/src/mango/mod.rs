@@ -11,7 +11,7 @@ pub mod plan;
 mod candidates;
 pub mod ranges;
 
-pub use index::{add_to_design_doc, new_index, remove_from_design_doc, IndexDef, MangoDesignInfo, NewIndex, REFRESH_BATCH};
+pub use index::{add_to_design_doc, new_index, new_index_in, remove_from_design_doc, IndexDef, MangoDesignInfo, NewIndex, REFRESH_BATCH};
 pub use plan::DEFAULT_LIMIT;
 
 #[cfg(test)]

@@ -45,6 +45,9 @@ pub struct FindOptions {
     pub update: bool,
     pub stable: bool,
     pub execution_stats: bool,
+    /// The partition queried (`/{db}/_partition/{p}/_find` or the body's
+    /// `partition`); empty for a global query.
+    pub partition: String,
 }
 
 const FIND_KEYS: &[&str] =
@@ -120,9 +123,11 @@ impl FindOptions {
             None => 1,
             Some(v) => v.as_u64().filter(|n| *n > 0).ok_or_else(|| mango_error(400, "invalid_pos_integer", format!("{v} is not an integer greater than zero")))?,
         };
-        if body.get("partition").is_some_and(|p| p.as_str() != Some("")) {
-            return Err(mango_error(400, "bad_request", "`partition` parameter is not supported in this db."));
-        }
+        let partition = match body.get("partition") {
+            None => String::new(),
+            Some(Value::String(p)) => p.clone(),
+            Some(v) => return Err(mango_error(400, "invalid_partition", format!("Invalid partition: {v}"))),
+        };
         Ok(FindOptions {
             selector,
             noop,
@@ -141,6 +146,7 @@ impl FindOptions {
             update,
             stable,
             execution_stats: boolean(body, "execution_stats", false)?,
+            partition,
         })
     }
 
@@ -153,7 +159,7 @@ impl FindOptions {
             "skip": self.skip,
             "sort": self.sort_json,
             "fields": self.fields_json,
-            "partition": "",
+            "partition": self.partition,
             "r": self.r,
             "conflicts": self.conflicts,
             "stale": false,
@@ -376,6 +382,13 @@ pub fn plan(indexes: &[IndexDef], opts: &FindOptions, kind: Kind) -> Result<Plan
             in_scope.push(named);
         }
     }
+    // mango_idx:filter_partition_indexes: a partition's query uses
+    // partitioned indexes, a global one global indexes; `_all_docs` both.
+    let partition_query = !opts.partition.is_empty();
+    in_scope.retain(|i| match i {
+        Access::AllDocs => true,
+        Access::Json(index) => index.partitioned == partition_query,
+    });
     in_scope.sort_by_key(Access::key);
     trace.in_scope = in_scope;
     trace.usability = trace.in_scope.iter().map(|i| (i.clone(), i.unusable_reasons(opts))).collect();
@@ -473,7 +486,7 @@ mod tests {
         }
         let new = new_index(json!({ "index": def, "ddoc": name, "name": name }).as_object().unwrap()).unwrap();
         let doc = add_to_design_doc(None, &new).unwrap().unwrap();
-        super::super::index::indexes_of(&new.ddoc, &doc).pop().unwrap()
+        super::super::index::indexes_of(&new.ddoc, &doc, false).pop().unwrap()
     }
 
     fn chosen(indexes: &[IndexDef], query: Value) -> Result<String> {

@@ -31,6 +31,12 @@ pub enum Namespace {
 
 /// `/{db}/_all_docs`, `/{db}/_design_docs`, `/{db}/_local_docs`.
 pub fn handle(req: &Request, db: &DbHandle, ns: Namespace) -> Result<Response<Body>, HttpError> {
+    handle_in(req, db, ns, None)
+}
+
+/// [`handle`], limited to one partition's documents when one is given
+/// (`/{db}/_partition/{p}/_all_docs`).
+pub fn handle_in(req: &Request, db: &DbHandle, ns: Namespace, partition: Option<&str>) -> Result<Response<Body>, HttpError> {
     let mut query = AllDocsQuery::default();
     match req.method {
         Method::GET | Method::HEAD => {}
@@ -44,7 +50,8 @@ pub fn handle(req: &Request, db: &DbHandle, ns: Namespace) -> Result<Response<Bo
         _ => return Err(HttpError::method_not_allowed("GET,HEAD,POST")),
     }
     query.apply_query_string(req)?;
-    let opts = query.options()?;
+    let mut opts = query.options()?;
+    opts.partition = partition.map(str::to_owned);
     // Rows go out as they are read (`crate::stream`).
     let mut out = BodyWriter::new(req, http::response(200, "application/json", Bytes::new()));
     if let Err(e) = answer(db, ns, &query, opts, &mut out).and_then(|()| out.write_all(b"\n").map_err(client_gone)) {
@@ -280,6 +287,7 @@ impl AllDocsQuery {
             conflicts: self.conflicts,
             attachments: self.attachments,
             keys: keys.map(|k| k.into_iter().map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())).collect()),
+            partition: None,
         })
     }
 }

@@ -54,6 +54,7 @@ pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -
         // As CouchDB reads the request: one document that fails its
         // checks fails the whole request, before anything is written.
         rhizome_docs::check_document_json(&doc, new_edits)?;
+        super::partitions::check_id_for(db, &doc)?;
         batch.push(doc);
     }
     // A member's design document is refused per document by the write

@@ -8,11 +8,22 @@ use crate::state::{DbHandle, Server};
 use hyper::{Method, Response};
 use serde_json::{json, Value};
 
-pub fn create(server: &Server, name: &str, exists: bool) -> Result<Response<Body>, HttpError> {
+/// `PUT /{db}`, `?partitioned=true` for a partitioned database
+/// (`rhizome_docs::partition`).
+pub fn create(server: &Server, req: &Request, name: &str, exists: bool) -> Result<Response<Body>, HttpError> {
+    let partitioned = match req.param("partitioned") {
+        None => false,
+        Some(v) if v.eq_ignore_ascii_case("true") => true,
+        Some(v) if v.eq_ignore_ascii_case("false") => false,
+        Some(v) => return Err(HttpError::bad_request(format!("Invalid `partitioned` parameter: {v}"))),
+    };
+    if partitioned && name.starts_with('_') {
+        return Err(HttpError::bad_request("Cannot partition a system database"));
+    }
     if exists {
         return Err(HttpError::new(412, "file_exists", "The database could not be created, the file already exists."));
     }
-    server.create_db(name)?;
+    server.create_db_partitioned(name, partitioned)?;
     Ok(json(201, &json!({ "ok": true })))
 }
 
@@ -71,7 +82,7 @@ fn info_json(db: &DbHandle) -> Result<Value, HttpError> {
             "sizes": { "file": info.bytes_on_disk, "external": info.bytes_on_disk, "active": info.bytes_on_disk },
             "disk_format_version": 8,
             "instance_start_time": "0",
-            "props": {},
+            "props": if db.db.is_partitioned() { json!({ "partitioned": true }) } else { json!({}) },
             "cluster": { "q": 1, "n": 1, "w": 1, "r": 1 },
         }),
     )

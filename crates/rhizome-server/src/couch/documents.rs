@@ -74,6 +74,7 @@ fn write_one(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>, new_edits: b
     rhizome_docs::check_document_json(&doc, new_edits)?;
     let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
     validate_doc_id(&id)?;
+    super::partitions::check_id_for(db, &doc)?;
     let mut out = write_docs(ctx, db, vec![doc], new_edits)?;
     let (id, outcome) = out.pop().ok_or_else(|| HttpError::internal("a write returned no outcome"))?;
     let rev = outcome.map_err(HttpError::from)?;

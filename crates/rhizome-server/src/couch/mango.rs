@@ -38,7 +38,13 @@ pub fn find(req: &Request, db: &Arc<DbHandle>, timeout: std::time::Duration) -> 
         return Err(HttpError::method_not_allowed("POST"));
     }
     let body = json_body(req)?;
-    let mut q = db.db.prepare_find(&body)?;
+    find_body(req, db, &body, timeout)
+}
+
+/// `_find` of a body already read (`/{db}/_partition/{p}/_find` adds the
+/// partition to it).
+pub(crate) fn find_body(req: &Request, db: &Arc<DbHandle>, body: &Map<String, Value>, timeout: std::time::Duration) -> Result<Response<Body>, HttpError> {
+    let mut q = db.db.prepare_find(body)?;
     q.set_timeout(timeout);
     if q.limit() <= COLLECTED_FIND_LIMIT {
         let mut docs = Vec::new();
@@ -111,6 +117,11 @@ pub fn explain(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError
     Ok(json(200, &db.db.explain(&db.name, &body)?))
 }
 
+/// `_explain` of a body already read.
+pub(crate) fn explain_body(db: &DbHandle, body: &Map<String, Value>) -> Result<Response<Body>, HttpError> {
+    Ok(json(200, &db.db.explain(&db.name, body)?))
+}
+
 /// `/{db}/_index` and below; `rest` is the path after `_index`.
 pub fn index(req: &Request, ctx: &UserCtx, db: &DbHandle, rest: &[String]) -> Result<Response<Body>, HttpError> {
     let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
@@ -177,7 +188,7 @@ const SAVE_ATTEMPTS: usize = 5;
 
 fn create(req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     let body = json_body(req)?;
-    let new = mango::new_index(&body)?;
+    let new = mango::new_index_in(&body, db.db.is_partitioned())?;
     let mut result = None;
     for _ in 0..SAVE_ATTEMPTS {
         match mango::add_to_design_doc(current(db, &new.ddoc)?, &new)? {

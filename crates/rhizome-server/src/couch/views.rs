@@ -48,7 +48,7 @@ fn design_doc(db: &DbHandle, id: &str) -> Result<DesignDoc, HttpError> {
 
 pub fn design_action(req: &Request, ctx: &UserCtx, db: Arc<DbHandle>, ddoc: &str, action: &str, rest: &str) -> Result<Response<Body>, HttpError> {
     match action {
-        "_view" => view(req, db, ddoc, rest),
+        "_view" => view(req, db, ddoc, rest, None),
         "_update" => super::design_functions::update(req, ctx, &db, ddoc, rest),
         "_show" => super::design_functions::show(req, ctx, &db, ddoc, rest),
         "_list" => super::design_functions::list(req, &db, ddoc, rest),
@@ -70,7 +70,10 @@ pub fn design_action(req: &Request, ctx: &UserCtx, db: Arc<DbHandle>, ddoc: &str
     }
 }
 
-fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str) -> Result<Response<Body>, HttpError> {
+/// `/_view/...` of a design document; `partition` when the path is
+/// `/{db}/_partition/{p}/_design/...` (a `partition` in the query string
+/// or body must then be the same, as CouchDB's `chttpd_view` checks).
+pub(crate) fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str, partition: Option<&str>) -> Result<Response<Body>, HttpError> {
     let (name, queries) = match rest.split_once('/') {
         Some((name, "queries")) => (name, true),
         Some(_) => return Err(HttpError::not_found("missing_named_view")),
@@ -82,7 +85,18 @@ fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str) -> Result<R
         _ => return Err(HttpError::method_not_allowed(if queries { "POST" } else { "GET,HEAD,POST" })),
     };
     let params: Vec<(&str, &str)> = req.query.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let base = ViewQuery::from_params(params)?;
+    let mut base = ViewQuery::from_params(params)?;
+    if let Some(p) = partition {
+        if base.partition.as_deref().is_some_and(|given| given != p) {
+            return Err(HttpError::bad_request("Conflicting value for `partition` in query string"));
+        }
+        base.partition = Some(p.to_owned());
+    }
+    if let (Some(p), Some(given)) = (partition, body.as_ref().and_then(|b| b.get("partition"))) {
+        if given.as_str() != Some(p) {
+            return Err(HttpError::bad_request("Conflicting value for `partition` in request body"));
+        }
+    }
     let ddoc = design_doc(&db, ddoc_id)?;
     if ddoc.view(name).is_none() {
         return Err(HttpError::not_found("missing_named_view"));
