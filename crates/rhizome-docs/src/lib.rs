@@ -39,6 +39,7 @@ pub mod mango;
 mod projector;
 mod purge;
 mod read;
+pub mod rebase;
 mod revtree;
 mod rights;
 pub mod collate;
