@@ -40,6 +40,8 @@ enum Command {
     Compact,
     /// Verify a store: segment checksums, every ordering holding the same quads, counters.
     Check(commands::check::Args),
+    /// Move a server data folder's IRIs to a new base (a server moved to another host or port), offline.
+    Rebase(commands::rebase::Args),
     /// Copy every revision a database lacks from another (CouchDB's replication protocol), one-shot or continuous.
     Replicate(commands::replicate::Args),
     /// Serve CouchDB's HTTP API (documents, _changes, replication) over DATA.
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => commands::stats::run(&cli.data, args),
         Command::Compact => commands::compact(&cli.data),
         Command::Check(args) => commands::check::run(&cli.data, args),
+        Command::Rebase(args) => commands::rebase::run(&cli.data, args),
         Command::Replicate(args) => commands::replicate::run(&cli.data, args),
         Command::Serve(args) => commands::serve::run(&cli.data, args),
         Command::Graph(args) => commands::graph::run(&cli.data, args),
