@@ -4,7 +4,10 @@
 //! Layout of the data directory:
 //! - `server.json`: the server's uuid, the admin's PBKDF2 hash and the
 //!   secret that signs session cookies (written atomically, mode 0600);
-//! - `base-iri`: the base of document graph IRIs, fixed at first use;
+//! - `base-iri`: the base of document graph IRIs, fixed at first use and
+//!   moved only by `rhizome rebase`;
+//! - `lock`, `rebase-plan`: held by a running server or a rebase, and a
+//!   rebase under way (`folder.rs`);
 //! - `dbs/<name>/`: one store per database (documents and their graphs);
 //!   characters of the name other than `[a-z0-9_-]` are written `%XX`
 //!   (names whose folder name would pass 255 bytes are refused);
