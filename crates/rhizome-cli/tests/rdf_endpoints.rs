@@ -300,7 +300,7 @@ fn the_base_of_document_graph_iris_is_kept_by_the_data_folder() {
         let log = dir.path().join("other-base.log");
         let server = ServerProcess::start_logged_with_env(dir.path(), &log, &[("RHIZOME_BASE_IRI", "http://b.example")]);
         let said = std::fs::read_to_string(&log).unwrap();
-        assert!(said.contains("http://a.example/rhizome") && said.contains("RHIZOME_BASE_IRI is http://b.example") && said.contains("rebase http://b.example"), "{said}");
+        assert!(said.contains("http://a.example/rhizome") && said.contains("RHIZOME_BASE_IRI) is http://b.example") && said.contains("rebase http://b.example"), "{said}");
         assert_eq!(graph_names(&server), vec!["http://a.example/rhizome/db/alice"]);
     }
     // Without the variable (or with the same value), the kept base.

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 const LDP: &str = "http://www.w3.org/ns/ldp#";
 
-/// `rhizome serve` on `port`, with `RHIZOME_BASE_IRI` as given (unset by
-/// default: the folder's first start names itself by its address).
+/// `rhizome serve` on `port`, with `--base-iri` if given (without, the
+/// folder's first start names itself by its address).
 struct Served {
     child: Child,
     port: u16,
@@ -32,10 +32,10 @@ impl Served {
         let log = data.with_extension(format!("{port}.log"));
         let mut command = Command::new(env!("CARGO_BIN_EXE_rhizome"));
         command.arg("--data").arg(data).args(["serve", "--quiet", "--bind", &format!("127.0.0.1:{port}"), "--admin", ADMIN]);
-        match base {
-            Some(b) => command.env("RHIZOME_BASE_IRI", b),
-            None => command.env_remove("RHIZOME_BASE_IRI"),
-        };
+        command.env_remove("RHIZOME_BASE_IRI");
+        if let Some(b) = base {
+            command.args(["--base-iri", b]);
+        }
         let mut child = command.stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         while !matches!(try_request(port, "GET", "/_up", None, None, &[]), Ok((200, _))) {
@@ -285,7 +285,7 @@ fn a_server_started_with_another_base_says_so_and_keeps_answering() {
     let wanted = format!("http://127.0.0.1:{moved}");
     let s = Served::start(&data, moved, Some(&wanted));
     let said = s.said();
-    assert!(said.contains(&format!("RHIZOME_BASE_IRI is {wanted}")) && said.contains(&format!("under {old}")) && said.contains("rebase"), "{said}");
+    assert!(said.contains(&format!("(--base-iri, RHIZOME_BASE_IRI) is {wanted}")) && said.contains(&format!("under {old}")) && said.contains("rebase"), "{said}");
     // The stored names stay, and answer by path at the new address.
     let (status, headers, _) = s.call("GET", "/db/_ldp/box/note", &[("Accept", "text/turtle")], "");
     assert_eq!(status, 200);

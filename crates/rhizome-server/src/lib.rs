@@ -198,7 +198,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     eprintln!("rhizome: documents and LDP resources are named under {base}/ (the data folder's base IRI, kept in {})", config.data_dir.join("base-iri").display());
     if let Some(wanted) = state::requested_base().filter(|w| *w != base) {
         eprintln!(
-            "rhizome: RHIZOME_BASE_IRI is {wanted}, but this data folder's IRIs are under {base}: serving them under {base} \
+            "rhizome: the base IRI asked for (--base-iri, RHIZOME_BASE_IRI) is {wanted}, but this data folder's IRIs are under {base}: serving them under {base} \
              (answered by path at any address). To move them to {wanted}, stop the server and run `rhizome --data {} rebase {wanted}`",
             config.data_dir.display()
         );
