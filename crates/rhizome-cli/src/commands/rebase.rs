@@ -18,12 +18,6 @@ use rhizome_server::folder::{self, RebasePlan};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
-#[command(long_about = "Move every IRI of a server's data folder from its base (kept in DATA/base-iri, \
-named at the folder's first start) to NEW_BASE: documents, their graphs, LDP resources and containers, \
-JSON-LD bodies and contexts. Run it with the server stopped, after moving the server to another host or \
-port, then start the server at NEW_BASE. View and Mango indexes are rebuilt by their next query. \
-Revision ids are kept; a peer that already replicated a document keeps its old IRIs until the document's \
-next edit. A rebase that was killed is finished by running the same command again.")]
 pub struct Args {
     /// The new base, an absolute IRI such as http://db.example.org:5984 (usually the server's new address).
     new_base: String,
