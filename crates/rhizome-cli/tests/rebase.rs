@@ -174,6 +174,20 @@ fn a_rebased_folder_names_and_answers_everything_under_its_new_address() {
     let old_port = free_port();
     let served = Served::start(&data, old_port, None);
     let old = fill(&served);
+    // A real CouchDB replicates the database before the move.
+    let couch = CouchDb::start(&dir.path().join("couchdb"));
+    let couch_port: u16 = couch.url.rsplit(':').next().unwrap().parse().unwrap();
+    let couch_get = |path: &str| {
+        let (status, _, body) = exchange(couch_port, "GET", path, &[("Authorization", &format!("Basic {}", base64(b"admin:secret")))], "");
+        assert_eq!(status, 200, "{path}: {body}");
+        body
+    };
+    let replicate = |s: &Served, target: &str| {
+        let rep = s.json("POST", "/_replicate", &serde_json::json!({"source": "db", "target": format!("{}/{target}", couch.url), "create_target": true}).to_string());
+        assert_eq!(rep["ok"], true, "{rep}");
+    };
+    replicate(&served, "before");
+    assert!(couch_get("/before/_all_docs").contains(&format!("{old}/db/_ldp/box/note")));
 
     // Offline only: the server holds the folder.
     let refused = run(rhizome(&data).args(["rebase", "http://127.0.0.1:1"]));
@@ -259,16 +273,16 @@ fn a_rebased_folder_names_and_answers_everything_under_its_new_address() {
     let found = s.json("POST", "/db/_find", r#"{"selector": {"name": "alice"}, "use_index": "by-name"}"#);
     assert_eq!(found["docs"][0]["knows"], format!("{new}/db/bob"), "{found}");
 
-    // Replication carries the new IRIs to a real CouchDB.
-    let couch = CouchDb::start(&dir.path().join("couchdb"));
-    let target = format!("{}/copy", couch.url);
-    let rep = s.json("POST", "/_replicate", &serde_json::json!({"source": "db", "target": target, "create_target": true}).to_string());
-    assert_eq!(rep["ok"], true, "{rep}");
-    let couch_port: u16 = couch.url.rsplit(':').next().unwrap().parse().unwrap();
-    let (status, _, copied) = exchange(couch_port, "GET", "/copy/_all_docs?include_docs=true", &[("Authorization", &format!("Basic {}", base64(b"admin:secret")))], "");
-    assert_eq!(status, 200, "{copied}");
+    // Replication carries the new IRIs to a real CouchDB: all of them to a
+    // new database, and the renamed documents to the one replicated before
+    // the move (they are new documents there; its checkpoint is passed).
+    replicate(&s, "copy");
+    let copied = couch_get("/copy/_all_docs?include_docs=true");
     assert!(!copied.contains(&old), "CouchDB got old IRIs: {copied}");
     assert!(copied.contains(&format!("{root}box/note")) && copied.contains(&format!("{new}/db/bob")), "{copied}");
+    replicate(&s, "before");
+    let again = couch_get("/before/_all_docs");
+    assert!(again.contains(&format!("{root}box/note")) && again.contains(&format!("{root}d/x")), "{again}");
 }
 
 fn percent(s: &str) -> String {

@@ -6,10 +6,11 @@
 //! so `DOCS`, `SEQS` and `BODIES` keys; the graph a graph-bodied record
 //! names; JSON strings and member names in bodies and `_local` documents
 //! (contexts, `@id`s, `{"_graph": IRI}`). Revisions keep their ids: the
-//! rename is of names, not an edit. Mango's indexes are dropped (rebuilt
+//! rename is of names, not an edit; a renamed document takes a new
+//! sequence (replicators see a new document). Mango's indexes are dropped (rebuilt
 //! from sequence 0 by the next query), since their rows hold values.
 
-use crate::keys::{body_key, parse_body_key, DocInfo, BODIES, DB_META, DOCS, LOCAL, MANGO_DOC_ROWS, MANGO_ROWS, MANGO_STATE, SEQS};
+use crate::keys::{body_key, meta, parse_body_key, u64_value, DocInfo, BODIES, DB_META, DOCS, LOCAL, MANGO_DOC_ROWS, MANGO_ROWS, MANGO_STATE, SEQS};
 use crate::{DocError, Result};
 use rhizome_kv::{Keyspace, Transaction};
 use rhizome_rdf::term::rebased_iri;
@@ -71,15 +72,22 @@ pub fn rebase_documents(txn: &mut Transaction<'_>, old: &str, new: &str) -> Resu
             renames.insert(id.clone(), n.clone());
         }
     }
-    for (id, new_id, info) in &records {
-        let key = new_id.as_deref().unwrap_or(id);
+    // A renamed document is a new one to a peer that replicated it: it
+    // gets a new sequence, so `_changes` after any checkpoint carries it.
+    let mut update_seq = u64_value(txn.get(DB_META, meta::UPDATE_SEQ)?, "update_seq")?;
+    for (id, new_id, info) in &mut records {
+        let key = new_id.clone().unwrap_or_else(|| id.clone());
         if new_id.is_some() {
             txn.delete(DOCS, id.as_bytes());
+            txn.delete(SEQS, &info.seq.to_be_bytes());
+            update_seq += 1;
+            info.seq = update_seq;
             txn.put(SEQS, &info.seq.to_be_bytes(), key.as_bytes());
             out.renamed_docs += 1;
         }
-        txn.put(DOCS, key.as_bytes(), &info.to_bytes(key));
+        txn.put(DOCS, key.as_bytes(), &info.to_bytes(&key));
     }
+    txn.put(DB_META, meta::UPDATE_SEQ, &update_seq.to_be_bytes());
     // BODIES: keys of renamed documents, and IRIs inside every body.
     let mut bodies: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = Vec::new();
     {
