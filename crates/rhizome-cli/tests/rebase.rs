@@ -383,3 +383,27 @@ fn a_rebase_killed_at_any_database_leaves_each_whole_and_is_finished_by_running_
     }
     assert!(cut_between > 0, "no kill left the folder between the two bases: the test tested nothing");
 }
+
+#[test]
+fn a_rebase_that_would_make_two_terms_one_is_refused_before_any_database_moves() {
+    let (old, new) = ("http://old.example:5984", "http://new.example:7000");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    loaded_folder(&data, old, 2, 10);
+    // db9 (moved last) already names the new address too.
+    let file = data.with_extension("clash.nt");
+    std::fs::write(&file, format!("<{old}/db9/a> <http://e/same> <{new}/db9/a> .\n")).unwrap();
+    let out = run(rhizome(&data).args(["load", "--db", "db9"]).arg(&file).env("RHIZOME_BASE_IRI", old));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let refused = run(rhizome(&data).args(["rebase", new]));
+    assert!(!refused.status.success());
+    let said = stderr(&refused);
+    assert!(said.contains("db9") && said.contains(&format!("{new}/db9/a")) && said.contains("already a term"), "{said}");
+    assert_eq!(std::fs::read_to_string(data.join("base-iri")).unwrap().trim(), old);
+    assert!(!data.join("rebase-plan").exists());
+    assert_eq!(iris_by_base(&data, "db0", old, new), (40, 0), "nothing moved");
+    // The folder still serves as it was.
+    let port = free_port();
+    let s = Served::start(&data, port, None);
+    assert!(s.said().contains(&format!("named under {old}/")), "{}", s.said());
+}

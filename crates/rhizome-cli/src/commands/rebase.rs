@@ -44,11 +44,12 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
         bail!("{} is not a server's data folder with a base IRI (it has no base-iri file): nothing to rebase", data.display());
     }
     let _lock = folder::lock_folder(data).context("stop the server first: a rebase runs offline")?;
-    let old = match folder::rebase_plan(data)? {
+    let resumed = folder::rebase_plan(data)?;
+    let old = match &resumed {
         Some(plan) if plan.to != new => bail!("a rebase from {} to {} was interrupted; finish it first with `rhizome --data {} rebase {}`", plan.from, plan.to, data.display(), plan.to),
         Some(plan) => {
             eprintln!("rhizome: finishing the interrupted rebase from {} to {new}", plan.from);
-            plan.from
+            plan.from.clone()
         }
         None => {
             let stored = std::fs::read_to_string(data.join("base-iri")).context("reading base-iri")?.trim().to_owned();
@@ -69,33 +70,22 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
         }
     }
     databases.sort();
-    if !args.dry_run {
-        folder::write_rebase_plan(data, &RebasePlan { from: old.clone(), to: new.clone() })?;
-    }
-    let bar = indicatif::ProgressBar::new(databases.len() as u64);
-    bar.set_style(indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} databases {msg}").expect("a valid template").progress_chars("=> "));
-    bar.set_prefix(if args.dry_run { "counting" } else { "rebasing" });
-    let mut total = Counts::default();
-    let mut skipped = 0;
-    for (name, path) in &databases {
-        bar.set_message(name.clone());
-        match rebase_database(path, &old, &new, args.dry_run).with_context(|| format!("database {name}"))? {
-            Some(c) => {
-                total.terms += c.terms;
-                total.documents += c.documents;
-                total.bodies += c.bodies;
-                total.ldp_entries += c.ldp_entries;
-                total.index_keys += c.index_keys;
-            }
-            None => skipped += 1,
+    // Every database is tried first without committing, so that one the
+    // move cannot apply to (two terms that would become one) is refused
+    // before any has moved.
+    let (total, skipped) = if args.dry_run || resumed.is_none() {
+        every_database(&databases, &old, &new, true)?
+    } else {
+        (Counts::default(), 0)
+    };
+    let (total, skipped) = if args.dry_run {
+        (total, skipped)
+    } else {
+        if resumed.is_none() {
+            folder::write_rebase_plan(data, &RebasePlan { from: old.clone(), to: new.clone() })?;
         }
-        bar.inc(1);
-        if !args.dry_run && bar.is_hidden() {
-            // Without a terminal, a line per database (scripts and tests follow it).
-            eprintln!("rhizome: rebased {name}");
-        }
-    }
-    bar.finish_and_clear();
+        every_database(&databases, &old, &new, false)?
+    };
     let what = format!(
         "{} databases{}: {} terms renamed, {} document ids renamed, {} bodies rewritten, {} LDP index entries, {} view and Mango index keys dropped",
         databases.len(),
@@ -113,6 +103,36 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
     folder::finish_rebase(data, &new)?;
     println!("rebased {} from {old} to {new}: {what}", data.display());
     Ok(())
+}
+
+/// [`rebase_database`] over every database, with a progress bar (or,
+/// without a terminal, a line per database moved).
+fn every_database(databases: &[(String, PathBuf)], old: &str, new: &str, dry_run: bool) -> Result<(Counts, usize)> {
+    let bar = indicatif::ProgressBar::new(databases.len() as u64);
+    bar.set_style(indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} databases {msg}").expect("a valid template").progress_chars("=> "));
+    bar.set_prefix(if dry_run { "checking" } else { "rebasing" });
+    let mut total = Counts::default();
+    let mut skipped = 0;
+    for (name, path) in databases {
+        bar.set_message(name.clone());
+        match rebase_database(path, old, new, dry_run).with_context(|| format!("database {name}"))? {
+            Some(c) => {
+                total.terms += c.terms;
+                total.documents += c.documents;
+                total.bodies += c.bodies;
+                total.ldp_entries += c.ldp_entries;
+                total.index_keys += c.index_keys;
+            }
+            None => skipped += 1,
+        }
+        bar.inc(1);
+        if !dry_run && bar.is_hidden() {
+            // Scripts and tests follow these lines.
+            eprintln!("rhizome: rebased {name}");
+        }
+    }
+    bar.finish_and_clear();
+    Ok((total, skipped))
 }
 
 /// Moves one database in one transaction; `None` when an interrupted run
