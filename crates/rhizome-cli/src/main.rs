@@ -57,6 +57,16 @@ enum Command {
     Compact,
     /// Verify a store: segment checksums, every ordering holding the same quads, counters.
     Check(commands::check::Args),
+    /// Move a server data folder's IRIs to a new base (a server moved to another host or port), offline.
+    ///
+    /// Moves every IRI under the folder's base (kept in DATA/base-iri, named at its first start) to
+    /// NEW_BASE: documents, their graphs, LDP resources and containers, JSON-LD bodies and contexts.
+    /// Run it with the server stopped, after moving the server to another host or port, then start
+    /// the server at NEW_BASE. View and Mango indexes are rebuilt by their next query. Revision ids
+    /// are kept: a peer that already replicated a document keeps its old IRIs until the document's
+    /// next edit. Each database moves in one transaction; a rebase that was killed is finished by
+    /// running the same command again, and nothing else opens the folder until then.
+    Rebase(commands::rebase::Args),
     /// Copy every revision a database lacks from another (CouchDB's replication protocol), one-shot or continuous.
     Replicate(commands::replicate::Args),
     /// Serve CouchDB's HTTP API (documents, _changes, replication) over DATA.
@@ -102,6 +112,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => commands::stats::run(&cli.data, args),
         Command::Compact => commands::compact(&cli.data),
         Command::Check(args) => commands::check::run(&cli.data, args),
+        Command::Rebase(args) => commands::rebase::run(&cli.data, args),
         Command::Replicate(args) => commands::replicate::run(&cli.data, args),
         Command::Serve(args) => commands::serve::run(&cli.data, args),
         Command::Graph(args) => commands::graph::run(&cli.data, args),

@@ -246,6 +246,7 @@ mod partition;
 mod projector;
 mod purge;
 mod read;
+pub mod rebase;
 mod revtree;
 mod rights;
 mod transaction;

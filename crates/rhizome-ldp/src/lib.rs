@@ -37,6 +37,7 @@ pub mod storage;
 mod membership;
 mod model;
 mod prefer;
+pub mod rebase;
 mod projector;
 mod rights;
 pub mod vocab;

@@ -4,8 +4,11 @@
 //! ordering of a family holding the same quads (a count and a sum of a
 //! hash of each quad, the same whatever the order they come in: equal
 //! sums of 64-bit hashes over differing sets are as unlikely as a hash
-//! collision); the quad counter against what the orderings hold; and
-//! every dictionary id in a quad below the next id to be handed out.
+//! collision); the quad counter against what the orderings hold; every
+//! dictionary id in a quad below the next id to be handed out; and the
+//! dictionary's two maps agreeing (each term's `term2id` entry names its
+//! id, and they hold as many ids as `id2term` has terms), which a rename
+//! of terms (`rhizome rebase`) must keep.
 
 use crate::index::layout::{self, meta, Ordering};
 use crate::store::{read_u64, Store};
@@ -62,6 +65,50 @@ fn summarize(reader: &dyn KvRead, ordering: &Ordering) -> Result<(u64, u64, u64)
     Ok((n, sum, highest))
 }
 
+/// Problems past this many of one kind are counted, not listed.
+const LISTED_PROBLEMS: usize = 10;
+
+/// `id2term` and `term2id` describe the same terms.
+fn check_dictionary(reader: &dyn KvRead, report: &mut CheckReport) {
+    use crate::index::layout::{ID2TERM, TERM2ID};
+    let mut run = || -> Result<()> {
+        let (mut terms, mut wrong) = (0u64, 0usize);
+        let mut cursor = reader.cursor(ID2TERM, &[], None);
+        cursor.seek_first();
+        while cursor.valid() {
+            let id = TermId::from_be_slice(cursor.key());
+            terms += 1;
+            if crate::term::Dictionary::lookup_key(reader, id.tag(), cursor.value())? != Some(id) {
+                wrong += 1;
+                if wrong <= LISTED_PROBLEMS {
+                    report.problems.push(format!("term id {:#x} ({}) is not found by its term in term2id", id.0, String::from_utf8_lossy(cursor.value())));
+                }
+            }
+            cursor.next();
+        }
+        cursor.status()?;
+        if wrong > LISTED_PROBLEMS {
+            report.problems.push(format!("{} more terms are not found by their term", wrong - LISTED_PROBLEMS));
+        }
+        let mut ids = 0u64;
+        let mut cursor = reader.cursor(TERM2ID, &[], None);
+        cursor.seek_first();
+        while cursor.valid() {
+            // A hashed key (long terms) lists every id with its hash.
+            ids += if cursor.key().first() == Some(&0xFF) { cursor.value().len() as u64 / 8 } else { 1 };
+            cursor.next();
+        }
+        cursor.status()?;
+        if ids != terms {
+            report.problems.push(format!("term2id holds {ids} ids, id2term {terms} terms"));
+        }
+        Ok(())
+    };
+    if let Err(e) = run() {
+        report.problems.push(format!("the dictionary: {e}"));
+    }
+}
+
 impl Store {
     /// Verifies the store (see the module's documentation); a corrupt
     /// block is a problem reported, not an error, so that the check goes on.
@@ -107,6 +154,7 @@ impl Store {
                 }
             }
         }
+        check_dictionary(reader, &mut report);
         let counted = read_u64(reader, meta::QUADS)?;
         if counted != total {
             report.problems.push(format!("the quad counter says {counted}, the orderings hold {total}"));
@@ -128,5 +176,31 @@ impl Store {
             }
         }
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::index::layout::TERM2ID;
+    use crate::{DatasetMode, Store};
+    use oxrdf::{GraphNameRef, Literal, NamedNode, QuadRef};
+
+    #[test]
+    fn a_term_its_term2id_entry_does_not_name_is_reported() {
+        let store = Store::memory(DatasetMode::Union);
+        let s = NamedNode::new_unchecked("http://e/s");
+        let o = Literal::new_simple_literal("a long enough string literal");
+        let mut txn = store.transaction().unwrap();
+        let q = txn.encode_quad(QuadRef::new(&s, &s, &o, GraphNameRef::NamedNode(s.as_ref()))).unwrap();
+        txn.insert(&q).unwrap();
+        txn.commit().unwrap();
+        assert!(store.check().unwrap().is_sound(), "{:?}", store.check().unwrap().problems);
+        let mut txn = store.transaction().unwrap();
+        let (key, _) = crate::term::term2id_key(crate::term::tag::IRI, b"http://e/s");
+        txn.kv_mut().delete(TERM2ID, &key);
+        txn.kv_mut().put(TERM2ID, b"\x02http://e/renamed", &q[0].to_be_bytes());
+        txn.commit().unwrap();
+        let problems = store.check().unwrap().problems;
+        assert!(problems.iter().any(|p| p.contains("is not found by its term")), "{problems:?}");
     }
 }

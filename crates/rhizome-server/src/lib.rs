@@ -209,6 +209,7 @@ mod cors;
 mod db_updates;
 mod couch;
 pub mod error;
+pub mod folder;
 mod extension;
 mod graph;
 mod group_commit;
@@ -233,7 +234,7 @@ pub use error::{HttpError, ServerError};
 pub use group_commit::GroupCommit;
 pub use couch::bulk::DEFAULT_MAX_BULK_DOCS;
 pub use rdf::QUERY_TIMEOUT_MS as DEFAULT_QUERY_TIMEOUT_MS;
-pub use state::{base_iri, base_iri_or, context_store, database_dir, listen_base, projector_for, DEFAULT_MAX_OPEN_DATABASES, DEFAULT_REQUEST_MEMORY_BYTES};
+pub use state::{base_iri, base_iri_or, requested_base, context_store, database_dir, listen_base, projector_for, DEFAULT_MAX_OPEN_DATABASES, DEFAULT_REQUEST_MEMORY_BYTES};
 #[doc(hidden)]
 pub use couch::fuzz_couch_request;
 pub use graph::fuzz_walk_request;
@@ -340,6 +341,11 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     // the address the server listens on (`state::base_iri_or`).
     let listener = TcpListener::bind(config.bind).await.map_err(|source| ServerError::Io { what: format!("binding {}", config.bind), source })?;
     let local = listener.local_addr().map_err(|source| ServerError::Io { what: "reading the bound address".into(), source })?;
+    // Held while serving: `rhizome rebase` refuses to run under a server.
+    let _folder_lock = {
+        let data_dir = config.data_dir.clone();
+        tokio::task::spawn_blocking(move || folder::lock_folder(&data_dir)).await.map_err(|e| ServerError::Config(format!("locking the data folder: {e}")))??
+    };
     let base = {
         let data_dir = config.data_dir.clone();
         tokio::task::spawn_blocking(move || state::base_iri_or(&data_dir, &state::listen_base(local)))
@@ -372,6 +378,13 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     replicator_db::start(server.clone());
     eprintln!("rhizome: CouchDB API on http://{local} (data in {})", config.data_dir.display());
     eprintln!("rhizome: documents and LDP resources are named under {base}/ (the data folder's base IRI, kept in {})", config.data_dir.join("base-iri").display());
+    if let Some(wanted) = state::requested_base().filter(|w| *w != base) {
+        eprintln!(
+            "rhizome: the base IRI asked for (--base-iri, RHIZOME_BASE_IRI) is {wanted}, but this data folder's IRIs are under {base}: serving them under {base} \
+             (answered by path at any address). To move them to {wanted}, stop the server and run `rhizome --data {} rebase {wanted}`",
+            config.data_dir.display()
+        );
+    }
     let file_limit = connections::raise_file_limit();
     let mut limits = config.connections.clone();
     limits.max_connections = connections::connections_within(limits.max_connections, file_limit);

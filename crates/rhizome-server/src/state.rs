@@ -4,7 +4,10 @@
 //! Layout of the data directory:
 //! - `server.json`: the server's uuid, the admin's PBKDF2 hash and the
 //!   secret that signs session cookies (written atomically, mode 0600);
-//! - `base-iri`: the base of document graph IRIs, fixed at first use;
+//! - `base-iri`: the base of document graph IRIs, fixed at first use and
+//!   moved only by `rhizome rebase`;
+//! - `lock`, `rebase-plan`: held by a running server or a rebase, and a
+//!   rebase under way (`folder.rs`);
 //! - `dbs/<name>/`: one store per database (documents and their graphs);
 //!   characters of the name other than `[a-z0-9_-]` are written `%XX`
 //!   (names whose folder name would pass 255 bytes are refused);
@@ -33,8 +36,10 @@ pub const DEFAULT_BASE_IRI: &str = "http://localhost:5984";
 /// `load --db` writes it to `DATA/base-iri` (`RHIZOME_BASE_IRI`, by default
 /// [`DEFAULT_BASE_IRI`], or for `serve` the address it listens on:
 /// [`base_iri_or`]) and every later one reads it there. Changing it
-/// would rename every document's graph, so a `RHIZOME_BASE_IRI` that
-/// disagrees with the stored one is refused.
+/// renames every document's graph, which only `rhizome rebase` does: a
+/// `RHIZOME_BASE_IRI` that disagrees with the stored one is not used
+/// ([`requested_base`] lets `serve` say so), and a folder a rebase left
+/// unfinished is refused until it is finished.
 pub fn base_iri(data_dir: &Path) -> Result<String, ServerError> {
     base_iri_or(data_dir, DEFAULT_BASE_IRI)
 }
@@ -52,24 +57,29 @@ pub fn listen_base(addr: std::net::SocketAddr) -> String {
     }
 }
 
+/// The base `RHIZOME_BASE_IRI` asks for, if set (a data folder's first
+/// use takes it; later ones keep the stored base, see [`base_iri`]).
+pub fn requested_base() -> Option<String> {
+    std::env::var("RHIZOME_BASE_IRI").ok().filter(|w| !w.is_empty())
+}
+
 /// [`base_iri`], with `default` for a data folder used for the first time
 /// without `RHIZOME_BASE_IRI`.
 pub fn base_iri_or(data_dir: &Path, default: &str) -> Result<String, ServerError> {
     let path = data_dir.join("base-iri");
-    let wanted = std::env::var("RHIZOME_BASE_IRI").ok().filter(|w| !w.is_empty());
+    if let Some(plan) = crate::folder::rebase_plan(data_dir)? {
+        return Err(ServerError::Config(format!(
+            "a rebase of {} from {} to {} was interrupted; finish it with `rhizome --data {} rebase {}` before using the folder",
+            data_dir.display(),
+            plan.from,
+            plan.to,
+            data_dir.display(),
+            plan.to
+        )));
+    }
+    let wanted = requested_base();
     match std::fs::read_to_string(&path) {
-        Ok(stored) => {
-            let stored = stored.trim().to_owned();
-            match wanted {
-                Some(w) if w != stored => Err(ServerError::Config(format!(
-                    "RHIZOME_BASE_IRI is {w}, but the document graphs in {} are named under {stored} (kept in {}); \
-                     changing it would rename every graph. Unset RHIZOME_BASE_IRI or set it to {stored}",
-                    data_dir.display(),
-                    path.display()
-                ))),
-                _ => Ok(stored),
-            }
-        }
+        Ok(stored) => Ok(stored.trim().to_owned()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let base = wanted.unwrap_or_else(|| default.to_owned());
             oxiri::Iri::parse(format!("{}/db/doc", base.trim_end_matches('/')))

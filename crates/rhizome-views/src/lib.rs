@@ -45,5 +45,8 @@ pub mod validate;
 
 pub use design::{check_design_doc, DesignDoc, DesignError, ViewDef};
 pub use index::{refresh, ViewError};
+/// The keyspaces of view indexes (rows, rows by document, states, ranks):
+/// all derived, dropped to be rebuilt when what they index is renamed.
+pub const VIEW_INDEX_KEYSPACES: [rhizome_kv::Keyspace; 4] = [index::VIEW_ROWS, index::VIEW_DOC_ROWS, index::VIEW_STATE, rank::VIEW_RANKS];
 pub use js::{JsError, Limits, RequestBounds, Sandbox};
 pub use query::{run_query, run_query_into, UpdateMode, ViewQuery};

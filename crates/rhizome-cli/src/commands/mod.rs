@@ -11,6 +11,7 @@ pub mod load;
 pub mod quads;
 pub mod serve;
 pub mod query;
+pub mod rebase;
 pub mod replicate;
 pub mod stats;
 pub mod update;

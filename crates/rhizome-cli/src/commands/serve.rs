@@ -14,6 +14,12 @@ pub struct Args {
     /// admin party); later starts reuse the stored hash, or replace it.
     #[arg(long, env = "RHIZOME_ADMIN", hide_env_values = true)]
     admin: Option<String>,
+    /// The base of document and LDP resource IRIs (the server's public
+    /// URL), taken at the data folder's first start; by default the address
+    /// it listens on. A later start with another base keeps the folder's
+    /// and says so: `rhizome rebase` moves a folder's IRIs.
+    #[arg(long, env = "RHIZOME_BASE_IRI")]
+    base_iri: Option<String>,
     /// Largest request body accepted, in bytes (413 past it).
     #[arg(long, default_value_t = rhizome_server::DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
@@ -201,6 +207,11 @@ impl Hardening {
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
+    // The server reads the base where every command does (the variable);
+    // set while this process has one thread, before the runtime starts.
+    if let Some(base) = args.base_iri.as_deref().filter(|b| !b.is_empty()) {
+        std::env::set_var("RHIZOME_BASE_IRI", base);
+    }
     let admin = match args.admin {
         None => None,
         Some(text) => match text.split_once(':') {

@@ -1,6 +1,7 @@
 //! Terms: ids, inlined values and the dictionary of everything else.
 
 mod dictionary;
+mod rebase;
 mod id;
 mod cache;
 pub mod inline;
@@ -9,3 +10,4 @@ pub mod range;
 pub use dictionary::{decode_term, new_dictionary_id, term2id_key, term_key, Dictionary, TermKey, KEYED_BY_BYTES};
 pub use cache::{IdCache, TermCache};
 pub use id::{lang_code, tag, TermId};
+pub use rebase::{rebase_dictionary, rebased_iri};
