@@ -443,3 +443,25 @@ fn a_sigkill_during_transfers_loses_no_answered_transaction_and_leaves_none_half
     let history = check_books(server.port);
     assert!(history >= answered.len());
 }
+
+/// In a partitioned database (CouchDB 3) every id is `partition:docid`:
+/// both transaction doors refuse one without a partition as CouchDB's
+/// `_bulk_docs` does (400 `illegal_docid`), with nothing written.
+#[test]
+fn a_partitioned_databases_transactions_refuse_ids_without_a_partition() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    let port = server.port;
+    assert_eq!(req(port, "PUT", "/p?partitioned=true", None).0, 201);
+    let (s, v) = req(port, "POST", "/p/_transaction", Some(&json!({"ops": [{"id": "a:1", "set": {"n": 1}}, {"id": "plain", "set": {"n": 1}}]})));
+    assert_eq!((s, v["error"].as_str(), v["op"].as_u64()), (400, Some("illegal_docid"), Some(1)), "{v}");
+    let (s, v) = req(port, "POST", "/p/_bulk_docs", Some(&json!({"all_or_nothing": true, "docs": [{"_id": "a:2"}, {"_id": "plain"}]})));
+    assert_eq!(s, 400, "{v}");
+    let (_, all) = req(port, "GET", "/p/_all_docs", None);
+    assert_eq!(all["rows"], json!([]), "{all}");
+    // With partitions, both write.
+    assert_eq!(req(port, "POST", "/p/_transaction", Some(&json!({"ops": [{"id": "a:1", "set": {"n": 1}}]}))).0, 200);
+    assert_eq!(req(port, "POST", "/p/_bulk_docs", Some(&json!({"all_or_nothing": true, "docs": [{"_id": "a:2"}]}))).0, 201);
+    let (_, info) = req(port, "GET", "/p/_partition/a", None);
+    assert_eq!(info["doc_count"], 2, "{info}");
+}

@@ -107,7 +107,7 @@ impl Database {
                 true => crate::rights::check_local(&id, p.writer),
                 false => crate::rights::check_document(&id, p.writer),
             };
-            if let Err(e) = rights.and_then(|()| crate::validate_doc_id(&id)) {
+            if let Err(e) = rights.and_then(|()| crate::validate_doc_id(&id)).and_then(|()| self.check_id_partition(&id)) {
                 refused.push((id, e));
                 continue;
             }
@@ -182,6 +182,16 @@ impl Database {
         Ok(out.into_iter().filter_map(|(id, o)| o.err().map(|e| (id, e))).collect())
     }
 
+    /// A partitioned database's ids are `partition:docid` (checked here,
+    /// before anything is staged, so that a bad id refuses the request
+    /// rather than abort the group it was committed in).
+    fn check_id_partition(&self, id: &str) -> Result<()> {
+        match self.is_partitioned() {
+            true => crate::partition::check_partitioned_id(id),
+            false => Ok(()),
+        }
+    }
+
     /// Runs the operations of a server-side transaction in `txn`, in
     /// order, each seeing the ones before it (and every earlier request of
     /// the transaction): all their checks and reads first, then each
@@ -201,6 +211,9 @@ impl Database {
         let mut results: Vec<(usize, Option<Map<String, Value>>)> = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             let refuse = |e: DocError| Ok(Err((i, e)));
+            if let Err(e) = self.check_id_partition(&op.id) {
+                return refuse(e);
+            }
             if !staged.contains_key(op.id.as_str()) {
                 // The winner from the record's header, its body alone: a hot
                 // document's revision tree is decoded once, by the write.
@@ -559,6 +572,7 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
     pub fn put(&mut self, doc: Map<String, Value>) -> Result<()> {
         let id = id_of(&doc);
         crate::validate_doc_id(&id)?;
+        self.db.check_id_partition(&id)?;
         rev_of(&doc)?;
         self.note(&id)?;
         self.docs.retain(|d| id_of(d) != id);
