@@ -270,7 +270,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Root => srv::welcome(server, m)?.into(),
         Route::Up => srv::up(m)?.into(),
         Route::Uuids => srv::uuids(req)?.into(),
-        Route::AllDbs => srv::all_dbs(server, m)?.into(),
+        Route::AllDbs => srv::all_dbs(server, req)?.into(),
         Route::DbsInfo => database::dbs_info(server, req)?.into(),
         Route::Session => srv::session(server, req, ctx)?.into(),
         Route::Replicate => couch::replicate::replicate(server, req, ctx)?.into(),
