@@ -20,8 +20,9 @@
       style: [
         { selector: "node", style: { label: "data(label)", "background-color": "#e33f3b", "font-size": 11, color: "#333", "text-valign": "bottom", "text-margin-y": 4, width: 18, height: 18 } },
         { selector: "node:selected", style: { "background-color": "#0072bb", "border-width": 3, "border-color": "#333" } },
-        { selector: "node.path, edge.path", style: { "background-color": "#2e8b57", "line-color": "#2e8b57", "target-arrow-color": "#2e8b57", width: 4 } },
         { selector: "edge", style: { width: 1.5, "line-color": "#999", "target-arrow-color": "#999", "target-arrow-shape": "triangle", "curve-style": "bezier", label: "data(label)", "font-size": 9, color: "#666" } },
+        { selector: "node.path", style: { "background-color": "#2e8b57" } },
+        { selector: "edge.path", style: { "line-color": "#2e8b57", "target-arrow-color": "#2e8b57", width: 4 } },
       ],
     });
     window.rhizomeGraph = cy;
