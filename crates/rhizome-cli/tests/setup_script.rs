@@ -190,7 +190,7 @@ const BASE: &[&str] = &["g++|install ok installed", "curl|install ok installed",
 
 /// What pip's record in the test venv holds once setup has run (the
 /// repository's own package aside).
-const VENV_PACKAGES: &str = "rdflib\npytest\nibmcloudant\npycouchdb\ntyping_extensions\nrequests\n";
+const VENV_PACKAGES: &str = "rdflib\npytest\nibmcloudant\npycouchdb\ntyping_extensions\nrequests\nplaywright\npytest-playwright\n";
 const LIBCLANG: &[&str] = &["libclang-dev|install ok installed", "clang|install ok installed"];
 
 /// A machine with BASE and `packages` in dpkg's record, the npm tree
@@ -265,7 +265,7 @@ fn makes_the_rdflib_venv_when_pip_lacks_it() {
     let m = machine(LIBCLANG, true, false);
     assert_eq!(
         m.run_setup(&m.node()),
-        vec!["pip install rdflib", "pip install pytest", "pip install ibmcloudant", "pip install pycouchdb", "pip install typing_extensions", "pip install requests"]
+        vec!["pip install rdflib", "pip install pytest", "pip install ibmcloudant", "pip install pycouchdb", "pip install typing_extensions", "pip install requests", "pip install playwright", "pip install pytest-playwright"]
     );
     assert_eq!(m.run_setup(&m.node()), NOTHING);
 }

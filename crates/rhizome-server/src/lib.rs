@@ -204,6 +204,7 @@
 mod auth;
 mod changes;
 mod connections;
+mod console;
 mod contexts;
 mod cors;
 mod db_updates;
@@ -602,6 +603,13 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
     let body = http::decode_body(&mut headers, body, limit)?;
     reserve(body.len())?;
     let cancel = CancelOnDrop::new();
+    if parts.uri.path() == "/_utils" {
+        // The console's page loads its files by relative paths: from the
+        // folder, as CouchDB redirects.
+        let mut r = http::response(301, "text/plain", bytes::Bytes::new());
+        http::set_header(&mut r, "location", "/_utils/");
+        return Ok(r);
+    }
     let segments = http::split_path(parts.uri.path())?;
     let query = http::parse_request_query(&segments, parts.uri.query().unwrap_or(""))?;
     let (head_tx, head_rx) = tokio::sync::oneshot::channel();

@@ -90,6 +90,8 @@ pub enum Route {
     /// `/{db}/_partition/{partition}/...`: one partition of a partitioned
     /// database (`couch::partitions`), with what follows the partition.
     Partition(String, String, Vec<String>),
+    /// `/_utils/...`: the console's files (`crate::console`).
+    Console(Vec<String>),
 }
 
 /// The design-document handlers of CouchDB (`chttpd_handlers`): paths
@@ -117,6 +119,7 @@ impl Route {
             ["_node", name, rest @ ..] => Route::Node(name.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             ["_active_tasks"] => Route::ActiveTasks,
             ["_contexts"] => Route::Contexts,
+            ["_utils", rest @ ..] => Route::Console(rest.iter().map(|p| p.to_string()).collect()),
             [db] if db.starts_with('_') && *db != "_users" && *db != "_replicator" => {
                 return Err(HttpError::bad_request(format!("Unknown or unsupported endpoint /{db}")))
             }
@@ -187,7 +190,7 @@ impl Route {
     pub fn access(&self, method: &Method) -> Access {
         let read = matches!(*method, Method::GET | Method::HEAD);
         match self {
-            Route::Root | Route::Up | Route::Uuids | Route::Session => Access::Public,
+            Route::Root | Route::Up | Route::Uuids | Route::Session | Route::Console(_) => Access::Public,
             Route::AllDbs | Route::DbsInfo | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks | Route::Contexts => Access::ServerAdmin,
             Route::SchedulerDoc(..) | Route::SchedulerJobs | Route::Membership | Route::Node(..) | Route::DbUpdates => Access::ServerAdmin,
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
@@ -277,7 +280,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Root => srv::welcome(server, m)?.into(),
         Route::Up => srv::up(m)?.into(),
         Route::Uuids => srv::uuids(req)?.into(),
-        Route::AllDbs => srv::all_dbs(server, m)?.into(),
+        Route::AllDbs => srv::all_dbs(server, req)?.into(),
         Route::DbsInfo => database::dbs_info(server, req)?.into(),
         Route::Session => srv::session(server, req, ctx)?.into(),
         Route::Replicate => couch::replicate::replicate(server, req, ctx)?.into(),
@@ -289,6 +292,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::Node(name, rest) => couch::node::node(server, req, &name, &rest)?.into(),
         Route::ActiveTasks => couch::replicate::active_tasks(server, m)?.into(),
         Route::Contexts => crate::contexts::handle(server, req)?.into(),
+        Route::Console(rest) => crate::console::handle(req, &rest)?.into(),
         Route::Db(name) => match *m {
             Method::PUT => database::create(server, req, &name, db.is_some())?.into(),
             Method::DELETE => database::delete(server, &name)?.into(),
@@ -350,6 +354,8 @@ mod tests {
         assert_eq!(p("/db/_ldp/").unwrap(), Route::Ldp("db".into(), vec![]));
         assert_eq!(p("/db/_ldp/c/r").unwrap(), Route::Ldp("db".into(), vec!["c".into(), "r".into()]));
         assert_eq!(p("/db/_bogus").unwrap_err().status, 400);
+        assert_eq!(p("/_utils/").unwrap(), Route::Console(vec![]));
+        assert_eq!(p("/_utils/rhizome/sparql.html").unwrap(), Route::Console(vec!["rhizome".into(), "sparql.html".into()]));
         assert_eq!(p("/_users").unwrap(), Route::Db("_users".into()));
         assert_eq!(p("/db/_local/cp/file.txt").unwrap_err().status, 400);
         assert_eq!(p("/db/_design/d/_view/v").unwrap(), Route::DesignAction("db".into(), "_design/d".into(), "_view".into(), "v".into()));

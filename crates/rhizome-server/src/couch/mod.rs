@@ -1,6 +1,7 @@
 //! CouchDB's API, one file per group of endpoints
 //! (https://docs.couchdb.org/en/stable/api/index.html).
 
+pub mod all_dbs;
 pub mod all_docs;
 pub mod attachments;
 pub mod bulk;

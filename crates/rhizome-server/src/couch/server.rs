@@ -49,9 +49,9 @@ pub fn uuids(req: &Request) -> Result<Response<Body>, HttpError> {
     Ok(json(200, &json!({ "uuids": ids })))
 }
 
-pub fn all_dbs(server: &Server, m: &Method) -> Result<Response<Body>, HttpError> {
-    only(m, &[Method::GET, Method::HEAD], "GET,HEAD")?;
-    Ok(json(200, &json!(server.all_dbs()?)))
+pub fn all_dbs(server: &Server, req: &Request) -> Result<Response<Body>, HttpError> {
+    only(&req.method, &[Method::GET, Method::HEAD], "GET,HEAD")?;
+    Ok(json(200, &json!(super::all_dbs::select(server.all_dbs()?, req)?)))
 }
 
 /// `/_session`: cookie login and logout
