@@ -65,14 +65,14 @@ pub fn attachment(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, 
                     Err(e) => return Err(e.into()),
                 },
             };
-            let mut atts = doc.remove("_attachments").and_then(|a| a.as_object().cloned()).unwrap_or_default();
+            let mut atts = doc.shift_remove("_attachments").and_then(|a| a.as_object().cloned()).unwrap_or_default();
             if req.method == Method::PUT {
                 let content_type = req.header("content-type").unwrap_or("application/octet-stream");
                 atts.insert(
                     name.to_owned(),
                     json!({ "content_type": content_type, "data": base64::engine::general_purpose::STANDARD.encode(&req.body) }),
                 );
-            } else if atts.remove(name).is_none() {
+            } else if atts.shift_remove(name).is_none() {
                 return Err(HttpError::not_found("Document is missing attachment"));
             }
             if !atts.is_empty() {
