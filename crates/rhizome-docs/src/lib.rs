@@ -39,6 +39,7 @@ pub mod mango;
 mod projector;
 mod purge;
 mod read;
+mod rev_id;
 mod revtree;
 mod rights;
 pub mod collate;
