@@ -394,9 +394,23 @@ fn render_attachments(kv: &dyn KvRead, atts: &Value, inline_after: Option<u64>) 
                 meta.insert("stub".into(), Value::Bool(true));
             }
         }
-        out.insert(name.clone(), Value::Object(meta));
+        out.insert(name.clone(), Value::Object(couch_attachment_order(meta)));
     }
     Ok(Value::Object(out))
+}
+
+/// An attachment's members in the order `couch_att:to_json` writes them:
+/// `content_type`, `revpos`, `digest`, then `length` and `stub` or `data`,
+/// then the others (`encoding`, `encoded_length`).
+fn couch_attachment_order(mut meta: Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::with_capacity(meta.len());
+    for key in ["content_type", "revpos", "digest", "length", "stub", "data"] {
+        if let Some(v) = meta.shift_remove(key) {
+            out.insert(key.to_owned(), v);
+        }
+    }
+    out.extend(meta);
+    out
 }
 
 impl Database {

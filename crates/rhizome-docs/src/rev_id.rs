@@ -12,7 +12,8 @@
 //! - `Body`: the document without its `_` members, as jiffy decodes JSON
 //!   (EJSON): an object is `{[{Key, Value}, ...]}` in the order its members
 //!   were written, strings are binaries, integers integers, numbers with a
-//!   fraction or exponent floats, `true`/`false`/`null` atoms;
+//!   fraction or exponent floats, `true`/`false`/`null` atoms (and a list
+//!   of integers from 0 to 255 is written as a string, as Erlang does);
 //! - `Atts`: `{Name, Type, MD5}` of each attachment, in reverse order of
 //!   `_attachments` (a left fold builds the list).
 //!
@@ -34,6 +35,7 @@ const INTEGER_EXT: u8 = 98;
 const ATOM_EXT: u8 = 100;
 const SMALL_TUPLE_EXT: u8 = 104;
 const NIL_EXT: u8 = 106;
+const STRING_EXT: u8 = 107;
 const LIST_EXT: u8 = 108;
 const BINARY_EXT: u8 = 109;
 const SMALL_BIG_EXT: u8 = 110;
@@ -192,6 +194,12 @@ fn value(out: &mut Vec<u8>, v: &Value) {
         Value::Number(n) => number(out, n),
         Value::String(s) => binary(out, s.as_bytes()),
         Value::Array(items) if items.is_empty() => out.push(NIL_EXT),
+        // Erlang writes a list of bytes as a string: `[2,1]` is "\x02\x01".
+        Value::Array(items) if items.len() <= usize::from(u16::MAX) && items.iter().all(|i| i.as_u64().is_some_and(|n| n <= 255)) => {
+            out.push(STRING_EXT);
+            out.extend_from_slice(&(items.len() as u16).to_be_bytes());
+            out.extend(items.iter().filter_map(Value::as_u64).map(|n| n as u8));
+        }
         Value::Array(items) => {
             list_header(out, items.len());
             for item in items {
@@ -220,6 +228,8 @@ mod tests {
         assert_eq!(revision_id(false, None, &body(json!({"b": 2, "a": 1})), &[]), "caca8b193c5fc9720d024664e9310ed2");
         // Mango's 19-find-conflicts.py: {"_id": "doc", "a": 2}.
         assert_eq!(revision_id(false, None, &body(json!({"_id": "doc", "a": 2})), &[]), "3975759ccff3842adf690a5c10caee42");
+        // A list of bytes is a string in Erlang's format.
+        assert_eq!(revision_id(false, None, &body(json!({"x": [2, 1]})), &[]), "de207ed564c1be30549a56e112535339");
     }
 
     #[test]
