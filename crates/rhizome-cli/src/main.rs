@@ -1,4 +1,14 @@
-//! `rhizome`: the command line. Each subcommand lives in `commands/`.
+//! `rhizome`: the command line. Each subcommand lives in `commands/`: `init`,
+//! `load` (into a store folder, or with `--db` into a server database whose
+//! graphs become documents), `quads`, `dump`, `query`, `update`, `stats`,
+//! `compact`, `check`, `replicate`, `serve` and `graph`, plus hidden
+//! benchmark and crash-test helpers. Reading commands open the store
+//! read-only. It owns argument parsing (`clap`), progress bars and the
+//! process's allocator (`allocator.rs`: mimalloc, called the way its own
+//! malloc is, with transparent huge pages off); everything else is the
+//! crates it calls. Its `tests/` hold the black-box tests that need the real
+//! binary: the server's API, interop with real clients, the W3C protocol
+//! suites, crash tests that kill real processes, `rhizome check`.
 
 mod allocator;
 mod commands;
