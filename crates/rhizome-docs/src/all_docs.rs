@@ -202,8 +202,8 @@ fn row(kv: &dyn KvRead, id: &str, d: &DocInfo, include_docs: bool, read: &ReadOp
     Ok(row)
 }
 
-/// [`row`]'s bytes: `doc` sorts before the other members, so the
-/// document's bytes go first.
+/// [`row`]'s bytes: `id`, `key`, `value`, then the document's bytes as
+/// `doc`, CouchDB's order.
 fn row_bytes(kv: &dyn KvRead, id: &str, d: &DocInfo, include_docs: bool, read: &ReadOptions) -> Result<Vec<u8>> {
     let rest = serde_json::to_vec(&json!({ "id": id, "key": id, "value": { "rev": d.winner.to_string() } })).map_err(|e| crate::DocError::Corrupt(e.to_string()))?;
     if !include_docs {
@@ -211,9 +211,9 @@ fn row_bytes(kv: &dyn KvRead, id: &str, d: &DocInfo, include_docs: bool, read: &
     }
     let doc = render_json(kv, id, d, &d.winner, read, None)?;
     let mut out = Vec::with_capacity(doc.len() + rest.len() + 8);
-    out.extend_from_slice(b"{\"doc\":");
+    out.extend_from_slice(&rest[..rest.len() - 1]);
+    out.extend_from_slice(b",\"doc\":");
     out.extend_from_slice(&doc);
-    out.push(b',');
-    out.extend_from_slice(&rest[1..]);
+    out.push(b'}');
     Ok(out)
 }

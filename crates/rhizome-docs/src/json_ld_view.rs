@@ -32,7 +32,7 @@ impl Database {
             base.insert("@base".into(), Value::String(iri));
             context.push(Value::Object(base));
         }
-        let own = match doc.remove("@context") {
+        let own = match doc.shift_remove("@context") {
             Some(c) => Some(c),
             None if self.projector.graph_iri(id).is_some() => match self.get_local(DEFAULT_CONTEXT_DOC) {
                 Ok(local) => local.get("@context").cloned(),

@@ -520,7 +520,7 @@ pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str, snapshot: Option<&S
     let mut current: Option<(TermId, Map<String, Value>)> = None;
     for q in &quads {
         if current.as_ref().map(|(s, _)| *s) != Some(q[0]) {
-            nodes.extend(current.take().map(|(_, n)| Value::Object(n)));
+            nodes.extend(current.take().map(|(_, n)| sorted_node(n)));
             let id = match terms.get(q[0])? {
                 Term::NamedNode(n) => n.as_str().to_owned(),
                 Term::BlankNode(b) => b.to_string(),
@@ -540,9 +540,17 @@ pub(crate) fn render_graph(kv: &dyn KvRead, graph_iri: &str, snapshot: Option<&S
             }
         }
     }
-    nodes.extend(current.map(|(_, n)| Value::Object(n)));
+    nodes.extend(current.map(|(_, n)| sorted_node(n)));
     members.insert("@graph".into(), Value::Array(nodes));
     Ok(members)
+}
+
+/// A node of a rendered graph with its members in key order (`@id`, then
+/// predicate IRIs), as [`write_graph_json`] writes them: JSON objects keep
+/// the order members were inserted in, and quads come in predicate id order.
+fn sorted_node(mut node: Map<String, Value>) -> Value {
+    node.sort_keys();
+    Value::Object(node)
 }
 
 /// [`render_graph`]'s `@graph` array written straight out as JSON bytes,

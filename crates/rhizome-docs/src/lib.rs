@@ -53,9 +53,15 @@
 //! (so a concurrent write cannot refer to data as it goes), then compacts
 //! the engine.
 //!
-//! Revision ids are the MD5 of the edit (deleted flag, parent rev, body
-//! with members in sorted order, attachment digests): the same edit gives
-//! the same id on every replica, as CouchDB's.
+//! Revision ids are CouchDB 3.5's (`rev_id.rs`): the MD5 of Erlang's
+//! `term_to_binary` of `[Deleted, OldStart, OldRev, Body, Atts]`, the body
+//! as EJSON with its members in the order written, so the same edit gets
+//! the same id in Rhizome and in CouchDB (checked against the real peer by
+//! the CLI's `couchdb_revision_ids` test). JSON objects keep their members
+//! in the order written (serde_json's `preserve_order`); a document is read
+//! in CouchDB's order: `_id`, `_rev`, the body, `_deleted`, `_revisions`,
+//! `_revs_info`, `_conflicts`, `_deleted_conflicts`, `_local_seq`, then
+//! `_attachments`.
 //!
 //! # The write path
 //!
@@ -247,6 +253,7 @@ mod projector;
 mod purge;
 mod read;
 pub mod rebase;
+mod rev_id;
 mod revtree;
 mod rights;
 mod transaction;

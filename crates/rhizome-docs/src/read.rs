@@ -116,12 +116,14 @@ fn parse_body(kv: &dyn KvRead, id: &str, rev: &Rev, bytes: &[u8], snapshot: Opti
 /// tree: what Mango reads for every candidate row.
 pub(crate) fn render_winner(kv: &dyn KvRead, id: &str, winner: &Rev, snapshot: Option<&StoreSnapshot>) -> Result<Option<Map<String, Value>>> {
     let Some(mut doc) = body(kv, id, winner, snapshot)? else { return Ok(None) };
-    if let Some(atts) = doc.get_mut("_attachments") {
-        *atts = render_attachments(kv, atts, None)?;
+    let mut added = Map::new();
+    added.insert("_id".into(), Value::String(id.to_owned()));
+    added.insert("_rev".into(), Value::String(winner.to_string()));
+    if let Some(atts) = doc.shift_remove("_attachments") {
+        doc.insert("_attachments".into(), render_attachments(kv, &atts, None)?);
     }
-    doc.insert("_id".into(), Value::String(id.to_owned()));
-    doc.insert("_rev".into(), Value::String(winner.to_string()));
-    Ok(Some(doc))
+    added.extend(doc);
+    Ok(Some(added))
 }
 
 /// How a read gives a revision's document: [`render`] (values) or
@@ -155,26 +157,15 @@ pub(crate) fn render_json(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, 
 }
 
 /// The members a read adds to a revision's stored body (every one named
-/// with `_`, none of them stored): `_id`, `_rev`, `_deleted`, and what
-/// `opts` asks for.
+/// with `_`, none of them stored), in CouchDB's order
+/// (`couch_doc:to_json_obj`): `_id` and `_rev` before the body
+/// ([`LEADING`]), then `_deleted` and what `opts` asks for after it.
 fn added_members(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions) -> Result<Map<String, Value>> {
     let mut doc = Map::new();
     doc.insert("_id".into(), Value::String(id.to_owned()));
     doc.insert("_rev".into(), Value::String(rev.to_string()));
     if info.tree.is_deleted(rev).unwrap_or(false) {
         doc.insert("_deleted".into(), Value::Bool(true));
-    }
-    if opts.conflicts {
-        let conflicts = info.tree.conflicts();
-        if !conflicts.is_empty() {
-            doc.insert("_conflicts".into(), conflicts.iter().map(|r| Value::String(r.to_string())).collect());
-        }
-    }
-    if opts.deleted_conflicts {
-        let deleted = info.tree.deleted_conflicts();
-        if !deleted.is_empty() {
-            doc.insert("_deleted_conflicts".into(), deleted.iter().map(|r| Value::String(r.to_string())).collect());
-        }
     }
     let path = info.tree.path(rev);
     if opts.revs {
@@ -195,35 +186,71 @@ fn added_members(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &Re
         }
         doc.insert("_revs_info".into(), Value::Array(infos));
     }
+    if opts.conflicts {
+        let conflicts = info.tree.conflicts();
+        if !conflicts.is_empty() {
+            doc.insert("_conflicts".into(), conflicts.iter().map(|r| Value::String(r.to_string())).collect());
+        }
+    }
+    if opts.deleted_conflicts {
+        let deleted = info.tree.deleted_conflicts();
+        if !deleted.is_empty() {
+            doc.insert("_deleted_conflicts".into(), deleted.iter().map(|r| Value::String(r.to_string())).collect());
+        }
+    }
     if opts.local_seq {
         doc.insert("_local_seq".into(), json!(info.seq));
     }
     Ok(doc)
 }
 
+/// `{"_id":…,"_rev":"…"`: how CouchDB opens a document.
+fn write_id_rev(out: &mut Vec<u8>, id: &str, rev: &Rev) -> Result<()> {
+    out.extend_from_slice(b"{\"_id\":");
+    serde_json::to_writer(&mut *out, id).map_err(|e| DocError::Corrupt(e.to_string()))?;
+    out.extend_from_slice(b",\"_rev\":\"");
+    out.extend_from_slice(rev.to_string().as_bytes());
+    out.push(b'"');
+    Ok(())
+}
+
+/// The added members CouchDB writes before a document's body; the others
+/// follow it, and `_attachments` comes last.
+const LEADING: [&str; 2] = ["_id", "_rev"];
+
 /// A revision's document from its (parsed) stored body and the read's
 /// `added` members; attachments as stubs or, as `opts` asks, inline.
 fn render_body(kv: &dyn KvRead, info: &DocInfo, rev: &Rev, opts: &ReadOptions, stored: Map<String, Value>, added: Map<String, Value>) -> Result<Map<String, Value>> {
-    let mut doc = stored;
-    if let Some(atts) = doc.get_mut("_attachments") {
-        *atts = render_attachments(kv, atts, inline_after(info, rev, opts))?;
+    let mut doc = Map::with_capacity(stored.len() + added.len());
+    let (leading, trailing): (Vec<_>, Vec<_>) = added.into_iter().partition(|(k, _)| LEADING.contains(&k.as_str()));
+    doc.extend(leading);
+    let mut atts = None;
+    for (k, v) in stored {
+        if k == "_attachments" {
+            atts = Some(v);
+        } else {
+            doc.insert(k, v);
+        }
     }
     // Stored bodies hold no member the read adds (writes keep none named
     // with `_` but `_attachments` and the graph marker).
-    doc.extend(added);
+    doc.extend(trailing);
+    if let Some(atts) = atts {
+        doc.insert("_attachments".into(), render_attachments(kv, &atts, inline_after(info, rev, opts))?);
+    }
     Ok(doc)
 }
 
 /// The JSON `serde_json` writes of a stored body (an object, its members
-/// in key order) with `added` (in key order) put among its members: the
-/// stored members are copied as bytes, the added ones put where their keys
-/// sort. `None`, to build the document as values instead, when the body
-/// has a member whose name starts with `_` (a read renders `_attachments`
-/// as stubs and the graph marker from quads, and adds the others), or is
-/// not the compact object `serde_json` writes (checked as it is scanned).
+/// in the order written) with `added` put around them as CouchDB puts
+/// them ([`LEADING`] first, the others after the body): the stored members
+/// are copied as bytes. `None`, to build the document as values instead,
+/// when the body has a member whose name starts with `_` (a read renders
+/// `_attachments` as stubs and the graph marker from quads, and adds the
+/// others), or is not the compact object `serde_json` writes (checked as
+/// it is scanned).
 fn splice_members<'a>(stored: &[u8], added: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Option<Vec<u8>> {
     let members = compact_members(stored)?;
-    let mut added = added.into_iter().peekable();
     let mut out = Vec::with_capacity(stored.len() + 128);
     out.push(b'{');
     let write_added = |out: &mut Vec<u8>, key: &str, value: &Value| {
@@ -234,19 +261,20 @@ fn splice_members<'a>(stored: &[u8], added: impl IntoIterator<Item = (&'a str, &
         out.push(b':');
         serde_json::to_writer(&mut *out, value).ok()
     };
+    let (leading, trailing): (Vec<_>, Vec<_>) = added.into_iter().partition(|(k, _)| LEADING.contains(k));
+    for (k, v) in leading {
+        write_added(&mut out, k, v)?;
+    }
     for (key, member) in members {
         if key.starts_with('_') {
             return None;
-        }
-        while let Some((k, v)) = added.next_if(|(k, _)| *k < key.as_ref()) {
-            write_added(&mut out, k, v)?;
         }
         if out.len() > 1 {
             out.push(b',');
         }
         out.extend_from_slice(member);
     }
-    for (k, v) in added {
+    for (k, v) in trailing {
         write_added(&mut out, k, v)?;
     }
     out.push(b'}');
@@ -255,8 +283,7 @@ fn splice_members<'a>(stored: &[u8], added: impl IntoIterator<Item = (&'a str, &
 
 /// The members of a compact JSON object (no whitespace, as `serde_json`
 /// writes it), in order: each key (unescaped) and the member's bytes, key
-/// to the end of its value. `None` if the bytes are anything else or the
-/// keys are not in increasing order.
+/// to the end of its value. `None` if the bytes are anything else.
 fn compact_members(bytes: &[u8]) -> Option<Vec<(std::borrow::Cow<'_, str>, &[u8])>> {
     let end = bytes.len().checked_sub(1)?;
     if bytes.first() != Some(&b'{') || bytes[end] != b'}' {
@@ -279,7 +306,7 @@ fn compact_members(bytes: &[u8]) -> Option<Vec<(std::borrow::Cow<'_, str>, &[u8]
         } else {
             std::borrow::Cow::Borrowed(std::str::from_utf8(raw).ok()?)
         };
-        if members.last().is_some_and(|(last, _)| *last >= key) || bytes.get(key_end) != Some(&b':') {
+        if bytes.get(key_end) != Some(&b':') {
             return None;
         }
         i = value_end(bytes, key_end + 1, end)?;
@@ -361,15 +388,29 @@ fn render_attachments(kv: &dyn KvRead, atts: &Value, inline_after: Option<u64>) 
                 meta.insert("data".into(), Value::String(base64::engine::general_purpose::STANDARD.encode(data)));
                 // As couch_att:to_json: inline data carries no `length`
                 // (a stub or data that follows does).
-                meta.remove("length");
+                meta.shift_remove("length");
             }
             _ => {
                 meta.insert("stub".into(), Value::Bool(true));
             }
         }
-        out.insert(name.clone(), Value::Object(meta));
+        out.insert(name.clone(), Value::Object(couch_attachment_order(meta)));
     }
     Ok(Value::Object(out))
+}
+
+/// An attachment's members in the order `couch_att:to_json` writes them:
+/// `content_type`, `revpos`, `digest`, then `length` and `stub` or `data`,
+/// then the others (`encoding`, `encoded_length`).
+fn couch_attachment_order(mut meta: Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::with_capacity(meta.len());
+    for key in ["content_type", "revpos", "digest", "length", "stub", "data"] {
+        if let Some(v) = meta.shift_remove(key) {
+            out.insert(key.to_owned(), v);
+        }
+    }
+    out.extend(meta);
+    out
 }
 
 impl Database {
@@ -462,13 +503,10 @@ impl Database {
         if let Some(iri) = header.graph_body(id) {
             // The body is this graph alone: nothing else to read.
             let mut out = Vec::with_capacity(1024);
-            out.extend_from_slice(b"{\"@graph\":");
+            write_id_rev(&mut out, id, &rev)?;
+            out.extend_from_slice(b",\"@graph\":");
             crate::jsonld::write_graph_json(kv, iri, &s, &mut out)?;
-            out.extend_from_slice(b",\"_id\":");
-            serde_json::to_writer(&mut out, id).map_err(|e| DocError::Corrupt(e.to_string()))?;
-            out.extend_from_slice(b",\"_rev\":\"");
-            out.extend_from_slice(rev.to_string().as_bytes());
-            out.extend_from_slice(b"\"}");
+            out.push(b'}');
             return Ok((rev, out));
         }
         let bytes = kv.get(BODIES, &body_key(id, &rev))?.ok_or(DocError::NotFound("missing"))?;
@@ -489,31 +527,24 @@ impl Database {
                 let mut doc = Map::new();
                 doc.insert("_id".into(), Value::String(id.to_owned()));
                 doc.insert("_rev".into(), Value::String(rev.to_string()));
-                for (k, v) in stored {
-                    let v = if k == "_attachments" { render_attachments(kv, &v, None)? } else { v };
-                    doc.insert(k, v);
+                let atts = stored.shift_remove("_attachments");
+                doc.extend(stored);
+                if let Some(atts) = atts {
+                    doc.insert("_attachments".into(), render_attachments(kv, &atts, None)?);
                 }
                 let out = serde_json::to_vec(&doc).map_err(|e| DocError::Corrupt(e.to_string()))?;
                 return Ok((rev, out));
             }
         };
-        // The members `render` gives a graph-bodied winner, in key order:
-        // `@graph`, then `_attachments` (stubs), `_id`, `_rev`.
+        // The members `render` gives a graph-bodied winner, in CouchDB's
+        // order: `_id`, `_rev`, `@graph`, then `_attachments` (stubs).
         let mut out = Vec::with_capacity(1024);
-        out.extend_from_slice(b"{\"@graph\":");
+        write_id_rev(&mut out, id, &rev)?;
+        out.extend_from_slice(b",\"@graph\":");
         crate::jsonld::write_graph_json(kv, &iri, &s, &mut out)?;
-        let mut rest = Map::new();
-        if let Some(atts) = stored.remove("_attachments") {
-            rest.insert("_attachments".into(), render_attachments(kv, &atts, None)?);
-        }
-        rest.insert("_id".into(), Value::String(id.to_owned()));
-        rest.insert("_rev".into(), Value::String(rev.to_string()));
-        for (k, v) in &rest {
-            out.push(b',');
-            serde_json::to_writer(&mut out, k).and_then(|_| {
-                out.push(b':');
-                serde_json::to_writer(&mut out, v)
-            }).map_err(|e| DocError::Corrupt(e.to_string()))?;
+        if let Some(atts) = stored.shift_remove("_attachments") {
+            out.extend_from_slice(b",\"_attachments\":");
+            serde_json::to_writer(&mut out, &render_attachments(kv, &atts, None)?).map_err(|e| DocError::Corrupt(e.to_string()))?;
         }
         out.push(b'}');
         Ok((rev, out))
@@ -638,8 +669,9 @@ mod tests {
     use super::*;
 
     /// The splice gives the bytes `serde_json` writes of the body with the
-    /// read's members added (`_id` and `_rev`; `_revisions` and others as
-    /// a replication read asks), and declines what it cannot copy as is.
+    /// read's members added where CouchDB puts them (`_id` and `_rev`
+    /// first; `_revisions` and others as a replication read asks, after
+    /// the body), and declines what it cannot copy as is.
     #[test]
     fn stored_bodies_are_spliced_to_the_bytes_of_the_document() {
         let rev = Rev::parse("3-0123456789abcdef0123456789abcdef").unwrap();
@@ -660,8 +692,10 @@ mod tests {
         for body in bodies {
             let stored = serde_json::to_vec(&body).unwrap();
             for added in [&added, &replication] {
-                let mut doc = body.as_object().unwrap().clone();
-                doc.extend(added.clone());
+                // CouchDB's order: `_id`, `_rev`, the body, the others.
+                let mut doc: Map<String, Value> = added.iter().take(2).map(|(k, v)| (k.clone(), v.clone())).collect();
+                doc.extend(body.as_object().unwrap().clone());
+                doc.extend(added.iter().skip(2).map(|(k, v)| (k.clone(), v.clone())));
                 let spliced = splice(&stored, added).unwrap_or_else(|| panic!("declined {body}"));
                 assert_eq!(String::from_utf8(spliced).unwrap(), serde_json::to_string(&doc).unwrap());
             }
@@ -671,8 +705,6 @@ mod tests {
             br#"{"_graph":"http://example.org/g"}"#,
             br#"{"_id":"x"}"#,
             br#"{"AB":1,"_rev":"1-x"}"#,
-            br#"{"b":1,"a":2}"#,
-            br#"{"a":1,"a":2}"#,
             br#"{"a": 1}"#,
             br#"{"a":1}x"#,
             br#"{"a":1,}"#,

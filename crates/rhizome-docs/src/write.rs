@@ -455,7 +455,7 @@ impl Database {
                     continue;
                 }
                 let body = Map::from_iter([(crate::jsonld::GRAPH_MARKER.to_owned(), Value::String(iri.clone()))]);
-                let hash = revision_hash(false, None, &body);
+                let hash = crate::rev_id::revision_id(false, None, &body, &[]);
                 let iri = (iri != id).then(|| iri.into_boxed_str());
                 docs.push((id.into_boxed_str(), iri, hash));
             }
@@ -630,9 +630,16 @@ impl Database {
                 body.insert("_attachments".into(), atts);
                 ahead_json = None;
             }
+            // As CouchDB (`couch_db_updater:merge_rev_tree`), a document
+            // made again over a deleted one, without `_rev`, edits the
+            // deleted winner: its id hashes that parent.
+            let hash_parent = match (&base, tree.winner()) {
+                (None, Some(w)) if w.deleted && !deleted => Some(w.rev.clone()),
+                _ => base.clone(),
+            };
             let hash = match &ahead_json {
-                Some((_, d, b, hash)) if *d == deleted && *b == base => hash.clone(),
-                _ => revision_hash(deleted, base.as_ref(), &body),
+                Some((_, d, p, hash)) if *d == deleted && *p == hash_parent => hash.clone(),
+                _ => crate::rev_id::revision_id(deleted, hash_parent.as_ref(), &body, &crate::rev_id::attachment_digests(body.get("_attachments"))),
             };
             tree.edit(base.as_ref(), &hash, deleted).map_err(|_| DocError::Conflict)?
         } else {
@@ -810,7 +817,7 @@ impl RevisionAhead {
         };
         let body: Map<String, Value> = doc.iter().filter(|(k, _)| kept_in_body(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
         let json = serde_json::to_vec(&body).ok()?;
-        let hash = revision_hash_of_json(deleted, base.as_ref(), &json);
+        let hash = crate::rev_id::revision_id(deleted, base.as_ref(), &body, &[]);
         Some(RevisionAhead { body, json, deleted, base, hash })
     }
 }
@@ -902,7 +909,7 @@ fn process_attachments(
                 (Some(p), _) => p.clone(),
                 (None, Some(digest)) if crate::attachment_data::exists(txn.kv(), digest)? => {
                     let mut meta: Map<String, Value> = att.clone();
-                    meta.remove("stub");
+                    meta.shift_remove("stub");
                     Value::Object(meta)
                 }
                 _ => return Err(DocError::MissingStub(format!("Invalid attachment stub in {id} for {name}"))),
@@ -927,58 +934,6 @@ fn process_attachments(
     Ok(if out.is_empty() { None } else { Some(Value::Object(out)) })
 }
 
-/// A deterministic revision hash, as CouchDB's: the MD5 of the edit (the
-/// deletion flag, the parent revision, the body and the attachments'
-/// digests), so two replicas making the same edit get the same revision
-/// (https://docs.couchdb.org/en/stable/replication/conflicts.html#revision-tree).
-/// The body's members are in sorted order (serde_json's map), so the bytes
-/// are canonical.
-fn revision_hash(deleted: bool, parent: Option<&Rev>, body: &Map<String, Value>) -> String {
-    let mut md5 = revision_hash_start(deleted, parent);
-    // The body's JSON as `Value::Object(body).to_string()` writes it,
-    // streamed into the hash. Writing a map of JSON values cannot fail.
-    serde_json::to_writer(HashWriter(&mut md5), body).expect("JSON of a map of values");
-    hex(md5)
-}
-
-/// [`revision_hash`] of a body already written out as JSON.
-fn revision_hash_of_json(deleted: bool, parent: Option<&Rev>, json: &[u8]) -> String {
-    let mut md5 = revision_hash_start(deleted, parent);
-    md5.update(json);
-    hex(md5)
-}
-
-fn revision_hash_start(deleted: bool, parent: Option<&Rev>) -> Md5 {
-    let mut md5 = Md5::new();
-    md5.update([deleted as u8]);
-    md5.update(parent.map(|p| p.to_string()).unwrap_or_default().as_bytes());
-    md5.update([0]);
-    md5
-}
-
-fn hex(md5: Md5) -> String {
-    let digest = md5.finalize();
-    let mut hex = String::with_capacity(32);
-    for b in digest {
-        hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-    }
-    hex
-}
-
-/// Feeds what is written into an MD5.
-struct HashWriter<'a>(&'a mut Md5);
-
-impl std::io::Write for HashWriter<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The graph IRI of a body that is a graph marker alone (no attachments).
 pub(crate) fn graph_alone(body: &Map<String, Value>) -> Option<String> {
     match body.get(crate::jsonld::GRAPH_MARKER) {
@@ -1000,24 +955,6 @@ mod tests {
             json!({"nested": [[[{"x": [1, {"y": []}]}]]], "_attachments": {"a.txt": {"stub": true}}}),
         ];
         values.into_iter().map(|v| v.as_object().unwrap().clone()).collect()
-    }
-
-    /// Revision ids are those the body's copy written out as a string
-    /// gave: a document written again gets the revision id it got before.
-    #[test]
-    fn revision_hashes_are_the_md5_of_the_body_as_written_out() {
-        let parent = Rev::parse("3-0123456789abcdef0123456789abcdef").unwrap();
-        for body in bodies() {
-            for (deleted, parent) in [(false, None), (true, Some(&parent)), (false, Some(&parent))] {
-                let mut md5 = Md5::new();
-                md5.update([deleted as u8]);
-                md5.update(parent.map(|p| p.to_string()).unwrap_or_default().as_bytes());
-                md5.update([0]);
-                md5.update(Value::Object(body.clone()).to_string().as_bytes());
-                let expected: String = md5.finalize().iter().map(|b| format!("{b:02x}")).collect();
-                assert_eq!(revision_hash(deleted, parent, &body), expected, "{body:?}");
-            }
-        }
     }
 
     /// Stored bodies are the bytes `Value::to_string` writes.
@@ -1160,7 +1097,7 @@ mod tests {
                 assert_eq!(ahead.body, kept);
                 assert_eq!(ahead.json, serde_json::to_vec(&kept).unwrap());
                 assert_eq!((ahead.deleted, ahead.base.as_ref()), (*deleted, *base));
-                assert_eq!(ahead.hash, revision_hash(*deleted, *base, &kept), "{doc:?}");
+                assert_eq!(ahead.hash, crate::rev_id::revision_id(*deleted, *base, &kept, &[]), "{doc:?}");
             }
         }
         for refused in [json!({"_rev": "nonsense"}), json!({"_rev": 3}), json!({"_deleted": "yes"}), json!({"_revisions": {"start": 0, "ids": ["a"]}})] {

@@ -178,7 +178,7 @@ fn add(value: &Value, acc: Value) -> Result<Value, Value> {
         (Value::Object(x), Value::Number(n)) if n.as_f64() == Some(0.0) => Ok(Value::Object(x.clone())),
         (Value::Object(x), Value::Object(mut y)) => {
             for (k, v) in x {
-                let merged = match y.remove(k) {
+                let merged = match y.shift_remove(k) {
                     Some(prev) => add(v, prev)?,
                     None => v.clone(),
                 };

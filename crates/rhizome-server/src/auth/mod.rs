@@ -308,7 +308,7 @@ fn upgrade_user(server: &Server, name: &str, password: &str, hash: &PasswordHash
     let Value::Object(mut doc) = user else { return };
     let new = PasswordHash::with_salt(password, &hash.salt, iterations);
     if let Value::Object(fields) = new.fields() {
-        doc.remove("pbkdf2_prf");
+        doc.shift_remove("pbkdf2_prf");
         doc.extend(fields);
     }
     let result = server.db("_users").and_then(|users| {

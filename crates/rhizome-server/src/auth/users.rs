@@ -45,11 +45,11 @@ pub fn prepare(ctx: &UserCtx, doc: &mut Map<String, Value>, current: Option<&Map
             return Err(HttpError::forbidden("Only _admin may set roles"));
         }
     }
-    match doc.remove("password") {
+    match doc.shift_remove("password") {
         Some(Value::String(p)) => {
             let hash = PasswordHash::new(&p, iterations);
             // A SHA-1 hash's `pbkdf2_prf` is absent; a new hash sets its own.
-            doc.remove("pbkdf2_prf");
+            doc.shift_remove("pbkdf2_prf");
             if let Value::Object(fields) = hash.fields() {
                 doc.extend(fields);
             }

@@ -65,16 +65,22 @@ pub fn attachment(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle, 
                     Err(e) => return Err(e.into()),
                 },
             };
-            let mut atts = doc.remove("_attachments").and_then(|a| a.as_object().cloned()).unwrap_or_default();
+            let mut kept = doc.shift_remove("_attachments").and_then(|a| a.as_object().cloned()).unwrap_or_default();
+            let had_it = kept.shift_remove(name).is_some();
+            // As CouchDB (`chttpd_db:db_attachment_req`): the attachment
+            // written comes first, the others after it in their order (the
+            // order is part of the new revision's id).
+            let mut atts = Map::new();
             if req.method == Method::PUT {
                 let content_type = req.header("content-type").unwrap_or("application/octet-stream");
                 atts.insert(
                     name.to_owned(),
                     json!({ "content_type": content_type, "data": base64::engine::general_purpose::STANDARD.encode(&req.body) }),
                 );
-            } else if atts.remove(name).is_none() {
+            } else if !had_it {
                 return Err(HttpError::not_found("Document is missing attachment"));
             }
+            atts.extend(kept);
             if !atts.is_empty() {
                 doc.insert("_attachments".into(), Value::Object(atts));
             }

@@ -95,8 +95,8 @@ pub fn parse(content_type: &str, body: &[u8]) -> Result<Map<String, Value>, Http
             _ => unnamed.next().ok_or_else(|| HttpError::bad_request("more attachment parts than attachments that follow"))?,
         };
         if let Some(Value::Object(att)) = atts.get_mut(&name) {
-            att.remove("follows");
-            att.remove("length");
+            att.shift_remove("follows");
+            att.shift_remove("length");
             att.insert("data".into(), Value::String(base64::engine::general_purpose::STANDARD.encode(part.body)));
         }
     }
@@ -121,7 +121,7 @@ fn take_inline(doc: &mut Map<String, Value>) -> Result<Vec<(String, String, Vec<
     let mut out = Vec::new();
     for (name, att) in atts.iter_mut() {
         let Some(att) = att.as_object_mut() else { continue };
-        let Some(Value::String(data)) = att.remove("data") else { continue };
+        let Some(Value::String(data)) = att.shift_remove("data") else { continue };
         let bytes = base64::engine::general_purpose::STANDARD.decode(data.as_bytes()).map_err(|e| HttpError::internal(format!("attachment {name}: {e}")))?;
         att.insert("follows".into(), Value::Bool(true));
         att.insert("length".into(), Value::from(bytes.len()));

@@ -224,7 +224,7 @@ fn replace_rdf(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target
 
 fn replace_binary(req: &Request, ctx: &UserCtx, db: &Arc<DbHandle>, target: &Target) -> Result<Response<Body>, HttpError> {
     let mut doc = db.db.get_doc(&target.iri, &rhizome_docs::ReadOptions::default())?;
-    let mut atts = match doc.remove("_attachments") {
+    let mut atts = match doc.shift_remove("_attachments") {
         Some(Value::Object(a)) => a,
         _ => Map::new(),
     };

@@ -241,7 +241,7 @@ impl Sandbox {
                         other => (other, Value::Null),
                     })
                     .collect()),
-                Value::Object(mut e) => Err(e.remove("error").map(|m| describe(&m)).unwrap_or_default()),
+                Value::Object(mut e) => Err(e.shift_remove("error").map(|m| describe(&m)).unwrap_or_default()),
                 _ => Err("the map function gave no result".to_owned()),
             })
             .collect())
