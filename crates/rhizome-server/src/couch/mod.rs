@@ -9,6 +9,7 @@ pub mod design_functions;
 pub mod documents;
 pub mod mango;
 pub mod node;
+pub mod nouveau;
 pub mod multipart;
 pub mod replicate;
 pub mod server;
