@@ -16,6 +16,13 @@ Documents, like a CouchDB client, in a server's data folder::
     rev = db.put({"_id": "alice", "name": "Alice"})
     db.put({"_id": "alice", "_rev": rev, "name": "Alice B."})
 
+Transactions over documents and quads, at one snapshot, all or nothing::
+
+    with db.transaction() as t:          # commits at the end of the block
+        a, b = t.get("acct:1"), t.get("acct:2")
+        a["balance"] -= 5; b["balance"] += 5
+        t.put(a); t.put(b)               # raises rhizome.Conflict if either changed
+
 LDP resources as rdflib graphs: ``rhizome.Ldp(db).get("/pomegranate")``.
 
 rdflib: ``rdflib.Graph(store="Rhizome")`` (see ``rhizome.rdflib_store``)
@@ -44,6 +51,7 @@ from ._rhizome import (
     RhizomeError,
     Store,
     StoreLocked,
+    Transaction,
     Triple,
     Variable,
     open,
@@ -71,6 +79,7 @@ __all__ = [
     "RhizomeError",
     "Store",
     "StoreLocked",
+    "Transaction",
     "Triple",
     "Variable",
     "from_rdflib",

@@ -232,6 +232,13 @@ impl PyDatabase {
         self.write_one(py, doc)
     }
 
+    /// Begins a transaction over the database's documents and quads
+    /// (``rhizome.Transaction``): reads at one snapshot, commits
+    /// atomically or raises ``Conflict``.
+    fn transaction(&self) -> PyResult<crate::transaction::PyTransaction> {
+        crate::transaction::PyTransaction::begin(self.db.clone(), &self.name, self.read_only)
+    }
+
     /// Deletes a document at revision ``rev``; returns the deletion's
     /// revision.
     ///
@@ -565,6 +572,7 @@ pub(crate) fn new_doc_id() -> String {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DataFolder>()?;
     m.add_class::<PyDatabase>()?;
+    m.add_class::<crate::transaction::PyTransaction>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     let _ = (kv_error, rdf_error);
     Ok(())

@@ -1,4 +1,14 @@
-//! `rhizome`: the command line. Each subcommand lives in `commands/`.
+//! `rhizome`: the command line. Each subcommand lives in `commands/`: `init`,
+//! `load` (into a store folder, or with `--db` into a server database whose
+//! graphs become documents), `quads`, `dump`, `query`, `update`, `stats`,
+//! `compact`, `check`, `replicate`, `serve` and `graph`, plus hidden
+//! benchmark and crash-test helpers. Reading commands open the store
+//! read-only. It owns argument parsing (`clap`), progress bars and the
+//! process's allocator (`allocator.rs`: mimalloc, called the way its own
+//! malloc is, with transparent huge pages off); everything else is the
+//! crates it calls. Its `tests/` hold the black-box tests that need the real
+//! binary: the server's API, interop with real clients, the W3C protocol
+//! suites, crash tests that kill real processes, `rhizome check`.
 
 mod allocator;
 mod commands;
@@ -16,6 +26,13 @@ struct Cli {
     /// The store's folder (created by `init` or the first `load`).
     #[arg(long, global = true, env = "RHIZOME_DATA", default_value = "./rhizome-data")]
     data: PathBuf,
+    /// Keep the stores in an Apache Cassandra cluster instead of the data
+    /// folder: cassandra://HOST[:PORT][,HOST...]/KEYSPACE, with settings
+    /// after `?` (replication_factor, consistency, serial_consistency,
+    /// lease_ms). Every server given the same address serves the same
+    /// databases. Needs a build with the cargo feature `cassandra`.
+    #[arg(long, global = true, env = "RHIZOME_STORE")]
+    store: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -57,6 +74,9 @@ enum Command {
     BenchQueries(commands::bench_queries::Args),
     #[command(hide = true)]
     BenchHttp(commands::bench_http::Args),
+    /// TPC-B through a transaction door (for bench/tpcb).
+    #[command(hide = true)]
+    BenchTpcb(commands::bench_tpcb::Args),
     /// What the quad indexes cost per lookup and per row (for bench/index-cost).
     #[command(hide = true)]
     BenchIndex(commands::bench_index::Args),
@@ -68,6 +88,10 @@ enum Command {
 fn main() -> ExitCode {
     allocator::no_transparent_huge_pages();
     let cli = Cli::parse();
+    if let Err(e) = rhizome_kv::remote::configure(cli.store.as_deref(), &cli.data) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Init(args) => commands::init::run(&cli.data, args),
         Command::Load(args) => commands::load::run(&cli.data, args),
@@ -85,6 +109,7 @@ fn main() -> ExitCode {
         Command::BenchLookups(args) => commands::bench_lookups::run(&cli.data, args),
         Command::BenchQueries(args) => commands::bench_queries::run(&cli.data, args),
         Command::BenchHttp(args) => commands::bench_http::run(args),
+        Command::BenchTpcb(args) => commands::bench_tpcb::run(&cli.data, args),
         Command::BenchIndex(args) => commands::bench_index::run(&cli.data, args),
         Command::WriteProbe(args) => commands::write_probe::run(&cli.data, args),
     };

@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::attacks::{ask, cartesian_where, query_until_answered, with_eighty_numbers, SORT_QUERY, get_unread, incompressible, put_attachment, read_a_little, read_some, with_twelve_triples};
 use common::process::{peak_rss_while, rss_bytes};
 use common::server::{base64, try_request, ServerProcess, ADMIN};
 use std::io::{Read, Write};
@@ -20,52 +21,6 @@ use std::time::{Duration, Instant};
 const MIB: u64 = 1 << 20;
 /// Memory the server may grow by while the answers stream.
 const GROWTH_CAP: u64 = 256 * MIB;
-
-fn with_twelve_triples(server: &ServerProcess) {
-    assert_eq!(server.request("PUT", "/db", Some(ADMIN), None).0, 201);
-    let triples: String = (0..12).map(|i| format!("<http://e/s{i}> <http://e/p{}> \"value {i}\" .\n", i % 3)).collect();
-    let update = format!("INSERT DATA {{ GRAPH <http://e/g> {{ {triples} }} }}");
-    let (status, body) = try_request(server.port, "POST", "/db/_sparql", Some(ADMIN), Some(&update), &[("Content-Type", "application/sparql-update")]).unwrap();
-    assert_eq!(status, 200, "{body}");
-}
-
-/// Nine unconnected patterns: every combination of the 12 triples.
-fn cartesian_where() -> String {
-    let patterns: Vec<String> = (1..=9).map(|i| format!("?s{i} ?p{i} ?o{i}")).collect();
-    format!("WHERE {{ {} }}", patterns.join(" . "))
-}
-
-/// Sends a query and returns the connection, its response head read.
-fn ask(port: u16, query: &str, accept: &str) -> (TcpStream, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        s,
-        "POST /db/_sparql HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {}\r\nContent-Type: application/sparql-query\r\nAccept: {accept}\r\nContent-Length: {}\r\n\r\n{query}",
-        base64(ADMIN.as_bytes()),
-        query.len()
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(s.read(&mut byte).unwrap(), 1, "the connection closed before the response head");
-        head.push(byte[0]);
-    }
-    (s, String::from_utf8_lossy(&head).into_owned())
-}
-
-/// Reads `bytes` of the body (chunked framing included).
-fn read_some(s: &mut TcpStream, bytes: u64) -> u64 {
-    let mut buf = vec![0u8; 64 << 10];
-    let mut read = 0;
-    while read < bytes {
-        let n = s.read(&mut buf).unwrap();
-        assert!(n > 0, "the answer ended after {read} bytes");
-        read += n as u64;
-    }
-    read
-}
 
 #[test]
 fn a_cartesian_select_and_construct_stream_in_bounded_memory() {
@@ -107,7 +62,8 @@ fn six_concurrent_large_answers_stay_within_the_cap() {
                 scope.spawn(|| {
                     let (mut s, head) = ask(server.port, &query, "application/sparql-results+json");
                     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-                    read_some(&mut s, GROWTH_CAP);
+                    // Together more than the cap: nothing like the answers is kept.
+                    read_some(&mut s, GROWTH_CAP / 4);
                 });
             }
         });
@@ -154,39 +110,15 @@ fn seventy_slow_readers_of_a_large_attachment_stay_within_the_cap() {
     let dir = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(&dir.path().join("data"));
     assert_eq!(server.request("PUT", "/db", Some(ADMIN), None).0, 201);
-    let data: Vec<u8> = (0..50_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
-    {
-        let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
-        write!(
-            s,
-            "PUT /db/doc/blob HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {}\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            base64(ADMIN.as_bytes()),
-            data.len()
-        )
-        .unwrap();
-        s.write_all(&data).unwrap();
-        let mut answer = String::new();
-        s.read_to_string(&mut answer).unwrap();
-        assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
-    }
+    let data = incompressible(50_000_000);
+    put_attachment(server.port, "/db/doc/blob", &data);
     let pid = server.child.id();
     let cap = rss_bytes(pid) + GROWTH_CAP;
-    let get = || {
-        let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        write!(s, "GET /db/doc/blob HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {}\r\nConnection: close\r\n\r\n", base64(ADMIN.as_bytes())).unwrap();
-        s
-    };
     let ((), peak) = peak_rss_while(pid, cap, || {
-        let mut readers: Vec<(TcpStream, Vec<u8>)> = (0..70).map(|_| (get(), Vec::new())).collect();
+        let mut readers: Vec<(TcpStream, Vec<u8>)> = (0..70).map(|_| (get_unread(server.port, "/db/doc/blob"), Vec::new())).collect();
         // Each reads a little and stops, its socket full.
         for (s, first) in &mut readers {
-            let mut buf = vec![0u8; 64 << 10];
-            while first.len() < 1 << 20 {
-                let n = s.read(&mut buf).unwrap();
-                assert!(n > 0, "the answer ended early");
-                first.extend_from_slice(&buf[..n]);
-            }
+            *first = read_a_little(s, 1 << 20);
         }
         // Three read on to the end and get every byte.
         for (mut s, mut all) in readers.drain(..3) {
@@ -258,11 +190,8 @@ fn concurrent_sorts_share_the_servers_request_memory() {
     let dir = tempfile::tempdir().unwrap();
     let server = ServerProcess::start_with_env(&dir.path().join("data"), &[("RHIZOME_REQUEST_MEMORY_BYTES", &(256 * MIB).to_string())]);
     assert_eq!(server.request("PUT", "/db", Some(ADMIN), None).0, 201);
-    let triples: String = (0..80).map(|i| format!("<http://e/s{i}> <http://e/p> {i} .\n")).collect();
-    let update = format!("INSERT DATA {{ GRAPH <http://e/g> {{ {triples} }} }}");
-    assert_eq!(try_request(server.port, "POST", "/db/_sparql", Some(ADMIN), Some(&update), &[("Content-Type", "application/sparql-update")]).unwrap().0, 200);
-    // 80^3 rows sorted to keep the last: the whole sort is held.
-    let query = "SELECT ?a ?b ?c WHERE { ?x <http://e/p> ?a . ?y <http://e/p> ?b . ?z <http://e/p> ?c } ORDER BY ?a ?b ?c LIMIT 1 OFFSET 511999";
+    with_eighty_numbers(&server);
+    let query = SORT_QUERY;
     let pid = server.child.id();
     // The shared 256 MiB, and as much again for what the estimates leave
     // out; six sorts at once took 800 MiB before.
@@ -271,23 +200,10 @@ fn concurrent_sorts_share_the_servers_request_memory() {
     let ((), peak) = peak_rss_while(pid, cap, || {
         std::thread::scope(|scope| {
             for client in 0..6u64 {
-                let (busy, query, server) = (&busy, query, &server);
+                let (busy, query, port) = (&busy, query, server.port);
                 scope.spawn(move || {
-                    for attempt in 0..100u64 {
-                        let (status, body) =
-                            try_request(server.port, "POST", "/db/_sparql", Some(ADMIN), Some(query), &[("Content-Type", "application/sparql-query")]).unwrap();
-                        if status == 200 {
-                            assert!(body.contains(r#""value":"79""#), "{body}");
-                            return;
-                        }
-                        assert_eq!(status, 503, "{body}");
-                        assert!(body.contains("server_busy"), "{body}");
-                        busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        // As a client honouring Retry-After would, spread
-                        // out so that the six do not retry in step.
-                        std::thread::sleep(Duration::from_millis(200 + (client * 131 + attempt * 71) % 800));
-                    }
-                    panic!("a query never found room in 100 tries");
+                    let answer = query_until_answered(port, query, client, busy);
+                    assert!(answer.contains(r#""value":"79""#), "{answer}");
                 });
             }
         });

@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::attacks::{list_document, ntriples};
 use common::process::{peak_rss_while, rss_bytes};
 use common::server::{try_request, ServerProcess, ADMIN};
 
@@ -20,17 +21,6 @@ const GROWTH_CAP: u64 = 384 * MIB;
 
 fn send(server: &ServerProcess, method: &str, path: &str, content_type: &str, body: &str) -> (u16, String) {
     try_request(server.port, method, path, Some(ADMIN), Some(body), &[("Content-Type", content_type)]).expect("the server answers")
-}
-
-/// A JSON-LD document whose `items` is a list of `n` numbers (two
-/// triples per item).
-fn list_document(n: usize) -> String {
-    let items: Vec<String> = (0..n).map(|i| i.to_string()).collect();
-    format!(r#"{{"@context":{{"items":{{"@id":"http://e/items","@container":"@list"}}}},"@id":"http://e/s","items":[{}]}}"#, items.join(","))
-}
-
-fn ntriples(n: usize) -> String {
-    (0..n).map(|i| format!("<http://e/s{i}> <http://e/p> \"v{i}\" .\n")).collect()
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::attacks::tiny_documents;
 use common::process::{peak_rss_while, rss_bytes};
 use common::server::{try_request, ServerProcess, ADMIN};
 
@@ -18,15 +19,14 @@ fn a_bulk_write_of_two_million_tiny_documents_is_refused_within_the_cap() {
     assert_eq!(server.request("PUT", "/db", Some(ADMIN), None).0, 201);
     let pid = server.child.id();
     let cap = rss_bytes(pid) + 256 * MIB;
-    let body = |n: usize| format!(r#"{{"docs": [{}]}}"#, vec!["{}"; n].join(","));
     let ((), peak) = peak_rss_while(pid, cap, || {
-        let (status, answer) = try_request(server.port, "POST", "/db/_bulk_docs", Some(ADMIN), Some(&body(2_000_000)), &[]).unwrap();
+        let (status, answer) = try_request(server.port, "POST", "/db/_bulk_docs", Some(ADMIN), Some(&tiny_documents(2_000_000)), &[]).unwrap();
         assert_eq!(status, 413, "{}", &answer[..answer.len().min(300)]);
         assert!(answer.contains("--max-bulk-docs") && answer.contains("2000000"), "{answer}");
     });
     eprintln!("2M documents refused: peak resident memory {} MiB", peak / MIB);
     // At the limit, written.
-    let (status, answer) = try_request(server.port, "POST", "/db/_bulk_docs", Some(ADMIN), Some(&body(10_000)), &[]).unwrap();
+    let (status, answer) = try_request(server.port, "POST", "/db/_bulk_docs", Some(ADMIN), Some(&tiny_documents(10_000)), &[]).unwrap();
     assert_eq!(status, 201, "{}", &answer[..answer.len().min(300)]);
     let (status, answer) = server.request("GET", "/db", Some(ADMIN), None);
     assert_eq!(status, 200);

@@ -386,6 +386,22 @@ impl Database {
         self.get_doc_as(id, opts, |kv, id, info, rev, opts, s| Ok((rev.clone(), render_json(kv, id, info, rev, opts, s)?)))
     }
 
+    /// A snapshot of the database, for several reads that must agree
+    /// (`_bulk_get`: the `*_at` reads).
+    pub fn read_snapshot(&self) -> Result<StoreSnapshot> {
+        Ok(self.store.snapshot()?)
+    }
+
+    /// [`Database::get_doc_bytes`] at a snapshot.
+    pub fn get_doc_bytes_at(&self, s: &StoreSnapshot, id: &str, opts: &ReadOptions) -> Result<(Rev, Vec<u8>)> {
+        Self::get_doc_from(s, id, opts, |kv, id, info, rev, opts, s| Ok((rev.clone(), render_json(kv, id, info, rev, opts, s)?)))
+    }
+
+    /// [`Database::open_revs_bytes`] at a snapshot.
+    pub fn open_revs_bytes_at(&self, s: &StoreSnapshot, id: &str, which: &OpenRevs, opts: &ReadOptions) -> Result<Vec<OpenRev<Vec<u8>>>> {
+        self.open_revs_at(s, id, which, opts, render_json)
+    }
+
     /// [`Database::get_doc`] as `snapshot` has it (an index mapping a
     /// batch of documents reads them all from one snapshot).
     pub fn get_doc_in(&self, snapshot: &StoreSnapshot, id: &str, opts: &ReadOptions) -> Result<Map<String, Value>> {
@@ -515,7 +531,10 @@ impl Database {
     }
 
     fn open_revs_as<T>(&self, id: &str, which: &OpenRevs, opts: &ReadOptions, render: impl Renderer<T>) -> Result<Vec<OpenRev<T>>> {
-        let s = self.store.snapshot()?;
+        self.open_revs_at(&self.store.snapshot()?, id, which, opts, render)
+    }
+
+    fn open_revs_at<T>(&self, s: &StoreSnapshot, id: &str, which: &OpenRevs, opts: &ReadOptions, render: impl Renderer<T>) -> Result<Vec<OpenRev<T>>> {
         let kv = s.kv();
         let info = doc_info(kv, id)?;
         let mut out = Vec::new();
@@ -523,7 +542,7 @@ impl Database {
             OpenRevs::All => {
                 let Some(info) = info else { return Err(DocError::NotFound("missing")) };
                 for leaf in info.tree.leaves() {
-                    out.push(OpenRev::Ok(render(kv, id, &info, &leaf.rev, opts, Some(&s))?));
+                    out.push(OpenRev::Ok(render(kv, id, &info, &leaf.rev, opts, Some(s))?));
                 }
             }
             OpenRevs::List(revs) => {
@@ -543,7 +562,7 @@ impl Database {
                         if !seen.insert(t.clone()) {
                             continue;
                         }
-                        match render(kv, id, info, &t, opts, Some(&s)) {
+                        match render(kv, id, info, &t, opts, Some(s)) {
                             Ok(doc) => out.push(OpenRev::Ok(doc)),
                             Err(DocError::NotFound(_)) => out.push(OpenRev::Missing(t)),
                             Err(e) => return Err(e),

@@ -10,7 +10,7 @@
 //! a tree can end up with several roots; merging still works because
 //! revisions are matched by (position, hash), not by where the root is.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt;
 
 /// A revision id: `pos-hash`.
@@ -67,7 +67,9 @@ pub enum EditError {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RevTree {
     nodes: Vec<Node>,
-    index: HashMap<Rev, usize>,
+    /// FxHash: a hot document's tree (TPC-B's branch row: `_revs_limit`
+    /// revisions) is decoded on every write, one insert per revision.
+    index: FxHashMap<Rev, usize>,
 }
 
 impl RevTree {
@@ -307,6 +309,9 @@ impl RevTree {
             return None;
         }
         let mut tree = RevTree::new();
+        // Each node is at least 15 bytes.
+        tree.nodes.reserve(rest.len() / 48 + 1);
+        tree.index.reserve(rest.len() / 48 + 1);
         while !rest.is_empty() {
             let pos = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
             let parent = u32::from_be_bytes(rest.get(8..12)?.try_into().ok()?);

@@ -136,14 +136,47 @@ impl Database {
         if prepared.len() != docs.len() {
             return Err(DocError::BadRequest(format!("{} documents, {} preparations", docs.len(), prepared.len())));
         }
-        // The remote contexts each document names, kept on disk once the
-        // write commits (`ContextStore::confirm`); only when they are fetched.
-        let fetched_contexts: Vec<Vec<String>> = match self.projector.contexts().filter(|c| c.fetches()) {
+        let fetched_contexts = self.fetched_contexts(&docs);
+        let mut txn = self.store.transaction()?;
+        let out = self.write_prepared_in(&mut txn, docs, prepared, new_edits)?;
+        txn.commit()?;
+        self.confirm_contexts(fetched_contexts, out.iter().map(|(_, outcome)| outcome.is_ok()));
+        Ok(out)
+    }
+
+    /// The remote contexts each of `docs` names, to be kept on disk once
+    /// their write commits ([`Database::confirm_contexts`],
+    /// `ContextStore::confirm`); empty unless contexts are fetched.
+    pub fn fetched_contexts(&self, docs: &[Map<String, Value>]) -> Vec<Vec<String>> {
+        match self.projector.contexts().filter(|c| c.fetches()) {
             Some(_) => docs.iter().map(|d| crate::contexts::context_urls(&Value::Object(d.clone()), None)).collect(),
             None => Vec::new(),
-        };
-        let mut txn = self.store.transaction()?;
-        let mut counters = Counters::read(&txn)?;
+        }
+    }
+
+    /// After the commit of a write of documents whose remote contexts
+    /// were `fetched` ([`Database::fetched_contexts`]): keeps those of the
+    /// documents written (`written`, in the same order).
+    pub fn confirm_contexts(&self, fetched: Vec<Vec<String>>, written: impl IntoIterator<Item = bool>) {
+        if let Some(contexts) = self.projector.contexts() {
+            for (urls, ok) in fetched.into_iter().zip(written) {
+                if ok && !urls.is_empty() {
+                    contexts.confirm(&serde_json::json!({ "@context": urls }));
+                }
+            }
+        }
+    }
+
+    /// [`Database::update_prepared`] inside a transaction the caller
+    /// commits (group commit runs several requests in one). The graphs the
+    /// documents' projections changed are accounted for (not left for
+    /// [`Database::record_graph_writes_in`]).
+    pub fn write_prepared_in(&self, txn: &mut StoreTransaction<'_>, docs: Vec<Map<String, Value>>, prepared: Vec<PreparedDoc>, new_edits: bool) -> Result<Vec<(String, WriteOutcome)>> {
+        if prepared.len() != docs.len() {
+            return Err(DocError::BadRequest(format!("{} documents, {} preparations", docs.len(), prepared.len())));
+        }
+        let txn = &mut *txn;
+        let mut counters = Counters::read(txn)?;
         let mut out = Vec::with_capacity(docs.len());
         for (doc, prepared) in docs.into_iter().zip(prepared) {
             let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -161,21 +194,14 @@ impl Database {
                 continue;
             }
             let writer = prepared.writer;
-            let outcome = match self.write_one(&mut txn, &mut counters, &id, doc, new_edits, None, writer, prepared) {
+            let outcome = match self.write_one(txn, &mut counters, &id, doc, new_edits, None, writer, prepared) {
                 Err(e @ (DocError::Store(_) | DocError::Kv(_) | DocError::Corrupt(_) | DocError::Projection { .. })) => return Err(e),
                 other => other,
             };
             out.push((id, outcome));
         }
-        counters.write(&mut txn);
-        txn.commit()?;
-        if let Some(contexts) = self.projector.contexts() {
-            for (urls, (_, outcome)) in fetched_contexts.into_iter().zip(&out) {
-                if outcome.is_ok() && !urls.is_empty() {
-                    contexts.confirm(&serde_json::json!({ "@context": urls }));
-                }
-            }
-        }
+        counters.write(txn);
+        txn.clear_touched_graphs();
         Ok(out)
     }
 
@@ -213,12 +239,16 @@ impl Database {
     ) -> std::result::Result<T, E> {
         let mut txn = self.store.transaction().map_err(DocError::from)?;
         let out = f(&mut txn)?;
-        self.record_graph_writes(&mut txn, emptied, check, writer)?;
+        self.record_graph_writes_in(&mut txn, emptied, check, writer)?;
         txn.commit().map_err(DocError::from)?;
         Ok(out)
     }
 
-    fn record_graph_writes(&self, txn: &mut StoreTransaction<'_>, emptied: EmptiedGraphs, mut check: Option<WriteCheck<'_>>, writer: Writer) -> Result<()> {
+    /// Makes the graphs `txn` changed so far new revisions of their
+    /// documents (what [`Database::rdf_write_checked`] does before its
+    /// commit), written by `writer` under `crate::rights`, for writes that
+    /// share a transaction with others.
+    pub fn record_graph_writes_in(&self, txn: &mut StoreTransaction<'_>, emptied: EmptiedGraphs, mut check: Option<WriteCheck<'_>>, writer: Writer) -> Result<()> {
         let touched = txn.touched_graphs().to_vec();
         if touched.is_empty() {
             return Ok(());
@@ -726,13 +756,20 @@ fn trace(phase: &str) {
 pub struct PreparedDoc {
     /// Whose rights the document is written with (by default a member's:
     /// a preparation made without saying has no more).
-    writer: Writer,
+    pub(crate) writer: Writer,
     /// Why the document cannot be written (its projection's remote
     /// contexts could not be had, or its JSON-LD cannot be read): that
     /// document's error alone.
     refused: Option<String>,
     ahead: Option<crate::Prepared>,
     revision: Option<RevisionAhead>,
+}
+
+impl PreparedDoc {
+    /// Why the document cannot be written, when its preparation found out.
+    pub fn refusal(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
 }
 
 /// A `new_edits` revision's body, its JSON and its hash, made before the

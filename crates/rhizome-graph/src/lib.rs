@@ -2,17 +2,23 @@
 //!
 //! Owns: walks over the links between nodes (a link is a quad whose object
 //! is an IRI or a blank node, in any graph: the union of a database's
-//! documents), namely neighbours to depth k ([`neighbours`]), shortest
-//! paths by bidirectional breadth-first search ([`shortest_paths`], one or
-//! all of them) and cheapest paths where a numeric property of each node
-//! entered is the cost ([`cheapest_path`], Dijkstra), each within
-//! [`Limits`] (nodes visited, a deadline).
+//! documents), namely neighbours to depth k ([`neighbours`],
+//! `traverse.rs`), shortest paths by bidirectional breadth-first search
+//! expanding the smaller frontier ([`shortest_paths`], one or all of them,
+//! `path.rs`), cheapest paths where a numeric property of each node
+//! entered is the cost ([`cheapest_path`], Dijkstra, `weighted.rs`) and
+//! counts by object of a predicate ([`count_by_object`], from the store's
+//! value counts when it keeps them), each within [`Limits`] (nodes
+//! visited, a deadline).
 //! Does not own: reading quads (`rhizome-rdf`'s scans), documents
-//! (`rhizome-docs`), HTTP (`rhizome-server`).
+//! (`rhizome-docs`), HTTP (`rhizome-server`'s `graph/`, serving
+//! `POST /{db}/_traverse` and `/{db}/_path`), SPARQL (`rhizome-sparql`'s
+//! `SERVICE <urn:rhizome:graph>`), the command line (`rhizome graph`).
 //!
 //! Frontiers and visited sets are sorted vectors of term ids, merged level
 //! by level: no allocation per node, and a level of a million nodes is a
-//! sort of 8-byte keys.
+//! sort of 8-byte keys. Lookups re-point pooled reusable scans
+//! (`links.rs`) instead of opening a cursor per node.
 //!
 //! Main types: [`LinkFilter`], [`Direction`], [`Limits`], [`Reached`],
 //! [`Paths`].

@@ -5,7 +5,7 @@
 //! writer lock from its first read to its commit, so read-modify-write
 //! sequences (counters, dictionary ids, revision trees) need no retry logic.
 
-use crate::backend::{Backend, Snapshot, SortedRun, SortedRunWriter, WriteBatch};
+use crate::backend::{Backend, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease};
 use crate::{Keyspace, MemoryBackend, Result, Transaction};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,17 +22,26 @@ impl Kv {
 
     /// Opens (creating if missing) the embedded store at `path`, tuned by
     /// the environment (see [`crate::RocksOptions::from_env`]).
+    /// When the process uses a shared store (`--store`, `RHIZOME_STORE`:
+    /// see [`crate::remote`]), the store named by `path` there.
     #[cfg(feature = "rocksdb")]
     pub fn open(path: &Path) -> Result<Self> {
         use crate::{RocksBackend, RocksOptions};
+        if let Some(backend) = crate::remote::open(path)? {
+            return Ok(Self::new(backend));
+        }
         Ok(Self::new(Arc::new(RocksBackend::open(path, &RocksOptions::from_env()?)?)))
     }
 
     /// Opens the embedded store at `path` for reading only (see
-    /// [`crate::RocksBackend::open_read_only`]).
+    /// [`crate::RocksBackend::open_read_only`]); a shared store is opened
+    /// as by [`Kv::open`].
     #[cfg(feature = "rocksdb")]
     pub fn open_read_only(path: &Path) -> Result<Self> {
         use crate::{RocksBackend, RocksOptions};
+        if let Some(backend) = crate::remote::open(path)? {
+            return Ok(Self::new(backend));
+        }
         Ok(Self::new(Arc::new(RocksBackend::open_read_only(path, &RocksOptions::from_env()?)?)))
     }
 
@@ -59,6 +68,9 @@ impl Kv {
     /// Without the embedded backend there is nothing on disk to open.
     #[cfg(not(feature = "rocksdb"))]
     pub fn open(path: &Path) -> Result<Self> {
+        if let Some(backend) = crate::remote::open(path)? {
+            return Ok(Self::new(backend));
+        }
         Err(crate::Error::Engine(format!("built without the embedded backend; cannot open {}", path.display())))
     }
 
@@ -79,8 +91,18 @@ impl Kv {
     /// Takes the writer lock for a bulk job that writes through ingestion.
     pub fn bulk_writer(&self) -> Result<BulkWriter<'_>> {
         let guard = self.lock_writer();
-        let snapshot = self.backend.snapshot()?;
-        Ok(BulkWriter { _guard: guard, backend: self.backend.as_ref(), snapshot })
+        let lease = self.backend.begin_write()?;
+        let snapshot = match &lease {
+            Some(lease) => lease.snapshot()?,
+            None => self.backend.snapshot()?,
+        };
+        Ok(BulkWriter { _guard: guard, backend: self.backend.as_ref(), lease: std::sync::Mutex::new(lease), snapshot })
+    }
+
+    /// Whether other processes write this store too (a shared store):
+    /// what a layer above keeps of it in memory may then go stale.
+    pub fn is_shared(&self) -> bool {
+        self.backend.is_shared()
     }
 
     pub fn compact(&self) -> Result<()> {
@@ -107,6 +129,8 @@ impl Kv {
 pub struct BulkWriter<'a> {
     _guard: MutexGuard<'a, ()>,
     backend: &'a dyn Backend,
+    /// Write access shared with other processes (see [`Backend::begin_write`]).
+    lease: std::sync::Mutex<Option<Box<dyn WriteLease>>>,
     snapshot: Arc<dyn Snapshot>,
 }
 
@@ -125,13 +149,19 @@ impl BulkWriter<'_> {
     /// compactions), doubling the cost of a bulk load. Callers must drop
     /// their own clones of the snapshot before this too.
     pub fn ingest(self, runs: Vec<SortedRun>) -> Result<()> {
-        let BulkWriter { _guard, backend, snapshot } = self;
+        let BulkWriter { _guard, backend, lease, snapshot } = self;
         drop(snapshot);
-        let result = backend.ingest(runs);
+        let result = match lease.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(mut lease) => lease.ingest(runs),
+            None => backend.ingest(runs),
+        };
         drop(_guard);
         result
     }
     pub fn commit(&self, batch: WriteBatch) -> Result<()> {
-        self.backend.commit(batch)
+        match self.lease.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            Some(lease) => lease.commit(batch, false),
+            None => self.backend.commit(batch),
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! A transaction: a snapshot plus the writes made so far, which the
 //! transaction reads back (gets and scans see them merged with the snapshot).
 
-use crate::backend::{Backend, Cursor, KvRead, Snapshot, WriteBatch, WriteOp};
+use crate::backend::{Backend, Cursor, KvRead, Snapshot, WriteBatch, WriteLease, WriteOp};
 use crate::{Keyspace, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -12,6 +12,9 @@ type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 pub struct Transaction<'a> {
     _guard: MutexGuard<'a, ()>,
     backend: &'a dyn Backend,
+    /// Write access shared with other processes (see
+    /// [`Backend::begin_write`]); the snapshot and the commit go through it.
+    lease: Option<Box<dyn WriteLease>>,
     snapshot: Arc<dyn Snapshot>,
     overlay: HashMap<Keyspace, Overlay>,
     empty: Overlay,
@@ -19,8 +22,19 @@ pub struct Transaction<'a> {
 
 impl<'a> Transaction<'a> {
     pub(crate) fn new(guard: MutexGuard<'a, ()>, backend: &'a dyn Backend) -> Result<Self> {
-        let snapshot = backend.snapshot()?;
-        Ok(Transaction { _guard: guard, backend, snapshot, overlay: HashMap::new(), empty: Overlay::new() })
+        let lease = backend.begin_write()?;
+        let snapshot = match &lease {
+            Some(lease) => lease.snapshot()?,
+            None => backend.snapshot()?,
+        };
+        Ok(Transaction { _guard: guard, backend, lease, snapshot, overlay: HashMap::new(), empty: Overlay::new() })
+    }
+
+    /// Whether another process committed to the store since this process
+    /// last wrote it (see [`WriteLease::changed_elsewhere`]); never for
+    /// an embedded store, which one process owns.
+    pub fn changed_elsewhere(&self) -> bool {
+        self.lease.as_ref().is_some_and(|lease| lease.changed_elsewhere())
     }
 
     /// The committed state the transaction started from, without its writes.
@@ -77,7 +91,7 @@ impl<'a> Transaction<'a> {
         // The read snapshot goes first: the memory backend copies its whole
         // map on a commit while any snapshot of the old version is alive.
         // The writer's lock (`_guard`) is held to the end.
-        let Transaction { _guard, backend, snapshot, overlay, .. } = self;
+        let Transaction { _guard, backend, lease, snapshot, overlay, .. } = self;
         drop(snapshot);
         let mut batch = WriteBatch::default();
         // Sized once: a group commit's batch holds thousands of writes.
@@ -90,7 +104,10 @@ impl<'a> Transaction<'a> {
                 });
             }
         }
-        backend.commit(batch)
+        match lease {
+            Some(mut lease) => lease.commit(batch, true),
+            None => backend.commit(batch),
+        }
     }
 }
 

@@ -1,22 +1,25 @@
 //! `rhizome-ldp`: the Linked Data Platform 1.0 model
-//! (https://www.w3.org/TR/ldp/) over a database's documents.
+//! (<https://www.w3.org/TR/ldp/>) over a database's documents, without HTTP.
 //!
 //! Owns: the interaction models ([`InteractionModel`]) and resource paths
 //! ([`LdpPath`]); the index of LDP resources, container children and
-//! membership targets kept in the database's store ([`index`]), maintained
-//! by [`LdpProjector`] inside every document write, whatever door the write
+//! membership targets kept in the database's store ([`index`], keyspaces
+//! 45-47, entry format 1), maintained by [`LdpProjector`] (wrapping the
+//! JSON-LD projector) inside every document write, whatever door the write
 //! came through (LDP, CouchDB's API, SPARQL Update, the Graph Store
-//! Protocol, replication); containers' membership settings
+//! Protocol, replication, Python); containers' membership settings
 //! ([`Membership`]); `Prefer` headers ([`Preferences`]); ETags ([`etag`]);
 //! the server-managed triples a client may not write ([`constraints`]);
 //! the rules every write of an LDP resource keeps, whatever its door
-//! (`rights.rs`, checked by [`LdpProjector`]);
-//! and the store side of writes every door shares ([`storage`]: revisions,
-//! ETags, a graph replaced, slugs, deletions with descendants).
-//! Does not own HTTP (`rhizome-server/src/ldp/`), nor documents themselves
-//! (`rhizome-docs`): an LDP resource *is* a document whose id is its
-//! absolute IRI under `<base>/<db>/_ldp/`, and whose graph, of that same
-//! IRI, holds its triples.
+//! (`rights.rs`, checked by [`LdpProjector`]: `ldp:contains` is nobody's,
+//! interaction models fixed, membership settings the admins', a parent
+//! that is a container); and the store side of writes every door shares
+//! ([`storage`]: revisions, ETags, a graph replaced, slugs, deletions with
+//! descendants).
+//! Does not own HTTP (`rhizome-server/src/ldp/`, at `/{db}/_ldp/`), nor
+//! documents themselves (`rhizome-docs`): an LDP resource *is* a document
+//! whose id is its absolute IRI under `<base>/<db>/_ldp/`, and whose graph,
+//! of that same IRI, holds its triples.
 //!
 //! Containment (`ldp:contains`) and membership triples are never stored in
 //! a container's graph: they are derived from the children index, one key

@@ -44,8 +44,10 @@ pub struct Store {
     families: Arc<FamilyMarks>,
 }
 
+/// Whether a store exists at `path`: the embedded engine's folder, or a
+/// store of that name in the process's shared store (`rhizome_kv::remote`).
 fn is_store_dir(path: &Path) -> bool {
-    path.join("CURRENT").exists()
+    rhizome_kv::remote::store_exists(path).unwrap_or(false)
 }
 
 pub(crate) fn read_u64(snapshot: &dyn KvRead, key: &[u8]) -> Result<u64> {
@@ -104,6 +106,11 @@ impl Store {
     /// The embedded engine at `path` with the quad indexes in segments
     /// (`path/segments`).
     fn open_segmented(path: &Path, read_only: bool, mode: Option<DatasetMode>, settings: Option<MergeSettings>) -> Result<Store> {
+        // A store in the process's shared store (`--store`): no local
+        // files, so its quad indexes are keys in it (as `over_kv`).
+        if let Some(shared) = rhizome_kv::remote::open(path)? {
+            return Self::open_kv(Kv::new(shared), Some(path.to_owned()), mode, None);
+        }
         let inner = Kv::open_backend(path, read_only)?;
         if indexes_as_keys()? {
             return Self::open_kv(Kv::new(inner), Some(path.to_owned()), mode, None);
@@ -193,6 +200,11 @@ impl Store {
         };
         drop(snapshot);
         let families = Arc::new(FamilyMarks::of(kv.snapshot()?.as_ref())?);
+        if kv.is_shared() {
+            // Other processes may put quads in a family this one saw empty;
+            // its marks would not know, so every scan reads both.
+            families.mark(crate::index::Families { triples: true, quads: true });
+        }
         Ok(Store { kv, segments, mode, path, terms: Arc::default(), ids: Arc::default(), writer_cache: Default::default(), families })
     }
 

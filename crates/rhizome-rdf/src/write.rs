@@ -122,7 +122,12 @@ impl Store {
     pub fn transaction(&self) -> Result<StoreTransaction<'_>> {
         let txn = self.kv().transaction()?;
         // After the writer lock: every user of the cache holds that first.
-        let cache = self.writer_cache();
+        let mut cache = self.writer_cache();
+        if txn.changed_elsewhere() {
+            // Another process wrote the store (a shared store): what the
+            // cache carried from this process's last write may be stale.
+            cache.clear();
+        }
         let read = |k| read_u64(&txn, k);
         let (next_id, quads, terms, graphs) = (read(meta::NEXT_ID)?.max(1), read(meta::QUADS)?, read(meta::TERMS)?, read(meta::GRAPHS)?);
         let rdf_type = match cache.rdf_type {

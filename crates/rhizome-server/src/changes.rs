@@ -263,8 +263,22 @@ async fn stream(mut f: FeedRequest, tx: mpsc::Sender<Bytes>, mut shutdown: watch
                     send(&tx, b"\n".to_vec()).await?;
                 }
                 _ = shutdown.changed() => return end(&f, &tx, f.opts.since, 0).await,
+                // On a shared store other servers commit too, unseen by
+                // this one's commit signal: look again every so often.
+                _ = shared_store_poll() => break,
             }
         }
+    }
+}
+
+/// How often a waiting feed reads a shared store (`--store`) again.
+const SHARED_STORE_POLL: Duration = Duration::from_millis(200);
+
+async fn shared_store_poll() {
+    if rhizome_kv::remote::is_shared() {
+        tokio::time::sleep(SHARED_STORE_POLL).await
+    } else {
+        std::future::pending().await
     }
 }
 

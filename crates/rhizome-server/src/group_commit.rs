@@ -18,7 +18,8 @@
 //! leader's thread, which all writes wait on, does not do it.
 
 use crate::error::HttpError;
-use rhizome_docs::{Database, PreparedDoc, WriteOutcome, Writer};
+use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};
+use rhizome_rdf::StoreTransaction;
 use serde_json::{Map, Value};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -31,15 +32,41 @@ type Outcomes = Result<Vec<(String, WriteOutcome)>, HttpError>;
 /// the groups after its own); 4 gained nothing over HTTP.
 const GROUPS_PER_LEADER: usize = 8;
 
+/// One request's writes, each kind with its writer's rights
+/// (`rhizome_docs::Writer`; a document's preparation carries them).
+enum Work {
+    /// Documents each with its own outcome (`_bulk_docs`, PUT, ...).
+    Docs { docs: Vec<(Map<String, Value>, PreparedDoc)>, new_edits: bool },
+    /// `_bulk_docs` with `all_or_nothing` (issue 45): all or none. The
+    /// documents are kept for a rerun (see `run`).
+    Atomic { docs: Vec<Map<String, Value>>, prepared: Option<Vec<PreparedDoc>>, writer: Writer },
+    /// A server-side transaction (`POST /{db}/_transaction`).
+    Ops(Vec<TxnOp>, Writer),
+    /// An RDF write (a SPARQL Update): run in the group's transaction, its
+    /// graphs made revisions (`record_graph_writes_in`). Run again alone
+    /// when it fails (its part in the group's transaction is dropped).
+    Graph(GraphWrite, EmptiedGraphs, Writer),
+}
+
+/// An RDF write to run inside a store transaction, as often as needed.
+pub type GraphWrite = Box<dyn FnMut(&mut StoreTransaction<'_>) -> Result<Value, HttpError> + Send>;
+
+/// What a request gets back.
+pub enum Done {
+    Docs(Vec<(String, WriteOutcome)>),
+    Atomic(Result<Vec<(String, Rev)>, Refusals>),
+    Ops(Result<Vec<OpResult>, (usize, DocError)>),
+    Graph(Value),
+}
+
 enum Role {
     Waiting,
     Leader,
-    Done(Outcomes),
+    Done(Result<Done, HttpError>),
 }
 
 struct Request {
-    docs: Mutex<Vec<(Map<String, Value>, PreparedDoc)>>,
-    new_edits: bool,
+    work: Mutex<Option<Work>>,
     role: Mutex<Role>,
     wake: Condvar,
 }
@@ -65,8 +92,59 @@ impl GroupCommit {
     /// writer's rights in the group (its preparation carries them).
     pub fn write(&self, db: &Database, docs: Vec<Map<String, Value>>, new_edits: bool, writer: Writer) -> Outcomes {
         let prepared = db.prepare_docs(&docs, new_edits, writer).map_err(HttpError::from)?;
+        let fetched = db.fetched_contexts(&docs);
         let docs = docs.into_iter().zip(prepared).collect();
-        let me = Arc::new(Request { docs: Mutex::new(docs), new_edits, role: Mutex::new(Role::Waiting), wake: Condvar::new() });
+        match self.submit(db, Work::Docs { docs, new_edits })? {
+            Done::Docs(out) => {
+                // Durable: the remote contexts of the documents written are
+                // kept on disk (as `Database::update_prepared` does).
+                db.confirm_contexts(fetched, out.iter().map(|(_, o)| o.is_ok()));
+                Ok(out)
+            }
+            _ => Err(HttpError::internal("group commit answered another kind of request")),
+        }
+    }
+
+    /// Writes every document of `docs` or none (`all_or_nothing`), once
+    /// durable: each document's new revision, or each failing document's
+    /// error (nothing written). By `writer`, under `rhizome_docs`' rights
+    /// rules: one document it may not write refuses them all.
+    pub fn write_atomic(&self, db: &Database, docs: Vec<Map<String, Value>>, writer: Writer) -> Result<Result<Vec<(String, Rev)>, Refusals>, HttpError> {
+        let prepared = db.prepare_docs(&docs, true, writer).map_err(HttpError::from)?;
+        let fetched = db.fetched_contexts(&docs);
+        match self.submit(db, Work::Atomic { docs, prepared: Some(prepared), writer })? {
+            Done::Atomic(out) => {
+                if out.is_ok() {
+                    db.confirm_contexts(fetched, std::iter::repeat(true));
+                }
+                Ok(out)
+            }
+            _ => Err(HttpError::internal("group commit answered another kind of request")),
+        }
+    }
+
+    /// Runs a server-side transaction's operations, once durable; a
+    /// refusal names the operation (nothing written). By `writer`, under
+    /// `rhizome_docs`' rights rules.
+    pub fn apply_ops(&self, db: &Database, ops: Vec<TxnOp>, writer: Writer) -> Result<Result<Vec<OpResult>, (usize, DocError)>, HttpError> {
+        match self.submit(db, Work::Ops(ops, writer))? {
+            Done::Ops(out) => Ok(out),
+            _ => Err(HttpError::internal("group commit answered another kind of request")),
+        }
+    }
+
+    /// Runs an RDF write (a SPARQL Update) in a group, once durable; its
+    /// answer, or its own error with nothing written. The revisions it
+    /// makes are `writer`'s, under `rhizome_docs`' rights rules.
+    pub fn write_graphs(&self, db: &Database, emptied: EmptiedGraphs, writer: Writer, write: GraphWrite) -> Result<Value, HttpError> {
+        match self.submit(db, Work::Graph(write, emptied, writer))? {
+            Done::Graph(out) => Ok(out),
+            _ => Err(HttpError::internal("group commit answered another kind of request")),
+        }
+    }
+
+    fn submit(&self, db: &Database, work: Work) -> Result<Done, HttpError> {
+        let me = Arc::new(Request { work: Mutex::new(Some(work)), role: Mutex::new(Role::Waiting), wake: Condvar::new() });
         {
             let mut q = lock(&self.queue);
             q.pending.push(me.clone());
@@ -91,7 +169,7 @@ impl GroupCommit {
         // waits past its outcome.
         for groups in 1.. {
             let batch = std::mem::take(&mut lock(&self.queue).pending);
-            run(db, &batch);
+            run(db, batch);
             let mut q = lock(&self.queue);
             if q.pending.is_empty() {
                 q.leader_active = false;
@@ -112,40 +190,98 @@ impl GroupCommit {
     }
 }
 
-fn run(db: &Database, batch: &[Arc<Request>]) {
-    for new_edits in [true, false] {
-        let group: Vec<&Arc<Request>> = batch.iter().filter(|r| r.new_edits == new_edits).collect();
-        if group.is_empty() {
+/// Runs a group in one transaction and one commit. All-or-nothing writes
+/// and server-side transactions go first: each leaves all or nothing of
+/// itself in the transaction, except when a document fails past the
+/// checks (`is_aborted`); then the transaction is dropped, that request
+/// runs alone (its own outcome), and the group runs again without it.
+/// The other writes go last, once: their documents are consumed.
+fn run(db: &Database, mut batch: Vec<Arc<Request>>) {
+    batch.sort_by_key(|r| matches!(lock(&r.work).as_ref(), Some(Work::Docs { .. })));
+    loop {
+        let mut txn = match db.store().transaction() {
+            Ok(t) => t,
+            Err(e) => return finish_all(&batch, HttpError::from(DocError::from(e))),
+        };
+        let mut outcomes: Vec<Done> = Vec::with_capacity(batch.len());
+        let mut failed = None;
+        for (i, r) in batch.iter().enumerate() {
+            let mut work = lock(&r.work);
+            match apply(db, &mut txn, work.as_mut()) {
+                Ok(done) => outcomes.push(done),
+                Err(e) if is_aborted(&e) => {
+                    failed = Some(i);
+                    break;
+                }
+                Err(e) => {
+                    drop(work);
+                    return finish_all(&batch, HttpError::from(e));
+                }
+            }
+        }
+        if let Some(i) = failed {
+            drop(txn);
+            let r = batch.remove(i);
+            let work = lock(&r.work).take();
+            finish(&r, alone(db, work));
             continue;
         }
-        let mut sizes = Vec::with_capacity(group.len());
-        let (mut docs, mut prepared) = (Vec::new(), Vec::new());
-        for r in &group {
-            let mine = std::mem::take(&mut *lock(&r.docs));
-            sizes.push(mine.len());
-            for (doc, p) in mine {
-                docs.push(doc);
-                prepared.push(p);
-            }
+        if let Err(e) = txn.commit() {
+            return finish_all(&batch, HttpError::from(DocError::from(e)));
         }
-        match db.update_prepared(docs, prepared, new_edits) {
-            Ok(outcomes) => {
-                let mut outcomes = outcomes.into_iter();
-                for (r, n) in group.iter().zip(sizes) {
-                    finish(r, Ok(outcomes.by_ref().take(n).collect()));
-                }
-            }
-            Err(e) => {
-                let e = HttpError::from(e);
-                for r in &group {
-                    finish(r, Err(e.clone()));
-                }
-            }
+        for (r, done) in batch.iter().zip(outcomes) {
+            finish(r, Ok(done));
         }
+        return;
     }
 }
 
-fn finish(r: &Request, out: Outcomes) {
+fn apply(db: &Database, txn: &mut StoreTransaction<'_>, work: Option<&mut Work>) -> Result<Done, DocError> {
+    match work {
+        Some(Work::Docs { docs, new_edits }) => {
+            let (docs, prepared) = std::mem::take(docs).into_iter().unzip();
+            Ok(Done::Docs(db.write_prepared_in(txn, docs, prepared, *new_edits)?))
+        }
+        Some(Work::Atomic { docs, prepared, writer }) => {
+            let prepared = match prepared.take() {
+                Some(p) => p,
+                None => db.prepare_docs(docs, true, *writer)?,
+            };
+            Ok(Done::Atomic(db.write_atomic_in(txn, docs.clone(), prepared)?))
+        }
+        Some(Work::Ops(ops, writer)) => Ok(Done::Ops(db.apply_ops_in(txn, ops, None, *writer)?)),
+        Some(Work::Graph(write, emptied, writer)) => {
+            // Its failure may leave a part of it behind: run alone instead.
+            let out = write(txn).map_err(|e| DocError::Coded { status: e.status, error: "aborted", reason: e.reason })?;
+            db.record_graph_writes_in(txn, *emptied, None, *writer).map_err(|e| DocError::Coded { status: 500, error: "aborted", reason: e.to_string() })?;
+            Ok(Done::Graph(out))
+        }
+        None => Err(DocError::BadRequest("group commit ran a request twice".into())),
+    }
+}
+
+/// A request that failed past its checks in a group, run in a transaction
+/// of its own (which commits it if it passes now, or explains why not).
+fn alone(db: &Database, work: Option<Work>) -> Result<Done, HttpError> {
+    match work {
+        Some(Work::Atomic { docs, writer, .. }) => Ok(Done::Atomic(db.write_atomic(docs, writer)?)),
+        Some(Work::Ops(ops, writer)) => Ok(Done::Ops(db.apply_ops(&ops, None, writer)?)),
+        Some(Work::Docs { docs, new_edits }) => {
+            let (docs, prepared) = docs.into_iter().unzip();
+            Ok(Done::Docs(db.update_prepared(docs, prepared, new_edits)?))
+        }
+        Some(Work::Graph(mut write, emptied, writer)) => Ok(Done::Graph(db.rdf_write_checked(emptied, None, writer, |txn| write(txn))?)),
+        None => Err(HttpError::internal("group commit lost a request")),
+    }
+}
+
+fn finish_all(batch: &[Arc<Request>], e: HttpError) {
+    for r in batch {
+        finish(r, Err(e.clone()));
+    }
+}
+
+fn finish(r: &Request, out: Result<Done, HttpError>) {
     *lock(&r.role) = Role::Done(out);
     r.wake.notify_one();
 }

@@ -1,23 +1,205 @@
 //! `rhizome-server`: the HTTP face of Rhizome.
 //!
-//! Owns: CouchDB's API over [`rhizome_docs`] (server, database, document,
-//! attachment, bulk and `_changes` endpoints with CouchDB's JSON errors),
-//! authentication (server admin, `_users`, Basic and cookie sessions) and
-//! the per-database `_security` guard that every route passes through, the
-//! request log, body limits, connection limits and timeouts
-//! (`connections.rs`), fetching remote JSON-LD contexts and the admin's
-//! `/_contexts` (`contexts.rs`), and clean shutdown. Does not own document
-//! semantics (`rhizome-docs`) or query evaluation (`rhizome-sparql`); the
-//! RDF views (`/{db}/_sparql`, `/{db}/_graph`: SPARQL 1.1 Protocol and
-//! Graph Store Protocol) are routed in `extension.rs` and answered in
-//! `rdf/`.
-//!
-//! Shape: an async shell (tokio + hyper) reads each request body (bounded),
-//! then runs the handler on a blocking thread, because the document store is
-//! synchronous and a write returns only once it is fsynced. `_changes`
-//! feeds come back to the async side to wait for commits.
+//! Owns: CouchDB's API over [`rhizome_docs`] and [`rhizome_views`] (server,
+//! database, document, attachment, bulk, `_changes`, views, update and show
+//! functions, Mango, node and scheduler endpoints, with CouchDB's JSON
+//! errors), `/_replicate` and the `_replicator` database over
+//! [`rhizome_replication`], authentication (server admin, `_users`, Basic
+//! and cookie sessions) and the guard every route passes through, CORS,
+//! group commit, the request log, body limits, connection limits and
+//! timeouts, fetching remote JSON-LD contexts and the admin's `/_contexts`,
+//! the data folder's layout ([`database_dir`], [`base_iri_or`]) and clean
+//! shutdown; the RDF doors (`rdf/`: the SPARQL 1.1 Protocol at
+//! `/{db}/_sparql`, the Graph Store Protocol at `/{db}/_graph`), LDP's HTTP
+//! (`ldp/`, `/{db}/_ldp/`) and graph walks (`graph/`, `/{db}/_traverse`,
+//! `/{db}/_path`). Does not own document semantics (`rhizome-docs`), query
+//! evaluation (`rhizome-sparql`), the LDP model (`rhizome-ldp`) or walks
+//! (`rhizome-graph`): every handler parses, checks access, calls them and
+//! writes the answer.
 //!
 //! Main items: [`ServerConfig`], [`run`], [`serve`].
+//!
+//! # Shape
+//!
+//! - **Async shell, synchronous core** (`lib.rs`, `router.rs`): tokio +
+//!   hyper 1 read a request and its body (bounded: 64 MiB by default,
+//!   `--max-body-bytes`, 413 past it), then the whole handler runs on a
+//!   blocking thread (`spawn_blocking`), because the document store is
+//!   synchronous and a write answers only once fsynced. `_changes` feeds
+//!   come back to the async side and wait on a per-database `watch` channel
+//!   that every commit bumps. Each request carries a cancellation flag, set
+//!   when hyper drops the request's future because its client went away;
+//!   queries, updates, `LOAD` and Graph Store writes check it with their
+//!   time limits and stop (499). At shutdown the runtime waits at most 5 s
+//!   for blocking work.
+//! - **One guard** (`auth/access.rs`): the router parses the path into a
+//!   `Route`, the route names the `Access` it needs (public, server admin,
+//!   member, db admin, owner of a `_users` document), and the guard checks
+//!   it before any handler runs, with CouchDB 3's semantics (no admin
+//!   party: the first start needs `--admin`, whose PBKDF2 hash is kept in
+//!   `DATA/server.json`; a database whose `_security` was never set is
+//!   `admin_only`; one whose `members` names nobody is public; db admins
+//!   write `_security`, `_revs_limit` and design documents, members read
+//!   and write documents); a server admin's route answers 401 to everyone
+//!   else, a database's 401 without credentials and 403 with them. What a
+//!   write may contain is not the guard's: every door passes who is
+//!   writing (`access::writer`, a `rhizome_docs::Writer`) down to the write
+//!   path all doors share, where `rhizome-docs`' `rights.rs` (design
+//!   documents, `_local/rhizome-context`, graphs that are no document's of
+//!   this database, system databases) and `rhizome-ldp`'s `rights.rs` (LDP
+//!   resources) decide, per document for document writes and for the whole
+//!   write for graph writes. `request_bodies.rs` keeps pages of other sites
+//!   from writing through a signed-in browser: CouchDB's 415 for JSON
+//!   endpoints sent anything but JSON, and form-like writes that say they
+//!   come from an origin that is neither this server nor one CORS accepts
+//!   refused.
+//!   `docs/security.md` has every rule and limit.
+//! - **Logins** (`auth/`): `_users` passwords replaced by a
+//!   PBKDF2-SHA-256 hash on write (`password.rs`, weaker hashes upgraded at
+//!   the next login); Basic checks cached by credential fingerprint, and
+//!   requests with credentials being verified wait for that one
+//!   verification (25 clients starting at once paid 25 PBKDF2s);
+//!   `throttle.rs` slows failed logins per user and address; `session.rs`
+//!   signs `AuthSession` cookies (HMAC, with the user's salt), and
+//!   remembers logged-out ones in `DATA/revoked-sessions`. `POST /_session`
+//!   takes `name` or `username`; a request authenticated by a cookie past a
+//!   tenth of its lifetime (`--session-timeout-secs`, CouchDB's
+//!   `[chttpd_auth] timeout`) gets a new cookie with its answer
+//!   (`router::renew_session`), unless the handler set one.
+//! - **Group commit** (`group_commit.rs`): concurrent writes to one
+//!   database queue; a leader runs all queued requests as one
+//!   `update_prepared` (same semantics as running them one after another)
+//!   and one fsync; while more queue up it runs their groups too, up to 8
+//!   (a hand-over wakes another thread: about 5% of a group), then hands
+//!   leadership to the next waiter. Before queueing, each request's own
+//!   thread runs `Database::prepare_docs` (remote contexts fetched, JSON-LD
+//!   parsed against a snapshot, and the new revision's body, JSON and MD5
+//!   when they follow from the document alone: `new_edits`, no
+//!   attachments, `RevisionAhead`), so the leader, whose thread every
+//!   queued write waits on, only checks that the stored default context is
+//!   still the one parsed with (it parses again when it is not; a body with
+//!   its own top-level `@context` is parsed without the default, so
+//!   neither side reads it) and writes the quads. PUTs of Pokec profiles, 25 clients: 12-18%
+//!   more writes/s.
+//! - **Replication** (`couch/replicate.rs`, `replicator_db.rs`): `POST
+//!   /_replicate` runs the replicator with the server's own databases as
+//!   endpoints whose writes go through the server's write path (group
+//!   commit, `_changes` wake-ups, `_users` hashing); one-shot runs in the
+//!   request's thread, continuous ones get a thread each, registered by
+//!   `_local_id` in `Server::replications` and stopped by `cancel` (which
+//!   waits until the thread has finished) or shutdown. A thread follows
+//!   `_replicator`'s `_changes` (created on first start like `_users`) and
+//!   reconciles each changed document with its job (same replication
+//!   members: nothing to do; otherwise the old job is stopped, waited for,
+//!   and a new one started); jobs and their states live in
+//!   `Server::replicator_docs`, shown by `/_scheduler/docs`; a generation
+//!   number keeps a stopped job's last callbacks from overwriting its
+//!   successor; every job runs again after a restart, since the documents
+//!   are read from sequence 0. Every running job (of either kind) keeps its
+//!   `_active_tasks` entry, updated after each batch.
+//! - **Remote contexts** (`contexts.rs`): the fetcher behind the docs
+//!   crate's `ContextStore` (plain HTTP/1.1 over `std::net`, no TLS; hosts
+//!   from `--context-hosts`, none by default; a deadline for the whole
+//!   fetch and a size limit) and the admin endpoint `/_contexts` (list,
+//!   `?url=` GET/PUT/DELETE). `extension.rs` routes `/{db}/_sparql` and
+//!   `/{db}/_graph`, guarded like the rest, to `rdf/`.
+//! - **Connections** (`connections.rs`): every connection is registered (a
+//!   cap in total and per client address) and is *busy* from a request's
+//!   head to the end of its response (a streaming `_changes` feed
+//!   included) or *waiting*; a waiting connection is closed past the header
+//!   timeout (once a request has begun) or the idle timeout, and at a cap
+//!   the waiting connection stalled longest is closed for the new one, so
+//!   stalled sockets cannot lock out an honest client from the same
+//!   address.
+//! - **CouchDB's options** (`couch/all_docs.rs`): `_all_docs`,
+//!   `_design_docs` and `_local_docs` (`rhizome_docs::Database::local_docs`)
+//!   read their options as
+//!   `couch_mrview_http` does (a POST body takes every option as JSON, the
+//!   query string over it, booleans in any case, unknown options ignored;
+//!   `/queries` runs each object over the query string's options); document
+//!   and `_changes` options follow CouchDB's exact-match rule instead
+//!   (`http::Request::flag`: anything but `true`/`false` is the default).
+//! - **CORS** (`cors.rs`, CouchDB's `chttpd_cors`): off unless
+//!   `--enable-cors`; preflights from listed origins answered 204 before
+//!   authentication in `respond`, every other answer to an accepted `Origin` decorated
+//!   last (errors included).
+//! - **Documents by `Accept`** (`couch/documents.rs`): a type the client
+//!   names beats a wildcard, and among named types at one q RDF beats JSON;
+//!   JSON-LD is the JSON-LD view, an RDF syntax the document's graph
+//!   (`rdf::graph_store::document_graph`). A 401
+//!   on a document asked for as RDF carries `WWW-Authenticate: Basic` (JSON
+//!   reads stay without it, so no browser dialog opens in a CouchDB app).
+//!   `open_revs` answers `multipart/mixed` when asked for it (CouchDB's
+//!   replicator does), JSON otherwise; `multipart/related` bodies are read
+//!   and written (`couch/multipart.rs`).
+//! - **Node endpoints** (`couch/node.rs`): one node, `rhizome@localhost`
+//!   (`_local`): `_membership`, `_node/{name}/_config` (the settings the
+//!   server runs with, `Server::node_config`, in CouchDB's sections; they
+//!   are `serve`'s options, so writes are a 405), `_stats` (requests by
+//!   method and status, counted in `respond`), `_scheduler/jobs` and
+//!   `_scheduler/docs/{db}/{docid}`.
+//! - **Design functions** (`couch/design_functions.rs`,
+//!   `rhizome_views::update`): update and show functions run in the sandbox on the stored document and CouchDB's
+//!   request object; an update's document is saved through the write path
+//!   (validation included). List functions answer 501.
+//!
+//! # The RDF doors (`rdf/`)
+//!
+//! Each database answers RDF requests beside CouchDB's API, on the same
+//! store, after the router's one access check (members query and write).
+//! - **`/{db}/_sparql`** (`sparql_protocol.rs`, SPARQL 1.1 Protocol):
+//!   queries by `GET ?query=`, form `POST` or `application/sparql-query`;
+//!   updates by form `POST` or `application/sparql-update` (never GET).
+//!   `default-graph-uri`/`named-graph-uri` replace the query's FROM/FROM
+//!   NAMED (§2.1.4); `using-graph-uri`/`using-named-graph-uri` set an
+//!   update's WHERE dataset, and are a 400 beside USING/WITH (§2.2.3). The
+//!   base IRI is the endpoint's URL. A query runs on a thread of known
+//!   stack against one snapshot, within `--query-timeout-ms` (30 s, 503
+//!   past it) and 256 MiB (400 past it). Results are written as they are
+//!   produced (`stream.rs`): an answer that fits in one chunk is sent
+//!   whole, so a limit hit before then is an error status; past that a
+//!   limit cuts the body. Syntax errors are 400 with line and column.
+//! - **`/{db}/_graph`** (`graph_store.rs`, Graph Store HTTP Protocol):
+//!   graphs named indirectly (`?graph=IRI`, `?default`) or directly (the
+//!   request URL `/{db}/_graph/path` is the graph IRI); GET/HEAD, PUT
+//!   (replace: 201 new, 204 existing), POST (merge; to the bare endpoint: a
+//!   new graph, 201 and `Location`), DELETE (204, 404 if missing). Bodies in
+//!   Turtle, N-Triples, N-Quads, TriG, RDF/XML, JSON-LD or
+//!   `multipart/form-data` of those (415 otherwise, 400 with the parser's
+//!   position if malformed), parsed and checked for nesting before the
+//!   database's write lock is taken. In a union database the default graph
+//!   is every graph for GET, and the stored default graph (the document
+//!   `default-graph`) for writes to `?default`, as for SPARQL's
+//!   `INSERT`/`DELETE` without `GRAPH` and `CLEAR`/`DROP DEFAULT`: no
+//!   default-graph write reaches a document.
+//! - **Negotiation** (`negotiate.rs`): `Accept` with q-values, most
+//!   specific range wins, ties go to the server's order, 406 when nothing
+//!   fits. SELECT and ASK: SPARQL JSON (default), XML, CSV, TSV;
+//!   CONSTRUCT/DESCRIBE and graphs: Turtle (default), N-Triples, RDF/XML,
+//!   JSON-LD, N-Quads, TriG.
+//! - **One write path**: every RDF write (SPARQL Update, Graph Store
+//!   PUT/POST/DELETE, LDP RDF sources) runs in `rdf::write_as`, that is
+//!   `rhizome_views::validate::rdf_write_validated` over
+//!   `rhizome_docs::Database::rdf_write_checked`: the seam where a graph
+//!   write becomes a document write (a new revision of each graph touched,
+//!   a `_changes` entry), validated and checked for the writer's rights.
+//! - **Conformance**: `crates/rhizome-cli/tests/w3c_protocol.rs` runs the
+//!   W3C protocol (34) and graph-store (13) suites against a live
+//!   `rhizome serve`, one fresh database per test, known failures in
+//!   `tests/w3c_protocol/`; `tests/rdf_endpoints.rs` tests negotiation,
+//!   errors and access.
+//!
+//! # Known gaps
+//!
+//! Text indexes answer 503 as CouchDB without a search service; `_list`
+//! functions are not run (501); `_purge` (`rhizome-docs/src/purge.rs`)
+//! keeps no purge history, so purges do not replicate between Rhizome
+//! databases (CouchDB's internal purge replication is between shards);
+//! `_db_updates` (`db_updates.rs`) keeps its
+//! events in memory (a restart begins the feed again, with sequences that
+//! still grow); `_all_docs`' `offset` is the rows skipped, not the position
+//! of the start key; sequence numbers are integers (clients treat them as
+//! opaque).
 
 mod auth;
 mod changes;

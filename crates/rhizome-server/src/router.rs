@@ -46,6 +46,8 @@ pub enum DbOp {
     ViewCleanup,
     Find,
     Explain,
+    /// `POST /{db}/_transaction` (issue 45).
+    Transaction,
     Purge,
     PurgedInfosLimit,
 }
@@ -133,6 +135,7 @@ impl Route {
                     "_view_cleanup" | "_nouveau_cleanup" => DbOp::ViewCleanup,
                     "_find" => DbOp::Find,
                     "_explain" => DbOp::Explain,
+                    "_transaction" => DbOp::Transaction,
                     "_purge" => DbOp::Purge,
                     "_purged_infos_limit" => DbOp::PurgedInfosLimit,
                     "_index" => return Ok(Route::MangoIndex(db.to_string(), Vec::new())),
@@ -292,6 +295,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::AllDocs => all_docs::handle(req, &db, all_docs::Namespace::All)?.into(),
                 DbOp::BulkDocs => bulk::bulk_docs(server, req, ctx, &db)?.into(),
                 DbOp::BulkGet => bulk::bulk_get(req, &db, server.max_bulk_docs)?.into(),
+                DbOp::Transaction => couch::transaction::transaction(req, ctx, &db)?.into(),
                 DbOp::RevsDiff => bulk::revs_diff(req, &db)?.into(),
                 DbOp::Changes => crate::changes::request(req, ctx, db)?,
                 DbOp::Compact => database::compact(req, &db)?.into(),

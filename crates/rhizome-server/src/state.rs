@@ -233,6 +233,12 @@ fn name_fits(name: &str) -> bool {
     encode_name(name).len() <= MAX_DIR_NAME_BYTES
 }
 
+/// Whether database folder `dir` holds a store (on disk, or in the shared
+/// store the server runs on).
+fn store_exists(dir: &Path) -> Result<bool, HttpError> {
+    rhizome_kv::remote::store_exists(dir).map_err(|e| HttpError::internal(format!("looking for {}: {e}", dir.display())))
+}
+
 fn decode_name(dir: &str) -> Option<String> {
     crate::http::percent_decode(dir, false).ok()
 }
@@ -306,9 +312,15 @@ impl Server {
 
     /// An existing database, opened on first use.
     pub fn db(&self, name: &str) -> Result<Option<Arc<DbHandle>>, HttpError> {
-        if let Some(h) = self.dbs.read().unwrap_or_else(|p| p.into_inner()).get(name) {
+        let cached = self.dbs.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned();
+        if let Some(h) = cached {
+            // On a shared store another server may have deleted it.
+            if rhizome_kv::remote::is_shared() && !store_exists(&self.db_dir(name))? {
+                self.dbs.write().unwrap_or_else(|p| p.into_inner()).remove(name);
+                return Ok(None);
+            }
             h.last_used_ms.store(self.now_ms(), std::sync::atomic::Ordering::Relaxed);
-            return Ok(Some(h.clone()));
+            return Ok(Some(h));
         }
         if !valid_db_name(name) || !name_fits(name) {
             return Ok(None);
@@ -318,7 +330,7 @@ impl Server {
             return Ok(Some(h.clone()));
         }
         let dir = self.db_dir(name);
-        if !dir.join("CURRENT").exists() {
+        if !store_exists(&dir)? {
             return Ok(None);
         }
         Ok(Some(self.open_handle(name, &dir)?))
@@ -391,7 +403,7 @@ impl Server {
         }
         let _guard = self.lifecycle.lock().unwrap_or_else(|p| p.into_inner());
         let dir = self.db_dir(name);
-        if dir.join("CURRENT").exists() {
+        if store_exists(&dir)? {
             return Err(HttpError::new(412, "file_exists", "The database could not be created, the file already exists."));
         }
         std::fs::create_dir_all(&dir).map_err(|e| HttpError::internal(format!("creating {}: {e}", dir.display())))?;
@@ -404,13 +416,19 @@ impl Server {
         let _guard = self.lifecycle.lock().unwrap_or_else(|p| p.into_inner());
         let dir = self.db_dir(name);
         let handle = self.dbs.write().unwrap_or_else(|p| p.into_inner()).remove(name);
-        if handle.is_none() && !dir.join("CURRENT").exists() {
+        if handle.is_none() && !store_exists(&dir)? {
             return Err(HttpError::no_db());
         }
         // Wake feeds so they notice; the store closes when its last user
         // (a running request) lets go of it.
         drop(handle);
-        std::fs::remove_dir_all(&dir).map_err(|e| HttpError::internal(format!("deleting {}: {e}", dir.display())))?;
+        rhizome_kv::remote::destroy_store(&dir).map_err(|e| HttpError::internal(format!("deleting {}: {e}", dir.display())))?;
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if !(rhizome_kv::remote::is_shared() && e.kind() == std::io::ErrorKind::NotFound) => {
+                return Err(HttpError::internal(format!("deleting {}: {e}", dir.display())))
+            }
+            _ => {}
+        }
         self.db_updates.record(name, "deleted");
         Ok(())
     }
@@ -436,6 +454,11 @@ impl Server {
 
     pub fn all_dbs(&self) -> Result<Vec<String>, HttpError> {
         let dir = self.data_dir.join("dbs");
+        if let Some(stores) = rhizome_kv::remote::list_stores(&dir).map_err(|e| HttpError::internal(format!("listing {}: {e}", dir.display())))? {
+            let mut names: Vec<String> = stores.iter().filter_map(|s| decode_name(s)).collect();
+            names.sort();
+            return Ok(names);
+        }
         let mut names: Vec<String> = std::fs::read_dir(&dir)
             .map_err(|e| HttpError::internal(format!("listing {}: {e}", dir.display())))?
             .flatten()

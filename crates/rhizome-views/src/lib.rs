@@ -3,12 +3,33 @@
 //! sandboxed embedded JavaScript engine, design-document filters and
 //! validation).
 //!
-//! Owns: the sandbox ([`js`]), design documents ([`design`]), the built-in
-//! and JavaScript reduce functions ([`reduce`]), view indexes in the
-//! database's store kept up to date from its sequence ([`index`]), view
-//! queries with CouchDB's options ([`query`]) and `indexer` tasks
-//! ([`tasks`]). Does not own HTTP (`rhizome-server`) or documents
-//! (`rhizome-docs`, whose collation the indexes use).
+//! Owns: the sandbox ([`js`]: QuickJS through `rquickjs`, CouchDB's helpers
+//! in `prelude.js`, memory, stack and per-call time limits), design
+//! documents ([`design`]: parsing, signatures, the checks CouchDB makes on
+//! write), the built-in and JavaScript reduce functions ([`reduce`]:
+//! `_count`, `_sum`, `_stats`, `_approx_count_distinct`, JavaScript with
+//! rereduce), view indexes in the database's store kept up to date from its
+//! sequence ([`index`]: keyspaces 40-43, rows in `rhizome_docs::collate`
+//! order, brought to the database's sequence in batches of 1000 documents
+//! mapped outside the database's writer), view queries with CouchDB's
+//! options ([`query`]), `indexer` tasks ([`tasks`]), update functions
+//! ([`update`]), design-document filters for `_changes` and replication
+//! ([`filter`], through `rhizome_docs::DocFilter`), and `validate_doc_update`
+//! with the checks every document write passes first, whatever its door
+//! ([`validate`]: [`validate::write_unless_refused`] for document writes,
+//! [`validate::rdf_write_validated`] for graph writes through
+//! `rhizome_docs::Database::rdf_write_checked`, which shows each revision a
+//! graph write makes to the check before it is written; used by the server
+//! and by Python). Does not own HTTP (`rhizome-server`), documents
+//! (`rhizome-docs`, whose collation the indexes use) or Mango
+//! (`rhizome-docs`' `mango`, beside the selector engine it shares with
+//! `_changes`).
+//!
+//! Invariants: an index is named by its design document's signature (which
+//! includes the rows' order version), so a changed view is a new index and
+//! stale ones are dropped by `_view_cleanup`; a view's rows and its rank
+//! buckets change in the same transaction; JavaScript never runs inside the
+//! database's writer for a view build.
 
 pub mod design;
 mod design_fields;

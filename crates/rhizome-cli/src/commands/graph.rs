@@ -70,7 +70,7 @@ fn open(data: &Path, db: Option<&str>) -> Result<Store> {
         Some(name) => rhizome_server::database_dir(data, name),
         None => data.to_owned(),
     };
-    if !path.exists() {
+    if !rhizome_kv::remote::store_exists(&path)? {
         bail!("no store at {}", path.display());
     }
     Ok(Store::open_read_only(&path)?)
@@ -208,7 +208,7 @@ const CLIENTS: usize = 25;
 
 pub fn bench(data: &Path, args: BenchArgs) -> Result<()> {
     let dir = rhizome_server::database_dir(data, &args.db);
-    if !dir.exists() {
+    if !rhizome_kv::remote::store_exists(&dir)? {
         bail!("no store at {}", dir.display());
     }
     // As the server opens it (writable, the JSON-LD projection of its

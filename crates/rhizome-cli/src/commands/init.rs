@@ -11,7 +11,7 @@ pub struct Args {
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
-    if data.join("CURRENT").exists() {
+    if rhizome_kv::remote::store_exists(data)? {
         bail!("{} already holds a store", data.display());
     }
     let mode = if args.plain { DatasetMode::Plain } else { DatasetMode::Union };

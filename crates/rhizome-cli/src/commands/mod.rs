@@ -1,4 +1,5 @@
 pub mod bench_http;
+pub mod bench_tpcb;
 pub mod bench_index;
 pub mod bench_lookups;
 pub mod bench_queries;

@@ -46,7 +46,7 @@ fn endpoint(data: &Path, spec: &str, is_target: bool, create: bool) -> Result<Bo
     }
     let dir = rhizome_server::database_dir(data, spec);
     let may_create = is_target && create;
-    if !dir.join("CURRENT").exists() && !may_create {
+    if !rhizome_kv::remote::store_exists(&dir)? && !may_create {
         bail!(
             "there is no database {spec:?} in {}{}",
             data.display(),

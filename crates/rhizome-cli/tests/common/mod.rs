@@ -1,6 +1,7 @@
 //! Helpers shared by the CLI's integration tests: running the real binary.
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod attacks;
 pub mod process;
 pub mod server;
 

@@ -277,7 +277,7 @@ impl Database {
     pub fn run_find(&self, q: &PreparedFind, emit: &mut dyn FnMut(Value) -> bool, cancelled: &dyn Fn() -> bool) -> Result<FindEnd> {
         let opts = &q.opts;
         let range = &q.range;
-        let s = self.store.snapshot()?;
+        let s = self.snapshot_for(q)?;
         let kv = s.kv();
         let (keyspace, index) = match &q.plan.access {
             Some(Access::Json(index)) => (MANGO_ROWS, Some(index)),
@@ -352,6 +352,28 @@ impl Database {
             None => opts.bookmark.clone().unwrap_or_else(|| "nil".into()),
         };
         Ok(FindEnd { bookmark, stats, returned })
+    }
+
+    /// The snapshot a `_find` reads: one where its JSON index is up to
+    /// date (unless `update` is false), so that index rows and documents
+    /// agree (issue 45: a `_find` is one snapshot of the database). A
+    /// write that lands between the index's refresh and the snapshot
+    /// means one more refresh; under a stream of writes that never leaves
+    /// room, 503 after a bounded number of tries.
+    fn snapshot_for(&self, q: &PreparedFind) -> Result<rhizome_rdf::StoreSnapshot> {
+        let Some(Access::Json(index)) = &q.plan.access else { return Ok(self.store.snapshot()?) };
+        if !q.opts.update {
+            return Ok(self.store.snapshot()?);
+        }
+        for _ in 0..64 {
+            let s = self.store.snapshot()?;
+            if !index_behind(s.kv(), index)? {
+                return Ok(s);
+            }
+            drop(s);
+            self.refresh_mango_index(index)?;
+        }
+        Err(mango_error(503, "busy", "writes kept the index behind every snapshot; retry the query"))
     }
 
     /// `POST /{db}/_explain`: the response body, in CouchDB 3.5's shape

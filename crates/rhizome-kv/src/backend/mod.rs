@@ -1,5 +1,7 @@
 //! The backend trait: what a storage engine must provide.
 
+#[cfg(feature = "cassandra")]
+pub mod cassandra;
 pub mod memory;
 #[cfg(feature = "rocksdb")]
 pub mod rocks;
@@ -91,6 +93,35 @@ pub trait Backend: Send + Sync + 'static {
             self.commit(batch)?;
         }
     }
+    /// Write access shared with other processes, for engines that several
+    /// processes write at once (Cassandra): `Kv` takes it after its own
+    /// writer lock, for every transaction and bulk job, and reads and
+    /// commits through it. `None` (embedded engines): the process's lock
+    /// is the only one, and `snapshot`/`commit` serve the writer.
+    fn begin_write(&self) -> Result<Option<Box<dyn WriteLease>>> {
+        Ok(None)
+    }
+    /// Whether other processes may write the store at the same time.
+    fn is_shared(&self) -> bool {
+        false
+    }
+}
+
+/// Exclusive write access to a store shared by several processes, from
+/// [`Backend::begin_write`]; dropping it gives the access up.
+pub trait WriteLease: Send {
+    /// Everything committed before the lease was taken, by any process,
+    /// and this lease's own commits.
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>>;
+    /// Commits the batch atomically and durably (`release`: and gives the
+    /// lease up in the same step; later calls fail).
+    fn commit(&mut self, batch: WriteBatch, release: bool) -> Result<()>;
+    /// As [`Backend::ingest`], under the lease.
+    fn ingest(&mut self, runs: Vec<SortedRun>) -> Result<()>;
+    /// Whether another process committed since this process last held
+    /// write access to the store: caches of committed state kept beside
+    /// the store (statistics, marks) must then be read again.
+    fn changed_elsewhere(&self) -> bool;
 }
 
 /// Reads: what snapshots and transactions both offer.

@@ -1,7 +1,30 @@
 //! Segments: an immutable, memory-mapped file of one quad ordering's keys,
 //! in blocks of [`BLOCK_ROWS`] rows whose id columns are encoded each on
-//! its own ([`column`]). The layout and its invariants are in
-//! ARCHITECTURE.md ("Segments").
+//! its own ([`column`]), read in place (issue 46). Every store keeps its
+//! nine orderings so (store format 3); how the store writes, reads, merges
+//! and loads them is [`crate::segmented`].
+//!
+//! - **Layout** (`file.rs`, file format [`FORMAT_VERSION`]), little-endian
+//!   u64 words: a header (magic `RHZSEGMT`, format version, columns), the
+//!   blocks, an index (per block: its offset, length in words, rows, an
+//!   xxh3-64 checksum of its bytes and its first key) and a footer (where
+//!   the index is, blocks, rows, the index's checksum, the magic again). A
+//!   block is 1 to 1,024 keys (every block but the last is full): a word of
+//!   rows and columns, then each id column encoded on its own
+//!   (`column.rs`): `CONST` (one id for every row); `FOR` (a base and 1,024
+//!   offsets of `width` bits in FastLanes' layout, patched with exceptions
+//!   for the few ids far from the rest); `RUNS` (run values and run ends:
+//!   the leading column of an ordering repeats); `CLUSTERED` (sorted bases,
+//!   each row's base as a bit-stream index and its offset packed as in
+//!   `FOR`: a block's few predicates, or an object column's kinds of ids,
+//!   each kept narrow). The writer picks the smallest encoding per column
+//!   per block.
+//! - **Why these encodings**: measured on the 1M Faculty store (1,533,338
+//!   triples), SPO, POS and OSP take 5.25, 3.34 and 3.48 MB (7.9 bytes per
+//!   triple for the three) against 4.89, 3.91 and 4.44 MB in RocksDB's
+//!   ZSTD-compressed files, while any row stays readable alone. SPO's
+//!   object column was 7.6 bytes per triple with frames of reference only:
+//!   one inlined literal widened a block's frame to 54 bits.
 //!
 //! - [`SegmentWriter`] takes keys in strictly increasing order and writes
 //!   the file (the bulk loader and merges write them; nothing else does).
@@ -15,8 +38,20 @@
 //!   single rows; stepping through a block decodes it whole, column by
 //!   column, once it has read a few rows.
 //!
-//! A file that fails a check is an [`Error::Corrupt`] naming the file and
-//! the block; no read of a corrupt file panics or gives a wrong key.
+//! The checks of a block, made when it is first read in a process (a bit
+//! per block remembers it): its checksum; every column's descriptor and
+//! lengths; exception positions and run ends strictly increasing within
+//! the block, run ends covering it; cluster indexes naming a base; keys
+//! strictly increasing, the first equal to its fence and the last below
+//! the next block's. Opening checks the index (its checksum, blocks placed
+//! end to end, first keys strictly increasing, rows adding up). A file
+//! that fails a check is an [`Error::Corrupt`] naming the file and the
+//! block, and a file of another format version is refused with both
+//! versions named; nothing is read from a block before its checks pass, so
+//! no read of a corrupt file panics or gives a wrong key (unit tests flip
+//! every 7th bit of a file and cut it short; the `segment` fuzz target
+//! changes valid files at places it chooses and also feeds arbitrary
+//! bytes).
 
 mod column;
 mod file;

@@ -11,6 +11,7 @@ use crate::stream::BodyWriter;
 use bytes::Bytes;
 use hyper::{Method, Response};
 use rhizome_docs::{DocError, OpenRev, OpenRevs, ReadOptions, Rev};
+use rhizome_rdf::StoreSnapshot;
 use serde_json::{json, Map, Value};
 use std::io::Write;
 
@@ -30,6 +31,14 @@ pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(HttpError::bad_request("new_edits must be a boolean")),
     };
+    // Rhizome's extension (issue 45): CouchDB 1.x had the flag with a
+    // weaker meaning, 2.x and later refuse it.
+    let all_or_nothing = match body.get("all_or_nothing") {
+        None | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) if new_edits => true,
+        Some(Value::Bool(true)) => return Err(HttpError::bad_request("all_or_nothing checks revisions: it cannot go with new_edits=false")),
+        Some(_) => return Err(HttpError::bad_request("all_or_nothing must be a boolean")),
+    };
     let docs = body.get("docs").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("POST body must include `docs` parameter."))?;
     check_bulk_count("_bulk_docs", docs.len(), server.max_bulk_docs)?;
     let mut batch = Vec::with_capacity(docs.len());
@@ -48,7 +57,11 @@ pub fn bulk_docs(server: &Server, req: &Request, ctx: &UserCtx, db: &DbHandle) -
         batch.push(doc);
     }
     // A member's design document is refused per document by the write
-    // path (`rhizome_docs::Writer`), as CouchDB 3.5 answers it.
+    // path (`rhizome_docs::Writer`), as CouchDB 3.5 answers it; with
+    // all_or_nothing it refuses the whole request.
+    if all_or_nothing {
+        return super::transaction::bulk_docs_atomic(ctx, db, batch);
+    }
     if !batch.iter().any(is_local) {
         let results = write_docs(ctx, db, batch, new_edits)?;
         // With new_edits=false CouchDB reports only the failures.
@@ -92,6 +105,10 @@ pub fn bulk_get(req: &Request, db: &DbHandle, max_docs: usize) -> Result<Respons
     let docs = body.get("docs").and_then(Value::as_array).ok_or_else(|| HttpError::bad_request("Missing JSON list of 'docs'."))?;
     check_bulk_count("_bulk_get", docs.len(), max_docs)?;
     let base = ReadOptions { rev: None, ..read_options(req)? };
+    // Every document from one snapshot: the answer is the database as it
+    // was at one moment (issue 45), so reads with revisions followed by an
+    // all_or_nothing write of them are serialisable.
+    let snapshot = db.db.read_snapshot()?;
     // The answer is written as bytes: each document's JSON body is copied
     // as stored (`get_doc_bytes`), not parsed into values and written
     // again. Members in the order `serde_json` writes a map's: `docs`
@@ -103,7 +120,7 @@ pub fn bulk_get(req: &Request, db: &DbHandle, max_docs: usize) -> Result<Respons
     let mut out = Vec::new();
     for (i, d) in docs.iter().enumerate() {
         out.clear();
-        if let Err(e) = bulk_get_entry(db, d, &base, i, &mut out).and_then(|()| w.write_all(&out).map_err(|e| HttpError::from(gone(e)))) {
+        if let Err(e) = bulk_get_entry(db, &snapshot, d, &base, i, &mut out).and_then(|()| w.write_all(&out).map_err(|e| HttpError::from(gone(e)))) {
             return w.fail(e);
         }
     }
@@ -111,8 +128,9 @@ pub fn bulk_get(req: &Request, db: &DbHandle, max_docs: usize) -> Result<Respons
     w.finish()
 }
 
-/// One entry of a `_bulk_get` answer (the `i`-th) into `out`.
-fn bulk_get_entry(db: &DbHandle, d: &Value, base: &ReadOptions, i: usize, out: &mut Vec<u8>) -> Result<(), HttpError> {
+/// One entry of a `_bulk_get` answer (the `i`-th), as `snapshot` has
+/// it, into `out`.
+fn bulk_get_entry(db: &DbHandle, snapshot: &StoreSnapshot, d: &Value, base: &ReadOptions, i: usize, out: &mut Vec<u8>) -> Result<(), HttpError> {
     let id = d.get("id").and_then(Value::as_str).ok_or_else(|| HttpError::bad_request("every entry of docs needs an id"))?;
     let mut opts = base.clone();
     if let Some(since) = d.get("atts_since").and_then(Value::as_array) {
@@ -121,7 +139,7 @@ fn bulk_get_entry(db: &DbHandle, d: &Value, base: &ReadOptions, i: usize, out: &
     let answers: Vec<Result<Vec<u8>, Value>> = match d.get("rev").and_then(Value::as_str) {
         Some(r) => {
             let rev = parse_rev(r)?;
-            match db.db.open_revs_bytes(id, &OpenRevs::List(vec![rev.clone()]), &opts)? {
+            match db.db.open_revs_bytes_at(snapshot, id, &OpenRevs::List(vec![rev.clone()]), &opts)? {
                 revs if revs.is_empty() => vec![Err(missing(id, &rev.to_string()))],
                 revs => revs
                     .into_iter()
@@ -132,7 +150,7 @@ fn bulk_get_entry(db: &DbHandle, d: &Value, base: &ReadOptions, i: usize, out: &
                     .collect(),
             }
         }
-        None => match db.db.get_doc_bytes(id, &opts) {
+        None => match db.db.get_doc_bytes_at(snapshot, id, &opts) {
             Ok((_, doc)) => vec![Ok(doc)],
             Err(DocError::NotFound(reason)) => vec![Err(json!({ "error": { "id": id, "rev": "undefined", "error": "not_found", "reason": reason } }))],
             Err(e) => return Err(e.into()),

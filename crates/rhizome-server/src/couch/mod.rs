@@ -13,6 +13,7 @@ pub mod nouveau;
 pub mod multipart;
 pub mod replicate;
 pub mod server;
+pub mod transaction;
 pub mod views;
 
 use crate::auth::{users, UserCtx};

@@ -371,6 +371,22 @@ fn update(
         matches!(op, GraphUpdateOperation::Drop { graph: GraphTarget::AllGraphs | GraphTarget::NamedGraphs, .. } | GraphUpdateOperation::Clear { graph: GraphTarget::AllGraphs | GraphTarget::NamedGraphs, .. })
     });
     let emptied = if everything { EmptiedGraphs::DeleteDocuments } else { EmptiedGraphs::KeepDocumentData };
+    // Without validation functions, concurrent updates share a commit and
+    // its fsync (group commit, issue 45); each still reads and writes the
+    // state the ones before it left, under the writer lock.
+    if !db.db.may_have_design_docs() {
+        let answer = db.writes.write_graphs(
+            &db.db,
+            emptied,
+            crate::auth::access::writer(ctx, db)?,
+            Box::new(move |txn| {
+                let summary = execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(sparql_error)?;
+                Ok(json!({ "ok": true, "inserted": summary.quads_inserted, "deleted": summary.quads_deleted }))
+            }),
+        )?;
+        db.notify();
+        return Ok(http::json(200, &answer));
+    }
     let summary = super::write_as(ctx, db, emptied, |txn| execute_update_with_stored_default(txn, mode, &stats, &update, &limits, stored_default.as_ref()).map_err(sparql_error))?;
     db.notify();
     Ok(http::json(200, &json!({ "ok": true, "inserted": summary.quads_inserted, "deleted": summary.quads_deleted })))

@@ -1,7 +1,7 @@
 //! Property paths (SPARQL 1.1 section 9): sequences and alternatives as
 //! joins and unions of their steps, `*` `+` `?` as breadth-first closures
 //! with set semantics, negated property sets as filtered scans. Results of
-//! a path are materialized per input row (a known cost, see ARCHITECTURE).
+//! a path are materialized per input row (a known cost: the crate docs list it among the limits).
 
 use super::{fail, Evaluator, Rows};
 use crate::error::Result;

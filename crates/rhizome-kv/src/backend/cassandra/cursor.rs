@@ -1,0 +1,348 @@
+//! Ordered scans over buckets: a page of rows at a time from one bucket,
+//! the next bucket found in the directory when one runs out.
+
+use super::buckets::{bucket_len, bucket_of, successor};
+use super::{engine, CassandraSnapshot};
+use crate::backend::Cursor;
+use crate::{Error, Keyspace, Result};
+
+/// Rows read by a cursor's first page; later pages grow to `MAX_PAGE`
+/// (a seek often needs a handful of keys, a scan many).
+const FIRST_PAGE: i32 = 256;
+const MAX_PAGE: i32 = 8192;
+
+/// Where the next page of a scan starts.
+enum Resume {
+    /// Keys `>= from`, starting in `bucket`.
+    Forward { bucket: Vec<u8>, from: Vec<u8> },
+    /// Keys `< until` (`None`: the keyspace's end), starting in `bucket`
+    /// (`None`: the last bucket).
+    Reverse { bucket: Option<Vec<u8>>, until: Option<Vec<u8>> },
+}
+
+pub(crate) struct CassandraCursor<'a> {
+    snapshot: &'a CassandraSnapshot,
+    ks: Keyspace,
+    lower: Vec<u8>,
+    upper: Option<Vec<u8>>,
+    /// Visible entries of the current page, in the scan's direction.
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pos: usize,
+    forward: bool,
+    resume: Option<Resume>,
+    page: i32,
+    error: Option<Error>,
+}
+
+type RawRow = (Vec<u8>, i64, Vec<u8>);
+
+impl<'a> CassandraCursor<'a> {
+    pub(crate) fn new(snapshot: &'a CassandraSnapshot, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Self {
+        CassandraCursor {
+            snapshot,
+            ks,
+            lower: lower.to_vec(),
+            upper: upper.map(<[u8]>::to_vec),
+            entries: Vec::new(),
+            pos: 0,
+            forward: true,
+            resume: None,
+            page: FIRST_PAGE,
+            error: None,
+        }
+    }
+
+    fn start(&mut self, forward: bool, resume: Option<Resume>) {
+        self.forward = forward;
+        self.entries.clear();
+        self.pos = 0;
+        self.page = FIRST_PAGE;
+        self.error = None;
+        self.resume = resume;
+        self.fill();
+    }
+
+    /// Reads pages until one has a visible entry or the scan is over.
+    fn fill(&mut self) {
+        self.entries.clear();
+        self.pos = 0;
+        while self.entries.is_empty() {
+            let Some(resume) = self.resume.take() else { return };
+            let result = match resume {
+                Resume::Forward { bucket, from } => self.page_forward(bucket, from),
+                Resume::Reverse { bucket, until } => self.page_reverse(bucket, until),
+            };
+            if let Err(e) = result {
+                self.entries.clear();
+                self.error = Some(e);
+                return;
+            }
+        }
+    }
+
+    fn rows(&self, forward: bool, bucket: &[u8], from: &[u8], until: Option<&[u8]>, limit: i32) -> Result<Vec<RawRow>> {
+        let shared = &self.snapshot.shared;
+        let inner = shared.inner();
+        let (id, ks, bucket, from, until) = (shared.id.clone(), self.ks.0 as i32, bucket.to_vec(), from.to_vec(), until.map(<[u8]>::to_vec));
+        shared.cluster.run(async move {
+            let result = match (forward, until) {
+                (true, Some(until)) => inner.session.execute_unpaged(&inner.st.scan_forward, (id, ks, bucket, from, until, limit)).await,
+                (true, None) => inner.session.execute_unpaged(&inner.st.scan_forward_open, (id, ks, bucket, from, limit)).await,
+                (false, Some(until)) => inner.session.execute_unpaged(&inner.st.scan_reverse, (id, ks, bucket, from, until, limit)).await,
+                (false, None) => {
+                    // Reverse scans always have an end: the bucket's.
+                    unreachable!("reverse scans are bounded by their bucket's end")
+                }
+            }
+            .map_err(engine("scanning"))?;
+            let rows = result.into_rows_result().map_err(engine("scanning"))?;
+            let out: std::result::Result<Vec<RawRow>, _> = rows.rows::<RawRow>().map_err(engine("scanning"))?.collect();
+            out.map_err(engine("scanning"))
+        })
+    }
+
+    /// The next (`after`) or previous bucket in the directory, within the
+    /// cursor's bounds.
+    fn neighbour_bucket(&self, bucket: Option<&[u8]>, after: bool) -> Result<Option<Vec<u8>>> {
+        let shared = &self.snapshot.shared;
+        let inner = shared.inner();
+        let (id, ks, bucket) = (shared.id.clone(), self.ks.0 as i32, bucket.map(<[u8]>::to_vec));
+        let found: Option<Vec<u8>> = shared.cluster.run(async move {
+            let result = match (after, bucket) {
+                (true, Some(b)) => inner.session.execute_unpaged(&inner.st.bucket_after, (id, ks, b)).await,
+                (false, Some(b)) => inner.session.execute_unpaged(&inner.st.bucket_before, (id, ks, b)).await,
+                (_, None) => inner.session.execute_unpaged(&inner.st.bucket_last, (id, ks)).await,
+            }
+            .map_err(engine("reading the bucket directory"))?;
+            let rows = result.into_rows_result().map_err(engine("reading the bucket directory"))?;
+            let row: Option<(Vec<u8>,)> = rows.maybe_first_row().map_err(engine("reading the bucket directory"))?;
+            Ok(row.map(|(b,)| b))
+        })?;
+        Ok(found.filter(|b| {
+            if after {
+                self.upper.as_ref().is_none_or(|u| b.as_slice() <= bucket_of(self.ks.0, u))
+            } else {
+                b.as_slice() >= bucket_of(self.ks.0, &self.lower)
+            }
+        }))
+    }
+
+    /// The end of a bucket's keys, exclusive (`None`: unbounded).
+    fn bucket_end(&self, bucket: &[u8]) -> Option<Vec<u8>> {
+        if bucket.len() < bucket_len(self.ks.0) {
+            // Only the key equal to the bucket lives there.
+            Some(successor(bucket))
+        } else {
+            crate::prefix_upper_bound(bucket)
+        }
+    }
+
+    fn page_forward(&mut self, bucket: Vec<u8>, from: Vec<u8>) -> Result<()> {
+        let limit = self.page;
+        let rows = self.rows(true, &bucket, &from, self.upper.as_deref(), limit)?;
+        let full = rows.len() as i32 >= limit;
+        let (entries, incomplete) = self.resolve(rows, full, true);
+        if full {
+            match &incomplete {
+                // One key had more versions than the page: a larger page.
+                Some(key) if entries.is_empty() && *key == from => self.page = (self.page * 4).min(i32::MAX / 4),
+                _ => self.page = (self.page * 2).min(MAX_PAGE),
+            }
+            let from = incomplete.expect("a full page has a last key");
+            self.resume = Some(Resume::Forward { bucket, from });
+        } else {
+            let done = self.upper.as_ref().is_some_and(|u| bucket.as_slice() >= bucket_of(self.ks.0, u));
+            self.resume = if done {
+                None
+            } else {
+                self.neighbour_bucket(Some(&bucket), true)?.map(|next| Resume::Forward { from: next.clone(), bucket: next })
+            };
+        }
+        self.entries = entries;
+        Ok(())
+    }
+
+    fn page_reverse(&mut self, bucket: Option<Vec<u8>>, until: Option<Vec<u8>>) -> Result<()> {
+        let bucket = match bucket {
+            Some(b) => b,
+            None => match self.neighbour_bucket(None, false)? {
+                Some(b) => b,
+                None => return Ok(()),
+            },
+        };
+        let limit = self.page;
+        // Within the bucket: below `until` and below the bucket's end.
+        let end = match (until.clone(), self.bucket_end(&bucket)) {
+            (Some(u), Some(e)) => Some(u.min(e)),
+            (u, e) => u.or(e),
+        };
+        let rows = match &end {
+            Some(end) => self.rows(false, &bucket, &self.lower.clone(), Some(end), limit)?,
+            // A bucket of 0xFF bytes to the keyspace's end: read forward
+            // whole, then reverse (such keys are not made by the layers).
+            None => {
+                let mut rows = self.rows(true, &bucket, &self.lower.clone(), None, i32::MAX)?;
+                rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                rows
+            }
+        };
+        let full = end.is_some() && rows.len() as i32 >= limit;
+        let (entries, incomplete) = self.resolve(rows, full, false);
+        if full {
+            self.page = if entries.is_empty() { (self.page * 4).min(i32::MAX / 4) } else { (self.page * 2).min(MAX_PAGE) };
+            let key = incomplete.expect("a full page has a last key");
+            self.resume = Some(Resume::Reverse { bucket: Some(bucket), until: Some(successor(&key)) });
+        } else {
+            let done = bucket.as_slice() <= bucket_of(self.ks.0, &self.lower);
+            self.resume = if done {
+                None
+            } else {
+                self.neighbour_bucket(Some(&bucket), false)?.map(|previous| Resume::Reverse { bucket: Some(previous), until: until.clone() })
+            };
+        }
+        self.entries = entries;
+        Ok(())
+    }
+
+    /// Each key's visible version, in the rows' order. With `full`, the
+    /// last key may have more versions on the next page: it is left out
+    /// and returned, to be read again.
+    fn resolve(&self, rows: Vec<RawRow>, full: bool, forward: bool) -> (Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>) {
+        let incomplete = if full { rows.last().map(|r| r.0.clone()) } else { None };
+        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut i = 0;
+        while i < rows.len() {
+            let key = &rows[i].0;
+            if incomplete.as_ref() == Some(key) {
+                break;
+            }
+            let mut j = i;
+            let mut chosen: Option<&Vec<u8>> = None;
+            while j < rows.len() && rows[j].0 == *key {
+                if self.snapshot.visible(rows[j].1) {
+                    // Newest first going forward; oldest first in reverse.
+                    if forward {
+                        if chosen.is_none() {
+                            chosen = Some(&rows[j].2);
+                        }
+                    } else {
+                        chosen = Some(&rows[j].2);
+                    }
+                }
+                j += 1;
+            }
+            if let Some(value) = chosen {
+                if value.first() == Some(&1) {
+                    entries.push((key.clone(), value[1..].to_vec()));
+                }
+            }
+            i = j;
+        }
+        (entries, incomplete)
+    }
+
+    fn current_key(&self) -> Option<Vec<u8>> {
+        self.valid().then(|| self.key().to_vec())
+    }
+
+    fn advance(&mut self) {
+        self.pos += 1;
+        if self.pos >= self.entries.len() {
+            self.fill();
+        }
+    }
+}
+
+impl Cursor for CassandraCursor<'_> {
+    fn seek(&mut self, key: &[u8]) {
+        let from = if key < self.lower.as_slice() { self.lower.clone() } else { key.to_vec() };
+        if self.upper.as_ref().is_some_and(|u| from >= *u) {
+            self.start(true, None);
+            return;
+        }
+        let bucket = bucket_of(self.ks.0, &from).to_vec();
+        self.start(true, Some(Resume::Forward { bucket, from }));
+    }
+
+    fn seek_for_prev(&mut self, key: &[u8]) {
+        let mut until = successor(key);
+        if let Some(u) = &self.upper {
+            if until > *u {
+                until = u.clone();
+            }
+        }
+        if until <= self.lower {
+            self.start(false, None);
+            return;
+        }
+        let bucket = bucket_of(self.ks.0, &until).to_vec();
+        // `until`'s own bucket may hold nothing below it; the page then
+        // moves to the previous bucket.
+        self.start(false, Some(Resume::Reverse { bucket: Some(bucket), until: Some(until) }));
+    }
+
+    fn seek_first(&mut self) {
+        let lower = self.lower.clone();
+        self.seek(&lower);
+    }
+
+    fn seek_last(&mut self) {
+        match self.upper.clone() {
+            Some(upper) => {
+                if upper <= self.lower {
+                    self.start(false, None);
+                    return;
+                }
+                let bucket = bucket_of(self.ks.0, &upper).to_vec();
+                self.start(false, Some(Resume::Reverse { bucket: Some(bucket), until: Some(upper) }));
+            }
+            None => self.start(false, Some(Resume::Reverse { bucket: None, until: None })),
+        }
+    }
+
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.pos < self.entries.len()
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.entries[self.pos].0
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.entries[self.pos].1
+    }
+
+    fn next(&mut self) {
+        if !self.forward {
+            if let Some(k) = self.current_key() {
+                self.seek(&successor(&k));
+            }
+            return;
+        }
+        self.advance();
+    }
+
+    fn prev(&mut self) {
+        if self.forward {
+            if let Some(k) = self.current_key() {
+                if k.as_slice() <= self.lower.as_slice() {
+                    self.start(false, None);
+                    return;
+                }
+                // Keys below `k`: `until` = k, exclusive.
+                let bucket = bucket_of(self.ks.0, &k).to_vec();
+                self.start(false, Some(Resume::Reverse { bucket: Some(bucket), until: Some(k) }));
+            }
+            return;
+        }
+        self.advance();
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(Error::Engine(m)) => Err(Error::Engine(m.clone())),
+            Some(e) => Err(Error::Engine(e.to_string())),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The Cassandra backend against the in-memory one: the same random
+//! writes, then the same reads and scans both ways, on a real node
+//! (`scripts/test-cassandra` starts one and sets `RHIZOME_TEST_CASSANDRA`).
+#![cfg(feature = "cassandra")]
+
+use rhizome_kv::backend_cassandra::{CassandraBackend, Cluster};
+use rhizome_kv::{Cursor, Keyspace, Kv};
+use std::sync::Arc;
+
+fn cluster() -> Arc<Cluster> {
+    let hosts = std::env::var("RHIZOME_TEST_CASSANDRA").expect("RHIZOME_TEST_CASSANDRA names a Cassandra node (scripts/test-cassandra starts one)");
+    Arc::new(Cluster::connect(&format!("cassandra://{hosts}/rhizome_kv_test")).expect("connects"))
+}
+
+fn unique(name: &str) -> String {
+    format!("{name}-{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos())
+}
+
+/// A small deterministic generator (xorshift).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn key(&mut self) -> Vec<u8> {
+        // Keys of 0 to 20 bytes over few byte values: many share buckets,
+        // some are shorter than a bucket prefix.
+        let len = (self.next() % 21) as usize;
+        (0..len).map(|_| (self.next() % 4) as u8 * 60).collect()
+    }
+}
+
+fn scan(c: &mut dyn Cursor, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    while c.valid() {
+        out.push((c.key().to_vec(), c.value().to_vec()));
+        if forward {
+            c.next()
+        } else {
+            c.prev()
+        }
+    }
+    c.status().unwrap();
+    out
+}
+
+#[test]
+fn reads_and_scans_match_the_memory_backend_after_random_writes() {
+    let cluster = cluster();
+    let kv = Kv::new(Arc::new(CassandraBackend::open(cluster, &unique("random")).unwrap()));
+    let mem = Kv::memory();
+    let mut rng = Rng(0x9E3779B97F4A7C15);
+    let keyspaces = [Keyspace(0), Keyspace(10), Keyspace(11), Keyspace(30), Keyspace(31)];
+    for round in 0..6 {
+        let mut t = kv.transaction().unwrap();
+        let mut m = mem.transaction().unwrap();
+        for _ in 0..120 {
+            let ks = keyspaces[(rng.next() % keyspaces.len() as u64) as usize];
+            let key = rng.key();
+            if rng.next() % 4 == 0 {
+                t.delete(ks, &key);
+                m.delete(ks, &key);
+            } else {
+                let value = format!("{round}-{}", rng.next() % 1000).into_bytes();
+                t.put(ks, &key, &value);
+                m.put(ks, &key, &value);
+            }
+        }
+        t.commit().unwrap();
+        m.commit().unwrap();
+    }
+    let (s, ms) = (kv.snapshot().unwrap(), mem.snapshot().unwrap());
+    for ks in keyspaces {
+        let mut c = s.cursor(ks, &[], None);
+        let mut mc = ms.cursor(ks, &[], None);
+        c.seek_first();
+        mc.seek_first();
+        assert_eq!(scan(c.as_mut(), true), scan(mc.as_mut(), true), "forward scan of {ks:?}");
+        c.seek_last();
+        mc.seek_last();
+        assert_eq!(scan(c.as_mut(), false), scan(mc.as_mut(), false), "reverse scan of {ks:?}");
+        for _ in 0..40 {
+            let (a, b) = (rng.key(), rng.key());
+            let (lower, upper) = if a <= b { (a, b) } else { (b, a) };
+            let upper = if rng.next() % 3 == 0 { None } else { Some(upper) };
+            let mut c = s.cursor(ks, &lower, upper.as_deref());
+            let mut mc = ms.cursor(ks, &lower, upper.as_deref());
+            // The memory backend takes seeks inside the bounds only.
+            let mut probe = rng.key();
+            if probe < lower || upper.as_ref().is_some_and(|u| probe >= *u) {
+                probe = lower.clone();
+            }
+            if upper.as_ref().is_some_and(|u| probe >= *u) {
+                continue;
+            }
+            c.seek(&probe);
+            mc.seek(&probe);
+            assert_eq!(scan(c.as_mut(), true), scan(mc.as_mut(), true), "seek {probe:?} in {ks:?} [{lower:?}, {upper:?})");
+            c.seek_for_prev(&probe);
+            mc.seek_for_prev(&probe);
+            assert_eq!(scan(c.as_mut(), false), scan(mc.as_mut(), false), "seek_for_prev {probe:?} in {ks:?} [{lower:?}, {upper:?})");
+            // A change of direction in the middle.
+            c.seek(&probe);
+            mc.seek(&probe);
+            if c.valid() {
+                c.next();
+                mc.next();
+                c.prev();
+                mc.prev();
+            }
+            assert_eq!(c.valid(), mc.valid());
+            if c.valid() {
+                assert_eq!(c.key(), mc.key());
+            }
+            assert_eq!(s.get(ks, &probe).unwrap(), ms.get(ks, &probe).unwrap());
+        }
+    }
+}
+
+#[test]
+fn snapshots_are_isolated_and_two_handles_on_one_store_take_turns() {
+    let cluster = cluster();
+    let name = unique("turns");
+    let a = Kv::new(Arc::new(CassandraBackend::open(cluster.clone(), &name).unwrap()));
+    let b = Kv::new(Arc::new(CassandraBackend::open(cluster, &name).unwrap()));
+    let ks = Keyspace(30);
+    let mut t = a.transaction().unwrap();
+    t.put(ks, b"counter", &0u64.to_be_bytes());
+    t.commit().unwrap();
+    let before = a.snapshot().unwrap();
+    // Read-modify-write from two handles (two servers) at once: no
+    // increment is lost, because writers hold the store's lease in turn.
+    std::thread::scope(|scope| {
+        for kv in [&a, &b] {
+            scope.spawn(move || {
+                for _ in 0..15 {
+                    let mut t = kv.transaction().unwrap();
+                    let n = u64::from_be_bytes(t.get(ks, b"counter").unwrap().unwrap().try_into().unwrap());
+                    t.put(ks, b"counter", &(n + 1).to_be_bytes());
+                    t.commit().unwrap();
+                }
+            });
+        }
+    });
+    let now = b.snapshot().unwrap().get(ks, b"counter").unwrap().unwrap();
+    assert_eq!(u64::from_be_bytes(now.try_into().unwrap()), 30);
+    assert_eq!(before.get(ks, b"counter").unwrap().unwrap(), 0u64.to_be_bytes().to_vec(), "an older snapshot keeps its view");
+    let t = a.transaction().unwrap();
+    assert!(t.changed_elsewhere() || u64::from_be_bytes(t.get(ks, b"counter").unwrap().unwrap().try_into().unwrap()) == 30);
+}
+
+#[test]
+fn a_dropped_transaction_writes_nothing_and_frees_the_lease() {
+    let cluster = cluster();
+    let kv = Kv::new(Arc::new(CassandraBackend::open(cluster, &unique("drop")).unwrap()));
+    let mut t = kv.transaction().unwrap();
+    t.put(Keyspace(1), b"x", b"1");
+    drop(t);
+    assert_eq!(kv.snapshot().unwrap().get(Keyspace(1), b"x").unwrap(), None);
+    let mut t = kv.transaction().unwrap();
+    t.put(Keyspace(1), b"y", b"2");
+    t.commit().unwrap();
+    assert_eq!(kv.snapshot().unwrap().get(Keyspace(1), b"y").unwrap(), Some(b"2".to_vec()));
+}
