@@ -139,7 +139,7 @@ impl Route {
                     "_ensure_full_commit" => DbOp::EnsureFullCommit,
                     "_design_docs" => DbOp::DesignDocs,
                     "_local_docs" => DbOp::LocalDocs,
-                    "_view_cleanup" => DbOp::ViewCleanup,
+                    "_view_cleanup" | "_nouveau_cleanup" => DbOp::ViewCleanup,
                     "_find" => DbOp::Find,
                     "_explain" => DbOp::Explain,
                     "_transaction" => DbOp::Transaction,

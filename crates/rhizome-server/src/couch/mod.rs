@@ -10,6 +10,7 @@ pub mod design_functions;
 pub mod documents;
 pub mod mango;
 pub mod node;
+pub mod nouveau;
 pub mod partitions;
 pub mod multipart;
 pub mod replicate;

@@ -53,10 +53,13 @@ pub fn design_action(req: &Request, ctx: &UserCtx, db: Arc<DbHandle>, ddoc: &str
         "_show" => super::design_functions::show(req, ctx, &db, ddoc, rest),
         "_list" => super::design_functions::list(req, &db, ddoc, rest),
         "_info" => info(req, &db, ddoc),
+        "_nouveau" => super::nouveau::search(req, &db, ddoc, rest),
+        "_nouveau_info" => super::nouveau::info(req, &db, ddoc, rest),
         "_compact" => {
             if req.method != Method::POST {
                 return Err(HttpError::method_not_allowed("POST"));
             }
+            super::nouveau::compact(&db, ddoc)?;
             design_doc(&db, ddoc)?;
             Ok(json(202, &json!({ "ok": true })))
         }
@@ -201,6 +204,7 @@ pub fn cleanup(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError
     }
     let live = design_docs(db)?;
     rhizome_views::index::cleanup(&db.db, &live)?;
+    super::nouveau::cleanup(db)?;
     Ok(json(202, &json!({ "ok": true })))
 }
 
