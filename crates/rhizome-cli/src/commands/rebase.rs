@@ -154,6 +154,14 @@ fn rebase_database(path: &Path, old: &str, new: &str, dry_run: bool) -> Result<O
         counts.index_keys += rhizome_docs::rebase::clear_keyspace(kv, ks)?;
     }
     if !dry_run {
+        // Full-text indexes (`rhizome_search::search_dir`) hold documents'
+        // ids and text under the old base: dropped (before the commit, so
+        // that a run killed in between drops them when it runs again) and
+        // rebuilt by the next search, as views and Mango indexes are.
+        let search = path.join("search");
+        if search.exists() {
+            std::fs::remove_dir_all(&search)?;
+        }
         txn.commit()?;
     }
     Ok(Some(counts))
