@@ -137,6 +137,11 @@ fn fill(s: &Served) -> String {
     s.json("POST", "/db/_index", r#"{"index": {"fields": ["name"]}, "name": "by-name"}"#);
     let found = s.json("POST", "/db/_find", r#"{"selector": {"name": "alice"}, "use_index": "by-name"}"#);
     assert_eq!(found["docs"][0]["knows"], format!("{base}/db/bob"));
+    // A full-text index of the IRIs a document names (its tokens include
+    // the port), built before the move.
+    let search = r#"{"nouveau": {"k": {"index": "function(doc) { if (doc.knows) index('text', 'knows', doc.knows); }"}}}"#;
+    assert_eq!(s.call("PUT", "/db/_design/s", &[("Content-Type", "application/json")], search).0, 201);
+    assert_eq!(s.json("GET", &format!("/db/_design/s/_nouveau/k?q=knows:{}", s.port), "")["total_hits"], 1);
     assert!(sparql_iris(s).iter().any(|i| i.starts_with(&base)));
     base
 }
@@ -272,6 +277,9 @@ fn a_rebased_folder_names_and_answers_everything_under_its_new_address() {
     assert_eq!(view["rows"][0]["key"], format!("{new}/db/bob"), "the view was rebuilt: {view}");
     let found = s.json("POST", "/db/_find", r#"{"selector": {"name": "alice"}, "use_index": "by-name"}"#);
     assert_eq!(found["docs"][0]["knows"], format!("{new}/db/bob"), "{found}");
+    let old_port = old.rsplit(':').next().unwrap();
+    let hits = |port: &str| s.json("GET", &format!("/db/_design/s/_nouveau/k?q=knows:{port}"), "")["total_hits"].clone();
+    assert_eq!((hits(&new_port.to_string()), hits(old_port)), (serde_json::json!(1), serde_json::json!(0)), "the full-text index was rebuilt");
 
     // Replication carries the new IRIs to a real CouchDB: all of them to a
     // new database, and the renamed documents to the one replicated before
