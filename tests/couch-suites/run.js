@@ -298,7 +298,9 @@ function unescapeXml(s) {
 // --- known failures -------------------------------------------------------
 
 // One file per suite: `FILE<TAB>TEST<TAB>REASON` a line; `#` starts a comment.
-// A reason that starts with `flaky:` accepts the test passing as well.
+// A reason that starts with `flaky:` accepts the test passing as well. A
+// TEST of `*` stands for every test and hook of FILE (only with `flaky:`:
+// for a file that never reaches the server under test).
 function readKnown(suite) {
   const file = path.join(HERE, `known-failures-${suite}.txt`);
   const known = new Map();
@@ -308,6 +310,9 @@ function readKnown(suite) {
     const [f, title, reason] = line.split('\t');
     if (!f || !title || !reason || !reason.trim()) {
       throw new Error(`${file}:${i + 1}: expected FILE<TAB>TEST<TAB>REASON`);
+    }
+    if (title === '*' && !reason.trim().startsWith('flaky:')) {
+      throw new Error(`${file}:${i + 1}: a whole file (TEST *) may only be listed as flaky:`);
     }
     known.set(`${f}\t${title}`, reason.trim());
   });
@@ -393,11 +398,13 @@ let recordFile = null;
 function printFile(suite, name, r, known, counts, seen, problems, suiteRecord) {
   const c = { pass: 0, fail: 0, known: 0, skip: 0 };
   let notRun = 0;
+  const wholeFile = known.get(`${name}\t*`);
+  if (wholeFile !== undefined) seen.add(`${name}\t*`);
   for (const [title, t] of r.tests) {
     const key = `${name}\t${title}`;
     seen.add(key);
     suiteRecord[key] = { status: t.status, error: t.error };
-    const listed = known.get(key);
+    const listed = known.get(key) ?? wholeFile;
     // A reason starting `flaky:` lists a test that fails only sometimes (a
     // race, a timing window): either outcome is accepted, and counted.
     const flaky = listed !== undefined && listed.startsWith('flaky:');
