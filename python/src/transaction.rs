@@ -161,16 +161,6 @@ fn commit_validated(txn: DocTransaction<Arc<Database>>, name: &str) -> Result<Ve
     };
     let Some(mut validators) = validators else { return txn.commit(None) };
     let (user_ctx, sec_obj) = (crate::docs::admin_ctx(name), db.security()?);
-    let mut check = |new: &Map<String, Value>, old: Option<&Map<String, Value>>| -> Result<(), DocError> {
-        let id = new.get("_id").and_then(Value::as_str).unwrap_or_default();
-        if id.starts_with("_design/") {
-            return Ok(());
-        }
-        let old = old.map_or(Value::Null, |o| Value::Object(o.clone()));
-        validators.check(&Value::Object(new.clone()), &old, &user_ctx, &sec_obj).map_err(|r| {
-            let (status, error) = r.status_and_error();
-            DocError::Coded { status, error, reason: format!("{id}: {}", r.reason()) }
-        })
-    };
+    let mut check = |new: &Map<String, Value>, old: Option<&Map<String, Value>>| validators.check_revision(new, old, &user_ctx, &sec_obj);
     txn.commit(Some(&mut check))
 }

@@ -58,6 +58,22 @@ impl Validators {
         Ok(Some(Validators { sandbox, fns }))
     }
 
+    /// The check a write path runs on each new revision it makes (`new`,
+    /// and the winner it replaces): design and `_local` documents pass
+    /// unchecked, as in CouchDB; a refusal becomes the write's error, named
+    /// by the document's id.
+    pub fn check_revision(&mut self, new: &Map<String, Value>, old: Option<&Map<String, Value>>, user_ctx: &Value, sec_obj: &Value) -> Result<(), DocError> {
+        let id = new.get("_id").and_then(Value::as_str).unwrap_or_default();
+        if id.starts_with("_design/") || id.starts_with("_local/") {
+            return Ok(());
+        }
+        let old = old.map_or(Value::Null, |o| Value::Object(o.clone()));
+        self.check(&Value::Object(new.clone()), &old, user_ctx, sec_obj).map_err(|r| {
+            let (status, error) = r.status_and_error();
+            DocError::Coded { status, error, reason: format!("{id}: {}", r.reason()) }
+        })
+    }
+
     /// Runs every function on one write; the first refusal.
     pub fn check(&mut self, new_doc: &Value, old_doc: &Value, user_ctx: &Value, sec_obj: &Value) -> Result<(), Rejection> {
         for f in &self.fns {
@@ -191,17 +207,7 @@ pub fn rdf_write_validated<T, E: From<DocError>>(
         return db.rdf_write_checked(emptied, None, writer, f);
     };
     let sec_obj = db.security()?;
-    let mut check = |new: &Map<String, Value>, old: Option<&Map<String, Value>>| -> Result<(), DocError> {
-        let id = new.get("_id").and_then(Value::as_str).unwrap_or_default();
-        if id.starts_with("_design/") || id.starts_with("_local/") {
-            return Ok(());
-        }
-        let old = old.map_or(Value::Null, |o| Value::Object(o.clone()));
-        validators.check(&Value::Object(new.clone()), &old, user_ctx, &sec_obj).map_err(|r| {
-            let (status, error) = r.status_and_error();
-            DocError::Coded { status, error, reason: format!("{id}: {}", r.reason()) }
-        })
-    };
+    let mut check = |new: &Map<String, Value>, old: Option<&Map<String, Value>>| validators.check_revision(new, old, user_ctx, &sec_obj);
     db.rdf_write_checked(emptied, Some(&mut check), writer, f)
 }
 

@@ -100,17 +100,7 @@ pub fn transaction(req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Respon
         // revisions are known (as for SPARQL writes): alone.
         Some(mut validators) => {
             let (user_ctx, sec_obj) = (ctx.for_validation(&db.name), db.db.security()?);
-            let mut check = |new: &Map<String, Value>, old: Option<&Map<String, Value>>| -> Result<(), DocError> {
-                let id = new.get("_id").and_then(Value::as_str).unwrap_or_default();
-                if id.starts_with("_design/") {
-                    return Ok(());
-                }
-                let old = old.map_or(Value::Null, |o| Value::Object(o.clone()));
-                validators.check(&Value::Object(new.clone()), &old, &user_ctx, &sec_obj).map_err(|r| {
-                    let (status, error) = r.status_and_error();
-                    DocError::Coded { status, error, reason: format!("{id}: {}", r.reason()) }
-                })
-            };
+            let mut check = |new: &Map<String, Value>, old: Option<&Map<String, Value>>| validators.check_revision(new, old, &user_ctx, &sec_obj);
             match db.db.apply_ops(&ops, Some(&mut check), writer) {
                 Err(e) if rhizome_docs::is_aborted(&e) => return Err(HttpError::from(e)),
                 other => other?,
