@@ -120,3 +120,39 @@ def test_document_clone_and_delete(tab, server):
     eventually(lambda: server.get("/cloning/the-copy").status_code == 404, "the clone is deleted")
     assert server.get("/cloning/the-copy").json()["reason"] == "deleted"
     assert server.get("/cloning/original").status_code == 200
+
+
+def test_view_editor_creates_and_runs_a_view(tab, server):
+    server.put("/shelves")
+    r = server.post("/shelves/_bulk_docs", json={"docs": [{"_id": f"b{i}", "pages": i * 10} for i in range(1, 6)]})
+    assert r.status_code == 201
+    page = tab.page
+    tab.goto("/_utils/#/database/shelves/new_view")
+    page.locator("text=Design Document").first.wait_for()
+    tab.shot("form")
+    page.fill("input[placeholder='newDesignDoc']", "books")
+    page.fill("input[value='new-view']", "pages")
+    page.click(".ace_content")
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text("function (doc) { if (doc.pages) { emit(doc._id, doc.pages); } }")
+    page.locator("select").last.select_option("_sum")
+    # Leaving the map editor lays the form out again (a "Format Code"
+    # button appears): click the button once it is still.
+    page.click("text=Map function")
+    page.locator("button:has-text('Format Code')").wait_for()
+    tab.shot("filled")
+    page.click("button:has-text('Create Document and then Build Index')")
+    expect(page).to_have_url(re.compile(r".*#/?database/shelves/_design/books/_view/pages"))
+    ddoc = eventually(lambda: (lambda r: r.status_code == 200 and r.json())(server.get("/shelves/_design/books")), "the design document is saved")
+    assert "doc.pages" in ddoc["views"]["pages"]["map"] and ddoc["views"]["pages"]["reduce"] == "_sum", ddoc
+    assert server.get("/shelves/_design/books/_view/pages").json()["rows"][0]["value"] == 150
+    # Fauxton runs the view (reduce=false, its default) and shows its rows.
+    rows = server.get("/shelves/_design/books/_view/pages", params={"reduce": "false"}).json()["rows"]
+    assert len(rows) == 5
+    for row in rows:
+        page.locator("td", has_text=row["id"]).first.wait_for()
+    tab.shot("rows")
+    # The design document is listed with its view.
+    tab.goto("/_utils/#/database/shelves/_design_docs")
+    page.locator("text=_design/books").first.wait_for()
