@@ -156,3 +156,34 @@ def test_view_editor_creates_and_runs_a_view(tab, server):
     # The design document is listed with its view.
     tab.goto("/_utils/#/database/shelves/_design_docs")
     page.locator("text=_design/books").first.wait_for()
+
+
+def test_mango_indexes_are_created_listed_and_deleted(tab, server):
+    server.put("/indexed")
+    server.post("/indexed/_bulk_docs", json={"docs": [{"_id": f"b{i}", "pages": i * 10} for i in range(1, 6)]})
+    page = tab.page
+    tab.goto("/_utils/#/database/indexed/_index")
+    page.locator("text=special: _id").wait_for()
+    page.locator(".ace_content").first.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text('{"index": {"fields": ["pages"]}, "name": "by-pages", "ddoc": "shelf-indexes", "type": "json"}')
+    page.click("button:has-text('Create Index')")
+    # Listed by Fauxton, from the server's _index.
+    page.locator("text=json: pages").wait_for()
+    tab.shot("created")
+    indexes = server.get("/indexed/_index").json()["indexes"]
+    assert {"ddoc": "_design/shelf-indexes", "name": "by-pages", "type": "json", "partitioned": False,
+            "def": {"fields": [{"pages": "asc"}]}} in indexes, indexes
+    # The index serves a query.
+    explain = server.post("/indexed/_explain", json={"selector": {"pages": {"$gt": 20}}}).json()
+    assert explain["index"]["name"] == "by-pages", explain
+    # Select it, delete the selection.
+    # Fauxton asks with the browser's confirm(); the user says yes.
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("label[for='checkbox-_design/shelf-indexes']")
+    page.click("button[title='Delete all selected']")
+    page.locator("text=json: pages").wait_for(state="detached")
+    names = [i["name"] for i in server.get("/indexed/_index").json()["indexes"]]
+    assert names == ["_all_docs"], names
+    assert server.get("/indexed/_design/shelf-indexes").status_code == 404
