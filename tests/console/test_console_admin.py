@@ -8,6 +8,7 @@ import re
 import time
 import urllib.parse
 
+import requests
 from playwright.sync_api import expect
 
 
@@ -187,3 +188,42 @@ def test_mango_indexes_are_created_listed_and_deleted(tab, server):
     names = [i["name"] for i in server.get("/indexed/_index").json()["indexes"]]
     assert names == ["_all_docs"], names
     assert server.get("/indexed/_design/shelf-indexes").status_code == 404
+
+
+def test_setup_screen_sees_a_configured_single_node(tab, server):
+    page = tab.page
+    tab.goto("/_utils/#/setup")
+    page.locator("text=configured for production usage as a single node").wait_for()
+    tab.shot("setup")
+    # What the setup screen's actions get, as a single-node CouchDB 3.5
+    # answers once set up.
+    assert server.get("/_cluster_setup").json() == {"state": "single_node_enabled"}
+    assert server.get("/_cluster_setup", params={"ensure_dbs_exist": '["_users","_replicator"]'}).json() == {"state": "single_node_enabled"}
+    single = {"action": "enable_single_node", "username": "admin", "password": "x", "bind_address": "127.0.0.1", "port": 5984, "singlenode": True}
+    r = server.post("/_cluster_setup", json=single)
+    assert (r.status_code, r.json()) == (200, {"ok": True})
+    r = server.post("/_cluster_setup", json={"action": "finish_cluster"})
+    assert (r.status_code, r.json()) == (400, {"error": "bad_request", "reason": "Cluster is already finished"})
+    r = server.post("/_cluster_setup", json={"action": "enable_cluster", "node_count": 3})
+    assert r.status_code == 400 and "one node" in r.json()["reason"]
+    assert server.post("/_cluster_setup", json={"action": "bogus"}).json()["reason"] == "Invalid Action"
+    assert server.post("/_cluster_setup", data="{}", headers={"Content-Type": "text/plain"}).status_code == 415
+    assert server.http.put(server.url + "/_cluster_setup").status_code == 405
+    assert requests.get(server.url + "/_cluster_setup").status_code == 401
+
+
+def test_footer_shows_rhizomes_version(tab, server):
+    welcome = server.get("/").json()
+    # Clients read `version` as the CouchDB API level; it stays CouchDB's.
+    assert welcome["version"].startswith("3.") and welcome["vendor"]["name"] == "Rhizome"
+    page = tab.page
+    tab.goto("/_utils/#/_all_dbs")
+    footer = page.locator(".faux-navbar__version-footer")
+    expect(footer).to_contain_text(f"v. {welcome['vendor']['version']}")
+    expect(footer).to_contain_text("Fauxton on Rhizome")
+    assert footer.get_attribute("title") == f"CouchDB API {welcome['version']}"
+    # Fauxton redraws the navigation bar when it is narrowed: the footer stays.
+    page.click(".faux-navbar__burger")
+    page.click(".faux-navbar__burger")
+    expect(footer).to_contain_text(f"v. {welcome['vendor']['version']}")
+    tab.shot("footer")

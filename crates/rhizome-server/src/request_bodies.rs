@@ -51,7 +51,7 @@ enum Takes {
 
 fn takes(route: &Route) -> Takes {
     match route {
-        Route::Db(_) | Route::Replicate | Route::DbsInfo | Route::MangoIndex(..) => Takes::Json,
+        Route::Db(_) | Route::Replicate | Route::DbsInfo | Route::MangoIndex(..) | Route::ClusterSetup => Takes::Json,
         Route::DbOp(_, op) => match op {
             // CouchDB takes any body here (it reads none).
             DbOp::ViewCleanup => Takes::Own,

@@ -66,6 +66,7 @@ pub enum Route {
     SchedulerDoc(String, Option<String>),
     SchedulerJobs,
     Membership,
+    ClusterSetup,
     DbUpdates,
     /// `/_node/{name}/...`: the name and what follows it.
     Node(String, Vec<String>),
@@ -115,6 +116,7 @@ impl Route {
             ["_scheduler", "docs", db, id @ ..] => Route::SchedulerDoc(db.to_string(), Some(id.join("/"))),
             ["_scheduler", "jobs"] => Route::SchedulerJobs,
             ["_membership"] => Route::Membership,
+            ["_cluster_setup"] => Route::ClusterSetup,
             ["_db_updates"] => Route::DbUpdates,
             ["_node", name, rest @ ..] => Route::Node(name.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             ["_active_tasks"] => Route::ActiveTasks,
@@ -192,7 +194,7 @@ impl Route {
         match self {
             Route::Root | Route::Up | Route::Uuids | Route::Session | Route::Console(_) => Access::Public,
             Route::AllDbs | Route::DbsInfo | Route::Replicate | Route::SchedulerDocs | Route::ActiveTasks | Route::Contexts => Access::ServerAdmin,
-            Route::SchedulerDoc(..) | Route::SchedulerJobs | Route::Membership | Route::Node(..) | Route::DbUpdates => Access::ServerAdmin,
+            Route::SchedulerDoc(..) | Route::SchedulerJobs | Route::Membership | Route::ClusterSetup | Route::Node(..) | Route::DbUpdates => Access::ServerAdmin,
             Route::Db(_) if *method == Method::PUT || *method == Method::DELETE => Access::ServerAdmin,
             Route::Db(_) => Access::Member,
             Route::DbOp(_, DbOp::Compact | DbOp::ViewCleanup) => Access::DbAdmin,
@@ -288,6 +290,7 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
         Route::SchedulerDoc(db, id) => crate::replicator_db::scheduler_doc(server, m, &db, id.as_deref())?.into(),
         Route::SchedulerJobs => couch::node::scheduler_jobs(server, req)?.into(),
         Route::Membership => couch::node::membership(req)?.into(),
+        Route::ClusterSetup => couch::cluster_setup::handle(req)?.into(),
         Route::DbUpdates => crate::db_updates::handle(&server.db_updates, req)?.into(),
         Route::Node(name, rest) => couch::node::node(server, req, &name, &rest)?.into(),
         Route::ActiveTasks => couch::replicate::active_tasks(server, m)?.into(),

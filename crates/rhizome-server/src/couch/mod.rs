@@ -5,6 +5,7 @@ pub mod all_dbs;
 pub mod all_docs;
 pub mod attachments;
 pub mod bulk;
+pub mod cluster_setup;
 pub mod database;
 pub mod design_functions;
 pub mod documents;
