@@ -72,11 +72,44 @@
     });
   };
 
+  // Fauxton's footer says "Fauxton on Apache CouchDB v. {version}", the
+  // `version` of the server's welcome (/). Rhizome's welcome keeps there
+  // the CouchDB API version it follows, which clients read; its own name
+  // and version are in `vendor`, CouchDB's field for them, and the footer
+  // shows those instead (the API version in its tooltip).
+  var vendor = null;
+  window.fetch("/", { credentials: "same-origin", headers: { Accept: "application/json" } })
+    .then(function (r) { return r.json(); })
+    .then(function (welcome) {
+      if (welcome.vendor && welcome.vendor.version) {
+        vendor = { name: welcome.vendor.name || "Rhizome", version: welcome.vendor.version, api: welcome.version };
+        showVendor();
+      }
+    }, function () {});
+
+  function showVendor() {
+    var footer = document.querySelector(".faux-navbar__version-footer");
+    if (!vendor || !footer) return;
+    var want = "v. " + vendor.version;
+    var link = footer.querySelector("a");
+    if (link && link.textContent !== vendor.name) {
+      // Not a link to CouchDB's site any more: plain text.
+      link.textContent = vendor.name;
+      link.removeAttribute("href");
+    }
+    var line = footer.querySelector("div");
+    if (line && line.textContent !== want) {
+      line.textContent = want;
+      footer.setAttribute("title", "CouchDB API " + vendor.api);
+      footer.setAttribute("data-rhizome-version", vendor.version);
+    }
+  }
+
   var scheduled = false;
   new MutationObserver(function () {
     if (scheduled) return;
     scheduled = true;
-    window.requestAnimationFrame(function () { scheduled = false; addLinks(); });
+    window.requestAnimationFrame(function () { scheduled = false; addLinks(); showVendor(); });
   }).observe(document.documentElement, { childList: true, subtree: true, attributes: true, attributeFilter: ["class"] });
   window.addEventListener("hashchange", addLinks);
   addLinks();
