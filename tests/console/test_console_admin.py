@@ -11,6 +11,8 @@ import urllib.parse
 import requests
 from playwright.sync_api import expect
 
+from conftest import ADMIN
+
 
 def make_conflict(server, db, doc_id):
     """Two leaves of one document, as a replication of concurrent edits
@@ -227,3 +229,102 @@ def test_footer_shows_rhizomes_version(tab, server):
     page.click(".faux-navbar__burger")
     expect(footer).to_contain_text(f"v. {welcome['vendor']['version']}")
     tab.shot("footer")
+
+
+def start_replication(tab, source, target, doc_id, continuous, new_target):
+    """Fills Fauxton's replication form as a user does: a local source and
+    a local target, each with the admin's name and password."""
+    page = tab.page
+    tab.goto("/_utils/#/replication/_create")
+    page.select_option("#replication-source", "REPLICATION_SOURCE_LOCAL")
+    page.locator("text=Database name").first.click()
+    page.keyboard.type(source)
+    page.keyboard.press("Enter")
+    page.select_option("#select-replication-source-auth", "BASIC_AUTH")
+    page.fill("#replication-source-auth-username", ADMIN[0])
+    page.fill("#replication-source-auth-password", ADMIN[1])
+    if new_target:
+        page.locator("select").nth(2).select_option("REPLICATION_TARGET_NEW_LOCAL_DATABASE")
+        page.fill("input.replication__new-input", target)
+    else:
+        page.locator("select").nth(2).select_option("REPLICATION_TARGET_EXISTING_LOCAL_DATABASE")
+        # The source's box shows its name now: the one left is the target's.
+        page.locator("text=Database name").first.click()
+        page.keyboard.type(target)
+        page.keyboard.press("Enter")
+    page.select_option("#select-replication-target-auth", "BASIC_AUTH")
+    page.fill("#replication-target-auth-username", ADMIN[0])
+    page.fill("#replication-target-auth-password", ADMIN[1])
+    if continuous:
+        page.locator("select").nth(4).select_option("REPLICATION_TYPE_CONTINUOUS")
+    page.fill("input.replication__doc-name-input", doc_id)
+    tab.shot(f"form-{doc_id}")
+    page.click("button:has-text('Start Replication')")
+    expect(page).to_have_url(re.compile(r".*#/?replication$"))
+    # Fauxton first checks that the document id is free: the 404 it gets
+    # is logged by the browser as a failed load, as it is with CouchDB.
+    tab.errors[:] = [e for e in tab.errors if not ("404" in e and "Failed to load resource" in e)]
+
+
+def test_replication_one_shot_and_continuous_with_scheduler(tab, server):
+    server.put("/rep-source")
+    server.post("/rep-source/_bulk_docs", json={"docs": [{"_id": f"d{i}", "n": i} for i in range(10)]})
+    # Made before the form loads: Fauxton reads the database list once.
+    server.put("/rep-mirror")
+    page = tab.page
+    # A one-shot replication to a new local database.
+    start_replication(tab, "rep-source", "rep-copy", "console-once", continuous=False, new_target=True)
+    doc = server.get("/_replicator/console-once").json()
+    assert doc["continuous"] is False and doc["create_target"] is True, doc
+    eventually(lambda: server.get("/_scheduler/docs/_replicator/console-once").json().get("state") == "completed", "the one-shot completes")
+    assert server.get("/rep-copy").json()["doc_count"] == 10
+    # A continuous one to an existing database: later writes follow.
+    start_replication(tab, "rep-source", "rep-mirror", "console-live", continuous=True, new_target=False)
+    assert server.get("/_replicator/console-live").json()["continuous"] is True
+    server.put("/rep-source/late", json={"written": "after the start"})
+    eventually(lambda: server.get("/rep-mirror/late").status_code == 200, "the continuous replication copies a later write")
+    # The scheduler lists both; Fauxton's table shows them with their states.
+    docs = {d["doc_id"]: d for d in server.get("/_scheduler/docs").json()["docs"]}
+    assert docs["console-once"]["state"] == "completed" and docs["console-live"]["state"] == "running", docs
+    jobs = server.get("/_scheduler/jobs").json()["jobs"]
+    assert [j["doc_id"] for j in jobs] == ["console-live"], jobs
+    # Fauxton polls every few minutes; its Refresh button reads again.
+    page.click("text=Refresh")
+    once = page.locator("tr", has_text="rep-copy")
+    live = page.locator("tr", has_text="rep-mirror")
+    expect(once).to_contain_text("One time")
+    expect(once).to_contain_text(re.compile("completed", re.I))
+    expect(live).to_contain_text("Continuous")
+    expect(live).to_contain_text(re.compile("running", re.I))
+    # Each row's start time, from the scheduler's start_time (an ISO 8601
+    # time, as CouchDB's): "Nov 29th, 1:15 am".
+    for row in (once, live):
+        expect(row.locator("td").nth(3)).to_have_text(re.compile(r"^[A-Z][a-z]{2} \d+(st|nd|rd|th), \d+:\d\d [ap]m$"))
+    tab.shot("replicator-db")
+    # A replication started through /_replicate is on the "_replicate
+    # Activity" tab, read from /_scheduler/jobs.
+    r = server.post("/_replicate", json={"source": "rep-source", "target": "rep-api-copy", "create_target": True, "continuous": True})
+    assert r.status_code in (200, 202), r.text
+    page.click("text=_replicate Activity")
+    page.click("text=Refresh")
+    api_job = page.locator("tr", has_text="rep-api-copy")
+    expect(api_job).to_contain_text("rep-source")
+    expect(api_job).to_contain_text("Continuous")
+    expect(api_job.locator("td").nth(3)).to_have_text(re.compile(r"^[A-Z][a-z]{2} \d+(st|nd|rd|th), \d+:\d\d [ap]m$"))
+    tab.shot("replicate-activity")
+    # Its delete action cancels it (Fauxton posts _replicate with cancel).
+    api_job.locator(".icon-trash").click()
+    tab.shot("cancel")
+    page.locator(".modal button:has-text('Delete')").last.click()
+    eventually(lambda: not [j for j in server.get("/_scheduler/jobs").json()["jobs"] if j["database"] is None], "the _replicate job is cancelled")
+    # Active tasks shows the running replication.
+    tab.goto("/_utils/#/activetasks")
+    expect(page.locator("table")).to_contain_text("rep-mirror")
+    tab.shot("active-tasks")
+    # Deleting the continuous one's document from the table stops it.
+    tab.goto("/_utils/#/replication")
+    page.locator("tr", has_text="rep-mirror").locator(".icon-trash").click()
+    tab.shot("delete")
+    page.locator(".modal button:has-text('Delete')").last.click()
+    eventually(lambda: server.get("/_replicator/console-live").status_code == 404, "the document is deleted")
+    eventually(lambda: server.get("/_scheduler/jobs").json()["jobs"] == [], "the job stops")

@@ -62,6 +62,8 @@ pub struct DocJob {
     id: Option<String>,
     source: String,
     target: String,
+    /// When the document's job was made, and last changed (seconds).
+    start_time: u64,
     last_updated: u64,
 }
 
@@ -154,6 +156,7 @@ fn reconcile(server: &Arc<Server>, id: &str) {
         id: None,
         source: String::new(),
         target: String::new(),
+        start_time: now(),
         last_updated: now(),
     };
     jobs.jobs.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_owned(), entry);
@@ -259,10 +262,15 @@ fn scheduled(server: &Server) -> Vec<Value> {
     docs.sort_by(|a, b| a.0.cmp(b.0));
     docs.into_iter()
         .map(|(doc_id, j)| {
+            // Times in ISO 8601, as CouchDB's (Fauxton's replication table
+            // reads them with `new Date(...)`); `error_count` counts the
+            // errors since the last success, one at most here.
             json!({
                 "database": REPLICATOR_DB, "doc_id": doc_id, "id": j.id, "node": crate::couch::node::NODE_NAME,
                 "source": j.source, "target": j.target, "state": j.state, "info": j.info,
-                "last_updated": j.last_updated,
+                "error_count": u32::from(matches!(j.state, "failed" | "crashing")),
+                "start_time": crate::http::iso_time(j.start_time),
+                "last_updated": crate::http::iso_time(j.last_updated),
             })
         })
         .collect()

@@ -130,17 +130,38 @@ fn stats(server: &Server, req: &Request, path: &[&str]) -> Result<Response<Body>
     Ok(json(200, at))
 }
 
+/// A job's source or target as CouchDB's scheduler shows it: a URL ending
+/// in `/` (Fauxton cuts the last character off to name the database). A
+/// database of this server, named without a URL (CouchDB 3 takes URLs
+/// only), is shown at the address the client asked (`host`).
+fn job_endpoint(endpoint: Option<&Value>, host: &str) -> Value {
+    let Some(url) = endpoint.and_then(Value::as_str) else { return endpoint.cloned().unwrap_or(Value::Null) };
+    let url = if url.contains("://") { url.to_owned() } else { format!("http://{host}/{}", url.replace('/', "%2F")) };
+    Value::String(if url.ends_with('/') { url } else { url + "/" })
+}
+
 /// `GET /_scheduler/jobs`: the running replications, as CouchDB lists them.
 pub fn scheduler_jobs(server: &Server, req: &Request) -> Result<Response<Body>, HttpError> {
     only_get(req)?;
     let mut jobs: Vec<Value> = Vec::new();
+    let host = req.header("host").unwrap_or("127.0.0.1:5984").to_owned();
     let job = |id: String, task: Value, database: Value, doc_id: Value| {
+        let time = |k: &str| task.get(k).and_then(Value::as_u64).map(crate::http::iso_time);
+        // CouchDB's history, newest first; Fauxton's "_replicate Activity"
+        // tab reads the first entry's type as the job's state.
+        let mut history = Vec::new();
+        if let Some(updated) = time("updated_on") {
+            history.push(json!({ "timestamp": updated, "type": "started" }));
+        }
+        if let Some(started) = time("started_on") {
+            history.push(json!({ "timestamp": started, "type": "added" }));
+        }
         json!({
             "id": id, "database": database, "doc_id": doc_id, "node": NODE_NAME,
-            "source": task.get("source").cloned().unwrap_or(Value::Null),
-            "target": task.get("target").cloned().unwrap_or(Value::Null),
-            "pid": Value::Null, "start_time": task.get("started_on").cloned().unwrap_or(Value::Null),
-            "history": [], "info": task,
+            "source": job_endpoint(task.get("source"), &host),
+            "target": job_endpoint(task.get("target"), &host),
+            "pid": Value::Null, "user": Value::Null, "start_time": time("started_on"),
+            "history": history, "info": task,
         })
     };
     for (id, running) in server.replications.lock().unwrap_or_else(|p| p.into_inner()).iter() {

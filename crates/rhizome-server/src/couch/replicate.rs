@@ -270,8 +270,14 @@ pub(crate) fn spawn_job(
     end: impl FnOnce(rhizome_replication::Result<Report>) + Send + 'static,
 ) -> Result<(), HttpError> {
     let started_on = now();
+    // CouchDB names each task by its Erlang process; Fauxton's active tasks
+    // screen shows it (and fails on a task without one). Replications
+    // count in their own sequence, `<0.N.1>`, apart from index builds'
+    // `<0.N.0>`.
+    static JOBS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let pid = format!("<0.{}.1>", JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
     *job.task.lock().unwrap_or_else(|p| p.into_inner()) = json!({
-        "type": "replication", "node": "rhizome", "source": source.name(), "target": target.name(),
+        "type": "replication", "node": crate::couch::node::NODE_NAME, "pid": pid, "source": source.name(), "target": target.name(),
         "continuous": options.continuous, "started_on": started_on, "updated_on": started_on,
         "replication_id": replication_id(source.as_ref(), target.as_ref(), options.filter.as_ref()),
     });
