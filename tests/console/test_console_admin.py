@@ -4,14 +4,20 @@ delete and clone, design documents and the view editor, Mango indexes,
 replication and the scheduler, active tasks, users, config and setup.
 Each test acts as a user would, checks the result through the HTTP API,
 and fails on any page or console error (conftest.py)."""
+import os
+import pathlib
 import re
+import shutil
+import subprocess
+import tempfile
 import time
 import urllib.parse
 
+import pytest
 import requests
 from playwright.sync_api import expect
 
-from conftest import ADMIN
+from conftest import ADMIN, ROOT, free_port
 
 
 def make_conflict(server, db, doc_id):
@@ -231,9 +237,10 @@ def test_footer_shows_rhizomes_version(tab, server):
     tab.shot("footer")
 
 
-def start_replication(tab, source, target, doc_id, continuous, new_target):
+def start_replication(tab, source, target, doc_id, continuous, new_target, remote=None):
     """Fills Fauxton's replication form as a user does: a local source and
-    a local target, each with the admin's name and password."""
+    a local target (or, given `remote` as (url, name, password), a database
+    of another server), each with its admin's name and password."""
     page = tab.page
     tab.goto("/_utils/#/replication/_create")
     page.select_option("#replication-source", "REPLICATION_SOURCE_LOCAL")
@@ -243,7 +250,12 @@ def start_replication(tab, source, target, doc_id, continuous, new_target):
     page.select_option("#select-replication-source-auth", "BASIC_AUTH")
     page.fill("#replication-source-auth-username", ADMIN[0])
     page.fill("#replication-source-auth-password", ADMIN[1])
-    if new_target:
+    target_user = ADMIN
+    if remote:
+        page.locator("select").nth(2).select_option("REPLICATION_TARGET_EXISTING_REMOTE_DATABASE")
+        page.fill("input.replication__remote-connection-url", remote[0])
+        target_user = remote[1:]
+    elif new_target:
         page.locator("select").nth(2).select_option("REPLICATION_TARGET_NEW_LOCAL_DATABASE")
         page.fill("input.replication__new-input", target)
     else:
@@ -253,8 +265,8 @@ def start_replication(tab, source, target, doc_id, continuous, new_target):
         page.keyboard.type(target)
         page.keyboard.press("Enter")
     page.select_option("#select-replication-target-auth", "BASIC_AUTH")
-    page.fill("#replication-target-auth-username", ADMIN[0])
-    page.fill("#replication-target-auth-password", ADMIN[1])
+    page.fill("#replication-target-auth-username", target_user[0])
+    page.fill("#replication-target-auth-password", target_user[1])
     if continuous:
         page.locator("select").nth(4).select_option("REPLICATION_TYPE_CONTINUOUS")
     page.fill("input.replication__doc-name-input", doc_id)
@@ -385,3 +397,42 @@ def test_config_is_shown_and_an_edit_is_refused_cleanly(tab, server):
     expect(page).to_have_url(re.compile(r".*#/?_config/rhizome@localhost/cors"))
     page.locator("text=Enable CORS").first.wait_for()
     tab.shot("cors")
+
+
+@pytest.fixture(scope="module")
+def couchdb_peer():
+    """Apache CouchDB 3.5.0 (../shared/peers/couchdb), started for these
+    tests on a free port and stopped after them: (url, name, password)."""
+    shared = pathlib.Path(os.environ.get("RHIZOME_SHARED", ROOT.parent / "shared"))
+    scripts = shared / "peers" / "couchdb"
+    assert (scripts / "start").exists(), f"the CouchDB peer is missing at {scripts}"
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="rhizome-console-couchdb-")) / "peer"
+    port = free_port()
+    # `start` waits until CouchDB answers, with its own deadline.
+    started = subprocess.run([str(scripts / "start"), str(folder), str(port), "admin:secret"], capture_output=True, text=True)
+    assert started.returncode == 0, started.stderr
+    yield (f"http://127.0.0.1:{port}", "admin", "secret")
+    subprocess.run([str(scripts / "stop"), str(folder)], capture_output=True)
+    shutil.rmtree(folder.parent, ignore_errors=True)
+
+
+def test_replication_to_a_couchdb_peer(tab, server, couchdb_peer):
+    url, name, password = couchdb_peer
+    peer = requests.Session()
+    peer.auth = (name, password)
+    assert peer.put(url + "/from-rhizome").status_code == 201
+    server.put("/to-couchdb")
+    server.post("/to-couchdb/_bulk_docs", json={"docs": [{"_id": f"p{i}", "n": i} for i in range(5)]})
+    server.put("/to-couchdb/with-file", data=b'{"kind": "attached"}', headers={"Content-Type": "application/json"})
+    rev = server.get("/to-couchdb/with-file").json()["_rev"]
+    server.put(f"/to-couchdb/with-file/notes.txt?rev={rev}", data=b"words for CouchDB", headers={"Content-Type": "text/plain"})
+    start_replication(tab, "to-couchdb", None, "console-to-couchdb", continuous=False, new_target=False,
+                      remote=(url + "/from-rhizome", name, password))
+    eventually(lambda: server.get("/_scheduler/docs/_replicator/console-to-couchdb").json().get("state") == "completed", "the replication to CouchDB completes")
+    ours = {r["id"]: r["value"]["rev"] for r in server.get("/to-couchdb/_all_docs").json()["rows"]}
+    theirs = {r["id"]: r["value"]["rev"] for r in peer.get(url + "/from-rhizome/_all_docs").json()["rows"]}
+    assert theirs == ours, (theirs, ours)
+    assert peer.get(url + "/from-rhizome/with-file/notes.txt").content == b"words for CouchDB"
+    tab.page.click("text=Refresh")
+    expect(tab.page.locator("tr", has_text="from-rhizome")).to_contain_text(re.compile("completed", re.I))
+    tab.shot("to-couchdb")
