@@ -384,11 +384,18 @@ fn dir_bytes(dir: &Path) -> u64 {
 pub fn cleanup(db: &Database, live: &[NouveauDef]) -> Result<usize> {
     let dir = search_dir(db)?;
     let live: Vec<String> = live.iter().map(NouveauDef::signature).collect();
+    // The SPARQL literal index of the current settings stays; with
+    // settings unreadable, every literal index stays.
+    let rdf_text = match crate::rdf_text::RdfTextSettings::of(db) {
+        Ok(s) => Some(s.folder_name()),
+        Err(_) => None,
+    };
+    let keep_all_rdf_text = rdf_text.is_none();
     let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(0) };
     let mut removed = 0;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if live.contains(&name) {
+        if live.contains(&name) || rdf_text.as_ref().is_some_and(|r| *r == name) || (keep_all_rdf_text && name.starts_with("rdf_text-")) {
             continue;
         }
         let path = e.path();
