@@ -195,30 +195,35 @@ pub(crate) fn save(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>) -> Res
 /// writer may change it in between).
 pub(crate) const SAVE_ATTEMPTS: usize = 5;
 
+/// Adds an index to its design document, read and written again until no
+/// other writer came in between: `add` gives the new body, or `None` when
+/// the index is there already. CouchDB's `"created"` or `"exists"`.
+pub(crate) fn add_index(
+    ctx: &UserCtx,
+    db: &DbHandle,
+    ddoc: &str,
+    add: impl Fn(Option<Map<String, Value>>) -> Result<Option<Map<String, Value>>, HttpError>,
+) -> Result<&'static str, HttpError> {
+    for _ in 0..SAVE_ATTEMPTS {
+        match add(current(db, ddoc)?)? {
+            None => return Ok("exists"),
+            Some(doc) => {
+                if save(ctx, db, doc)? {
+                    return Ok("created");
+                }
+            }
+        }
+    }
+    Err(HttpError::new(500, "error_saving_ddoc", "Encountered a conflict while saving the design document."))
+}
+
 fn create(req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     let body = json_body(req)?;
     if body.get("type").and_then(Value::as_str) == Some("nouveau") {
         return super::mango_text::create(ctx, db, &body);
     }
     let new = mango::new_index_in(&body, db.db.is_partitioned())?;
-    let mut result = None;
-    for _ in 0..SAVE_ATTEMPTS {
-        match mango::add_to_design_doc(current(db, &new.ddoc)?, &new)? {
-            None => {
-                result = Some("exists");
-                break;
-            }
-            Some(doc) => {
-                if save(ctx, db, doc)? {
-                    result = Some("created");
-                    break;
-                }
-            }
-        }
-    }
-    let Some(result) = result else {
-        return Err(HttpError::new(500, "error_saving_ddoc", "Encountered a conflict while saving the design document."));
-    };
+    let result = add_index(ctx, db, &new.ddoc, |doc| Ok(mango::add_to_design_doc(doc, &new)?))?;
     // Built now, as CouchDB starts building at creation; queries bring it
     // up to date again.
     if let Some(index) = db.db.mango_indexes()?.into_iter().find(|i| i.ddoc == new.ddoc && i.name == new.name) {

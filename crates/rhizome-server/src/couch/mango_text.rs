@@ -294,24 +294,7 @@ pub fn explain(db: &DbHandle, body: &Map<String, Value>) -> Result<Option<Value>
 /// `POST /{db}/_index` of `"type": "nouveau"`.
 pub fn create(ctx: &UserCtx, db: &DbHandle, body: &Map<String, Value>) -> Result<Response<Body>, HttpError> {
     let new = NewMangoIndex::parse(body)?;
-    let mut result = None;
-    for _ in 0..SAVE_ATTEMPTS {
-        match new.add_to_design_doc(current(db, &new.ddoc)?)? {
-            None => {
-                result = Some("exists");
-                break;
-            }
-            Some(doc) => {
-                if save(ctx, db, doc)? {
-                    result = Some("created");
-                    break;
-                }
-            }
-        }
-    }
-    let Some(result) = result else {
-        return Err(HttpError::new(500, "error_saving_ddoc", "Encountered a conflict while saving the design document."));
-    };
+    let result = super::mango::add_index(ctx, db, &new.ddoc, |doc| Ok(new.add_to_design_doc(doc)?))?;
     // Built now, as CouchDB starts building at creation.
     if let Some(def) = mango_nouveau_indexes(db)?.into_iter().find(|d| d.ddoc == new.ddoc && d.name == new.name) {
         open_index(db, &def, true)?;
