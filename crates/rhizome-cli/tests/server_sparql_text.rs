@@ -99,6 +99,24 @@ fn text_search_joins_graph_patterns_and_follows_every_door() {
     assert_eq!(rows.len(), 3, "the owl's note is neither: {rows:?}");
     assert!(!column(&rows, "s").contains(&"http://ex.org/owl".to_owned()));
 
+    // Cleanup keeps the literal index of the current settings, and only it.
+    let literal_indexes = || -> Vec<String> {
+        let mut out = Vec::new();
+        for db in std::fs::read_dir(dir.path().join("dbs")).unwrap().flatten() {
+            for e in std::fs::read_dir(db.path().join("search")).into_iter().flatten().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with("rdf_text-") {
+                    out.push(name);
+                }
+            }
+        }
+        out
+    };
+    assert_eq!(literal_indexes().len(), 2, "one per settings: {:?}", literal_indexes());
+    ok(&server, "POST", "/db/_nouveau_cleanup", "application/json", "{}");
+    assert_eq!(literal_indexes().len(), 1, "{:?}", literal_indexes());
+    assert_eq!(select(&server, &format!("{RT} SELECT ?s {{ ?s rt:search \"brown\" }}")).len(), 3);
+
     // A bad call is a clear 400.
     let (status, out) = send(&server, "POST", "/db/_sparql", "application/sparql-query", &format!("{RT} SELECT ?s {{ ?s rt:search ?q }}"));
     assert_eq!(status, 400, "{out}");
