@@ -126,6 +126,12 @@ impl Database {
         &self.store
     }
 
+    /// The IRI of a document's graph, if this database's documents have
+    /// graphs (for indexes kept over them).
+    pub fn doc_graph_iri(&self, doc_id: &str) -> Option<String> {
+        self.projector.graph_iri(doc_id)
+    }
+
     pub fn info(&self) -> Result<DbInfo> {
         let s = self.store.snapshot()?;
         let kv = s.kv();

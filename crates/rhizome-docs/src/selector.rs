@@ -317,7 +317,7 @@ fn parse_member(key: &str, arg: &Value, path: &[String], relative: bool) -> Resu
         return field(path, relative, condition(key, arg)?);
     }
     if key == "$text" {
-        return Err(SelectorError { error: "not_supported", reason: "Unsupported operator: $text (text search needs a search service)".into() });
+        return Err(SelectorError { error: "not_supported", reason: "Unsupported operator here: $text (text search runs in the server's _find, on a Mango index of type nouveau)".into() });
     }
     if key.starts_with('$') {
         return Err(SelectorError { error: "invalid_operator", reason: format!("Invalid operator: {key}") });

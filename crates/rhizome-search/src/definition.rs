@@ -13,8 +13,12 @@ pub struct NouveauDef {
     /// The design document's id (`_design/...`).
     pub ddoc: String,
     pub name: String,
-    /// The index function's source.
+    /// The index function's source (empty for a Mango index).
     pub index_fn: String,
+    /// A Mango index of type `nouveau` (`POST /{db}/_index`): its `index`
+    /// definition (fields, `default_field`, partial filter), indexed by
+    /// Rust as CouchDB's `mango_native_proc` does, with no JavaScript.
+    pub mango: Option<crate::mango::MangoDef>,
     pub default_analyzer: String,
     /// Analyzers of named text fields, over the default.
     pub field_analyzers: Vec<(String, String)>,
@@ -41,7 +45,12 @@ impl NouveauDef {
     fn parse(ddoc_id: &str, name: &str, def: &Value) -> Result<NouveauDef> {
         let bad = |m: String| SearchError::BadRequest(m);
         let def = def.as_object().ok_or_else(|| SearchError::InvalidDesignDoc(format!("index `{name}` must have parameter `index`")))?;
-        let index_fn = def.get("index").and_then(Value::as_str).ok_or_else(|| SearchError::InvalidDesignDoc(format!("index `{name}` must have parameter `index`")))?;
+        let (index_fn, mango) = match def.get("index") {
+            Some(Value::String(f)) => (f.as_str(), None),
+            // Mango writes its definition as an object (`mango_idx_nouveau:add`).
+            Some(Value::Object(m)) => ("", Some(crate::mango::MangoDef::parse(m)?)),
+            _ => return Err(SearchError::InvalidDesignDoc(format!("index `{name}` must have parameter `index`"))),
+        };
         let default_analyzer = match def.get("default_analyzer") {
             None | Some(Value::Null) => "standard".to_owned(),
             Some(Value::String(a)) => a.clone(),
@@ -60,15 +69,26 @@ impl NouveauDef {
             }
             Some(_) => return Err(bad(format!("field_analyzers of nouveau index `{name}` must be an object"))),
         }
+        if let Some(m) = &mango {
+            // The `$default` field's analyzer is the definition's
+            // `default_field.analyzer` (standard when not given).
+            if !field_analyzers.iter().any(|(f, _)| f == crate::mango::DEFAULT_FIELD) {
+                analyzers::check(&m.default_field_analyzer)?;
+                field_analyzers.push((crate::mango::DEFAULT_FIELD.to_owned(), m.default_field_analyzer.clone()));
+            }
+        }
         field_analyzers.sort();
-        Ok(NouveauDef { ddoc: ddoc_id.to_owned(), name: name.to_owned(), index_fn: index_fn.to_owned(), default_analyzer, field_analyzers })
+        Ok(NouveauDef { ddoc: ddoc_id.to_owned(), name: name.to_owned(), index_fn: index_fn.to_owned(), mango, default_analyzer, field_analyzers })
     }
 
     /// What names the index files: the function and analyzers, not the
     /// design document (two design documents with one definition share
     /// an index, as CouchDB's signatures do).
     pub fn signature(&self) -> String {
-        let canonical = json!([INDEX_FORMAT_VERSION, self.index_fn, self.default_analyzer, self.field_analyzers]);
+        let canonical = match &self.mango {
+            None => json!([INDEX_FORMAT_VERSION, self.index_fn, self.default_analyzer, self.field_analyzers]),
+            Some(m) => json!([INDEX_FORMAT_VERSION, "mango", m.to_json(), self.default_analyzer, self.field_analyzers]),
+        };
         Md5::digest(canonical.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
     }
 

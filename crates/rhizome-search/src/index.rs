@@ -245,6 +245,7 @@ pub fn refresh(db: &Database, db_name: &str, def: &NouveauDef, ddoc_body: &Value
     let _writing = writer_of.writing.lock().unwrap_or_else(|e| e.into_inner());
     let _bounds = rhizome_views::js::RequestBounds { deadline: None, ..rhizome_views::js::RequestBounds::current() }.enter();
     let mut mapper: Option<Mapper> = None;
+    let native = def.mango.as_ref().map(crate::mango::MangoIndexer::new);
     let mut writer: Option<IndexWriter<TantivyDocument>> = None;
     let mut task: Option<IndexerTask> = None;
     loop {
@@ -256,9 +257,10 @@ pub fn refresh(db: &Database, db_name: &str, def: &NouveauDef, ddoc_body: &Value
         }
         let task = task.get_or_insert_with(|| IndexerTask::start(db_name, &def.ddoc, state.seq, target));
         let (batch, reached) = rhizome_docs::secondary::changed_since(snapshot.kv(), state.seq, target, BATCH)?;
-        let mapper = match &mut mapper {
-            Some(m) => m,
-            None => mapper.insert(Mapper::new(def, ddoc_body, limits)?),
+        let mut mapper = match (&native, &mut mapper) {
+            (Some(_), _) => None,
+            (None, Some(m)) => Some(m),
+            (None, None) => Some(mapper.insert(Mapper::new(def, ddoc_body, limits)?)),
         };
         let writer = match &mut writer {
             Some(w) => w,
@@ -279,18 +281,25 @@ pub fn refresh(db: &Database, db_name: &str, def: &NouveauDef, ddoc_body: &Value
                 Err(DocError::NotFound(_)) => continue,
                 Err(e) => return Err(e.into()),
             };
-            let mut results = mapper.sandbox.map(&[mapper.f], &doc.to_string()).map_err(|e| SearchError::Process(e.to_string()))?;
-            let rows = match results.pop() {
-                Some(Ok(rows)) => rows,
-                Some(Err(message)) => {
-                    eprintln!("{}", json!({ "log": "nouveau index function threw", "db": db_name, "ddoc": def.ddoc, "index": def.name, "doc": doc_id, "error": message }));
-                    continue;
+            let rows = match (&native, &mut mapper) {
+                (Some(indexer), _) => indexer.rows(&doc),
+                (None, Some(mapper)) => {
+                    let mut results = mapper.sandbox.map(&[mapper.f], &doc.to_string()).map_err(|e| SearchError::Process(e.to_string()))?;
+                    let rows = match results.pop() {
+                        Some(Ok(rows)) => rows,
+                        Some(Err(message)) => {
+                            eprintln!("{}", json!({ "log": "nouveau index function threw", "db": db_name, "ddoc": def.ddoc, "index": def.name, "doc": doc_id, "error": message }));
+                            continue;
+                        }
+                        None => continue,
+                    };
+                    for line in mapper.sandbox.take_logs() {
+                        eprintln!("{}", json!({ "log": "nouveau", "db": db_name, "ddoc": def.ddoc, "doc": doc_id, "message": line }));
+                    }
+                    rows
                 }
-                None => continue,
+                (None, None) => continue,
             };
-            for line in mapper.sandbox.take_logs() {
-                eprintln!("{}", json!({ "log": "nouveau", "db": db_name, "ddoc": def.ddoc, "doc": doc_id, "message": line }));
-            }
             if let Some(d) = document(&files.fields, def, &mut state, doc_id, rows) {
                 writer.add_document(d)?;
             }
@@ -375,11 +384,18 @@ fn dir_bytes(dir: &Path) -> u64 {
 pub fn cleanup(db: &Database, live: &[NouveauDef]) -> Result<usize> {
     let dir = search_dir(db)?;
     let live: Vec<String> = live.iter().map(NouveauDef::signature).collect();
+    // The SPARQL literal index of the current settings stays; with
+    // settings unreadable, every literal index stays.
+    let rdf_text = match crate::rdf_text::RdfTextSettings::of(db) {
+        Ok(s) => Some(s.folder_name()),
+        Err(_) => None,
+    };
+    let keep_all_rdf_text = rdf_text.is_none();
     let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(0) };
     let mut removed = 0;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if live.contains(&name) {
+        if live.contains(&name) || rdf_text.as_ref().is_some_and(|r| *r == name) || (keep_all_rdf_text && name.starts_with("rdf_text-")) {
             continue;
         }
         let path = e.path();

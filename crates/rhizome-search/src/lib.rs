@@ -6,14 +6,18 @@
 //! CouchDB names ([`analyzers`]), the index files in the database's folder
 //! kept up to the database's sequence in batches, crash safe ([`index`]),
 //! and queries in Lucene's syntax with sort, paging by bookmark, counts and
-//! ranges, answered in Nouveau's JSON shape ([`query`]). Does not own HTTP
+//! ranges, answered in Nouveau's JSON shape ([`query`]); Mango indexes of
+//! type `nouveau` and `_find`'s `$text` on them ([`mango`]); the literals
+//! of the database's graphs for SPARQL's text search ([`rdf_text`]). Does not own HTTP
 //! (`rhizome-server`), documents (`rhizome-docs`) or the JavaScript sandbox
 //! (`rhizome-views`, whose `Sandbox` runs the index functions).
 
 pub mod analyzers;
 pub mod definition;
 pub mod index;
+pub mod mango;
 pub mod query;
+pub mod rdf_text;
 
 pub use definition::{NouveauDef, NouveauDefs};
 pub use index::{cleanup, refresh, IndexInfo};

@@ -70,7 +70,7 @@ impl Planner<'_> {
     }
 
     fn json_term(&self, field: Field, name: &str) -> Term {
-        Term::from_field_json_path(field, name, false)
+        Term::from_field_json_path(field, &json_path(name), false)
     }
 
     fn leaf(&self, leaf: UserInputLeaf) -> Result<Box<dyn Query>> {
@@ -88,8 +88,8 @@ impl Planner<'_> {
                 Ok(Box::new(BooleanQuery::new(out)))
             }
             UserInputLeaf::Exists { field } => Ok(match self.kind(&field) {
-                Some(FieldKind::String) => Box::new(ExistsQuery::new(format!("string.{field}"), false)),
-                Some(FieldKind::Double) => Box::new(ExistsQuery::new(format!("double.{field}"), false)),
+                Some(FieldKind::String) => Box::new(ExistsQuery::new(format!("string.{}", json_path(&field)), false)),
+                Some(FieldKind::Double) => Box::new(ExistsQuery::new(format!("double.{}", json_path(&field)), false)),
                 Some(FieldKind::Text) => return Err(parse_err(format!("{field}:* is for string and double fields; {field} is a text field"))),
                 _ => Box::new(EmptyQuery),
             }),
@@ -209,6 +209,13 @@ impl Planner<'_> {
             Bound::Included(t)
         }
     }
+}
+
+/// A field name as a JSON path of one segment: an index function's
+/// names are keys of one object (`a.b` is the key `a.b`, not `a` then
+/// `b`), so the path's dots and backslashes are escaped.
+fn json_path(name: &str) -> String {
+    name.replace('\\', "\\\\").replace('.', "\\.")
 }
 
 fn number(s: &str) -> Option<f64> {
@@ -355,8 +362,8 @@ impl SegmentSorter {
         let sort = sort
             .iter()
             .map(|s| match s {
-                SortBy::Double { name, .. } => (s.clone(), ff.column_opt::<f64>(&format!("double.{name}")).ok().flatten(), None),
-                SortBy::String { name, .. } => (s.clone(), None, ff.str(&format!("string.{name}")).ok().flatten()),
+                SortBy::Double { name, .. } => (s.clone(), ff.column_opt::<f64>(&format!("double.{}", json_path(name))).ok().flatten(), None),
+                SortBy::String { name, .. } => (s.clone(), None, ff.str(&format!("string.{}", json_path(name))).ok().flatten()),
                 SortBy::Relevance { .. } => (s.clone(), None, None),
             })
             .collect();
@@ -411,14 +418,53 @@ fn decode_bookmark(b: &str) -> Result<Vec<SortValue>> {
 /// Runs `req` on an index already brought up to date (or not, with
 /// `update=false`): Nouveau's answer as JSON.
 pub fn search(db: &Database, files: &IndexFiles, req: &SearchRequest) -> Result<Value> {
-    if req.limit == 0 {
-        return Err(parse_err("limit parameter must be greater than zero"));
-    }
     let state = files.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
     // Lucene's match-all `*:*` is tantivy's `*`.
     let q = req.q.replace("*:*", "*");
     let ast = tantivy::query_grammar::parse_query(&q).map_err(|_| parse_err(format!("cannot parse query `{}`", req.q)))?;
     let query = Planner { files, state: &state }.ast(ast)?;
+    search_query(db, files, req, query)
+}
+
+/// The phrase `text` in the text field `name`, analyzed as that field is
+/// (Lucene's `name:"text"`), whatever characters `text` holds.
+pub(crate) fn phrase(files: &IndexFiles, name: &str, text: &str) -> Result<Box<dyn Query>> {
+    let state = files.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let lit = UserInputLiteral { field_name: Some(name.to_owned()), phrase: text.to_owned(), delimiter: Delimiter::DoubleQuotes, slop: 0, prefix: false };
+    Planner { files, state: &state }.literal(lit)
+}
+
+/// The ids of every document holding the phrase `text` in `name`.
+pub(crate) fn phrase_ids(files: &IndexFiles, name: &str, text: &str) -> Result<Vec<String>> {
+    let query = phrase(files, name, text)?;
+    let searcher = files.reader.searcher();
+    let matched = searcher.search(&query, &DocSetCollector)?;
+    let mut ids = Vec::with_capacity(matched.len());
+    for (seg, docs) in by_segment(&matched) {
+        let Some(col) = searcher.segment_reader(seg).fast_fields().str("_id").ok().flatten() else { continue };
+        for d in docs {
+            if let Some(ord) = col.term_ords(d).next() {
+                let mut s = String::new();
+                if col.ord_to_str(ord, &mut s).unwrap_or(false) {
+                    ids.push(s);
+                }
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// The bookmark that resumes a search after the hit whose `order` is this.
+pub(crate) fn bookmark_of(order: &Value) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(order.to_string())
+}
+
+/// [`search`] of a query already built.
+pub(crate) fn search_query(db: &Database, files: &IndexFiles, req: &SearchRequest, query: Box<dyn Query>) -> Result<Value> {
+    if req.limit == 0 {
+        return Err(parse_err("limit parameter must be greater than zero"));
+    }
+    let state = files.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let sort = sort_fields(&req.sort, &state)?;
     let mut descending: Vec<bool> = sort
         .iter()
@@ -505,7 +551,7 @@ fn counts(searcher: &tantivy::Searcher, matched: &std::collections::HashSet<DocA
     for name in names {
         let mut counted: BTreeMap<String, u64> = BTreeMap::new();
         for (seg, docs) in &segments {
-            let Some(col) = searcher.segment_reader(*seg).fast_fields().str(&format!("string.{name}")).ok().flatten() else { continue };
+            let Some(col) = searcher.segment_reader(*seg).fast_fields().str(&format!("string.{}", json_path(name))).ok().flatten() else { continue };
             let mut per_ord: HashMap<u64, u64> = HashMap::new();
             for d in docs {
                 let mut ords: Vec<u64> = col.term_ords(*d).collect();
@@ -550,7 +596,7 @@ fn ranges(searcher: &tantivy::Searcher, matched: &std::collections::HashSet<DocA
         let mut counted: Map<String, Value> = parsed.iter().map(|(l, ..)| (l.clone(), Value::from(0u64))).collect();
         let mut totals = vec![0u64; parsed.len()];
         for (seg, docs) in &segments {
-            let Some(col) = searcher.segment_reader(*seg).fast_fields().column_opt::<f64>(&format!("double.{name}")).ok().flatten() else { continue };
+            let Some(col) = searcher.segment_reader(*seg).fast_fields().column_opt::<f64>(&format!("double.{}", json_path(name))).ok().flatten() else { continue };
             for d in docs {
                 let vals: Vec<f64> = col.values_for_doc(*d).collect();
                 for (i, (_, min, min_inc, max, max_inc)) in parsed.iter().enumerate() {

@@ -152,6 +152,10 @@
 //!   runs walks from IRIs once at planning, as a VALUES block, and from
 //!   variables once per row of the patterns that bind them (`Plan::Walk`,
 //!   a lateral join placed after them).
+//! - **Text search** (`text_search.rs`): the property function
+//!   `rt:search` (and Jena's `text:query`) is answered by the caller
+//!   before planning (the index is `rhizome-search`'s), and each call's
+//!   hits enter the plan as a VALUES block joined with its BGP.
 //! - **Update** (`update.rs`): one `StoreTransaction` per request,
 //!   committed at the end (atomic); DELETE/INSERT WHERE evaluates through
 //!   the transaction's reader, so it sees the request's earlier operations.
@@ -203,6 +207,7 @@ mod query;
 mod results;
 mod select_star;
 mod terms;
+pub mod text_search;
 mod update;
 
 pub use error::{Result, SparqlError};

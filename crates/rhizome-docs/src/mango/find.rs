@@ -511,7 +511,7 @@ fn candidate(kv: &dyn rhizome_kv::KvRead, id: &str, info: Option<&[u8]>, conflic
 
 /// Keeps only `fields` of a document (nested paths build nested objects),
 /// as `mango_doc:get_field`/`set_field`.
-fn project(doc: Value, fields: Option<&[Vec<String>]>) -> Value {
+pub fn project(doc: Value, fields: Option<&[Vec<String>]>) -> Value {
     let Some(fields) = fields else { return doc };
     let mut out = Value::Object(Map::new());
     for path in fields {

@@ -5,7 +5,7 @@
 //! [`crate::selector`]'s; rows are ordered by [`crate::collate`].
 
 mod find;
-pub use find::{FindEnd, PreparedFind};
+pub use find::{project, FindEnd, PreparedFind};
 pub mod index;
 pub mod plan;
 mod candidates;

@@ -44,6 +44,9 @@ pub fn find(req: &Request, db: &Arc<DbHandle>, timeout: std::time::Duration) -> 
 /// `_find` of a body already read (`/{db}/_partition/{p}/_find` adds the
 /// partition to it).
 pub(crate) fn find_body(req: &Request, db: &Arc<DbHandle>, body: &Map<String, Value>, timeout: std::time::Duration) -> Result<Response<Body>, HttpError> {
+    if let Some(answer) = super::mango_text::find(req, db, body, timeout)? {
+        return Ok(answer);
+    }
     let mut q = db.db.prepare_find(body)?;
     q.set_timeout(timeout);
     if q.limit() <= COLLECTED_FIND_LIMIT {
@@ -114,11 +117,14 @@ pub fn explain(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError
         return Err(HttpError::method_not_allowed("POST"));
     }
     let body = json_body(req)?;
-    Ok(json(200, &db.db.explain(&db.name, &body)?))
+    explain_body(db, &body)
 }
 
 /// `_explain` of a body already read.
 pub(crate) fn explain_body(db: &DbHandle, body: &Map<String, Value>) -> Result<Response<Body>, HttpError> {
+    if let Some(answer) = super::mango_text::explain(db, body)? {
+        return Ok(json(200, &answer));
+    }
     Ok(json(200, &db.db.explain(&db.name, body)?))
 }
 
@@ -138,7 +144,10 @@ pub fn index(req: &Request, ctx: &UserCtx, db: &DbHandle, rest: &[String]) -> Re
 }
 
 fn list(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
-    let all = db.db.list_mango_indexes()?;
+    let mut all = db.db.list_mango_indexes()?;
+    all.extend(super::mango_text::listed(db)?);
+    // `_all_docs` first, then by design document and name, as CouchDB lists them.
+    all.sort_by(|a, b| (!a["ddoc"].is_null(), a["ddoc"].as_str(), a["name"].as_str()).cmp(&(!b["ddoc"].is_null(), b["ddoc"].as_str(), b["name"].as_str())));
     let bad = || HttpError::new(500, "invalid_list_index_params", "Index parameter ranges: limit > 1, skip > 0");
     let number = |k: &str| -> Result<Option<i64>, HttpError> { req.param(k).map(|v| v.parse::<i64>().map_err(|_| bad())).transpose() };
     let total = all.len();
@@ -164,7 +173,7 @@ fn design_id(ddoc: &str) -> String {
     }
 }
 
-fn current(db: &DbHandle, id: &str) -> Result<Option<Map<String, Value>>, HttpError> {
+pub(crate) fn current(db: &DbHandle, id: &str) -> Result<Option<Map<String, Value>>, HttpError> {
     match db.db.get_doc(id, &ReadOptions::default()) {
         Ok(doc) => Ok(Some(doc)),
         Err(DocError::NotFound(_)) => Ok(None),
@@ -173,7 +182,7 @@ fn current(db: &DbHandle, id: &str) -> Result<Option<Map<String, Value>>, HttpEr
 }
 
 /// Writes a design document; `Ok(false)` on a conflict (to retry).
-fn save(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>) -> Result<bool, HttpError> {
+pub(crate) fn save(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>) -> Result<bool, HttpError> {
     let (_, outcome) = super::write_docs(ctx, db, vec![doc], true)?.pop().ok_or_else(|| HttpError::internal("a write of one document answered nothing"))?;
     match outcome {
         Ok(_) => Ok(true),
@@ -184,29 +193,37 @@ fn save(ctx: &UserCtx, db: &DbHandle, doc: Map<String, Value>) -> Result<bool, H
 
 /// Tries a read-modify-write of a design document a few times (another
 /// writer may change it in between).
-const SAVE_ATTEMPTS: usize = 5;
+pub(crate) const SAVE_ATTEMPTS: usize = 5;
 
-fn create(req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
-    let body = json_body(req)?;
-    let new = mango::new_index_in(&body, db.db.is_partitioned())?;
-    let mut result = None;
+/// Adds an index to its design document, read and written again until no
+/// other writer came in between: `add` gives the new body, or `None` when
+/// the index is there already. CouchDB's `"created"` or `"exists"`.
+pub(crate) fn add_index(
+    ctx: &UserCtx,
+    db: &DbHandle,
+    ddoc: &str,
+    add: impl Fn(Option<Map<String, Value>>) -> Result<Option<Map<String, Value>>, HttpError>,
+) -> Result<&'static str, HttpError> {
     for _ in 0..SAVE_ATTEMPTS {
-        match mango::add_to_design_doc(current(db, &new.ddoc)?, &new)? {
-            None => {
-                result = Some("exists");
-                break;
-            }
+        match add(current(db, ddoc)?)? {
+            None => return Ok("exists"),
             Some(doc) => {
                 if save(ctx, db, doc)? {
-                    result = Some("created");
-                    break;
+                    return Ok("created");
                 }
             }
         }
     }
-    let Some(result) = result else {
-        return Err(HttpError::new(500, "error_saving_ddoc", "Encountered a conflict while saving the design document."));
-    };
+    Err(HttpError::new(500, "error_saving_ddoc", "Encountered a conflict while saving the design document."))
+}
+
+fn create(req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    let body = json_body(req)?;
+    if body.get("type").and_then(Value::as_str) == Some("nouveau") {
+        return super::mango_text::create(ctx, db, &body);
+    }
+    let new = mango::new_index_in(&body, db.db.is_partitioned())?;
+    let result = add_index(ctx, db, &new.ddoc, |doc| Ok(mango::add_to_design_doc(doc, &new)?))?;
     // Built now, as CouchDB starts building at creation; queries bring it
     // up to date again.
     if let Some(index) = db.db.mango_indexes()?.into_iter().find(|i| i.ddoc == new.ddoc && i.name == new.name) {
@@ -217,6 +234,9 @@ fn create(req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Response<Body>,
 
 fn delete(ctx: &UserCtx, db: &DbHandle, ddoc: &str, kind: &str, name: &str) -> Result<Response<Body>, HttpError> {
     let id = design_id(ddoc);
+    if kind == "nouveau" {
+        return super::mango_text::delete(ctx, db, &id, name);
+    }
     if kind != "json" {
         return Err(HttpError::not_found("missing"));
     }

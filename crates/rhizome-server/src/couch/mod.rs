@@ -12,6 +12,7 @@ pub mod documents;
 pub mod mango;
 pub mod node;
 pub mod nouveau;
+pub mod mango_text;
 pub mod partitions;
 pub mod multipart;
 pub mod replicate;

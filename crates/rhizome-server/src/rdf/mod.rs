@@ -11,6 +11,7 @@
 pub(crate) mod graph_store;
 pub(crate) mod negotiate;
 mod sparql_protocol;
+mod text_search;
 
 use crate::auth::UserCtx;
 use crate::error::HttpError;

@@ -248,7 +248,11 @@ fn query(req: &Request, db: &DbHandle, text: &str, params: &Params, base: &str, 
     let store = db.db.store();
     let stats = Statistics::from_store(&store.planner_stats().map_err(super::store_error)?);
     let snapshot = store.snapshot().map_err(super::store_error)?;
-    let prepared = PreparedQuery::new(&snapshot, stats, &query).map_err(sparql_error)?;
+    // Text search calls are answered before planning (the index is kept
+    // outside the SPARQL engine).
+    let calls = rhizome_sparql::text_search::text_calls(&query).map_err(sparql_error)?;
+    let answers = super::text_search::answer(db, &calls)?;
+    let prepared = rhizome_sparql::text_search::with_answers(answers, || PreparedQuery::new(&snapshot, stats, &query)).map_err(sparql_error)?;
     prepared.set_timeout(time_left(deadline)?);
     prepared.set_memory_limit(QUERY_MEMORY_BYTES);
     prepared.set_memory_pool(memory);

@@ -148,6 +148,10 @@ impl<'s, 'a> Translator<'s, 'a> {
         let b = Box::new;
         Ok(match p {
             GraphPattern::Bgp { patterns } => {
+                // The text search property function (`crate::text_search`).
+                if let Some(plan) = crate::text_search::translate(self, patterns)? {
+                    return Ok(plan);
+                }
                 let quads = patterns.iter().map(|t| self.triple(t)).collect::<Result<Vec<_>>>()?;
                 Plan::Bgp(order_patterns(quads, &self.stats, &self.bound))
             }
