@@ -115,6 +115,8 @@ impl Database {
     /// carries `writer`, whose rights its document is written with.
     pub fn prepare_docs(&self, docs: &[Map<String, Value>], new_edits: bool, writer: Writer) -> Result<Vec<PreparedDoc>> {
         let snapshot = self.store.snapshot()?;
+        // Every document reads the default JSON-LD context: once will do.
+        let reader = rhizome_kv::CachedRead::new(snapshot.kv());
         Ok(docs
             .iter()
             .map(|doc| {
@@ -122,7 +124,7 @@ impl Database {
                 if doc.get("_deleted") == Some(&Value::Bool(true)) {
                     return PreparedDoc { revision, writer, ..PreparedDoc::default() };
                 }
-                match self.projector.prepare(snapshot.kv(), doc) {
+                match self.projector.prepare(&reader, doc) {
                     Ok(ahead) => PreparedDoc { refused: None, ahead, revision, writer },
                     Err(reason) => PreparedDoc { refused: Some(reason), ahead: None, revision: None, writer },
                 }
