@@ -444,6 +444,68 @@ fn a_sigkill_during_transfers_loses_no_answered_transaction_and_leaves_none_half
     assert!(history >= answered.len());
 }
 
+/// Group commit under a kill: 32 clients run transactions that all
+/// increment one hot document (as TPC-B's branch row), so the server runs
+/// them many to a commit (one fsync per group, each answered after its
+/// group's). A SIGKILL mid-run loses no answered transaction, and of the
+/// groups cut short nothing is half there: the hot counter equals the
+/// number of transactions kept, and every balance its history.
+#[test]
+fn a_sigkill_during_grouped_transactions_on_one_hot_document_loses_no_answered_one() {
+    let data = tempfile::tempdir().unwrap();
+    let mut server = ServerProcess::start(data.path());
+    setup(&server);
+    let port = server.port;
+    assert_eq!(req(port, "PUT", &format!("/{DB}/branch"), Some(&json!({"n": 0}))).0, 201);
+    let answered: Arc<Mutex<Vec<String>>> = Arc::default();
+    let count = Arc::new(AtomicUsize::new(0));
+    let writers: Vec<_> = (0..32)
+        .map(|t| {
+            let (answered, count) = (answered.clone(), count.clone());
+            std::thread::spawn(move || {
+                for n in 0.. {
+                    let (from, to, amount) = pick(t, n);
+                    let h = format!("hist:{t}:{n}");
+                    let ops = json!({"ops": [
+                        {"id": "branch", "inc": {"n": 1}},
+                        {"id": format!("acct:{from}"), "inc": {"balance": -amount}},
+                        {"id": format!("acct:{to}"), "inc": {"balance": amount}},
+                        {"id": h, "put": {"from": from, "to": to, "amount": amount}},
+                    ]});
+                    match try_request(port, "POST", &format!("/{DB}/_transaction"), Some(ADMIN), Some(&ops.to_string()), &[]) {
+                        Ok((200, _)) => {
+                            answered.lock().unwrap().push(h);
+                            count.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // No status line: the server is gone (killed).
+                        Ok((0, _)) | Err(_) => return,
+                        Ok((status, body)) => panic!("_transaction answered {status}: {body}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while count.load(Ordering::Relaxed) < 600 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    server.kill(); // SIGKILL, groups mid-commit
+    for w in writers {
+        w.join().unwrap();
+    }
+    let answered = answered.lock().unwrap().clone();
+    assert!(answered.len() >= 600, "only {} transactions before the deadline", answered.len());
+    let server = ServerProcess::start(data.path());
+    for h in &answered {
+        assert_eq!(req(server.port, "GET", &format!("/{DB}/{h}"), None).0, 200, "{h} was answered before the kill but is gone");
+    }
+    let history = check_books(server.port);
+    assert!(history >= answered.len());
+    let (status, branch) = req(server.port, "GET", &format!("/{DB}/branch"), None);
+    assert_eq!(status, 200);
+    assert_eq!(branch["n"].as_u64(), Some(history as u64), "the hot document counts every transaction kept, and only those");
+}
+
 /// In a partitioned database (CouchDB 3) every id is `partition:docid`:
 /// both transaction doors refuse one without a partition as CouchDB's
 /// `_bulk_docs` does (400 `illegal_docid`), with nothing written.

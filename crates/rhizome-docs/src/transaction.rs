@@ -312,7 +312,7 @@ impl Database {
         }
         let mut revs: HashMap<String, Rev> = HashMap::new();
         if !docs.is_empty() {
-            let prepared = self.prepare_docs(&docs, true, writer)?;
+            let prepared = self.prepare_docs_reading(txn.reader(), &docs, true, writer);
             if let Some((n, reason)) = prepared.iter().enumerate().find_map(|(n, p)| p.refusal().map(|r| (n, r.to_owned()))) {
                 let id = id_of(&docs[n]);
                 return Ok(Err((ops.iter().position(|o| o.id == id).unwrap_or(0), DocError::Validation(format!("{id}: {reason}")))));

@@ -115,19 +115,27 @@ impl Database {
     /// carries `writer`, whose rights its document is written with.
     pub fn prepare_docs(&self, docs: &[Map<String, Value>], new_edits: bool, writer: Writer) -> Result<Vec<PreparedDoc>> {
         let snapshot = self.store.snapshot()?;
-        Ok(docs
-            .iter()
+        // Every document reads the default JSON-LD context: once will do.
+        Ok(self.prepare_docs_reading(&rhizome_kv::CachedRead::new(snapshot.kv()), docs, new_edits, writer))
+    }
+
+    /// [`Database::prepare_docs`] reading `reader`: a transaction's own
+    /// (`StoreTransaction::reader`) when it prepares inside it, which then
+    /// reads the default context once for the preparation and the
+    /// projection both (and once for a whole group commit).
+    pub(crate) fn prepare_docs_reading(&self, reader: &dyn rhizome_kv::KvRead, docs: &[Map<String, Value>], new_edits: bool, writer: Writer) -> Vec<PreparedDoc> {
+        docs.iter()
             .map(|doc| {
                 let revision = if new_edits { RevisionAhead::of(doc) } else { None };
                 if doc.get("_deleted") == Some(&Value::Bool(true)) {
                     return PreparedDoc { revision, writer, ..PreparedDoc::default() };
                 }
-                match self.projector.prepare(snapshot.kv(), doc) {
+                match self.projector.prepare(reader, doc) {
                     Ok(ahead) => PreparedDoc { refused: None, ahead, revision, writer },
                     Err(reason) => PreparedDoc { refused: Some(reason), ahead: None, revision: None, writer },
                 }
             })
-            .collect())
+            .collect()
     }
 
     /// [`Database::update_docs`] with each document's preparation (from

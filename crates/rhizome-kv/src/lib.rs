@@ -11,7 +11,8 @@
 //!
 //! Main types: [`Kv`] (a store with its single-writer lock), [`Snapshot`]
 //! (a consistent read view), [`Cursor`] (a positioned scan), [`Transaction`]
-//! (a snapshot plus uncommitted writes it can read back), [`SortedRunWriter`]
+//! (a snapshot plus uncommitted writes it can read back; its point reads of
+//! the snapshot are remembered, [`ReadCache`]), [`SortedRunWriter`]
 //! and [`SortedRun`] (bulk ingestion). Backends: [`RocksBackend`] (embedded,
 //! default) and [`MemoryBackend`] (tests).
 //!
@@ -87,6 +88,7 @@
 mod backend;
 mod error;
 mod kv;
+mod read_cache;
 pub mod remote;
 mod transaction;
 
@@ -103,6 +105,7 @@ pub use backend::rocks::{Compression, RocksBackend, RocksOptions};
 pub use backend::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease, WriteOp};
 pub use error::{Error, Result};
 pub use kv::{BulkWriter, Kv};
+pub use read_cache::{CachedRead, ReadCache};
 pub use transaction::Transaction;
 
 /// A keyspace: an independent ordered map of keys. Backends map keyspaces to

@@ -2,6 +2,7 @@
 //! transaction reads back (gets and scans see them merged with the snapshot).
 
 use crate::backend::{Backend, Cursor, KvRead, Snapshot, WriteBatch, WriteLease, WriteOp};
+use crate::read_cache::ReadCache;
 use crate::{Keyspace, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -18,6 +19,8 @@ pub struct Transaction<'a> {
     snapshot: Arc<dyn Snapshot>,
     overlay: HashMap<Keyspace, Overlay>,
     empty: Overlay,
+    /// The snapshot's point reads: a write reads some keys more than once.
+    reads: ReadCache,
 }
 
 impl<'a> Transaction<'a> {
@@ -27,7 +30,7 @@ impl<'a> Transaction<'a> {
             Some(lease) => lease.snapshot()?,
             None => backend.snapshot()?,
         };
-        Ok(Transaction { _guard: guard, backend, lease, snapshot, overlay: HashMap::new(), empty: Overlay::new() })
+        Ok(Transaction { _guard: guard, backend, lease, snapshot, overlay: HashMap::new(), empty: Overlay::new(), reads: ReadCache::default() })
     }
 
     /// Whether another process committed to the store since this process
@@ -46,7 +49,7 @@ impl<'a> Transaction<'a> {
         if let Some(entry) = self.overlay.get(&ks).and_then(|o| o.get(key)) {
             return Ok(entry.clone());
         }
-        self.snapshot.get(ks, key)
+        self.reads.get(self.snapshot.as_ref(), ks, key)
     }
 
     /// What this transaction itself did to a key: `Some(true)` put,
@@ -320,6 +323,32 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Point reads of the snapshot are remembered (`ReadCache`); a key
+    /// read, then written or deleted, reads as written.
+    #[test]
+    fn a_key_read_then_written_reads_as_written() {
+        let kv = Kv::memory();
+        let mut t = kv.transaction().unwrap();
+        t.put(KS, b"a", b"base");
+        t.put(KS, b"b", b"base");
+        t.commit().unwrap();
+        let mut t = kv.transaction().unwrap();
+        for _ in 0..2 {
+            assert_eq!(t.get(KS, b"a").unwrap().as_deref(), Some(&b"base"[..]));
+            assert_eq!(t.get(KS, b"b").unwrap().as_deref(), Some(&b"base"[..]));
+            assert_eq!(t.get(KS, b"c").unwrap(), None);
+        }
+        t.put(KS, b"a", b"new");
+        t.delete(KS, b"b");
+        t.put(KS, b"c", b"new");
+        assert_eq!(t.get(KS, b"a").unwrap().as_deref(), Some(&b"new"[..]));
+        assert_eq!(t.get(KS, b"b").unwrap(), None);
+        assert_eq!(t.get(KS, b"c").unwrap().as_deref(), Some(&b"new"[..]));
+        t.commit().unwrap();
+        let t = kv.transaction().unwrap();
+        assert_eq!(t.get(KS, b"a").unwrap().as_deref(), Some(&b"new"[..]), "a new transaction reads the commit, not an old cache");
     }
 
     #[test]
