@@ -131,7 +131,7 @@ impl<'a> TermSpace<'a> {
         match term_key(term) {
             TermKey::Inline(id) => return Ok(id),
             TermKey::Blank(_) => {}
-            TermKey::Dictionary { .. } => {
+            TermKey::Dictionary { .. } | TermKey::Triple(_) => {
                 if let Some(id) = Dictionary::lookup(self.reader, term)? {
                     return Ok(id);
                 }
