@@ -203,6 +203,7 @@ mod query;
 mod results;
 mod select_star;
 mod terms;
+mod triple_terms;
 mod update;
 
 pub use error::{Result, SparqlError};
