@@ -189,6 +189,12 @@ mod tests {
         };
         assert!(expand_bgp(&parse_bgp("?x <http://e/p> <<( <http://e/a> <http://e/b> <http://e/c> )>>"), &mut fresh).is_none());
         let rewritten = expand_bgp(&parse_bgp("?x <http://e/p> <<( ?x <http://e/b> <<( ?y ?q \"o\" )>> )>>"), &mut fresh).unwrap();
-        let GraphPattern::Extend { .. } = rewritten else { panic!("the last part is bound: {rewritten}") };
+        // ?x is bound by the BGP: the subject must be it; ?y and ?q are
+        // bound from the nested triple term's parts; constants compared.
+        assert_eq!(
+            rewritten.to_string(),
+            "?x <http://e/p> ?#t1 . FILTER(isTRIPLE(?#t1)) FILTER(sameTerm(?x, SUBJECT(?#t1))) FILTER(sameTerm(PREDICATE(?#t1), <http://e/b>)) \
+             BIND(OBJECT(?#t1) AS ?#t2) FILTER(isTRIPLE(?#t2)) BIND(SUBJECT(?#t2) AS ?y) BIND(PREDICATE(?#t2) AS ?q) FILTER(sameTerm(OBJECT(?#t2), \"o\"))"
+        );
     }
 }
