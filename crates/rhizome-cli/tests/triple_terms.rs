@@ -170,3 +170,29 @@ fn a_document_holding_triple_terms_keeps_them_through_the_couchdb_door_couchdb_a
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(admin(&server, "GET", "/db/bad", &[], None).status, 404);
 }
+
+#[test]
+fn a_json_document_takes_a_base_direction_from_a_graph_write_and_refuses_a_triple_term() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path());
+    assert_eq!(admin(&server, "PUT", "/db", &[], None).status, 201);
+    let doc = r#"{"@context": {"@vocab": "http://schema.org/"}, "@id": "alice", "name": "Alice"}"#;
+    assert_eq!(admin(&server, "PUT", "/db/alice", &[("Content-Type", "application/json")], Some(doc)).status, 201);
+    let graph = "<http://localhost:5984/db/alice>";
+    let update = |data: &str| {
+        let text = format!("INSERT DATA {{ GRAPH {graph} {{ {graph} <http://schema.org/motto> {data} }} }}");
+        admin(&server, "POST", "/db/_sparql", &[("Content-Type", "application/sparql-update")], Some(&text))
+    };
+    // A direction: JSON-LD 1.1's @direction, in the document's own shape.
+    let r = update(r#""salam"@ar--rtl"#);
+    assert!(r.status == 200 || r.status == 204, "{}", r.text());
+    let body: Value = serde_json::from_slice(&admin(&server, "GET", "/db/alice", &[], None).body).unwrap();
+    assert_eq!(body["name"], "Alice");
+    assert_eq!(body["motto"], serde_json::json!({"@value": "salam", "@language": "ar", "@direction": "rtl"}), "{body}");
+    // A triple term: the document's members cannot hold one, so the write
+    // is refused and nothing changes.
+    let r = update("<<( <http://e/a> <http://e/b> <http://e/c> )>>");
+    assert_eq!(r.status, 400, "{}", r.text());
+    let after: Value = serde_json::from_slice(&admin(&server, "GET", "/db/alice", &[], None).body).unwrap();
+    assert_eq!(after, body);
+}
