@@ -8,7 +8,8 @@ __version__: str
 
 _Path = Union[str, "os.PathLike[str]"]
 Subject = Union["NamedNode", "BlankNode"]
-Term = Union["NamedNode", "BlankNode", "Literal"]
+# A triple term (RDF 1.2) is a Triple used as a term, as in pyoxigraph.
+Term = Union["NamedNode", "BlankNode", "Literal", "Triple"]
 GraphName = Union["NamedNode", "BlankNode", "DefaultGraph"]
 
 class NamedNode:
@@ -28,14 +29,17 @@ class BlankNode:
     def __eq__(self, other: object) -> bool: ...
 
 class Literal:
-    """A literal with a datatype or a language tag (xsd:string without)."""
-    def __init__(self, value: str, *, datatype: Optional[NamedNode] = None, language: Optional[str] = None) -> None: ...
+    """A literal with a datatype or a language tag (xsd:string without),
+    and with a language an RDF 1.2 base direction ("ltr" or "rtl")."""
+    def __init__(self, value: str, *, datatype: Optional[NamedNode] = None, language: Optional[str] = None, direction: Optional[str] = None) -> None: ...
     @property
     def value(self) -> str: ...
     @property
     def datatype(self) -> NamedNode: ...
     @property
     def language(self) -> Optional[str]: ...
+    @property
+    def direction(self) -> Optional[str]: ...
     def __hash__(self) -> int: ...
     def __eq__(self, other: object) -> bool: ...
 

@@ -119,13 +119,23 @@ pub struct PyLiteral {
 
 value_class! { PyLiteral;
     #[new]
-    #[pyo3(signature = (value, *, datatype=None, language=None))]
-    fn new(value: String, datatype: Option<PyNamedNode>, language: Option<String>) -> PyResult<Self> {
-        let inner = match (datatype, language) {
-            (Some(_), Some(_)) => return Err(PyValueError::new_err("a literal has a datatype or a language, not both")),
-            (None, Some(l)) => Literal::new_language_tagged_literal(value, l).map_err(|e| PyValueError::new_err(format!("not a language tag: {e}")))?,
-            (Some(d), None) => Literal::new_typed_literal(value, d.inner),
-            (None, None) => Literal::new_simple_literal(value),
+    #[pyo3(signature = (value, *, datatype=None, language=None, direction=None))]
+    fn new(value: String, datatype: Option<PyNamedNode>, language: Option<String>, direction: Option<String>) -> PyResult<Self> {
+        let direction = match direction.as_deref() {
+            None => None,
+            Some("ltr") => Some(oxrdf::BaseDirection::Ltr),
+            Some("rtl") => Some(oxrdf::BaseDirection::Rtl),
+            Some(other) => return Err(PyValueError::new_err(format!("a base direction is \"ltr\" or \"rtl\", not {other:?}"))),
+        };
+        let inner = match (datatype, language, direction) {
+            (Some(_), Some(_), _) => return Err(PyValueError::new_err("a literal has a datatype or a language, not both")),
+            (_, None, Some(_)) => return Err(PyValueError::new_err("a base direction needs a language")),
+            (None, Some(l), Some(d)) => {
+                Literal::new_directional_language_tagged_literal(value, l, d).map_err(|e| PyValueError::new_err(format!("not a language tag: {e}")))?
+            }
+            (None, Some(l), None) => Literal::new_language_tagged_literal(value, l).map_err(|e| PyValueError::new_err(format!("not a language tag: {e}")))?,
+            (Some(d), None, None) => Literal::new_typed_literal(value, d.inner),
+            (None, None, None) => Literal::new_simple_literal(value),
         };
         Ok(PyLiteral { inner })
     }
@@ -143,6 +153,14 @@ value_class! { PyLiteral;
     #[getter]
     fn language(&self) -> Option<&str> {
         self.inner.language()
+    }
+    /// The base direction (RDF 1.2), ``"ltr"``, ``"rtl"`` or None.
+    #[getter]
+    fn direction(&self) -> Option<&'static str> {
+        self.inner.direction().map(|d| match d {
+            oxrdf::BaseDirection::Ltr => "ltr",
+            oxrdf::BaseDirection::Rtl => "rtl",
+        })
     }
     fn __repr__(&self) -> String {
         match self.inner.language() {
@@ -361,8 +379,8 @@ pub fn term_to_py(py: Python<'_>, term: Term) -> PyResult<Py<PyAny>> {
         Term::NamedNode(inner) => Py::new(py, PyNamedNode { inner })?.into_any(),
         Term::BlankNode(inner) => Py::new(py, PyBlankNode { inner })?.into_any(),
         Term::Literal(inner) => Py::new(py, PyLiteral { inner })?.into_any(),
-        #[allow(unreachable_patterns)]
-        _ => return Err(PyValueError::new_err("RDF-star triple terms are not supported")),
+        // RDF 1.2: a triple term is a `Triple` (as in pyoxigraph).
+        Term::Triple(inner) => Py::new(py, PyTriple { inner: *inner })?.into_any(),
     })
 }
 
@@ -382,7 +400,10 @@ pub fn term_from_py(o: &Bound<'_, PyAny>) -> PyResult<Term> {
     if let Ok(l) = o.cast::<PyLiteral>() {
         return Ok(l.get().inner.clone().into());
     }
-    subject_from_py(o).map(Term::from).map_err(|_| PyTypeError::new_err(format!("expected a NamedNode, BlankNode or Literal, not {}", kind(o))))
+    if let Ok(t) = o.cast::<PyTriple>() {
+        return Ok(t.get().inner.clone().into());
+    }
+    subject_from_py(o).map(Term::from).map_err(|_| PyTypeError::new_err(format!("expected a NamedNode, BlankNode, Literal or Triple, not {}", kind(o))))
 }
 
 pub fn subject_from_py(o: &Bound<'_, PyAny>) -> PyResult<NamedOrBlankNode> {

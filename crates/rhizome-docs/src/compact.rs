@@ -770,6 +770,14 @@ impl Output<'_> {
 
     fn literal(&mut self, l: &Literal) -> Value {
         let value_object = |pairs: Vec<(&str, String)>| Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), Value::String(v))).collect());
+        if let (Some(lang), Some(direction)) = (l.language(), l.direction()) {
+            // RDF 1.2's base direction: JSON-LD 1.1's `@direction`.
+            let direction = match direction {
+                oxrdf::BaseDirection::Ltr => "ltr",
+                oxrdf::BaseDirection::Rtl => "rtl",
+            };
+            return value_object(vec![("@value", l.value().to_owned()), ("@language", lang.to_owned()), ("@direction", direction.to_owned())]);
+        }
         if let Some(lang) = l.language() {
             if !self.expanded && self.ctx.language.as_deref() == Some(lang) {
                 return Value::String(l.value().to_owned());

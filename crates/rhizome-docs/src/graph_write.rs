@@ -238,9 +238,14 @@ fn reads_back(body: &Map<String, Value>, default_context: Option<&Value>, graph_
     if let (false, Some(ctx)) = (json.contains_key("@context"), default_context) {
         json.insert("@context".into(), ctx.clone());
     }
+    let placeholders = crate::triple_terms::extract(&mut json);
     let text = Value::Object(json).to_string();
     let parser = JsonLdParser::new().with_base_iri(graph_iri).ok()?;
     let quads: Vec<oxrdf::Quad> = parser.for_slice(text.as_bytes()).with_load_document_callback(remote.loader()).collect::<std::result::Result<_, _>>().ok()?;
+    let quads = match placeholders {
+        Some(p) => p.resolve(quads).ok()?,
+        None => quads,
+    };
     Some(signature(quads.into_iter().map(Triple::from)))
 }
 

@@ -460,6 +460,8 @@ fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, con
     // Counted before oxjsonld expands it whole (a body with a context of
     // its own, or the default one, was counted above).
     check_values(&json)?;
+    // Triple terms (embedded nodes) become placeholders oxjsonld can read.
+    let placeholders = crate::triple_terms::extract(&mut json);
     let json = Value::Object(json);
     // Remote contexts from the cache only (fetched before the write's
     // transaction, by `prepare`): no network inside the write.
@@ -473,7 +475,7 @@ fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, con
         .with_base_iri(iri)
         .map_err(|e| format!("document IRI {iri}: {e}"))?;
     let loader = remote.loader();
-    crate::jsonld_limits::on_stack_for(depths, move || {
+    let quads = crate::jsonld_limits::on_stack_for(depths, move || {
         // Stopped as soon as the graph passes its bound, not after.
         let mut quads = Vec::new();
         for q in parser.for_slice(text.as_bytes()).with_load_document_callback(loader) {
@@ -483,7 +485,11 @@ fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, con
             }
         }
         Ok(quads)
-    })?
+    })??;
+    match placeholders {
+        Some(p) => p.resolve(quads),
+        None => Ok(quads),
+    }
 }
 
 /// The graph `graph_iri` rendered as the members of a JSON-LD document:
@@ -717,8 +723,12 @@ impl TermJson {
                 (Some(name_start..buf.len()), false)
             }
             Term::Literal(_) => (None, false),
-            #[allow(unreachable_patterns)]
-            _ => return None,
+            // RDF 1.2: an embedded node, written as `object_value` makes it.
+            Term::Triple(_) => {
+                let start = buf.len();
+                serde_json::to_writer(&mut *buf, &object_value(term)?).expect("writing to a Vec");
+                return Some(TermJson { name: None, iri: false, object: Some(start..buf.len()) });
+            }
         };
         let object_start = buf.len();
         match (term, &name) {
@@ -728,6 +738,11 @@ impl TermJson {
                     buf.extend_from_slice(b"\"@language\":");
                     string(buf, language);
                     buf.push(b',');
+                    if let Some(direction) = l.direction() {
+                        buf.extend_from_slice(b"\"@direction\":");
+                        string(buf, direction_name(direction));
+                        buf.push(b',');
+                    }
                 } else if l.datatype() != oxrdf::vocab::xsd::STRING {
                     buf.extend_from_slice(b"\"@type\":");
                     string(buf, l.datatype().as_str());
@@ -741,6 +756,13 @@ impl TermJson {
             _ => return None,
         }
         Some(TermJson { name, iri, object: Some(object_start..buf.len()) })
+    }
+}
+
+fn direction_name(d: oxrdf::BaseDirection) -> &'static str {
+    match d {
+        oxrdf::BaseDirection::Ltr => "ltr",
+        oxrdf::BaseDirection::Rtl => "rtl",
     }
 }
 
@@ -758,13 +780,16 @@ fn object_value(term: &Term) -> Option<Value> {
         Term::Literal(l) => {
             if let Some(language) = l.language() {
                 object.insert("@language".into(), Value::String(language.to_owned()));
+                if let Some(direction) = l.direction() {
+                    object.insert("@direction".into(), Value::String(direction_name(direction).to_owned()));
+                }
             } else if l.datatype() != oxrdf::vocab::xsd::STRING {
                 object.insert("@type".into(), Value::String(l.datatype().as_str().to_owned()));
             }
             object.insert("@value".into(), Value::String(l.value().to_owned()));
         }
-        #[allow(unreachable_patterns)]
-        _ => return None,
+        // RDF 1.2: an embedded node (`crate::triple_terms`).
+        Term::Triple(t) => return crate::triple_terms::embedded_node(t, object_value),
     }
     Some(Value::Object(object))
 }

@@ -257,6 +257,7 @@ mod rev_id;
 mod revtree;
 mod rights;
 mod transaction;
+mod triple_terms;
 pub mod collate;
 pub mod secondary;
 pub mod selector;

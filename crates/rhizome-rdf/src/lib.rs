@@ -40,6 +40,15 @@
 //!   literals) are keyed by their xxh3 hash so that their text is not
 //!   stored twice; a collision costs a read, never a wrong id. Blank nodes
 //!   take a fresh id per load or transaction and store nothing.
+//! - **RDF 1.2**: a triple term (`<<( s p o )>>`) is a dictionary term
+//!   (tag `TRIPLE`, after literals as SPARQL 1.2 orders terms) whose bytes
+//!   are its parts' three ids, so nested triple terms are ids of ids, a
+//!   triple term is found by its parts' ids, and rebasing IRIs reaches
+//!   inside it; the loader numbers a chunk's triple terms after their
+//!   parts. A language-tagged string with a base direction (`"x"@en--rtl`)
+//!   has a tag of its own (`DIR_LANG_STRING`, no language code in its id).
+//!   Data without either pays one tag test per distinct term of a chunk
+//!   in the loader.
 //! - **Indexes** ([`index`], keyspaces in `index::layout`): a quad whose
 //!   graph is its subject (the document model puts every triple loaded
 //!   without a graph there) is stored as a triple in SPO, POS, OSP, the

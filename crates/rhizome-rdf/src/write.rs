@@ -217,33 +217,43 @@ impl<'a> StoreTransaction<'a> {
                 self.blanks.insert(label.to_owned(), id);
                 Ok(id)
             }
-            TermKey::Dictionary { tag, bytes } => {
-                if let Some(id) = self.ids.get(tag, &bytes) {
-                    return Ok(id);
-                }
-                let known_absent = self.absent.get_mut().take_if(|(t, b)| *t == tag && b.as_slice() == bytes.as_ref()).is_some();
-                if known_absent {
-                    // Created below.
-                } else if let Some(id) = Dictionary::lookup_key(&self.txn, tag, &bytes)? {
-                    if !self.is_fresh(id) {
-                        self.ids.insert(tag, &bytes, id);
-                    }
-                    return Ok(id);
-                }
-                let id = crate::term::new_dictionary_id(tag, &bytes, self.next_id)?;
-                self.next_id += 1;
-                self.terms += 1;
-                let txn = &self.txn;
-                let (key, value) = Dictionary::new_entry(tag, &bytes, id, |key| Ok(txn.get(TERM2ID, key)?))?;
-                self.txn.put(TERM2ID, &key, &value);
-                self.txn.put(ID2TERM, &id.to_be_bytes(), &bytes);
-                if tag == crate::term::tag::IRI && bytes.as_ref() == crate::stats::RDF_TYPE.as_bytes() {
-                    self.rdf_type = Some(id);
-                }
-                self.created.push((tag, bytes.as_ref().into(), id));
-                Ok(id)
+            TermKey::Dictionary { tag, bytes } => self.encode_entry(tag, bytes),
+            TermKey::Triple(t) => {
+                let s = self.encode(t.subject.as_ref().into())?;
+                let p = self.encode(t.predicate.as_ref().into())?;
+                let o = self.encode(t.object.as_ref())?;
+                self.encode_entry(tag::TRIPLE, crate::term::triple_bytes(s, p, o).to_vec().into())
             }
         }
+    }
+
+    /// The id of a dictionary term given by its tag and bytes, adding it
+    /// if it is new.
+    fn encode_entry(&mut self, tag: u8, bytes: std::borrow::Cow<'_, [u8]>) -> Result<TermId> {
+        if let Some(id) = self.ids.get(tag, &bytes) {
+            return Ok(id);
+        }
+        let known_absent = self.absent.get_mut().take_if(|(t, b)| *t == tag && b.as_slice() == bytes.as_ref()).is_some();
+        if known_absent {
+            // Created below.
+        } else if let Some(id) = Dictionary::lookup_key(&self.txn, tag, &bytes)? {
+            if !self.is_fresh(id) {
+                self.ids.insert(tag, &bytes, id);
+            }
+            return Ok(id);
+        }
+        let id = crate::term::new_dictionary_id(tag, &bytes, self.next_id)?;
+        self.next_id += 1;
+        self.terms += 1;
+        let txn = &self.txn;
+        let (key, value) = Dictionary::new_entry(tag, &bytes, id, |key| Ok(txn.get(TERM2ID, key)?))?;
+        self.txn.put(TERM2ID, &key, &value);
+        self.txn.put(ID2TERM, &id.to_be_bytes(), &bytes);
+        if tag == crate::term::tag::IRI && bytes.as_ref() == crate::stats::RDF_TYPE.as_bytes() {
+            self.rdf_type = Some(id);
+        }
+        self.created.push((tag, bytes.as_ref().into(), id));
+        Ok(id)
     }
 
     /// The id of a term if the store (with this transaction's writes) has it.

@@ -1,12 +1,18 @@
 //! The W3C RDF 1.1 conformance suites (N-Triples, N-Quads, Turtle, TriG,
-//! RDF/XML), run through the store: every input is loaded into a fresh
+//! RDF/XML) and the RDF 1.2 ones (N-Triples, N-Quads, Turtle, TriG: triple
+//! terms, reifiers, annotations, base directions; each includes the RDF 1.1
+//! suite of its syntax, run again by the RDF 1.2 parsers), run through the
+//! store: every input is loaded into a fresh
 //! in-memory plain dataset, and eval tests compare the store's N-Quads dump
 //! with the expected result as isomorphic datasets. So these tests check
 //! the parsers as wired into the loader, the all-or-nothing load, and that
 //! the term encoding and the dump round-trip every term exactly. Beyond
 //! the W3C rules, a positive syntax test also checks that the dump equals
 //! what the parser alone reads, and an eval failure says whether the parser
-//! alone gets the expected result (store bug) or not (parser bug).
+//! alone gets the expected result (store bug) or not (parser bug). An RDF
+//! 1.2 canonical-form (C14N) test loads its input and dumps it in the same
+//! syntax: the dump must be the expected canonical text, line for line
+//! (blank node labels aside, which the store chooses).
 //!
 //! The test data is the `rdf-tests` checkout described in
 //! `shared/conformance/README.md`, found and read with `rhizome-w3c`.
@@ -48,6 +54,13 @@ const SUITES: &[Suite] = &[
     Suite { name: "rdfxml", manifest: "rdf/rdf11/rdf-xml/manifest.ttl", format: RdfFormat::RdfXml, expected_tests: 166 },
 ];
 
+const RDF12_SUITES: &[Suite] = &[
+    Suite { name: "ntriples12", manifest: "rdf/rdf12/rdf-n-triples/manifest.ttl", format: RdfFormat::NTriples, expected_tests: 140 },
+    Suite { name: "nquads12", manifest: "rdf/rdf12/rdf-n-quads/manifest.ttl", format: RdfFormat::NQuads, expected_tests: 155 },
+    Suite { name: "turtle12", manifest: "rdf/rdf12/rdf-turtle/manifest.ttl", format: RdfFormat::Turtle, expected_tests: 416 },
+    Suite { name: "trig12", manifest: "rdf/rdf12/rdf-trig/manifest.ttl", format: RdfFormat::TriG, expected_tests: 416 },
+];
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     PositiveSyntax,
@@ -56,6 +69,8 @@ enum Kind {
     /// valid RDF, e.g. a bad IRI after resolution).
     NegativeEval,
     Eval,
+    /// RDF 1.2: the dump in the same syntax is the expected canonical text.
+    C14n,
 }
 
 struct TestCase {
@@ -80,11 +95,20 @@ struct Tally {
 
 #[test]
 fn w3c_rdf11_conformance() {
-    let root = rhizome_w3c::conformance_root(SUITES[0].manifest);
+    run_suites(SUITES);
+}
+
+#[test]
+fn w3c_rdf12_conformance() {
+    run_suites(RDF12_SUITES);
+}
+
+fn run_suites(suites: &[Suite]) {
+    let root = rhizome_w3c::conformance_root(suites[0].manifest);
     let lists = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/w3c");
     let mut totals = Tally::default();
     let mut problems: Vec<String> = Vec::new();
-    for suite in SUITES {
+    for suite in suites {
         let known = read_known_failures(&lists.join(format!("known-failures-{}.txt", suite.name)));
         let tests = match read_manifest(&root, suite.manifest) {
             Ok(t) => t,
@@ -157,6 +181,7 @@ fn test_case(graph: &Graph, entry: &Term) -> Result<TestCase, String> {
             | "TestXMLNegativeSyntax" => Kind::NegativeSyntax,
             "TestTurtleNegativeEval" | "TestTrigNegativeEval" => Kind::NegativeEval,
             "TestTurtleEval" | "TestTrigEval" | "TestXMLEval" => Kind::Eval,
+            "TestNTriplesPositiveC14N" | "TestNQuadsPositiveC14N" => Kind::C14n,
             _ => continue,
         };
         kind = Some(k);
@@ -164,8 +189,8 @@ fn test_case(graph: &Graph, entry: &Term) -> Result<TestCase, String> {
     let kind = kind.ok_or_else(|| format!("{iri}: unknown test type {types:?}"))?;
     let action = iri_of(get(MF, "action")).ok_or_else(|| format!("{iri}: no mf:action"))?;
     let result = iri_of(get(MF, "result"));
-    if kind == Kind::Eval && result.is_none() {
-        return Err(format!("{iri}: an eval test without mf:result"));
+    if matches!(kind, Kind::Eval | Kind::C14n) && result.is_none() {
+        return Err(format!("{iri}: an eval or C14N test without mf:result"));
     }
     let approval = iri_of(get(RDFT, "approval")).or_else(|| iri_of(get(DAWGT, "approval"))).unwrap_or_default();
     let skip = ["NotApproved", "Withdrawn"].iter().any(|s| approval == format!("{RDFT}{s}") || approval == format!("{DAWGT}{s}"));
@@ -244,6 +269,22 @@ fn run_test(root: &Path, format: RdfFormat, test: &TestCase) -> Result<(), Strin
             }
             Ok(())
         }
+        Kind::C14n => {
+            if let Err(e) = loaded {
+                return Err(format!("the load failed: {e}"));
+            }
+            let snapshot = store.snapshot().map_err(|e| format!("snapshot: {e}"))?;
+            let mut dumped = Vec::new();
+            dump(&snapshot, &DumpOptions { format, graph: None }, &mut dumped).map_err(|e| format!("the dump failed: {e}"))?;
+            let result = test.result.as_ref().expect("C14N tests have a result");
+            let expected_path = iri_to_path(root, result)?;
+            let expected = std::fs::read(&expected_path).map_err(|e| format!("cannot read {}: {e}", expected_path.display()))?;
+            let (actual, expected) = (canonical_lines(&dumped)?, canonical_lines(&expected)?);
+            if actual != expected {
+                return Err(format!("the dump is not the canonical form:\n      dumped:   {actual:?}\n      expected: {expected:?}"));
+            }
+            Ok(())
+        }
         Kind::Eval => {
             if let Err(e) = loaded {
                 return Err(format!("the load failed: {e}"));
@@ -266,6 +307,51 @@ fn run_test(root: &Path, format: RdfFormat, test: &TestCase) -> Result<(), Strin
             })
         }
     }
+}
+
+/// The lines of canonical N-Triples or N-Quads, sorted, with blank node
+/// labels renamed in order of appearance (the store names its own).
+fn canonical_lines(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    let mut labels: BTreeMap<String, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for line in lines {
+        // Blank node labels outside literals: `_:` after a space or `(`.
+        let mut renamed = String::new();
+        let mut in_literal = false;
+        let mut chars = line.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            if in_literal {
+                renamed.push(c);
+                if c == '\\' {
+                    if let Some((_, n)) = chars.next() {
+                        renamed.push(n);
+                    }
+                } else if c == '"' {
+                    in_literal = false;
+                }
+                continue;
+            }
+            if c == '"' {
+                in_literal = true;
+            }
+            if c == '_' && line[i..].starts_with("_:") {
+                let end = line[i..].find([' ', ')']).map_or(line.len(), |e| i + e);
+                let n = labels.len();
+                let label = labels.entry(line[i..end].to_owned()).or_insert_with(|| format!("_:b{n}"));
+                renamed.push_str(label);
+                while chars.peek().is_some_and(|(j, _)| *j < end) {
+                    chars.next();
+                }
+                continue;
+            }
+            renamed.push(c);
+        }
+        out.push(renamed);
+    }
+    Ok(out)
 }
 
 fn dump_nquads(store: &Store) -> Result<Vec<u8>, String> {

@@ -1,4 +1,4 @@
-//! `rhizome-sparql`: SPARQL 1.1 query and update over the encoded store.
+//! `rhizome-sparql`: SPARQL 1.1 and 1.2 query and update over the encoded store.
 //!
 //! Owns: the translation of spargebra's algebra to a plan over term ids
 //! (`plan`), its execution as iterators of rows of ids with index nested
@@ -7,7 +7,10 @@
 //! per request (`update`), result serialization (`results`), EXPLAIN
 //! (`explain`), `SERVICE <urn:rhizome:graph>` over `rhizome-graph`'s walks
 //! (`graph_service`), and the bounds on a request's nesting and chains
-//! checked before anything recursive runs ([`nesting`]).
+//! checked before anything recursive runs ([`nesting`]), and SPARQL 1.2's
+//! triple term patterns, rewritten with their BGP into expressions over a
+//! hidden variable so that scans and joins know nothing of them
+//! (`triple_terms`).
 //! Does not own: parsing (spargebra), result formats (sparesults), storage,
 //! term encoding and statistics (`rhizome-rdf`), documents (an update's
 //! graphs become document revisions in `rhizome-docs`, which runs it
@@ -208,6 +211,7 @@ mod results;
 mod select_star;
 mod terms;
 pub mod text_search;
+mod triple_terms;
 mod update;
 
 pub use error::{Result, SparqlError};

@@ -33,6 +33,18 @@ enum TemplateTerm {
     Var(Var),
     Blank(String),
     Term(Term),
+    /// A triple term with variables or blank nodes (SPARQL 1.2).
+    Triple(Box<[TemplateTerm; 3]>),
+}
+
+impl TemplateTerm {
+    fn variables(&self, out: &mut Vec<Var>) {
+        match self {
+            TemplateTerm::Var(v) => out.push(*v),
+            TemplateTerm::Triple(parts) => parts.iter().for_each(|p| p.variables(out)),
+            _ => {}
+        }
+    }
 }
 
 enum Form {
@@ -132,22 +144,24 @@ impl<'s> PreparedQuery<'s> {
             Query::Ask { .. } => Form::Ask,
             Query::Construct { template, .. } => {
                 let mut triples = Vec::new();
-                for tp in template {
-                    let term = |t: &mut Translator<'_, '_>, p: &TermPattern| -> Result<TemplateTerm> {
-                        Ok(match p {
-                            TermPattern::Variable(v) => TemplateTerm::Var(t.var(v)),
-                            TermPattern::BlankNode(b) => TemplateTerm::Blank(b.as_str().to_owned()),
-                            TermPattern::NamedNode(n) => TemplateTerm::Term(n.clone().into()),
-                            TermPattern::Literal(l) => TemplateTerm::Term(l.clone().into()),
-                            #[allow(unreachable_patterns)]
-                            _ => return Err(SparqlError::Unsupported("RDF 1.2 triple terms".into())),
-                        })
-                    };
+                fn term(t: &mut Translator<'_, '_>, p: &TermPattern) -> TemplateTerm {
+                    match p {
+                        TermPattern::Variable(v) => TemplateTerm::Var(t.var(v)),
+                        TermPattern::BlankNode(b) => TemplateTerm::Blank(b.as_str().to_owned()),
+                        TermPattern::NamedNode(n) => TemplateTerm::Term(n.clone().into()),
+                        TermPattern::Literal(l) => TemplateTerm::Term(l.clone().into()),
+                        TermPattern::Triple(tp) => TemplateTerm::Triple(Box::new(triple(t, tp))),
+                    }
+                }
+                fn triple(t: &mut Translator<'_, '_>, tp: &spargebra::term::TriplePattern) -> [TemplateTerm; 3] {
                     let p = match &tp.predicate {
                         NamedNodePattern::Variable(v) => TemplateTerm::Var(t.var(v)),
                         NamedNodePattern::NamedNode(n) => TemplateTerm::Term(n.clone().into()),
                     };
-                    triples.push([term(&mut t, &tp.subject)?, p, term(&mut t, &tp.object)?]);
+                    [term(t, &tp.subject), p, term(t, &tp.object)]
+                }
+                for tp in template {
+                    triples.push(triple(&mut t, tp));
                 }
                 Form::Construct(triples)
             }
@@ -162,7 +176,8 @@ impl<'s> PreparedQuery<'s> {
             Form::Select(vars) => crate::plan::prune_unused_binds(&mut plan, &vars.iter().map(|(_, v)| *v).collect::<Vec<_>>()),
             Form::Ask => crate::plan::prune_unused_binds(&mut plan, &[]),
             Form::Construct(triples) => {
-                let vars: Vec<Var> = triples.iter().flatten().filter_map(|t| if let TemplateTerm::Var(v) = t { Some(*v) } else { None }).collect();
+                let mut vars: Vec<Var> = Vec::new();
+                triples.iter().flatten().for_each(|t| t.variables(&mut vars));
                 crate::plan::prune_unused_binds(&mut plan, &vars)
             }
             Form::Describe(vars) => crate::plan::prune_unused_binds(&mut plan, vars),
@@ -297,24 +312,33 @@ impl<'s> PreparedQuery<'s> {
     /// bound and fit their positions).
     fn instantiate(&self, row: &Row, template: &[[TemplateTerm; 3]], out: &mut dyn FnMut(Triple)) -> Result<()> {
         let mut blanks: FxHashMap<String, BlankNode> = FxHashMap::default();
-        for [s, p, o] in template {
-            let mut get = |t: &TemplateTerm| -> Result<Option<Term>> {
-                Ok(match t {
-                    TemplateTerm::Var(v) => row[*v].map(|id| self.ev.space.decode(id)).transpose()?,
-                    TemplateTerm::Blank(label) => Some(blanks.entry(label.clone()).or_default().clone().into()),
-                    TemplateTerm::Term(t) => Some(t.clone()),
-                })
-            };
-            let (Some(s), Some(p), Some(o)) = (get(s)?, get(p)?, get(o)?) else { continue };
-            let subject: NamedOrBlankNode = match s {
-                Term::NamedNode(n) => n.into(),
-                Term::BlankNode(b) => b.into(),
-                _ => continue,
-            };
-            let Term::NamedNode(predicate) = p else { continue };
-            out(Triple::new(subject, predicate, o));
+        for parts in template {
+            if let Some(triple) = self.template_triple(row, parts, &mut blanks)? {
+                out(triple);
+            }
         }
         Ok(())
+    }
+
+    /// One template triple for a row, `None` where a term is unbound or
+    /// does not fit its position (a triple term's parts likewise).
+    fn template_triple(&self, row: &Row, [s, p, o]: &[TemplateTerm; 3], blanks: &mut FxHashMap<String, BlankNode>) -> Result<Option<Triple>> {
+        let mut get = |t: &TemplateTerm| -> Result<Option<Term>> {
+            Ok(match t {
+                TemplateTerm::Var(v) => row[*v].map(|id| self.ev.space.decode(id)).transpose()?,
+                TemplateTerm::Blank(label) => Some(blanks.entry(label.clone()).or_default().clone().into()),
+                TemplateTerm::Term(t) => Some(t.clone()),
+                TemplateTerm::Triple(parts) => self.template_triple(row, parts, blanks)?.map(Term::from),
+            })
+        };
+        let (Some(s), Some(p), Some(o)) = (get(s)?, get(p)?, get(o)?) else { return Ok(None) };
+        let subject: NamedOrBlankNode = match s {
+            Term::NamedNode(n) => n.into(),
+            Term::BlankNode(b) => b.into(),
+            _ => return Ok(None),
+        };
+        let Term::NamedNode(predicate) = p else { return Ok(None) };
+        Ok(Some(Triple::new(subject, predicate, o)))
     }
 
     /// DESCRIBE: the triples whose subject is a described resource, in the

@@ -39,8 +39,7 @@ fn kept_bytes(t: &Term) -> usize {
         Term::NamedNode(n) => n.as_str().len(),
         Term::BlankNode(b) => b.as_str().len(),
         Term::Literal(l) => l.value().len() + l.language().map_or(0, str::len) + l.datatype().as_str().len(),
-        #[allow(unreachable_patterns)]
-        _ => 64,
+        Term::Triple(_) => 3 * 64,
     };
     2 * (text + std::mem::size_of::<Term>()) + 16
 }
@@ -130,8 +129,15 @@ impl<'a> TermSpace<'a> {
     pub fn encode(&self, term: TermRef<'_>) -> Result<TermId> {
         match term_key(term) {
             TermKey::Inline(id) => return Ok(id),
-            TermKey::Blank(_) => {}
-            TermKey::Dictionary { .. } => {
+            // A blank node the store named (a decoded value, e.g. a
+            // triple term's part) keeps its store id, so that it joins
+            // with the rows that scanned it; others are the query's own.
+            TermKey::Blank(_) => {
+                if let Some(id) = Dictionary::lookup(self.reader, term)? {
+                    return Ok(id);
+                }
+            }
+            TermKey::Dictionary { .. } | TermKey::Triple(_) => {
                 if let Some(id) = Dictionary::lookup(self.reader, term)? {
                     return Ok(id);
                 }

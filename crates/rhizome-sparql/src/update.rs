@@ -10,7 +10,7 @@ use oxrdfio::RdfParser;
 use rhizome_rdf::{DatasetMode, QuadPattern, Store, StoreTransaction, TermId};
 use rustc_hash::FxHashMap;
 use spargebra::algebra::GraphTarget;
-use spargebra::term::{GraphName, GraphNamePattern, GroundTermPattern, NamedNodePattern, TermPattern};
+use spargebra::term::{GraphName, GraphNamePattern, NamedNodePattern, TermPattern};
 use spargebra::{GraphUpdateOperation, Query, Update};
 
 pub fn parse_update(text: &str, base_iri: Option<&str>) -> Result<Update> {
@@ -197,21 +197,13 @@ impl Operation<'_, '_> {
                         NamedOrBlankNode::BlankNode(b) => blanks.entry(b.as_str().to_owned()).or_default().clone().into(),
                         other => other.clone(),
                     };
-                    let object = match &q.object {
-                        Term::BlankNode(b) => blanks.entry(b.as_str().to_owned()).or_default().clone().into(),
-                        other => other.clone(),
-                    };
+                    let object = crate::triple_terms::rename_blanks(&q.object, &mut |b| blanks.entry(b.as_str().to_owned()).or_default().clone());
                     self.insert(QuadRef::new(&subject, &q.predicate, &object, graph_ref(&q.graph_name)))?;
                 }
             }
             GraphUpdateOperation::DeleteData { data } => {
                 for q in data {
-                    let object: Term = match &q.object {
-                        spargebra::term::GroundTerm::NamedNode(n) => n.clone().into(),
-                        spargebra::term::GroundTerm::Literal(l) => l.clone().into(),
-                        #[allow(unreachable_patterns)]
-                        _ => return Err(SparqlError::Unsupported("RDF 1.2 triple terms".into())),
-                    };
+                    let object = Term::from(q.object.clone());
                     let graph = match &q.graph_name {
                         GraphName::NamedNode(n) => Some(n.clone().into()),
                         GraphName::DefaultGraph => None,
@@ -269,20 +261,8 @@ impl Operation<'_, '_> {
                 let mut inserts = Vec::new();
                 for s in &solutions {
                     for q in delete {
-                        let subject = match &q.subject {
-                            GroundTermPattern::Variable(v) => value(s, v),
-                            GroundTermPattern::NamedNode(n) => Some(n.clone().into()),
-                            GroundTermPattern::Literal(l) => Some(l.clone().into()),
-                            #[allow(unreachable_patterns)]
-                            _ => None,
-                        };
-                        let object = match &q.object {
-                            GroundTermPattern::Variable(v) => value(s, v),
-                            GroundTermPattern::NamedNode(n) => Some(n.clone().into()),
-                            GroundTermPattern::Literal(l) => Some(l.clone().into()),
-                            #[allow(unreachable_patterns)]
-                            _ => None,
-                        };
+                        let subject = crate::triple_terms::instantiate_ground(&q.subject, &|v| value(s, v));
+                        let object = crate::triple_terms::instantiate_ground(&q.object, &|v| value(s, v));
                         let predicate = named(&q.predicate, |v| value(s, v));
                         let graph = graph_pattern(&q.graph_name, |v| value(s, v));
                         if let (Some(Term::NamedNode(subject)), Some(Term::NamedNode(p)), Some(o), Some(g)) = (subject.clone(), predicate.clone(), object.clone(), graph.clone()) {
@@ -294,14 +274,7 @@ impl Operation<'_, '_> {
                     let mut blanks: FxHashMap<String, BlankNode> = FxHashMap::default();
                     for q in insert {
                         let mut term = |t: &TermPattern| -> Option<Term> {
-                            match t {
-                                TermPattern::Variable(v) => value(s, v),
-                                TermPattern::BlankNode(b) => Some(blanks.entry(b.as_str().to_owned()).or_default().clone().into()),
-                                TermPattern::NamedNode(n) => Some(n.clone().into()),
-                                TermPattern::Literal(l) => Some(l.clone().into()),
-                                #[allow(unreachable_patterns)]
-                                _ => None,
-                            }
+                            crate::triple_terms::instantiate(t, &|v| value(s, v), &mut |b| blanks.entry(b.as_str().to_owned()).or_default().clone().into())
                         };
                         let (subject, object) = (term(&q.subject), term(&q.object));
                         let predicate = named(&q.predicate, |v| value(s, v));
@@ -530,8 +503,7 @@ fn term_bytes(t: &Term) -> usize {
         Term::NamedNode(n) => n.as_str().len(),
         Term::BlankNode(b) => b.as_str().len(),
         Term::Literal(l) => l.value().len() + l.datatype().as_str().len(),
-        #[allow(unreachable_patterns)]
-        _ => 64,
+        Term::Triple(t) => term_bytes(&t.subject.clone().into()) + t.predicate.as_str().len() + term_bytes(&t.object),
     }
 }
 

@@ -1,10 +1,12 @@
 //! The W3C SPARQL conformance suites (SPARQL 1.1 query, update and result
-//! formats, SPARQL 1.0 data-r2), run through the store: every test's data is
+//! formats, SPARQL 1.0 data-r2, SPARQL 1.2), run through the store: every test's data is
 //! loaded into a fresh in-memory plain dataset, queries and updates run
 //! through the engine, and results are compared as the test README says.
 //!
 //! The test data is `$RHIZOME_CONFORMANCE`, or `shared/conformance` beside
-//! the repository; missing data fails the test.
+//! the repository; missing data fails the test. SPARQL 1.2's is kept in
+//! this repository (`tests/w3c/rdf-tests/sparql/sparql12`, the test data
+//! of w3c/rdf-tests at commit ad541a5, the same as the shared copy's).
 //!
 //! Known failures: `tests/w3c/known-failures-<suite>.txt`, one test IRI per
 //! line followed by ` # reason`. A failure not listed fails the run, and so
@@ -29,13 +31,17 @@ struct Suite {
     name: &'static str,
     manifest: &'static str,
     expected_tests: usize,
+    /// The data is in this repository (`tests/w3c/rdf-tests`), not the
+    /// shared conformance folder.
+    in_repository: bool,
 }
 
 const SUITES: &[Suite] = &[
-    Suite { name: "query", manifest: "sparql/sparql11/manifest-sparql11-query.ttl", expected_tests: 328 },
-    Suite { name: "update", manifest: "sparql/sparql11/manifest-sparql11-update.ttl", expected_tests: 157 },
-    Suite { name: "results", manifest: "sparql/sparql11/manifest-sparql11-results.ttl", expected_tests: 10 },
-    Suite { name: "sparql10", manifest: "sparql/sparql10/manifest.ttl", expected_tests: 482 },
+    Suite { name: "query", manifest: "sparql/sparql11/manifest-sparql11-query.ttl", expected_tests: 328, in_repository: false },
+    Suite { name: "update", manifest: "sparql/sparql11/manifest-sparql11-update.ttl", expected_tests: 157, in_repository: false },
+    Suite { name: "results", manifest: "sparql/sparql11/manifest-sparql11-results.ttl", expected_tests: 10, in_repository: false },
+    Suite { name: "sparql10", manifest: "sparql/sparql10/manifest.ttl", expected_tests: 482, in_repository: false },
+    Suite { name: "sparql12", manifest: "sparql/sparql12/manifest.ttl", expected_tests: 269, in_repository: true },
 ];
 
 #[derive(Default)]
@@ -49,8 +55,9 @@ struct Tally {
 
 #[test]
 fn w3c_sparql_conformance() {
-    let root = rhizome_w3c::conformance_root(SUITES[0].manifest);
+    let shared_root = rhizome_w3c::conformance_root(SUITES[0].manifest);
     let lists = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/w3c");
+    let repository_root = lists.join("rdf-tests");
     let only = std::env::var("RHIZOME_W3C_SUITE").ok();
     let mut totals = Tally::default();
     let mut problems = Vec::new();
@@ -58,8 +65,9 @@ fn w3c_sparql_conformance() {
         if only.as_deref().is_some_and(|o| o != suite.name) {
             continue;
         }
+        let root = if suite.in_repository { &repository_root } else { &shared_root };
         let known = rhizome_w3c::read_known_failures(&lists.join(format!("known-failures-{}.txt", suite.name)));
-        let tests = match read_manifest(&root, suite.manifest) {
+        let tests = match read_manifest(root, suite.manifest) {
             Ok(t) => t,
             Err(e) => {
                 problems.push(format!("{}: cannot read the manifest: {e}", suite.name));
@@ -69,7 +77,7 @@ fn w3c_sparql_conformance() {
         if tests.len() != suite.expected_tests {
             problems.push(format!("{}: the manifests list {} tests, expected {}", suite.name, tests.len(), suite.expected_tests));
         }
-        let tally = run_suite(&root, suite, &tests, &known);
+        let tally = run_suite(root, suite, &tests, &known);
         println!("{}: {} passed, {} failed, {} skipped ({} known failures)", suite.name, tally.passed, tally.failed, tally.skipped, tally.known);
         let ids: BTreeSet<&str> = tests.iter().map(|t| t.iri.as_str()).collect();
         for iri in known.keys() {
@@ -262,8 +270,11 @@ fn run_test(root: &Path, test: &TestCase) -> Result<(), String> {
             execute_update(&store, &update).map_err(|e| format!("the update failed: {e}"))?;
             let mut expected = Dataset::new();
             for d in &test.result_data {
-                for q in parse_rdf(&read(root, d)?, rdf_format(d), d)?.iter() {
-                    expected.insert(&Quad::new(q.subject.into_owned(), q.predicate.into_owned(), q.object.into_owned(), GraphName::DefaultGraph));
+                // TriG (SPARQL 1.2's tests) gives the whole dataset.
+                let format = rdf_format(d);
+                for q in parse_rdf(&read(root, d)?, format, d)?.iter() {
+                    let graph = if format == RdfFormat::TriG { q.graph_name.into_owned() } else { GraphName::DefaultGraph };
+                    expected.insert(&Quad::new(q.subject.into_owned(), q.predicate.into_owned(), q.object.into_owned(), graph));
                 }
             }
             for g in &test.result_graph_data {
@@ -287,6 +298,8 @@ fn rdf_format(iri: &str) -> RdfFormat {
         RdfFormat::RdfXml
     } else if iri.ends_with(".nt") {
         RdfFormat::NTriples
+    } else if iri.ends_with(".trig") {
+        RdfFormat::TriG
     } else {
         RdfFormat::Turtle
     }

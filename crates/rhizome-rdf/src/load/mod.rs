@@ -254,8 +254,18 @@ impl Store {
                         }
                     }
                 }
+                // A chunk with triple terms numbers its blank nodes first: a
+                // triple term's parts may be any of them (and earlier terms).
+                let triple_terms = chunk.terms.iter().any(|t| t.tag == crate::term::tag::TRIPLE);
+                blank_ids.clear();
+                if triple_terms {
+                    for b in &chunk.blanks {
+                        blank_ids.push(dict.blank(chunk.file, b));
+                    }
+                }
                 ids.clear();
                 for t in std::mem::take(&mut chunk.terms) {
+                    let t = if t.tag == crate::term::tag::TRIPLE { t.resolve_triple(&ids, &blank_ids) } else { t };
                     match dict.resolve(t) {
                         Ok(id) => ids.push(id),
                         Err(e) => {
@@ -268,9 +278,10 @@ impl Store {
                     cancel.store(true, Ordering::Relaxed);
                     continue;
                 }
-                blank_ids.clear();
-                for b in &chunk.blanks {
-                    blank_ids.push(dict.blank(chunk.file, b));
+                if !triple_terms {
+                    for b in &chunk.blanks {
+                        blank_ids.push(dict.blank(chunk.file, b));
+                    }
                 }
                 let id = |slot: Slot| match slot {
                     Slot::Id(id) => id,

@@ -33,7 +33,49 @@ pub(crate) enum Slot {
 pub(crate) struct LocalTerm {
     pub tag: u8,
     pub hash: u64,
+    /// The serialized term; for a triple term (`tag::TRIPLE`), until the
+    /// id assigner numbers its parts, their three slots
+    /// ([`LocalTerm::triple_of_slots`]).
     pub bytes: Box<[u8]>,
+}
+
+impl LocalTerm {
+    /// A triple term whose parts are slots of its chunk (terms the chunk
+    /// lists before it, so the id assigner has numbered them by the time
+    /// it reaches this one): 9 bytes a part, a kind then a number.
+    fn triple_of_slots(parts: [Slot; 3]) -> Box<[u8]> {
+        let mut bytes = Vec::with_capacity(27);
+        for part in parts {
+            let (kind, n) = match part {
+                Slot::Id(id) => (0u8, id.0),
+                Slot::Term(i) => (1, i as u64),
+                Slot::Blank(i) => (2, i as u64),
+                Slot::DefaultGraph => (3, 0),
+            };
+            bytes.push(kind);
+            bytes.extend_from_slice(&n.to_be_bytes());
+        }
+        bytes.into_boxed_slice()
+    }
+
+    /// A triple term's real entry once its parts have ids (`terms` for the
+    /// chunk's terms numbered so far, `blanks` for its blank nodes).
+    pub fn resolve_triple(&self, terms: &[TermId], blanks: &[TermId]) -> LocalTerm {
+        debug_assert_eq!(self.tag, tag::TRIPLE);
+        let mut ids = [TermId::DEFAULT_GRAPH; 3];
+        for (k, id) in ids.iter_mut().enumerate() {
+            let part = &self.bytes[k * 9..k * 9 + 9];
+            let n = u64::from_be_bytes(part[1..9].try_into().expect("8 bytes"));
+            *id = match part[0] {
+                0 => TermId(n),
+                1 => terms[n as usize],
+                2 => blanks[n as usize],
+                _ => TermId::DEFAULT_GRAPH,
+            };
+        }
+        let bytes = crate::term::triple_bytes(ids[0], ids[1], ids[2]);
+        LocalTerm { tag: tag::TRIPLE, hash: TermKey::hash(tag::TRIPLE, &bytes), bytes: Box::new(bytes) }
+    }
 }
 
 pub(crate) struct EncodedChunk {
@@ -82,30 +124,34 @@ impl ChunkEncoder {
                 self.blank_index.insert(label.into(), i);
                 Slot::Blank(i)
             }
-            TermKey::Dictionary { tag, bytes } => {
-                let hash = TermKey::hash(tag, &bytes);
-                if let Some(&i) = self.by_hash.get(&hash) {
-                    let t = &self.chunk.terms[i as usize];
-                    if t.tag == tag && *t.bytes == *bytes {
-                        return Slot::Term(i);
-                    }
-                    // A hash collision inside the chunk: keep both; the id
-                    // assigner tells them apart by their bytes.
-                }
-                let i = self.chunk.terms.len() as u32;
-                self.chunk.terms.push(LocalTerm { tag, hash, bytes: bytes.into_owned().into_boxed_slice() });
-                self.by_hash.entry(hash).or_insert(i);
-                Slot::Term(i)
+            TermKey::Triple(t) => {
+                let parts = [self.term(t.subject.as_ref().into()), self.term(t.predicate.as_ref().into()), self.term(t.object.as_ref())];
+                self.dictionary_term(tag::TRIPLE, LocalTerm::triple_of_slots(parts).into_vec().into())
             }
+            TermKey::Dictionary { tag, bytes } => self.dictionary_term(tag, bytes),
         }
+    }
+
+    fn dictionary_term(&mut self, tag: u8, bytes: std::borrow::Cow<'_, [u8]>) -> Slot {
+        let hash = TermKey::hash(tag, &bytes);
+        if let Some(&i) = self.by_hash.get(&hash) {
+            let t = &self.chunk.terms[i as usize];
+            if t.tag == tag && *t.bytes == *bytes {
+                return Slot::Term(i);
+            }
+            // A hash collision inside the chunk: keep both; the id
+            // assigner tells them apart by their bytes.
+        }
+        let i = self.chunk.terms.len() as u32;
+        self.chunk.terms.push(LocalTerm { tag, hash, bytes: bytes.into_owned().into_boxed_slice() });
+        self.by_hash.entry(hash).or_insert(i);
+        Slot::Term(i)
     }
 
     fn quad(&mut self, q: QuadRef<'_>) {
         let s = match q.subject {
             NamedOrBlankNodeRef::NamedNode(n) => self.term(n.into()),
             NamedOrBlankNodeRef::BlankNode(b) => self.term(b.into()),
-            #[allow(unreachable_patterns)]
-            _ => return,
         };
         let p = self.term(q.predicate.into());
         let o = self.term(q.object);
@@ -236,8 +282,12 @@ fn is_valid_term(t: &LocalTerm) -> bool {
     match t.tag {
         tag::IRI => oxiri::Iri::parse(text).is_ok(),
         tag::LANG_STRING => split().is_some_and(|(lang, _)| oxilangtag::LanguageTag::parse(lang).is_ok()),
+        tag::DIR_LANG_STRING => split()
+            .and_then(|(head, _)| head.rsplit_once("--"))
+            .is_some_and(|(lang, dir)| matches!(dir, "ltr" | "rtl") && oxilangtag::LanguageTag::parse(lang).is_ok()),
         tag::TYPED => split().is_some_and(|(datatype, _)| {
-            datatype != "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString" && oxiri::Iri::parse(datatype).is_ok()
+            !matches!(datatype, "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString" | "http://www.w3.org/1999/02/22-rdf-syntax-ns#dirLangString")
+                && oxiri::Iri::parse(datatype).is_ok()
         }),
         _ => true,
     }

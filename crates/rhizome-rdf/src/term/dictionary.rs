@@ -16,7 +16,7 @@ use super::id::{tag, TermId};
 use super::inline::{decode_inline, inline_literal, XSD_STRING};
 use crate::index::layout::{ID2TERM, TERM2ID};
 use crate::{Error, Result};
-use oxrdf::{BlankNode, Literal, NamedNode, Term, TermRef};
+use oxrdf::{BaseDirection, BlankNode, Literal, NamedNode, NamedOrBlankNode, Term, TermRef, Triple};
 use rhizome_kv::KvRead;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -28,6 +28,37 @@ pub enum TermKey<'a> {
     Inline(TermId),
     Blank(&'a str),
     Dictionary { tag: u8, bytes: std::borrow::Cow<'a, [u8]> },
+    /// A triple term: in the dictionary under `tag::TRIPLE` once its three
+    /// terms have ids ([`triple_bytes`]).
+    Triple(&'a Triple),
+}
+
+/// The serialized form of a triple term: its three terms' ids.
+pub fn triple_bytes(s: TermId, p: TermId, o: TermId) -> [u8; 24] {
+    let mut b = [0; 24];
+    b[..8].copy_from_slice(&s.to_be_bytes());
+    b[8..16].copy_from_slice(&p.to_be_bytes());
+    b[16..].copy_from_slice(&o.to_be_bytes());
+    b
+}
+
+/// The three ids of a triple term's serialized form.
+pub fn triple_ids(bytes: &[u8]) -> Result<[TermId; 3]> {
+    if bytes.len() != 24 {
+        return Err(Error::Corrupt("a triple term's entry is not three ids".into()));
+    }
+    Ok([TermId::from_be_slice(&bytes[..8]), TermId::from_be_slice(&bytes[8..16]), TermId::from_be_slice(&bytes[16..])])
+}
+
+/// The separator of a directional language-tagged string's head
+/// (`lang--dir`): a language tag never holds two hyphens in a row.
+const DIRECTION_SEPARATOR: &str = "--";
+
+fn direction_name(d: BaseDirection) -> &'static str {
+    match d {
+        BaseDirection::Ltr => "ltr",
+        BaseDirection::Rtl => "rtl",
+    }
 }
 
 impl TermKey<'_> {
@@ -68,6 +99,16 @@ pub fn term_key(term: TermRef<'_>) -> TermKey<'_> {
         TermRef::NamedNode(n) => TermKey::Dictionary { tag: tag::IRI, bytes: n.as_str().as_bytes().into() },
         TermRef::BlankNode(b) => TermKey::Blank(b.as_str()),
         TermRef::Literal(l) => {
+            if let (Some(lang), Some(direction)) = (l.language(), l.direction()) {
+                let dir = direction_name(direction);
+                let mut bytes = Vec::with_capacity(lang.len() + 6 + l.value().len());
+                bytes.extend_from_slice(lang.as_bytes());
+                bytes.extend_from_slice(DIRECTION_SEPARATOR.as_bytes());
+                bytes.extend_from_slice(dir.as_bytes());
+                bytes.push(0);
+                bytes.extend_from_slice(l.value().as_bytes());
+                return TermKey::Dictionary { tag: tag::DIR_LANG_STRING, bytes: bytes.into() };
+            }
             if let Some(lang) = l.language() {
                 let mut bytes = Vec::with_capacity(lang.len() + 1 + l.value().len());
                 bytes.extend_from_slice(lang.as_bytes());
@@ -88,8 +129,7 @@ pub fn term_key(term: TermRef<'_>) -> TermKey<'_> {
             bytes.extend_from_slice(l.value().as_bytes());
             TermKey::Dictionary { tag: tag::TYPED, bytes: bytes.into() }
         }
-        #[allow(unreachable_patterns)]
-        _ => TermKey::Dictionary { tag: tag::TYPED, bytes: Vec::new().into() },
+        TermRef::Triple(t) => TermKey::Triple(t),
     }
 }
 
@@ -109,11 +149,45 @@ fn utf8(bytes: &[u8]) -> Result<&str> {
     std::str::from_utf8(bytes).map_err(|_| Error::Corrupt("dictionary entry is not UTF-8".into()))
 }
 
-/// Rebuilds a dictionary term from its tag and serialized bytes.
+/// Rebuilds a dictionary term from its tag and serialized bytes; a triple
+/// term's parts are read through `snapshot`.
+pub fn decode_entry(snapshot: &dyn KvRead, tag: u8, bytes: &[u8]) -> Result<Term> {
+    if tag != tag::TRIPLE {
+        return decode_term(tag, bytes);
+    }
+    let [s, p, o] = triple_ids(bytes)?;
+    let part = |id: TermId| Dictionary::decode(snapshot, id)?.ok_or_else(|| Error::Corrupt("a triple term holds the default graph".into()));
+    let subject = match part(s)? {
+        Term::NamedNode(n) => NamedOrBlankNode::NamedNode(n),
+        Term::BlankNode(b) => NamedOrBlankNode::BlankNode(b),
+        _ => return Err(Error::Corrupt("a triple term's subject is not an IRI or blank node".into())),
+    };
+    let Term::NamedNode(predicate) = part(p)? else {
+        return Err(Error::Corrupt("a triple term's predicate is not an IRI".into()));
+    };
+    Ok(Triple::new(subject, predicate, part(o)?).into())
+}
+
+/// Rebuilds a dictionary term from its tag and serialized bytes (not a
+/// triple term: see [`decode_entry`]).
 pub fn decode_term(tag: u8, bytes: &[u8]) -> Result<Term> {
     Ok(match tag {
         tag::IRI => NamedNode::new_unchecked(utf8(bytes)?).into(),
         tag::STRING => Literal::new_simple_literal(utf8(bytes)?).into(),
+        tag::DIR_LANG_STRING => {
+            let nul = bytes
+                .iter()
+                .position(|b| *b == 0)
+                .ok_or_else(|| Error::Corrupt("dictionary literal without separator".into()))?;
+            let (head, lexical) = (utf8(&bytes[..nul])?, utf8(&bytes[nul + 1..])?);
+            let (lang, dir) = head.rsplit_once(DIRECTION_SEPARATOR).ok_or_else(|| Error::Corrupt("directional literal without direction".into()))?;
+            let direction = match dir {
+                "ltr" => BaseDirection::Ltr,
+                "rtl" => BaseDirection::Rtl,
+                other => return Err(Error::Corrupt(format!("unknown base direction {other:?}"))),
+            };
+            Literal::new_directional_language_tagged_literal_unchecked(lexical, lang, direction).into()
+        }
         tag::LANG_STRING | tag::TYPED => {
             let nul = bytes
                 .iter()
@@ -141,6 +215,12 @@ impl Dictionary {
             TermKey::Inline(id) => Ok(Some(id)),
             TermKey::Blank(label) => Ok(parse_blank_label(label)),
             TermKey::Dictionary { tag, bytes } => Self::lookup_key(snapshot, tag, &bytes),
+            TermKey::Triple(t) => {
+                let Some(s) = Self::lookup(snapshot, t.subject.as_ref().into())? else { return Ok(None) };
+                let Some(p) = Self::lookup(snapshot, t.predicate.as_ref().into())? else { return Ok(None) };
+                let Some(o) = Self::lookup(snapshot, t.object.as_ref())? else { return Ok(None) };
+                Self::lookup_key(snapshot, tag::TRIPLE, &triple_bytes(s, p, o))
+            }
         }
     }
 
@@ -188,7 +268,7 @@ impl Dictionary {
         let bytes = snapshot
             .get(ID2TERM, &id.to_be_bytes())?
             .ok_or_else(|| Error::Corrupt(format!("term id {:#x} is not in the dictionary", id.0)))?;
-        decode_term(id.tag(), &bytes).map(Some)
+        decode_entry(snapshot, id.tag(), &bytes).map(Some)
     }
 }
 
@@ -220,7 +300,15 @@ impl Dictionary {
                 positioned = true;
             }
             if cursor.valid() && cursor.key() == &target[..] {
-                out(id, decode_term(id.tag(), cursor.value())?);
+                let term = if id.is_triple() {
+                    // Its parts are read with other lookups: copy the
+                    // entry out of the cursor first.
+                    let bytes = cursor.value().to_vec();
+                    decode_entry(snapshot, id.tag(), &bytes)?
+                } else {
+                    decode_term(id.tag(), cursor.value())?
+                };
+                out(id, term);
             } else {
                 cursor.status()?;
                 return Err(Error::Corrupt(format!("term id {:#x} is not in the dictionary", id.0)));

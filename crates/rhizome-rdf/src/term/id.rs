@@ -25,6 +25,10 @@ pub mod tag {
     /// Language-tagged string: dictionary, with the language's primary
     /// subtag in the id (see `TermId::lang_code`).
     pub const LANG_STRING: u8 = 0x12;
+    /// Language-tagged string with a base direction (RDF 1.2,
+    /// `"x"@en--ltr`): dictionary, `lang--dir NUL lexical` (no language
+    /// code in the id: read the term).
+    pub const DIR_LANG_STRING: u8 = 0x13;
     /// xsd:boolean in canonical form, inlined.
     pub const BOOLEAN: u8 = 0x20;
     /// xsd:integer in canonical form within 56 signed bits, inlined.
@@ -37,6 +41,11 @@ pub mod tag {
     pub const DATE_TIME: u8 = 0x24;
     /// Any other literal: dictionary.
     pub const TYPED: u8 = 0x2F;
+    /// Triple term (RDF 1.2, `<<( s p o )>>`): dictionary, its bytes the
+    /// three component ids (24 bytes, big-endian), so nested triple terms
+    /// are ids of ids and a pattern over a triple term's parts works on
+    /// ids. After literals, as SPARQL 1.2's ORDER BY puts them.
+    pub const TRIPLE: u8 = 0x30;
     /// Reserved for terms that live only in one query's memory (constants
     /// and computed values the store does not hold): never written to the
     /// store, so no stored id has this tag.
@@ -61,7 +70,10 @@ impl TermId {
     }
     /// Terms stored in the dictionary (as opposed to inlined or blank).
     pub fn is_in_dictionary(self) -> bool {
-        matches!(self.tag(), tag::IRI | tag::STRING | tag::LANG_STRING | tag::TYPED)
+        matches!(self.tag(), tag::IRI | tag::STRING | tag::LANG_STRING | tag::DIR_LANG_STRING | tag::TYPED | tag::TRIPLE)
+    }
+    pub fn is_triple(self) -> bool {
+        self.tag() == tag::TRIPLE
     }
     pub fn is_blank(self) -> bool {
         self.tag() == tag::BLANK
@@ -70,7 +82,7 @@ impl TermId {
         self.tag() == tag::IRI
     }
     pub fn is_literal(self) -> bool {
-        self.tag() >= tag::SHORT_STRING
+        (tag::SHORT_STRING..=tag::TYPED).contains(&self.tag())
     }
     pub fn to_be_bytes(self) -> [u8; 8] {
         self.0.to_be_bytes()

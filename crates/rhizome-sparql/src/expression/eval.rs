@@ -170,6 +170,8 @@ fn id_language(id: Option<TermId>) -> Option<IdLanguage> {
     match (id.lang_code(), id.tag()) {
         (Some(0), _) => None,
         (Some(code), _) => Some(IdLanguage::Code(code)),
+        // A base direction's: in the term only.
+        (None, tag::DIR_LANG_STRING) => None,
         // Stored literals of every other kind: no language.
         (None, tag::SHORT_STRING..=tag::TYPED) => Some(IdLanguage::None),
         (None, tag::IRI | tag::BLANK) => Some(IdLanguage::Error),

@@ -6,7 +6,7 @@ use super::Expr;
 use crate::eval::Evaluator;
 use crate::plan::Row;
 use oxrdf::vocab::xsd;
-use oxrdf::{BlankNode, Literal, NamedNode, Term};
+use oxrdf::{BaseDirection, BlankNode, Literal, NamedNode, NamedOrBlankNode, Term, Triple};
 use oxsdatatypes::*;
 use spargebra::algebra::Function;
 use std::rc::Rc;
@@ -23,6 +23,15 @@ fn string_like(value: impl Into<String>, lang: Option<&str>) -> Term {
     match lang {
         Some(lang) => Literal::new_language_tagged_literal_unchecked(value, lang).into(),
         None => Literal::new_simple_literal(value).into(),
+    }
+}
+
+/// A string with the language and base direction of `like` (SPARQL 1.2:
+/// string functions keep a direction where they keep the language).
+fn string_like_literal(value: impl Into<String>, like: &Literal) -> Term {
+    match (like.language(), like.direction()) {
+        (Some(lang), Some(dir)) => Literal::new_directional_language_tagged_literal_unchecked(value, lang, dir).into(),
+        (lang, _) => string_like(value, lang),
     }
 }
 
@@ -209,22 +218,27 @@ fn call_unchecked<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr],
         }),
         Function::Concat => {
             let mut out = String::new();
-            let mut lang: Option<Option<String>> = None;
+            // The language and direction all the arguments share, if any.
+            let mut like: Option<Option<Literal>> = None;
             for i in 0..args.len() {
                 let t = arg(i)?;
-                let (s, l) = string_arg(&t)?;
+                let (s, _) = string_arg(&t)?;
                 if out.len() + s.len() > LARGE_VALUE_BYTES && !ev.value_fits(out.len() + s.len()) {
                     return None;
                 }
                 out.push_str(s);
-                let l = l.map(str::to_owned);
-                lang = Some(match lang {
-                    None => l,
-                    Some(prev) if prev == l => prev,
+                let Term::Literal(l) = t else { return None };
+                let same = |p: &Literal| p.language() == l.language() && p.direction() == l.direction();
+                like = Some(match like {
+                    None => l.language().is_some().then_some(l),
+                    Some(Some(prev)) if same(&prev) => Some(prev),
                     Some(_) => None,
                 });
             }
-            Some(string_like(out, lang.flatten().as_deref()))
+            Some(match like.flatten() {
+                Some(l) => string_like_literal(out, &l),
+                None => Literal::new_simple_literal(out).into(),
+            })
         }
         Function::SubStr => {
             let t = arg(0)?;
@@ -435,9 +449,58 @@ fn call_unchecked<'a>(ev: &Rc<Evaluator<'a>>, f: &'a Function, args: &'a [Expr],
         Function::Sha384 => hash::<sha2::Sha384>(&arg(0)?),
         Function::Sha512 => hash::<sha2::Sha512>(&arg(0)?),
         Function::Custom(name) => cast(name, arg(0)?),
-        // RDF 1.2 functions, behind spargebra features we do not enable.
-        #[allow(unreachable_patterns)]
-        _ => None,
+        // SPARQL 1.2: triple terms (https://www.w3.org/TR/sparql12-query/#func-triple).
+        Function::Triple => {
+            let subject = match arg(0)? {
+                Term::NamedNode(n) => NamedOrBlankNode::NamedNode(n),
+                Term::BlankNode(b) => NamedOrBlankNode::BlankNode(b),
+                _ => return None,
+            };
+            let Term::NamedNode(predicate) = arg(1)? else { return None };
+            Some(Triple::new(subject, predicate, arg(2)?).into())
+        }
+        Function::Subject => match arg(0)? {
+            Term::Triple(t) => Some(t.subject.into()),
+            _ => None,
+        },
+        Function::Predicate => match arg(0)? {
+            Term::Triple(t) => Some(t.predicate.into()),
+            _ => None,
+        },
+        Function::Object => match arg(0)? {
+            Term::Triple(t) => Some(t.object),
+            _ => None,
+        },
+        Function::IsTriple => Some(boolean(matches!(arg(0)?, Term::Triple(_)))),
+        // Base directions (https://www.w3.org/TR/sparql12-query/#func-langdir).
+        Function::LangDir => match arg(0)? {
+            Term::Literal(l) => Some(
+                Literal::new_simple_literal(match l.direction() {
+                    Some(BaseDirection::Ltr) => "ltr",
+                    Some(BaseDirection::Rtl) => "rtl",
+                    None => "",
+                })
+                .into(),
+            ),
+            _ => None,
+        },
+        Function::HasLang => Some(boolean(matches!(arg(0)?, Term::Literal(l) if l.language().is_some()))),
+        Function::HasLangDir => Some(boolean(matches!(arg(0)?, Term::Literal(l) if l.direction().is_some()))),
+        Function::StrLangDir => {
+            let t = arg(0)?;
+            let Term::Literal(l) = &t else { return None };
+            if l.datatype() != xsd::STRING {
+                return None;
+            }
+            let (lang, dir) = (arg(1)?, arg(2)?);
+            let ((lang, None), (dir, None)) = (string_arg(&lang)?, string_arg(&dir)?) else { return None };
+            let direction = match dir {
+                "ltr" => BaseDirection::Ltr,
+                "rtl" => BaseDirection::Rtl,
+                _ => return None,
+            };
+            Literal::new_directional_language_tagged_literal(l.value(), lang, direction).ok().map(Into::into)
+        }
     }
 }
 

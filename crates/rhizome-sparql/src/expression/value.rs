@@ -303,6 +303,14 @@ fn eq_class(t: &Term) -> EqClass {
 
 /// RDFterm-equal with value equality for known datatypes; `None` is an error.
 pub fn equals(a: &Term, b: &Term) -> Option<bool> {
+    // SPARQL 1.2: triple terms are equal when their parts are
+    // (RDFterm-equal, so `<<( :a :b 1 )>> = <<( :a :b 1.0 )>>`).
+    if let (Term::Triple(x), Term::Triple(y)) = (a, b) {
+        if x.subject != y.subject || x.predicate != y.predicate {
+            return Some(false);
+        }
+        return equals(&x.object, &y.object);
+    }
     match (eq_class(a), eq_class(b)) {
         (EqClass::Term, _) | (_, EqClass::Term) => Some(a == b),
         (EqClass::Other, EqClass::Other) if a == b => Some(true),
@@ -323,7 +331,8 @@ pub fn ebv(t: &Term) -> Option<bool> {
     let Term::Literal(l) = t else { return None };
     let dt = l.datatype();
     if dt == xsd::BOOLEAN {
-        return Some(matches!(l.value(), "true" | "1"));
+        // An invalid lexical form (`"z"^^xsd:boolean`) has no value: an error.
+        return l.value().parse::<Boolean>().ok().map(bool::from);
     }
     if l.language().is_none() && dt == xsd::STRING {
         return Some(!l.value().is_empty());
@@ -343,8 +352,7 @@ fn kind_rank(t: Option<&Term>) -> u8 {
         Some(Term::BlankNode(_)) => 1,
         Some(Term::NamedNode(_)) => 2,
         Some(Term::Literal(_)) => 3,
-        #[allow(unreachable_patterns)]
-        Some(_) => 4,
+        Some(Term::Triple(_)) => 4,
     }
 }
 
@@ -370,6 +378,10 @@ pub fn order(a: Option<&Term>, b: Option<&Term>) -> Ordering {
                     .then_with(|| lx.language().cmp(&ly.language()))
             }
         },
+        // SPARQL 1.2: triple terms by subject, then predicate, then object.
+        (Some(Term::Triple(x)), Some(Term::Triple(y))) => order(Some(&x.subject.clone().into()), Some(&y.subject.clone().into()))
+            .then_with(|| x.predicate.as_str().cmp(y.predicate.as_str()))
+            .then_with(|| order(Some(&x.object), Some(&y.object))),
         _ => Ordering::Equal,
     }
 }

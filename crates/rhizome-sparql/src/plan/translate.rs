@@ -90,8 +90,12 @@ impl<'s, 'a> Translator<'s, 'a> {
             TermPattern::BlankNode(b) => Slot::Var(self.var_named(&format!("_:{}", b.as_str()))),
             TermPattern::NamedNode(n) => Slot::Const(self.space.encode(n.as_ref().into())?),
             TermPattern::Literal(l) => Slot::Const(self.space.encode(l.as_ref().into())?),
-            #[allow(unreachable_patterns)]
-            _ => return Err(SparqlError::Unsupported("RDF 1.2 triple terms".into())),
+            // A triple term of constants; one with variables was rewritten
+            // with its BGP (`crate::triple_terms`), so it is in a path here.
+            TermPattern::Triple(tp) => match oxrdf::Triple::try_from((**tp).clone()) {
+                Ok(triple) => Slot::Const(self.space.encode(oxrdf::TermRef::Triple(&triple))?),
+                Err(_) => return Err(SparqlError::Unsupported("a triple term pattern with variables at the end of a property path".into())),
+            },
         })
     }
 
@@ -106,8 +110,7 @@ impl<'s, 'a> Translator<'s, 'a> {
         match t {
             GroundTerm::NamedNode(n) => self.space.encode(n.as_ref().into()),
             GroundTerm::Literal(l) => self.space.encode(l.as_ref().into()),
-            #[allow(unreachable_patterns)]
-            _ => Err(SparqlError::Unsupported("RDF 1.2 triple terms".into())),
+            GroundTerm::Triple(t) => self.space.encode(oxrdf::Term::from(GroundTerm::Triple(t.clone())).as_ref()),
         }
     }
 
@@ -148,6 +151,15 @@ impl<'s, 'a> Translator<'s, 'a> {
         let b = Box::new;
         Ok(match p {
             GraphPattern::Bgp { patterns } => {
+                let mut hidden = self.hidden;
+                let expanded = crate::triple_terms::expand_bgp(patterns, || {
+                    hidden += 1;
+                    Variable::new_unchecked(format!("#triple{hidden}"))
+                });
+                self.hidden = hidden;
+                if let Some(expanded) = expanded {
+                    return self.pattern_node(&expanded);
+                }
                 // The text search property function (`crate::text_search`).
                 if let Some(plan) = crate::text_search::translate(self, patterns)? {
                     return Ok(plan);

@@ -96,8 +96,8 @@ fn test_case(graph: &Graph, entry: &Term) -> Result<TestCase, String> {
         kind = match local {
             "PositiveSyntaxTest" | "PositiveSyntaxTest11" => Kind::PositiveSyntax,
             "NegativeSyntaxTest" | "NegativeSyntaxTest11" => Kind::NegativeSyntax,
-            "PositiveUpdateSyntaxTest11" => Kind::PositiveUpdateSyntax,
-            "NegativeUpdateSyntaxTest11" => Kind::NegativeUpdateSyntax,
+            "PositiveUpdateSyntaxTest11" | "PositiveUpdateSyntaxTest" => Kind::PositiveUpdateSyntax,
+            "NegativeUpdateSyntaxTest11" | "NegativeUpdateSyntaxTest" => Kind::NegativeUpdateSyntax,
             "QueryEvaluationTest" => Kind::QueryEvaluation,
             "UpdateEvaluationTest" => Kind::UpdateEvaluation,
             "CSVResultFormatTest" => Kind::CsvResultFormat,

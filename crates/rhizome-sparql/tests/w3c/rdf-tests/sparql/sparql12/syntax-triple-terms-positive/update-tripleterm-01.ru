@@ -1,0 +1,5 @@
+PREFIX : <http://example.com/ns#>
+
+INSERT DATA {
+    :s :p <<( :a :b :c )>> .
+}
