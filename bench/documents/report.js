@@ -17,7 +17,7 @@ const rate = (n, s) => (s > 0 ? n / s : 0);
 const rows = [
   ['single writes (PUT, 25 clients)', (r) => rate(r.writes.ops, r.writes.seconds), 'docs/s', 10],
   ['single reads (GET, 25 clients)', (r) => rate(r.reads.ops, r.reads.seconds), 'docs/s', 10],
-  [`one _bulk_docs of ${data.ops}`, (r) => rate(r.bulk.docs, r.bulk.seconds), 'docs/s', 10],
+  [`${data.ops} documents by _bulk_docs of ${(data.bulk_batch || data.ops).toLocaleString('en-US')}`, (r) => rate(r.bulk.docs, r.bulk.seconds), 'docs/s', 10],
   [`PouchDB push of ${data.repl_docs}`, (r) => rate(r.push.docs, r.push.seconds), 'docs/s', null],
   [`PouchDB pull of ${data.repl_docs}`, (r) => rate(r.pull.docs, r.pull.seconds), 'docs/s', null],
 ];

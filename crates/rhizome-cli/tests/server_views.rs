@@ -236,3 +236,27 @@ fn changes_and_replication_filter_with_design_document_functions() {
     let all = ok(&server, "GET", "/big/_all_docs", None);
     assert_eq!(all["rows"].as_array().unwrap().iter().map(|r| r["id"].clone()).collect::<Vec<_>>(), vec![json!("d3"), json!("d4"), json!("d5")]);
 }
+
+/// View queries keep design documents parsed between requests: an edit of
+/// the design document, and a database deleted and made again up to the
+/// same sequence with another design document of the same id, are seen by
+/// the next query.
+#[test]
+fn a_view_query_sees_the_design_document_as_it_is_now() {
+    let (_dir, server) = server_with(4, &[]);
+    let by = |field: &str| json!({"views": {"v": {"map": format!("function (doc) {{ emit(doc.{field}, null); }}")}}});
+    let first_key = |server: &ServerProcess| ok(server, "GET", "/db/_design/d/_view/v?limit=1", None)["rows"][0]["key"].clone();
+    let put = ok(&server, "PUT", "/db/_design/d", Some(by("n")));
+    assert_eq!(first_key(&server), json!(0));
+    assert_eq!(first_key(&server), json!(0));
+    ok(&server, "PUT", "/db/_design/d", Some(json!({"_rev": put["rev"], "views": by("even")["views"]})));
+    assert_eq!(first_key(&server), json!(false));
+    // The same writes again in a new database of the same name: the same
+    // update_seq, another map function.
+    ok(&server, "DELETE", "/db", None);
+    ok(&server, "PUT", "/db", None);
+    bulk(&server, "db", (0..4).map(|i| json!({"_id": format!("d{i:05}"), "n": i, "even": i % 2 == 0})).collect());
+    ok(&server, "PUT", "/db/_design/d", Some(json!({"views": {"v": {"map": "function (doc) { emit(-doc.n, null); }"}}})));
+    ok(&server, "PUT", "/db/_design/x", Some(json!({})));
+    assert_eq!(first_key(&server), json!(-3));
+}

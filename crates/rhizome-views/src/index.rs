@@ -23,7 +23,7 @@ use crate::design::{compilation, DesignDoc, DesignError};
 use crate::js::{FnId, JsError, Limits, Sandbox};
 use crate::rank::{self, RankUpdate, VIEW_RANKS};
 use crate::tasks::IndexerTask;
-use rhizome_docs::keys::{self, DocInfo, DB_META};
+use rhizome_docs::keys::{self, DB_META};
 use rhizome_docs::secondary::IndexSpaces;
 use rhizome_docs::selector::raw_compare;
 use rhizome_docs::{collate, Database, DocError, ReadOptions};
@@ -87,6 +87,10 @@ pub struct IndexState {
     /// Whether the index has its row counts by key range (`rank.rs`);
     /// indexes built before them get them at their next update.
     pub ranked: bool,
+    /// Drawn when the index is created (0: an index written before
+    /// nonces, given one at its next update): with `seq`, it names one
+    /// state of this index among every database's, for caches of it.
+    pub nonce: u64,
 }
 
 impl IndexState {
@@ -98,12 +102,24 @@ impl IndexState {
             ddoc: v["ddoc"].as_str().unwrap_or_default().to_owned(),
             rows: v["rows"].as_array().map(|a| a.iter().map(|n| n.as_u64().unwrap_or(0)).collect()).unwrap_or_default(),
             ranked: v["ranked"].as_bool().unwrap_or(false),
+            nonce: v["nonce"].as_u64().unwrap_or(0),
         }))
     }
 
     fn to_bytes(&self) -> Vec<u8> {
-        json!({ "seq": self.seq, "ddoc": self.ddoc, "rows": self.rows, "ranked": self.ranked }).to_string().into_bytes()
+        json!({ "seq": self.seq, "ddoc": self.ddoc, "rows": self.rows, "ranked": self.ranked, "nonce": self.nonce }).to_string().into_bytes()
     }
+}
+
+/// A nonce for a new index: the clock and a process-wide counter, mixed
+/// by std's randomly keyed hasher (never 0).
+fn fresh_nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.finish().max(1)
 }
 
 fn update_seq(kv: &dyn KvRead) -> Result<u64, ViewError> {
@@ -164,7 +180,7 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
         // a runaway one), then write its rows in a short transaction.
         let snapshot = db.store().snapshot()?;
         let target = update_seq(snapshot.kv())?;
-        let mut state = IndexState::read(snapshot.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()], ranked: false });
+        let mut state = IndexState::read(snapshot.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()], ranked: false, nonce: 0 });
         state.rows.resize(ddoc.views.len(), 0);
         if state.seq >= target {
             return Ok(state);
@@ -227,6 +243,9 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
         }
         state.seq = mapped.reached;
         state.ddoc = ddoc.id.clone();
+        if state.nonce == 0 {
+            state.nonce = fresh_nonce();
+        }
         txn.kv_mut().put(VIEW_STATE, &id, &state.to_bytes());
         txn.commit()?;
         task.progress(mapped.reached);
@@ -281,23 +300,18 @@ fn map_batch(
             docs.push(mapped);
             continue;
         }
-        let Some(info) = snapshot.kv().get(keys::DOCS, doc_id.as_bytes())? else {
-            docs.push(mapped);
-            continue;
-        };
-        if DocInfo::from_bytes(doc_id, &info)?.deleted {
-            docs.push(mapped);
-            continue;
-        }
-        let doc = match db.get_doc_in(snapshot, doc_id, &read) {
-            Ok(d) => Value::Object(d),
+        // The body as JSON text for the sandbox, copied as stored (a
+        // parse into a map and its serialization again were a fifth of a
+        // build); a deleted or missing document has no rows.
+        let doc = match db.get_doc_bytes_at(snapshot, doc_id, &read) {
+            Ok((_, bytes)) => String::from_utf8(bytes).map_err(|e| DocError::Corrupt(format!("document {doc_id}: {e}")))?,
             Err(DocError::NotFound(_)) => {
                 docs.push(mapped);
                 continue;
             }
             Err(e) => return Err(e.into()),
         };
-        let results = mapper.sandbox.map(&mapper.fns, &doc.to_string()).map_err(process_error)?;
+        let results = mapper.sandbox.map(&mapper.fns, &doc).map_err(process_error)?;
         let id_key = collate::encode(&Value::String(doc_id.clone()));
         for (view, result) in results.into_iter().enumerate() {
             let rows = match result {

@@ -260,17 +260,17 @@ pub fn run_query_into(
             return Err(parse_error("No rows can match your key range, reverse your start_key and end_key or set descending=false"));
         }
     }
-    let state = match q.update {
-        UpdateMode::True => index::refresh(db, db_name, ddoc, limits)?,
-        UpdateMode::False | UpdateMode::Lazy => {
-            let s = db.store().snapshot()?;
-            IndexState::read(s.kv(), &index_id(ddoc))?.unwrap_or_default()
-        }
-    };
+    if q.update == UpdateMode::True {
+        index::refresh(db, db_name, ddoc, limits)?;
+    }
     let partition = view_partition(db, ddoc, q)?;
     let snapshot = db.store().snapshot()?;
     let kv = snapshot.kv();
-    let mut prefix = view_prefix(&index_id(ddoc), view_no);
+    let id = index_id(ddoc);
+    // The index as this snapshot has it (a refresh may have written since
+    // `state` was read): its counts and rank buckets go with its rows.
+    let current = IndexState::read(kv, &id)?.unwrap_or_default();
+    let mut prefix = view_prefix(&id, view_no);
     if let Some(p) = partition {
         collate::encode_into(&Value::String(p.to_owned()), &mut prefix);
     }
@@ -286,14 +286,15 @@ pub fn run_query_into(
     } else {
         // A partition's rows are counted from its own range (the counts
         // by key range, `rank.rs`, are the whole view's).
-        let ranked = state.ranked && partition.is_none();
+        let ranked = current.ranked && partition.is_none();
         let total = match partition {
             Some(_) => count_rows(kv, &prefix)?,
-            None => state.rows.get(view_no).copied().unwrap_or(0),
+            None => current.rows.get(view_no).copied().unwrap_or(0),
         };
+        let cached = (current.nonce != 0).then_some((current.nonce, current.seq));
         let offset = match ranges.first() {
-            Some(r) if q.keys.is_none() && ranked && q.descending => total.saturating_sub(crate::rank::rows_before(kv, &prefix, &r.upper)?),
-            Some(r) if q.keys.is_none() && ranked => crate::rank::rows_before(kv, &prefix, &r.lower)?,
+            Some(r) if q.keys.is_none() && ranked && q.descending => total.saturating_sub(crate::rank::rows_before(kv, &prefix, &r.upper, cached)?),
+            Some(r) if q.keys.is_none() && ranked => crate::rank::rows_before(kv, &prefix, &r.lower, cached)?,
             Some(r) if q.keys.is_none() => rows_before(kv, &prefix, r, q.descending)?,
             _ => 0,
         };
@@ -310,7 +311,7 @@ pub fn run_query_into(
         out.push(']');
     }
     if q.update_seq {
-        out.push_str(&format!(",\"update_seq\":{}", state.seq));
+        out.push_str(&format!(",\"update_seq\":{}", current.seq));
     }
     out.push('}');
     sink(out.as_bytes())

@@ -46,6 +46,39 @@ fn design_doc(db: &DbHandle, id: &str) -> Result<DesignDoc, HttpError> {
     DesignDoc::parse(id, &body)?.ok_or_else(|| HttpError::not_found("missing_named_view"))
 }
 
+/// Design documents parsed for view queries, by database and id, each
+/// with the handle it was read through and the database's `update_seq`
+/// before it was read: while neither changed, the document did not
+/// either. Reading, rendering and parsing it was a tenth of a `key=`
+/// query's server time.
+type ParsedDesignDocs = std::collections::HashMap<(String, String), (std::sync::Weak<DbHandle>, u64, Arc<DesignDoc>)>;
+static PARSED_DESIGN_DOCS: std::sync::Mutex<Option<ParsedDesignDocs>> = std::sync::Mutex::new(None);
+/// Design documents kept (the map is emptied when it is full).
+const PARSED_DESIGN_DOCS_MAX: usize = 256;
+
+fn design_doc_for_query(db: &Arc<DbHandle>, id: &str) -> Result<Arc<DesignDoc>, HttpError> {
+    let lock = || PARSED_DESIGN_DOCS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Read before the document: a write after this read moves it, so an
+    // entry is never older than its sequence says.
+    let seq = db.db.update_seq()?;
+    let key = (db.name.clone(), id.to_owned());
+    if let Some((handle, at, ddoc)) = lock().as_ref().and_then(|m| m.get(&key)) {
+        // The same handle (a database deleted and made again has a new
+        // one) at the same sequence.
+        if *at == seq && handle.upgrade().is_some_and(|h| Arc::ptr_eq(&h, db)) {
+            return Ok(ddoc.clone());
+        }
+    }
+    let ddoc = Arc::new(design_doc(db, id)?);
+    let mut map = lock();
+    let map = map.get_or_insert_with(Default::default);
+    if map.len() >= PARSED_DESIGN_DOCS_MAX {
+        map.clear();
+    }
+    map.insert(key, (Arc::downgrade(db), seq, ddoc.clone()));
+    Ok(ddoc)
+}
+
 pub fn design_action(req: &Request, ctx: &UserCtx, db: Arc<DbHandle>, ddoc: &str, action: &str, rest: &str) -> Result<Response<Body>, HttpError> {
     match action {
         "_view" => view(req, db, ddoc, rest, None),
@@ -100,14 +133,14 @@ pub(crate) fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str, 
             return Err(HttpError::bad_request("Conflicting value for `partition` in request body"));
         }
     }
-    let ddoc = design_doc(&db, ddoc_id)?;
+    let ddoc = design_doc_for_query(&db, ddoc_id)?;
     if ddoc.view(name).is_none() {
         return Err(HttpError::not_found("missing_named_view"));
     }
     let run = |q: &ViewQuery| -> Result<String, HttpError> {
         let out = rhizome_views::run_query(&db.db, &db.name, &ddoc, name, q, limits())?;
         if q.update == UpdateMode::Lazy {
-            update_later(db.clone(), ddoc.clone());
+            update_later(db.clone(), (*ddoc).clone());
         }
         Ok(out)
     };
@@ -136,7 +169,7 @@ pub(crate) fn view(req: &Request, db: Arc<DbHandle>, ddoc_id: &str, rest: &str, 
         return out.fail(e.into());
     }
     if q.update == UpdateMode::Lazy {
-        update_later(db.clone(), ddoc.clone());
+        update_later(db.clone(), (*ddoc).clone());
     }
     out.finish()
 }

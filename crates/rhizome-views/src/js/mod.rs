@@ -263,12 +263,18 @@ impl Sandbox {
     /// What functions passed to `log()` since the last call of this.
     pub fn take_logs(&mut self) -> Vec<String> {
         self.run(|ctx| {
-            let logs: JsValue = ctx.globals().get("__logs")?;
-            let text = stringify(ctx, logs)?;
+            // Asked after every document an index maps: nothing to copy
+            // (nor a new array to make) when nothing was logged.
+            let logs: rquickjs::Array = ctx.globals().get("__logs")?;
+            if logs.is_empty() {
+                return Ok(None);
+            }
+            let text = stringify(ctx, logs.into_value())?;
             ctx.globals().set("__logs", rquickjs::Array::new(ctx.clone())?)?;
-            Ok(text)
+            Ok(Some(text))
         })
         .ok()
+        .flatten()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default()
     }

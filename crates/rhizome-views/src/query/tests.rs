@@ -324,3 +324,26 @@ fn a_throwing_javascript_reduce_gives_null_as_couchdbs_query_server_does() {
     let q = ViewQuery::from_params([("group", "true")]).unwrap();
     assert!(run_query(&db, "db", &d, "fatal", &q, Limits::default()).is_err());
 }
+
+/// Two databases with the same design document (one index signature) and
+/// the same sequence, but different rows: the fences of one kept in memory
+/// (`rank::Fences`) never answer the other's offsets, and a database made
+/// again after its index was cached gets its own.
+#[test]
+fn offsets_of_two_databases_with_one_signature_and_sequence_stay_apart() {
+    let d = ddoc(json!({"n": {"map": "function (doc) { emit(doc.n, null); }"}}));
+    let fill = |shift: i64| {
+        let db = Database::memory();
+        put(&db, (0..3000).map(|i| json!({"_id": format!("d{i:05}"), "n": i * 2 + shift})).collect());
+        db
+    };
+    let (low, high) = (fill(0), fill(4000));
+    for _ in 0..2 {
+        assert_eq!(query(&low, &d, "n", &[("startkey", "3000"), ("limit", "1")])["offset"], 1500);
+        assert_eq!(query(&high, &d, "n", &[("startkey", "3000"), ("limit", "1")])["offset"], 0);
+        assert_eq!(query(&high, &d, "n", &[("startkey", "7000"), ("limit", "1")])["offset"], 1500);
+        assert_eq!(query(&low, &d, "n", &[("startkey", "7000"), ("limit", "1")])["offset"], 3000);
+    }
+    let again = fill(1000);
+    assert_eq!(query(&again, &d, "n", &[("startkey", "3000"), ("limit", "1")])["offset"], 1000);
+}
