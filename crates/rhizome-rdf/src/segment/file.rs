@@ -136,6 +136,34 @@ impl SegmentWriter {
         Ok(())
     }
 
+    /// Appends block `b` of `from` as it is, without decoding and encoding
+    /// it again (a merge's block that no change falls in): the keys pushed
+    /// before it go out as a block of their own, however few. The block is
+    /// checked first (as any first read), so a corrupt block is never
+    /// carried into a new file.
+    pub fn copy_block(&mut self, from: &Segment, b: usize) -> Result<()> {
+        assert_eq!(from.columns, self.columns, "a block of {} ids copied into a segment of {}", from.columns, self.columns);
+        let block = from.block(b)?;
+        let fence = &from.fences[b];
+        let mut last = [0u64; MAX_COLUMNS];
+        for (c, id) in last.iter_mut().enumerate().take(self.columns) {
+            *id = block.columns[c].get(block.rows - 1);
+        }
+        // A key out of order would make every later lookup wrong.
+        assert!(self.last.is_none_or(|l| l < fence.first), "a copied block must start after every key before it");
+        self.flush_block()?;
+        let words = &from.words()[fence.offset..fence.offset + fence.words];
+        self.index.push(self.offset);
+        self.index.push(fence.words as u64 | (fence.rows as u64) << 32);
+        self.index.push(fence.checksum);
+        self.index.extend_from_slice(&fence.first[..self.columns]);
+        self.write(words)?;
+        self.blocks += 1;
+        self.rows += fence.rows as u64;
+        self.last = Some(last);
+        Ok(())
+    }
+
     /// Keys written so far.
     pub fn rows(&self) -> u64 {
         self.rows + self.pending[0].len() as u64
@@ -306,6 +334,17 @@ impl Segment {
 
     pub fn blocks(&self) -> usize {
         self.fences.len()
+    }
+
+    /// Block `b`'s bytes as they are in the file (unchecked).
+    pub fn block_bytes(&self, b: usize) -> &[u8] {
+        let fence = &self.fences[b];
+        &self.map.bytes()[fence.offset * 8..(fence.offset + fence.words) * 8]
+    }
+
+    /// Keys in block `b`.
+    pub fn block_rows(&self, b: usize) -> u64 {
+        self.fences[b].rows as u64
     }
 
     pub fn bytes(&self) -> u64 {
@@ -547,6 +586,25 @@ impl<'a> SegmentCursor<'a> {
         let b = self.block - 1;
         self.enter(b)?;
         self.row = self.segment.fences[b].rows - 1;
+        Ok(())
+    }
+
+    /// The block the cursor is on, when it is on that block's first key.
+    pub fn at_block_start(&self) -> Option<usize> {
+        (self.valid() && self.row == 0).then_some(self.block)
+    }
+
+    /// The first key of the block after the current one (`None` on the
+    /// last block or past the end): the bound of the current block's keys.
+    pub fn next_fence(&self) -> Option<[u64; MAX_COLUMNS]> {
+        self.segment.fences.get(self.block + 1).map(|f| f.first)
+    }
+
+    /// Moves to the first key of the next block.
+    pub fn skip_block(&mut self) -> Result<()> {
+        if self.valid() {
+            self.enter(self.block + 1)?;
+        }
         Ok(())
     }
 

@@ -156,6 +156,34 @@ impl<'a> IndexCursor<'a> {
         self.current
     }
 
+    /// The segment's block the cursor stands at the start of, when no
+    /// delta entry a reader sees falls in that block's keys and the cursor
+    /// has no bounds: a merge copies such a block as it is. The current
+    /// key is then the block's first, from the segment alone. With the
+    /// block: the first key after it (`None` after the last block).
+    pub fn untouched_block(&mut self) -> Option<(usize, Option<Key>)> {
+        if !self.forward || self.on_delta || !self.on_segment || self.upper != Bound::Unbounded {
+            return None;
+        }
+        let seg = self.segment.as_ref()?;
+        let block = seg.at_block_start()?;
+        let next_fence = seg.next_fence();
+        match (self.delta_head(), next_fence) {
+            (None, _) => Some((block, next_fence)),
+            (Some((d, _)), Some(fence)) if d >= fence => Some((block, next_fence)),
+            _ => None,
+        }
+    }
+
+    /// Steps past the whole block [`Self::untouched_block`] named.
+    pub fn skip_block(&mut self) {
+        debug_assert!(self.on_segment && !self.on_delta, "skipping a block the delta does not touch");
+        if let Err(e) = self.segment.as_mut().expect("on the segment").skip_block() {
+            return self.fail(e);
+        }
+        self.settle();
+    }
+
     /// The segment cursor's rank: its keys before its position.
     pub fn segment_rank(&self) -> u64 {
         self.segment.as_ref().map_or(0, |s| s.rank())
