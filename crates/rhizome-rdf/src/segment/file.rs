@@ -455,7 +455,7 @@ impl Segment {
     }
 
     pub fn cursor(&self) -> SegmentCursor<'_> {
-        SegmentCursor { segment: self, block: self.fences.len(), row: 0, view: None, decoded: None, random_reads: 0 }
+        SegmentCursor { segment: self, block: self.fences.len(), row: 0, view: None, decoded: None, random_reads: 0, spans: NO_SPANS }
     }
 
     /// Whether the segment holds `key` (all its ids).
@@ -491,7 +491,12 @@ pub struct SegmentCursor<'a> {
     /// The current block decoded, when it has been.
     decoded: Option<(usize, Box<[[u64; BLOCK_ROWS]; MAX_COLUMNS]>)>,
     random_reads: usize,
+    /// Per column, rows of the current block known to hold one id
+    /// (`start, end, id`): read singly, a run's id is looked up once.
+    spans: [(usize, usize, u64); MAX_COLUMNS],
 }
+
+const NO_SPANS: [(usize, usize, u64); MAX_COLUMNS] = [(0, 0, 0); MAX_COLUMNS];
 
 impl<'a> SegmentCursor<'a> {
     pub fn valid(&self) -> bool {
@@ -502,6 +507,7 @@ impl<'a> SegmentCursor<'a> {
         self.block = block;
         self.row = 0;
         self.random_reads = 0;
+        self.spans = NO_SPANS;
         self.view = if block < self.segment.fences.len() { Some(self.segment.block(block)?) } else { None };
         Ok(())
     }
@@ -622,7 +628,7 @@ impl<'a> SegmentCursor<'a> {
     pub fn key(&mut self) -> [u64; MAX_COLUMNS] {
         // Fields apart: the parsed block is borrowed, not copied (it is a
         // few hundred bytes), while the decoded one may be filled.
-        let SegmentCursor { segment, block, row, view, decoded, random_reads } = self;
+        let SegmentCursor { segment, block, row, view, decoded, random_reads, spans } = self;
         let view = view.as_ref().expect("the cursor is valid");
         let columns = segment.columns;
         let mut key = [0u64; MAX_COLUMNS];
@@ -646,9 +652,52 @@ impl<'a> SegmentCursor<'a> {
             return key;
         }
         for c in 0..columns {
-            key[c] = view.columns[c].get(*row);
+            let (start, end, id) = &mut spans[c];
+            if !(*start..*end).contains(row) {
+                (*id, *start, *end) = view.columns[c].get_span(*row);
+            }
+            key[c] = *id;
         }
         key
+    }
+
+    /// Whether [`Self::stepping_block`] would give the block (without
+    /// decoding it).
+    #[inline]
+    pub fn may_step_through(&self) -> bool {
+        self.random_reads > RANDOM_READS || matches!(&self.decoded, Some((b, _)) if *b == self.block)
+    }
+
+    /// The current block's ids decoded, with the current row and the
+    /// block's rows, once the cursor steps through the block (it read more
+    /// than a few rows singly since it came to it, or decoded it already):
+    /// scans take the rest of the block from it at once. `None` otherwise.
+    pub fn stepping_block(&mut self) -> Option<(&[[u64; BLOCK_ROWS]; MAX_COLUMNS], usize, usize)> {
+        let view = self.view.as_ref()?;
+        let fresh = !matches!(&self.decoded, Some((b, _)) if *b == self.block);
+        if fresh {
+            if self.random_reads <= RANDOM_READS {
+                return None;
+            }
+            let (b, d) = self.decoded.get_or_insert_with(|| (usize::MAX, Box::new([[0; BLOCK_ROWS]; MAX_COLUMNS])));
+            for c in 0..self.segment.columns {
+                view.columns[c].decode(view.rows, &mut d[c]);
+            }
+            *b = self.block;
+        }
+        let rows = view.rows;
+        self.decoded.as_ref().map(|(_, d)| (&**d, self.row, rows))
+    }
+
+    /// Moves forward to `row` of the current block (its row count: the
+    /// next block's first key).
+    pub fn step_to(&mut self, row: usize) -> Result<()> {
+        debug_assert!(row >= self.row, "a cursor steps forward");
+        self.row = row;
+        if self.view.as_ref().is_some_and(|v| self.row >= v.rows) {
+            self.enter(self.block + 1)?;
+        }
+        Ok(())
     }
 
     #[inline]
