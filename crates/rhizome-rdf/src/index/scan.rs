@@ -268,20 +268,35 @@ impl<'a> KeyCursor<'a> {
     fn quad(&self, ordering: &Ordering) -> [TermId; 4] {
         match self {
             KeyCursor::Kv(c) => ordering.decode(c.key()),
-            KeyCursor::Index(c) => {
-                let key = c.current_key().expect("the cursor is valid");
-                let mut quad = [TermId(0); 4];
-                for (i, component) in ordering.components.iter().enumerate() {
-                    quad[*component] = TermId(key[i]);
-                }
-                if ordering.is_triple() {
-                    quad[G] = quad[S];
-                }
-                quad
-            }
+            KeyCursor::Index(c) => quad_of_ids(ordering, &c.current_key().expect("the cursor is valid")),
         }
     }
 }
+
+/// A key of `ordering` given as ids, as a quad in `[s, p, o, g]` order.
+#[inline]
+fn quad_of_ids(ordering: &Ordering, key: &[u64; 4]) -> [TermId; 4] {
+    let mut quad = [TermId(0); 4];
+    for (i, component) in ordering.components.iter().enumerate() {
+        quad[*component] = TermId(key[i]);
+    }
+    if ordering.is_triple() {
+        quad[G] = quad[S];
+    }
+    quad
+}
+
+/// A key's bytes without an allocation: the bytes and their length.
+struct KeyBytes([u8; 32], usize);
+
+impl KeyBytes {
+    fn as_slice(&self) -> &[u8] {
+        &self.0[..self.1]
+    }
+}
+
+/// Rows a stream reads ahead at most from a segment block at once.
+const AHEAD_ROWS: usize = 256;
 
 struct Stream<'a> {
     cursor: KeyCursor<'a>,
@@ -298,6 +313,11 @@ struct Stream<'a> {
     /// or ahead of it.
     sought: Vec<u8>,
     passed: Option<[TermId; 4]>,
+    /// Quads read ahead from a segment block in one go, handed out from
+    /// `ahead_at` on (the cursor stands after the last of them): a scan
+    /// row then costs a copy, not a step through the delta merge.
+    ahead: Vec<[TermId; 4]>,
+    ahead_at: usize,
 }
 
 /// Keys a reusable scan steps over before it seeks instead: a step costs
@@ -310,6 +330,26 @@ impl Stream<'_> {
     /// seek when the keys read since the last one show it is the current
     /// key or a few steps on.
     fn reposition(&mut self, target: &[u8]) {
+        if self.ahead_at < self.ahead.len() {
+            // The next key is the first read ahead: it is the target's
+            // when the keys before it were passed and it is not below.
+            let behind = match &self.passed {
+                Some(q) => self.key_bytes(q).as_slice() < target,
+                None => self.sought.as_slice() <= target,
+            };
+            let next = self.ahead[self.ahead_at];
+            if behind && self.key_bytes(&next).as_slice() >= target {
+                self.sought.clear();
+                self.sought.extend_from_slice(target);
+                self.passed = None;
+                return;
+            }
+            self.seek(target);
+            self.sought.clear();
+            self.sought.extend_from_slice(target);
+            self.passed = None;
+            return;
+        }
         let behind = match &self.passed {
             Some(q) => {
                 let mut last = [0u8; 32];
@@ -342,7 +382,60 @@ impl Stream<'_> {
         self.passed = None;
     }
 
+    /// A quad as this stream's key bytes.
+    fn key_bytes(&self, q: &[TermId; 4]) -> KeyBytes {
+        let mut key = KeyBytes([0; 32], self.ordering.key_len());
+        for (i, c) in self.ordering.components.iter().enumerate() {
+            key.0[i * 8..i * 8 + 8].copy_from_slice(&q[*c].to_be_bytes());
+        }
+        key
+    }
+
+    /// Seeks the cursor, dropping what was read ahead.
+    fn seek(&mut self, target: &[u8]) {
+        self.ahead.clear();
+        self.ahead_at = 0;
+        self.cursor.seek(target);
+    }
+
+    /// Reads ahead the rest of the cursor's segment block (within the
+    /// prefix when the cursor spans its keyspace); `false` when it could
+    /// not (not stepping through a block, or at a delta entry).
+    #[inline(never)]
+    fn read_ahead(&mut self) -> bool {
+        let KeyCursor::Index(cursor) = &mut self.cursor else { return false };
+        self.ahead.clear();
+        self.ahead_at = 0;
+        let mut prefix = [0u64; 4];
+        let prefix_ids = if self.check_prefix { self.prefix.len() / 8 } else { 0 };
+        for (i, chunk) in self.prefix.chunks_exact(8).take(prefix_ids).enumerate() {
+            prefix[i] = u64::from_be_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        // Which key column each quad position comes from (a triple's graph
+        // is its subject).
+        let mut from = [0usize; 4];
+        for (i, component) in self.ordering.components.iter().enumerate() {
+            from[*component] = i;
+        }
+        if self.ordering.is_triple() {
+            from[G] = from[S];
+        }
+        let ahead = &mut self.ahead;
+        cursor.take_run(&prefix[..prefix_ids], AHEAD_ROWS, |columns, rows| {
+            let [s, p, o, g] = from.map(|c| &columns[c][rows.clone()]);
+            ahead.extend(s.iter().zip(p).zip(o).zip(g).map(|(((s, p), o), g)| [TermId(*s), TermId(*p), TermId(*o), TermId(*g)]));
+        }) > 0
+    }
+
+    #[inline]
     fn advance(&mut self) -> Result<()> {
+        if self.ahead_at < self.ahead.len() || self.read_ahead() {
+            let quad = self.ahead[self.ahead_at];
+            self.ahead_at += 1;
+            self.current = Some(quad);
+            self.passed = Some(quad);
+            return Ok(());
+        }
         if self.cursor.valid() && (!self.check_prefix || self.cursor.has_prefix(&self.prefix)) {
             let quad = self.cursor.quad(&self.ordering);
             self.current = Some(quad);
@@ -400,7 +493,7 @@ impl<'a> QuadScan<'a> {
                 cursor.seek_first();
             }
             let sought = if whole { prefix.clone() } else { Vec::new() };
-            streams.push(Stream { cursor, ordering: *ordering, prefix, check_prefix: whole, current: None, sought, passed: None });
+            streams.push(Stream { cursor, ordering: *ordering, prefix, check_prefix: whole, current: None, sought, passed: None, ahead: Vec::new(), ahead_at: 0 });
         }
         QuadScan { streams, order: plan.order, started: false, families }
     }
@@ -436,7 +529,7 @@ impl<'a> QuadScan<'a> {
         for ordering in wanted.into_iter().filter_map(|(o, present)| present.then_some(o)) {
             let mut cursor = KeyCursor::open(snapshot, &ordering, &start.to_be_bytes(), None);
             cursor.seek_first();
-            streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None, sought: Vec::new(), passed: None });
+            streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None, sought: Vec::new(), passed: None, ahead: Vec::new(), ahead_at: 0 });
         }
         QuadScan { streams, order: QUAD_SPOG.components, started: false, families }
     }
@@ -479,7 +572,7 @@ impl<'a> QuadScan<'a> {
             if s.check_prefix {
                 s.reposition(&key);
             } else {
-                s.cursor.seek(&key);
+                s.seek(&key);
             }
             s.advance()?;
         }
@@ -487,6 +580,18 @@ impl<'a> QuadScan<'a> {
     }
 
     pub fn next_quad(&mut self) -> Result<Option<[TermId; 4]>> {
+        if let [only] = self.streams.as_mut_slice() {
+            // One stream (most scans: a store of one family): no merge.
+            if !self.started {
+                self.started = true;
+                only.advance()?;
+            }
+            let quad = only.current.take();
+            if quad.is_some() {
+                only.advance()?;
+            }
+            return Ok(quad);
+        }
         if !self.started {
             self.started = true;
             for s in &mut self.streams {

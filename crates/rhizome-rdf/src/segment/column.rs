@@ -267,6 +267,23 @@ impl<'a> Column<'a> {
         }
     }
 
+    /// The id at `row` and the rows around it that hold the same id for
+    /// certain (`start..end`): a run, the whole block for a constant, just
+    /// `row` otherwise. A cursor reading rows one by one reads a run once.
+    #[inline]
+    pub fn get_span(&self, row: usize) -> (u64, usize, usize) {
+        match *self {
+            Column::Const(v) => (v, 0, BLOCK_ROWS),
+            Column::Runs { base, values, ends, count } => {
+                let run = run_of(ends, count, row);
+                let bounds = BitStream { words: ends.0, width: ends.1 };
+                let start = if run == 0 { 0 } else { bounds.get(run - 1) as usize };
+                (base.wrapping_add(BitStream { words: values.0, width: values.1 }.get(run)), start, bounds.get(run) as usize)
+            }
+            _ => (self.get(row), row, row + 1),
+        }
+    }
+
     /// Every id of the block into `out` (`out.len()` = BLOCK_ROWS).
     pub fn decode(&self, rows: usize, out: &mut [u64; BLOCK_ROWS]) {
         match *self {

@@ -136,6 +136,34 @@ impl SegmentWriter {
         Ok(())
     }
 
+    /// Appends block `b` of `from` as it is, without decoding and encoding
+    /// it again (a merge's block that no change falls in): the keys pushed
+    /// before it go out as a block of their own, however few. The block is
+    /// checked first (as any first read), so a corrupt block is never
+    /// carried into a new file.
+    pub fn copy_block(&mut self, from: &Segment, b: usize) -> Result<()> {
+        assert_eq!(from.columns, self.columns, "a block of {} ids copied into a segment of {}", from.columns, self.columns);
+        let block = from.block(b)?;
+        let fence = &from.fences[b];
+        let mut last = [0u64; MAX_COLUMNS];
+        for (c, id) in last.iter_mut().enumerate().take(self.columns) {
+            *id = block.columns[c].get(block.rows - 1);
+        }
+        // A key out of order would make every later lookup wrong.
+        assert!(self.last.is_none_or(|l| l < fence.first), "a copied block must start after every key before it");
+        self.flush_block()?;
+        let words = &from.words()[fence.offset..fence.offset + fence.words];
+        self.index.push(self.offset);
+        self.index.push(fence.words as u64 | (fence.rows as u64) << 32);
+        self.index.push(fence.checksum);
+        self.index.extend_from_slice(&fence.first[..self.columns]);
+        self.write(words)?;
+        self.blocks += 1;
+        self.rows += fence.rows as u64;
+        self.last = Some(last);
+        Ok(())
+    }
+
     /// Keys written so far.
     pub fn rows(&self) -> u64 {
         self.rows + self.pending[0].len() as u64
@@ -308,6 +336,17 @@ impl Segment {
         self.fences.len()
     }
 
+    /// Block `b`'s bytes as they are in the file (unchecked).
+    pub fn block_bytes(&self, b: usize) -> &[u8] {
+        let fence = &self.fences[b];
+        &self.map.bytes()[fence.offset * 8..(fence.offset + fence.words) * 8]
+    }
+
+    /// Keys in block `b`.
+    pub fn block_rows(&self, b: usize) -> u64 {
+        self.fences[b].rows as u64
+    }
+
     pub fn bytes(&self) -> u64 {
         self.map.bytes().len() as u64
     }
@@ -416,7 +455,7 @@ impl Segment {
     }
 
     pub fn cursor(&self) -> SegmentCursor<'_> {
-        SegmentCursor { segment: self, block: self.fences.len(), row: 0, view: None, decoded: None, random_reads: 0 }
+        SegmentCursor { segment: self, block: self.fences.len(), row: 0, view: None, decoded: None, random_reads: 0, spans: NO_SPANS }
     }
 
     /// Whether the segment holds `key` (all its ids).
@@ -452,7 +491,12 @@ pub struct SegmentCursor<'a> {
     /// The current block decoded, when it has been.
     decoded: Option<(usize, Box<[[u64; BLOCK_ROWS]; MAX_COLUMNS]>)>,
     random_reads: usize,
+    /// Per column, rows of the current block known to hold one id
+    /// (`start, end, id`): read singly, a run's id is looked up once.
+    spans: [(usize, usize, u64); MAX_COLUMNS],
 }
+
+const NO_SPANS: [(usize, usize, u64); MAX_COLUMNS] = [(0, 0, 0); MAX_COLUMNS];
 
 impl<'a> SegmentCursor<'a> {
     pub fn valid(&self) -> bool {
@@ -463,6 +507,7 @@ impl<'a> SegmentCursor<'a> {
         self.block = block;
         self.row = 0;
         self.random_reads = 0;
+        self.spans = NO_SPANS;
         self.view = if block < self.segment.fences.len() { Some(self.segment.block(block)?) } else { None };
         Ok(())
     }
@@ -550,6 +595,25 @@ impl<'a> SegmentCursor<'a> {
         Ok(())
     }
 
+    /// The block the cursor is on, when it is on that block's first key.
+    pub fn at_block_start(&self) -> Option<usize> {
+        (self.valid() && self.row == 0).then_some(self.block)
+    }
+
+    /// The first key of the block after the current one (`None` on the
+    /// last block or past the end): the bound of the current block's keys.
+    pub fn next_fence(&self) -> Option<[u64; MAX_COLUMNS]> {
+        self.segment.fences.get(self.block + 1).map(|f| f.first)
+    }
+
+    /// Moves to the first key of the next block.
+    pub fn skip_block(&mut self) -> Result<()> {
+        if self.valid() {
+            self.enter(self.block + 1)?;
+        }
+        Ok(())
+    }
+
     /// Keys before the current one (all of them past the end).
     pub fn rank(&self) -> u64 {
         match self.segment.fences.get(self.block) {
@@ -564,7 +628,7 @@ impl<'a> SegmentCursor<'a> {
     pub fn key(&mut self) -> [u64; MAX_COLUMNS] {
         // Fields apart: the parsed block is borrowed, not copied (it is a
         // few hundred bytes), while the decoded one may be filled.
-        let SegmentCursor { segment, block, row, view, decoded, random_reads } = self;
+        let SegmentCursor { segment, block, row, view, decoded, random_reads, spans } = self;
         let view = view.as_ref().expect("the cursor is valid");
         let columns = segment.columns;
         let mut key = [0u64; MAX_COLUMNS];
@@ -588,9 +652,52 @@ impl<'a> SegmentCursor<'a> {
             return key;
         }
         for c in 0..columns {
-            key[c] = view.columns[c].get(*row);
+            let (start, end, id) = &mut spans[c];
+            if !(*start..*end).contains(row) {
+                (*id, *start, *end) = view.columns[c].get_span(*row);
+            }
+            key[c] = *id;
         }
         key
+    }
+
+    /// Whether [`Self::stepping_block`] would give the block (without
+    /// decoding it).
+    #[inline]
+    pub fn may_step_through(&self) -> bool {
+        self.random_reads > RANDOM_READS || matches!(&self.decoded, Some((b, _)) if *b == self.block)
+    }
+
+    /// The current block's ids decoded, with the current row and the
+    /// block's rows, once the cursor steps through the block (it read more
+    /// than a few rows singly since it came to it, or decoded it already):
+    /// scans take the rest of the block from it at once. `None` otherwise.
+    pub fn stepping_block(&mut self) -> Option<(&[[u64; BLOCK_ROWS]; MAX_COLUMNS], usize, usize)> {
+        let view = self.view.as_ref()?;
+        let fresh = !matches!(&self.decoded, Some((b, _)) if *b == self.block);
+        if fresh {
+            if self.random_reads <= RANDOM_READS {
+                return None;
+            }
+            let (b, d) = self.decoded.get_or_insert_with(|| (usize::MAX, Box::new([[0; BLOCK_ROWS]; MAX_COLUMNS])));
+            for c in 0..self.segment.columns {
+                view.columns[c].decode(view.rows, &mut d[c]);
+            }
+            *b = self.block;
+        }
+        let rows = view.rows;
+        self.decoded.as_ref().map(|(_, d)| (&**d, self.row, rows))
+    }
+
+    /// Moves forward to `row` of the current block (its row count: the
+    /// next block's first key).
+    pub fn step_to(&mut self, row: usize) -> Result<()> {
+        debug_assert!(row >= self.row, "a cursor steps forward");
+        self.row = row;
+        if self.view.as_ref().is_some_and(|v| self.row >= v.rows) {
+            self.enter(self.block + 1)?;
+        }
+        Ok(())
     }
 
     #[inline]

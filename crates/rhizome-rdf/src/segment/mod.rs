@@ -9,7 +9,8 @@
 //!   blocks, an index (per block: its offset, length in words, rows, an
 //!   xxh3-64 checksum of its bytes and its first key) and a footer (where
 //!   the index is, blocks, rows, the index's checksum, the magic again). A
-//!   block is 1 to 1,024 keys (every block but the last is full): a word of
+//!   block is 1 to 1,024 keys (the writer fills every block but the last,
+//!   and the one before a block a merge copies whole): a word of
 //!   rows and columns, then each id column encoded on its own
 //!   (`column.rs`): `CONST` (one id for every row); `FOR` (a base and 1,024
 //!   offsets of `width` bits in FastLanes' layout, patched with exceptions

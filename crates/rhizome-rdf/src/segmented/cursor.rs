@@ -13,7 +13,7 @@
 
 use super::delta::Delta;
 use super::Key;
-use crate::segment::{Segment, SegmentCursor};
+use crate::segment::{Segment, SegmentCursor, BLOCK_ROWS, MAX_COLUMNS};
 use rhizome_kv::Cursor;
 use std::ops::Bound;
 
@@ -154,6 +154,98 @@ impl<'a> IndexCursor<'a> {
     /// The current key as ids (for merges, which write them as ids).
     pub fn current_key(&self) -> Option<Key> {
         self.current
+    }
+
+    /// The segment's block the cursor stands at the start of, when no
+    /// delta entry a reader sees falls in that block's keys and the cursor
+    /// has no bounds: a merge copies such a block as it is. The current
+    /// key is then the block's first, from the segment alone. With the
+    /// block: the first key after it (`None` after the last block).
+    pub fn untouched_block(&mut self) -> Option<(usize, Option<Key>)> {
+        if !self.forward || self.on_delta || !self.on_segment || self.upper != Bound::Unbounded {
+            return None;
+        }
+        let seg = self.segment.as_ref()?;
+        let block = seg.at_block_start()?;
+        let next_fence = seg.next_fence();
+        match (self.delta_head(), next_fence) {
+            (None, _) => Some((block, next_fence)),
+            (Some((d, _)), Some(fence)) if d >= fence => Some((block, next_fence)),
+            _ => None,
+        }
+    }
+
+    /// Steps past the whole block [`Self::untouched_block`] named.
+    pub fn skip_block(&mut self) {
+        debug_assert!(self.on_segment && !self.on_delta, "skipping a block the delta does not touch");
+        if let Err(e) = self.segment.as_mut().expect("on the segment").skip_block() {
+            return self.fail(e);
+        }
+        self.settle();
+    }
+
+    /// Hands `take` the segment block's decoded columns and the rows, from
+    /// the current key on, that the segment alone gives (before the next
+    /// delta entry and the upper bound), that start with `prefix` (leading
+    /// ids) and are at most `max` many; the cursor moves past them. Only
+    /// once the segment cursor steps through a block (see
+    /// `SegmentCursor::stepping_block`); else, or when the current key is
+    /// the delta's, takes none. Returns how many rows it took.
+    pub fn take_run(&mut self, prefix: &[u64], max: usize, take: impl FnOnce(&[[u64; BLOCK_ROWS]; MAX_COLUMNS], std::ops::Range<usize>)) -> usize {
+        if !self.on_segment || self.on_delta || !self.forward || self.current.is_none() {
+            return 0;
+        }
+        if !self.segment.as_ref().is_some_and(|s| s.may_step_through()) {
+            return 0;
+        }
+        // The first key the delta decides, and the bound: the run stops
+        // before them.
+        let limit = self.delta_head().map(|(k, _)| k);
+        let (columns, upper) = (self.columns, self.upper);
+        let Some(seg) = &mut self.segment else { return 0 };
+        let Some((decoded, row, rows)) = seg.stepping_block() else { return 0 };
+        let key = |r: usize| {
+            let mut key = [0u64; 4];
+            for (c, id) in key.iter_mut().enumerate().take(columns) {
+                *id = decoded[c][r];
+            }
+            key
+        };
+        // Rows are sorted: each stop is the first row past a bound.
+        let mut end = rows.min(row + max);
+        let first_not = |end: usize, stop: &dyn Fn(&Key) -> bool| {
+            let (mut lo, mut hi) = (row, end);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if stop(&key(mid)) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            lo
+        };
+        if let Some(l) = limit {
+            if key(end - 1) >= l {
+                end = first_not(end, &|k| *k >= l);
+            }
+        }
+        if upper != Bound::Unbounded && !before(&key(end - 1), &upper) {
+            end = first_not(end, &|k| !before(k, &upper));
+        }
+        if !prefix.is_empty() && key(end - 1)[..prefix.len()] != *prefix {
+            end = first_not(end, &|k| k[..prefix.len()] != *prefix);
+        }
+        if end == row {
+            return 0;
+        }
+        take(decoded, row..end);
+        if let Err(e) = seg.step_to(end) {
+            self.fail(e);
+            return end - row;
+        }
+        self.settle();
+        end - row
     }
 
     /// The segment cursor's rank: its keys before its position.

@@ -44,8 +44,11 @@
 //!   change past `RHIZOME_DELTA_SECONDS`, default 600): under the commit
 //!   lock a merge takes a cut (the last sequence number) and writes each
 //!   ordering whose delta has versions up to it anew, from its segment and
-//!   delta as a reader at the cut sees them (writers go on meanwhile); the
-//!   files are synced, then one engine commit records the new segment set
+//!   delta as a reader at the cut sees them (writers go on meanwhile):
+//!   a block of the old segment that no visible delta entry (and no run of
+//!   a load) falls in is copied as it is, bytes and checksum
+//!   (`SegmentWriter::copy_block`; the keys before it go out as a short
+//!   block), the rest encoded anew; the files are synced, then one engine commit records the new segment set
 //!   ([`SEGMENT_SET`]: per ordering its file number and rows, the cut, the
 //!   next file number; `manifest.rs`) and deletes the log records up to the
 //!   cut, and a new view (new segments, the versions after the cut)

@@ -90,8 +90,31 @@ pub(crate) fn write_merged(view: &View, slot: usize, at: u64, runs: &[Run], writ
     }
     let mut last: Option<Key> = None;
     let mut rows = 0u64;
+    let segment = view.segment(slot);
     loop {
         let Some(min) = heads.iter().flatten().min().copied() else { break };
+        if let (Some(segment), Source::View(own)) = (segment, &mut sources[0]) {
+            // A block of the segment that no delta entry and no run falls
+            // in is copied as it is (most of a merge's blocks: a delta
+            // touches few).
+            if heads[0] == Some(min) {
+                if let Some((block, fence)) = own.untouched_block() {
+                    let others_after = heads[1..].iter().flatten().all(|h| fence.is_some_and(|f| *h >= f));
+                    if others_after {
+                        writer.copy_block(segment, block)?;
+                        own.skip_block();
+                        let before = rows;
+                        rows += segment.block_rows(block);
+                        last = None;
+                        heads[0] = sources[0].head()?;
+                        if before / 65_536 != rows / 65_536 && stop.load(Ordering::Relaxed) {
+                            return Err(Error::Invalid("the store is closing".into()));
+                        }
+                        continue;
+                    }
+                }
+            }
+        }
         for (i, head) in heads.iter_mut().enumerate() {
             if *head == Some(min) {
                 sources[i].advance()?;
