@@ -88,6 +88,11 @@ fn text_search_joins_graph_patterns_and_follows_every_door() {
     assert_eq!(column(&rows, "s"), ["http://ex.org/owl"]);
     let rows = select(&server, &format!("{RT} SELECT ?s {{ ?s rt:search \"car OR dog\" }}"));
     assert_eq!(column(&rows, "s"), ["http://ex.org/car", "http://ex.org/dog"]);
+    // Lucene's `a AND NOT b` (tantivy's grammar nests the NOT, which found nothing).
+    let rows = select(&server, &format!("{RT} SELECT ?s {{ ?s rt:search \"brown AND NOT dog AND NOT car\" }}"));
+    let subjects = column(&rows, "s");
+    assert_eq!(subjects.len(), 3, "fox, owl, bear: {rows:?}");
+    assert!(!subjects.contains(&"http://ex.org/dog".to_owned()) && subjects.contains(&"http://ex.org/owl".to_owned()), "{subjects:?}");
 
     // A SPARQL delete takes the literal out.
     ok(&server, "POST", "/db/_sparql", "application/sparql-update", &format!("DELETE DATA {{ GRAPH <{BASE}sparqldoc> {{ <http://ex.org/car> <http://ex.org/title> \"A brown car\"@en }} }}"));

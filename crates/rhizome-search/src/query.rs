@@ -43,6 +43,27 @@ fn parse_err(m: impl Into<String>) -> SearchError {
     SearchError::QueryParse(m.into())
 }
 
+/// Lucene's `a AND NOT b` is `+a -b`; tantivy's grammar reads it as
+/// `+a +(-b)`, a required group of only negative clauses, which matches
+/// nothing, so the whole query found nothing. Such a group under a required
+/// clause is spliced into its parent as the negative clauses it holds.
+pub(crate) fn lucene_negation(ast: UserInputAst) -> UserInputAst {
+    match ast {
+        UserInputAst::Clause(clauses) => {
+            let mut out = Vec::with_capacity(clauses.len());
+            for (occur, sub) in clauses {
+                match lucene_negation(sub) {
+                    UserInputAst::Clause(inner) if occur == Some(Occur::Must) && !inner.is_empty() && inner.iter().all(|(o, _)| *o == Some(Occur::MustNot)) => out.extend(inner),
+                    sub => out.push((occur, sub)),
+                }
+            }
+            UserInputAst::Clause(out)
+        }
+        UserInputAst::Boost(sub, boost) => UserInputAst::Boost(Box::new(lucene_negation(*sub)), boost),
+        leaf => leaf,
+    }
+}
+
 /// Reads Lucene's syntax into a tantivy query over `files`' fields.
 struct Planner<'a> {
     files: &'a IndexFiles,
@@ -422,7 +443,7 @@ pub fn search(db: &Database, files: &IndexFiles, req: &SearchRequest) -> Result<
     // Lucene's match-all `*:*` is tantivy's `*`.
     let q = req.q.replace("*:*", "*");
     let ast = tantivy::query_grammar::parse_query(&q).map_err(|_| parse_err(format!("cannot parse query `{}`", req.q)))?;
-    let query = Planner { files, state: &state }.ast(ast)?;
+    let query = Planner { files, state: &state }.ast(lucene_negation(ast))?;
     search_query(db, files, req, query)
 }
 

@@ -231,7 +231,10 @@ pub fn search(files: &RdfTextIndex, query: &str, predicate: Option<&str>, limit:
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     let rest = words.join(" ");
     if !rest.trim().is_empty() {
-        let parsed = parser.parse_query(&rest).map_err(|e| SearchError::QueryParse(format!("cannot parse text query `{query}`: {e}")))?;
+        let ast = tantivy::query_grammar::parse_query(&rest).map_err(|_| SearchError::QueryParse(format!("cannot parse text query `{query}`")))?;
+        let parsed = parser
+            .build_query_from_user_input_ast(crate::query::lucene_negation(ast))
+            .map_err(|e| SearchError::QueryParse(format!("cannot parse text query `{query}`: {e}")))?;
         clauses.push((Occur::Should, parsed));
     }
     for p in prefixes {

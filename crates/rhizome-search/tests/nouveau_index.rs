@@ -85,6 +85,19 @@ fn lucene_query_forms_find_what_they_should() {
 }
 
 #[test]
+fn and_not_excludes_as_lucene_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&dir.path().join("db"), Arc::new(NoProjection)).unwrap();
+    books(&db);
+    // Lucene reads `a AND NOT b` as `+a -b` (tantivy's grammar as `+a +(-b)`,
+    // which found nothing).
+    assert_eq!(ids(&run(&db, "brown AND NOT dog", |_| {})), ["b1"]);
+    assert_eq!(ids(&run(&db, "title:brown AND NOT kind:novel", |_| {})), Vec::<String>::new());
+    assert_eq!(sorted(ids(&run(&db, "kind:novel AND NOT title:dog AND NOT title:fox", |_| {}))), ["b5"]);
+    assert_eq!(ids(&run(&db, "(quick OR brown) AND NOT (fox OR cooks)", |_| {})), ["b3"]);
+}
+
+#[test]
 fn answers_have_nouveaus_shape_with_stored_fields_and_docs() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(&dir.path().join("db"), Arc::new(NoProjection)).unwrap();
