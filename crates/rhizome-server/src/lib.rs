@@ -553,6 +553,17 @@ async fn respond(server: &Arc<Server>, cors: &cors::CorsSettings, req: hyper::Re
     response
 }
 
+/// Reads and drops the rest of a request body (at most the body limit, with
+/// the body timeout between chunks) before an early answer: a server that
+/// closes with the body unread resets the connection, and the client then
+/// sees a broken pipe instead of the 503 telling it to retry.
+async fn drain<B>(body: &mut B, body_timeout: Duration)
+where
+    B: hyper::body::Body + Unpin,
+{
+    while let Ok(Some(Ok(_))) = tokio::time::timeout(body_timeout, body.frame()).await {}
+}
+
 async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>, peer: SocketAddr, body_timeout: Duration) -> Result<hyper::Response<http::Body>, HttpError> {
     let (parts, body) = req.into_parts();
     let limit = server.max_body_bytes;
@@ -573,13 +584,16 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
         busy.retry_after_secs = Some(1);
         Err(busy)
     };
-    if let Some(n) = parts.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok()) {
-        reserve(n)?;
-    }
     // Read with a timeout between chunks, so that a client that stops
     // sending its body does not hold the connection (and its place under
     // the connection caps) forever.
     let mut body = Limited::new(body, limit);
+    if let Some(n) = parts.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok()) {
+        if let Err(busy) = reserve(n) {
+            drain(&mut body, body_timeout).await;
+            return Err(busy);
+        }
+    }
     let mut read = bytes::BytesMut::new();
     loop {
         match tokio::time::timeout(body_timeout, body.frame()).await {
@@ -590,7 +604,11 @@ async fn handle(server: &Arc<Server>, req: hyper::Request<hyper::body::Incoming>
             Ok(None) => break,
             Ok(Some(Ok(frame))) => {
                 if let Ok(data) = frame.into_data() {
-                    reserve(read.len() + data.len())?;
+                    if let Err(busy) = reserve(read.len() + data.len()) {
+                        drop(read);
+                        drain(&mut body, body_timeout).await;
+                        return Err(busy);
+                    }
                     read.extend_from_slice(&data);
                 }
             }
