@@ -172,27 +172,87 @@ fn a_document_holding_triple_terms_keeps_them_through_the_couchdb_door_couchdb_a
 }
 
 #[test]
-fn a_json_document_takes_a_base_direction_from_a_graph_write_and_refuses_a_triple_term() {
+fn a_json_document_takes_a_base_direction_from_a_graph_write() {
     let dir = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(dir.path());
     assert_eq!(admin(&server, "PUT", "/db", &[], None).status, 201);
     let doc = r#"{"@context": {"@vocab": "http://schema.org/"}, "@id": "alice", "name": "Alice"}"#;
     assert_eq!(admin(&server, "PUT", "/db/alice", &[("Content-Type", "application/json")], Some(doc)).status, 201);
     let graph = "<http://localhost:5984/db/alice>";
-    let update = |data: &str| {
-        let text = format!("INSERT DATA {{ GRAPH {graph} {{ {graph} <http://schema.org/motto> {data} }} }}");
-        admin(&server, "POST", "/db/_sparql", &[("Content-Type", "application/sparql-update")], Some(&text))
-    };
-    // A direction: JSON-LD 1.1's @direction, in the document's own shape.
-    let r = update(r#""salam"@ar--rtl"#);
+    let text = format!(r#"INSERT DATA {{ GRAPH {graph} {{ {graph} <http://schema.org/motto> "salam"@ar--rtl }} }}"#);
+    let r = admin(&server, "POST", "/db/_sparql", &[("Content-Type", "application/sparql-update")], Some(&text));
     assert!(r.status == 200 || r.status == 204, "{}", r.text());
+    // A direction: JSON-LD 1.1's @direction, in the document's own shape.
     let body: Value = serde_json::from_slice(&admin(&server, "GET", "/db/alice", &[], None).body).unwrap();
     assert_eq!(body["name"], "Alice");
     assert_eq!(body["motto"], serde_json::json!({"@value": "salam", "@language": "ar", "@direction": "rtl"}), "{body}");
-    // A triple term: the document's members cannot hold one, so the write
-    // is refused and nothing changes.
-    let r = update("<<( <http://e/a> <http://e/b> <http://e/c> )>>");
-    assert_eq!(r.status, 400, "{}", r.text());
-    let after: Value = serde_json::from_slice(&admin(&server, "GET", "/db/alice", &[], None).body).unwrap();
-    assert_eq!(after, body);
+}
+
+/// The triples of graph `iri` as SPARQL's CONSTRUCT gives them.
+fn constructed(server: &ServerProcess, iri: &str) -> Graph {
+    let q = format!("CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH <{iri}> {{ ?s ?p ?o }} }}");
+    let r = admin(server, "GET", &format!("/db/_sparql?query={}", encode(&q)), &[("Accept", "application/n-triples")], None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    triples(&r.body, RdfFormat::NTriples)
+}
+
+#[test]
+fn a_json_document_under_its_context_holds_triple_terms_a_graph_write_adds() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path());
+    assert_eq!(admin(&server, "PUT", "/db", &[], None).status, 201);
+    let doc = r#"{"@context": {"@vocab": "http://example.org/"}, "@id": "alice", "name": "Alice"}"#;
+    assert_eq!(admin(&server, "PUT", "/db/alice", &[("Content-Type", "application/json")], Some(doc)).status, 201);
+    let alice = "http://localhost:5984/db/alice";
+    let added = format!(
+        r#"PREFIX : <http://example.org/>
+<{alice}> :knows :bob {{| :since 2020 |}} .
+<{alice}> :said <<( :bob :knows "Dana"@en--rtl )>> .
+"#
+    );
+    let update = format!("INSERT DATA {{ GRAPH <{alice}> {{ {} }} }}", added.split_once('\n').unwrap().1);
+    let update = format!("PREFIX : <http://example.org/>\n{update}");
+    let r = admin(&server, "POST", "/db/_sparql", &[("Content-Type", "application/sparql-update")], Some(&update));
+    assert!(r.status == 200 || r.status == 204, "{}", r.text());
+    let expected = triples(format!("{added}<{alice}> :name \"Alice\" .\n").as_bytes(), RdfFormat::Turtle);
+
+    // The graph reads back as written, through the Graph Store and SPARQL.
+    assert_eq!(graph_triples(&server, &doc_graph("db", "alice")), expected);
+    assert_eq!(constructed(&server, alice), expected);
+    let q = format!("PREFIX : <http://example.org/> SELECT ?who ?since WHERE {{ GRAPH <{alice}> {{ ?r <http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies> <<( <{alice}> :knows ?who )>> ; :since ?since }} }}");
+    let json: Value = serde_json::from_slice(&select(&server, &q, "application/sparql-results+json").body).unwrap();
+    assert_eq!(json["results"]["bindings"][0]["who"]["value"], "http://example.org/bob", "{json}");
+
+    // The body keeps its context and its compacted members; the triple
+    // terms are embedded nodes in expanded IRIs.
+    let body: Value = serde_json::from_slice(&admin(&server, "GET", "/db/alice", &[], None).body).unwrap();
+    assert_eq!(body["@context"], serde_json::json!({"@vocab": "http://example.org/"}), "{body}");
+    let nodes = body["@graph"].as_array().unwrap_or_else(|| panic!("{body}"));
+    let node = nodes.iter().find(|n| n["@id"] == "alice").unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(node["name"], "Alice", "{body}");
+    assert_eq!(
+        node["said"],
+        serde_json::json!({"@id": {"@id": "http://example.org/bob", "http://example.org/knows": [{"@value": "Dana", "@language": "en", "@direction": "rtl"}]}}),
+        "{body}"
+    );
+    let reifier = nodes.iter().find(|n| n["since"] == 2020).unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(
+        reifier["http://www.w3.org/1999/02/22-rdf-syntax-ns#reifies"],
+        serde_json::json!({"@id": {"@id": alice, "http://example.org/knows": [{"@id": "http://example.org/bob"}]}}),
+        "{body}"
+    );
+
+    // The body as read, written back with a changed member: the triple
+    // terms stay.
+    let mut changed = body.clone();
+    for n in changed["@graph"].as_array_mut().unwrap() {
+        if n["@id"] == "alice" {
+            n["name"] = "Alice B.".into();
+        }
+    }
+    let r = admin(&server, "PUT", "/db/alice", &[("Content-Type", "application/json")], Some(&changed.to_string()));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let expected = triples(format!("{added}<{alice}> :name \"Alice B.\" .\n").as_bytes(), RdfFormat::Turtle);
+    assert_eq!(graph_triples(&server, &doc_graph("db", "alice")), expected);
+    assert_eq!(constructed(&server, alice), expected);
 }

@@ -21,7 +21,9 @@
 //! JSON numbers and booleans when reading them back gives the same literal;
 //! a node referenced exactly once (and not named at the top level of the
 //! original document) is embedded where it is referenced, so nested objects
-//! come back nested.
+//! come back nested. RDF 1.2 triple terms become embedded nodes
+//! ([`crate::triple_terms`]) in expanded form, which any context reads the
+//! same; a blank node one names keeps its label.
 
 use oxrdf::vocab::{rdf, xsd};
 use oxrdf::{Literal, NamedOrBlankNode, Term, Triple};
@@ -321,6 +323,8 @@ enum Object {
     Blank(String),
     Literal(Literal),
     List(Vec<Object>),
+    /// RDF 1.2: written as an embedded node ([`crate::triple_terms`]).
+    TripleTerm(Box<Triple>),
 }
 
 #[derive(Clone, Debug, Default)]
@@ -344,8 +348,19 @@ fn object_of(t: &Term) -> Object {
         Term::NamedNode(n) => Object::Iri(n.as_str().to_owned()),
         Term::BlankNode(b) => Object::Blank(format!("_:{}", b.as_str())),
         Term::Literal(l) => Object::Literal(l.clone()),
-        #[allow(unreachable_patterns)]
-        _ => Object::Iri(String::new()),
+        Term::Triple(t) => Object::TripleTerm(t.clone()),
+    }
+}
+
+/// Calls `f` with each blank node inside triple term `t` (nested ones too).
+fn blanks_in(t: &Triple, f: &mut dyn FnMut(String)) {
+    if let NamedOrBlankNode::BlankNode(b) = &t.subject {
+        f(format!("_:{}", b.as_str()));
+    }
+    match &t.object {
+        Term::BlankNode(b) => f(format!("_:{}", b.as_str())),
+        Term::Triple(inner) => blanks_in(inner, f),
+        _ => {}
     }
 }
 
@@ -437,10 +452,13 @@ pub(crate) fn compact_graph(triples: &[Triple], ctx: &Context, shape: &Shape, ex
     for t in triples {
         let node = nodes.entry(subject_key(&t.subject)).or_default();
         let object = object_of(&t.object);
-        if let Object::Blank(b) = &object {
-            *refs.entry(b.clone()).or_default() += 1;
+        match &object {
+            Object::Blank(b) => *refs.entry(b.clone()).or_default() += 1,
+            // Named inside a triple term: never folded into a list.
+            Object::TripleTerm(t) => blanks_in(t, &mut |b| *refs.entry(b).or_default() += 2),
+            _ => {}
         }
-        if t.predicate == rdf::TYPE && !matches!(object, Object::Literal(_)) {
+        if t.predicate == rdf::TYPE && !matches!(object, Object::Literal(_) | Object::TripleTerm(_)) {
             node.types.push(object);
         } else {
             node.props.entry(t.predicate.as_str().to_owned()).or_default().push(object);
@@ -454,6 +472,9 @@ pub(crate) fn compact_graph(triples: &[Triple], ctx: &Context, shape: &Shape, ex
         match o {
             Object::Iri(k) | Object::Blank(k) => *refs.entry(k.clone()).or_default() += 1,
             Object::List(items) => items.iter().for_each(|i| count(i, refs)),
+            // A blank node a triple term names keeps its label (never
+            // embedded): the embedded node refers to it by label.
+            Object::TripleTerm(t) => blanks_in(t, &mut |b| *refs.entry(b).or_default() += 2),
             Object::Literal(_) => {}
         }
     }
@@ -485,7 +506,7 @@ pub(crate) fn compact_graph(triples: &[Triple], ctx: &Context, shape: &Shape, ex
                     }
                 }
                 Object::List(items) => stack.extend(items.iter()),
-                Object::Literal(_) => {}
+                Object::Literal(_) | Object::TripleTerm(_) => {}
             }
         }
     }
@@ -765,7 +786,32 @@ impl Output<'_> {
                 Value::Object(Map::from_iter([("@list".to_owned(), Value::Array(items))]))
             }
             Object::Literal(l) => self.literal(l),
+            Object::TripleTerm(t) => self.triple_term(t),
         }
+    }
+
+    /// A triple term as an embedded node, `{"@id": {"@id": S, P: [O]}}`,
+    /// in expanded form under any context (absolute IRIs and value objects
+    /// read the same whatever the context maps), as the body of a document
+    /// without a context shows it ([`crate::triple_terms`]).
+    fn triple_term(&mut self, t: &Triple) -> Value {
+        let expanded = std::mem::replace(&mut self.expanded, true);
+        let subject = match &t.subject {
+            NamedOrBlankNode::NamedNode(n) => n.as_str().to_owned(),
+            NamedOrBlankNode::BlankNode(b) => self.blank(&format!("_:{}", b.as_str())),
+        };
+        let object = match &t.object {
+            Term::NamedNode(n) => Value::Object(Map::from_iter([("@id".to_owned(), Value::String(n.as_str().to_owned()))])),
+            Term::BlankNode(b) => {
+                let label = self.blank(&format!("_:{}", b.as_str()));
+                Value::Object(Map::from_iter([("@id".to_owned(), Value::String(label))]))
+            }
+            Term::Literal(l) => self.literal(l),
+            Term::Triple(inner) => self.triple_term(inner),
+        };
+        self.expanded = expanded;
+        let node = Map::from_iter([("@id".to_owned(), Value::String(subject)), (t.predicate.as_str().to_owned(), Value::Array(vec![object]))]);
+        Value::Object(Map::from_iter([("@id".to_owned(), Value::Object(node))]))
     }
 
     fn literal(&mut self, l: &Literal) -> Value {

@@ -184,12 +184,22 @@ fn signature(triples: impl IntoIterator<Item = Triple>) -> Vec<u64> {
         parts(&mut h);
         h.finish()
     };
-    let term_hash = |t: &Term, colors: &HashMap<String, u64>| -> u64 {
+    fn term_hash(t: &Term, colors: &HashMap<String, u64>) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
         match t {
-            Term::BlankNode(b) => hash(&|h| (1u8, colors.get(b.as_str()).copied().unwrap_or(0)).hash(h)),
-            other => hash(&|h| (0u8, other.to_string()).hash(h)),
+            Term::BlankNode(b) => (1u8, colors.get(b.as_str()).copied().unwrap_or(0)).hash(&mut h),
+            // A triple term's blank nodes by colour too, not by label.
+            Term::Triple(t) => {
+                let s: Term = match &t.subject {
+                    NamedOrBlankNode::NamedNode(n) => n.clone().into(),
+                    NamedOrBlankNode::BlankNode(b) => b.clone().into(),
+                };
+                (2u8, term_hash(&s, colors), t.predicate.as_str(), term_hash(&t.object, colors)).hash(&mut h)
+            }
+            other => (0u8, other.to_string()).hash(&mut h),
         }
-    };
+        h.finish()
+    }
     let subject_term = |t: &Triple| -> Term {
         match &t.subject {
             NamedOrBlankNode::NamedNode(n) => n.clone().into(),

@@ -283,3 +283,52 @@ fn a_long_chain_of_nodes_written_through_rdf_stays_a_document() {
     let quads = snapshot.scan(QuadPattern { g: Some(gid), ..Default::default() }).count();
     assert_eq!(quads, expected.len() + n - 1, "the blank chain is kept as well");
 }
+
+#[test]
+fn triple_terms_a_graph_write_adds_under_the_default_context_are_embedded_nodes_that_read_back() {
+    let db = database();
+    let ctx = json!({"@context": {"@vocab": "http://e/"}});
+    db.put_local("_local/rhizome-context", ctx.as_object().unwrap().clone()).unwrap();
+    put(&db, json!({"_id": "tt", "@id": "http://e/a", "name": "A"}));
+    let before = graph_of(&db, "tt");
+    // Blank nodes inside triple terms (one also a node of its own, named
+    // once elsewhere), a nested triple term, one in a list.
+    let (x, r) = (oxrdf::BlankNode::new("x").unwrap(), oxrdf::BlankNode::new("r").unwrap());
+    let e = |s: &str| NamedNode::new(format!("http://e/{s}")).unwrap();
+    let age = triple("http://e/a", "http://e/age", Literal::from(3));
+    let says = Triple::new(x.clone(), e("says"), age);
+    let list = oxrdf::BlankNode::new("l").unwrap();
+    let added = vec![
+        Triple::new(r, oxrdf::vocab::rdf::REIFIES.into_owned(), says),
+        Triple::new(x.clone(), e("name"), Literal::new_simple_literal("X")),
+        Triple::new(e("a"), e("knows"), x),
+        Triple::new(e("a"), e("claims"), list.clone()),
+        Triple::new(list.clone(), oxrdf::vocab::rdf::FIRST.into_owned(), triple("http://e/b", "http://e/c", e("d"))),
+        Triple::new(list, oxrdf::vocab::rdf::REST.into_owned(), oxrdf::vocab::rdf::NIL.into_owned()),
+    ];
+    let g = NamedNode::new(graph_iri("tt")).unwrap();
+    db.rdf_write(|txn| -> Result<(), DocError> {
+        for t in &added {
+            let q = QuadRef::new(t.subject.as_ref(), t.predicate.as_ref(), t.object.as_ref(), GraphNameRef::NamedNode(g.as_ref()));
+            let ids = txn.encode_quad(q)?;
+            txn.insert(&ids)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let mut expected = before;
+    added.iter().for_each(|t| {
+        expected.insert(t);
+    });
+    expected.canonicalize(CanonicalizationAlgorithm::Unstable);
+    assert_eq!(graph_of(&db, "tt"), expected);
+    let doc = get(&db, "tt");
+    assert!(doc["_rev"].as_str().unwrap().starts_with("2-"), "{doc:?}");
+    assert!(!doc.contains_key("@context"), "the default context is not copied: {doc:?}");
+    let text = Value::Object(doc.clone()).to_string();
+    assert!(text.contains(r#"{"@id":{"@id":"http://e/b","http://e/c":[{"@id":"http://e/d"}]}}"#), "{text}");
+    // The body as read, written back unchanged: the same graph.
+    put(&db, Value::Object(doc));
+    assert!(get(&db, "tt")["_rev"].as_str().unwrap().starts_with("3-"));
+    assert_eq!(graph_of(&db, "tt"), expected);
+}
