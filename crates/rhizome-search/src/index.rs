@@ -5,13 +5,14 @@
 //! database document: its id, then every field the index function gave, in
 //! one JSON field per kind (a text field per analyzer, `string`, `double`,
 //! `stored`), so that an index function may name any fields without a
-//! schema written first. Each batch of [`BATCH`] changed documents is one
-//! tantivy commit, whose payload records the sequence reached and the
-//! kind of every field seen: a commit is atomic, so a process killed
-//! mid-build restarts from the last batch committed, and a query never
-//! sees half a batch.
+//! schema written first. Changed documents are indexed in batches
+//! ([`crate::build`]); a tantivy commit, of whole batches, records in its
+//! payload the sequence reached and the kind of every field seen: a commit
+//! is atomic, so a process killed mid-build restarts from the last commit,
+//! and a query never sees half a batch.
 
 use crate::analyzers;
+use crate::build;
 use crate::definition::NouveauDef;
 use crate::{Result, SearchError};
 use rhizome_docs::keys::{self, DocInfo, DB_META};
@@ -23,15 +24,14 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use tantivy::schema::{Field, IndexRecordOption, JsonObjectOptions, OwnedValue, Schema, TextFieldIndexing, FAST, STORED, STRING};
 use tantivy::store::Compressor;
-use tantivy::{Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, TantivyDocument};
 
-/// Documents per commit while an index catches up.
-pub const BATCH: usize = 2000;
-
-/// Bytes of memory the index writer may use before it writes a segment.
+/// Bytes of memory the writer of a compaction may use before it writes a
+/// segment.
 const WRITER_BYTES: usize = 64 << 20;
 
 /// The kinds of fields Nouveau has.
@@ -231,87 +231,118 @@ impl Mapper {
 }
 
 /// Brings the index of `def` to the database's sequence, in batches of
-/// [`BATCH`] documents, each one commit; shown in `_active_tasks` while
-/// it runs.
+/// [`build::BATCH`] documents read and mapped on one thread while the
+/// writer indexes and commits on this one ([`build`]); shown in
+/// `_active_tasks` while it runs.
 pub fn refresh(db: &Database, db_name: &str, def: &NouveauDef, ddoc_body: &Value, limits: Limits) -> Result<Arc<IndexFiles>> {
     let files = open(db, def)?;
-    {
+    let first_target = {
         let s = db.store().snapshot()?;
-        if files.state.lock().unwrap_or_else(|e| e.into_inner()).seq >= update_seq(s.kv())? {
+        let target = update_seq(s.kv())?;
+        if files.state.lock().unwrap_or_else(|e| e.into_inner()).seq >= target {
             return Ok(files);
         }
-    }
+        target
+    };
     let writer_of = files.clone();
     let _writing = writer_of.writing.lock().unwrap_or_else(|e| e.into_inner());
-    let _bounds = rhizome_views::js::RequestBounds { deadline: None, ..rhizome_views::js::RequestBounds::current() }.enter();
-    let mut mapper: Option<Mapper> = None;
-    let native = def.mango.as_ref().map(crate::mango::MangoIndexer::new);
-    let mut writer: Option<IndexWriter<TantivyDocument>> = None;
-    let mut task: Option<IndexerTask> = None;
-    loop {
-        let snapshot = db.store().snapshot()?;
-        let target = update_seq(snapshot.kv())?;
-        let mut state = files.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if state.seq >= target {
-            return Ok(files);
-        }
-        let task = task.get_or_insert_with(|| IndexerTask::start(db_name, &def.ddoc, state.seq, target));
-        let (batch, reached) = rhizome_docs::secondary::changed_since(snapshot.kv(), state.seq, target, BATCH)?;
-        let mut mapper = match (&native, &mut mapper) {
-            (Some(_), _) => None,
-            (None, Some(m)) => Some(m),
-            (None, None) => Some(mapper.insert(Mapper::new(def, ddoc_body, limits)?)),
-        };
-        let writer = match &mut writer {
-            Some(w) => w,
-            None => writer.insert(files.index.writer_with_num_threads(1, WRITER_BYTES)?),
+    let start = files.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if start.seq >= first_target {
+        return Ok(files);
+    }
+    let task = IndexerTask::start(db_name, &def.ddoc, start.seq, first_target);
+    let bounds = rhizome_views::js::RequestBounds { deadline: None, ..rhizome_views::js::RequestBounds::current() };
+    let mut writer: IndexWriter<TantivyDocument> = files.index.writer_with_num_threads(build::WRITER_THREADS, build::WRITER_BYTES)?;
+    let fields = &files.fields;
+    let produce = move |send: SyncSender<build::Batch<IndexState>>| -> Result<()> {
+        let _bounds = bounds.enter();
+        let mut state = start;
+        let native = def.mango.as_ref().map(crate::mango::MangoIndexer::new);
+        let mut mapper = match native {
+            Some(_) => None,
+            None => Some(Mapper::new(def, ddoc_body, limits)?),
         };
         let read = ReadOptions::default();
-        for (_, doc_id) in &batch {
-            writer.delete_term(Term::from_field_text(files.fields.id, doc_id));
-            if doc_id.starts_with("_design/") {
-                continue;
+        loop {
+            let snapshot = db.store().snapshot()?;
+            let target = update_seq(snapshot.kv())?;
+            if state.seq >= target {
+                return Ok(());
             }
-            let Some(info) = snapshot.kv().get(keys::DOCS, doc_id.as_bytes())? else { continue };
-            if DocInfo::from_bytes(doc_id, &info)?.deleted {
-                continue;
-            }
-            let doc = match db.get_doc_in(&snapshot, doc_id, &read) {
-                Ok(d) => Value::Object(d),
-                Err(DocError::NotFound(_)) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            let rows = match (&native, &mut mapper) {
-                (Some(indexer), _) => indexer.rows(&doc),
-                (None, Some(mapper)) => {
-                    let mut results = mapper.sandbox.map(&[mapper.f], &doc.to_string()).map_err(|e| SearchError::Process(e.to_string()))?;
-                    let rows = match results.pop() {
-                        Some(Ok(rows)) => rows,
-                        Some(Err(message)) => {
-                            eprintln!("{}", json!({ "log": "nouveau index function threw", "db": db_name, "ddoc": def.ddoc, "index": def.name, "doc": doc_id, "error": message }));
-                            continue;
-                        }
-                        None => continue,
-                    };
-                    for line in mapper.sandbox.take_logs() {
-                        eprintln!("{}", json!({ "log": "nouveau", "db": db_name, "ddoc": def.ddoc, "doc": doc_id, "message": line }));
-                    }
-                    rows
+            let (changed, reached) = rhizome_docs::secondary::changed_since(snapshot.kv(), state.seq, target, build::BATCH)?;
+            let mut docs = Vec::with_capacity(changed.len());
+            for (_, doc_id) in changed {
+                let mut out = Vec::new();
+                if let Some(d) = index_document(db, &snapshot, db_name, def, fields, native.as_ref(), mapper.as_mut(), &read, &mut state, &doc_id)? {
+                    out.push(d);
                 }
-                (None, None) => continue,
-            };
-            if let Some(d) = document(&files.fields, def, &mut state, doc_id, rows) {
-                writer.add_document(d)?;
+                docs.push((doc_id, out));
+            }
+            state.seq = reached;
+            if send.send(build::Batch { docs, state: state.clone() }).is_err() {
+                // The writer stopped (its error is the build's).
+                return Ok(());
             }
         }
-        state.seq = reached;
-        let mut commit = writer.prepare_commit()?;
-        commit.set_payload(&state.to_payload());
-        commit.commit()?;
+    };
+    build::run(&mut writer, files.fields.id, produce, IndexState::to_payload, |state| {
         files.reader.reload()?;
+        let reached = state.seq;
         *files.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
         task.progress(reached);
+        Ok(())
+    })?;
+    Ok(files)
+}
+
+/// The index document of one changed database document, read from
+/// `snapshot`; `None` when it is a design document, deleted, or indexes
+/// nothing.
+#[allow(clippy::too_many_arguments)]
+fn index_document(
+    db: &Database,
+    snapshot: &rhizome_rdf::StoreSnapshot,
+    db_name: &str,
+    def: &NouveauDef,
+    fields: &Fields,
+    native: Option<&crate::mango::MangoIndexer>,
+    mapper: Option<&mut Mapper>,
+    read: &ReadOptions,
+    state: &mut IndexState,
+    doc_id: &str,
+) -> Result<Option<TantivyDocument>> {
+    if doc_id.starts_with("_design/") {
+        return Ok(None);
     }
+    let Some(info) = snapshot.kv().get(keys::DOCS, doc_id.as_bytes())? else { return Ok(None) };
+    if DocInfo::from_bytes(doc_id, &info)?.deleted {
+        return Ok(None);
+    }
+    let doc = match db.get_doc_in(snapshot, doc_id, read) {
+        Ok(d) => Value::Object(d),
+        Err(DocError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let rows = match (native, mapper) {
+        (Some(indexer), _) => indexer.rows(&doc),
+        (None, Some(mapper)) => {
+            let mut results = mapper.sandbox.map(&[mapper.f], &doc.to_string()).map_err(|e| SearchError::Process(e.to_string()))?;
+            let rows = match results.pop() {
+                Some(Ok(rows)) => rows,
+                Some(Err(message)) => {
+                    eprintln!("{}", json!({ "log": "nouveau index function threw", "db": db_name, "ddoc": def.ddoc, "index": def.name, "doc": doc_id, "error": message }));
+                    return Ok(None);
+                }
+                None => return Ok(None),
+            };
+            for line in mapper.sandbox.take_logs() {
+                eprintln!("{}", json!({ "log": "nouveau", "db": db_name, "ddoc": def.ddoc, "doc": doc_id, "message": line }));
+            }
+            rows
+        }
+        (None, None) => return Ok(None),
+    };
+    Ok(document(fields, def, state, doc_id, rows))
 }
 
 /// One database document as an index document; `None` when the function

@@ -13,6 +13,7 @@
 //! (`rhizome-views`, whose `Sandbox` runs the index functions).
 
 pub mod analyzers;
+mod build;
 pub mod definition;
 pub mod index;
 pub mod mango;

@@ -13,16 +13,18 @@
 //! signature, built anew.
 
 use crate::analyzers;
+use crate::build::{self, BATCH};
 use crate::index::search_dir;
 use crate::{Result, SearchError};
 use md5::{Digest, Md5};
 use rhizome_docs::keys::{self, DocInfo, DB_META};
 use rhizome_docs::{Database, DocError, ReadOptions};
-use rhizome_rdf::QuadPattern;
+use rhizome_rdf::{QuadPattern, StoreSnapshot};
 use rhizome_views::tasks::IndexerTask;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, Occur, PhrasePrefixQuery, Query, QueryParser, TermQuery};
@@ -32,8 +34,6 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 /// The design document that sets what is indexed.
 pub const SETTINGS_DOC: &str = "_design/rdf_text";
 const FORMAT_VERSION: u32 = 1;
-const BATCH: usize = 2000;
-const WRITER_BYTES: usize = 64 << 20;
 /// The analyzer of literals' text.
 const ANALYZER: &str = "standard";
 
@@ -144,66 +144,85 @@ pub fn refresh(db: &Database, db_name: &str) -> Result<Arc<RdfTextIndex>> {
     }
     let writer_of = files.clone();
     let _writing = writer_of.writing.lock().unwrap_or_else(|e| e.into_inner());
-    let mut writer: Option<IndexWriter<TantivyDocument>> = None;
-    let mut task: Option<IndexerTask> = None;
-    loop {
-        let snapshot = db.store().snapshot()?;
-        let target = keys::u64_value(snapshot.kv().get(DB_META, keys::meta::UPDATE_SEQ)?, "update_seq")?;
-        let from = *files.seq.lock().unwrap_or_else(|e| e.into_inner());
-        if from >= target {
-            return Ok(files);
-        }
-        let task = task.get_or_insert_with(|| IndexerTask::start(db_name, SETTINGS_DOC, from, target));
-        let (batch, reached) = rhizome_docs::secondary::changed_since(snapshot.kv(), from, target, BATCH)?;
-        let writer = match &mut writer {
-            Some(w) => w,
-            None => writer.insert(files.index.writer_with_num_threads(1, WRITER_BYTES)?),
-        };
-        for (_, doc_id) in &batch {
-            writer.delete_term(Term::from_field_text(files.fields.id, doc_id));
-            if doc_id.starts_with("_design/") {
-                continue;
+    let from = *files.seq.lock().unwrap_or_else(|e| e.into_inner());
+    let first_target = target(db)?;
+    if from >= first_target {
+        return Ok(files);
+    }
+    let task = IndexerTask::start(db_name, SETTINGS_DOC, from, first_target);
+    let mut writer: IndexWriter<TantivyDocument> = files.index.writer_with_num_threads(build::WRITER_THREADS, build::WRITER_BYTES)?;
+    let (fields, settings) = (&files.fields, &files.settings);
+    let produce = move |send: SyncSender<build::Batch<u64>>| -> Result<()> {
+        let mut from = from;
+        loop {
+            let snapshot = db.store().snapshot()?;
+            let target = keys::u64_value(snapshot.kv().get(DB_META, keys::meta::UPDATE_SEQ)?, "update_seq")?;
+            if from >= target {
+                return Ok(());
             }
-            let Some(info) = snapshot.kv().get(keys::DOCS, doc_id.as_bytes())? else { continue };
-            if DocInfo::from_bytes(doc_id, &info)?.deleted {
-                continue;
+            let (changed, reached) = rhizome_docs::secondary::changed_since(snapshot.kv(), from, target, BATCH)?;
+            let mut docs = Vec::with_capacity(changed.len());
+            for (_, doc_id) in changed {
+                let literals = literal_documents(db, &snapshot, fields, settings, &doc_id)?;
+                docs.push((doc_id, literals));
             }
-            let Some(graph) = db.doc_graph_iri(doc_id) else { continue };
-            let Some(g) = snapshot.lookup(oxrdf::NamedNodeRef::new_unchecked(&graph).into())? else { continue };
-            for quad in snapshot.scan(QuadPattern { s: None, p: None, o: None, g: Some(g) }) {
-                let [s, p, o, _] = quad?;
-                let Some(oxrdf::Term::Literal(lit)) = snapshot.decode(o)? else { continue };
-                let datatype = lit.datatype();
-                let language = lit.language().unwrap_or("");
-                if datatype != oxrdf::vocab::xsd::STRING && datatype != oxrdf::vocab::rdf::LANG_STRING {
-                    continue;
-                }
-                let (Some(oxrdf::Term::NamedNode(pred)), Some(subject)) = (snapshot.decode(p)?, snapshot.decode(s)?) else { continue };
-                if !files.settings.keeps(pred.as_str(), language) {
-                    continue;
-                }
-                let subject = match subject {
-                    oxrdf::Term::NamedNode(n) => n.into_string(),
-                    oxrdf::Term::BlankNode(b) => format!("_:{}", b.as_str()),
-                    _ => continue,
-                };
-                let mut d = TantivyDocument::default();
-                d.add_text(files.fields.id, doc_id);
-                d.add_text(files.fields.subject, &subject);
-                d.add_text(files.fields.predicate, pred.as_str());
-                d.add_text(files.fields.language, language);
-                d.add_text(files.fields.datatype, datatype.as_str());
-                d.add_text(files.fields.text, lit.value());
-                writer.add_document(d)?;
+            from = reached;
+            if send.send(build::Batch { docs, state: reached }).is_err() {
+                // The writer stopped (its error is the build's).
+                return Ok(());
             }
         }
-        let mut commit = writer.prepare_commit()?;
-        commit.set_payload(&json!({ "seq": reached }).to_string());
-        commit.commit()?;
+    };
+    build::run(&mut writer, files.fields.id, produce, |seq| json!({ "seq": seq }).to_string(), |reached| {
         files.reader.reload()?;
         *files.seq.lock().unwrap_or_else(|e| e.into_inner()) = reached;
         task.progress(reached);
+        Ok(())
+    })?;
+    Ok(files)
+}
+
+/// The index documents of one changed database document's literals, read
+/// from `snapshot`: none when it is a design document, deleted, or has
+/// no graph.
+fn literal_documents(db: &Database, snapshot: &StoreSnapshot, fields: &Fields, settings: &RdfTextSettings, doc_id: &str) -> Result<Vec<TantivyDocument>> {
+    let mut out = Vec::new();
+    if doc_id.starts_with("_design/") {
+        return Ok(out);
     }
+    let Some(info) = snapshot.kv().get(keys::DOCS, doc_id.as_bytes())? else { return Ok(out) };
+    if DocInfo::from_bytes(doc_id, &info)?.deleted {
+        return Ok(out);
+    }
+    let Some(graph) = db.doc_graph_iri(doc_id) else { return Ok(out) };
+    let Some(g) = snapshot.lookup(oxrdf::NamedNodeRef::new_unchecked(&graph).into())? else { return Ok(out) };
+    for quad in snapshot.scan(QuadPattern { s: None, p: None, o: None, g: Some(g) }) {
+        let [s, p, o, _] = quad?;
+        let Some(oxrdf::Term::Literal(lit)) = snapshot.decode(o)? else { continue };
+        let datatype = lit.datatype();
+        let language = lit.language().unwrap_or("");
+        if datatype != oxrdf::vocab::xsd::STRING && datatype != oxrdf::vocab::rdf::LANG_STRING {
+            continue;
+        }
+        let (Some(oxrdf::Term::NamedNode(pred)), Some(subject)) = (snapshot.decode(p)?, snapshot.decode(s)?) else { continue };
+        if !settings.keeps(pred.as_str(), language) {
+            continue;
+        }
+        let subject = match subject {
+            oxrdf::Term::NamedNode(n) => n.into_string(),
+            oxrdf::Term::BlankNode(b) => format!("_:{}", b.as_str()),
+            _ => continue,
+        };
+        let mut d = TantivyDocument::default();
+        d.add_text(fields.id, doc_id);
+        d.add_text(fields.subject, &subject);
+        d.add_text(fields.predicate, pred.as_str());
+        d.add_text(fields.language, language);
+        d.add_text(fields.datatype, datatype.as_str());
+        d.add_text(fields.text, lit.value());
+        out.push(d);
+    }
+    Ok(out)
 }
 
 /// One hit: the literal's subject (an IRI, or `_:` and a blank node's
