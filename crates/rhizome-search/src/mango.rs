@@ -18,7 +18,6 @@
 use crate::index::{FieldKind, IndexFiles};
 use crate::query::{self, SearchRequest};
 use crate::{Result, SearchError};
-use md5::{Digest, Md5};
 use rhizome_docs::mango::plan::FindOptions;
 use rhizome_docs::selector::{join_path, Selector};
 use rhizome_docs::{Database, DocError, ReadOptions};
@@ -210,24 +209,8 @@ impl NewMangoIndex {
             Some(v) => return Err(mango_error(400, "invalid_index_text", format!("Text indexes must be an object, not: {v}"))),
         };
         let def = MangoDef::parse(index)?;
-        let text = |k: &str| -> Result<Option<String>> {
-            match body.get(k) {
-                None => Ok(None),
-                Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
-                Some(Value::String(_)) => Err(mango_error(400, "invalid_empty_string", "Index name or ddoc cannot be empty string")),
-                Some(v) => Err(mango_error(400, "invalid_string", format!("Invalid string: {v}"))),
-            }
-        };
-        let given_name = text("name")?;
-        let options = json!({ "def": def.to_json(), "name": given_name, "type": "nouveau", "partitioned": body.get("partitioned") });
-        let hash: String = Md5::digest(options.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
-        let ddoc = match text("ddoc")? {
-            Some(d) if d == "_design/" => return Err(mango_error(400, "illegal_docid", "Illegal document id `_design/`")),
-            Some(d) if d.starts_with("_design/") => d,
-            Some(d) => format!("_design/{d}"),
-            None => format!("_design/{hash}"),
-        };
-        Ok(NewMangoIndex { ddoc, name: given_name.unwrap_or(hash), def })
+        let (ddoc, name) = rhizome_docs::mango::index::index_names(body, &def.to_json(), "nouveau")?;
+        Ok(NewMangoIndex { ddoc, name, def })
     }
 
     /// The design document with this index in its `nouveau` member, or

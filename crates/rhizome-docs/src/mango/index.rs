@@ -165,6 +165,21 @@ pub fn new_index_in(body: &Map<String, Value>, db_partitioned: bool) -> Result<N
     if let Some(p) = partial {
         def["partial_filter_selector"] = p.clone();
     }
+    let (ddoc, name) = index_names(body, &def, "json")?;
+    let mut map = Map::new();
+    map.insert("fields".into(), Value::Object(fields.iter().filter_map(Value::as_object).flat_map(|m| m.clone()).collect()));
+    if let Some(p) = partial {
+        map.insert("partial_filter_selector".into(), p.clone());
+    }
+    let view = json!({ "map": map, "reduce": "_count", "options": { "def": def } });
+    Ok(NewIndex { ddoc, name, view, partitioned, db_partitioned })
+}
+
+/// The design document and name of a new Mango index of `kind` (`json`,
+/// `nouveau`): those given, or the MD5 of the definition with the options,
+/// as `mango_idx:gen_name` does (a definition given two names makes two
+/// design documents).
+pub fn index_names(body: &Map<String, Value>, def: &Value, kind: &str) -> Result<(String, String)> {
     let text = |k: &str| -> Result<Option<String>> {
         match body.get(k) {
             None => Ok(None),
@@ -173,11 +188,8 @@ pub fn new_index_in(body: &Map<String, Value>, db_partitioned: bool) -> Result<N
             Some(v) => Err(mango_error(400, "invalid_string", format!("Invalid string: {v}"))),
         }
     };
-    // The generated name hashes the definition with the options, as
-    // `mango_idx:gen_name` does: a definition given two names makes two
-    // design documents.
     let given_name = text("name")?;
-    let options = json!({ "def": def, "name": given_name, "type": "json", "partitioned": body.get("partitioned") });
+    let options = json!({ "def": def, "name": given_name, "type": kind, "partitioned": body.get("partitioned") });
     let hash: String = Md5::digest(options.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
     let ddoc = match text("ddoc")? {
         Some(d) if d == "_design/" => return Err(mango_error(400, "illegal_docid", "Illegal document id `_design/`")),
@@ -185,14 +197,7 @@ pub fn new_index_in(body: &Map<String, Value>, db_partitioned: bool) -> Result<N
         Some(d) => format!("_design/{d}"),
         None => format!("_design/{hash}"),
     };
-    let name = given_name.unwrap_or_else(|| hash.clone());
-    let mut map = Map::new();
-    map.insert("fields".into(), Value::Object(fields.iter().filter_map(Value::as_object).flat_map(|m| m.clone()).collect()));
-    if let Some(p) = partial {
-        map.insert("partial_filter_selector".into(), p.clone());
-    }
-    let view = json!({ "map": map, "reduce": "_count", "options": { "def": def } });
-    Ok(NewIndex { ddoc, name, view, partitioned, db_partitioned })
+    Ok((ddoc, given_name.unwrap_or(hash)))
 }
 
 /// Index fields: names or `{name: "asc"|"desc"}`, one direction for all.
