@@ -222,7 +222,10 @@ impl Database {
                     Some((w, false)) => Some(render_winner(txn.reader(), &op.id, w, None)?.ok_or_else(|| DocError::Corrupt(format!("body of {} {w}", op.id)))?),
                     _ => None,
                 };
-                staged.insert(&op.id, Staged { winner, old: doc.clone(), doc, changed: false });
+                // The body before the transaction only for validation
+                // functions (a clone of every document otherwise).
+                let old = if check.is_some() { doc.clone() } else { None };
+                staged.insert(&op.id, Staged { winner, old, doc, changed: false });
                 order.push(&op.id);
             }
             let s = staged.get_mut(op.id.as_str()).expect("staged just above");
@@ -283,15 +286,16 @@ impl Database {
         // Every check passed: the documents' new revisions.
         let mut docs = Vec::new();
         for id in &order {
-            let s = &staged[id];
+            let s = staged.get_mut(id).expect("every id in order is staged");
             if !s.changed {
                 continue;
             }
             if let Err(e) = crate::rights::check_document(id, writer) {
                 return Ok(Err((ops.iter().position(|o| o.id == *id).unwrap_or(0), e)));
             }
-            let mut doc = match &s.doc {
-                Some(d) => d.clone(),
+            // The staged body is not read again (results hold their own).
+            let mut doc = match s.doc.take() {
+                Some(d) => d,
                 None => Map::from_iter([("_deleted".to_owned(), Value::Bool(true))]),
             };
             doc.insert("_id".into(), Value::String((*id).to_owned()));
