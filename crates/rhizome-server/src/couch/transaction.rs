@@ -16,8 +16,9 @@ use crate::error::HttpError;
 use crate::http::{json, Body, Request};
 use crate::state::DbHandle;
 use hyper::{Method, Response};
-use rhizome_docs::{parse_ops, DocError, Refusals};
+use rhizome_docs::{parse_ops, DocError, OpResult, Refusals};
 use rhizome_views::validate::{design_docs, refusals, Validators};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
 
 /// `_bulk_docs` with `all_or_nothing`: 201 with every document's new
@@ -112,12 +113,71 @@ pub fn transaction(req: &Request, ctx: &UserCtx, db: &DbHandle) -> Result<Respon
             if results.iter().any(|r| r.rev.is_some()) {
                 db.notify();
             }
-            let results: Vec<Value> = results.iter().map(|r| r.to_json()).collect();
-            Ok(json(200, &json!({ "ok": true, "results": results })))
+            Ok(answer(&results))
         }
         Err((i, e)) => {
             let e = HttpError::from(e);
             Ok(json(e.status, &json!({ "error": e.error, "reason": e.reason, "op": i })))
         }
+    }
+}
+
+/// `{"ok": true, "results": [...]}` written straight from the results
+/// (each `OpResult::to_json`'s shape): building it as a `Value` first
+/// copied every returned document once more (callgrind on TPC-B's
+/// `_transaction`: about 12k instructions a transaction).
+fn answer(results: &[OpResult]) -> Response<Body> {
+    struct Answer<'a>(&'a [OpResult]);
+    struct One<'a>(&'a OpResult);
+    impl Serialize for Answer<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut m = s.serialize_map(Some(2))?;
+            m.serialize_entry("ok", &true)?;
+            m.serialize_entry("results", &Results(self.0))?;
+            m.end()
+        }
+    }
+    struct Results<'a>(&'a [OpResult]);
+    impl Serialize for Results<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.iter().map(One))
+        }
+    }
+    impl Serialize for One<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let r = self.0;
+            let mut m = s.serialize_map(None)?;
+            m.serialize_entry("id", &r.id)?;
+            if let Some(rev) = &r.rev {
+                m.serialize_entry("rev", &rev.to_string())?;
+            }
+            if let Some(doc) = &r.doc {
+                m.serialize_entry("doc", doc)?;
+            }
+            m.end()
+        }
+    }
+    let mut bytes = serde_json::to_vec(&Answer(results)).unwrap_or_default();
+    bytes.push(b'\n');
+    crate::http::response(200, "application/json", bytes.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rhizome_docs::Rev;
+
+    #[test]
+    fn answer_has_the_shape_of_each_results_json() {
+        let results = vec![
+            OpResult { id: "a".into(), rev: Rev::parse("2-7051cbe5c8faecd085a3fa619e6e6337"), doc: Some(Map::from_iter([("n".to_owned(), json!(1))])) },
+            OpResult { id: "b".into(), rev: None, doc: None },
+        ];
+        let r = answer(&results);
+        let crate::http::Body::Full(Some(bytes)) = r.body() else { panic!("a full body") };
+        let got: Value = serde_json::from_slice(bytes).unwrap();
+        let want = json!({ "ok": true, "results": results.iter().map(OpResult::to_json).collect::<Vec<_>>() });
+        assert_eq!(got, want);
+        assert_eq!(r.status(), 200);
     }
 }
