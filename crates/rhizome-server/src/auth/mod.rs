@@ -140,7 +140,9 @@ pub fn check_password(server: &Server, name: &str, password: &str, peer: Option<
     } else {
         user_doc(server, name)?.and_then(|user| PasswordHash::from_json(&user).map(|hash| (hash, Some(user))))
     };
-    let remembered = account.as_ref().is_some_and(|(hash, _)| is_remembered(server, &credential_key(server, name, password), hash));
+    // One HMAC per request, shared by the checks below.
+    let key = credential_key(server, name, password);
+    let remembered = account.as_ref().is_some_and(|(hash, _)| is_remembered(server, &key, hash));
     if !remembered {
         server.login_throttle.check(name, peer)?;
     }
@@ -153,7 +155,7 @@ pub fn check_password(server: &Server, name: &str, password: &str, peer: Option<
             password::verify(password, &server.dummy_hash);
             None
         }
-        Some((hash, None)) => match verify_cached(server, name, password, &hash) {
+        Some((hash, None)) => match verify_cached(server, key, password, &hash) {
             Verified::Wrong => None,
             how => {
                 if how == Verified::Now {
@@ -162,7 +164,7 @@ pub fn check_password(server: &Server, name: &str, password: &str, peer: Option<
                 Some(vec!["_admin".to_owned()])
             }
         },
-        Some((hash, Some(user))) => match verify_cached(server, name, password, &hash) {
+        Some((hash, Some(user))) => match verify_cached(server, key, password, &hash) {
             Verified::Wrong => None,
             how => {
                 let roles = roles_of(&user);
@@ -220,8 +222,7 @@ fn credential_key(server: &Server, name: &str, password: &str) -> [u8; 32] {
 /// then find it remembered: 25 clients starting at once with one password
 /// paid 25 PBKDF2s (about 0.1 s each here at 600,000 iterations; their
 /// first answers took 1.2 s), now one.
-fn verify_cached(server: &Server, name: &str, password: &str, hash: &PasswordHash) -> Verified {
-    let key = credential_key(server, name, password);
+fn verify_cached(server: &Server, key: [u8; 32], password: &str, hash: &PasswordHash) -> Verified {
     let remembered = || is_remembered(server, &key, hash);
     if remembered() {
         return Verified::Cached;
@@ -435,7 +436,7 @@ mod tests {
                 .map(|_| {
                     s.spawn(|| {
                         start.wait();
-                        verify_cached(&server, "admin", "s3cret", &hash)
+                        verify_cached(&server, credential_key(&server, "admin", "s3cret"), "s3cret", &hash)
                     })
                 })
                 .collect();
@@ -444,8 +445,8 @@ mod tests {
         let now = outcomes.iter().filter(|v| **v == Verified::Now).count();
         let cached = outcomes.iter().filter(|v| **v == Verified::Cached).count();
         assert_eq!((now, cached), (1, 7), "one PBKDF2 for eight requests");
-        assert!(verify_cached(&server, "admin", "wrong", &hash) == Verified::Wrong);
-        assert!(verify_cached(&server, "admin", "wrong", &hash) == Verified::Wrong, "a wrong password is not remembered");
+        assert!(verify_cached(&server, credential_key(&server, "admin", "wrong"), "wrong", &hash) == Verified::Wrong);
+        assert!(verify_cached(&server, credential_key(&server, "admin", "wrong"), "wrong", &hash) == Verified::Wrong, "a wrong password is not remembered");
         assert!(lock(&server.verifying).is_empty(), "nothing left in flight");
     }
 
