@@ -134,6 +134,22 @@ pub fn open(path: &Path) -> Result<Option<Arc<dyn Backend>>> {
     }
 }
 
+/// How many times this process waited on the shared store's cluster (one
+/// round trip, or several sent together, each): `None` when stores are
+/// folders or the cluster was not reached yet.
+pub fn cluster_waits() -> Option<u64> {
+    let remote = remote()?;
+    #[cfg(feature = "cassandra")]
+    {
+        remote.cluster.get()?.as_ref().ok().map(|c| c.waits())
+    }
+    #[cfg(not(feature = "cassandra"))]
+    {
+        let _ = remote;
+        None
+    }
+}
+
 /// Whether the store named by `path` exists (a folder with the embedded
 /// engine's `CURRENT` file, or a store of that name in the cluster).
 pub fn store_exists(path: &Path) -> Result<bool> {

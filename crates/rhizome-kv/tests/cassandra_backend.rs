@@ -117,7 +117,19 @@ fn reads_and_scans_match_the_memory_backend_after_random_writes() {
             }
             assert_eq!(s.get(ks, &probe).unwrap(), ms.get(ks, &probe).unwrap());
         }
+        // Reads sent together answer as reads one by one do: in order,
+        // deleted and missing keys `None`, each key's newest value.
+        let keys: Vec<Vec<u8>> = (0..50).map(|_| rng.key()).collect();
+        assert_eq!(s.get_many(ks, &keys).unwrap(), ms.get_many(ks, &keys).unwrap(), "get_many in {ks:?}");
+        let ranges: Vec<(Vec<u8>, Vec<u8>)> = (0..12)
+            .map(|_| {
+                let (a, b) = (rng.key(), rng.key());
+                if a <= b { (a, b) } else { (b, a) }
+            })
+            .collect();
+        assert_eq!(s.scan_ranges(ks, &ranges).unwrap(), ms.scan_ranges(ks, &ranges).unwrap(), "scan_ranges in {ks:?}");
     }
+    assert!(s.reads_are_round_trips() && !ms.reads_are_round_trips());
 }
 
 #[test]
@@ -164,4 +176,62 @@ fn a_dropped_transaction_writes_nothing_and_frees_the_lease() {
     t.put(Keyspace(1), b"y", b"2");
     t.commit().unwrap();
     assert_eq!(kv.snapshot().unwrap().get(Keyspace(1), b"y").unwrap(), Some(b"2".to_vec()));
+}
+
+/// What a read costs on a cluster is how often the reader waits on it:
+/// many keys read together, a range over many buckets and a scan across
+/// many buckets each wait a few times, not once per key or bucket (the
+/// lookups of bench/cassandra waited once per term decoded and twice per
+/// bucket crossed).
+#[test]
+fn reads_of_many_keys_and_buckets_wait_on_the_cluster_a_few_times() {
+    let cluster = cluster();
+    let name = unique("waits");
+    let kv = Kv::new(Arc::new(CassandraBackend::open(cluster.clone(), &name).unwrap()));
+    // Keyspace 10 buckets by a key's first 7 bytes: 100 buckets of 3 keys.
+    let ks = Keyspace(10);
+    let key = |bucket: u8, n: u8| vec![0, 0, 0, 0, 0, 1, bucket, n];
+    let mut t = kv.transaction().unwrap();
+    for bucket in 0..100u8 {
+        for n in 0..3u8 {
+            t.put(ks, &key(bucket, n), &[bucket, n]);
+        }
+    }
+    t.commit().unwrap();
+    let s = kv.snapshot().unwrap();
+
+    let keys: Vec<Vec<u8>> = (0..100u8).map(|b| key(b, 1)).chain([key(200, 0)]).collect();
+    let before = cluster.waits();
+    let values = s.get_many(ks, &keys).unwrap();
+    assert_eq!(cluster.waits() - before, 1, "101 keys in 100 buckets, read together");
+    assert_eq!(values[..100], (0..100u8).map(|b| Some(vec![b, 1])).collect::<Vec<_>>()[..]);
+    assert_eq!(values[100], None);
+
+    let before = cluster.waits();
+    let ranges = s.scan_ranges(ks, &[(key(0, 0), key(100, 0)), (key(10, 2), key(12, 1))]).unwrap();
+    assert_eq!(cluster.waits() - before, 2, "the directory, then every bucket together");
+    assert_eq!(ranges[0].len(), 300);
+    assert_eq!(ranges[1].iter().map(|e| e.0.clone()).collect::<Vec<_>>(), vec![key(10, 2), key(11, 0), key(11, 1), key(11, 2), key(12, 0)]);
+
+    let before = cluster.waits();
+    let mut c = s.cursor(ks, &key(0, 0), Some(&key(100, 0)));
+    c.seek_first();
+    let scanned = scan(c.as_mut(), true);
+    let waits = cluster.waits() - before;
+    assert_eq!(scanned.len(), 300);
+    assert!(scanned.windows(2).all(|w| w[0].0 < w[1].0), "in key order");
+    // The first bucket, then per 32 buckets one read of the directory and
+    // one of their first pages: 1 + 4 * 2 = 9, against 200 one by one.
+    assert!(waits <= 10, "a scan over 100 buckets waited {waits} times");
+
+    // Without the read-ahead (`batch_reads=off`), the same scan waits for
+    // each bucket's name and then its page.
+    let hosts = std::env::var("RHIZOME_TEST_CASSANDRA").unwrap();
+    let one_by_one = Arc::new(Cluster::connect(&format!("cassandra://{hosts}/rhizome_kv_test?batch_reads=off")).expect("connects"));
+    let s = Kv::new(Arc::new(CassandraBackend::open(one_by_one.clone(), &name).unwrap())).snapshot().unwrap();
+    let before = one_by_one.waits();
+    let mut c = s.cursor(ks, &key(0, 0), Some(&key(100, 0)));
+    c.seek_first();
+    assert_eq!(scan(c.as_mut(), true), scanned);
+    assert!(one_by_one.waits() - before >= 199, "one by one: a wait for each bucket's name and each page");
 }

@@ -131,6 +131,36 @@ pub trait KvRead {
     /// means to the end of the keyspace. The cursor starts unpositioned:
     /// call `seek` or `seek_for_prev` (or `seek_first`/`seek_last`).
     fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_>;
+    /// Whether each point read or cursor seek is a network round trip (a
+    /// cluster's store): a caller with many keys to read then asks for them
+    /// together ([`get_many`](Self::get_many), [`scan_ranges`](Self::scan_ranges))
+    /// rather than walking a cursor over them.
+    fn reads_are_round_trips(&self) -> bool {
+        false
+    }
+    /// The values of `keys` of `ks`, in `keys`' order. A cluster's backend
+    /// sends the reads together; the default reads one after another.
+    fn get_many(&self, ks: Keyspace, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter().map(|key| self.get(ks, key)).collect()
+    }
+    /// The entries of `ks` in each of the ranges `[lower, upper)`, one list
+    /// per range, in key order. A cluster's backend reads every range's
+    /// partitions at once; the default walks a cursor per range.
+    fn scan_ranges(&self, ks: Keyspace, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>> {
+        let mut out = Vec::with_capacity(ranges.len());
+        for (lower, upper) in ranges {
+            let mut entries = Vec::new();
+            let mut cursor = self.cursor(ks, lower, Some(upper));
+            cursor.seek_first();
+            while cursor.valid() {
+                entries.push((cursor.key().to_vec(), cursor.value().to_vec()));
+                cursor.next();
+            }
+            cursor.status()?;
+            out.push(entries);
+        }
+        Ok(out)
+    }
     /// About how many bytes the keys of `ks` in `[lower, upper)` take on
     /// disk (`upper = None`: to the end of the keyspace), for a query
     /// planner's estimates: written files only, not recent writes still in

@@ -185,6 +185,20 @@ impl DenseTable {
         let first = chunk * CHUNK_IDS;
         let mut terms: Vec<Option<(u8, Term)>> = vec![None; CHUNK_IDS as usize];
         let mut bytes = std::mem::size_of_val(terms.as_slice());
+        if kv.reads_are_round_trips() {
+            // A cluster's store: the three ranges' partitions read at once
+            // rather than a cursor's pages one after another.
+            let ranges: Vec<(Vec<u8>, Vec<u8>)> =
+                DENSE_TAGS.iter().map(|&tag| (TermId::new(tag, first).to_be_bytes().to_vec(), TermId::new(tag, first + CHUNK_IDS).to_be_bytes().to_vec())).collect();
+            for (entries, tag) in kv.scan_ranges(ID2TERM, &ranges)?.into_iter().zip(DENSE_TAGS) {
+                for (key, value) in entries {
+                    let id = TermId::from_be_slice(&key);
+                    bytes += value.len() + 32;
+                    terms[(id.payload() - first) as usize] = Some((tag, decode_term(tag, &value)?));
+                }
+            }
+            return self.keep(chunk, terms, bytes);
+        }
         for tag in DENSE_TAGS {
             let (lower, upper) = (TermId::new(tag, first).to_be_bytes(), TermId::new(tag, first + CHUNK_IDS).to_be_bytes());
             let mut cursor = kv.cursor(ID2TERM, &lower, Some(&upper));
@@ -198,6 +212,11 @@ impl DenseTable {
             }
             cursor.status()?;
         }
+        self.keep(chunk, terms, bytes)
+    }
+
+    /// Keeps a loaded chunk if the budget allows.
+    fn keep(&self, chunk: u64, terms: Vec<Option<(u8, Term)>>, bytes: usize) -> Result<()> {
         if self.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes > self.budget {
             self.bytes.fetch_sub(bytes, Ordering::Relaxed);
             return Ok(());

@@ -10,6 +10,11 @@ use crate::{Error, Keyspace, Result};
 /// (a seek often needs a handful of keys, a scan many).
 const FIRST_PAGE: i32 = 256;
 const MAX_PAGE: i32 = 8192;
+/// Buckets a forward scan reads ahead: the next buckets' names come in
+/// one read of the directory, and their first pages are read together
+/// (a predicate's quads span a bucket per 256 objects; one round trip
+/// each, one after another, was most of a scan's time).
+const READ_AHEAD: usize = 32;
 
 /// Where the next page of a scan starts.
 enum Resume {
@@ -32,6 +37,13 @@ pub(crate) struct CassandraCursor<'a> {
     resume: Option<Resume>,
     page: i32,
     error: Option<Error>,
+    /// Forward scans: the next buckets within bounds, from the directory,
+    /// after the current one, and whether the directory has more after them.
+    ahead: std::collections::VecDeque<Vec<u8>>,
+    ahead_more: bool,
+    /// First pages (read with `FIRST_PAGE` rows, from the bucket's start)
+    /// of buckets in `ahead`, read together.
+    prefetched: std::collections::HashMap<Vec<u8>, Vec<RawRow>>,
 }
 
 type RawRow = (Vec<u8>, i64, Vec<u8>);
@@ -49,6 +61,9 @@ impl<'a> CassandraCursor<'a> {
             resume: None,
             page: FIRST_PAGE,
             error: None,
+            ahead: Default::default(),
+            ahead_more: true,
+            prefetched: Default::default(),
         }
     }
 
@@ -59,6 +74,9 @@ impl<'a> CassandraCursor<'a> {
         self.page = FIRST_PAGE;
         self.error = None;
         self.resume = resume;
+        self.ahead.clear();
+        self.ahead_more = true;
+        self.prefetched.clear();
         self.fill();
     }
 
@@ -101,6 +119,67 @@ impl<'a> CassandraCursor<'a> {
         })
     }
 
+    /// The first pages (`FIRST_PAGE` rows from the bucket's start, within
+    /// the cursor's upper bound) of `buckets`, read together.
+    fn first_pages(&self, buckets: Vec<Vec<u8>>) -> Result<Vec<(Vec<u8>, Vec<RawRow>)>> {
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        let shared = &self.snapshot.shared;
+        let inner = shared.inner();
+        let (id, ks, upper) = (shared.id.clone(), self.ks.0 as i32, self.upper.clone());
+        shared.cluster.run(async move {
+            stream::iter(buckets.into_iter().map(|bucket| {
+                let (inner, id, upper) = (inner.clone(), id.clone(), upper.clone());
+                async move {
+                    let result = match upper {
+                        Some(upper) => inner.session.execute_unpaged(&inner.st.scan_forward, (id, ks, bucket.clone(), bucket.clone(), upper, FIRST_PAGE)).await,
+                        None => inner.session.execute_unpaged(&inner.st.scan_forward_open, (id, ks, bucket.clone(), bucket.clone(), FIRST_PAGE)).await,
+                    }
+                    .map_err(engine("scanning"))?;
+                    let rows = result.into_rows_result().map_err(engine("scanning"))?;
+                    let out: std::result::Result<Vec<RawRow>, _> = rows.rows::<RawRow>().map_err(engine("scanning"))?.collect();
+                    Ok::<_, Error>((bucket, out.map_err(engine("scanning"))?))
+                }
+            }))
+            .buffered(super::PARALLEL_READS)
+            .try_collect()
+            .await
+        })
+    }
+
+    /// The bucket after `bucket` within the cursor's bounds, for a forward
+    /// scan: from the buckets read ahead, else from the directory (the next
+    /// `READ_AHEAD` in one read, their first pages read together).
+    fn next_bucket_forward(&mut self, bucket: &[u8]) -> Result<Option<Vec<u8>>> {
+        while self.ahead.front().is_some_and(|b| b.as_slice() <= bucket) {
+            let gone = self.ahead.pop_front().expect("checked");
+            self.prefetched.remove(&gone);
+        }
+        if self.ahead.is_empty() && self.ahead_more {
+            let shared = &self.snapshot.shared;
+            let inner = shared.inner();
+            let (id, ks, after) = (shared.id.clone(), self.ks.0 as i32, bucket.to_vec());
+            let last = self.upper.as_ref().map(|u| bucket_of(self.ks.0, u).to_vec());
+            let limit = READ_AHEAD as i32;
+            let found: Vec<Vec<u8>> = shared.cluster.run(async move {
+                let result = match last {
+                    Some(last) => inner.session.execute_unpaged(&inner.st.buckets_between, (id, ks, after, last, limit)).await,
+                    None => inner.session.execute_unpaged(&inner.st.buckets_after, (id, ks, after, limit)).await,
+                }
+                .map_err(engine("reading the bucket directory"))?;
+                let rows = result.into_rows_result().map_err(engine("reading the bucket directory"))?;
+                let out: std::result::Result<Vec<(Vec<u8>,)>, _> = rows.rows::<(Vec<u8>,)>().map_err(engine("reading the bucket directory"))?.collect();
+                Ok(out.map_err(engine("reading the bucket directory"))?.into_iter().map(|(b,)| b).collect())
+            })?;
+            self.ahead_more = found.len() >= READ_AHEAD;
+            // One bucket left: a seek's scan, often done there; read it alone.
+            if found.len() > 1 {
+                self.prefetched = self.first_pages(found.clone())?.into_iter().collect();
+            }
+            self.ahead = found.into();
+        }
+        Ok(self.ahead.front().cloned())
+    }
+
     /// The next (`after`) or previous bucket in the directory, within the
     /// cursor's bounds.
     fn neighbour_bucket(&self, bucket: Option<&[u8]>, after: bool) -> Result<Option<Vec<u8>>> {
@@ -138,8 +217,13 @@ impl<'a> CassandraCursor<'a> {
     }
 
     fn page_forward(&mut self, bucket: Vec<u8>, from: Vec<u8>) -> Result<()> {
-        let limit = self.page;
-        let rows = self.rows(true, &bucket, &from, self.upper.as_deref(), limit)?;
+        let (rows, limit) = match self.prefetched.remove(&bucket).filter(|_| from == bucket) {
+            Some(rows) => (rows, FIRST_PAGE),
+            None => {
+                let limit = self.page;
+                (self.rows(true, &bucket, &from, self.upper.as_deref(), limit)?, limit)
+            }
+        };
         let full = rows.len() as i32 >= limit;
         let (entries, incomplete) = self.resolve(rows, full, true);
         if full {
@@ -155,7 +239,8 @@ impl<'a> CassandraCursor<'a> {
             self.resume = if done {
                 None
             } else {
-                self.neighbour_bucket(Some(&bucket), true)?.map(|next| Resume::Forward { from: next.clone(), bucket: next })
+                let next = if self.snapshot.shared.cluster.inner.settings.batch_reads { self.next_bucket_forward(&bucket)? } else { self.neighbour_bucket(Some(&bucket), true)? };
+                next.map(|next| Resume::Forward { from: next.clone(), bucket: next })
             };
         }
         self.entries = entries;

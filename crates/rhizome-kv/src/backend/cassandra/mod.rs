@@ -21,6 +21,15 @@
 //! - `buckets`: the buckets each keyspace has, so that a scan finds the
 //!   next non-empty bucket with one read.
 //!
+//! Reads are round trips (2-5 ms on a loaded machine), so what a layer
+//! above would do one after another goes out together: `get_many` sends
+//! point reads at once (the driver pipelines them), `scan_ranges` reads
+//! every bucket of several ranges at once (the dictionary's chunks), and a
+//! forward cursor that leaves a bucket reads the next 32 bucket names in
+//! one read of the directory and their first pages together
+//! (`cursor.rs`). `reads_are_round_trips` tells the layers above to use
+//! them.
+//!
 //! Writers of a store take turns on its lease (taken by compare-and-set,
 //! renewed during long writes, taken over once expired), so transactions
 //! are serializable across every process, as the embedded engine's writer
@@ -90,6 +99,9 @@ fn engine<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> Error {
 pub struct Cluster {
     runtime: tokio::runtime::Runtime,
     inner: Arc<Inner>,
+    /// Times a caller waited on the cluster (each wait one round trip or
+    /// more sent together): what a read costs in latency, for benchmarks.
+    waits: std::sync::atomic::AtomicU64,
 }
 
 struct Inner {
@@ -116,8 +128,11 @@ struct Statements {
     scan_forward_open: PreparedStatement,
     scan_reverse: PreparedStatement,
     bucket_after: PreparedStatement,
+    buckets_after: PreparedStatement,
+    buckets_between: PreparedStatement,
     bucket_before: PreparedStatement,
     bucket_last: PreparedStatement,
+    bucket_range: PreparedStatement,
     bucket_add: PreparedStatement,
     buckets_of: PreparedStatement,
     put: PreparedStatement,
@@ -131,6 +146,10 @@ const BATCH_ROWS: usize = 64;
 const BATCH_BYTES: usize = 24 * 1024;
 /// Partitions written at once by a commit.
 const PARALLEL_WRITES: usize = 32;
+/// Reads sent at once by `get_many` and `scan_ranges`: the driver
+/// pipelines them on its connections, so a batch of reads costs about one
+/// round trip instead of one each.
+pub(crate) const PARALLEL_READS: usize = 64;
 
 impl Cluster {
     /// Connects, creating the keyspace and tables on first use.
@@ -143,17 +162,23 @@ impl Cluster {
             .build()
             .map_err(engine("starting the driver's runtime"))?;
         let inner = runtime.block_on(Inner::connect(settings))?;
-        Ok(Cluster { runtime, inner: Arc::new(inner) })
+        Ok(Cluster { runtime, inner: Arc::new(inner), waits: Default::default() })
     }
 
     /// Runs a driver future on the cluster's runtime and waits for it; the
     /// caller may itself be on another runtime's thread (the server's).
     fn run<T: Send + 'static>(&self, f: impl Future<Output = Result<T>> + Send + 'static) -> Result<T> {
+        self.waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.runtime.spawn(async move {
             let _ = tx.send(f.await);
         });
         rx.recv().map_err(|_| Error::Engine("cassandra: the driver's runtime stopped".into()))?
+    }
+
+    /// How many times callers waited on the cluster so far.
+    pub fn waits(&self) -> u64 {
+        self.waits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn store_exists(&self, name: &str) -> Result<bool> {
@@ -335,8 +360,11 @@ impl Statements {
             )
             .await?,
             bucket_after: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket > ? LIMIT 1"), false).await?,
+            buckets_after: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket > ? LIMIT ?"), false).await?,
+            buckets_between: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket > ? AND bucket <= ? LIMIT ?"), false).await?,
             bucket_before: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket < ? ORDER BY bucket DESC LIMIT 1"), false).await?,
             bucket_last: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? ORDER BY bucket DESC LIMIT 1"), false).await?,
+            bucket_range: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket >= ? AND bucket <= ?"), false).await?,
             bucket_add: prepare(format!("INSERT INTO {ks}.buckets (id, ks, bucket) VALUES (?, ?, ?)"), false).await?,
             buckets_of: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ?"), false).await?,
             put,
@@ -809,5 +837,133 @@ impl KvRead for CassandraSnapshot {
 
     fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
         Box::new(cursor::CassandraCursor::new(self, ks, lower, upper))
+    }
+
+    fn reads_are_round_trips(&self) -> bool {
+        self.shared.cluster.inner.settings.batch_reads
+    }
+
+    fn get_many(&self, ks: Keyspace, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        let inner = self.shared.inner();
+        let id = self.shared.id.clone();
+        let committed = self.committed;
+        let aborted = self.aborted.clone();
+        let limit = 1 + self.aborted.len().min(64) as i32;
+        let keys = keys.to_vec();
+        self.shared.cluster.run(async move {
+            stream::iter(keys.into_iter().map(|key| {
+                let (inner, id, aborted) = (inner.clone(), id.clone(), aborted.clone());
+                async move {
+                    let bucket = bucket_of(ks.0, &key).to_vec();
+                    let result = inner.session.execute_unpaged(&inner.st.get, (id, ks.0 as i32, bucket, key, committed, limit)).await.map_err(engine("reading keys"))?;
+                    let rows = result.into_rows_result().map_err(engine("reading keys"))?;
+                    for row in rows.rows::<(i64, Vec<u8>)>().map_err(engine("reading keys"))? {
+                        let (version, value) = row.map_err(engine("reading keys"))?;
+                        if version <= committed && !aborted.contains(&version) {
+                            return Ok(live_value(value));
+                        }
+                    }
+                    Ok(None)
+                }
+            }))
+            .buffered(PARALLEL_READS)
+            .try_collect()
+            .await
+        })
+    }
+
+    /// Every bucket of every range at once: one read of the bucket
+    /// directory per range, then each bucket's rows, all sent together.
+    fn scan_ranges(&self, ks: Keyspace, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>> {
+        let inner = self.shared.inner();
+        let id = self.shared.id.clone();
+        let ranges = ranges.to_vec();
+        let range_count = ranges.len();
+        // (range, bucket) pairs, in range then bucket order.
+        let dir_inner = inner.clone();
+        let dir_id = id.clone();
+        let dir_ranges = ranges.clone();
+        let buckets: Vec<Vec<Vec<u8>>> = self.shared.cluster.run(async move {
+            stream::iter(dir_ranges.into_iter().map(|(lower, upper)| {
+                let (inner, id) = (dir_inner.clone(), dir_id.clone());
+                async move {
+                    if lower >= upper {
+                        return Ok(Vec::new());
+                    }
+                    let (first, last) = (bucket_of(ks.0, &lower).to_vec(), bucket_of(ks.0, &upper).to_vec());
+                    let mut found = Vec::new();
+                    let mut rows = inner
+                        .session
+                        .execute_iter(inner.st.bucket_range.clone(), (id, ks.0 as i32, first, last))
+                        .await
+                        .map_err(engine("reading the bucket directory"))?
+                        .rows_stream::<(Vec<u8>,)>()
+                        .map_err(engine("reading the bucket directory"))?;
+                    while let Some((bucket,)) = rows.try_next().await.map_err(engine("reading the bucket directory"))? {
+                        found.push(bucket);
+                    }
+                    Ok::<_, Error>(found)
+                }
+            }))
+            .buffered(PARALLEL_READS)
+            .try_collect()
+            .await
+        })?;
+        let reads: Vec<(usize, Vec<u8>, Vec<u8>, Vec<u8>)> = buckets
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, bs)| {
+                let (lower, upper) = ranges[i].clone();
+                bs.into_iter().map(move |b| (i, b, lower.clone(), upper.clone()))
+            })
+            .collect();
+        let (committed, aborted) = (self.committed, self.aborted.clone());
+        let pages: Vec<(usize, Vec<(Vec<u8>, Vec<u8>)>)> = self.shared.cluster.run(async move {
+            stream::iter(reads.into_iter().map(|(i, bucket, lower, upper)| {
+                let (inner, id, aborted) = (inner.clone(), id.clone(), aborted.clone());
+                async move {
+                    let mut rows = inner
+                        .session
+                        .execute_iter(inner.st.scan_forward.clone(), (id, ks.0 as i32, bucket, lower, upper, i32::MAX))
+                        .await
+                        .map_err(engine("scanning"))?
+                        .rows_stream::<(Vec<u8>, i64, Vec<u8>)>()
+                        .map_err(engine("scanning"))?;
+                    // Versions of a key come newest first: the first
+                    // visible one is the key's value.
+                    let mut entries = Vec::new();
+                    let mut decided: Option<Vec<u8>> = None;
+                    while let Some((key, version, value)) = rows.try_next().await.map_err(engine("scanning"))? {
+                        if decided.as_ref() == Some(&key) || version > committed || aborted.contains(&version) {
+                            continue;
+                        }
+                        if let Some(value) = live_value(value) {
+                            entries.push((key.clone(), value));
+                        }
+                        decided = Some(key);
+                    }
+                    Ok::<_, Error>((i, entries))
+                }
+            }))
+            .buffered(PARALLEL_READS)
+            .try_collect()
+            .await
+        })?;
+        let mut out: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); range_count];
+        for (i, entries) in pages {
+            out[i].extend(entries);
+        }
+        Ok(out)
+    }
+}
+
+/// A stored value: a put's bytes after its marker, or `None` for a delete.
+fn live_value(mut value: Vec<u8>) -> Option<Vec<u8>> {
+    match value.first() {
+        Some(1) => {
+            value.remove(0);
+            Some(value)
+        }
+        _ => None,
     }
 }

@@ -20,13 +20,17 @@ pub(crate) struct Settings {
     /// How long a writer's lease lasts unless renewed (`lease_ms`, default
     /// 10,000): a writer killed mid-commit holds up others this long.
     pub lease_ms: u64,
+    /// Whether reads a caller has many of go out together (`get_many`,
+    /// `scan_ranges`, a forward scan's read-ahead); `batch_reads=off`
+    /// reads one after another, for comparisons (default on).
+    pub batch_reads: bool,
 }
 
 const DEFAULT_PORT: u16 = 9042;
 
 impl Settings {
     pub fn parse(url: &str) -> Result<Settings> {
-        let bad = |why: &str| Error::Engine(format!("--store {url}: {why} (expected cassandra://HOST[:PORT][,HOST...]/KEYSPACE[?replication_factor=N&consistency=quorum&serial_consistency=serial&lease_ms=N])"));
+        let bad = |why: &str| Error::Engine(format!("--store {url}: {why} (expected cassandra://HOST[:PORT][,HOST...]/KEYSPACE[?replication_factor=N&consistency=quorum&serial_consistency=serial&lease_ms=N&batch_reads=on])"));
         let rest = url.strip_prefix("cassandra://").ok_or_else(|| bad("not a cassandra:// address"))?;
         let (rest, query) = match rest.split_once('?') {
             Some((r, q)) => (r, Some(q)),
@@ -52,6 +56,7 @@ impl Settings {
             serial_read: Consistency::Serial,
             serial: SerialConsistency::Serial,
             lease_ms: 10_000,
+            batch_reads: true,
         };
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             let (name, value) = pair.split_once('=').ok_or_else(|| bad(&format!("setting {pair} has no value")))?;
@@ -74,6 +79,13 @@ impl Settings {
                     }
                 }
                 "lease_ms" => settings.lease_ms = value.parse().ok().filter(|n| *n >= 100).ok_or_else(|| bad("lease_ms is a number from 100"))?,
+                "batch_reads" => {
+                    settings.batch_reads = match value {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(bad("batch_reads is on or off")),
+                    }
+                }
                 other => return Err(bad(&format!("unknown setting {other}"))),
             }
         }
@@ -97,7 +109,9 @@ mod tests {
         assert_eq!(s.replication_factor, 3);
         assert_eq!(s.consistency, Consistency::All);
         assert_eq!(s.lease_ms, 500);
-        for bad in ["cassandra://h", "cassandra:///ks", "cassandra://h/1ks", "cassandra://h/ks?x=1", "cassandra://h/ks?consistency=two", "http://h/ks"] {
+        assert!(s.batch_reads);
+        assert!(!Settings::parse("cassandra://h/ks?batch_reads=off").unwrap().batch_reads);
+        for bad in ["cassandra://h", "cassandra:///ks", "cassandra://h/1ks", "cassandra://h/ks?x=1", "cassandra://h/ks?consistency=two", "cassandra://h/ks?batch_reads=1", "http://h/ks"] {
             assert!(Settings::parse(bad).is_err(), "{bad}");
         }
     }
