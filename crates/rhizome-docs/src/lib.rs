@@ -234,6 +234,7 @@
 
 mod all_docs;
 mod attachment_data;
+mod batch_keys;
 mod changes;
 mod compact;
 pub mod contexts;

@@ -85,6 +85,7 @@
 //! - Backends to come map a keyspace to what they have (a table, on a
 //!   cluster); everything above talks only to [`KvRead`] and [`Kv`].
 
+mod absent_keys;
 mod backend;
 mod error;
 mod kv;

@@ -1,6 +1,7 @@
 //! A transaction: a snapshot plus the writes made so far, which the
 //! transaction reads back (gets and scans see them merged with the snapshot).
 
+use crate::absent_keys::AbsentKeys;
 use crate::backend::{Backend, Cursor, KvRead, Snapshot, WriteBatch, WriteLease, WriteOp};
 use crate::read_cache::ReadCache;
 use crate::{Keyspace, Result};
@@ -21,6 +22,8 @@ pub struct Transaction<'a> {
     empty: Overlay,
     /// The snapshot's point reads: a write reads some keys more than once.
     reads: ReadCache,
+    /// Keys the snapshot is known to lack ([`Transaction::find_absent`]).
+    absent: AbsentKeys,
 }
 
 impl<'a> Transaction<'a> {
@@ -30,7 +33,7 @@ impl<'a> Transaction<'a> {
             Some(lease) => lease.snapshot()?,
             None => backend.snapshot()?,
         };
-        Ok(Transaction { _guard: guard, backend, lease, snapshot, overlay: HashMap::new(), empty: Overlay::new(), reads: ReadCache::default() })
+        Ok(Transaction { _guard: guard, backend, lease, snapshot, overlay: HashMap::new(), empty: Overlay::new(), reads: ReadCache::default(), absent: AbsentKeys::default() })
     }
 
     /// Whether another process committed to the store since this process
@@ -49,7 +52,18 @@ impl<'a> Transaction<'a> {
         if let Some(entry) = self.overlay.get(&ks).and_then(|o| o.get(key)) {
             return Ok(entry.clone());
         }
+        if self.absent.contains(ks, key) {
+            return Ok(None);
+        }
         self.reads.get(self.snapshot.as_ref(), ks, key)
+    }
+
+    /// Looks `keys` of `ks` up in the snapshot in one sorted walk, so that
+    /// a later `get` of one it lacks answers without a point read: for a
+    /// batch about to read many keys, most of them new (see
+    /// `absent_keys`). The transaction's own writes still come first.
+    pub fn find_absent(&mut self, ks: Keyspace, keys: Vec<Vec<u8>>) -> Result<()> {
+        self.absent.find(self.snapshot.as_ref(), ks, keys)
     }
 
     /// What this transaction itself did to a key: `Some(true)` put,
