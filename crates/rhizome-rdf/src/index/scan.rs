@@ -298,6 +298,10 @@ impl KeyBytes {
 /// Rows a stream reads ahead at most from a segment block at once.
 const AHEAD_ROWS: usize = 256;
 
+/// Rows a stream hands out one at a time after a seek before it reads
+/// ahead.
+const READ_AHEAD_AFTER: usize = 16;
+
 struct Stream<'a> {
     cursor: KeyCursor<'a>,
     ordering: Ordering,
@@ -318,6 +322,11 @@ struct Stream<'a> {
     /// row then costs a copy, not a step through the delta merge.
     ahead: Vec<[TermId; 4]>,
     ahead_at: usize,
+    /// Quads handed out since the cursor was last sought: a stream reads
+    /// ahead only once it has read [`READ_AHEAD_AFTER`] and then at most as
+    /// many again, so lookups and merge joins that seek every few rows
+    /// never copy rows they skip.
+    since_seek: usize,
 }
 
 /// Keys a reusable scan steps over before it seeks instead: a step costs
@@ -330,6 +339,7 @@ impl Stream<'_> {
     /// seek when the keys read since the last one show it is the current
     /// key or a few steps on.
     fn reposition(&mut self, target: &[u8]) {
+        self.since_seek = 0;
         if self.ahead_at < self.ahead.len() {
             // The next key is the first read ahead: it is the target's
             // when the keys before it were passed and it is not below.
@@ -393,6 +403,7 @@ impl Stream<'_> {
 
     /// Seeks the cursor, dropping what was read ahead.
     fn seek(&mut self, target: &[u8]) {
+        self.since_seek = 0;
         self.ahead.clear();
         self.ahead_at = 0;
         self.cursor.seek(target);
@@ -404,6 +415,9 @@ impl Stream<'_> {
     #[inline(never)]
     fn read_ahead(&mut self) -> bool {
         let KeyCursor::Index(cursor) = &mut self.cursor else { return false };
+        if !cursor.may_take_run() {
+            return false;
+        }
         self.ahead.clear();
         self.ahead_at = 0;
         let mut prefix = [0u64; 4];
@@ -421,7 +435,7 @@ impl Stream<'_> {
             from[G] = from[S];
         }
         let ahead = &mut self.ahead;
-        cursor.take_run(&prefix[..prefix_ids], AHEAD_ROWS, |columns, rows| {
+        cursor.take_run(&prefix[..prefix_ids], self.since_seek.min(AHEAD_ROWS), |columns, rows| {
             let [s, p, o, g] = from.map(|c| &columns[c][rows.clone()]);
             ahead.extend(s.iter().zip(p).zip(o).zip(g).map(|(((s, p), o), g)| [TermId(*s), TermId(*p), TermId(*o), TermId(*g)]));
         }) > 0
@@ -429,14 +443,16 @@ impl Stream<'_> {
 
     #[inline]
     fn advance(&mut self) -> Result<()> {
-        if self.ahead_at < self.ahead.len() || self.read_ahead() {
+        if self.ahead_at < self.ahead.len() || (self.since_seek >= READ_AHEAD_AFTER && self.read_ahead()) {
             let quad = self.ahead[self.ahead_at];
             self.ahead_at += 1;
+            self.since_seek += 1;
             self.current = Some(quad);
             self.passed = Some(quad);
             return Ok(());
         }
         if self.cursor.valid() && (!self.check_prefix || self.cursor.has_prefix(&self.prefix)) {
+            self.since_seek += 1;
             let quad = self.cursor.quad(&self.ordering);
             self.current = Some(quad);
             self.passed = Some(quad);
@@ -493,7 +509,7 @@ impl<'a> QuadScan<'a> {
                 cursor.seek_first();
             }
             let sought = if whole { prefix.clone() } else { Vec::new() };
-            streams.push(Stream { cursor, ordering: *ordering, prefix, check_prefix: whole, current: None, sought, passed: None, ahead: Vec::new(), ahead_at: 0 });
+            streams.push(Stream { cursor, ordering: *ordering, prefix, check_prefix: whole, current: None, sought, passed: None, ahead: Vec::new(), ahead_at: 0, since_seek: 0 });
         }
         QuadScan { streams, order: plan.order, started: false, families }
     }
@@ -529,7 +545,7 @@ impl<'a> QuadScan<'a> {
         for ordering in wanted.into_iter().filter_map(|(o, present)| present.then_some(o)) {
             let mut cursor = KeyCursor::open(snapshot, &ordering, &start.to_be_bytes(), None);
             cursor.seek_first();
-            streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None, sought: Vec::new(), passed: None, ahead: Vec::new(), ahead_at: 0 });
+            streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None, sought: Vec::new(), passed: None, ahead: Vec::new(), ahead_at: 0, since_seek: 0 });
         }
         QuadScan { streams, order: QUAD_SPOG.components, started: false, families }
     }

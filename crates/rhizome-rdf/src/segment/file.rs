@@ -455,7 +455,7 @@ impl Segment {
     }
 
     pub fn cursor(&self) -> SegmentCursor<'_> {
-        SegmentCursor { segment: self, block: self.fences.len(), row: 0, view: None, decoded: None, random_reads: 0, spans: NO_SPANS }
+        SegmentCursor { segment: self, block: self.fences.len(), row: 0, view: None, decoded: None, window_block: usize::MAX, window: 0..0, window_ids: [[0; WINDOW_ROWS]; MAX_COLUMNS], random_reads: 0 }
     }
 
     /// Whether the segment holds `key` (all its ids).
@@ -478,8 +478,13 @@ fn compare_prefix(key: impl Fn(usize) -> u64, target: &[u64]) -> std::cmp::Order
     std::cmp::Ordering::Equal
 }
 
-/// Rows a cursor reads one at a time in a block before decoding it whole.
-const RANDOM_READS: usize = 16;
+/// Rows a cursor decodes in windows in a block before decoding it whole
+/// (a window's row costs a few times a row of a whole decode).
+const RANDOM_READS: usize = 64;
+
+/// Rows of a window at most: a lookup's rows are the run of its leading
+/// id, when the leading column is run-length encoded; else this many.
+const WINDOW_ROWS: usize = 32;
 
 /// A position in a segment: seeks and steps forward.
 pub struct SegmentCursor<'a> {
@@ -488,15 +493,19 @@ pub struct SegmentCursor<'a> {
     block: usize,
     row: usize,
     view: Option<Block<'a>>,
-    /// The current block decoded, when it has been.
+    /// The current block decoded whole, once the cursor steps through
+    /// it (the buffer is kept across blocks).
     decoded: Option<(usize, Box<[[u64; BLOCK_ROWS]; MAX_COLUMNS]>)>,
+    /// Rows `window` of block `window_block` decoded, `window_ids[c][i]`
+    /// the id of column `c` at row `window.start + i`: a lookup's rows
+    /// without a block-sized buffer (a new cursor per lookup would zero
+    /// one each time).
+    window_block: usize,
+    window: std::ops::Range<usize>,
+    window_ids: [[u64; WINDOW_ROWS]; MAX_COLUMNS],
+    /// Rows decoded in windows since the cursor came to the block.
     random_reads: usize,
-    /// Per column, rows of the current block known to hold one id
-    /// (`start, end, id`): read singly, a run's id is looked up once.
-    spans: [(usize, usize, u64); MAX_COLUMNS],
 }
-
-const NO_SPANS: [(usize, usize, u64); MAX_COLUMNS] = [(0, 0, 0); MAX_COLUMNS];
 
 impl<'a> SegmentCursor<'a> {
     pub fn valid(&self) -> bool {
@@ -507,7 +516,6 @@ impl<'a> SegmentCursor<'a> {
         self.block = block;
         self.row = 0;
         self.random_reads = 0;
-        self.spans = NO_SPANS;
         self.view = if block < self.segment.fences.len() { Some(self.segment.block(block)?) } else { None };
         Ok(())
     }
@@ -530,11 +538,13 @@ impl<'a> SegmentCursor<'a> {
         let decoded = self.decoded.as_ref().filter(|(d, _)| *d == b).map(|(_, d)| d);
         // The rows whose leading id is the target's: found over the runs
         // of a run-length column, then narrowed by the other ids.
-        let (mut lo, mut hi) = match decoded {
-            Some(d) => (d[0][..view.rows].partition_point(|v| *v < target[0]), d[0][..view.rows].partition_point(|v| *v <= target[0])),
-            None => (view.columns[0].partition_sorted(view.rows, target[0], false), view.columns[0].partition_sorted(view.rows, target[0], true)),
+        let first_at_or_after = |strict: bool| match decoded {
+            Some(d) => d[0][..view.rows].partition_point(|v| if strict { *v <= target[0] } else { *v < target[0] }),
+            None => view.columns[0].partition_sorted(view.rows, target[0], strict),
         };
-        if lo < hi && target.len() > 1 {
+        let mut lo = first_at_or_after(false);
+        if target.len() > 1 {
+            let mut hi = first_at_or_after(true);
             let rest = &target[1..];
             while lo < hi {
                 let mid = (lo + hi) / 2;
@@ -626,46 +636,74 @@ impl<'a> SegmentCursor<'a> {
     /// Only while `valid()`.
     #[inline]
     pub fn key(&mut self) -> [u64; MAX_COLUMNS] {
-        // Fields apart: the parsed block is borrowed, not copied (it is a
-        // few hundred bytes), while the decoded one may be filled.
-        let SegmentCursor { segment, block, row, view, decoded, random_reads, spans } = self;
-        let view = view.as_ref().expect("the cursor is valid");
-        let columns = segment.columns;
+        let columns = self.segment.columns;
         let mut key = [0u64; MAX_COLUMNS];
-        if let Some((b, d)) = decoded {
-            if *b == *block {
+        if !self.whole_block_decoded() && !(self.window_block == self.block && self.window.contains(&self.row)) {
+            self.decode_window();
+        }
+        match &self.decoded {
+            Some((b, d)) if *b == self.block => {
                 for c in 0..columns {
-                    key[c] = d[c][*row];
+                    key[c] = d[c][self.row];
                 }
-                return key;
             }
-        }
-        *random_reads += 1;
-        if *random_reads > RANDOM_READS {
-            // Stepping through: decode the rest of the block at once.
-            let (b, d) = decoded.get_or_insert_with(|| (usize::MAX, Box::new([[0; BLOCK_ROWS]; MAX_COLUMNS])));
-            for c in 0..columns {
-                view.columns[c].decode(view.rows, &mut d[c]);
-                key[c] = d[c][*row];
+            _ => {
+                let i = self.row - self.window.start;
+                for c in 0..columns {
+                    key[c] = self.window_ids[c][i];
+                }
             }
-            *b = *block;
-            return key;
-        }
-        for c in 0..columns {
-            let (start, end, id) = &mut spans[c];
-            if !(*start..*end).contains(row) {
-                (*id, *start, *end) = view.columns[c].get_span(*row);
-            }
-            key[c] = *id;
         }
         key
+    }
+
+    /// Decodes the rows from the current one on: up to the end of the
+    /// leading id's run (a lookup's rows) and the row after it (where a
+    /// lookup finds its prefix ends), at most [`WINDOW_ROWS`]; or the
+    /// whole block once the cursor steps through it.
+    #[inline(never)]
+    fn decode_window(&mut self) {
+        let SegmentCursor { segment, block, row, view, decoded, window_block, window, window_ids, random_reads } = self;
+        let view = view.as_ref().expect("the cursor is valid");
+        if *random_reads > RANDOM_READS {
+            let (b, d) = decoded.get_or_insert_with(|| (usize::MAX, Box::new([[0; BLOCK_ROWS]; MAX_COLUMNS])));
+            for c in 0..segment.columns {
+                view.columns[c].decode(view.rows, &mut d[c]);
+            }
+            *b = *block;
+            return;
+        }
+        let from = *row;
+        let (id, _, run_end) = view.columns[0].get_span(from);
+        let (to, first) = if run_end > from + 1 {
+            // The leading ids up to the run's end are the run's id.
+            let to = (run_end + 1).min(view.rows).min(from + WINDOW_ROWS);
+            let in_run = run_end.min(to);
+            window_ids[0][..in_run - from].fill(id);
+            if in_run < to {
+                view.columns[0].decode_range(in_run, &mut window_ids[0][in_run - from..to - from]);
+            }
+            (to, 1)
+        } else {
+            ((from + WINDOW_ROWS).min(view.rows), 0)
+        };
+        *random_reads += to - from;
+        for c in first..segment.columns {
+            view.columns[c].decode_range(from, &mut window_ids[c][..to - from]);
+        }
+        *window_block = *block;
+        *window = from..to;
     }
 
     /// Whether [`Self::stepping_block`] would give the block (without
     /// decoding it).
     #[inline]
     pub fn may_step_through(&self) -> bool {
-        self.random_reads > RANDOM_READS || matches!(&self.decoded, Some((b, _)) if *b == self.block)
+        self.random_reads > RANDOM_READS || self.whole_block_decoded()
+    }
+
+    fn whole_block_decoded(&self) -> bool {
+        matches!(&self.decoded, Some((b, _)) if *b == self.block)
     }
 
     /// The current block's ids decoded, with the current row and the
@@ -673,19 +711,13 @@ impl<'a> SegmentCursor<'a> {
     /// than a few rows singly since it came to it, or decoded it already):
     /// scans take the rest of the block from it at once. `None` otherwise.
     pub fn stepping_block(&mut self) -> Option<(&[[u64; BLOCK_ROWS]; MAX_COLUMNS], usize, usize)> {
-        let view = self.view.as_ref()?;
-        let fresh = !matches!(&self.decoded, Some((b, _)) if *b == self.block);
-        if fresh {
+        let rows = self.view.as_ref()?.rows;
+        if !self.whole_block_decoded() {
             if self.random_reads <= RANDOM_READS {
                 return None;
             }
-            let (b, d) = self.decoded.get_or_insert_with(|| (usize::MAX, Box::new([[0; BLOCK_ROWS]; MAX_COLUMNS])));
-            for c in 0..self.segment.columns {
-                view.columns[c].decode(view.rows, &mut d[c]);
-            }
-            *b = self.block;
+            self.decode_window();
         }
-        let rows = view.rows;
         self.decoded.as_ref().map(|(_, d)| (&**d, self.row, rows))
     }
 
@@ -695,7 +727,7 @@ impl<'a> SegmentCursor<'a> {
         debug_assert!(row >= self.row, "a cursor steps forward");
         self.row = row;
         if self.view.as_ref().is_some_and(|v| self.row >= v.rows) {
-            self.enter(self.block + 1)?;
+            self.step_into_next_block()?;
         }
         Ok(())
     }
@@ -704,7 +736,20 @@ impl<'a> SegmentCursor<'a> {
     pub fn next(&mut self) -> Result<()> {
         self.row += 1;
         if self.view.as_ref().is_some_and(|v| self.row == v.rows) {
-            self.enter(self.block + 1)?;
+            self.step_into_next_block()?;
+        }
+        Ok(())
+    }
+
+    /// Enters the next block from the end of the current one: a cursor
+    /// that was stepping through a block steps through the next at once
+    /// (decodes it on its first read) rather than reading rows singly
+    /// again first.
+    fn step_into_next_block(&mut self) -> Result<()> {
+        let stepping = self.may_step_through();
+        self.enter(self.block + 1)?;
+        if stepping {
+            self.random_reads = RANDOM_READS + 1;
         }
         Ok(())
     }

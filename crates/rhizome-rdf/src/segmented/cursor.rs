@@ -184,6 +184,12 @@ impl<'a> IndexCursor<'a> {
         self.settle();
     }
 
+    /// Whether [`Self::take_run`] may take rows now (a cheap check).
+    #[inline]
+    pub fn may_take_run(&self) -> bool {
+        self.on_segment && !self.on_delta && self.forward && self.segment.as_ref().is_some_and(|s| s.may_step_through())
+    }
+
     /// Hands `take` the segment block's decoded columns and the rows, from
     /// the current key on, that the segment alone gives (before the next
     /// delta entry and the upper bound), that start with `prefix` (leading
@@ -192,7 +198,7 @@ impl<'a> IndexCursor<'a> {
     /// `SegmentCursor::stepping_block`); else, or when the current key is
     /// the delta's, takes none. Returns how many rows it took.
     pub fn take_run(&mut self, prefix: &[u64], max: usize, take: impl FnOnce(&[[u64; BLOCK_ROWS]; MAX_COLUMNS], std::ops::Range<usize>)) -> usize {
-        if !self.on_segment || self.on_delta || !self.forward || self.current.is_none() {
+        if !self.on_segment || self.on_delta || !self.forward || self.current.is_none() || max == 0 {
             return 0;
         }
         if !self.segment.as_ref().is_some_and(|s| s.may_step_through()) {

@@ -32,7 +32,10 @@
 //!   `BTreeMap` per ordering; a cursor (`cursor.rs`) merges the segment's
 //!   keys with the delta's visible entries, taken 64 at a time under the
 //!   delta's read lock. Scans of the quad indexes (`QuadScan`) take that
-//!   cursor directly (`KvRead::as_any`) and read its ids without key bytes.
+//!   cursor directly (`KvRead::as_any`) and read its ids without key bytes;
+//!   once a scan steps through a block, it takes the rest of the block up
+//!   to the next delta entry, its bound or the end of its prefix as id
+//!   columns at once (`IndexCursor::take_run`) into a read-ahead buffer.
 //! - **Views and readers**: a view changes only by writers adding
 //!   versions; merges and loads make new ones. A counter that is odd while
 //!   a view and the engine change together (a load's ingestion) makes a
