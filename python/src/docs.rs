@@ -529,12 +529,9 @@ impl PyDatabase {
     }
 }
 
-/// CouchDB's `userCtx` of this process's writes to `db`, as validation
-/// functions get it: the process that opened the folder owns its files,
-/// so it writes as CouchDB's admin would, still under the database's
-/// validation functions, which bind admins too.
+/// CouchDB's `userCtx` of this process's writes to `db`.
 pub(crate) fn admin_ctx(db: &str) -> Value {
-    json!({ "db": db, "name": Value::Null, "roles": ["_admin"] })
+    rhizome_views::validate::owner_ctx(db)
 }
 
 /// An error made without the GIL.

@@ -200,6 +200,30 @@ fn a_local_database_replicates_with_a_server_and_is_served_afterwards() {
 }
 
 #[test]
+fn a_local_target_database_keeps_its_validation_functions() {
+    let (da, local) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = ServerProcess::start(da.path());
+    ok(&a, "PUT", "/src", None);
+    ok(&a, "POST", "/src/_bulk_docs", Some(json!({ "docs": [{ "_id": "good", "n": 1 }, { "_id": "bad", "forbidden": true }] })));
+    let b = ServerProcess::start(local.path());
+    ok(&b, "PUT", "/guarded", None);
+    let vdu = "function(doc) { if (doc.forbidden) throw({forbidden: 'no forbidden documents'}); }";
+    ok(&b, "PUT", "/guarded/_design/rules", Some(json!({ "validate_doc_update": vdu })));
+    drop(b);
+
+    let src = format!("{}/src", a.url(ADMIN));
+    let out = run(rhizome(local.path()).args(["replicate", &src, "guarded"]));
+    assert!(!out.status.success(), "a refused revision fails the run");
+    let report: Value = serde_json::from_str(&stdout(&out)).expect("a JSON summary");
+    assert_eq!(report["docs_written"], json!(1), "{report}");
+    assert_eq!(report["doc_write_failures"], json!(1), "{report}");
+    assert!(stderr(&out).contains("no forbidden documents"), "{}", stderr(&out));
+    let b = ServerProcess::start(local.path());
+    assert_eq!(request(&b, "GET", "/guarded/good", None).0, 200);
+    assert_eq!(request(&b, "GET", "/guarded/bad", None).0, 404);
+}
+
+#[test]
 fn continuous_replication_follows_new_writes() {
     let Pair { da, _db, a, b } = pair();
     ok(&a, "PUT", "/live", None);

@@ -64,6 +64,13 @@ fn the_command_line_loads_queries_updates_and_dumps_triple_terms() {
     let mut expected = TURTLE.to_owned();
     expected.push_str(":erin :said <<( :alice :knows <<( :bob :knows :carol )>> )>> .\n");
     assert_eq!(triples(dumped.as_bytes(), RdfFormat::NQuads), triples(expected.as_bytes(), RdfFormat::Turtle));
+
+    // JSON-LD cannot hold a triple term: a clear refusal, said once.
+    let out = common::run(rhizome(&data).args(["dump", "--format", "jsonld"]));
+    assert!(!out.status.success());
+    let err = common::stderr(&out);
+    assert!(err.contains("cannot write JSON-LD: "), "{err}");
+    assert_eq!(err.matches("RDF 1.2").count(), 1, "{err}");
 }
 
 fn admin(server: &ServerProcess, method: &str, target: &str, headers: &[(&str, &str)], body: Option<&str>) -> Reply {

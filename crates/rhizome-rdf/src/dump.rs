@@ -96,12 +96,12 @@ pub fn dump(snapshot: &StoreSnapshot, options: &DumpOptions, out: impl Write) ->
         None if !quad_format => snapshot.default_graph(),
         None => None,
     };
+    let io = |e: std::io::Error| Error::Output { format: options.format.name().to_owned(), source: e };
     let mut serializer = RdfSerializer::from_format(options.format).for_writer(out);
     let mut cache = DecodeCache::new(snapshot);
     let mut n = 0;
     for q in snapshot.scan(QuadPattern { g: pattern_graph, ..Default::default() }) {
         let quad = cache.quad(&q?)?;
-        let io = |e: std::io::Error| Error::Io { path: "<output>".into(), source: e };
         if quad_format {
             serializer.serialize_quad(&quad).map_err(io)?;
         } else {
@@ -109,6 +109,6 @@ pub fn dump(snapshot: &StoreSnapshot, options: &DumpOptions, out: impl Write) ->
         }
         n += 1;
     }
-    serializer.finish().map_err(|e| Error::Io { path: "<output>".into(), source: e })?;
+    serializer.finish().map_err(io)?;
     Ok(n)
 }

@@ -33,6 +33,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Writing RDF out failed: the output itself, or a triple the chosen
+    /// syntax cannot hold (JSON-LD and RDF 1.2 triple terms).
+    #[error("cannot write {format}: {source}")]
+    Output {
+        format: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("no Rhizome store at {0} (create one with `rhizome init` or `rhizome load`)")]
     NoStore(PathBuf),
     #[error("the store was written by a newer or older Rhizome (format {found}, this build reads {expected}): move its data with the Rhizome that wrote it (`dump` then `load` for RDF; replicate a server's databases to a new server)")]

@@ -160,6 +160,14 @@ pub fn refusals(db: &Database, user_ctx: &Value, docs: &[Map<String, Value>], li
     Ok(refused)
 }
 
+/// CouchDB's `userCtx` of a write by the process that opened the folder
+/// (`rhizome replicate` into a local database, Python): it owns the files,
+/// so it writes as CouchDB's admin would, still under the database's
+/// validation functions, which bind admins too.
+pub fn owner_ctx(db: &str) -> Value {
+    serde_json::json!({ "db": db, "name": Value::Null, "roles": ["_admin"] })
+}
+
 /// Writes `docs` through `write` after asking [`refusals`]: the refused
 /// documents are not written and get their refusal as their outcome, the
 /// others the outcome `write` gives; one outcome per document, in order.

@@ -2,7 +2,9 @@
 //! databases, each a server's URL or a database of the local data folder.
 
 use anyhow::{bail, Context, Result};
-use rhizome_replication::{replicate, Endpoint, Filter, HttpEndpoint, LocalEndpoint, Options};
+use rhizome_docs::{Database, WriteOutcome};
+use rhizome_replication::{replicate, Endpoint, Filter, HttpEndpoint, LocalDatabase, LocalEndpoint, Options};
+use serde_json::{Map, Value};
 use std::io::IsTerminal;
 use std::path::Path;
 
@@ -57,7 +59,28 @@ fn endpoint(data: &Path, spec: &str, is_target: bool, create: bool) -> Result<Bo
     let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, spec, rhizome_server::context_store(data)?)).with_context(|| {
         format!("cannot open database {spec:?} in {} (if a server is running on this folder, replicate through its URL)", data.display())
     })?;
-    Ok(Box::new(LocalEndpoint::new(db, spec)))
+    Ok(Box::new(LocalEndpoint::new(Validated { db, name: spec.to_owned() }, spec)))
+}
+
+/// A database of the local folder as a replication target: replicated
+/// revisions pass its validation functions first, as they do when a
+/// server is the target; a refused one is a write failure of the run.
+struct Validated {
+    db: Database,
+    name: String,
+}
+
+impl LocalDatabase for Validated {
+    fn database(&self) -> &Database {
+        &self.db
+    }
+
+    fn write(&self, docs: Vec<Map<String, Value>>) -> rhizome_replication::Result<Vec<(String, WriteOutcome)>> {
+        let ctx = rhizome_views::validate::owner_ctx(&self.name);
+        rhizome_views::validate::write_unless_refused(&self.db, &ctx, docs, rhizome_views::Limits::from_env(), |docs| {
+            Ok(self.db.update_docs(docs, false)?)
+        })
+    }
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
