@@ -15,7 +15,7 @@
 //! same views share one. [`refresh`] brings an index to the database's
 //! sequence from the documents changed since, in batches of at most
 //! [`BATCH`] documents (and 16 MiB of rows): each is mapped from a
-//! snapshot, without the database's writer, and written in one short
+//! snapshot, on two cores, without the database's writer, and written in one short
 //! transaction, so memory stays bounded, no write waits for JavaScript, and
 //! a restart resumes from the last batch written.
 
@@ -133,20 +133,31 @@ pub fn view_prefix(id: &[u8; 8], view: usize) -> Vec<u8> {
     p
 }
 
-/// The compiled map functions of a design document.
+/// The compiled map functions of a design document: each distinct map
+/// source once, as CouchDB's `couch_mrview` groups views by their map
+/// function (views that differ only in their reduce share one map run,
+/// and so one set of rows per document).
 pub(crate) struct Mapper {
     pub sandbox: Sandbox,
     fns: Vec<FnId>,
+    /// For each view, in the design document's order, its entry of `fns`.
+    slots: Vec<usize>,
 }
 
 impl Mapper {
     pub fn new(ddoc: &DesignDoc, limits: Limits) -> Result<Mapper, ViewError> {
         let mut sandbox = Sandbox::new(limits).map_err(process_error)?;
         let mut fns = Vec::with_capacity(ddoc.views.len());
-        for v in &ddoc.views {
+        let mut slots = Vec::with_capacity(ddoc.views.len());
+        for (n, v) in ddoc.views.iter().enumerate() {
+            if let Some(same) = ddoc.views[..n].iter().position(|w| w.map == v.map) {
+                slots.push(slots[same]);
+                continue;
+            }
             fns.push(sandbox.compile(&v.map, &ddoc.map_modules).map_err(|e| compilation("map", &v.name, e))?);
+            slots.push(fns.len() - 1);
         }
-        Ok(Mapper { sandbox, fns })
+        Ok(Mapper { sandbox, fns, slots })
     }
 }
 
@@ -192,7 +203,7 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
             Some(m) => m,
             None => mapper.insert(Mapper::new(ddoc, limits)?),
         };
-        let mapped = map_batch(db, db_name, ddoc, &id, mapper, &snapshot, &batch, reached)?;
+        let mapped = map_on_cores(db, db_name, ddoc, &id, mapper, limits, &snapshot, &batch, reached)?;
         drop(snapshot);
         let mut txn = db.store().transaction()?;
         // Another refresh wrote this batch meanwhile: map from where it got.
@@ -269,9 +280,57 @@ struct MappedBatch {
     reached: u64,
 }
 
+/// Documents under which a batch is mapped on this thread alone (a
+/// second sandbox costs its start and compilation).
+const PARALLEL_MIN_DOCS: usize = 64;
+
+/// [`map_batch`] on two cores: the batch's first half here, its second
+/// in a sandbox of its own on a scoped thread (a runtime is not `Send`),
+/// joined in sequence order, so that the rows, the sequence reached and
+/// the first error are what one thread mapping the batch gets.
+#[allow(clippy::too_many_arguments)]
+fn map_on_cores(
+    db: &Database,
+    db_name: &str,
+    ddoc: &DesignDoc,
+    id: &[u8; 8],
+    mapper: &mut Mapper,
+    limits: Limits,
+    snapshot: &rhizome_rdf::StoreSnapshot,
+    batch: &[(u64, String)],
+    reached: u64,
+) -> Result<MappedBatch, ViewError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 || batch.len() < PARALLEL_MIN_DOCS {
+        return map_batch(db, db_name, ddoc, id, mapper, snapshot, batch, reached, BATCH_ROW_BYTES);
+    }
+    let (first, second) = batch.split_at(batch.len() / 2);
+    let first_reached = first.last().map_or(reached, |d| d.0);
+    // The worker keeps this request's cancellation (its thread has none).
+    let bounds = crate::js::RequestBounds::current();
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(move || {
+            let _bounds = bounds.enter();
+            let mut mapper = Mapper::new(ddoc, limits)?;
+            map_batch(db, db_name, ddoc, id, &mut mapper, snapshot, second, reached, BATCH_ROW_BYTES / 2)
+        });
+        let front = map_batch(db, db_name, ddoc, id, mapper, snapshot, first, first_reached, BATCH_ROW_BYTES / 2);
+        let back = worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let mut front = front?;
+        if front.docs.len() < first.len() {
+            // Cut by its rows' bytes: the second half waits for the next batch.
+            return Ok(front);
+        }
+        let back = back?;
+        front.docs.extend(back.docs);
+        front.reached = back.reached;
+        Ok(front)
+    })
+}
+
 /// Maps the documents of `batch` as `snapshot` has them (a document
 /// changed since has a later sequence: the next batch maps it again), up
-/// to [`BATCH_ROW_BYTES`] of rows. Every document of the batch gets an
+/// to `row_bytes` of rows. Every document of the batch gets an
 /// entry, with no rows when it is deleted or emits none, so that its old
 /// rows go.
 #[allow(clippy::too_many_arguments)]
@@ -284,13 +343,14 @@ fn map_batch(
     snapshot: &rhizome_rdf::StoreSnapshot,
     batch: &[(u64, String)],
     reached: u64,
+    row_bytes: usize,
 ) -> Result<MappedBatch, ViewError> {
     let read = ReadOptions { conflicts: true, ..Default::default() };
     let partitioned = ddoc.is_partitioned(db.is_partitioned());
     let mut docs = Vec::with_capacity(batch.len());
     let mut bytes = 0;
     for (n, (seq, doc_id)) in batch.iter().enumerate() {
-        if bytes >= BATCH_ROW_BYTES {
+        if bytes >= row_bytes {
             // Written up to the previous document: its sequence is reached.
             return Ok(MappedBatch { docs, reached: batch[n - 1].0 });
         }
@@ -313,8 +373,8 @@ fn map_batch(
         };
         let results = mapper.sandbox.map(&mapper.fns, &doc).map_err(process_error)?;
         let id_key = collate::encode(&Value::String(doc_id.clone()));
-        for (view, result) in results.into_iter().enumerate() {
-            let rows = match result {
+        for (view, &slot) in mapper.slots.iter().enumerate() {
+            let rows = match &results[slot] {
                 Ok(rows) => rows,
                 Err(message) => {
                     eprintln!("{}", json!({ "log": "map function threw", "db": db_name, "ddoc": ddoc.id, "view": ddoc.views[view].name, "doc": doc_id, "error": message }));
@@ -324,7 +384,7 @@ fn map_batch(
             // A document's rows in Erlang's order of (key, value), as
             // couch_mrview_updater sorts them (`lists:sort`) before
             // grouping a key's values: one key's values come out sorted.
-            let mut rows = rows;
+            let mut rows: Vec<&(Value, Value)> = rows.iter().collect();
             rows.sort_by(|a, b| raw_compare(&a.0, &b.0).then_with(|| raw_compare(&a.1, &b.1)));
             for (k, (key, value)) in rows.into_iter().enumerate() {
                 let mut row = view_prefix(id, view);
@@ -334,10 +394,12 @@ fn map_batch(
                     let Some(partition) = rhizome_docs::partition_of(doc_id) else { continue };
                     collate::encode_into(&Value::String(partition.to_owned()), &mut row);
                 }
-                collate::encode_into(&key, &mut row);
+                collate::encode_into(key, &mut row);
                 row.extend_from_slice(&id_key);
                 row.extend_from_slice(&(k as u32).to_be_bytes());
-                let value = json!([key, doc_id, value]).to_string().into_bytes();
+                // `[key, doc id, value]`, written straight from the
+                // emitted values (a tuple is a JSON array).
+                let value = serde_json::to_vec(&(key, doc_id, value)).map_err(|e| ViewError::Process(format!("emitted value: {e}")))?;
                 bytes += row.len() + value.len();
                 mapped.rows.push((view, row, value));
             }

@@ -347,3 +347,41 @@ fn offsets_of_two_databases_with_one_signature_and_sequence_stay_apart() {
     let again = fill(1000);
     assert_eq!(query(&again, &d, "n", &[("startkey", "3000"), ("limit", "1")])["offset"], 1000);
 }
+
+#[test]
+fn views_with_one_map_function_share_its_rows_as_couchdbs() {
+    // CouchDB runs a map function once per document for every view that
+    // has it (couch_mrview groups views by map source): a function whose
+    // rows depend on how often it ran gives each such view the same rows.
+    let db = Database::memory();
+    put(&db, (0..100).map(|i| json!({"_id": format!("d{i:03}")})).collect());
+    let counting = "function (doc) { globalThis.runs = (globalThis.runs || 0) + 1; emit(doc._id, globalThis.runs); }";
+    let d = ddoc(json!({ "a": {"map": counting}, "b": {"map": counting, "reduce": "_count"} }));
+    let a = query(&db, &d, "a", &[]);
+    let b = query(&db, &d, "b", &[("reduce", "false")]);
+    assert_eq!(a["total_rows"], 100);
+    assert_eq!(a["rows"], b["rows"]);
+    assert_eq!(query(&db, &d, "b", &[])["rows"][0]["value"], 100);
+}
+
+#[test]
+fn a_batch_mapped_on_two_cores_and_cut_by_its_bytes_resumes_where_it_stopped() {
+    // 100 KB per row: the batch's first half (100 documents) passes its
+    // half of the batch's row bytes before its end, so the batch is
+    // written up to there and the rest is mapped again by the next one.
+    let db = Database::memory();
+    put(&db, (0..200).map(|i| json!({"_id": format!("d{i:03}"), "n": i})).collect());
+    let d = ddoc(json!({
+        "big": {"map": "function (doc) { emit(doc.n, new Array(100001).join('x')); }", "reduce": "_count"},
+        "odd": {"map": "function (doc) { if (doc.n % 2) emit(doc.n, doc._id); else throw new Error('even'); }"},
+    }));
+    let state = refresh(&db, "db", &d, Limits::default()).unwrap();
+    assert_eq!(state.rows, vec![200, 100]);
+    let big = query(&db, &d, "big", &[("reduce", "false"), ("limit", "3"), ("skip", "98")]);
+    assert_eq!(keys(&big), vec![json!(98), json!(99), json!(100)]);
+    assert_eq!(big["rows"][0]["id"], "d098");
+    assert_eq!(big["rows"][0]["value"].as_str().map(str::len), Some(100000));
+    assert_eq!(query(&db, &d, "big", &[])["rows"][0]["value"], 200);
+    let odd = query(&db, &d, "odd", &[]);
+    assert_eq!(keys(&odd), (0..200).filter(|n| n % 2 == 1).map(|n| json!(n)).collect::<Vec<_>>());
+}
