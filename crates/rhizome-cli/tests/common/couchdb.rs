@@ -41,8 +41,19 @@ impl CouchDbPeer {
         CouchDbPeer { port, dir: dir.to_owned(), tool }
     }
 
+    /// One request on a new connection. The reference server now and then
+    /// resets a connection instead of answering (seen once in a whole test
+    /// run, on an error answer); that request is sent once more, as an
+    /// HTTP client retries a reset connection. Rhizome's side gets no
+    /// such allowance.
     pub fn request(&self, method: &str, path: &str, auth: Option<&str>, body: Option<&str>) -> (u16, String) {
-        super::server::try_request(self.port, method, path, auth, body, &[]).expect("CouchDB answers")
+        use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+        match super::server::try_request(self.port, method, path, auth, body, &[]) {
+            Err(e) if matches!(e.kind(), ConnectionReset | BrokenPipe) => {
+                super::server::try_request(self.port, method, path, auth, body, &[]).expect("CouchDB answers")
+            }
+            answer => answer.expect("CouchDB answers"),
+        }
     }
 }
 
