@@ -433,17 +433,21 @@ pub struct OpResult {
     pub doc: Option<Map<String, Value>>,
 }
 
-impl OpResult {
-    pub fn to_json(&self) -> Value {
-        let mut out = Map::new();
-        out.insert("id".into(), Value::String(self.id.clone()));
-        if let Some(r) = &self.rev {
-            out.insert("rev".into(), Value::String(r.to_string()));
+/// `{"id", "rev"?, "doc"?}`, each operation's entry of a `_transaction`
+/// answer, written straight from the result (no `Value` copy of its
+/// document: on TPC-B that copy was about 12k instructions a transaction).
+impl serde::Serialize for OpResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("id", &self.id)?;
+        if let Some(rev) = &self.rev {
+            m.serialize_entry("rev", &rev.to_string())?;
         }
-        if let Some(d) = &self.doc {
-            out.insert("doc".into(), Value::Object(d.clone()));
+        if let Some(doc) = &self.doc {
+            m.serialize_entry("doc", doc)?;
         }
-        Value::Object(out)
+        m.end()
     }
 }
 
