@@ -1001,7 +1001,6 @@ mod tests {
         values.into_iter().map(|v| v.as_object().unwrap().clone()).collect()
     }
 
-    /// Stored bodies are the bytes `Value::to_string` writes.
     /// A batch large enough to have its keys looked up together
     /// (`batch_keys`) gets the outcomes of the same documents written one
     /// at a time: existing ids conflict or update, repeats in the batch
@@ -1041,6 +1040,7 @@ mod tests {
         assert!(!graph(&batch).is_empty(), "the new document's graph has its triples");
     }
 
+    /// Stored bodies are the bytes `Value::to_string` writes.
     #[test]
     fn bodies_are_stored_as_their_json_text() {
         for body in bodies() {
