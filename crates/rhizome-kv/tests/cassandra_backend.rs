@@ -48,6 +48,7 @@ fn scan(c: &mut dyn Cursor, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 #[test]
+#[ignore = "needs a Cassandra node: scripts/test-cassandra starts one and runs it"]
 fn reads_and_scans_match_the_memory_backend_after_random_writes() {
     let cluster = cluster();
     let kv = Kv::new(Arc::new(CassandraBackend::open(cluster, &unique("random")).unwrap()));
@@ -133,6 +134,7 @@ fn reads_and_scans_match_the_memory_backend_after_random_writes() {
 }
 
 #[test]
+#[ignore = "needs a Cassandra node: scripts/test-cassandra starts one and runs it"]
 fn snapshots_are_isolated_and_two_handles_on_one_store_take_turns() {
     let cluster = cluster();
     let name = unique("turns");
@@ -165,6 +167,7 @@ fn snapshots_are_isolated_and_two_handles_on_one_store_take_turns() {
 }
 
 #[test]
+#[ignore = "needs a Cassandra node: scripts/test-cassandra starts one and runs it"]
 fn a_dropped_transaction_writes_nothing_and_frees_the_lease() {
     let cluster = cluster();
     let kv = Kv::new(Arc::new(CassandraBackend::open(cluster, &unique("drop")).unwrap()));
@@ -184,6 +187,7 @@ fn a_dropped_transaction_writes_nothing_and_frees_the_lease() {
 /// lookups of bench/cassandra waited once per term decoded and twice per
 /// bucket crossed).
 #[test]
+#[ignore = "needs a Cassandra node: scripts/test-cassandra starts one and runs it"]
 fn reads_of_many_keys_and_buckets_wait_on_the_cluster_a_few_times() {
     let cluster = cluster();
     let name = unique("waits");
