@@ -3,7 +3,7 @@
 //! checkpoints make a second run copy only what changed; continuous mode
 //! follows new writes; the server's `/_replicate` and `_replicator`; a
 //! PouchDB server (express-pouchdb) as the peer; bad endpoints fail with a
-//! reason.
+//! reason; local databases are refused while a server runs on their folder.
 
 mod common;
 
@@ -191,6 +191,15 @@ fn a_local_database_replicates_with_a_server_and_is_served_afterwards() {
     let b = ServerProcess::start(local.path());
     let rev = ok(&b, "GET", "/copy/doc000", None)["_rev"].as_str().unwrap().to_owned();
     ok(&b, "PUT", &format!("/copy/doc000?rev={rev}"), Some(json!({ "n": "offline" })));
+    // While a server runs on the folder nothing else opens its databases,
+    // not even one it has not opened yet (it opens them on demand).
+    let nt = da.path().join("one.nt");
+    std::fs::write(&nt, "<http://example.org/a> <http://example.org/p> \"x\" .\n").unwrap();
+    for args in [vec!["load", "--quiet", "--db", "fresh", nt.to_str().unwrap()], vec!["replicate", "copy", &src]] {
+        let refused = run(rhizome(local.path()).args(&args));
+        assert!(!refused.status.success() && stderr(&refused).contains("in use by a running server"), "{args:?}: {}", stderr(&refused));
+    }
+    assert_eq!(request(&b, "GET", "/fresh", None).0, 404);
     drop(b);
     let pushed = replicate(local.path(), &["replicate", "copy", &src]);
     assert_eq!(pushed["docs_written"], json!(1), "{pushed}");
