@@ -68,10 +68,10 @@ const FLAG_GRAPH_BODY: u8 = 2;
 const FLAG_GRAPH_EMPTY: u8 = 4;
 
 pub fn body_key(id: &str, rev: &Rev) -> Vec<u8> {
-    let mut key = Vec::with_capacity(4 + id.len() + 40);
+    let mut key = Vec::with_capacity(4 + id.len() + rev.text_len());
     key.extend_from_slice(&(id.len() as u32).to_be_bytes());
     key.extend_from_slice(id.as_bytes());
-    key.extend_from_slice(rev.to_string().as_bytes());
+    rev.append_to(&mut key);
     key
 }
 
@@ -128,16 +128,16 @@ impl DocHeader<'_> {
 impl DocInfo {
     /// `id` is the document's: a graph IRI equal to it is not repeated.
     pub fn to_bytes(&self, id: &str) -> Vec<u8> {
-        let winner = self.winner.to_string();
+        let winner_len = self.winner.text_len();
         let tree = self.tree.to_bytes();
         let graph = self.graph_body.as_deref().map(|iri| if iri == id { "" } else { iri });
-        let mut out = Vec::with_capacity(14 + winner.len() + graph.map_or(0, str::len) + tree.len());
+        let mut out = Vec::with_capacity(14 + winner_len + graph.map_or(0, str::len) + tree.len());
         let graph_empty = self.graph_empty && graph.is_none();
         out.push(if graph.is_some() || graph_empty { DOC_INFO_FORMAT_GRAPH } else { DOC_INFO_FORMAT });
         out.extend_from_slice(&self.seq.to_be_bytes());
         out.push(if self.deleted { FLAG_DELETED } else { 0 } | if graph.is_some() { FLAG_GRAPH_BODY } else { 0 } | if graph_empty { FLAG_GRAPH_EMPTY } else { 0 });
-        out.extend_from_slice(&(winner.len() as u16).to_be_bytes());
-        out.extend_from_slice(winner.as_bytes());
+        out.extend_from_slice(&(winner_len as u16).to_be_bytes());
+        self.winner.append_to(&mut out);
         if let Some(iri) = graph {
             out.extend_from_slice(&(iri.len() as u32).to_be_bytes());
             out.extend_from_slice(iri.as_bytes());
