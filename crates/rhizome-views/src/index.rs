@@ -218,7 +218,7 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
             }
             state.ranked = true;
         }
-        let mut ranks = RankUpdate::new(id);
+        let mut ranks = RankUpdate::new(id, ddoc.views.iter().map(|v| v.reduce.as_deref().and_then(crate::reduce::builtin)).collect());
         for doc in &mapped.docs {
             let mut doc_rows_key = id.to_vec();
             doc_rows_key.extend_from_slice(doc.id.as_bytes());
@@ -227,14 +227,14 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
                     if let Some(n) = row.get(8).and_then(|v| state.rows.get_mut(*v as usize)) {
                         *n = n.saturating_sub(1);
                     }
-                    ranks.count(txn.kv(), row, -1)?;
+                    ranks.remove(txn.kv(), row)?;
                     txn.kv_mut().delete(VIEW_ROWS, row);
                 }
                 txn.kv_mut().delete(VIEW_DOC_ROWS, &doc_rows_key);
             }
             let mut written: Vec<u8> = Vec::new();
             for (view, row, value) in &doc.rows {
-                ranks.count(txn.kv(), row, 1)?;
+                ranks.add(txn.kv(), row, value)?;
                 txn.kv_mut().put(VIEW_ROWS, row, value);
                 written.extend_from_slice(&(row.len() as u32).to_be_bytes());
                 written.extend_from_slice(row);

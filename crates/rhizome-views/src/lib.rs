@@ -31,6 +31,7 @@
 //! buckets change in the same transaction; JavaScript never runs inside the
 //! database's writer for a view build.
 
+mod bucket_summary;
 pub mod design;
 mod design_fields;
 pub mod filter;
