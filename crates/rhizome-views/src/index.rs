@@ -6,7 +6,7 @@
 //! | `VIEW_ROWS` 40 | signature (8), view number (1), collated key, collated doc id, emit number (u32 BE) | `[key, doc id, value]` as JSON |
 //! | `VIEW_DOC_ROWS` 41 | signature (8), doc id | the document's row keys, each length-prefixed (u32 BE) |
 //! | `VIEW_STATE` 42 | signature (8) | `{"seq", "ddoc", "rows": [per view], "ranked"}` as JSON |
-//! | `VIEW_RANKS` 43 | signature (8), view number (1), fence | rows from the fence to the next (`rank.rs`) |
+//! | `VIEW_RANKS` 43 | signature (8), view number (1), fence | rows from the fence to the next (`rank.rs`), their first and last keys and reduction (`bucket_summary.rs`) |
 //!
 //! Rows sort as CouchDB's: by key in CouchDB's collation
 //! (`rhizome_docs::collate`), then by document id. An index is named by its

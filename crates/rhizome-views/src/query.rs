@@ -5,10 +5,11 @@
 //! Rows come from one range scan per requested key range (or per key of
 //! `keys`), in collation order (reversed for `descending`). Reduce views
 //! are reduced at query time, group by group (`group`, `group_level`),
-//! in chunks of [`REDUCE_CHUNK`] rows then re-reduced, as CouchDB's
-//! B-tree does with its stored partial reductions: a reduce over a whole
-//! view reads the whole view (`offset` likewise counts the rows before the
-//! first one returned).
+//! in chunks of [`REDUCE_CHUNK`] rows then re-reduced. A built-in reduce
+//! (`_count`, `_sum`, `_stats`) of one ascending range reads the stored
+//! reductions of the rank buckets it covers whole, as CouchDB's B-tree
+//! reads its inner nodes' (`bucket_reduce.rs`); `offset` is counted from
+//! the buckets' row counts (`rank.rs`).
 
 use crate::design::DesignDoc;
 use crate::index::{self, index_id, process_error, view_prefix, IndexState, ViewError, VIEW_ROWS};
@@ -280,8 +281,15 @@ pub fn run_query_into(
     let mut out = String::from("{");
     let cached = (current.nonce != 0).then_some((current.nonce, current.seq));
     if reducing {
-        let mut sandbox = Sandbox::new(limits).map_err(process_error)?;
-        let reducer = DesignDoc::reducer(view, &mut sandbox, &ddoc.map_modules)?.expect("a reduce view");
+        // A built-in needs no sandbox (making one was most of a stored
+        // reduction's time).
+        let (reducer, mut sandbox) = match view.reduce.as_deref().and_then(crate::reduce::builtin) {
+            Some(builtin) => (builtin, None),
+            None => {
+                let mut sandbox = Sandbox::new(limits).map_err(process_error)?;
+                (DesignDoc::reducer(view, &mut sandbox, &ddoc.map_modules)?.expect("a reduce view"), Some(sandbox))
+            }
+        };
         // A built-in reduce of one ascending range reads the buckets'
         // stored reductions (`bucket_summary.rs`) for the buckets it
         // covers whole; the others reduce rows.
@@ -623,12 +631,12 @@ fn reduce_error(e: ReduceError) -> ViewError {
     }
 }
 
-fn finish(group: Group, reducer: Reducer, sandbox: &mut Sandbox) -> Result<Value, ViewError> {
+fn finish(group: Group, reducer: Reducer, sandbox: &mut Option<Sandbox>) -> Result<Value, ViewError> {
     let mut partials = group.partials;
     if !group.chunk.is_empty() {
-        partials.push(reducer.reduce(Some(sandbox), &group.chunk).map_err(reduce_error)?);
+        partials.push(reducer.reduce(sandbox.as_mut(), &group.chunk).map_err(reduce_error)?);
     }
-    let value = reducer.rereduce(Some(sandbox), partials).map_err(reduce_error)?.finalize();
+    let value = reducer.rereduce(sandbox.as_mut(), partials).map_err(reduce_error)?.finalize();
     Ok(json!({ "key": group.key, "value": value }))
 }
 
@@ -652,7 +660,7 @@ impl<'q> Groups<'q> {
         self.out.len() >= self.limit
     }
 
-    fn emit(&mut self, g: Group, sandbox: &mut Sandbox) -> Result<bool, ViewError> {
+    fn emit(&mut self, g: Group, sandbox: &mut Option<Sandbox>) -> Result<bool, ViewError> {
         if self.skipped < self.q.skip {
             self.skipped += 1;
             return Ok(true);
@@ -663,7 +671,7 @@ impl<'q> Groups<'q> {
 
     /// Makes `gid` the current group (`key` gives its key when it is a
     /// new one); `false` once the answer is full.
-    fn enter(&mut self, gid: (usize, Vec<u8>), key: impl FnOnce() -> Result<Value, ViewError>, sandbox: &mut Sandbox) -> Result<bool, ViewError> {
+    fn enter(&mut self, gid: (usize, Vec<u8>), key: impl FnOnce() -> Result<Value, ViewError>, sandbox: &mut Option<Sandbox>) -> Result<bool, ViewError> {
         if self.current.as_ref().is_some_and(|g| g.id != gid) {
             let done = self.current.take().expect("checked");
             if !self.emit(done, sandbox)? {
@@ -677,7 +685,7 @@ impl<'q> Groups<'q> {
     }
 
     /// A row of range `range`; `false` once the answer is full.
-    fn row(&mut self, range: usize, key: Value, id: String, value: Value, sandbox: &mut Sandbox) -> Result<bool, ViewError> {
+    fn row(&mut self, range: usize, key: Value, id: String, value: Value, sandbox: &mut Option<Sandbox>) -> Result<bool, ViewError> {
         let gk = group_key(&key, self.q);
         let gid = (range, collate::encode(&gk));
         if !self.enter(gid, || Ok(gk), sandbox)? {
@@ -688,14 +696,14 @@ impl<'q> Groups<'q> {
         g.chunk.push((key, id, value));
         if g.chunk.len() >= REDUCE_CHUNK {
             let chunk = std::mem::take(&mut g.chunk);
-            g.partials.push(reducer.reduce(Some(sandbox), &chunk).map_err(reduce_error)?);
+            g.partials.push(reducer.reduce(sandbox.as_mut(), &chunk).map_err(reduce_error)?);
         }
         Ok(true)
     }
 
     /// The reduction of rows that are all in group `gid`, after the rows
     /// given before; `false` once the answer is full.
-    fn partial(&mut self, gid: (usize, Vec<u8>), key: impl FnOnce() -> Result<Value, ViewError>, partial: Partial, sandbox: &mut Sandbox) -> Result<bool, ViewError> {
+    fn partial(&mut self, gid: (usize, Vec<u8>), key: impl FnOnce() -> Result<Value, ViewError>, partial: Partial, sandbox: &mut Option<Sandbox>) -> Result<bool, ViewError> {
         if !self.enter(gid, key, sandbox)? {
             return Ok(false);
         }
@@ -704,13 +712,13 @@ impl<'q> Groups<'q> {
         // Partials stay in key order (`_sum` reports the first bad value).
         if !g.chunk.is_empty() {
             let chunk = std::mem::take(&mut g.chunk);
-            g.partials.push(reducer.reduce(Some(sandbox), &chunk).map_err(reduce_error)?);
+            g.partials.push(reducer.reduce(sandbox.as_mut(), &chunk).map_err(reduce_error)?);
         }
         g.partials.push(partial);
         Ok(true)
     }
 
-    fn finish(mut self, sandbox: &mut Sandbox) -> Result<Vec<Value>, ViewError> {
+    fn finish(mut self, sandbox: &mut Option<Sandbox>) -> Result<Vec<Value>, ViewError> {
         if !self.full() {
             if let Some(g) = self.current.take() {
                 self.emit(g, sandbox)?;
@@ -720,7 +728,7 @@ impl<'q> Groups<'q> {
     }
 }
 
-fn reduce_rows(kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, reducer: Reducer, sandbox: &mut Sandbox) -> Result<Vec<Value>, ViewError> {
+fn reduce_rows(kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, reducer: Reducer, sandbox: &mut Option<Sandbox>) -> Result<Vec<Value>, ViewError> {
     let mut groups = Groups::new(q, reducer);
     if groups.full() {
         return Ok(Vec::new());

@@ -20,14 +20,14 @@ fn key_of(row: &[u8]) -> Option<Value> {
     collate::decode_prefix(row.get(9..)?).map(|(v, _)| v)
 }
 
-pub(super) fn reduce(kv: &dyn KvRead, fences: &Fences, prefix: &[u8], range: &Range, q: &super::ViewQuery, reducer: Reducer, sandbox: &mut Sandbox) -> Result<Vec<Value>, ViewError> {
+pub(super) fn reduce(kv: &dyn KvRead, fences: &Fences, prefix: &[u8], range: &Range, q: &super::ViewQuery, reducer: Reducer, sandbox: &mut Option<Sandbox>) -> Result<Vec<Value>, ViewError> {
     let mut groups = Groups::new(q, reducer);
     if groups.full() || range.lower >= range.upper {
         return Ok(Vec::new());
     }
     let grouping = q.group == Some(true) || q.group_level.is_some();
     let view_end = upper_of(prefix);
-    let rows = |groups: &mut Groups, sandbox: &mut Sandbox, lower: &[u8], upper: &[u8]| -> Result<bool, ViewError> {
+    let rows = |groups: &mut Groups, sandbox: &mut Option<Sandbox>, lower: &[u8], upper: &[u8]| -> Result<bool, ViewError> {
         let mut more = true;
         scan(kv, &[Range { lower: lower.to_vec(), upper: upper.to_vec() }], false, |_, bytes| {
             let (key, id, value) = row_parts(bytes)?;
