@@ -30,7 +30,7 @@ struct Cli {
     /// folder: cassandra://HOST[:PORT][,HOST...]/KEYSPACE, with settings
     /// after `?` (replication_factor, consistency, serial_consistency,
     /// lease_ms). Every server given the same address serves the same
-    /// databases. Needs a build with the cargo feature `cassandra`.
+    /// databases. The default build has it (cargo feature `cassandra`).
     #[arg(long, global = true, env = "RHIZOME_STORE")]
     store: Option<String>,
     #[command(subcommand)]

@@ -49,6 +49,47 @@ pub(crate) fn bucket_of(ks: u8, key: &[u8]) -> &[u8] {
     &key[..key.len().min(bucket_len(ks))]
 }
 
+/// The length of every key of keyspace `ks`, where the layout fixes one:
+/// ID2TERM's keys are term ids, 8 bytes (`rhizome-rdf`'s `index/layout.rs`).
+pub(crate) fn fixed_key_len(ks: u8) -> Option<usize> {
+    match ks {
+        1 => Some(8),
+        _ => None,
+    }
+}
+
+/// The most buckets [`from_bounds`] names; a wider range asks the bucket
+/// directory which of its buckets exist.
+const MAX_FROM_BOUNDS: u64 = 64;
+
+/// The buckets that can hold keys in `lower..upper`, named from the bounds
+/// alone (no read of the bucket directory), for a keyspace whose keys all
+/// have one length of at most 8 bytes: they are then numbers, and its
+/// buckets the numbers' prefixes between the bounds'. Buckets without
+/// keys are named too (reading one costs nothing more in the same wait).
+/// `None` where the keyspace's keys have no fixed length, the bounds are
+/// not keys of that length, or the range spans more than a few buckets.
+pub(crate) fn from_bounds(ks: u8, lower: &[u8], upper: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let key_len = fixed_key_len(ks)?;
+    let len = bucket_len(ks);
+    if key_len > 8 || len == 0 || len > key_len || lower.len() != key_len || upper.len() != key_len {
+        return None;
+    }
+    let number = |key: &[u8]| key.iter().fold(0u64, |n, &b| n << 8 | u64::from(b));
+    let (lower, upper) = (number(lower), number(upper));
+    if lower >= upper {
+        return Some(Vec::new());
+    }
+    // The last key in the range is `upper - 1`; a bucket is a key without
+    // its last `key_len - len` bytes.
+    let shift = 8 * (key_len - len) as u32;
+    let (first, last) = (lower >> shift, (upper - 1) >> shift);
+    if last - first >= MAX_FROM_BOUNDS {
+        return None;
+    }
+    Some((first..=last).map(|b| b.to_be_bytes()[8 - len..].to_vec()).collect())
+}
+
 /// The smallest key greater than `key` (`key` followed by a zero byte):
 /// `< successor(k)` is `<= k`.
 pub(crate) fn successor(key: &[u8]) -> Vec<u8> {
@@ -76,5 +117,23 @@ mod tests {
                 assert!(bucket_of(ks, &pair[0]) <= bucket_of(ks, &pair[1]), "keyspace {ks}: {:?} {:?}", pair[0], pair[1]);
             }
         }
+    }
+
+    /// The buckets named from a range's bounds are those of the keys in it:
+    /// every 8-byte key in or near a few ranges, against the buckets named.
+    #[test]
+    fn buckets_from_bounds_are_the_buckets_of_the_keys_in_range() {
+        let ks = 1;
+        let key = |n: u64| n.to_be_bytes().to_vec();
+        for (lower, upper) in [(0x0100, 0x0500), (0x0100, 0x0101), (0x01ff, 0x0201), (0x0234, 0x0235), (0x0200, 0x0200), (0x0300, 0x0100), (0x0600, 0x0600 + 64 * 256)] {
+            let named = from_bounds(ks, &key(lower), &key(upper)).unwrap();
+            let mut wanted: Vec<Vec<u8>> = (lower..upper).map(|n| bucket_of(ks, &key(n)).to_vec()).collect();
+            wanted.dedup();
+            assert_eq!(named, wanted, "{lower:#x}..{upper:#x}");
+        }
+        // Too wide, bounds that are not keys, keyspaces without fixed keys.
+        assert_eq!(from_bounds(ks, &key(0), &key(65 * 256)), None);
+        assert_eq!(from_bounds(ks, &key(0)[..7], &key(256)), None);
+        assert_eq!(from_bounds(10, &key(0), &key(256)), None);
     }
 }

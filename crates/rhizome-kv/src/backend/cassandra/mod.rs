@@ -607,6 +607,9 @@ impl CassandraLease {
                 }
                 WriteOp::Delete(ks, key) => (ks, key, vec![0]),
             };
+            // Reads name such a keyspace's buckets from the bounds alone
+            // (`buckets::from_bounds`): a key of another length would be missed.
+            debug_assert!(buckets::fixed_key_len(ks.0).is_none_or(|n| n == key.len()), "keyspace {} has keys of fixed length", ks.0);
             let bucket = bucket_of(ks.0, &key).to_vec();
             by_partition.entry((ks.0, bucket)).or_default().push((key, value));
         }
@@ -879,40 +882,48 @@ impl KvRead for CassandraSnapshot {
         let id = self.shared.id.clone();
         let ranges = ranges.to_vec();
         let range_count = ranges.len();
-        // (range, bucket) pairs, in range then bucket order.
-        let dir_inner = inner.clone();
-        let dir_id = id.clone();
-        let dir_ranges = ranges.clone();
-        let buckets: Vec<Vec<Vec<u8>>> = self.shared.cluster.run(async move {
-            stream::iter(dir_ranges.into_iter().map(|(lower, upper)| {
-                let (inner, id) = (dir_inner.clone(), dir_id.clone());
-                async move {
-                    if lower >= upper {
-                        return Ok(Vec::new());
+        // The buckets of each range: named from its bounds where the
+        // layout allows (ID2TERM's chunks: no wait), else read from the
+        // bucket directory (one wait for every such range together).
+        let mut range_buckets: Vec<Option<Vec<Vec<u8>>>> =
+            ranges.iter().map(|(lower, upper)| if lower >= upper { Some(Vec::new()) } else { buckets::from_bounds(ks.0, lower, upper) }).collect();
+        let dir_ranges: Vec<(usize, Vec<u8>, Vec<u8>)> =
+            ranges.iter().enumerate().filter(|(i, _)| range_buckets[*i].is_none()).map(|(i, (lower, upper))| (i, lower.clone(), upper.clone())).collect();
+        if !dir_ranges.is_empty() {
+            let dir_inner = inner.clone();
+            let dir_id = id.clone();
+            let found: Vec<(usize, Vec<Vec<u8>>)> = self.shared.cluster.run(async move {
+                stream::iter(dir_ranges.into_iter().map(|(i, lower, upper)| {
+                    let (inner, id) = (dir_inner.clone(), dir_id.clone());
+                    async move {
+                        let (first, last) = (bucket_of(ks.0, &lower).to_vec(), bucket_of(ks.0, &upper).to_vec());
+                        let mut found = Vec::new();
+                        let mut rows = inner
+                            .session
+                            .execute_iter(inner.st.bucket_range.clone(), (id, ks.0 as i32, first, last))
+                            .await
+                            .map_err(engine("reading the bucket directory"))?
+                            .rows_stream::<(Vec<u8>,)>()
+                            .map_err(engine("reading the bucket directory"))?;
+                        while let Some((bucket,)) = rows.try_next().await.map_err(engine("reading the bucket directory"))? {
+                            found.push(bucket);
+                        }
+                        Ok::<_, Error>((i, found))
                     }
-                    let (first, last) = (bucket_of(ks.0, &lower).to_vec(), bucket_of(ks.0, &upper).to_vec());
-                    let mut found = Vec::new();
-                    let mut rows = inner
-                        .session
-                        .execute_iter(inner.st.bucket_range.clone(), (id, ks.0 as i32, first, last))
-                        .await
-                        .map_err(engine("reading the bucket directory"))?
-                        .rows_stream::<(Vec<u8>,)>()
-                        .map_err(engine("reading the bucket directory"))?;
-                    while let Some((bucket,)) = rows.try_next().await.map_err(engine("reading the bucket directory"))? {
-                        found.push(bucket);
-                    }
-                    Ok::<_, Error>(found)
-                }
-            }))
-            .buffered(PARALLEL_READS)
-            .try_collect()
-            .await
-        })?;
-        let reads: Vec<(usize, Vec<u8>, Vec<u8>, Vec<u8>)> = buckets
+                }))
+                .buffered(PARALLEL_READS)
+                .try_collect()
+                .await
+            })?;
+            for (i, bs) in found {
+                range_buckets[i] = Some(bs);
+            }
+        }
+        let reads: Vec<(usize, Vec<u8>, Vec<u8>, Vec<u8>)> = range_buckets
             .into_iter()
             .enumerate()
             .flat_map(|(i, bs)| {
+                let bs = bs.expect("every range's buckets are named or read");
                 let (lower, upper) = ranges[i].clone();
                 bs.into_iter().map(move |b| (i, b, lower.clone(), upper.clone()))
             })
