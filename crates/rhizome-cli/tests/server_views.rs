@@ -142,7 +142,10 @@ fn an_index_build_shows_in_active_tasks_and_resumes_after_a_kill() {
     // The first batch (1000 documents) is quick; each slow document after
     // it takes half a second, so the build stays in its second batch for
     // most of a minute, whatever the machine's load.
-    ok(&server, "PUT", "/db/_design/slow", Some(json!({"views": {"v": {"map": "function (doc) { if (doc.slow) { var t = Date.now(); while (Date.now() - t < 500) {} } emit(doc.n, null); }", "reduce": "_count"}}})));
+    // Views of one map function with each stored reduction: `_count`,
+    // `_sum` and `_stats` (kept per rank bucket, written with its rows).
+    let map = "function (doc) { if (doc.slow) { var t = Date.now(); while (Date.now() - t < 500) {} } emit(doc.n, doc.n); }";
+    ok(&server, "PUT", "/db/_design/slow", Some(json!({"views": {"v": {"map": map, "reduce": "_count"}, "s": {"map": map, "reduce": "_sum"}, "st": {"map": map, "reduce": "_stats"}}})));
     let port = server.port;
     let query = std::thread::spawn(move || common::server::try_request(port, "GET", "/db/_design/slow/_view/v", Some(ADMIN), None, &[]));
     let deadline = Instant::now() + Duration::from_secs(300);
@@ -178,6 +181,14 @@ fn an_index_build_shows_in_active_tasks_and_resumes_after_a_kill() {
     let out = ok(&server, "GET", "/db/_design/slow/_view/v", None);
     assert_eq!(out["rows"][0]["value"], 1100);
     assert_eq!(ok(&server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], 1201);
+    // The reductions over the batch written before the kill and the ones
+    // after it are the rows' reductions, whole and by range.
+    let sum = |r: std::ops::Range<i64>| r.sum::<i64>();
+    assert_eq!(ok(&server, "GET", "/db/_design/slow/_view/s", None)["rows"][0]["value"], sum(0..1100));
+    assert_eq!(ok(&server, "GET", "/db/_design/slow/_view/s?startkey=100&endkey=1049", None)["rows"][0]["value"], sum(100..1050));
+    let sumsqr: i64 = (0..1100i64).map(|n| n * n).sum();
+    assert_eq!(ok(&server, "GET", "/db/_design/slow/_view/st", None)["rows"][0]["value"], json!({"sum": sum(0..1100), "count": 1100, "min": 0, "max": 1099, "sumsqr": sumsqr}));
+    assert_eq!(ok(&server, "GET", "/db/_design/slow/_view/v?startkey=990&endkey=1010", None)["rows"][0]["value"], 21);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! | `VIEW_ROWS` 40 | signature (8), view number (1), collated key, collated doc id, emit number (u32 BE) | `[key, doc id, value]` as JSON |
 //! | `VIEW_DOC_ROWS` 41 | signature (8), doc id | the document's row keys, each length-prefixed (u32 BE) |
 //! | `VIEW_STATE` 42 | signature (8) | `{"seq", "ddoc", "rows": [per view], "ranked"}` as JSON |
-//! | `VIEW_RANKS` 43 | signature (8), view number (1), fence | rows from the fence to the next (`rank.rs`) |
+//! | `VIEW_RANKS` 43 | signature (8), view number (1), fence | rows from the fence to the next (`rank.rs`), their first and last keys and reduction (`bucket_summary.rs`) |
 //!
 //! Rows sort as CouchDB's: by key in CouchDB's collation
 //! (`rhizome_docs::collate`), then by document id. An index is named by its
@@ -249,21 +249,21 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
         // there (a first build), was a tenth of a build's instructions.
         let doc_rows_keys: Vec<Vec<u8>> = mapped.docs.iter().map(|doc| doc_rows_key(&id, &doc.id)).collect();
         txn.kv_mut().find_absent(VIEW_DOC_ROWS, doc_rows_keys.clone())?;
-        let mut ranks = RankUpdate::new(id);
+        let mut ranks = RankUpdate::new(id, ddoc.views.iter().map(|v| v.reduce.as_deref().and_then(crate::reduce::builtin)).collect());
         for (doc, doc_rows_key) in mapped.docs.iter().zip(doc_rows_keys) {
             if let Some(old) = txn.kv().get(VIEW_DOC_ROWS, &doc_rows_key)? {
                 for row in split_rows(&old) {
                     if let Some(n) = row.get(8).and_then(|v| state.rows.get_mut(*v as usize)) {
                         *n = n.saturating_sub(1);
                     }
-                    ranks.count(txn.kv(), row, -1)?;
+                    ranks.remove(txn.kv(), row)?;
                     txn.kv_mut().delete(VIEW_ROWS, row);
                 }
                 txn.kv_mut().delete(VIEW_DOC_ROWS, &doc_rows_key);
             }
             let mut written: Vec<u8> = Vec::new();
             for (view, row, value) in &doc.rows {
-                ranks.count(txn.kv(), row, 1)?;
+                ranks.add(txn.kv(), row, value)?;
                 txn.kv_mut().put(VIEW_ROWS, row, value);
                 written.extend_from_slice(&(row.len() as u32).to_be_bytes());
                 written.extend_from_slice(row);

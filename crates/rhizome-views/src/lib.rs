@@ -28,9 +28,11 @@
 //! Invariants: an index is named by its design document's signature (which
 //! includes the rows' order version), so a changed view is a new index and
 //! stale ones are dropped by `_view_cleanup`; a view's rows and its rank
-//! buckets change in the same transaction; JavaScript never runs inside the
+//! buckets (with their stored reductions, `bucket_summary`) change in the
+//! same transaction; JavaScript never runs inside the
 //! database's writer for a view build.
 
+mod bucket_summary;
 pub mod design;
 mod design_fields;
 pub mod filter;

@@ -5,10 +5,11 @@
 //! Rows come from one range scan per requested key range (or per key of
 //! `keys`), in collation order (reversed for `descending`). Reduce views
 //! are reduced at query time, group by group (`group`, `group_level`),
-//! in chunks of [`REDUCE_CHUNK`] rows then re-reduced, as CouchDB's
-//! B-tree does with its stored partial reductions: a reduce over a whole
-//! view reads the whole view (`offset` likewise counts the rows before the
-//! first one returned).
+//! in chunks of [`REDUCE_CHUNK`] rows then re-reduced. A built-in reduce
+//! (`_count`, `_sum`, `_stats`) of one ascending range reads the stored
+//! reductions of the rank buckets it covers whole, as CouchDB's B-tree
+//! reads its inner nodes' (`bucket_reduce.rs`); `offset` is counted from
+//! the buckets' row counts (`rank.rs`).
 
 use crate::design::DesignDoc;
 use crate::index::{self, index_id, process_error, view_prefix, IndexState, ViewError, VIEW_ROWS};
@@ -278,10 +279,27 @@ pub fn run_query_into(
     // The answer is written as JSON text: map rows go from their stored
     // text to the answer without being parsed into values.
     let mut out = String::from("{");
+    let cached = (current.nonce != 0).then_some((current.nonce, current.seq));
     if reducing {
-        let mut sandbox = Sandbox::new(limits).map_err(process_error)?;
-        let reducer = DesignDoc::reducer(view, &mut sandbox, &ddoc.map_modules)?.expect("a reduce view");
-        let rows = reduce_rows(kv, &ranges, q, reducer, &mut sandbox)?;
+        // A built-in needs no sandbox (making one was most of a stored
+        // reduction's time).
+        let (reducer, mut sandbox) = match view.reduce.as_deref().and_then(crate::reduce::builtin) {
+            Some(builtin) => (builtin, None),
+            None => {
+                let mut sandbox = Sandbox::new(limits).map_err(process_error)?;
+                (DesignDoc::reducer(view, &mut sandbox, &ddoc.map_modules)?.expect("a reduce view"), Some(sandbox))
+            }
+        };
+        // A built-in reduce of one ascending range reads the buckets'
+        // stored reductions (`bucket_summary.rs`) for the buckets it
+        // covers whole; the others reduce rows.
+        let by_buckets = current.ranked && partition.is_none() && q.keys.is_none() && !q.descending && ranges.len() == 1 && matches!(reducer, Reducer::Count | Reducer::Sum | Reducer::Stats);
+        let rows = if by_buckets {
+            let fences = crate::rank::fences(kv, &prefix, cached)?;
+            bucket_reduce::reduce(kv, &fences, &prefix, &ranges[0], q, reducer, &mut sandbox)?
+        } else {
+            reduce_rows(kv, &ranges, q, reducer, &mut sandbox)?
+        };
         out.push_str(&format!("\"rows\":{}", Value::Array(rows)));
     } else {
         // A partition's rows are counted from its own range (the counts
@@ -291,7 +309,6 @@ pub fn run_query_into(
             Some(_) => count_rows(kv, &prefix)?,
             None => current.rows.get(view_no).copied().unwrap_or(0),
         };
-        let cached = (current.nonce != 0).then_some((current.nonce, current.seq));
         let offset = match ranges.first() {
             Some(r) if q.keys.is_none() && ranked && q.descending => total.saturating_sub(crate::rank::rows_before(kv, &prefix, &r.upper, cached)?),
             Some(r) if q.keys.is_none() && ranked => crate::rank::rows_before(kv, &prefix, &r.lower, cached)?,
@@ -614,58 +631,117 @@ fn reduce_error(e: ReduceError) -> ViewError {
     }
 }
 
-fn finish(group: Group, reducer: Reducer, sandbox: &mut Sandbox) -> Result<Value, ViewError> {
+fn finish(group: Group, reducer: Reducer, sandbox: &mut Option<Sandbox>) -> Result<Value, ViewError> {
     let mut partials = group.partials;
     if !group.chunk.is_empty() {
-        partials.push(reducer.reduce(Some(sandbox), &group.chunk).map_err(reduce_error)?);
+        partials.push(reducer.reduce(sandbox.as_mut(), &group.chunk).map_err(reduce_error)?);
     }
-    let value = reducer.rereduce(Some(sandbox), partials).map_err(reduce_error)?.finalize();
+    let value = reducer.rereduce(sandbox.as_mut(), partials).map_err(reduce_error)?.finalize();
     Ok(json!({ "key": group.key, "value": value }))
 }
 
-fn reduce_rows(kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, reducer: Reducer, sandbox: &mut Sandbox) -> Result<Vec<Value>, ViewError> {
-    let limit = q.limit.unwrap_or(usize::MAX);
-    let mut out = Vec::new();
-    let mut skipped = 0;
-    let mut current: Option<Group> = None;
-    let mut emit = |g: Group, sandbox: &mut Sandbox, out: &mut Vec<Value>| -> Result<bool, ViewError> {
-        if skipped < q.skip {
-            skipped += 1;
+/// Rows and bucket reductions gathered into groups in key order, each
+/// group reduced when the next starts and kept with `skip` and `limit`.
+struct Groups<'q> {
+    q: &'q ViewQuery,
+    reducer: Reducer,
+    limit: usize,
+    skipped: usize,
+    out: Vec<Value>,
+    current: Option<Group>,
+}
+
+impl<'q> Groups<'q> {
+    fn new(q: &'q ViewQuery, reducer: Reducer) -> Groups<'q> {
+        Groups { q, reducer, limit: q.limit.unwrap_or(usize::MAX), skipped: 0, out: Vec::new(), current: None }
+    }
+
+    fn full(&self) -> bool {
+        self.out.len() >= self.limit
+    }
+
+    fn emit(&mut self, g: Group, sandbox: &mut Option<Sandbox>) -> Result<bool, ViewError> {
+        if self.skipped < self.q.skip {
+            self.skipped += 1;
             return Ok(true);
         }
-        out.push(finish(g, reducer, sandbox)?);
-        Ok(out.len() < limit)
-    };
-    if limit == 0 {
-        return Ok(out);
+        self.out.push(finish(g, self.reducer, sandbox)?);
+        Ok(!self.full())
     }
-    let mut more = true;
-    scan(kv, ranges, q.descending, |range, bytes| {
-        let (key, id, value) = row_parts(bytes)?;
-        let gk = group_key(&key, q);
-        let gid = (range, collate::encode(&gk));
-        if current.as_ref().is_some_and(|g| g.id != gid) {
-            let done = current.take().expect("checked");
-            if !emit(done, sandbox, &mut out)? {
-                more = false;
+
+    /// Makes `gid` the current group (`key` gives its key when it is a
+    /// new one); `false` once the answer is full.
+    fn enter(&mut self, gid: (usize, Vec<u8>), key: impl FnOnce() -> Result<Value, ViewError>, sandbox: &mut Option<Sandbox>) -> Result<bool, ViewError> {
+        if self.current.as_ref().is_some_and(|g| g.id != gid) {
+            let done = self.current.take().expect("checked");
+            if !self.emit(done, sandbox)? {
                 return Ok(false);
             }
         }
-        let g = current.get_or_insert_with(|| Group { key: gk, id: gid, chunk: Vec::new(), partials: Vec::new() });
+        if self.current.is_none() {
+            self.current = Some(Group { key: key()?, id: gid, chunk: Vec::new(), partials: Vec::new() });
+        }
+        Ok(true)
+    }
+
+    /// A row of range `range`; `false` once the answer is full.
+    fn row(&mut self, range: usize, key: Value, id: String, value: Value, sandbox: &mut Option<Sandbox>) -> Result<bool, ViewError> {
+        let gk = group_key(&key, self.q);
+        let gid = (range, collate::encode(&gk));
+        if !self.enter(gid, || Ok(gk), sandbox)? {
+            return Ok(false);
+        }
+        let reducer = self.reducer;
+        let g = self.current.as_mut().expect("entered");
         g.chunk.push((key, id, value));
         if g.chunk.len() >= REDUCE_CHUNK {
             let chunk = std::mem::take(&mut g.chunk);
-            g.partials.push(reducer.reduce(Some(sandbox), &chunk).map_err(reduce_error)?);
+            g.partials.push(reducer.reduce(sandbox.as_mut(), &chunk).map_err(reduce_error)?);
         }
         Ok(true)
-    })?;
-    if more {
-        if let Some(g) = current.take() {
-            emit(g, sandbox, &mut out)?;
-        }
     }
-    Ok(out)
+
+    /// The reduction of rows that are all in group `gid`, after the rows
+    /// given before; `false` once the answer is full.
+    fn partial(&mut self, gid: (usize, Vec<u8>), key: impl FnOnce() -> Result<Value, ViewError>, partial: Partial, sandbox: &mut Option<Sandbox>) -> Result<bool, ViewError> {
+        if !self.enter(gid, key, sandbox)? {
+            return Ok(false);
+        }
+        let reducer = self.reducer;
+        let g = self.current.as_mut().expect("entered");
+        // Partials stay in key order (`_sum` reports the first bad value).
+        if !g.chunk.is_empty() {
+            let chunk = std::mem::take(&mut g.chunk);
+            g.partials.push(reducer.reduce(sandbox.as_mut(), &chunk).map_err(reduce_error)?);
+        }
+        g.partials.push(partial);
+        Ok(true)
+    }
+
+    fn finish(mut self, sandbox: &mut Option<Sandbox>) -> Result<Vec<Value>, ViewError> {
+        if !self.full() {
+            if let Some(g) = self.current.take() {
+                self.emit(g, sandbox)?;
+            }
+        }
+        Ok(self.out)
+    }
 }
 
+fn reduce_rows(kv: &dyn KvRead, ranges: &[Range], q: &ViewQuery, reducer: Reducer, sandbox: &mut Option<Sandbox>) -> Result<Vec<Value>, ViewError> {
+    let mut groups = Groups::new(q, reducer);
+    if groups.full() {
+        return Ok(Vec::new());
+    }
+    scan(kv, ranges, q.descending, |range, bytes| {
+        let (key, id, value) = row_parts(bytes)?;
+        groups.row(range, key, id, value, sandbox)
+    })?;
+    groups.finish(sandbox)
+}
+
+mod bucket_reduce;
+#[cfg(test)]
+mod bucket_tests;
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@
 //!
 //! | keyspace | key | value |
 //! |---|---|---|
-//! | `VIEW_RANKS` 43 | signature (8), view number (1), fence (a `VIEW_ROWS` key's rest, possibly empty) | rows `r` of the view with `fence <= r < next fence`, u64 BE |
+//! | `VIEW_RANKS` 43 | signature (8), view number (1), fence (a `VIEW_ROWS` key's rest, possibly empty) | rows `r` of the view with `fence <= r < next fence`, u64 BE, then their summary (`bucket_summary.rs`) |
 //!
 //! Invariants, kept in the transaction that changes the rows: a view with
 //! buckets has the one whose fence is empty (it covers the smallest keys),
@@ -19,7 +19,9 @@
 //! `ranked: false`) and counts by scanning until it is next brought up to
 //! date, which adds them.
 
+use crate::bucket_summary::{stores_reduction, summarize, with_added, BucketValue, Summary, SummaryBuilder};
 use crate::index::{ViewError, VIEW_ROWS};
+use crate::reduce::Reducer;
 use rhizome_docs::DocError;
 use rhizome_kv::{Keyspace, KvRead};
 use std::collections::{BTreeMap, HashMap};
@@ -29,17 +31,15 @@ pub const VIEW_RANKS: Keyspace = Keyspace(43);
 
 /// Rows per bucket when one is cut: a query scans half a bucket on
 /// average (1024 cost a 50,000-row view's `key=` query about a quarter
-/// of its time); more buckets cost only the in-memory fences.
-const BUCKET_ROWS: u64 = 256;
+/// of its time), and a grouped reduce reads the rows of each bucket that
+/// holds a group's edge (256 made a 60-group `_count` read a third of a
+/// 50,000-row view); more buckets cost the in-memory fences and, when
+/// rows are written, a bucket written per few rows.
+const BUCKET_ROWS: u64 = 64;
 /// A bucket with more rows is cut.
 const SPLIT_ROWS: u64 = 2 * BUCKET_ROWS;
 /// A bucket with fewer rows joins its predecessor if they fit in one.
 const MERGE_ROWS: u64 = BUCKET_ROWS / 4;
-
-fn count_of(bytes: &[u8]) -> Result<u64, ViewError> {
-    let b: [u8; 8] = bytes.try_into().map_err(|_| DocError::Corrupt("view rank count is not 8 bytes".into()))?;
-    Ok(u64::from_be_bytes(b))
-}
 
 /// The rows of the view at `prefix` (signature and view number) whose
 /// keys sort before `key`. `cached`: the index's identity and sequence
@@ -79,9 +79,25 @@ pub fn rows_before(kv: &dyn KvRead, prefix: &[u8], key: &[u8], cached: Option<(u
 /// one bucket. A view query's fixed cost was mostly the walk over about
 /// half the buckets and half a bucket's rows (38% of a `key=` query's
 /// server time at 50,000 rows).
-struct Fences {
-    fences: Vec<Vec<u8>>,
-    before: Vec<u64>,
+pub(crate) struct Fences {
+    pub fences: Vec<Vec<u8>>,
+    pub before: Vec<u64>,
+    /// Each bucket's rows and, when it has one, its summary
+    /// (`bucket_summary.rs`: first and last rows, stored reduction).
+    pub buckets: Vec<BucketValue>,
+}
+
+/// The buckets of the view at `prefix` as `kv` has them, read once per
+/// state of the index when `cached` names it (see [`rows_before`]).
+pub(crate) fn fences(kv: &dyn KvRead, prefix: &[u8], cached: Option<(u64, u64)>) -> Result<Arc<Fences>, ViewError> {
+    match cached {
+        Some((nonce, seq)) => Fences::cached(kv, prefix, nonce, seq),
+        None => Ok(Arc::new(Fences::read(kv, prefix, &upper_of(prefix))?)),
+    }
+}
+
+fn upper_of(prefix: &[u8]) -> Vec<u8> {
+    rhizome_kv::prefix_upper_bound(prefix).unwrap_or_else(|| vec![0xff; prefix.len() + 1])
 }
 
 /// Fences by (index nonce, view number), each valid for one index sequence.
@@ -95,14 +111,16 @@ const FENCE_CACHE_VIEWS: usize = 64;
 impl Fences {
     /// The buckets under `prefix` whose fences sort before `end`.
     fn read(kv: &dyn KvRead, prefix: &[u8], end: &[u8]) -> Result<Fences, ViewError> {
-        let mut out = Fences { fences: Vec::new(), before: Vec::new() };
+        let mut out = Fences { fences: Vec::new(), before: Vec::new(), buckets: Vec::new() };
         let mut sum = 0u64;
         let mut cursor = kv.cursor(VIEW_RANKS, prefix, Some(end));
         cursor.seek_first();
         while cursor.valid() {
+            let bucket = BucketValue::decode(cursor.value())?;
             out.fences.push(cursor.key().to_vec());
             out.before.push(sum);
-            sum += count_of(cursor.value())?;
+            sum += bucket.rows;
+            out.buckets.push(bucket);
             cursor.next();
         }
         cursor.status()?;
@@ -117,8 +135,7 @@ impl Fences {
                 return Ok(fences.clone());
             }
         }
-        let upper = rhizome_kv::prefix_upper_bound(prefix).unwrap_or_else(|| vec![0xff; prefix.len() + 1]);
-        let fences = Arc::new(Fences::read(kv, prefix, &upper)?);
+        let fences = Arc::new(Fences::read(kv, prefix, &upper_of(prefix))?);
         let mut cache = lock();
         let cache = cache.get_or_insert_with(HashMap::new);
         if cache.len() >= FENCE_CACHE_VIEWS && !cache.contains_key(&(nonce, view)) {
@@ -136,17 +153,33 @@ impl Fences {
 }
 
 /// The buckets of one index that a transaction changes: loaded per view
-/// on first use, counted in memory, written by [`RankUpdate::write`].
+/// on first use, counted in memory, written by [`RankUpdate::write`] with
+/// their summaries (`bucket_summary.rs`).
 pub(crate) struct RankUpdate {
     id: [u8; 8],
-    /// Per view number touched: fence key (with its prefix) -> count now
-    /// and as stored (`None`: a new bucket).
-    views: BTreeMap<u8, BTreeMap<Vec<u8>, (u64, Option<u64>)>>,
+    /// Each view's reduce, in the design document's order: what its
+    /// buckets' summaries keep.
+    reducers: Vec<Option<Reducer>>,
+    /// Per view number touched: fence key (with its prefix) -> the bucket.
+    views: BTreeMap<u8, BTreeMap<Vec<u8>, BucketChange>>,
+}
+
+/// One bucket in a transaction.
+struct BucketChange {
+    rows: u64,
+    /// As stored (`None`: a new bucket).
+    stored: Option<BucketValue>,
+    /// Rows added (whole `VIEW_ROWS` keys and values); values are kept
+    /// only for views whose buckets keep their reduction.
+    added: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Rows removed, or a bucket joined to it: its summary is made again
+    /// from its rows.
+    rebuild: bool,
 }
 
 impl RankUpdate {
-    pub fn new(id: [u8; 8]) -> RankUpdate {
-        RankUpdate { id, views: BTreeMap::new() }
+    pub fn new(id: [u8; 8], reducers: Vec<Option<Reducer>>) -> RankUpdate {
+        RankUpdate { id, reducers, views: BTreeMap::new() }
     }
 
     fn prefix(&self, view: u8) -> Vec<u8> {
@@ -155,7 +188,7 @@ impl RankUpdate {
         p
     }
 
-    fn buckets(&mut self, kv: &dyn KvRead, view: u8) -> Result<&mut BTreeMap<Vec<u8>, (u64, Option<u64>)>, ViewError> {
+    fn buckets(&mut self, kv: &dyn KvRead, view: u8) -> Result<&mut BTreeMap<Vec<u8>, BucketChange>, ViewError> {
         if !self.views.contains_key(&view) {
             let prefix = self.prefix(view);
             let mut buckets = BTreeMap::new();
@@ -163,77 +196,118 @@ impl RankUpdate {
             let mut cursor = kv.cursor(VIEW_RANKS, &prefix, upper.as_deref());
             cursor.seek_first();
             while cursor.valid() {
-                let n = count_of(cursor.value())?;
-                buckets.insert(cursor.key().to_vec(), (n, Some(n)));
+                let stored = BucketValue::decode(cursor.value())?;
+                buckets.insert(cursor.key().to_vec(), BucketChange { rows: stored.rows, stored: Some(stored), added: Vec::new(), rebuild: false });
                 cursor.next();
             }
             cursor.status()?;
             // The bucket of the smallest keys is always there.
-            buckets.entry(prefix).or_insert((0, None));
+            buckets.entry(prefix).or_insert(BucketChange { rows: 0, stored: None, added: Vec::new(), rebuild: false });
             self.views.insert(view, buckets);
         }
         Ok(self.views.get_mut(&view).expect("inserted above"))
     }
 
-    /// A row `row` (a whole `VIEW_ROWS` key) was added (`delta` 1) or
-    /// removed (`delta` -1).
-    pub fn count(&mut self, kv: &dyn KvRead, row: &[u8], delta: i64) -> Result<(), ViewError> {
+    fn bucket_of(&mut self, kv: &dyn KvRead, row: &[u8]) -> Result<(bool, &mut BucketChange), ViewError> {
         let view = *row.get(8).ok_or_else(|| DocError::Corrupt("view row key without a view number".into()))?;
+        let stores = stores_reduction(self.reducers.get(view as usize).copied().flatten());
         let buckets = self.buckets(kv, view)?;
-        let (_, (n, _)) = buckets.range_mut(..=row.to_vec()).next_back().expect("the first bucket's fence is the view's prefix, at or before every row");
-        *n = n.saturating_add_signed(delta);
+        let (_, bucket) = buckets.range_mut(..=row.to_vec()).next_back().expect("the first bucket's fence is the view's prefix, at or before every row");
+        Ok((stores, bucket))
+    }
+
+    /// A row `row` (a whole `VIEW_ROWS` key) with `value` was added.
+    pub fn add(&mut self, kv: &dyn KvRead, row: &[u8], value: &[u8]) -> Result<(), ViewError> {
+        let (stores, bucket) = self.bucket_of(kv, row)?;
+        bucket.rows += 1;
+        bucket.added.push((row.to_vec(), if stores { value.to_vec() } else { Vec::new() }));
         Ok(())
     }
 
-    /// Cuts and joins the touched buckets (reading the rows as `kv`, the
-    /// transaction, now has them) and puts what changed into `put` and
-    /// `delete`.
+    /// A row `row` was removed.
+    pub fn remove(&mut self, kv: &dyn KvRead, row: &[u8]) -> Result<(), ViewError> {
+        let (_, bucket) = self.bucket_of(kv, row)?;
+        bucket.rows = bucket.rows.saturating_sub(1);
+        bucket.rebuild = true;
+        Ok(())
+    }
+
+    /// Cuts and joins the touched buckets, summarizes the changed ones
+    /// (reading the rows as `kv`, the transaction, now has them where
+    /// their added rows do not say enough) and puts what changed into
+    /// `put` and `delete`.
     pub fn write(self, kv: &dyn KvRead, mut put: impl FnMut(&[u8], &[u8]), mut delete: impl FnMut(&[u8])) -> Result<(), ViewError> {
         for (view, buckets) in self.views {
+            let reducer = self.reducers.get(view as usize).copied().flatten();
             let prefix = {
                 let mut p = self.id.to_vec();
                 p.push(view);
                 p
             };
-            let upper = rhizome_kv::prefix_upper_bound(&prefix).unwrap_or_else(|| vec![0xff; prefix.len() + 1]);
+            let upper = upper_of(&prefix);
             // Joins: a small bucket (not the first) goes into the one before.
-            let mut joined: Vec<(Vec<u8>, u64, Option<u64>)> = Vec::with_capacity(buckets.len());
-            for (fence, (n, stored)) in buckets {
+            let mut joined: Vec<(Vec<u8>, BucketChange)> = Vec::with_capacity(buckets.len());
+            for (fence, bucket) in buckets {
                 match joined.last_mut() {
-                    Some((_, prev, _)) if n < MERGE_ROWS && *prev + n <= SPLIT_ROWS => {
-                        *prev += n;
-                        if stored.is_some() {
+                    Some((_, prev)) if bucket.rows < MERGE_ROWS && prev.rows + bucket.rows <= SPLIT_ROWS => {
+                        prev.rows += bucket.rows;
+                        prev.rebuild = true;
+                        if bucket.stored.is_some() {
                             delete(&fence);
                         }
                     }
-                    _ => joined.push((fence, n, stored)),
+                    _ => joined.push((fence, bucket)),
                 }
             }
             // Cuts: a bucket past SPLIT_ROWS is read and cut every
             // BUCKET_ROWS rows; the others are written if they changed.
             for i in 0..joined.len() {
-                let (fence, n, stored) = &joined[i];
-                if *n <= SPLIT_ROWS {
-                    if *stored != Some(*n) {
-                        put(fence, &n.to_be_bytes());
+                let next = joined.get(i + 1).map_or(upper.as_slice(), |(f, _)| f.as_slice());
+                let (fence, bucket) = (&joined[i].0, &joined[i].1);
+                if bucket.rows > SPLIT_ROWS {
+                    let mut cursor = kv.cursor(VIEW_ROWS, fence, Some(next));
+                    cursor.seek_first();
+                    let (mut current, mut piece) = (fence.clone(), SummaryBuilder::default());
+                    while cursor.valid() {
+                        if piece.rows() == BUCKET_ROWS {
+                            put(&current, &std::mem::take(&mut piece).finish(reducer).encode());
+                            current = cursor.key().to_vec();
+                        }
+                        piece.push(reducer, cursor.key(), cursor.value())?;
+                        cursor.next();
                     }
+                    cursor.status()?;
+                    put(&current, &piece.finish(reducer).encode());
                     continue;
                 }
-                let next = joined.get(i + 1).map_or(upper.as_slice(), |(f, _, _)| f.as_slice());
-                let mut cursor = kv.cursor(VIEW_ROWS, fence, Some(next));
-                cursor.seek_first();
-                let (mut current, mut rows) = (fence.clone(), 0u64);
-                while cursor.valid() {
-                    if rows == BUCKET_ROWS {
-                        put(&current, &rows.to_be_bytes());
-                        current = cursor.key().to_vec();
-                        rows = 0;
-                    }
-                    rows += 1;
-                    cursor.next();
+                let summarized = bucket.stored.as_ref().is_some_and(|s| s.summary.is_some());
+                if !bucket.rebuild && bucket.added.is_empty() && summarized && bucket.stored.as_ref().map(|s| s.rows) == Some(bucket.rows) {
+                    continue;
                 }
-                cursor.status()?;
-                put(&current, &rows.to_be_bytes());
+                // From the added rows alone when nothing was removed and
+                // the bucket had a summary (or is new); else from its rows.
+                let mut added = None;
+                if !bucket.rebuild {
+                    let base = match &bucket.stored {
+                        None => Some((Summary::default(), 0)),
+                        Some(BucketValue { rows, summary: Some(s) }) => Some((s.clone(), *rows)),
+                        Some(BucketValue { summary: None, .. }) => None,
+                    };
+                    if let Some((base, base_rows)) = base {
+                        let mut rows = bucket.added.clone();
+                        rows.sort_by(|a, b| a.0.cmp(&b.0));
+                        added = with_added(&base, base_rows, reducer, &rows)?.map(|s| BucketValue { rows: bucket.rows, summary: Some(s) });
+                    }
+                }
+                let value = match added {
+                    Some(v) => v,
+                    None => {
+                        let v = summarize(kv, reducer, fence, next)?;
+                        debug_assert_eq!(v.rows, bucket.rows, "a bucket's count is its rows");
+                        v
+                    }
+                };
+                put(fence, &value.encode());
             }
         }
         Ok(())

@@ -10,6 +10,7 @@
 
 use super::candidates;
 use super::index::{index_behind, list_indexes, mango_error, stale_indexes, IndexDef};
+use super::prefilter::{BodyReader, Look, Prefilter};
 use super::plan::{plan, Access, FindOptions, Kind, Plan};
 use super::ranges::{selector_fields, Edge, FieldRange};
 use crate::collate;
@@ -304,6 +305,9 @@ impl Database {
         let mut returned = 0u64;
         let mut last_key: Option<Vec<u8>> = None;
         let mut skipped = 0;
+        // Without `conflicts` (which the first look does not render).
+        let prefilter = if index.is_none() && !opts.conflicts { Prefilter::new(&opts.selector) } else { None };
+        let mut bodies = BodyReader::new(kv);
         if range.lower < range.upper {
             let mut cursor = kv.cursor(keyspace, &range.lower, Some(&range.upper));
             if opts.descending {
@@ -321,10 +325,19 @@ impl Database {
                         return Err(mango_error(500, "timeout", "The request could not be processed in a reasonable amount of time."));
                     }
                 }
+                // A document the first look rejects is examined, not rendered.
+                let mut rejected = false;
                 let doc = match index {
                     None => {
                         let id = String::from_utf8_lossy(cursor.key());
-                        candidate(kv, &id, Some(cursor.value()), opts.conflicts)?
+                        match prefilter.as_ref().map(|p| p.look(&mut bodies, &id, cursor.value(), &opts.selector)).transpose()? {
+                            Some(Look::Gone) => None,
+                            Some(Look::Rejected) => {
+                                rejected = true;
+                                None
+                            }
+                            Some(Look::Maybe) | None => candidate(kv, &id, Some(cursor.value()), opts.conflicts)?,
+                        }
                     }
                     Some(index) if q.covering => Some(doc_of_row(index, cursor.key(), cursor.value())?),
                     Some(_) => {
@@ -332,7 +345,7 @@ impl Database {
                         candidate(kv, &id, kv.get(DOCS, id.as_bytes())?.as_deref(), opts.conflicts)?
                     }
                 };
-                if !q.covering && doc.is_some() {
+                if !q.covering && (doc.is_some() || rejected) {
                     if opts.r > 1 {
                         stats.quorum_docs += 1;
                     } else {

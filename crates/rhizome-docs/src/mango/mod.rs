@@ -9,6 +9,7 @@ pub use find::{project, FindEnd, PreparedFind};
 pub mod index;
 pub mod plan;
 mod candidates;
+mod prefilter;
 pub mod ranges;
 
 pub use index::{add_to_design_doc, new_index, new_index_in, remove_from_design_doc, IndexDef, MangoDesignInfo, NewIndex, REFRESH_BATCH};
