@@ -1,10 +1,13 @@
 //! CouchDB-style databases of a data folder, the folder `rhizome serve`
 //! uses (`rhizome.open(data_dir).database("people")`).
 //!
-//! Each database is its own store under `<data>/dbs/`, with the engine's
-//! lock: one process holds a database at a time, so a database that a
-//! running server (or another Python process) has open raises
-//! `StoreLocked`, and nothing is ever written by two processes. In one
+//! The folder is refused (`StoreLocked`) while a server runs on it: a
+//! server opens and closes its databases on demand, so a database it has
+//! closed for now is still its (the folder's lock, `DATA/lock`, held shared
+//! here and exclusive by the server). Each database is its own store under
+//! `<data>/dbs/`, with the engine's lock: one process holds a database at
+//! a time, so a database another Python process has open raises
+//! `StoreLocked` too, and nothing is ever written by two processes. In one
 //! process a `DataFolder` hands out one shared handle per database, so
 //! threads share it; writes are durable when they return and run without
 //! the GIL.
@@ -32,10 +35,15 @@ pub struct DataFolder {
     base: String,
     contexts: Arc<ContextStore>,
     open: Mutex<HashMap<String, Arc<Database>>>,
+    /// The folder's lock, held shared until `close()`: no server starts on it meanwhile.
+    folder_lock: Mutex<Option<std::fs::File>>,
 }
 
 fn server_error(e: rhizome_server::ServerError) -> PyErr {
-    RhizomeError::new_err(e.to_string())
+    match e {
+        rhizome_server::ServerError::FolderInUse(m) => crate::errors::StoreLocked::new_err(m),
+        e => RhizomeError::new_err(e.to_string()),
+    }
 }
 
 /// `rhizome.open(data_dir, read_only=False)`.
@@ -46,9 +54,10 @@ pub fn open(data_dir: PathBuf, read_only: bool) -> PyResult<DataFolder> {
         return Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!("no data folder at {}", data_dir.display())));
     }
     std::fs::create_dir_all(&data_dir).map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("cannot create {}: {e}", data_dir.display())))?;
+    let folder_lock = rhizome_server::folder::share_folder(&data_dir).map_err(server_error)?;
     let base = rhizome_server::base_iri(&data_dir).map_err(server_error)?;
     let contexts = rhizome_server::context_store(&data_dir).map_err(server_error)?;
-    Ok(DataFolder { dir: data_dir, read_only, base, contexts, open: Mutex::new(HashMap::new()) })
+    Ok(DataFolder { dir: data_dir, read_only, base, contexts, open: Mutex::new(HashMap::new()), folder_lock: Mutex::new(Some(folder_lock)) })
 }
 
 impl DataFolder {
@@ -61,12 +70,14 @@ impl DataFolder {
 impl DataFolder {
     /// The database ``name`` (created unless the folder is read-only).
     ///
-    /// :raises StoreLocked: another process (a running ``rhizome serve``)
-    ///     has it open.
+    /// :raises StoreLocked: another Python process has it open.
     #[pyo3(signature = (name, *, create=true))]
     fn database(&self, py: Python<'_>, name: &str, create: bool) -> PyResult<PyDatabase> {
         if !rhizome_docs::valid_db_name(name) {
             return Err(PyValueError::new_err(format!("{name:?} is not a valid database name (a lowercase letter first, then a-z 0-9 _$()+/-)")));
+        }
+        if self.folder_lock.lock().map_err(|_| RhizomeError::new_err("a thread panicked while closing the folder"))?.is_none() {
+            return Err(RhizomeError::new_err(format!("the folder {} is closed: rhizome.open it again", self.dir.display())));
         }
         let mut open = self.open.lock().map_err(|_| RhizomeError::new_err("a thread panicked while opening a database"))?;
         if let Some(db) = open.get(name) {
@@ -107,10 +118,12 @@ impl DataFolder {
         Ok(names)
     }
 
-    /// Closes the handles this folder opened (other processes can open
-    /// the databases once every ``Database`` object is gone too).
+    /// Closes the handles this folder opened and lets go of the folder (a
+    /// server may start on it; other processes can open the databases
+    /// once every ``Database`` object is gone too).
     fn close(&self) -> PyResult<()> {
         self.open.lock().map_err(|_| RhizomeError::new_err("a thread panicked while opening a database"))?.clear();
+        self.folder_lock.lock().map_err(|_| RhizomeError::new_err("a thread panicked while closing the folder"))?.take();
         Ok(())
     }
 

@@ -211,3 +211,49 @@ def test_sparql_updates_are_document_writes(folder):
         db.update("INSERT NOTHING")
     with pytest.raises(PermissionError):
         db.store.add(rhizome.Quad(rhizome.NamedNode("http://e/a"), rhizome.NamedNode("http://e/b"), rhizome.Literal("c")))
+
+
+def test_a_folder_a_server_runs_on_is_refused_and_the_other_way_round(tmp_path):
+    """A server opens and closes its databases on demand, so the folder as
+    a whole is its while it runs: ``rhizome.open`` raises ``StoreLocked``,
+    and a server does not start on a folder a ``DataFolder`` holds."""
+    import os
+    import pathlib
+    import socket
+    import time
+    import urllib.request
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    binary = os.environ.get("RHIZOME_BIN") or str(root / os.environ.get("CARGO_TARGET_DIR", "target") / "release" / "rhizome")
+    data = tmp_path / "data"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    serve = [binary, "--data", str(data), "serve", "--bind", f"127.0.0.1:{port}", "--quiet", "--admin", "admin:pw"]
+
+    f = rhizome.open(data)
+    f.database("people").put({"_id": "a"})
+    refused = subprocess.run(serve, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "in use" in refused.stderr, refused.stderr
+    f.close()
+
+    proc = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # polling readiness, with a deadline
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/_up", timeout=2).status == 200:
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
+            time.sleep(0.05)
+        # Even a database the server has not opened yet is refused.
+        with pytest.raises(rhizome.StoreLocked, match="running server"):
+            rhizome.open(data).database("others")
+        with pytest.raises(rhizome.StoreLocked):
+            rhizome.open(data, read_only=True)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert rhizome.open(data, read_only=True).database("people").get("a")["_id"] == "a"

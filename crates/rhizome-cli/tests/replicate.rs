@@ -3,7 +3,7 @@
 //! checkpoints make a second run copy only what changed; continuous mode
 //! follows new writes; the server's `/_replicate` and `_replicator`; a
 //! PouchDB server (express-pouchdb) as the peer; bad endpoints fail with a
-//! reason.
+//! reason; local databases are refused while a server runs on their folder.
 
 mod common;
 
@@ -191,6 +191,15 @@ fn a_local_database_replicates_with_a_server_and_is_served_afterwards() {
     let b = ServerProcess::start(local.path());
     let rev = ok(&b, "GET", "/copy/doc000", None)["_rev"].as_str().unwrap().to_owned();
     ok(&b, "PUT", &format!("/copy/doc000?rev={rev}"), Some(json!({ "n": "offline" })));
+    // While a server runs on the folder nothing else opens its databases,
+    // not even one it has not opened yet (it opens them on demand).
+    let nt = da.path().join("one.nt");
+    std::fs::write(&nt, "<http://example.org/a> <http://example.org/p> \"x\" .\n").unwrap();
+    for args in [vec!["load", "--quiet", "--db", "fresh", nt.to_str().unwrap()], vec!["replicate", "copy", &src]] {
+        let refused = run(rhizome(local.path()).args(&args));
+        assert!(!refused.status.success() && stderr(&refused).contains("in use by a running server"), "{args:?}: {}", stderr(&refused));
+    }
+    assert_eq!(request(&b, "GET", "/fresh", None).0, 404);
     drop(b);
     let pushed = replicate(local.path(), &["replicate", "copy", &src]);
     assert_eq!(pushed["docs_written"], json!(1), "{pushed}");
@@ -383,6 +392,15 @@ fn replicator_documents_run_until_deleted_and_again_after_a_restart() {
     let once = wait_for_doc(&a, "once", |d| d.is_some_and(|d| d["state"] == json!("completed")));
     assert_eq!(once.as_ref().map(|d| d["info"]["docs_written"].clone()), Some(json!(125)), "{once:?}");
     assert_eq!(contents(&a, "src"), contents(&a, "copy"));
+    // As in CouchDB 3, the completed state is written into the document.
+    let recorded = eventually(|| ok(&a, "GET", "/_replicator/once", None), |d| d["_replication_state"] == json!("completed"));
+    assert_eq!(recorded["_replication_stats"]["docs_written"], json!(125), "{recorded}");
+    assert!(recorded["_replication_state_time"].as_str().is_some_and(|t| t.ends_with('Z')), "{recorded}");
+    // A document that cannot make a replication is refused when written.
+    let (status, refused) = request(&a, "PUT", "/_replicator/odd", Some(json!({ "source": "src", "target": "copy", "continuous": "yes" })));
+    assert_eq!((status, refused["error"].clone()), (403, json!("forbidden")), "{refused}");
+    let bulk = ok(&a, "POST", "/_replicator/_bulk_docs", Some(json!({ "docs": [{ "_id": "nosource", "target": "copy" }, { "_id": "odd-ids", "source": "src", "target": "copy", "doc_ids": "a" }] })));
+    assert_eq!(bulk.as_array().map(|r| r.iter().map(|r| r["error"].clone()).collect::<Vec<_>>()), Some(vec![json!("forbidden"), json!("forbidden")]), "{bulk}");
     // A bad document fails with its reason, and nothing else.
     ok(&a, "PUT", "/_replicator/broken", Some(json!({ "source": "no-such-db", "target": "copy" })));
     let broken = wait_for_doc(&a, "broken", |d| d.is_some_and(|d| d["state"] == json!("failed")));
@@ -399,6 +417,11 @@ fn replicator_documents_run_until_deleted_and_again_after_a_restart() {
     a.restart();
     ok(&a, "PUT", "/src/after-restart", Some(json!({})));
     assert_eq!(wait_count(124), 124, "the replication runs again after a restart");
+    // A completed one is listed as such and not run again.
+    let once = wait_for_doc(&a, "once", |d| d.is_some_and(|d| d["state"] == json!("completed")));
+    assert_eq!(once.as_ref().map(|d| d["info"]["docs_written"].clone()), Some(json!(125)), "{once:?}");
+    assert_eq!(ok(&a, "GET", "/_replicator/once", None)["_rev"], recorded["_rev"]);
+    assert_eq!(request(&a, "GET", "/copy/after-restart", None).0, 404);
     // Deleting the document stops it; once gone from the list it copies nothing more.
     let rev = ok(&a, "GET", "/_replicator/live", None)["_rev"].as_str().unwrap().to_owned();
     ok(&a, "DELETE", &format!("/_replicator/live?rev={rev}"), None);

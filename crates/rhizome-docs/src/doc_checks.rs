@@ -28,6 +28,11 @@ const SPECIAL_MEMBERS: &[&str] = &[
     "_replication_stats",
 ];
 
+/// Whether CouchDB reads `name` (a member starting with `_`) in a document.
+pub(crate) fn is_special_member(name: &str) -> bool {
+    SPECIAL_MEMBERS.contains(&name)
+}
+
 fn bad_member(name: &str) -> DocError {
     DocError::Validation(format!("Bad special document member: {name}"))
 }
@@ -57,7 +62,7 @@ pub fn check_document_json(doc: &Map<String, Value>, new_edits: bool) -> Result<
                     check_attachment(att_name, att)?;
                 }
             }
-            _ if !SPECIAL_MEMBERS.contains(&name.as_str()) => return Err(bad_member(name)),
+            _ if !is_special_member(name) => return Err(bad_member(name)),
             _ => {}
         }
     }

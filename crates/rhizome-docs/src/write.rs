@@ -22,25 +22,6 @@ use serde_json::{json, Map, Value};
 /// it, and the one it replaces; an error refuses the write.
 pub type WriteCheck<'c> = &'c mut dyn FnMut(&Map<String, Value>, Option<&Map<String, Value>>) -> Result<()>;
 
-/// CouchDB's special members a document may carry; any other member
-/// starting with `_` is refused with `doc_validation`.
-const SPECIAL_MEMBERS: &[&str] = &[
-    "_id",
-    "_rev",
-    "_deleted",
-    "_attachments",
-    "_revisions",
-    "_revs_info",
-    "_conflicts",
-    "_deleted_conflicts",
-    "_local_seq",
-    "_replication_state",
-    "_replication_state_time",
-    "_replication_state_reason",
-    "_replication_id",
-    "_replication_stats",
-];
-
 /// The special members CouchDB keeps in a document's body (the
 /// replicator's state in `_replicator` documents); the others are
 /// metadata, dropped from the stored body.
@@ -558,7 +539,7 @@ impl Database {
         if self.is_partitioned() {
             crate::partition::check_partitioned_id(id)?;
         }
-        if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !SPECIAL_MEMBERS.contains(&k.as_str())) {
+        if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !crate::doc_checks::is_special_member(k)) {
             return Err(DocError::Validation(format!("Bad special document member: {bad}")));
         }
         if let Some(Value::Object(atts)) = doc.get("_attachments") {

@@ -85,6 +85,9 @@ impl From<DocError> for HttpError {
 pub enum ServerError {
     #[error("{0}")]
     Config(String),
+    /// `DATA/lock` is held by a process this one cannot run beside.
+    #[error("{0}")]
+    FolderInUse(String),
     #[error("{what}: {source}")]
     Io { what: String, source: std::io::Error },
     #[error(transparent)]

@@ -3,7 +3,12 @@
 //!
 //! - `DATA/lock`: held (an exclusive `flock`) by a running server and by a
 //!   rebase, so a rebase never runs under a server and no server starts
-//!   in the middle of one. The kernel drops it when its process dies.
+//!   in the middle of one; held shared by the commands and programs that
+//!   open the folder's databases themselves (`rhizome load --db`,
+//!   `replicate` to or from a local database, `rhizome.open` in Python), so
+//!   none of them opens a database a server may open or have closed (a
+//!   server opens databases on demand and closes idle ones). The kernel
+//!   drops it when its process dies.
 //! - `DATA/rebase-plan`: written (synced) before a rebase changes
 //!   anything and removed once `DATA/base-iri` names the new base. While
 //!   it exists the folder is between two bases (each database whole at
@@ -25,8 +30,28 @@ pub fn lock_folder(data_dir: &Path) -> Result<File, ServerError> {
     let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::Config(format!(
-            "{} is in use by another process (a running server or a rebase holds {})",
+        Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::FolderInUse(format!(
+            "{} is in use by another process (a running server, a rebase, or a command or Python program with its databases open holds {})",
+            data_dir.display(),
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(source)) => Err(ServerError::Io { what: format!("locking {}", path.display()), source }),
+    }
+}
+
+/// The folder's lock held shared (until the returned file is dropped), by
+/// a process that opens the folder's databases itself. Several such
+/// processes may hold it together (each database keeps its engine's own
+/// lock); a running server or rebase excludes them.
+pub fn share_folder(data_dir: &Path) -> Result<File, ServerError> {
+    let path = data_dir.join(LOCK_FILE);
+    let io = |source| ServerError::Io { what: format!("opening {}", path.display()), source };
+    std::fs::create_dir_all(data_dir).map_err(io)?;
+    let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+    match file.try_lock_shared() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::FolderInUse(format!(
+            "{} is in use by a running server (or a rebase), which holds {}: go through the server's HTTP API, or stop it first",
             data_dir.display(),
             path.display()
         ))),

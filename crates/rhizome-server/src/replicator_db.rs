@@ -3,8 +3,13 @@
 //! replication the server runs while the document exists, again after every
 //! restart (checkpoints make a finished one a quick no-op). Changing the
 //! document's replication members restarts it; deleting the document stops
-//! it. States are kept in memory and shown by `GET /_scheduler/docs`
-//! (CouchDB 3 also writes terminal states into the document; we do not).
+//! it. States are kept in memory and shown by `GET /_scheduler/docs`; as
+//! in CouchDB 3, a one-shot replication that completes writes
+//! `_replication_state: "completed"` (with its time and stats) into its
+//! document, and a document in that state is not run again (after a
+//! restart too, and whatever else changes) until a writer removes it. A document whose members cannot make a replication (no
+//! source, `continuous` not a boolean, `doc_ids` not an array...) is
+//! refused when written (403 `forbidden`, CouchDB's `_replicator` rules).
 //!
 //! A replication runs with its document's writer's rights, as CouchDB's
 //! (`owner`): a user who is not a server admin writes a document stamped
@@ -20,7 +25,7 @@ use crate::error::HttpError;
 use crate::http::json;
 use crate::state::{DbHandle, Server};
 use rhizome_docs::{ChangesOptions, DocError, ReadOptions};
-use rhizome_replication::{replication_id, Options};
+use rhizome_replication::{replication_id, Endpoint, Options};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -49,6 +54,23 @@ pub(crate) fn stamp_owner(ctx: &UserCtx, doc: &mut Map<String, Value>, current: 
     }
     doc.insert("owner".into(), Value::String(name));
     Ok(())
+}
+
+/// CouchDB's `_replicator` validation: a live document (not deleted, not a
+/// design document) must define a replication whose members are well
+/// formed; the reason otherwise (answered as 403 `forbidden`).
+pub(crate) fn spec_refusal(doc: &Map<String, Value>) -> Option<rhizome_docs::DocError> {
+    let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default();
+    if doc.get("_deleted") == Some(&Value::Bool(true)) || id.starts_with("_design/") {
+        return None;
+    }
+    let problem = ["source", "target"]
+        .into_iter()
+        .find(|k| !matches!(doc.get(*k), Some(Value::String(_) | Value::Object(_))))
+        .map(|k| format!("a replication document needs a {k} (a URL, or an object with a url)"))
+        .or_else(|| ["continuous", "create_target"].into_iter().find_map(|k| flag(doc, k).err().map(|e| e.reason)))
+        .or_else(|| filter(doc).err().map(|e| e.reason))?;
+    Some(rhizome_docs::DocError::Coded { status: 403, error: "forbidden", reason: problem })
 }
 
 /// What the server knows of one `_replicator` document's replication.
@@ -128,12 +150,21 @@ fn reconcile(server: &Arc<Server>, id: &str) {
         },
         _ => None,
     };
-    let spec: Option<Map<String, Value>> =
-        doc.filter(|_| !id.starts_with("_design/")).map(|d| d.into_iter().filter(|(k, _)| SPEC_MEMBERS.contains(&k.as_str())).collect());
+    let doc = doc.filter(|_| !id.starts_with("_design/"));
+    // A one-shot replication that completed, as its document records.
+    let completed = doc.as_ref().filter(|d| d.get("_replication_state").and_then(Value::as_str) == Some("completed")).map(|d| {
+        let mut stats = d.get("_replication_stats").cloned().unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut stats {
+            m.remove("start_time");
+        }
+        let time = d.get("_replication_state_time").and_then(Value::as_str).map(str::to_owned);
+        (stats, time)
+    });
+    let spec: Option<Map<String, Value>> = doc.map(|d| d.into_iter().filter(|(k, _)| SPEC_MEMBERS.contains(&k.as_str())).collect());
     let jobs = &server.replicator_docs;
     let old = {
         let map = jobs.jobs.lock().unwrap_or_else(|p| p.into_inner());
-        if map.get(id).is_some_and(|j| spec.as_ref().is_some_and(|s| j.spec == Value::Object(s.clone()))) {
+        if map.get(id).is_some_and(|j| spec.as_ref().is_some_and(|s| j.spec == Value::Object(s.clone())) && (j.state == "completed") == completed.is_some()) {
             return; // Another member changed; the replication did not.
         }
         map.get(id).and_then(|j| j.job.clone())
@@ -159,6 +190,15 @@ fn reconcile(server: &Arc<Server>, id: &str) {
         start_time: now(),
         last_updated: now(),
     };
+    if let Some((stats, _)) = completed {
+        // Listed as done, not run again (CouchDB's scheduler does the same).
+        let mut entry = entry;
+        entry.state = "completed";
+        entry.info = stats;
+        (entry.source, entry.target) = (shown(spec.get("source")), shown(spec.get("target")));
+        jobs.jobs.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_owned(), entry);
+        return;
+    }
     jobs.jobs.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_owned(), entry);
     let started = start_job(server, id, &spec, generation);
     update(server, id, generation, |j| match started {
@@ -215,19 +255,67 @@ fn start_job(server: &Arc<Server>, id: &str, spec: &Map<String, Value>, generati
         },
         move |outcome| {
             let (server, id) = &on_end;
+            let mut record = None;
             update(server, id, generation, |j| match outcome {
                 Ok(r) => {
-                    j.state = if j.spec.get("continuous") == Some(&Value::Bool(true)) { "stopped" } else { "completed" };
                     j.info = stats(&r);
+                    j.state = if j.spec.get("continuous") == Some(&Value::Bool(true)) {
+                        "stopped"
+                    } else {
+                        record = Some((j.spec.clone(), j.info.clone(), j.start_time));
+                        "completed"
+                    };
                 }
                 Err(e) => {
                     j.state = "failed";
                     j.info = json!({ "error": e.to_string() });
                 }
             });
+            if let Some((spec, info, start_time)) = record {
+                record_completion(server, id, &spec, info, start_time);
+            }
         },
     )?;
     Ok((job, rep_id, source_name, target_name))
+}
+
+/// An endpoint as `/_scheduler/docs` shows it (a URL's password masked).
+fn shown(endpoint: Option<&Value>) -> String {
+    let url = match endpoint {
+        Some(Value::String(s)) => s.as_str(),
+        Some(Value::Object(o)) => o.get("url").and_then(Value::as_str).unwrap_or_default(),
+        _ => "",
+    };
+    match url.contains("://") {
+        true => rhizome_replication::HttpEndpoint::new(url).map(|e| e.name()).unwrap_or_default(),
+        false => url.to_owned(),
+    }
+}
+
+/// Writes a completed one-shot replication's state into its document, as
+/// CouchDB 3 does, unless the document changed its replication meanwhile
+/// (its next job records its own end).
+fn record_completion(server: &Arc<Server>, id: &str, spec: &Value, mut info: Value, start_time: u64) {
+    let Ok(Some(handle)) = server.db(REPLICATOR_DB) else { return };
+    let admin = UserCtx { name: Some(REPLICATOR_DB.into()), roles: vec!["_admin".into()], method: None };
+    // A writer's concurrent edit of another member: read again and retry.
+    for _ in 0..3 {
+        let Ok(mut doc) = handle.db.get_doc(id, &ReadOptions::default()) else { return };
+        let current: Map<String, Value> = doc.iter().filter(|(k, _)| SPEC_MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if Value::Object(current) != *spec {
+            return;
+        }
+        info["start_time"] = json!(crate::http::iso_time(start_time));
+        doc.insert("_replication_state".into(), json!("completed"));
+        doc.insert("_replication_state_time".into(), json!(crate::http::iso_time(now())));
+        doc.insert("_replication_stats".into(), info.clone());
+        match crate::couch::write_docs(&admin, &handle, vec![doc], true) {
+            Ok(out) if out.iter().all(|(_, o)| o.is_ok()) => return,
+            Ok(out) if out.iter().any(|(_, o)| matches!(o, Err(DocError::Conflict))) => continue,
+            Ok(out) => return eprintln!("{}", json!({ "replicator": id, "recording its state": format!("{:?}", out.into_iter().find_map(|(_, o)| o.err())) })),
+            Err(e) => return eprintln!("{}", json!({ "replicator": id, "recording its state": e.to_string() })),
+        }
+    }
 }
 
 fn stats(r: &rhizome_replication::Report) -> Value {

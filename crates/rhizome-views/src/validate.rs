@@ -179,6 +179,16 @@ pub fn write_unless_refused<E: From<DocError>>(
     write: impl FnOnce(Vec<Map<String, Value>>) -> Result<Vec<(String, WriteOutcome)>, E>,
 ) -> Result<Vec<(String, WriteOutcome)>, E> {
     let refused = refusals(db, user_ctx, &docs, limits)?;
+    write_except(docs, refused, write)
+}
+
+/// Writes the documents not `refused` (one entry per document), and
+/// answers every document in order: its refusal or its write's outcome.
+pub fn write_except<E>(
+    docs: Vec<Map<String, Value>>,
+    refused: Vec<Option<DocError>>,
+    write: impl FnOnce(Vec<Map<String, Value>>) -> Result<Vec<(String, WriteOutcome)>, E>,
+) -> Result<Vec<(String, WriteOutcome)>, E> {
     if refused.iter().all(Option::is_none) {
         return write(docs);
     }

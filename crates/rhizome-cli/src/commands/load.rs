@@ -73,6 +73,8 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             if !rhizome_docs::valid_db_name(name) || name.starts_with('_') {
                 anyhow::bail!("{name:?} is not a valid database name (lowercase letter first, then a-z 0-9 _$()+/-)");
             }
+            // Loaded here, not through a server: none may run on the folder.
+            let _folder = rhizome_server::folder::share_folder(data)?;
             let dir = rhizome_server::database_dir(data, name);
             let base = rhizome_server::base_iri(data)?;
             let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, name, rhizome_server::context_store(data)?))?;

@@ -84,6 +84,10 @@ impl LocalDatabase for Validated {
 }
 
 pub fn run(data: &Path, args: Args) -> Result<()> {
+    // A local database is opened here, not by a server: none may run on
+    // the folder (it opens and closes databases on demand).
+    let local = |spec: &str| !spec.contains("://") && rhizome_docs::valid_db_name(spec);
+    let _folder = if local(&args.source) || local(&args.target) { Some(rhizome_server::folder::share_folder(data)?) } else { None };
     let source = endpoint(data, &args.source, false, false)?;
     let target = endpoint(data, &args.target, true, args.create_target)?;
     let filter = match (args.doc_ids, args.selector) {

@@ -74,7 +74,13 @@ pub fn write_docs(ctx: &UserCtx, db: &DbHandle, mut docs: Vec<Map<String, Value>
     // write at all (design documents, LDP resources) is the store's rule
     // (`rhizome_docs::Writer`), per document too.
     let writer = crate::auth::access::writer(ctx, db)?;
-    let out = rhizome_views::validate::write_unless_refused(&db.db, &ctx.for_validation(&db.name), docs, views::limits(), |docs| db.writes.write(&db.db, docs, new_edits, writer))?;
+    let validated = |docs| rhizome_views::validate::write_unless_refused(&db.db, &ctx.for_validation(&db.name), docs, views::limits(), |docs| db.writes.write(&db.db, docs, new_edits, writer));
+    let out = if db.name == crate::replicator_db::REPLICATOR_DB {
+        let refused = docs.iter().map(crate::replicator_db::spec_refusal).collect();
+        rhizome_views::validate::write_except(docs, refused, validated)?
+    } else {
+        validated(docs)?
+    };
     db.notify();
     Ok(out)
 }
