@@ -526,12 +526,7 @@ impl<'a> SegmentCursor<'a> {
         let fences = &self.segment.fences;
         // The last block starting before the target: the key is there, or
         // it is the next block's first.
-        let before = match target {
-            // A lookup by one id (a subject's, an object's): one compare
-            // a fence, inlined.
-            [t] => fences.partition_point(|f| f.first[0] < *t),
-            _ => fences.partition_point(|f| compare_prefix(|c| f.first[c], target) == std::cmp::Ordering::Less),
-        };
+        let before = fences.partition_point(|f| compare_prefix(|c| f.first[c], target) == std::cmp::Ordering::Less);
         if before == 0 {
             return self.enter(0);
         }
