@@ -969,11 +969,13 @@ impl Iterator for Lookup<'_> {
 
 impl Drop for Lookup<'_> {
     fn drop(&mut self) {
-        let batches = &mut self.pool.borrow_mut().batches;
-        if batches.len() < 4 {
-            let mut batch = std::mem::take(&mut self.batch);
-            batch.clear();
-            batches.push(batch);
+        {
+            let batches = &mut self.pool.borrow_mut().batches;
+            if batches.len() < 4 {
+                let mut batch = std::mem::take(&mut self.batch);
+                batch.clear();
+                batches.push(batch);
+            }
         }
         if let Some(scan) = self.scan.take() {
             let pool = &mut self.pool.borrow_mut().scans;
