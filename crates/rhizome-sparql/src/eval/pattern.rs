@@ -371,7 +371,7 @@ impl<'a> Evaluator<'a> {
             Slot::Var(_) => None,
         };
         let whole = QuadPattern { s: constant(p.s), p: constant(p.p), o: constant(p.o), g: pattern.g };
-        let mut scan = Lookup { pool: ScanPool::default(), scan: Some(self.space.scan(whole)), ranges: None, batch: Default::default(), batch_at: 0 };
+        let mut scan = Lookup { pool: ScanPool::default(), scan: Some(self.space.scan(whole)), ranges: None };
         if mask & 4 == 0 {
             if let Some(ranges) = &p.o_ranges {
                 scan.restrict(ranges.clone(), false);
@@ -712,8 +712,6 @@ pub(super) struct PatternState<'a> {
     /// A star's subject quads (the first pattern of a star keeps the
     /// buffer, reused from row to row).
     star_quads: Vec<[TermId; 4]>,
-    /// Batch buffers of lookups, reused from lookup to lookup.
-    batches: Vec<rhizome_rdf::QuadBatch>,
 }
 
 pub(super) type ScanPool<'a> = Rc<std::cell::RefCell<PatternState<'a>>>;
@@ -868,15 +866,7 @@ struct Lookup<'a> {
     pool: ScanPool<'a>,
     scan: Option<rhizome_rdf::QuadScan<'a>>,
     ranges: Option<ObjectRanges>,
-    /// Quads taken from the scan as a batch of id columns (a lookup's
-    /// rows in one go, rather than a step of the scan per quad), handed
-    /// out from `batch_at` on. Not used with `ranges`, whose scan seeks.
-    batch: rhizome_rdf::QuadBatch,
-    batch_at: usize,
 }
-
-/// Quads a lookup takes from its scan at once at most.
-const LOOKUP_BATCH: usize = 256;
 
 /// The object id ranges a filter lets through, and where the scan is in
 /// them.
@@ -892,12 +882,9 @@ struct ObjectRanges {
 
 impl<'a> Lookup<'a> {
     fn new(ev: &Evaluator<'a>, pool: &ScanPool<'a>, pattern: QuadPattern) -> Self {
-        let (reused, batch) = {
-            let mut state = pool.borrow_mut();
-            (state.scans.pop().and_then(|mut scan| scan.rebind(pattern).then_some(scan)), state.batches.pop().unwrap_or_default())
-        };
+        let reused = pool.borrow_mut().scans.pop().and_then(|mut scan| scan.rebind(pattern).then_some(scan));
         let scan = reused.unwrap_or_else(|| ev.space.lookup_scan(pattern));
-        Lookup { pool: pool.clone(), scan: Some(scan), ranges: None, batch, batch_at: 0 }
+        Lookup { pool: pool.clone(), scan: Some(scan), ranges: None }
     }
 
     /// Only quads whose object lies in one of `ranges`. A scan by subject
@@ -952,31 +939,12 @@ impl Iterator for Lookup<'_> {
         if self.ranges.is_some() {
             return self.next_in_ranges().transpose();
         }
-        if self.batch_at == self.batch.len() {
-            self.batch.clear();
-            self.batch_at = 0;
-            match self.scan.as_mut()?.next_batch(&mut self.batch, LOOKUP_BATCH) {
-                Ok(0) => return None,
-                Ok(_) => {}
-                Err(e) => return Some(Err(e)),
-            }
-        }
-        let q = self.batch.quad(self.batch_at);
-        self.batch_at += 1;
-        Some(Ok(q))
+        self.scan.as_mut()?.next_quad().transpose()
     }
 }
 
 impl Drop for Lookup<'_> {
     fn drop(&mut self) {
-        {
-            let batches = &mut self.pool.borrow_mut().batches;
-            if batches.len() < 4 {
-                let mut batch = std::mem::take(&mut self.batch);
-                batch.clear();
-                batches.push(batch);
-            }
-        }
         if let Some(scan) = self.scan.take() {
             let pool = &mut self.pool.borrow_mut().scans;
             // Nested loops hold one scan of a pattern at a time; a few
