@@ -4,7 +4,7 @@
 //! lookup (`fresh`) or one reusable scan re-pointed per lookup (`reused`,
 //! what SPARQL's index nested loops and graph walks do), and a full scan of
 //! every quad; quads are taken in batches of id columns
-//! (`QuadScan::next_batch`), as the SPARQL executor's lookups take them. Each measured phase runs in its own function
+//! (`QuadScan::next_batch`, the scans' batch interface for the executor). Each measured phase runs in its own function
 //! (`measured_phase`), so that callgrind's `--toggle-collect` counts its
 //! instructions alone. Prints one JSON line per phase.
 
@@ -207,8 +207,7 @@ fn lookups(source: &Source<'_>, keys: &[QuadPattern], reused: bool, seed: u64) -
     };
     let mut rows = 0u64;
     let mut checksum = seed;
-    // Quads taken in batches of id columns, as the SPARQL executor's
-    // lookups take them (`QuadScan::next_batch`).
+    // Quads taken in batches of id columns (`QuadScan::next_batch`).
     let mut batch = QuadBatch::default();
     let mut take = |scan: &mut QuadScan<'_>| -> Result<()> {
         loop {
