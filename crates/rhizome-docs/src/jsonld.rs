@@ -231,11 +231,30 @@ pub(crate) fn check_default_context(doc: &Map<String, Value>, contexts: &Context
     })?
 }
 
-impl GraphProjector for JsonLdProjector {
-    fn project(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: Option<&Map<String, Value>>) -> Result<(), String> {
+impl JsonLdProjector {
+    /// The graph a winner projects to: its IRI and quads; `None` when the
+    /// body is the graph already (written as RDF). `prepared` is used if
+    /// it still holds (see [`GraphProjector::project_prepared`]).
+    fn graph_of_winner(&self, txn: &StoreTransaction<'_>, doc_id: &str, winner: Option<&Map<String, Value>>, prepared: Option<crate::Prepared>) -> Result<Option<(String, Vec<oxrdf::Quad>)>, String> {
         if winner.is_some_and(|b| b.contains_key(GRAPH_MARKER)) {
-            // The body is the graph already (written as RDF).
-            return Ok(());
+            return Ok(None);
+        }
+        if let (Some(prepared), Some(_)) = (prepared, winner) {
+            if let Ok(parsed) = prepared.downcast::<ParsedAhead>() {
+                // Used if the default context it was read with is still the
+                // stored one (a write of `_local/rhizome-context` since
+                // changes it), or was not used, and the body is the one
+                // parsed.
+                let holds = parsed.iri == self.iris.graph_iri(doc_id)
+                    && match &parsed.default_context {
+                        DefaultContext::Unused => true,
+                        DefaultContext::Read(stored) => &txn.kv().get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())? == stored,
+                    };
+                if holds {
+                    let ParsedAhead { iri, quads, .. } = *parsed;
+                    return Ok(Some((iri, quads)));
+                }
+            }
         }
         let iri = self.iris.graph_iri(doc_id);
         // Parsed in full before the graph changes: a malformed document
@@ -248,26 +267,26 @@ impl GraphProjector for JsonLdProjector {
             Some(body) => parse_document(txn.kv(), body, &iri, &self.contexts)?,
             None => Vec::new(),
         };
-        replace_graph(txn, &iri, quads)
+        Ok(Some((iri, quads)))
+    }
+}
+
+impl GraphProjector for JsonLdProjector {
+    fn project(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: Option<&Map<String, Value>>) -> Result<(), String> {
+        self.project_known(txn, doc_id, winner, None, false).map(drop)
     }
 
     fn project_prepared(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: &Map<String, Value>, prepared: crate::Prepared) -> Result<(), String> {
-        match prepared.downcast::<ParsedAhead>() {
-            // Used if the default context it was read with is still the
-            // stored one (a write of `_local/rhizome-context` since changes
-            // it), or was not used, and the body is the one parsed.
-            Ok(parsed)
-                if !winner.contains_key(GRAPH_MARKER)
-                    && parsed.iri == self.iris.graph_iri(doc_id)
-                    && match &parsed.default_context {
-                        DefaultContext::Unused => true,
-                        DefaultContext::Read(stored) => &txn.kv().get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())? == stored,
-                    } =>
-            {
-                replace_graph(txn, &parsed.iri, parsed.quads)
-            }
-            _ => self.project(txn, doc_id, Some(winner)),
-        }
+        self.project_known(txn, doc_id, Some(winner), Some(prepared), false).map(drop)
+    }
+
+    /// The graph is the document's projection alone, so it is known empty
+    /// after a projection of no quads.
+    fn project_known(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: Option<&Map<String, Value>>, prepared: Option<crate::Prepared>, graph_empty: bool) -> Result<bool, String> {
+        let Some((iri, quads)) = self.graph_of_winner(txn, doc_id, winner, prepared)? else { return Ok(false) };
+        let empty = quads.is_empty();
+        replace_graph(txn, &iri, quads, graph_empty)?;
+        Ok(empty)
     }
 
     fn graph_iri(&self, doc_id: &str) -> Option<String> {
@@ -368,11 +387,18 @@ enum DefaultContext {
     Read(Option<Vec<u8>>),
 }
 
-/// Makes graph `iri` hold exactly `quads`.
-fn replace_graph(txn: &mut StoreTransaction<'_>, iri: &str, quads: Vec<oxrdf::Quad>) -> Result<(), String> {
+/// Makes graph `iri` hold exactly `quads`; `empty`: the caller knows it
+/// holds none now (nothing to look for and drop).
+fn replace_graph(txn: &mut StoreTransaction<'_>, iri: &str, quads: Vec<oxrdf::Quad>, empty: bool) -> Result<(), String> {
     let graph_node = NamedNode::new_unchecked(iri);
-    if let Some(graph) = txn.lookup(TermRef::NamedNode(graph_node.as_ref())).map_err(|e| e.to_string())? {
-        txn.drop_graph(graph).map_err(|e| e.to_string())?;
+    debug_assert!(
+        !empty || !txn.lookup(TermRef::NamedNode(graph_node.as_ref())).ok().flatten().is_some_and(|g| txn.graph_exists(g).unwrap_or(true)),
+        "graph {iri} said to be empty holds quads"
+    );
+    if !empty {
+        if let Some(graph) = txn.lookup(TermRef::NamedNode(graph_node.as_ref())).map_err(|e| e.to_string())? {
+            txn.drop_graph(graph).map_err(|e| e.to_string())?;
+        }
     }
     // The graph's id, once: it is also the subject of most quads (a
     // document describes itself), and a new document's IRI is no

@@ -52,20 +52,26 @@ pub mod meta {
 pub const FORMAT_VERSION: u64 = 2;
 /// The format before chunked attachments, still read.
 pub const FORMAT_VERSION_1: u64 = 1;
-/// Format of a `DOCS` value: 1, or 2 when it names the winner's graph
-/// (an older build then reports the record as corrupt instead of reading
-/// its flags byte as "deleted").
+/// Format of a `DOCS` value: 1, or 2 when its flags byte holds more than
+/// "deleted" (the winner's graph named, or known empty): an older build
+/// then reports the record as corrupt instead of reading its flags byte
+/// as "deleted". Format 2 readers ignore flag bits they do not know, so a
+/// build from before [`FLAG_GRAPH_EMPTY`] reads records with it as without
+/// (and a record without it, as every record written before, only means
+/// "not known empty": nothing to migrate).
 const DOC_INFO_FORMAT: u8 = 1;
 const DOC_INFO_FORMAT_GRAPH: u8 = 2;
 /// Bits of a `DOCS` value's flags byte.
 const FLAG_DELETED: u8 = 1;
 const FLAG_GRAPH_BODY: u8 = 2;
+/// [`DocInfo::graph_empty`].
+const FLAG_GRAPH_EMPTY: u8 = 4;
 
 pub fn body_key(id: &str, rev: &Rev) -> Vec<u8> {
-    let mut key = Vec::with_capacity(4 + id.len() + 40);
+    let mut key = Vec::with_capacity(4 + id.len() + rev.text_len());
     key.extend_from_slice(&(id.len() as u32).to_be_bytes());
     key.extend_from_slice(id.as_bytes());
-    key.extend_from_slice(rev.to_string().as_bytes());
+    rev.append_to(&mut key);
     key
 }
 
@@ -89,6 +95,15 @@ pub struct DocInfo {
     /// a plain read renders the graph without reading the body. `None`
     /// for any other winner, and for records written before it was kept.
     pub graph_body: Option<String>,
+    /// The document's graph holds no quad: the projection of its winner
+    /// (or its deletion) left the graph empty, and no graph write has
+    /// touched it since (every write to a document's graph clears this:
+    /// `Database::record_graph_writes_in`, `adopt_graphs`). Lets the next
+    /// projection skip looking for a graph to drop (the graph IRI's
+    /// dictionary lookup, a miss that searched the store's bottom level,
+    /// was a tenth of a TPC-B transaction). `false` is always safe: "not
+    /// known", as for every record written before it was kept.
+    pub graph_empty: bool,
     pub tree: RevTree,
 }
 
@@ -99,6 +114,7 @@ pub struct DocHeader<'a> {
     pub deleted: bool,
     /// As [`DocInfo::graph_body`]; empty when the IRI is the document id.
     graph_body: Option<&'a str>,
+    pub graph_empty: bool,
     pub tree: &'a [u8],
 }
 
@@ -112,15 +128,16 @@ impl DocHeader<'_> {
 impl DocInfo {
     /// `id` is the document's: a graph IRI equal to it is not repeated.
     pub fn to_bytes(&self, id: &str) -> Vec<u8> {
-        let winner = self.winner.to_string();
+        let winner_len = self.winner.text_len();
         let tree = self.tree.to_bytes();
         let graph = self.graph_body.as_deref().map(|iri| if iri == id { "" } else { iri });
-        let mut out = Vec::with_capacity(14 + winner.len() + graph.map_or(0, str::len) + tree.len());
-        out.push(if graph.is_some() { DOC_INFO_FORMAT_GRAPH } else { DOC_INFO_FORMAT });
+        let mut out = Vec::with_capacity(14 + winner_len + graph.map_or(0, str::len) + tree.len());
+        let graph_empty = self.graph_empty && graph.is_none();
+        out.push(if graph.is_some() || graph_empty { DOC_INFO_FORMAT_GRAPH } else { DOC_INFO_FORMAT });
         out.extend_from_slice(&self.seq.to_be_bytes());
-        out.push(if self.deleted { FLAG_DELETED } else { 0 } | if graph.is_some() { FLAG_GRAPH_BODY } else { 0 });
-        out.extend_from_slice(&(winner.len() as u16).to_be_bytes());
-        out.extend_from_slice(winner.as_bytes());
+        out.push(if self.deleted { FLAG_DELETED } else { 0 } | if graph.is_some() { FLAG_GRAPH_BODY } else { 0 } | if graph_empty { FLAG_GRAPH_EMPTY } else { 0 });
+        out.extend_from_slice(&(winner_len as u16).to_be_bytes());
+        self.winner.append_to(&mut out);
         if let Some(iri) = graph {
             out.extend_from_slice(&(iri.len() as u32).to_be_bytes());
             out.extend_from_slice(iri.as_bytes());
@@ -132,7 +149,14 @@ impl DocInfo {
     pub fn from_bytes(id: &str, bytes: &[u8]) -> Result<DocInfo> {
         Self::header(bytes)
             .and_then(|h| {
-                Some(DocInfo { seq: h.seq, graph_body: h.graph_body(id).map(str::to_owned), winner: h.winner, deleted: h.deleted, tree: RevTree::from_bytes(h.tree)? })
+                Some(DocInfo {
+                    seq: h.seq,
+                    graph_body: h.graph_body(id).map(str::to_owned),
+                    graph_empty: h.graph_empty,
+                    winner: h.winner,
+                    deleted: h.deleted,
+                    tree: RevTree::from_bytes(h.tree)?,
+                })
             })
             .ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))
     }
@@ -146,9 +170,9 @@ impl DocInfo {
         let seq = u64::from_be_bytes(bytes.get(1..9)?.try_into().ok()?);
         let flags = *bytes.get(9)?;
         // Format 1 wrote the flags byte as a bool.
-        let (deleted, graph) = match format {
-            DOC_INFO_FORMAT => (flags != 0, false),
-            _ => (flags & FLAG_DELETED != 0, flags & FLAG_GRAPH_BODY != 0),
+        let (deleted, graph, graph_empty) = match format {
+            DOC_INFO_FORMAT => (flags != 0, false, false),
+            _ => (flags & FLAG_DELETED != 0, flags & FLAG_GRAPH_BODY != 0, flags & (FLAG_GRAPH_BODY | FLAG_GRAPH_EMPTY) == FLAG_GRAPH_EMPTY),
         };
         let len = u16::from_be_bytes(bytes.get(10..12)?.try_into().ok()?) as usize;
         let winner = Rev::parse(std::str::from_utf8(bytes.get(12..12 + len)?).ok()?)?;
@@ -161,7 +185,7 @@ impl DocInfo {
         } else {
             None
         };
-        Some(DocHeader { seq, winner, deleted, graph_body, tree: bytes.get(at..)? })
+        Some(DocHeader { seq, winner, deleted, graph_body, graph_empty, tree: bytes.get(at..)? })
     }
 }
 
@@ -179,7 +203,36 @@ mod tests {
     fn info(deleted: bool, graph_body: Option<&str>) -> DocInfo {
         let mut tree = RevTree::default();
         let winner = tree.edit(None, "abc", deleted).unwrap();
-        DocInfo { seq: 7, winner, deleted, graph_body: graph_body.map(str::to_owned), tree }
+        DocInfo { seq: 7, winner, deleted, graph_body: graph_body.map(str::to_owned), graph_empty: false, tree }
+    }
+
+    /// A record can say its document's graph is empty (format 2, flag 4,
+    /// no graph named); one written without it, in either format, reads as
+    /// "not known"; a graph body is never empty. A build from before the
+    /// flag read format 2's flags bit by bit (deleted 1, graph body 2), so
+    /// it reads such a record's deletion and graph as written.
+    #[test]
+    fn document_records_keep_whether_the_graph_is_known_empty() {
+        let id = "d";
+        for deleted in [false, true] {
+            let mut written = info(deleted, None);
+            assert!(!DocInfo::from_bytes(id, &written.to_bytes(id)).unwrap().graph_empty);
+            written.graph_empty = true;
+            let bytes = written.to_bytes(id);
+            assert_eq!((bytes[0], bytes[9]), (2, 4 | deleted as u8));
+            let read = DocInfo::from_bytes(id, &bytes).unwrap();
+            assert_eq!((read.graph_empty, read.deleted, read.graph_body.as_deref(), read.winner), (true, deleted, None, written.winner.clone()));
+            assert!(DocInfo::header(&bytes).unwrap().graph_empty);
+            // Format 1 (as every record before graphs were kept).
+            let mut old = info(deleted, None).to_bytes(id);
+            assert_eq!(old[0], 1);
+            old[9] = deleted as u8;
+            assert!(!DocInfo::from_bytes(id, &old).unwrap().graph_empty);
+        }
+        let mut graph = info(false, Some("http://example.org/g"));
+        graph.graph_empty = true;
+        let read = DocInfo::from_bytes(id, &graph.to_bytes(id)).unwrap();
+        assert_eq!((read.graph_empty, read.graph_body.as_deref()), (false, Some("http://example.org/g")));
     }
 
     /// Every combination reads back as written; a graph named by the

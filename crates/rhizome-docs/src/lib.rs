@@ -34,8 +34,9 @@
 //! Keyspaces 30-39 are this crate's ([`keys`] has the table; format
 //! [`keys::FORMAT_VERSION`]): `DOCS` (id -> seq, winner, deleted flag, the
 //! winner's graph IRI when its body is that graph alone, which is format 2
-//! of the record, refused by an older build rather than misread, and the
-//! revision tree; ordered by id, so `_all_docs` is one scan, and deleted documents
+//! of the record, refused by an older build rather than misread, whether
+//! the document's graph is known empty so a write need not look for one
+//! to drop, and the revision tree; ordered by id, so `_all_docs` is one scan, and deleted documents
 //! are skipped from the record's header without decoding the tree),
 //! `SEQS` (seq -> id, one entry per document, so `_changes` is one scan
 //! from `since`), `BODIES` ((id, rev) -> JSON body of each leaf and, as in

@@ -78,6 +78,22 @@ pub trait GraphProjector: Send + Sync {
         self.project(txn, doc_id, Some(winner))
     }
 
+    /// [`GraphProjector::project`] (or, with `prepared`, its
+    /// [`GraphProjector::project_prepared`]) for a caller that knows
+    /// whether the document's graph holds no quad before the write
+    /// (`graph_empty`, [`crate::keys::DocInfo::graph_empty`]): then there
+    /// is no graph to look for and drop. Returns whether the graph holds
+    /// no quad after it; `false` means "not known", which is always
+    /// correct (the default: a projector that writes into other graphs as
+    /// well, or whose graph another write may fill, answers so).
+    fn project_known(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: Option<&Map<String, Value>>, prepared: Option<Prepared>, _graph_empty: bool) -> Result<bool, String> {
+        match (prepared, winner) {
+            (Some(prepared), Some(w)) => self.project_prepared(txn, doc_id, w, prepared)?,
+            _ => self.project(txn, doc_id, winner)?,
+        }
+        Ok(false)
+    }
+
     /// Whether [`GraphProjector::project`] does anything for a document
     /// whose body is its graph (`{"_graph": IRI}`, such as one made from
     /// a loaded graph). When it does not, a first load's documents are

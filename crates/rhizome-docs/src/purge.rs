@@ -71,7 +71,7 @@ impl Database {
                 None => {
                     txn.kv_mut().delete(DOCS, id.as_bytes());
                     if !info.deleted {
-                        self.project(&mut txn, id, &info.winner, true, None, None)?;
+                        self.project(&mut txn, id, &info.winner, true, None, None, false)?;
                     }
                 }
                 Some(winner) => {
@@ -85,10 +85,10 @@ impl Database {
                         (false, true) => info.graph_body.clone(),
                         (false, false) => read_body(&txn, id, &winner.rev)?.as_ref().and_then(graph_alone),
                     };
-                    let new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, tree };
+                    let new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, graph_empty: false, tree };
                     txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes(id));
                     if winner.rev != info.winner {
-                        self.project(&mut txn, id, &winner.rev, winner.deleted, None, None)?;
+                        self.project(&mut txn, id, &winner.rev, winner.deleted, None, None, false)?;
                     }
                 }
             }

@@ -55,6 +55,8 @@ pub fn rebase_documents(txn: &mut Transaction<'_>, old: &str, new: &str) -> Resu
             let header_moves = DocInfo::header(c.value()).and_then(|h| h.graph_body(&id).map(|g| moved(g).is_some())).unwrap_or(false);
             if new_id.is_some() || header_moves {
                 let mut info = DocInfo::from_bytes(&id, c.value())?;
+                // Its graph's name moves: not known empty under the new one.
+                info.graph_empty = false;
                 if let Some(g) = info.graph_body.as_deref().and_then(moved) {
                     info.graph_body = Some(g);
                 }

@@ -270,10 +270,11 @@ impl Database {
                 }
                 return Err(refusal);
             }
-            let info = match txn.kv().get(DOCS, id.as_bytes())? {
+            let mut info = match txn.kv().get(DOCS, id.as_bytes())? {
                 Some(bytes) => Some(DocInfo::from_bytes(&id, &bytes)?),
                 None => None,
             };
+            forget_empty_graph(txn, &id, info.as_mut());
             let live = info.as_ref().filter(|i| !i.deleted);
             if empty && live.is_none() {
                 continue;
@@ -382,8 +383,15 @@ impl Database {
             let mut counters = Counters::read(&txn)?;
             for iri in iris {
                 let id = self.projector.doc_id(iri.as_str()).unwrap_or_else(|| iri.as_str().to_owned());
-                if validate_doc_id(&id).is_err() || (check && txn.kv().get(DOCS, id.as_bytes())?.is_some()) {
+                if validate_doc_id(&id).is_err() {
                     continue;
+                }
+                if check {
+                    if let Some(bytes) = txn.kv().get(DOCS, id.as_bytes())? {
+                        // A document already: the load put quads in its graph.
+                        forget_empty_graph(&mut txn, &id, Some(&mut DocInfo::from_bytes(&id, &bytes)?));
+                        continue;
+                    }
                 }
                 let mut doc = Map::new();
                 doc.insert("_id".into(), Value::String(id.clone()));
@@ -475,7 +483,7 @@ impl Database {
                 let mut tree = RevTree::new();
                 let rev = tree.edit(None, hash, false).expect("a first revision of a new tree");
                 tree.stem(revs_limit as usize);
-                let info = DocInfo { seq: first_seq + i as u64, winner: rev.clone(), deleted: false, graph_body: Some(iri.to_owned()), tree };
+                let info = DocInfo { seq: first_seq + i as u64, winner: rev.clone(), deleted: false, graph_body: Some(iri.to_owned()), graph_empty: false, tree };
                 let body = Map::from_iter([(crate::jsonld::GRAPH_MARKER.to_owned(), Value::String(iri.to_owned()))]);
                 (rev, info.to_bytes(id), serde_json::to_vec(&body).expect("JSON of a map of strings"))
             };
@@ -721,18 +729,27 @@ impl Database {
         } else {
             read_body(txn, id, &winner.rev)?.as_ref().and_then(graph_alone)
         };
-        let new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, tree };
-        txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes(id));
-        if old_winner.as_ref() != Some(&winner.rev) {
+        // The graph stays as it was while the winner does.
+        let graph_was_empty = info.as_ref().is_some_and(|i| i.graph_empty);
+        let winner_changes = old_winner.as_ref() != Some(&winner.rev);
+        let mut new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, graph_empty: graph_was_empty && !winner_changes, tree };
+        if winner_changes {
             let new_body = if winner.rev == rev { Some(body) } else { None };
-            self.project(txn, id, &winner.rev, winner.deleted, new_body, ahead)?;
+            // (The record is written after: the projections read the
+            // graph, the LDP index and the default context, never the
+            // document's own record.)
+            new_info.graph_empty = self.project(txn, id, &winner.rev, winner.deleted, new_body, ahead, graph_was_empty)?;
         }
+        txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes(id));
         Ok(rev)
     }
 
     /// Projects the winner; `ahead` is what `prepare` did for `body` (used
-    /// only when the winner is that body).
-    pub(crate) fn project(&self, txn: &mut StoreTransaction<'_>, id: &str, rev: &Rev, deleted: bool, body: Option<Map<String, Value>>, ahead: Option<crate::Prepared>) -> Result<()> {
+    /// only when the winner is that body). `graph_empty`: the document's
+    /// graph is known to hold no quad now ([`DocInfo::graph_empty`]).
+    /// Returns whether it is known to hold none after.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn project(&self, txn: &mut StoreTransaction<'_>, id: &str, rev: &Rev, deleted: bool, body: Option<Map<String, Value>>, ahead: Option<crate::Prepared>, graph_empty: bool) -> Result<bool> {
         let ahead = ahead.filter(|_| body.is_some() && !deleted);
         let winner = if deleted {
             None
@@ -745,11 +762,17 @@ impl Database {
             body.insert("_rev".into(), Value::String(rev.to_string()));
             Some(body)
         };
-        let projected = match (ahead, &winner) {
-            (Some(ahead), Some(w)) => self.projector.project_prepared(txn, id, w, ahead),
-            _ => self.projector.project(txn, id, winner.as_ref()),
-        };
-        projected.map_err(|reason| DocError::Projection { id: id.to_owned(), reason })
+        self.projector.project_known(txn, id, winner.as_ref(), ahead, graph_empty).map_err(|reason| DocError::Projection { id: id.to_owned(), reason })
+    }
+}
+
+/// Clears [`DocInfo::graph_empty`] in `info` (the record of `id`) and
+/// the store, for a write that put quads in the document's graph other
+/// than through its projection.
+fn forget_empty_graph(txn: &mut StoreTransaction<'_>, id: &str, info: Option<&mut DocInfo>) {
+    if let Some(info) = info.filter(|i| i.graph_empty) {
+        info.graph_empty = false;
+        txn.kv_mut().put(DOCS, id.as_bytes(), &info.to_bytes(id));
     }
 }
 

@@ -557,3 +557,62 @@ fn documents_read_through_whole_dictionary_chunks_name_their_own_terms() {
     }
     assert!(db.store().snapshot().unwrap().term_cache().dense_terms() > 2000, "the reads went through whole chunks");
 }
+
+/// A document's record says when its graph is known to hold no quad (a
+/// plain JSON winner, a deletion), so its next write need not look for a
+/// graph to drop; a JSON-LD winner's graph is not empty, and every write
+/// to the graph other than the document's own (an RDF write, a bulk load
+/// into the graph of a document that exists) makes it "not known" again,
+/// so the next JSON write still leaves the graph exactly its projection.
+#[test]
+fn the_document_record_says_when_its_graph_is_empty_and_other_graph_writes_unsay_it() {
+    let db = database();
+    let graph_empty = |id: &str| {
+        let snapshot = db.store().snapshot().unwrap();
+        let bytes = snapshot.kv().get(rhizome_docs::keys::DOCS, id.as_bytes()).unwrap().unwrap();
+        rhizome_docs::keys::DocInfo::from_bytes(id, &bytes).unwrap().graph_empty
+    };
+    let context = json!({"name": FOAF_NAME});
+    let me = format!("<{BASE}/people/lee>");
+    // Plain JSON, then JSON-LD, then plain again, then deleted.
+    let rev = put(&db, json!({"_id": "lee", "name": "Lee"})).unwrap();
+    assert!(graph_empty("lee"));
+    let rev = put(&db, json!({"_id": "lee", "_rev": rev, "@context": context, "@id": "", "name": "Lee"})).unwrap();
+    assert!(!graph_empty("lee"));
+    assert_eq!(names_in_graph(&db, "lee"), vec![(me.clone(), "Lee".to_owned())]);
+    let rev = put(&db, json!({"_id": "lee", "_rev": rev, "name": "Lee"})).unwrap();
+    assert!(graph_empty("lee"));
+    assert!(names_in_graph(&db, "lee").is_empty());
+    let rev = put(&db, json!({"_id": "lee", "_rev": rev, "@context": context, "@id": "", "name": "Lee"})).unwrap();
+    put(&db, json!({"_id": "lee", "_rev": rev, "_deleted": true})).unwrap();
+    assert!(graph_empty("lee") && names_in_graph(&db, "lee").is_empty());
+
+    // An RDF write into a plain document's graph: the document's body is
+    // now the graph, and a JSON write over it replaces the graph.
+    let rev = put(&db, json!({"_id": "max", "name": "Max"})).unwrap();
+    assert!(graph_empty("max"));
+    insert_name(&db, &format!("{BASE}/people/max"), "http://example.org/max", "Max");
+    assert!(!graph_empty("max"));
+    let rev2 = db.get_doc("max", &ReadOptions::default()).unwrap()["_rev"].as_str().unwrap().to_owned();
+    assert_ne!(rev, rev2);
+    put(&db, json!({"_id": "max", "_rev": rev2, "name": "Max"})).unwrap();
+    assert!(graph_empty("max"));
+    assert!(names_in_graph(&db, "max").is_empty());
+
+    // A bulk load into the graph of a plain document that exists: the
+    // document keeps its body (adoption makes documents of new graphs
+    // only), its record no longer says "empty", and its next write
+    // replaces what the load put there.
+    let rev = put(&db, json!({"_id": "ned", "name": "Ned"})).unwrap();
+    assert!(graph_empty("ned"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.nq");
+    std::fs::write(&file, format!("<http://example.org/ned> <{FOAF_NAME}> \"Ned\" <{BASE}/people/ned> .\n")).unwrap();
+    db.store().load(&[rhizome_rdf::LoadInput { path: file }], &rhizome_rdf::LoadOptions::default()).unwrap();
+    assert_eq!(names_in_graph(&db, "ned").len(), 1);
+    db.adopt_graphs(10, |_| {}).unwrap();
+    assert!(!graph_empty("ned"));
+    put(&db, json!({"_id": "ned", "_rev": rev, "name": "Ned"})).unwrap();
+    assert!(names_in_graph(&db, "ned").is_empty(), "the write's projection replaced the loaded graph");
+    assert!(graph_empty("ned"));
+}

@@ -104,6 +104,14 @@ impl GraphProjector for LdpProjector {
         self.record(txn, doc_id, true).map_err(|e| e.to_string())
     }
 
+    /// The inner projection's answer: the LDP index this adds is kept
+    /// beside the graph, not in it.
+    fn project_known(&self, txn: &mut StoreTransaction<'_>, doc_id: &str, winner: Option<&Map<String, Value>>, prepared: Option<rhizome_docs::Prepared>, graph_empty: bool) -> Result<bool, String> {
+        let empty = self.inner.project_known(txn, doc_id, winner, prepared, graph_empty)?;
+        self.record(txn, doc_id, winner.is_some()).map_err(|e| e.to_string())?;
+        Ok(empty)
+    }
+
     fn contexts(&self) -> Option<&rhizome_docs::ContextStore> {
         self.inner.contexts()
     }

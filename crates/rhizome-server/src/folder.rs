@@ -24,19 +24,7 @@ const PLAN_FILE: &str = "rebase-plan";
 
 /// The folder's lock, held until the returned file is dropped.
 pub fn lock_folder(data_dir: &Path) -> Result<File, ServerError> {
-    let path = data_dir.join(LOCK_FILE);
-    let io = |source| ServerError::Io { what: format!("opening {}", path.display()), source };
-    std::fs::create_dir_all(data_dir).map_err(io)?;
-    let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::FolderInUse(format!(
-            "{} is in use by another process (a running server, a rebase, or a command or Python program with its databases open holds {})",
-            data_dir.display(),
-            path.display()
-        ))),
-        Err(std::fs::TryLockError::Error(source)) => Err(ServerError::Io { what: format!("locking {}", path.display()), source }),
-    }
+    take_lock(data_dir, false, "another process (a running server, a rebase, or a command or Python program with its databases open)", "")
 }
 
 /// The folder's lock held shared (until the returned file is dropped), by
@@ -44,17 +32,19 @@ pub fn lock_folder(data_dir: &Path) -> Result<File, ServerError> {
 /// processes may hold it together (each database keeps its engine's own
 /// lock); a running server or rebase excludes them.
 pub fn share_folder(data_dir: &Path) -> Result<File, ServerError> {
+    take_lock(data_dir, true, "a running server (or a rebase)", ": go through the server's HTTP API, or stop it first")
+}
+
+/// `DATA/lock`, exclusive or shared; `holders`: who may hold it instead,
+/// and `advice` for the one refused.
+fn take_lock(data_dir: &Path, shared: bool, holders: &str, advice: &str) -> Result<File, ServerError> {
     let path = data_dir.join(LOCK_FILE);
     let io = |source| ServerError::Io { what: format!("opening {}", path.display()), source };
     std::fs::create_dir_all(data_dir).map_err(io)?;
     let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
-    match file.try_lock_shared() {
+    match if shared { file.try_lock_shared() } else { file.try_lock() } {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::FolderInUse(format!(
-            "{} is in use by a running server (or a rebase), which holds {}: go through the server's HTTP API, or stop it first",
-            data_dir.display(),
-            path.display()
-        ))),
+        Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::FolderInUse(format!("{} is in use: {holders} holds {}{advice}", data_dir.display(), path.display()))),
         Err(std::fs::TryLockError::Error(source)) => Err(ServerError::Io { what: format!("locking {}", path.display()), source }),
     }
 }

@@ -20,6 +20,7 @@
 //! a restart resumes from the last batch written.
 
 use crate::design::{compilation, DesignDoc, DesignError};
+use crate::js::native_map::NativeMap;
 use crate::js::{FnId, JsError, Limits, Sandbox};
 use crate::rank::{self, RankUpdate, VIEW_RANKS};
 use crate::tasks::IndexerTask;
@@ -142,6 +143,10 @@ pub(crate) struct Mapper {
     fns: Vec<FnId>,
     /// For each view, in the design document's order, its entry of `fns`.
     slots: Vec<usize>,
+    /// `fns` evaluated without JavaScript, when every one of them has a
+    /// shape that allows it (`js::native_map`): the sandbox then maps
+    /// only the documents these leave to it.
+    native: Option<Vec<NativeMap>>,
 }
 
 impl Mapper {
@@ -149,6 +154,7 @@ impl Mapper {
         let mut sandbox = Sandbox::new(limits).map_err(process_error)?;
         let mut fns = Vec::with_capacity(ddoc.views.len());
         let mut slots = Vec::with_capacity(ddoc.views.len());
+        let mut native = Some(Vec::new());
         for (n, v) in ddoc.views.iter().enumerate() {
             if let Some(same) = ddoc.views[..n].iter().position(|w| w.map == v.map) {
                 slots.push(slots[same]);
@@ -156,8 +162,28 @@ impl Mapper {
             }
             fns.push(sandbox.compile(&v.map, &ddoc.map_modules).map_err(|e| compilation("map", &v.name, e))?);
             slots.push(fns.len() - 1);
+            native = native.and_then(|mut all: Vec<NativeMap>| {
+                all.push(NativeMap::parse(&v.map)?);
+                Some(all)
+            });
         }
-        Ok(Mapper { sandbox, fns, slots })
+        Ok(Mapper { sandbox, fns, slots, native })
+    }
+
+    /// What each map function emits for the document `text`, and whether
+    /// the sandbox ran (its logs are then to be taken): natively when
+    /// every function is native and the document is one they can map
+    /// exactly, else in the sandbox.
+    #[allow(clippy::type_complexity)]
+    fn map(&mut self, text: &str) -> Result<(Vec<Result<Vec<(Value, Value)>, String>>, bool), ViewError> {
+        if let Some(native) = &self.native {
+            if let Ok(doc) = serde_json::from_str::<Value>(text) {
+                if let Some(rows) = native.iter().map(|f| f.map(&doc).map(Ok)).collect::<Option<Vec<_>>>() {
+                    return Ok((rows, false));
+                }
+            }
+        }
+        Ok((self.sandbox.map(&self.fns, text).map_err(process_error)?, true))
     }
 }
 
@@ -218,10 +244,13 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
             }
             state.ranked = true;
         }
+        // Which documents have rows from before, for the whole batch in one
+        // walk: a point read per document, mostly of a key that is not
+        // there (a first build), was a tenth of a build's instructions.
+        let doc_rows_keys: Vec<Vec<u8>> = mapped.docs.iter().map(|doc| doc_rows_key(&id, &doc.id)).collect();
+        txn.kv_mut().find_absent(VIEW_DOC_ROWS, doc_rows_keys.clone())?;
         let mut ranks = RankUpdate::new(id);
-        for doc in &mapped.docs {
-            let mut doc_rows_key = id.to_vec();
-            doc_rows_key.extend_from_slice(doc.id.as_bytes());
+        for (doc, doc_rows_key) in mapped.docs.iter().zip(doc_rows_keys) {
             if let Some(old) = txn.kv().get(VIEW_DOC_ROWS, &doc_rows_key)? {
                 for row in split_rows(&old) {
                     if let Some(n) = row.get(8).and_then(|v| state.rows.get_mut(*v as usize)) {
@@ -261,6 +290,14 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
         txn.commit()?;
         task.progress(mapped.reached);
     }
+}
+
+/// A document's key in `VIEW_DOC_ROWS`.
+fn doc_rows_key(id: &[u8; 8], doc_id: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(8 + doc_id.len());
+    key.extend_from_slice(id);
+    key.extend_from_slice(doc_id.as_bytes());
+    key
 }
 
 /// Bytes of rows a batch maps before it is written (with at most
@@ -371,7 +408,7 @@ fn map_batch(
             }
             Err(e) => return Err(e.into()),
         };
-        let results = mapper.sandbox.map(&mapper.fns, &doc).map_err(process_error)?;
+        let (results, in_sandbox) = mapper.map(&doc)?;
         let id_key = collate::encode(&Value::String(doc_id.clone()));
         for (view, &slot) in mapper.slots.iter().enumerate() {
             let rows = match &results[slot] {
@@ -404,7 +441,7 @@ fn map_batch(
                 mapped.rows.push((view, row, value));
             }
         }
-        for line in mapper.sandbox.take_logs() {
+        for line in if in_sandbox { mapper.sandbox.take_logs() } else { Vec::new() } {
             eprintln!("{}", json!({ "log": "view", "db": db_name, "ddoc": ddoc.id, "doc": doc_id, "message": line }));
         }
         docs.push(mapped);

@@ -18,6 +18,8 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+pub(crate) mod native_map;
+
 const PRELUDE: &str = include_str!("prelude.js");
 
 /// What one request's JavaScript may take in all, on this thread: every
