@@ -178,7 +178,7 @@ mod write;
 pub use check::CheckReport;
 pub use dump::{dump, DecodeCache, DumpOptions};
 pub use error::{Error, Result, SyntaxIssue};
-pub use index::{QuadPattern, QuadScan};
+pub use index::{QuadBatch, QuadPattern, QuadScan};
 pub use load::{format_from_name, format_from_path, LoadInput, LoadOptions, LoadSummary};
 pub use oxrdfio::RdfFormat;
 pub use stats::{quads_counted, value_counts, PredicateStats, Stats, ValueCounts, VALUE_COUNT_LIMIT};

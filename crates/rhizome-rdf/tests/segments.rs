@@ -8,7 +8,7 @@
 
 use oxrdf::{GraphName, NamedNode, Quad};
 use rhizome_rdf::segmented::MergeSettings;
-use rhizome_rdf::{DatasetMode, LoadInput, LoadOptions, QuadPattern, Store, StoreSnapshot, TermId};
+use rhizome_rdf::{DatasetMode, LoadInput, LoadOptions, QuadBatch, QuadPattern, QuadScan, Store, StoreSnapshot, TermId};
 use std::collections::BTreeSet;
 use std::io::Write;
 
@@ -54,6 +54,40 @@ fn as_quad(q: ModelQuad) -> Quad {
     Quad::new(iri("s", q.0), iri("p", q.1), object, graph)
 }
 
+/// A scan's quads taken in batches of id columns of varying sizes, mixed
+/// with single quads (`next_quad`), as `rng` picks: they must be the
+/// quads one at a time gives, in its order.
+fn batched(mut scan: QuadScan<'_>, rng: &mut Rng) -> Vec<[TermId; 4]> {
+    let mut out = Vec::new();
+    let mut batch = QuadBatch::default();
+    loop {
+        let max = match rng.below(4) {
+            0 => match scan.next_quad().unwrap() {
+                Some(q) => {
+                    out.push(q);
+                    continue;
+                }
+                None => break,
+            },
+            1 => 1,
+            2 => 7,
+            _ => 1024,
+        };
+        // Batches append: what a batch held before stays.
+        batch.clear();
+        batch.push([TermId(1); 4]);
+        let n = scan.next_batch(&mut batch, max).unwrap();
+        assert!(n <= max, "a batch of {n} quads, at most {max} asked for");
+        assert_eq!(batch.len(), n + 1, "a batch appends its quads");
+        if n == 0 {
+            break;
+        }
+        out.extend((1..=n).map(|i| batch.quad(i)));
+    }
+    assert_eq!(scan.next_batch(&mut batch, 9).unwrap(), 0, "a scan at its end stays there");
+    out
+}
+
 /// Every pattern with positions taken from the model's quads (and from
 /// ids no quad has) gives exactly the model's quads, sorted and once each.
 fn compare(snapshot: &StoreSnapshot, model: &BTreeSet<ModelQuad>, context: &str) {
@@ -79,6 +113,8 @@ fn compare(snapshot: &StoreSnapshot, model: &BTreeSet<ModelQuad>, context: &str)
             let pick = |i: usize| (mask & (1 << i) != 0).then_some(probe[i]);
             let pattern = QuadPattern { s: pick(0), p: pick(1), o: pick(2), g: pick(3) };
             let got: Vec<[TermId; 4]> = snapshot.scan(pattern).map(|q| q.unwrap()).collect();
+            let mut rng = Rng(0x5eed ^ (probe[0].0 << 4) ^ u64::from(mask));
+            assert_eq!(batched(snapshot.scan(pattern), &mut rng), got, "{context}: pattern {pattern:?} in batches");
             let want: BTreeSet<[TermId; 4]> = model_ids.iter().filter(|c| (0..4).all(|i| mask & (1 << i) == 0 || c[i] == probe[i])).copied().collect();
             assert_eq!(got.iter().copied().collect::<BTreeSet<_>>(), want, "{context}: pattern {pattern:?}");
             assert_eq!(got.len(), want.len(), "{context}: a quad twice for {pattern:?}");
@@ -538,6 +574,8 @@ fn scans_reading_blocks_ahead_see_the_delta_and_their_prefix() {
     let all: Vec<[TermId; 4]> = snapshot.scan(QuadPattern::default()).map(|q| q.unwrap()).collect();
     assert_eq!(all.len(), ids.len(), "the whole store, once each");
     assert_eq!(all.iter().copied().collect::<BTreeSet<_>>(), ids, "the whole store");
+    // In batches: whole blocks' columns at once, the delta merged between.
+    assert_eq!(batched(snapshot.scan(QuadPattern::default()), &mut rng), all, "the whole store in batches");
     let mut subjects: Vec<TermId> = ids.iter().map(|q| q[0]).collect::<BTreeSet<_>>().into_iter().collect();
     let want = |f: &dyn Fn(&[TermId; 4]) -> bool| ids.iter().filter(|q| f(q)).copied().collect::<BTreeSet<_>>();
     for round in 0..2 {
@@ -546,10 +584,21 @@ fn scans_reading_blocks_ahead_see_the_delta_and_their_prefix() {
             // Half of the subjects read only in part, so the next
             // re-pointing starts with quads read ahead and not handed out.
             assert!(scan.rebind(QuadPattern { s: Some(*s), ..QuadPattern::default() }));
-            let got: Vec<[TermId; 4]> = if n % 2 == 0 {
-                scan.by_ref().map(|q| q.unwrap()).collect()
-            } else {
-                scan.by_ref().take(40).map(|q| q.unwrap()).collect()
+            let got: Vec<[TermId; 4]> = match n % 4 {
+                0 => scan.by_ref().map(|q| q.unwrap()).collect(),
+                2 => {
+                    // In batches, from a lookup's window of rows on.
+                    let mut batch = QuadBatch::default();
+                    while scan.next_batch(&mut batch, 1 + rng.below(300) as usize).unwrap() > 0 {}
+                    (0..batch.len()).map(|i| batch.quad(i)).collect()
+                }
+                3 => {
+                    // A batch of a lookup read in part.
+                    let mut batch = QuadBatch::default();
+                    scan.next_batch(&mut batch, 40).unwrap();
+                    (0..batch.len()).map(|i| batch.quad(i)).collect()
+                }
+                _ => scan.by_ref().take(40).map(|q| q.unwrap()).collect(),
             };
             let expected = want(&|q| q[0] == *s);
             if n % 2 == 0 {

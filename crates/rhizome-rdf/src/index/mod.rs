@@ -6,4 +6,4 @@ pub mod layout;
 mod scan;
 
 pub use graphs::graph_names;
-pub use scan::{approximate_bytes, families_present, Families, FamilyMarks, QuadPattern, QuadScan};
+pub use scan::{approximate_bytes, families_present, Families, FamilyMarks, QuadBatch, QuadPattern, QuadScan};

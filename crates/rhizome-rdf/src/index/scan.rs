@@ -414,19 +414,24 @@ impl Stream<'_> {
     /// not (not stepping through a block, or at a delta entry).
     #[inline(never)]
     fn read_ahead(&mut self) -> bool {
-        let KeyCursor::Index(cursor) = &mut self.cursor else { return false };
-        if !cursor.may_take_run() {
+        if !matches!(&self.cursor, KeyCursor::Index(c) if c.may_take_run()) {
             return false;
         }
         self.ahead.clear();
         self.ahead_at = 0;
-        let mut prefix = [0u64; 4];
-        let prefix_ids = if self.check_prefix { self.prefix.len() / 8 } else { 0 };
-        for (i, chunk) in self.prefix.chunks_exact(8).take(prefix_ids).enumerate() {
-            prefix[i] = u64::from_be_bytes(chunk.try_into().expect("8 bytes"));
-        }
-        // Which key column each quad position comes from (a triple's graph
-        // is its subject).
+        let (prefix, prefix_ids) = self.run_prefix();
+        let from = self.key_columns();
+        let KeyCursor::Index(cursor) = &mut self.cursor else { return false };
+        let ahead = &mut self.ahead;
+        cursor.take_run(&prefix[..prefix_ids], self.since_seek.min(AHEAD_ROWS), |columns| {
+            let [s, p, o, g] = from.map(|c| columns[c]);
+            ahead.extend(s.iter().zip(p).zip(o).zip(g).map(|(((s, p), o), g)| [TermId(*s), TermId(*p), TermId(*o), TermId(*g)]));
+        }) > 0
+    }
+
+    /// Which key column each quad position comes from (a triple's graph
+    /// is its subject).
+    fn key_columns(&self) -> [usize; 4] {
         let mut from = [0usize; 4];
         for (i, component) in self.ordering.components.iter().enumerate() {
             from[*component] = i;
@@ -434,11 +439,88 @@ impl Stream<'_> {
         if self.ordering.is_triple() {
             from[G] = from[S];
         }
-        let ahead = &mut self.ahead;
-        cursor.take_run(&prefix[..prefix_ids], self.since_seek.min(AHEAD_ROWS), |columns, rows| {
-            let [s, p, o, g] = from.map(|c| &columns[c][rows.clone()]);
-            ahead.extend(s.iter().zip(p).zip(o).zip(g).map(|(((s, p), o), g)| [TermId(*s), TermId(*p), TermId(*o), TermId(*g)]));
-        }) > 0
+        from
+    }
+
+    /// The prefix a run must keep to, as ids (none when the cursor's
+    /// bounds keep the scan in it).
+    fn run_prefix(&self) -> ([u64; 4], usize) {
+        let mut prefix = [0u64; 4];
+        let prefix_ids = if self.check_prefix { self.prefix.len() / 8 } else { 0 };
+        for (i, chunk) in self.prefix.chunks_exact(8).take(prefix_ids).enumerate() {
+            prefix[i] = u64::from_be_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        (prefix, prefix_ids)
+    }
+
+    /// Appends up to `max` of the stream's next quads to `out` (at least
+    /// one unless the stream is at its end), leaving `current` on the quad
+    /// after them as [`Stream::advance`] does. `started`: `current` holds
+    /// the stream's next quad already (else the cursor stands on it).
+    /// Rows the segment has decoded are copied as columns, many at once.
+    fn read_batch(&mut self, started: bool, out: &mut QuadBatch, max: usize) -> Result<usize> {
+        let mut n = 0;
+        if max == 0 {
+            return Ok(0);
+        }
+        if started {
+            match self.current.take() {
+                Some(q) => {
+                    out.push(q);
+                    n += 1;
+                }
+                None => return Ok(0),
+            }
+        }
+        while n < max {
+            if self.ahead_at < self.ahead.len() {
+                let k = (self.ahead.len() - self.ahead_at).min(max - n);
+                for q in &self.ahead[self.ahead_at..self.ahead_at + k] {
+                    out.push(*q);
+                }
+                self.ahead_at += k;
+                self.since_seek += k;
+                self.passed = Some(self.ahead[self.ahead_at - 1]);
+                n += k;
+                continue;
+            }
+            if matches!(&self.cursor, KeyCursor::Index(c) if c.may_take_run()) {
+                let (prefix, prefix_ids) = self.run_prefix();
+                let from = self.key_columns();
+                if let KeyCursor::Index(cursor) = &mut self.cursor {
+                    let taken = cursor.take_run(&prefix[..prefix_ids], max - n, |columns| out.extend_columns(from.map(|c| columns[c])));
+                    if taken > 0 {
+                        self.since_seek += taken;
+                        self.passed = Some(out.quad(out.len() - 1));
+                        n += taken;
+                        if !self.cursor.valid() || (self.check_prefix && !self.cursor.has_prefix(&self.prefix)) {
+                            // The run ended the stream (a lookup's rows
+                            // taken from their window).
+                            self.cursor.status()?;
+                            self.current = None;
+                            return Ok(n);
+                        }
+                        continue;
+                    }
+                }
+            }
+            self.step()?;
+            match self.current.take() {
+                Some(q) => {
+                    out.push(q);
+                    n += 1;
+                }
+                None => return Ok(n),
+            }
+        }
+        // The next quad, for `current`: from what was read ahead, else a
+        // step, not a read-ahead (the next batch takes rows as columns).
+        if self.ahead_at < self.ahead.len() {
+            self.advance()?;
+        } else {
+            self.step()?;
+        }
+        Ok(n)
     }
 
     #[inline]
@@ -451,6 +533,12 @@ impl Stream<'_> {
             self.passed = Some(quad);
             return Ok(());
         }
+        self.step()
+    }
+
+    /// [`Stream::advance`] by one step of the cursor (nothing read ahead).
+    #[inline]
+    fn step(&mut self) -> Result<()> {
         if self.cursor.valid() && (!self.check_prefix || self.cursor.has_prefix(&self.prefix)) {
             self.since_seek += 1;
             let quad = self.cursor.quad(&self.ordering);
@@ -627,6 +715,84 @@ impl<'a> QuadScan<'a> {
         let quad = self.streams[i].current.take();
         self.streams[i].advance()?;
         Ok(quad)
+    }
+}
+
+impl QuadScan<'_> {
+    /// Appends up to `max` of the next quads to `out` as id columns;
+    /// returns how many (0 at the end). A scan of one stream on segments
+    /// copies the rows its cursor has decoded (a lookup's window, the rest
+    /// of a block) in one go, the delta merged between runs, instead of a
+    /// step per quad; it may be mixed with [`QuadScan::next_quad`].
+    pub fn next_batch(&mut self, out: &mut QuadBatch, max: usize) -> Result<usize> {
+        if max == 0 {
+            return Ok(0);
+        }
+        if let [only] = self.streams.as_mut_slice() {
+            let started = std::mem::replace(&mut self.started, true);
+            return only.read_batch(started, out, max);
+        }
+        let mut n = 0;
+        while n < max {
+            match self.next_quad()? {
+                Some(q) => out.push(q),
+                None => break,
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// Quads as id columns: position `c` (s, p, o, g) of quad `i` is
+/// `column(c)[i]`. Scans hand them out in batches (`QuadScan::next_batch`).
+#[derive(Debug, Default, Clone)]
+pub struct QuadBatch {
+    columns: [Vec<TermId>; 4],
+}
+
+impl QuadBatch {
+    pub fn len(&self) -> usize {
+        self.columns[0].len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.columns[0].is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        for c in &mut self.columns {
+            c.clear();
+        }
+    }
+
+    /// The ids at quad position `c` (0 subject, 1 predicate, 2 object,
+    /// 3 graph).
+    pub fn column(&self, c: usize) -> &[TermId] {
+        &self.columns[c]
+    }
+
+    /// Quad `i` in `[s, p, o, g]` order.
+    #[inline]
+    pub fn quad(&self, i: usize) -> [TermId; 4] {
+        [self.columns[0][i], self.columns[1][i], self.columns[2][i], self.columns[3][i]]
+    }
+
+    pub fn push(&mut self, q: [TermId; 4]) {
+        for (c, id) in self.columns.iter_mut().zip(q) {
+            c.push(id);
+        }
+    }
+
+    /// Appends the rows of four id columns of one length (s, p, o, g).
+    fn extend_columns(&mut self, from: [&[u64]; 4]) {
+        debug_assert!(from.iter().all(|c| c.len() == from[0].len()), "columns of one length");
+        for (c, ids) in self.columns.iter_mut().zip(from) {
+            // SAFETY: `TermId` is `repr(transparent)` over `u64`, so a
+            // slice of one is a slice of the other (a copy, not a loop).
+            let ids: &[TermId] = unsafe { std::slice::from_raw_parts(ids.as_ptr().cast::<TermId>(), ids.len()) };
+            c.extend_from_slice(ids);
+        }
     }
 }
 

@@ -695,10 +695,16 @@ impl<'a> SegmentCursor<'a> {
         *window = from..to;
     }
 
-    /// Whether [`Self::stepping_block`] would give the block (without
-    /// decoding it).
+    /// Whether [`Self::decoded_rows`] would give rows (without decoding
+    /// anything): the cursor steps through its block, or stands in the
+    /// window it decoded last (a lookup's rows).
     #[inline]
     pub fn may_step_through(&self) -> bool {
+        self.stepping_through() || self.in_window()
+    }
+
+    /// The cursor reads its block whole (read past the windows' share).
+    fn stepping_through(&self) -> bool {
         self.random_reads > RANDOM_READS || self.whole_block_decoded()
     }
 
@@ -706,28 +712,41 @@ impl<'a> SegmentCursor<'a> {
         matches!(&self.decoded, Some((b, _)) if *b == self.block)
     }
 
-    /// The current block's ids decoded, with the current row and the
-    /// block's rows, once the cursor steps through the block (it read more
-    /// than a few rows singly since it came to it, or decoded it already):
-    /// scans take the rest of the block from it at once. `None` otherwise.
-    pub fn stepping_block(&mut self) -> Option<(&[[u64; BLOCK_ROWS]; MAX_COLUMNS], usize, usize)> {
-        let rows = self.view.as_ref()?.rows;
-        if !self.whole_block_decoded() {
-            if self.random_reads <= RANDOM_READS {
-                return None;
-            }
-            self.decode_window();
-        }
-        self.decoded.as_ref().map(|(_, d)| (&**d, self.row, rows))
+    fn in_window(&self) -> bool {
+        self.window_block == self.block && self.window.contains(&self.row)
     }
 
-    /// Moves forward to `row` of the current block (its row count: the
-    /// next block's first key).
-    pub fn step_to(&mut self, row: usize) -> Result<()> {
-        debug_assert!(row >= self.row, "a cursor steps forward");
-        self.row = row;
-        if self.view.as_ref().is_some_and(|v| self.row >= v.rows) {
-            self.step_into_next_block()?;
+    /// The ids decoded from the current row on, one slice per column (all
+    /// of one length, at least 1): the rest of the block once the cursor
+    /// steps through it (it read more than a few rows singly since it came
+    /// to it, or decoded it already; decoded now if need be), else the
+    /// rest of the window it stands in (a lookup's rows). Scans take them
+    /// at once instead of a row at a time. `None` otherwise.
+    pub fn decoded_rows(&mut self) -> Option<[&[u64]; MAX_COLUMNS]> {
+        let rows = self.view.as_ref()?.rows;
+        if !self.whole_block_decoded() {
+            if self.random_reads > RANDOM_READS {
+                self.decode_window();
+            } else if self.in_window() {
+                let (from, to) = (self.row - self.window.start, self.window.end - self.window.start);
+                return Some(std::array::from_fn(|c| &self.window_ids[c][from..to]));
+            } else {
+                return None;
+            }
+        }
+        let row = self.row;
+        self.decoded.as_ref().map(|(_, d)| std::array::from_fn(|c| &d[c][row..rows]))
+    }
+
+    /// Moves forward `rows` rows within the current block (to its row
+    /// count at most: the next block's first key).
+    pub fn step(&mut self, rows: usize) -> Result<()> {
+        self.row += rows;
+        if let Some(v) = &self.view {
+            debug_assert!(self.row <= v.rows, "a step stays within the block");
+            if self.row >= v.rows {
+                self.step_into_next_block()?;
+            }
         }
         Ok(())
     }
@@ -746,7 +765,7 @@ impl<'a> SegmentCursor<'a> {
     /// (decodes it on its first read) rather than reading rows singly
     /// again first.
     fn step_into_next_block(&mut self) -> Result<()> {
-        let stepping = self.may_step_through();
+        let stepping = self.stepping_through();
         self.enter(self.block + 1)?;
         if stepping {
             self.random_reads = RANDOM_READS + 1;

@@ -13,7 +13,7 @@
 
 use super::delta::Delta;
 use super::Key;
-use crate::segment::{Segment, SegmentCursor, BLOCK_ROWS, MAX_COLUMNS};
+use crate::segment::{Segment, SegmentCursor, MAX_COLUMNS};
 use rhizome_kv::Cursor;
 use std::ops::Bound;
 
@@ -190,14 +190,15 @@ impl<'a> IndexCursor<'a> {
         self.on_segment && !self.on_delta && self.forward && self.segment.as_ref().is_some_and(|s| s.may_step_through())
     }
 
-    /// Hands `take` the segment block's decoded columns and the rows, from
-    /// the current key on, that the segment alone gives (before the next
-    /// delta entry and the upper bound), that start with `prefix` (leading
-    /// ids) and are at most `max` many; the cursor moves past them. Only
-    /// once the segment cursor steps through a block (see
-    /// `SegmentCursor::stepping_block`); else, or when the current key is
+    /// Hands `take` the segment's decoded ids (one slice per column) of
+    /// the rows, from the current key on, that the segment alone gives
+    /// (before the next delta entry and the upper bound), that start with
+    /// `prefix` (leading ids) and are at most `max` many; the cursor moves
+    /// past them. Only when the segment cursor has those rows decoded (it
+    /// steps through a block, or stands in a lookup's window: see
+    /// `SegmentCursor::decoded_rows`); else, or when the current key is
     /// the delta's, takes none. Returns how many rows it took.
-    pub fn take_run(&mut self, prefix: &[u64], max: usize, take: impl FnOnce(&[[u64; BLOCK_ROWS]; MAX_COLUMNS], std::ops::Range<usize>)) -> usize {
+    pub fn take_run(&mut self, prefix: &[u64], max: usize, take: impl FnOnce([&[u64]; MAX_COLUMNS])) -> usize {
         if !self.on_segment || self.on_delta || !self.forward || self.current.is_none() || max == 0 {
             return 0;
         }
@@ -209,7 +210,7 @@ impl<'a> IndexCursor<'a> {
         let limit = self.delta_head().map(|(k, _)| k);
         let (columns, upper) = (self.columns, self.upper);
         let Some(seg) = &mut self.segment else { return 0 };
-        let Some((decoded, row, rows)) = seg.stepping_block() else { return 0 };
+        let Some(decoded) = seg.decoded_rows() else { return 0 };
         let key = |r: usize| {
             let mut key = [0u64; 4];
             for (c, id) in key.iter_mut().enumerate().take(columns) {
@@ -218,9 +219,9 @@ impl<'a> IndexCursor<'a> {
             key
         };
         // Rows are sorted: each stop is the first row past a bound.
-        let mut end = rows.min(row + max);
+        let mut end = decoded[0].len().min(max);
         let first_not = |end: usize, stop: &dyn Fn(&Key) -> bool| {
-            let (mut lo, mut hi) = (row, end);
+            let (mut lo, mut hi) = (0, end);
             while lo < hi {
                 let mid = (lo + hi) / 2;
                 if stop(&key(mid)) {
@@ -239,19 +240,21 @@ impl<'a> IndexCursor<'a> {
         if upper != Bound::Unbounded && !before(&key(end - 1), &upper) {
             end = first_not(end, &|k| !before(k, &upper));
         }
-        if !prefix.is_empty() && key(end - 1)[..prefix.len()] != *prefix {
-            end = first_not(end, &|k| k[..prefix.len()] != *prefix);
+        // Compared id by id (a slice compare is a call to memcmp).
+        let outside = |k: &Key| prefix.iter().zip(k).any(|(p, id)| p != id);
+        if !prefix.is_empty() && end > 0 && outside(&key(end - 1)) {
+            end = first_not(end, &outside);
         }
-        if end == row {
+        if end == 0 {
             return 0;
         }
-        take(decoded, row..end);
-        if let Err(e) = seg.step_to(end) {
+        take(decoded.map(|c| &c[..end.min(c.len())]));
+        if let Err(e) = seg.step(end) {
             self.fail(e);
-            return end - row;
+            return end;
         }
         self.settle();
-        end - row
+        end
     }
 
     /// The segment cursor's rank: its keys before its position.

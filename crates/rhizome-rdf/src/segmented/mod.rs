@@ -35,7 +35,11 @@
 //!   cursor directly (`KvRead::as_any`) and read its ids without key bytes;
 //!   once a scan steps through a block, it takes the rest of the block up
 //!   to the next delta entry, its bound or the end of its prefix as id
-//!   columns at once (`IndexCursor::take_run`) into a read-ahead buffer.
+//!   columns at once (`IndexCursor::take_run`) into a read-ahead buffer;
+//!   a reader taking batches (`QuadScan::next_batch`) gets those columns
+//!   copied into its `QuadBatch`, and a lookup's rows from the window the
+//!   segment cursor decoded for them, with the delta merged between runs
+//!   (nothing to merge when it has no entry in the range).
 //! - **Views and readers**: a view changes only by writers adding
 //!   versions; merges and loads make new ones. A counter that is odd while
 //!   a view and the engine change together (a load's ingestion) makes a

@@ -6,7 +6,9 @@
 //! a scan in value order: a range filter on numbers or dates is a key range.
 
 /// An encoded RDF term (or the default graph, `TermId::DEFAULT_GRAPH`).
+/// `repr(transparent)`: scans copy columns of ids as slices of `u64`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
 pub struct TermId(pub u64);
 
 /// The tags. Their order puts blank nodes before IRIs before literals, as
