@@ -41,17 +41,7 @@ impl Rev {
     /// machinery (a transaction writes some keys and records holding
     /// revisions: `fmt` was a twentieth of a TPC-B transaction).
     pub fn append_to(&self, out: &mut Vec<u8>) {
-        let mut digits = [0u8; 20];
-        let (mut n, mut at) = (self.pos, digits.len());
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        out.extend_from_slice(&digits[at..]);
+        out.extend_from_slice(itoa::Buffer::new().format(self.pos).as_bytes());
         out.push(b'-');
         out.extend_from_slice(self.hash.as_bytes());
     }

@@ -56,6 +56,11 @@ pub(crate) fn stamp_owner(ctx: &UserCtx, doc: &mut Map<String, Value>, current: 
     Ok(())
 }
 
+/// The members of a `_replicator` document that define its replication.
+fn spec_of(doc: &Map<String, Value>) -> Map<String, Value> {
+    doc.iter().filter(|(k, _)| SPEC_MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
 /// CouchDB's `_replicator` validation: a live document (not deleted, not a
 /// design document) must define a replication whose members are well
 /// formed; the reason otherwise (answered as 403 `forbidden`).
@@ -160,7 +165,7 @@ fn reconcile(server: &Arc<Server>, id: &str) {
         let time = d.get("_replication_state_time").and_then(Value::as_str).map(str::to_owned);
         (stats, time)
     });
-    let spec: Option<Map<String, Value>> = doc.map(|d| d.into_iter().filter(|(k, _)| SPEC_MEMBERS.contains(&k.as_str())).collect());
+    let spec = doc.as_ref().map(spec_of);
     let jobs = &server.replicator_docs;
     let old = {
         let map = jobs.jobs.lock().unwrap_or_else(|p| p.into_inner());
@@ -301,8 +306,7 @@ fn record_completion(server: &Arc<Server>, id: &str, spec: &Value, mut info: Val
     // A writer's concurrent edit of another member: read again and retry.
     for _ in 0..3 {
         let Ok(mut doc) = handle.db.get_doc(id, &ReadOptions::default()) else { return };
-        let current: Map<String, Value> = doc.iter().filter(|(k, _)| SPEC_MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
-        if Value::Object(current) != *spec {
+        if Value::Object(spec_of(&doc)) != *spec {
             return;
         }
         info["start_time"] = json!(crate::http::iso_time(start_time));
