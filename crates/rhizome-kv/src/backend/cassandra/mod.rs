@@ -87,7 +87,8 @@ use scylla::value::{CqlValue, Row};
 use settings::Settings;
 use std::collections::HashSet;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn engine<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> Error {
@@ -395,6 +396,46 @@ pub(crate) struct StoreShared {
     last_own: Mutex<i64>,
     /// Buckets known to be in the directory (written or read).
     known_buckets: Mutex<HashSet<(u8, Vec<u8>)>>,
+    /// The lease kept between this process's transactions (`hold_ms`).
+    park: Mutex<Park>,
+    park_changed: Condvar,
+    parks: AtomicU64,
+    /// When this process last ended a turn (`turn_ms`): its next acquire
+    /// waits `hold_ms` from then, so a server polling the head sees the
+    /// lease free and takes it.
+    turn_ended: Mutex<Option<Instant>>,
+}
+
+impl Drop for StoreShared {
+    /// A store closed with its lease kept gives it up at once rather
+    /// than after `hold_ms` (its timer holds no reference to the store).
+    fn drop(&mut self) {
+        if matches!(*self.park.get_mut().unwrap_or_else(|p| p.into_inner()), Park::Held(_)) {
+            let _ = self.release_now();
+        }
+    }
+}
+
+/// The write lease while no transaction of this process uses it.
+enum Park {
+    Empty,
+    /// Held since a commit: the next transaction here takes it without a
+    /// round trip; a timer gives it up after `hold_ms` unused.
+    Held(ParkedLease),
+    /// Being given up by that timer. An acquire waits for the outcome: the
+    /// release's compare-and-set names this process as the owner, so it
+    /// would also release a lease this process took meanwhile.
+    Releasing,
+}
+
+struct ParkedLease {
+    committed: i64,
+    aborted: Arc<Vec<i64>>,
+    version: i64,
+    renewed: Instant,
+    turn_started: Instant,
+    /// Which parking the timer was started for.
+    number: u64,
 }
 
 pub struct CassandraBackend {
@@ -424,6 +465,10 @@ impl CassandraBackend {
                 known: Mutex::new(known),
                 last_own: Mutex::new(head.committed),
                 known_buckets: Mutex::default(),
+                park: Mutex::new(Park::Empty),
+                park_changed: Condvar::new(),
+                parks: AtomicU64::new(0),
+                turn_ended: Mutex::new(None),
             }),
         })
     }
@@ -455,17 +500,35 @@ impl StoreShared {
     /// Takes the store's write lease, waiting while another process holds
     /// it and taking it over once it has expired.
     fn acquire(self: &Arc<Self>) -> Result<CassandraLease> {
+        if let Some(lease) = self.unpark()? {
+            return Ok(lease);
+        }
+        let ended = self.turn_ended.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(left) = ended.and_then(|at| self.hold().checked_sub(at.elapsed())) {
+            // This process just ended a turn: a server polling the head
+            // gets this long to see the lease free and take it.
+            std::thread::sleep(left);
+        }
         let mut wait = Duration::from_millis(1);
         let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // Compare-and-set only when the head looks free: while another
+        // process holds the lease, plain reads of the head wait for it, so
+        // that waiting writers do not run Paxos rounds against the
+        // holder's commits on the same partition (two servers' writes
+        // timed out on that contention).
+        let mut try_cas = true;
         loop {
-            let inner = self.inner();
-            let (store, owner, id, next) = (self.name.clone(), self.owner.clone(), self.id.clone(), known.next);
-            let until = now_ms() + self.lease_ms();
-            let got = self.cluster.run(async move { inner.lwt(&inner.st.acquire, (owner, until, store, next, id)).await })?;
-            if got {
-                let version = known.next;
-                return Ok(self.lease(known, version));
+            if try_cas {
+                let inner = self.inner();
+                let (store, owner, id, next) = (self.name.clone(), self.owner.clone(), self.id.clone(), known.next);
+                let until = now_ms() + self.lease_ms();
+                let got = self.cluster.run(async move { inner.lwt(&inner.st.acquire, (owner, until, store, next, id)).await })?;
+                if got {
+                    let version = known.next;
+                    return Ok(self.lease(known, version));
+                }
             }
+            try_cas = true;
             // A plain QUORUM read, not a SERIAL one: a serial read is a Paxos
             // round on the very partition the writers contend for, and every
             // decision below is taken again by a compare-and-set that fails
@@ -502,15 +565,107 @@ impl StoreShared {
                 }
                 Some(_) => {
                     std::thread::sleep(wait);
-                    wait = (wait * 2).min(Duration::from_millis(20));
+                    // Polled at most every 10 ms: a holder that ends its
+                    // turn leaves the lease free for `hold_ms` (25).
+                    wait = (wait * 2).min(Duration::from_millis(10));
+                    try_cas = false;
                 }
             }
         }
     }
 
+    fn hold(&self) -> Duration {
+        Duration::from_millis(self.cluster.inner.settings.hold_ms)
+    }
+
+    /// The longest turn: `turn_ms`, and at most half the lease, so a kept
+    /// lease is always far from expiring.
+    fn turn(&self) -> Duration {
+        Duration::from_millis(self.cluster.inner.settings.turn_ms.min(self.cluster.inner.settings.lease_ms / 2))
+    }
+
+    /// The lease this process kept from its last transaction, if its turn
+    /// is not over; a kept lease whose turn is over is given up here.
+    fn unpark(self: &Arc<Self>) -> Result<Option<CassandraLease>> {
+        let mut park = self.park.lock().unwrap_or_else(|p| p.into_inner());
+        while matches!(*park, Park::Releasing) {
+            park = self.park_changed.wait(park).unwrap_or_else(|p| p.into_inner());
+        }
+        let Park::Held(kept) = std::mem::replace(&mut *park, Park::Empty) else { return Ok(None) };
+        if kept.turn_started.elapsed() < self.turn() {
+            return Ok(Some(CassandraLease {
+                shared: self.clone(),
+                committed: kept.committed,
+                aborted: kept.aborted,
+                version: kept.version,
+                held: true,
+                renewed: kept.renewed,
+                changed: false,
+                turn_started: kept.turn_started,
+            }));
+        }
+        // Given up while the park is locked: no acquire of this process
+        // runs meanwhile (see `Park::Releasing`).
+        let result = self.release_now();
+        *self.turn_ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        result.map(|_| None)
+    }
+
+    /// Keeps a lease that a transaction of this process finished with, for
+    /// the next one; a timer gives it up after `hold_ms` unused.
+    fn park(self: &Arc<Self>, lease: &CassandraLease) {
+        let number = self.parks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *self.park.lock().unwrap_or_else(|p| p.into_inner()) = Park::Held(ParkedLease {
+            committed: lease.committed,
+            aborted: lease.aborted.clone(),
+            version: lease.version,
+            renewed: lease.renewed,
+            turn_started: lease.turn_started,
+            number,
+        });
+        let shared = Arc::downgrade(self);
+        let hold = self.hold();
+        std::thread::spawn(move || {
+            std::thread::sleep(hold);
+            if let Some(shared) = shared.upgrade() {
+                shared.release_idle(number);
+            }
+        });
+    }
+
+    /// The timer's end: gives the kept lease up if it is still the one
+    /// parked as `number` (no transaction took it meanwhile).
+    fn release_idle(&self, number: u64) {
+        {
+            let mut park = self.park.lock().unwrap_or_else(|p| p.into_inner());
+            match &*park {
+                Park::Held(kept) if kept.number == number => *park = Park::Releasing,
+                _ => return,
+            }
+        }
+        // Best effort: a lease not given up expires (`lease_ms`).
+        let _ = self.release_now();
+        *self.park.lock().unwrap_or_else(|p| p.into_inner()) = Park::Empty;
+        self.park_changed.notify_all();
+    }
+
+    /// Gives this process's lease up (nothing is written under its next
+    /// version).
+    fn release_now(&self) -> Result<bool> {
+        let inner = self.inner();
+        let (store, owner) = (self.name.clone(), self.owner.clone());
+        self.cluster.run(async move { inner.lwt(&inner.st.release, (store, owner)).await })
+    }
+
+    /// Whether a transaction finishing with the lease keeps it for the next
+    /// one (`hold_ms` above 0 and the turn not over).
+    fn keeps(&self, lease: &CassandraLease) -> bool {
+        !self.hold().is_zero() && lease.turn_started.elapsed() < self.turn()
+    }
+
     fn lease(self: &Arc<Self>, known: Known, version: i64) -> CassandraLease {
         let changed = known.committed != *self.last_own.lock().unwrap_or_else(|p| p.into_inner());
-        CassandraLease { shared: self.clone(), committed: known.committed, aborted: known.aborted, version, held: true, renewed: Instant::now(), changed }
+        CassandraLease { shared: self.clone(), committed: known.committed, aborted: known.aborted, version, held: true, renewed: Instant::now(), changed, turn_started: Instant::now() }
     }
 
     fn snapshot_at(self: &Arc<Self>, committed: i64, aborted: Arc<Vec<i64>>) -> Arc<dyn Snapshot> {
@@ -566,6 +721,9 @@ struct CassandraLease {
     held: bool,
     renewed: Instant,
     changed: bool,
+    /// When this process took the lease: it keeps it across transactions
+    /// for at most `turn_ms` from then.
+    turn_started: Instant,
 }
 
 impl CassandraLease {
@@ -714,14 +872,22 @@ impl WriteLease for CassandraLease {
         if batch.is_empty() {
             if release {
                 self.held = false;
-                let inner = self.shared.inner();
-                let (store, owner) = (self.shared.name.clone(), self.shared.owner.clone());
-                if !self.shared.cluster.run(async move { inner.lwt(&inner.st.release, (store, owner)).await })? {
+                if self.shared.keeps(self) {
+                    self.shared.park(self);
+                    return Ok(());
+                }
+                if !self.shared.release_now()? {
                     return Err(Error::Engine(format!("cassandra: lost the write lease on {}", self.shared.name)));
                 }
+                *self.shared.turn_ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             }
             return Ok(());
         }
+        // A commit that gives the lease up keeps it instead while this
+        // process's turn lasts (`park`): its next transaction then needs
+        // no compare-and-set to take it.
+        let keep = release && self.shared.keeps(self);
+        let release = release && !keep;
         if let Err(e) = self.write_rows(batch.ops) {
             self.abort();
             return Err(e);
@@ -756,8 +922,15 @@ impl WriteLease for CassandraLease {
         self.version = version + 1;
         self.renewed = Instant::now();
         self.held = !release;
+        if release {
+            *self.shared.turn_ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        }
         *self.shared.known.lock().unwrap_or_else(|p| p.into_inner()) = Known { committed: version, next: version + 1, aborted: self.aborted.clone() };
         *self.shared.last_own.lock().unwrap_or_else(|p| p.into_inner()) = version;
+        if keep {
+            self.held = false;
+            self.shared.park(self);
+        }
         Ok(())
     }
 
@@ -788,11 +961,14 @@ impl Drop for CassandraLease {
     fn drop(&mut self) {
         if self.held {
             // Nothing of this version was written (commits write and
-            // commit in one call), so a plain release will do.
+            // commit in one call), so it can be kept or plainly released.
             self.held = false;
-            let inner = self.shared.inner();
-            let (store, owner) = (self.shared.name.clone(), self.shared.owner.clone());
-            let _ = self.shared.cluster.run(async move { inner.lwt(&inner.st.release, (store, owner)).await });
+            if self.shared.keeps(self) {
+                self.shared.park(self);
+            } else {
+                let _ = self.shared.release_now();
+                *self.shared.turn_ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+            }
         }
     }
 }

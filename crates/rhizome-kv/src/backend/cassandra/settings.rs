@@ -24,13 +24,22 @@ pub(crate) struct Settings {
     /// `scan_ranges`, a forward scan's read-ahead); `batch_reads=off`
     /// reads one after another, for comparisons (default on).
     pub batch_reads: bool,
+    /// How long a writer keeps the lease after a commit for its own next
+    /// transaction (`hold_ms`, default 25; 0 gives it up at every commit):
+    /// a process writing back to back then pays one compare-and-set per
+    /// transaction instead of two, and others wait at most this long once
+    /// it is idle.
+    pub hold_ms: u64,
+    /// The longest a writer keeps the lease across transactions before it
+    /// gives it up and lets others take a turn (`turn_ms`, default 250).
+    pub turn_ms: u64,
 }
 
 const DEFAULT_PORT: u16 = 9042;
 
 impl Settings {
     pub fn parse(url: &str) -> Result<Settings> {
-        let bad = |why: &str| Error::Engine(format!("--store {url}: {why} (expected cassandra://HOST[:PORT][,HOST...]/KEYSPACE[?replication_factor=N&consistency=quorum&serial_consistency=serial&lease_ms=N&batch_reads=on])"));
+        let bad = |why: &str| Error::Engine(format!("--store {url}: {why} (expected cassandra://HOST[:PORT][,HOST...]/KEYSPACE[?replication_factor=N&consistency=quorum&serial_consistency=serial&lease_ms=N&hold_ms=N&turn_ms=N&batch_reads=on])"));
         let rest = url.strip_prefix("cassandra://").ok_or_else(|| bad("not a cassandra:// address"))?;
         let (rest, query) = match rest.split_once('?') {
             Some((r, q)) => (r, Some(q)),
@@ -57,6 +66,8 @@ impl Settings {
             serial: SerialConsistency::Serial,
             lease_ms: 10_000,
             batch_reads: true,
+            hold_ms: 25,
+            turn_ms: 250,
         };
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             let (name, value) = pair.split_once('=').ok_or_else(|| bad(&format!("setting {pair} has no value")))?;
@@ -79,6 +90,8 @@ impl Settings {
                     }
                 }
                 "lease_ms" => settings.lease_ms = value.parse().ok().filter(|n| *n >= 100).ok_or_else(|| bad("lease_ms is a number from 100"))?,
+                "hold_ms" => settings.hold_ms = value.parse().map_err(|_| bad("hold_ms is a number of milliseconds"))?,
+                "turn_ms" => settings.turn_ms = value.parse().map_err(|_| bad("turn_ms is a number of milliseconds"))?,
                 "batch_reads" => {
                     settings.batch_reads = match value {
                         "on" => true,
@@ -111,7 +124,10 @@ mod tests {
         assert_eq!(s.lease_ms, 500);
         assert!(s.batch_reads);
         assert!(!Settings::parse("cassandra://h/ks?batch_reads=off").unwrap().batch_reads);
-        for bad in ["cassandra://h", "cassandra:///ks", "cassandra://h/1ks", "cassandra://h/ks?x=1", "cassandra://h/ks?consistency=two", "cassandra://h/ks?batch_reads=1", "http://h/ks"] {
+        assert_eq!((s.hold_ms, s.turn_ms), (25, 250));
+        let s = Settings::parse("cassandra://h/ks?hold_ms=0&turn_ms=1000").unwrap();
+        assert_eq!((s.hold_ms, s.turn_ms), (0, 1000));
+        for bad in ["cassandra://h", "cassandra:///ks", "cassandra://h/1ks", "cassandra://h/ks?x=1", "cassandra://h/ks?consistency=two", "cassandra://h/ks?batch_reads=1", "cassandra://h/ks?hold_ms=-1", "http://h/ks"] {
             assert!(Settings::parse(bad).is_err(), "{bad}");
         }
     }
