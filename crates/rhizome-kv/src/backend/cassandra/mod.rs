@@ -33,14 +33,22 @@
 //! Writers of a store take turns on its lease (taken by compare-and-set,
 //! renewed during long writes, taken over once expired), so transactions
 //! are serializable across every process, as the embedded engine's writer
-//! lock makes them within one.
+//! lock makes them within one. A process keeps the lease after a commit
+//! for its next transaction (`Park`): a timer gives it up after `hold_ms`
+//! unused, and a turn ends after `turn_ms`, when the process gives it up
+//! and waits `hold_ms` before taking it again, so that a server polling
+//! the head gets its turn. A process that finds the lease held polls the
+//! head with plain reads and tries a compare-and-set only once the head
+//! looks free or expired: Paxos rounds from waiters against the holder's
+//! commits on one partition made two servers' writes time out.
 //!
-//! Known costs and limits: every transaction pays two Paxos rounds
-//! (lease, commit) plus a release for a read-write transaction that wrote
-//! nothing, so one store's writes are serialized across servers: more
-//! servers add read throughput, and write throughput across databases, but
-//! not write throughput of one database (the target of 1.6x for two servers
-//! needs the design below). Versions are not collected yet: each write of
+//! Known costs and limits: a transaction pays one Paxos round (the commit)
+//! while its process keeps the lease, two when it takes the lease anew,
+//! so one store's writes are serialized across servers: more servers add
+//! read throughput, and write throughput across databases, but not write
+//! throughput of one database (the target of 1.6x for two servers needs
+//! the design below; on a 2-core machine the three nodes' CPU per write,
+//! 13-18 ms, bounds it first). Versions are not collected yet: each write of
 //! a hot key (a database's `update_seq`) adds a row, read past by scans of
 //! that key's partition. `TERM2ID` buckets by the term's first 16 bytes, so
 //! one IRI namespace is one partition. The bucket directory of a keyspace
@@ -170,6 +178,12 @@ impl Cluster {
     /// caller may itself be on another runtime's thread (the server's).
     fn run<T: Send + 'static>(&self, f: impl Future<Output = Result<T>> + Send + 'static) -> Result<T> {
         self.waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.run_in_background(f)
+    }
+
+    /// As `run`, for work no caller waits on (the kept lease's timer), so
+    /// not counted in `waits`.
+    fn run_in_background<T: Send + 'static>(&self, f: impl Future<Output = Result<T>> + Send + 'static) -> Result<T> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.runtime.spawn(async move {
             let _ = tx.send(f.await);
@@ -411,7 +425,7 @@ impl Drop for StoreShared {
     /// than after `hold_ms` (its timer holds no reference to the store).
     fn drop(&mut self) {
         if matches!(*self.park.get_mut().unwrap_or_else(|p| p.into_inner()), Park::Held(_)) {
-            let _ = self.release_now();
+            let _ = self.release_now(false);
         }
     }
 }
@@ -606,7 +620,7 @@ impl StoreShared {
         }
         // Given up while the park is locked: no acquire of this process
         // runs meanwhile (see `Park::Releasing`).
-        let result = self.release_now();
+        let result = self.release_now(true);
         *self.turn_ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         result.map(|_| None)
     }
@@ -644,17 +658,23 @@ impl StoreShared {
             }
         }
         // Best effort: a lease not given up expires (`lease_ms`).
-        let _ = self.release_now();
+        let _ = self.release_now(false);
         *self.park.lock().unwrap_or_else(|p| p.into_inner()) = Park::Empty;
         self.park_changed.notify_all();
     }
 
     /// Gives this process's lease up (nothing is written under its next
     /// version).
-    fn release_now(&self) -> Result<bool> {
+    /// `counted`: a caller waits on it (see `Cluster::waits`).
+    fn release_now(&self, counted: bool) -> Result<bool> {
         let inner = self.inner();
         let (store, owner) = (self.name.clone(), self.owner.clone());
-        self.cluster.run(async move { inner.lwt(&inner.st.release, (store, owner)).await })
+        let release = async move { inner.lwt(&inner.st.release, (store, owner)).await };
+        if counted {
+            self.cluster.run(release)
+        } else {
+            self.cluster.run_in_background(release)
+        }
     }
 
     /// Whether a transaction finishing with the lease keeps it for the next
@@ -876,7 +896,7 @@ impl WriteLease for CassandraLease {
                     self.shared.park(self);
                     return Ok(());
                 }
-                if !self.shared.release_now()? {
+                if !self.shared.release_now(true)? {
                     return Err(Error::Engine(format!("cassandra: lost the write lease on {}", self.shared.name)));
                 }
                 *self.shared.turn_ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
@@ -966,7 +986,7 @@ impl Drop for CassandraLease {
             if self.shared.keeps(self) {
                 self.shared.park(self);
             } else {
-                let _ = self.shared.release_now();
+                let _ = self.shared.release_now(true);
                 *self.shared.turn_ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             }
         }
