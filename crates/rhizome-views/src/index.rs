@@ -385,6 +385,9 @@ fn map_batch(
     let read = ReadOptions { conflicts: true, ..Default::default() };
     let partitioned = ddoc.is_partitioned(db.is_partitioned());
     let mut docs = Vec::with_capacity(batch.len());
+    // The batch's documents are those of consecutive sequences, mostly
+    // neighbours by id too: read by cursors stepping along.
+    let mut reader = rhizome_docs::DocReader::new(snapshot);
     let mut bytes = 0;
     for (n, (seq, doc_id)) in batch.iter().enumerate() {
         if bytes >= row_bytes {
@@ -400,7 +403,7 @@ fn map_batch(
         // The body as JSON text for the sandbox, copied as stored (a
         // parse into a map and its serialization again were a fifth of a
         // build); a deleted or missing document has no rows.
-        let doc = match db.get_doc_bytes_at(snapshot, doc_id, &read) {
+        let doc = match reader.winner_bytes(doc_id, &read) {
             Ok((_, bytes)) => String::from_utf8(bytes).map_err(|e| DocError::Corrupt(format!("document {doc_id}: {e}")))?,
             Err(DocError::NotFound(_)) => {
                 docs.push(mapped);
