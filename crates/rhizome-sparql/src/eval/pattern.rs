@@ -722,7 +722,7 @@ pub(super) fn scan_pools<'a>(patterns: &[QuadPlan]) -> Vec<ScanPool<'a>> {
 }
 
 /// A pattern's quads (its constants bound) grouped by the ids at the
-/// positions of `mask`: sorted by them, with each group's range hashed.
+/// positions of `mask`: each group's quads together, its range hashed.
 pub(super) struct HashedQuads {
     mask: u8,
     quads: Vec<[TermId; 4]>,
@@ -735,19 +735,43 @@ impl HashedQuads {
         [at(1, s), at(2, p), at(4, o)]
     }
 
-    fn new(mask: u8, mut quads: Vec<[TermId; 4]>) -> Self {
+    /// Groups `quads` by a counting sort over their keys: one hash probe
+    /// per quad numbers the groups, then each quad is placed in its
+    /// group's range (the stable comparison sort this replaces took about
+    /// a quarter of q10's instructions at 1M, callgrind).
+    fn new(mask: u8, quads: Vec<[TermId; 4]>) -> Self {
         let key = |q: &[TermId; 4]| Self::key(mask, Some(q[0]), Some(q[1]), Some(q[2]));
-        // Stable: a group keeps the scan's order.
-        quads.sort_by_key(key);
-        let mut groups = rustc_hash::FxHashMap::default();
-        let mut start = 0;
-        while start < quads.len() {
-            let k = key(&quads[start]);
-            let end = start + quads[start..].iter().take_while(|q| key(q) == k).count();
-            groups.insert(k, (start as u32, (end - start) as u32));
-            start = end;
+        // Per key: its group's number while counting, then (start, quads).
+        let mut groups: rustc_hash::FxHashMap<[TermId; 3], (u32, u32)> = rustc_hash::FxHashMap::default();
+        let mut group_of = Vec::with_capacity(quads.len());
+        let mut lens: Vec<u32> = Vec::new();
+        for q in &quads {
+            let next = lens.len() as u32;
+            let g = groups.entry(key(q)).or_insert((next, 0)).0;
+            if g == next {
+                lens.push(0);
+            }
+            lens[g as usize] += 1;
+            group_of.push(g);
         }
-        HashedQuads { mask, quads, groups }
+        let mut starts = Vec::with_capacity(lens.len());
+        let mut at = 0u32;
+        for len in &lens {
+            starts.push(at);
+            at += len;
+        }
+        for group in groups.values_mut() {
+            let g = group.0 as usize;
+            *group = (starts[g], lens[g]);
+        }
+        let mut placed = vec![[TermId(0); 4]; quads.len()];
+        // In scan order: a group keeps the scan's order.
+        for (q, g) in quads.iter().zip(&group_of) {
+            let slot = &mut starts[*g as usize];
+            placed[*slot as usize] = *q;
+            *slot += 1;
+        }
+        HashedQuads { mask, quads: placed, groups }
     }
 
     /// Where in `quads` the quads agreeing with the pattern's bound
@@ -953,5 +977,31 @@ impl Drop for Lookup<'_> {
                 pool.push(scan);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Grouped by subject (mask 1): each group holds its quads in the
+    /// order they came, every quad once, and a key without quads has an
+    /// empty group.
+    #[test]
+    fn hashed_quads_group_every_quad_in_scan_order() {
+        let t = TermId;
+        // Subjects interleaved, objects numbering the arrival order.
+        let quads: Vec<[TermId; 4]> = (0..300u64).map(|i| [t(10 + (i * 7) % 13), t(1), t(1_000 + i), t(0)]).collect();
+        let hashed = HashedQuads::new(1, quads.clone());
+        let mut seen = 0;
+        for s in 10..23u64 {
+            let group = hashed.group(QuadPattern { s: Some(t(s)), p: Some(t(1)), o: None, g: None });
+            let got: Vec<[TermId; 4]> = hashed.quads[group].to_vec();
+            let want: Vec<[TermId; 4]> = quads.iter().filter(|q| q[0] == t(s)).copied().collect();
+            assert_eq!(got, want, "subject {s}");
+            seen += got.len();
+        }
+        assert_eq!(seen, quads.len(), "every quad in one group");
+        assert!(hashed.group(QuadPattern { s: Some(t(99)), ..QuadPattern::default() }).is_empty());
     }
 }
