@@ -29,11 +29,50 @@ pub(crate) fn is_carried(ks: Keyspace) -> bool {
     CARRIED.contains(&ks)
 }
 
+/// The longest key carried: statistics keys are one or two ids. A longer
+/// key in those keyspaces (none is written) stays an engine key, so a
+/// key is always kept one way.
+const MAX_KEY: usize = 16;
+
+/// Whether a write of `key` to `ks` is carried in the log.
+pub(crate) fn carries(ks: Keyspace, key: &[u8]) -> bool {
+    key.len() <= MAX_KEY && is_carried(ks)
+}
+
 /// A write to a carried keyspace: the key and its value after the commit
 /// (`None`: deleted).
 pub(crate) type CarriedWrite = (Keyspace, Vec<u8>, Option<Vec<u8>>);
 
-type Value = Option<Box<[u8]>>;
+/// A value as kept: statistics values (at most 24 bytes) inline, with no
+/// allocation; others on the heap.
+#[derive(Clone)]
+enum Value {
+    Deleted,
+    Inline(u8, [u8; 24]),
+    Heap(Box<[u8]>),
+}
+
+impl Value {
+    fn new(value: Option<&[u8]>) -> Value {
+        match value {
+            None => Value::Deleted,
+            Some(v) if v.len() <= 24 => {
+                let mut bytes = [0; 24];
+                bytes[..v.len()].copy_from_slice(v);
+                Value::Inline(v.len() as u8, bytes)
+            }
+            Some(v) => Value::Heap(v.into()),
+        }
+    }
+
+    fn get(&self) -> Option<&[u8]> {
+        match self {
+            Value::Deleted => None,
+            Value::Inline(n, bytes) => Some(&bytes[..*n as usize]),
+            Value::Heap(b) => Some(b),
+        }
+    }
+}
 
 /// A key's versions: (sequence number, value), the newest inline.
 #[derive(Clone)]
@@ -51,17 +90,33 @@ impl Versions {
     }
 }
 
-/// The map key: the keyspace's byte, then the key.
-fn map_key(ks: Keyspace, key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(1 + key.len());
-    k.push(ks.0);
-    k.extend_from_slice(key);
-    k
+/// The map key: the keyspace's byte, the key's bytes padded with zeros,
+/// its length; ordered as the bytes are (a key sorts before its
+/// extensions, padded or not, by the length last).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct MapKey {
+    ks: u8,
+    bytes: [u8; MAX_KEY],
+    len: u8,
+}
+
+impl MapKey {
+    /// The key of `key`, or of its first `MAX_KEY` bytes (a bound).
+    fn new(ks: Keyspace, key: &[u8]) -> MapKey {
+        let n = key.len().min(MAX_KEY);
+        let mut bytes = [0; MAX_KEY];
+        bytes[..n].copy_from_slice(&key[..n]);
+        MapKey { ks: ks.0, bytes, len: n as u8 }
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
 }
 
 #[derive(Default)]
 pub(crate) struct Carried {
-    map: RwLock<BTreeMap<Box<[u8]>, Versions>>,
+    map: RwLock<BTreeMap<MapKey, Versions>>,
     /// Keys in `map`: a reader skips an empty map without its lock.
     keys: AtomicUsize,
     /// Versions added (a merge's trigger, as the deltas' changes).
@@ -69,13 +124,13 @@ pub(crate) struct Carried {
 }
 
 impl Carried {
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<Box<[u8]>, Versions>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<MapKey, Versions>> {
         // Changed only by whole inserts and removals: a panicked writer
         // left it consistent.
         self.map.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<Box<[u8]>, Versions>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<MapKey, Versions>> {
         self.map.write().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -90,9 +145,10 @@ impl Carried {
         }
         let mut map = self.write();
         for (ks, key, value) in writes {
-            let value: Value = value.as_deref().map(Box::from);
-            let k = map_key(*ks, key);
-            match map.get_mut(k.as_slice()) {
+            debug_assert!(carries(*ks, key), "only carried writes come here");
+            let value = Value::new(value.as_deref());
+            let k = MapKey::new(*ks, key);
+            match map.get_mut(&k) {
                 Some(v) => {
                     debug_assert!(v.newest.0 <= seq, "versions are added in commit order");
                     if v.newest.0 == seq {
@@ -103,7 +159,7 @@ impl Carried {
                     }
                 }
                 None => {
-                    map.insert(k.into_boxed_slice(), Versions { newest: (seq, value), older: Vec::new() });
+                    map.insert(k, Versions { newest: (seq, value), older: Vec::new() });
                 }
             }
         }
@@ -124,15 +180,15 @@ impl Carried {
         }
         let mut map = self.write();
         for (ks, key, _) in writes {
-            let k = map_key(*ks, key);
-            let Some(v) = map.get_mut(k.as_slice()) else { continue };
+            let k = MapKey::new(*ks, key);
+            let Some(v) = map.get_mut(&k) else { continue };
             if v.newest.0 != seq {
                 continue;
             }
             match v.older.pop() {
                 Some(old) => v.newest = old,
                 None => {
-                    map.remove(k.as_slice());
+                    map.remove(&k);
                 }
             }
         }
@@ -142,11 +198,11 @@ impl Carried {
     /// The key's value for a reader at `at`, if a version says
     /// (`Some(None)`: deleted).
     pub fn get(&self, ks: Keyspace, key: &[u8], at: u64) -> Option<Option<Vec<u8>>> {
-        if self.is_empty() {
+        if self.is_empty() || !carries(ks, key) {
             return None;
         }
         let map = self.read();
-        map.get(map_key(ks, key).as_slice()).and_then(|v| v.at(at)).map(|v| v.as_deref().map(<[u8]>::to_vec))
+        map.get(&MapKey::new(ks, key)).and_then(|v| v.at(at)).map(|v| v.get().map(<[u8]>::to_vec))
     }
 
     /// The entries of `ks` in `[lower, upper)` a reader at `at` sees, in
@@ -155,17 +211,19 @@ impl Carried {
         if self.is_empty() {
             return Vec::new();
         }
-        let from = map_key(ks, lower);
+        // Bounds longer than a carried key are cut to one (which sorts at
+        // or before them) and checked on the bytes.
+        let from = MapKey::new(ks, lower);
         let until = match upper {
-            Some(u) => Bound::Excluded(map_key(ks, u)),
-            None => match rhizome_kv::prefix_upper_bound(&[ks.0]) {
-                Some(u) => Bound::Excluded(u),
-                None => Bound::Unbounded,
-            },
+            Some(u) if u.len() <= MAX_KEY => Bound::Excluded(MapKey::new(ks, u)),
+            Some(u) => Bound::Included(MapKey::new(ks, u)),
+            None => Bound::Excluded(MapKey { ks: ks.0.saturating_add(1), bytes: [0; MAX_KEY], len: 0 }),
         };
+        let inside = |k: &[u8]| k >= lower && upper.is_none_or(|u| k < u);
         let map = self.read();
-        map.range::<[u8], _>((Bound::Included(from.as_slice()), until.as_ref().map(Vec::as_slice)))
-            .filter_map(|(k, v)| v.at(at).map(|value| (k[1..].to_vec(), value.as_deref().map(<[u8]>::to_vec))))
+        map.range((Bound::Included(from), until))
+            .filter(|(k, _)| k.ks == ks.0 && inside(k.key()))
+            .filter_map(|(k, v)| v.at(at).map(|value| (k.key().to_vec(), value.get().map(<[u8]>::to_vec))))
             .collect()
     }
 
@@ -174,7 +232,7 @@ impl Carried {
     pub fn at(&self, cut: u64) -> Vec<CarriedWrite> {
         let map = self.read();
         map.iter()
-            .filter_map(|(k, v)| v.at(cut).map(|value| (Keyspace(k[0]), k[1..].to_vec(), value.as_deref().map(<[u8]>::to_vec))))
+            .filter_map(|(k, v)| v.at(cut).map(|value| (Keyspace(k.ks), k.key().to_vec(), value.get().map(<[u8]>::to_vec))))
             .collect()
     }
 
@@ -187,14 +245,14 @@ impl Carried {
     /// The versions numbered after `cut` (what a merge up to `cut` leaves).
     pub fn after(&self, cut: u64) -> Carried {
         let map = self.read();
-        let kept: BTreeMap<Box<[u8]>, Versions> = map
+        let kept: BTreeMap<MapKey, Versions> = map
             .iter()
             .filter_map(|(k, v)| {
                 let mut versions = v.older.iter().chain(std::iter::once(&v.newest)).filter(|x| x.0 > cut).cloned();
                 let first = versions.next()?;
                 let mut all: Vec<(u64, Value)> = std::iter::once(first).chain(versions).collect();
                 let newest = all.pop().expect("one at least");
-                Some((k.clone(), Versions { newest, older: all }))
+                Some((*k, Versions { newest, older: all }))
             })
             .collect();
         let versions = kept.values().map(|v| 1 + v.older.len()).sum();
@@ -392,6 +450,26 @@ mod tests {
         assert_eq!(after.at(100), vec![w(1, Some(11))]);
         assert_eq!(after.get(KS, &[2], 100), None);
         assert!(!after.any_at(7) && after.any_at(8));
+    }
+
+    #[test]
+    fn keys_of_any_length_keep_the_order_of_their_bytes() {
+        let c = Carried::default();
+        let mut sixteen = vec![1u8];
+        sixteen.resize(16, 0);
+        let keys: Vec<Vec<u8>> = vec![vec![2], sixteen.clone(), vec![1, 0], vec![1]];
+        c.apply(&keys.iter().map(|k| (KS, k.clone(), Some(vec![k.len() as u8]))).collect::<Vec<_>>(), 1);
+        let got = |lower: &[u8], upper: Option<&[u8]>| c.range(KS, lower, upper, 1).into_iter().map(|e| e.0).collect::<Vec<_>>();
+        assert_eq!(got(&[], None), vec![vec![1], vec![1, 0], sixteen.clone(), vec![2]]);
+        assert_eq!(got(&[1, 0], Some(&[2])), vec![vec![1, 0], sixteen.clone()]);
+        // Bounds longer than any carried key.
+        let mut past = sixteen.clone();
+        past.push(5);
+        assert_eq!(got(&past, None), vec![vec![2]]);
+        assert_eq!(got(&[1], Some(&past)), vec![vec![1], vec![1, 0], sixteen.clone()]);
+        // A longer key is not carried: the engine keeps it.
+        assert!(!carries(KS, &past) && carries(KS, &sixteen));
+        assert_eq!(c.get(KS, &past, 1), None);
     }
 
     /// The engine's keys 1..=6 (values = keys) as a memory store's cursor.

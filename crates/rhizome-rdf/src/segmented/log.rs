@@ -10,7 +10,7 @@
 //! the value's length (u32, `u32::MAX`: deleted) and bytes. Format 1 (no
 //! count, no carried writes: the quad changes to the end) is read as well.
 
-use super::carried::{is_carried, CarriedWrite};
+use super::carried::{carries, CarriedWrite};
 use super::{columns, quad_of, slot_of, slots_of, ORDERINGS, SLOTS};
 use rhizome_kv::{Keyspace, WriteBatch, WriteOp};
 use rustc_hash::FxHashMap;
@@ -46,7 +46,7 @@ pub(crate) fn split(batch: WriteBatch) -> rhizome_kv::Result<(Vec<Change>, Vec<C
             WriteOp::Delete(ks, key) => (*ks, key, false),
         };
         let Some(slot) = slot_of(ks) else {
-            if is_carried(ks) {
+            if carries(ks, key) {
                 match op {
                     WriteOp::Put(ks, key, value) => carried.push((ks, key, Some(value))),
                     WriteOp::Delete(ks, key) => carried.push((ks, key, None)),
@@ -137,11 +137,11 @@ pub(crate) fn decode(bytes: &[u8]) -> rhizome_kv::Result<Record> {
             let mut carried = Vec::new();
             while let Some((&ks, tail)) = rest.split_first() {
                 rest = tail;
-                if !is_carried(Keyspace(ks)) {
-                    return Err(corrupt(&format!("a carried write to keyspace {ks}")));
-                }
                 let key_len = u16::from_le_bytes(take(&mut rest, 2)?.try_into().expect("2 bytes")) as usize;
                 let key = take(&mut rest, key_len)?.to_vec();
+                if !carries(Keyspace(ks), &key) {
+                    return Err(corrupt(&format!("a carried write of {key_len} bytes to keyspace {ks}")));
+                }
                 let value_len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().expect("4 bytes"));
                 let value = if value_len == DELETED { None } else { Some(take(&mut rest, value_len as usize)?.to_vec()) };
                 carried.push((Keyspace(ks), key, value));

@@ -2,7 +2,7 @@
 //! the quad orderings, and for those the view's segments and the delta
 //! versions at or before the engine snapshot's sequence number.
 
-use super::carried::{is_carried, CarriedCursor};
+use super::carried::{carries, is_carried, CarriedCursor};
 use super::cursor::IndexCursor;
 use super::view::View;
 use super::{columns, slot_of};
@@ -34,7 +34,7 @@ fn words(key: &[u8]) -> [u64; 4] {
 impl KvRead for SegmentedSnapshot {
     fn get(&self, ks: Keyspace, key: &[u8]) -> rhizome_kv::Result<Option<Vec<u8>>> {
         let Some(slot) = slot_of(ks) else {
-            if is_carried(ks) {
+            if carries(ks, key) {
                 if let Some(value) = self.view.carried.get(ks, key, self.at) {
                     return Ok(value);
                 }
