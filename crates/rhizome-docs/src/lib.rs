@@ -254,6 +254,7 @@ mod partition;
 mod projector;
 mod purge;
 mod read;
+mod read_in_order;
 pub mod rebase;
 mod rev_id;
 mod revtree;
@@ -278,6 +279,7 @@ pub use partition::{check_partition_name, check_partitioned_id, partition_of, pa
 pub use purge::{DEFAULT_PURGED_INFOS_LIMIT, MAX_PURGE_DOCS, MAX_PURGE_REVS};
 pub use projector::{GraphChange, GraphProjector, NoGraphs, NoProjection, Prepared};
 pub use rights::{Writer, NOT_ADMIN};
+pub use read_in_order::{DocReader, SteppingReader};
 pub use read::{Attachment, AttachmentReader, OpenRev, OpenRevs, ReadOptions};
 pub use revtree::{EditError, Leaf, Rev, RevTree};
 pub use transaction::{conflict_on, is_aborted, parse_ops, DocTransaction, OpKind, OpResult, Refusals, TxnOp};

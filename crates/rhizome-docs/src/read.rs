@@ -148,11 +148,17 @@ pub(crate) fn render_json(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, 
     let Some(bytes) = kv.get(BODIES, &body_key(id, rev))? else {
         return Err(DocError::NotFound("missing"));
     };
+    render_json_from(kv, id, info, rev, opts, snapshot, &bytes)
+}
+
+/// [`render_json`] of the stored body `bytes` of revision `rev`, already
+/// read (`read_in_order`).
+pub(crate) fn render_json_from(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions, snapshot: Option<&StoreSnapshot>, bytes: &[u8]) -> Result<Vec<u8>> {
     let added = added_members(kv, id, info, rev, opts)?;
-    if let Some(out) = splice_members(&bytes, added.iter().map(|(k, v)| (k.as_str(), v))) {
+    if let Some(out) = splice_members(bytes, added.iter().map(|(k, v)| (k.as_str(), v))) {
         return Ok(out);
     }
-    let doc = render_body(kv, info, rev, opts, parse_body(kv, id, rev, &bytes, snapshot)?, added)?;
+    let doc = render_body(kv, info, rev, opts, parse_body(kv, id, rev, bytes, snapshot)?, added)?;
     serde_json::to_vec(&doc).map_err(|e| DocError::Corrupt(e.to_string()))
 }
 

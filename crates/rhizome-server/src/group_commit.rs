@@ -16,6 +16,17 @@
 //! done before the transaction (`Database::prepare_docs`: the JSON-LD
 //! parse) runs on each request's own thread before it queues, so the
 //! leader's thread, which all writes wait on, does not do it.
+//!
+//! Tried and measured, not kept (issue 45, TPC-B scale 10, in process, 8
+//! and 32 clients): a queued `_transaction` reading its documents on its
+//! own thread (record and winning body, at a snapshot of its own, results
+//! dropped) so that the leader would find cold blocks decompressed in the
+//! block cache. The leader's instructions per transaction fell 553k ->
+//! 455k (callgrind), the reading threads spent 205k more each, and
+//! throughput fell 20-55% in alternated runs (load 8-19): done before
+//! queueing it shrinks the groups; done while waiting, the readers take
+//! the cores from the leader. Exact either way (it only reads), but the
+//! leader needs the cores, not a cache warmed by others.
 
 use crate::error::HttpError;
 use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};

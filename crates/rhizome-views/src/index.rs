@@ -223,73 +223,138 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
             return Ok(state);
         }
         let from = state.seq;
-        let task = task.get_or_insert_with(|| IndexerTask::start(db_name, &ddoc.id, state.seq, target));
-        let (batch, reached) = rhizome_docs::secondary::changed_since(snapshot.kv(), state.seq, target, BATCH)?;
+        let task = &*task.get_or_insert_with(|| IndexerTask::start(db_name, &ddoc.id, from, target));
+        let (batch, reached) = rhizome_docs::secondary::changed_since(snapshot.kv(), from, target, BATCH)?;
         let mapper = match &mut mapper {
             Some(m) => m,
             None => mapper.insert(Mapper::new(ddoc, limits)?),
         };
         let mapped = map_on_cores(db, db_name, ddoc, &id, mapper, limits, &snapshot, &batch, reached)?;
         drop(snapshot);
-        let mut txn = db.store().transaction()?;
-        // Another refresh wrote this batch meanwhile: map from where it got.
-        if IndexState::read(txn.kv(), &id)?.map_or(0, |s| s.seq) != from {
+        if mapped.reached >= target {
+            // The last batch (most updates have one): written here.
+            if let Written::Reached(seq) = write_batch(db, ddoc, &id, from, mapped)? {
+                task.progress(seq);
+            }
             continue;
         }
-        if !state.ranked {
-            let mut buckets = Vec::new();
-            rank::build(txn.kv(), &id, |k, v| buckets.push((k.to_vec(), v.to_vec())))?;
-            for (k, v) in buckets {
-                txn.kv_mut().put(VIEW_RANKS, &k, &v);
-            }
-            state.ranked = true;
-        }
-        // Which documents have rows from before, for the whole batch in one
-        // walk: a point read per document, mostly of a key that is not
-        // there (a first build), was a tenth of a build's instructions.
-        let doc_rows_keys: Vec<Vec<u8>> = mapped.docs.iter().map(|doc| doc_rows_key(&id, &doc.id)).collect();
-        txn.kv_mut().find_absent(VIEW_DOC_ROWS, doc_rows_keys.clone())?;
-        let mut ranks = RankUpdate::new(id, ddoc.views.iter().map(|v| v.reduce.as_deref().and_then(crate::reduce::builtin)).collect());
-        for (doc, doc_rows_key) in mapped.docs.iter().zip(doc_rows_keys) {
-            if let Some(old) = txn.kv().get(VIEW_DOC_ROWS, &doc_rows_key)? {
-                for row in split_rows(&old) {
-                    if let Some(n) = row.get(8).and_then(|v| state.rows.get_mut(*v as usize)) {
-                        *n = n.saturating_sub(1);
+        // More batches: each is written on a thread of its own while the
+        // next is mapped, in order, each in its own transaction as one
+        // thread writing them would (a kill leaves the index at the last
+        // batch written). A commit (a third of a batch's time) no longer
+        // leaves a core idle.
+        std::thread::scope(|scope| -> Result<(), ViewError> {
+            // At most one batch waits for the writer (and one is written):
+            // memory stays bounded.
+            let (send, receive) = std::sync::mpsc::sync_channel::<(u64, MappedBatch)>(0);
+            let writer = scope.spawn(move || -> Result<(), ViewError> {
+                for (from, mapped) in receive {
+                    match write_batch(db, ddoc, &id, from, mapped)? {
+                        Written::Reached(seq) => task.progress(seq),
+                        // Another refresh wrote it meanwhile: start again from where it got.
+                        Written::Raced => return Ok(()),
                     }
-                    ranks.remove(txn.kv(), row)?;
-                    txn.kv_mut().delete(VIEW_ROWS, row);
                 }
-                txn.kv_mut().delete(VIEW_DOC_ROWS, &doc_rows_key);
-            }
-            let mut written: Vec<u8> = Vec::new();
-            for (view, row, value) in &doc.rows {
-                ranks.add(txn.kv(), row, value)?;
-                txn.kv_mut().put(VIEW_ROWS, row, value);
-                written.extend_from_slice(&(row.len() as u32).to_be_bytes());
-                written.extend_from_slice(row);
-                state.rows[*view] += 1;
-            }
-            if !written.is_empty() {
-                txn.kv_mut().put(VIEW_DOC_ROWS, &doc_rows_key, &written);
-            }
-        }
-        let (mut puts, mut deletes) = (Vec::new(), Vec::new());
-        ranks.write(txn.kv(), |k, v| puts.push((k.to_vec(), v.to_vec())), |k| deletes.push(k.to_vec()))?;
-        for k in deletes {
-            txn.kv_mut().delete(VIEW_RANKS, &k);
-        }
-        for (k, v) in puts {
+                Ok(())
+            });
+            let mut next = (from, mapped);
+            let mapping = (|| -> Result<(), ViewError> {
+                loop {
+                    let from = next.1.reached;
+                    if send.send(next).is_err() {
+                        return Ok(()); // The writer stopped (raced or failed).
+                    }
+                    let snapshot = db.store().snapshot()?;
+                    let target = update_seq(snapshot.kv())?;
+                    if from >= target {
+                        return Ok(());
+                    }
+                    let (batch, reached) = rhizome_docs::secondary::changed_since(snapshot.kv(), from, target, BATCH)?;
+                    next = (from, map_on_cores(db, db_name, ddoc, &id, mapper, limits, &snapshot, &batch, reached)?);
+                }
+            })();
+            drop(send);
+            // The batches mapped before a failing one are written first, as
+            // one thread would; the writer's error comes first.
+            writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            mapping
+        })?;
+    }
+}
+
+/// What [`write_batch`] did.
+enum Written {
+    /// The batch is written: the index is at this sequence.
+    Reached(u64),
+    /// The index was not at the batch's first sequence (another refresh
+    /// wrote it meanwhile): nothing written.
+    Raced,
+}
+
+/// Writes the rows of `mapped`, mapped from sequence `from`, in one
+/// transaction: the documents' old rows removed, the new ones put, the
+/// rank buckets and the index's state updated.
+fn write_batch(db: &Database, ddoc: &DesignDoc, id: &[u8; 8], from: u64, mapped: MappedBatch) -> Result<Written, ViewError> {
+    let id = *id;
+    let mut txn = db.store().transaction()?;
+    let mut state = IndexState::read(txn.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()], ranked: false, nonce: 0 });
+    if state.seq != from {
+        return Ok(Written::Raced);
+    }
+    state.rows.resize(ddoc.views.len(), 0);
+    if !state.ranked {
+        let mut buckets = Vec::new();
+        rank::build(txn.kv(), &id, |k, v| buckets.push((k.to_vec(), v.to_vec())))?;
+        for (k, v) in buckets {
             txn.kv_mut().put(VIEW_RANKS, &k, &v);
         }
-        state.seq = mapped.reached;
-        state.ddoc = ddoc.id.clone();
-        if state.nonce == 0 {
-            state.nonce = fresh_nonce();
-        }
-        txn.kv_mut().put(VIEW_STATE, &id, &state.to_bytes());
-        txn.commit()?;
-        task.progress(mapped.reached);
+        state.ranked = true;
     }
+    // Which documents have rows from before, for the whole batch in one
+    // walk: a point read per document, mostly of a key that is not
+    // there (a first build), was a tenth of a build's instructions.
+    let doc_rows_keys: Vec<Vec<u8>> = mapped.docs.iter().map(|doc| doc_rows_key(&id, &doc.id)).collect();
+    txn.kv_mut().find_absent(VIEW_DOC_ROWS, doc_rows_keys.clone())?;
+    let mut ranks = RankUpdate::new(id, ddoc.views.iter().map(|v| v.reduce.as_deref().and_then(crate::reduce::builtin)).collect());
+    for (doc, doc_rows_key) in mapped.docs.iter().zip(doc_rows_keys) {
+        if let Some(old) = txn.kv().get(VIEW_DOC_ROWS, &doc_rows_key)? {
+            for row in split_rows(&old) {
+                if let Some(n) = row.get(8).and_then(|v| state.rows.get_mut(*v as usize)) {
+                    *n = n.saturating_sub(1);
+                }
+                ranks.remove(txn.kv(), row)?;
+                txn.kv_mut().delete(VIEW_ROWS, row);
+            }
+            txn.kv_mut().delete(VIEW_DOC_ROWS, &doc_rows_key);
+        }
+        let mut written: Vec<u8> = Vec::new();
+        for (view, row, value) in &doc.rows {
+            ranks.add(txn.kv(), row, value)?;
+            txn.kv_mut().put(VIEW_ROWS, row, value);
+            written.extend_from_slice(&(row.len() as u32).to_be_bytes());
+            written.extend_from_slice(row);
+            state.rows[*view] += 1;
+        }
+        if !written.is_empty() {
+            txn.kv_mut().put(VIEW_DOC_ROWS, &doc_rows_key, &written);
+        }
+    }
+    let (mut puts, mut deletes) = (Vec::new(), Vec::new());
+    ranks.write(txn.kv(), |k, v| puts.push((k.to_vec(), v.to_vec())), |k| deletes.push(k.to_vec()))?;
+    for k in deletes {
+        txn.kv_mut().delete(VIEW_RANKS, &k);
+    }
+    for (k, v) in puts {
+        txn.kv_mut().put(VIEW_RANKS, &k, &v);
+    }
+    state.seq = mapped.reached;
+    state.ddoc = ddoc.id.clone();
+    if state.nonce == 0 {
+        state.nonce = fresh_nonce();
+    }
+    txn.kv_mut().put(VIEW_STATE, &id, &state.to_bytes());
+    txn.commit()?;
+    Ok(Written::Reached(mapped.reached))
 }
 
 /// A document's key in `VIEW_DOC_ROWS`.
@@ -385,6 +450,9 @@ fn map_batch(
     let read = ReadOptions { conflicts: true, ..Default::default() };
     let partitioned = ddoc.is_partitioned(db.is_partitioned());
     let mut docs = Vec::with_capacity(batch.len());
+    // The batch's documents are those of consecutive sequences, mostly
+    // neighbours by id too: read by cursors stepping along.
+    let mut reader = rhizome_docs::DocReader::new(snapshot);
     let mut bytes = 0;
     for (n, (seq, doc_id)) in batch.iter().enumerate() {
         if bytes >= row_bytes {
@@ -400,7 +468,7 @@ fn map_batch(
         // The body as JSON text for the sandbox, copied as stored (a
         // parse into a map and its serialization again were a fifth of a
         // build); a deleted or missing document has no rows.
-        let doc = match db.get_doc_bytes_at(snapshot, doc_id, &read) {
+        let doc = match reader.winner_bytes(doc_id, &read) {
             Ok((_, bytes)) => String::from_utf8(bytes).map_err(|e| DocError::Corrupt(format!("document {doc_id}: {e}")))?,
             Err(DocError::NotFound(_)) => {
                 docs.push(mapped);

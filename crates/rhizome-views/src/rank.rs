@@ -265,19 +265,41 @@ impl RankUpdate {
                 let next = joined.get(i + 1).map_or(upper.as_slice(), |(f, _)| f.as_slice());
                 let (fence, bucket) = (&joined[i].0, &joined[i].1);
                 if bucket.rows > SPLIT_ROWS {
-                    let mut cursor = kv.cursor(VIEW_ROWS, fence, Some(next));
-                    cursor.seek_first();
-                    let (mut current, mut piece) = (fence.clone(), SummaryBuilder::default());
-                    while cursor.valid() {
-                        if piece.rows() == BUCKET_ROWS {
-                            put(&current, &std::mem::take(&mut piece).finish(reducer).encode());
-                            current = cursor.key().to_vec();
+                    let mut cut = Cut { reducer, current: fence.clone(), piece: SummaryBuilder::default() };
+                    // Where the stored rows end, when the bucket was only
+                    // added to and its summary says (or it had none): the
+                    // rows past that are the added ones, cut from memory
+                    // instead of read back (a build appending to a view's
+                    // last bucket read every row it wrote again).
+                    let stored_end = match &bucket.stored {
+                        _ if bucket.rebuild => None,
+                        None | Some(BucketValue { rows: 0, .. }) => Some(None),
+                        Some(BucketValue { summary: Some(s), .. }) => Some(Some(s.last.iter().copied().chain([0]).collect::<Vec<u8>>())),
+                        Some(BucketValue { summary: None, .. }) => None,
+                    };
+                    let read_to = match &stored_end {
+                        None => Some(next),
+                        Some(None) => None,
+                        Some(Some(end)) => Some(end.as_slice().min(next)),
+                    };
+                    if let Some(to) = read_to {
+                        let mut cursor = kv.cursor(VIEW_ROWS, fence, Some(to));
+                        cursor.seek_first();
+                        while cursor.valid() {
+                            cut.push(cursor.key(), cursor.value(), &mut put)?;
+                            cursor.next();
                         }
-                        piece.push(reducer, cursor.key(), cursor.value())?;
-                        cursor.next();
+                        cursor.status()?;
                     }
-                    cursor.status()?;
-                    put(&current, &piece.finish(reducer).encode());
+                    if stored_end.is_some() {
+                        let from = read_to.unwrap_or(fence.as_slice());
+                        let mut rest: Vec<&(Vec<u8>, Vec<u8>)> = bucket.added.iter().filter(|(k, _)| k.as_slice() >= from).collect();
+                        rest.sort_by(|a, b| a.0.cmp(&b.0));
+                        for (k, v) in rest {
+                            cut.push(k, v, &mut put)?;
+                        }
+                    }
+                    put(&cut.current, &cut.piece.finish(reducer).encode());
                     continue;
                 }
                 let summarized = bucket.stored.as_ref().is_some_and(|s| s.summary.is_some());
@@ -311,6 +333,24 @@ impl RankUpdate {
             }
         }
         Ok(())
+    }
+}
+
+/// A bucket's rows, given in key order, cut every [`BUCKET_ROWS`].
+struct Cut {
+    reducer: Option<Reducer>,
+    /// The fence of the piece being filled.
+    current: Vec<u8>,
+    piece: SummaryBuilder,
+}
+
+impl Cut {
+    fn push(&mut self, key: &[u8], value: &[u8], put: &mut impl FnMut(&[u8], &[u8])) -> Result<(), ViewError> {
+        if self.piece.rows() == BUCKET_ROWS {
+            put(&self.current, &std::mem::take(&mut self.piece).finish(self.reducer).encode());
+            self.current = key.to_vec();
+        }
+        self.piece.push(self.reducer, key, value)
     }
 }
 

@@ -10,7 +10,7 @@
 
 use super::candidates;
 use super::index::{index_behind, list_indexes, mango_error, stale_indexes, IndexDef};
-use super::prefilter::{BodyReader, Look, Prefilter};
+use super::prefilter::{body_reader, Look, Prefilter};
 use super::plan::{plan, Access, FindOptions, Kind, Plan};
 use super::ranges::{selector_fields, Edge, FieldRange};
 use crate::collate;
@@ -307,7 +307,7 @@ impl Database {
         let mut skipped = 0;
         // Without `conflicts` (which the first look does not render).
         let prefilter = if index.is_none() && !opts.conflicts { Prefilter::new(&opts.selector) } else { None };
-        let mut bodies = BodyReader::new(kv);
+        let mut bodies = body_reader(kv);
         if range.lower < range.upper {
             let mut cursor = kv.cursor(keyspace, &range.lower, Some(&range.upper));
             if opts.descending {

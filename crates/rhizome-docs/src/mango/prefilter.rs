@@ -15,7 +15,7 @@
 
 use crate::keys::{body_key, DocInfo, BODIES};
 use crate::selector::Selector;
-use crate::Result;
+use crate::{Result, SteppingReader};
 use rhizome_kv::KvRead;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
@@ -62,7 +62,7 @@ impl Prefilter {
 
     /// Looks at document `id`, whose `DOCS` value is `info`, its body
     /// read through `bodies`.
-    pub fn look(&self, bodies: &mut BodyReader, id: &str, info: &[u8], selector: &Selector) -> Result<Look> {
+    pub fn look(&self, bodies: &mut SteppingReader, id: &str, info: &[u8], selector: &Selector) -> Result<Look> {
         let Some(header) = DocInfo::header(info) else { return Ok(Look::Maybe) };
         if header.deleted {
             return Ok(Look::Gone);
@@ -83,37 +83,9 @@ impl Prefilter {
 /// id's length, the id, the revision) of ids of one length follow that
 /// order, so the next body is usually a few steps ahead of the last one,
 /// and a cursor stepping there costs less than a point read per document
-/// (half of a full scan's time). Elsewhere it seeks.
-pub(super) struct BodyReader<'a> {
-    cursor: Box<dyn rhizome_kv::Cursor + 'a>,
-}
-
-/// Steps tried before a seek.
-const BODY_STEPS: usize = 4;
-
-impl<'a> BodyReader<'a> {
-    pub fn new(kv: &'a dyn KvRead) -> BodyReader<'a> {
-        BodyReader { cursor: kv.cursor(BODIES, &[], None) }
-    }
-
-    /// The body stored at `key`, if any.
-    pub fn get(&mut self, key: &[u8]) -> Result<Option<&[u8]>> {
-        let mut there = false;
-        if self.cursor.valid() && self.cursor.key() <= key {
-            for _ in 0..BODY_STEPS {
-                if !self.cursor.valid() || self.cursor.key() >= key {
-                    there = self.cursor.valid();
-                    break;
-                }
-                self.cursor.next();
-            }
-        }
-        if !there {
-            self.cursor.seek(key);
-        }
-        self.cursor.status()?;
-        Ok((self.cursor.valid() && self.cursor.key() == key).then(|| self.cursor.value()))
-    }
+/// (half of a full scan's time).
+pub(super) fn body_reader(kv: &dyn KvRead) -> SteppingReader<'_> {
+    SteppingReader::new(kv, BODIES)
 }
 
 /// A body's members named in `fields` (and the graph marker), parsed;

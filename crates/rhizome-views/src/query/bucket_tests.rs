@@ -195,3 +195,61 @@ fn buckets_without_summaries_are_reduced_from_rows_until_the_next_update() {
     }
     check(&db, &d, "upgraded");
 }
+
+/// Buckets cut from a batch's added rows (`rank.rs`, `Cut`) are the ones
+/// cut from the rows read back: each bucket's count, first and last keys
+/// and reduction are its rows', through builds that append to a view's
+/// last bucket batch after batch, add among stored rows, and update.
+#[test]
+fn buckets_cut_from_added_rows_are_their_rows_buckets() {
+    let db = Database::memory();
+    let d = views();
+    let id = index_id(&d);
+    let check_buckets = |what: &str| {
+        let snapshot = db.store().snapshot().unwrap();
+        let kv = snapshot.kv();
+        for (n, view) in d.views.iter().enumerate() {
+            let reducer = view.reduce.as_deref().and_then(crate::reduce::builtin);
+            let prefix = index::view_prefix(&id, n);
+            let upper = rhizome_kv::prefix_upper_bound(&prefix).unwrap();
+            let mut fences = Vec::new();
+            let mut cursor = kv.cursor(crate::rank::VIEW_RANKS, &prefix, Some(&upper));
+            cursor.seek_first();
+            while cursor.valid() {
+                fences.push((cursor.key().to_vec(), crate::bucket_summary::BucketValue::decode(cursor.value()).unwrap()));
+                cursor.next();
+            }
+            drop(cursor);
+            assert!(fences.len() > 4, "{what}: {} is cut", view.name);
+            for (i, (fence, stored)) in fences.iter().enumerate() {
+                let next = fences.get(i + 1).map_or(upper.as_slice(), |(f, _)| f.as_slice());
+                let want = crate::bucket_summary::summarize(kv, reducer, fence, next).unwrap();
+                assert_eq!(stored, &want, "{what}: {} bucket {i}", view.name);
+                assert!(stored.rows <= 128 || i + 1 == fences.len(), "{what}: {} bucket {i} has {} rows", view.name, stored.rows);
+            }
+        }
+    };
+    // Increasing keys, more documents than a batch: each batch appends to
+    // the last bucket, which has stored rows.
+    for round in 0..3 {
+        put(&db, (0..1500).map(|i| i + round * 1500).map(|i| json!({"_id": format!("d{i:05}"), "n": i, "v": i % 17})).collect());
+        refresh(&db, "db", &d, Limits::default()).unwrap();
+        check_buckets(&format!("appended, round {round}"));
+    }
+    // Keys among the stored ones, and updates of stored documents.
+    put(&db, (0..700).map(|i| json!({"_id": format!("e{i:05}"), "n": i * 6 + 1, "v": i % 5})).collect());
+    refresh(&db, "db", &d, Limits::default()).unwrap();
+    check_buckets("added among");
+    let snapshot = db.read_snapshot().unwrap();
+    let updates: Vec<Value> = (0..400)
+        .map(|i| {
+            let id = format!("d{:05}", i * 11);
+            let (rev, _) = db.get_doc_bytes_at(&snapshot, &id, &Default::default()).unwrap();
+            json!({"_id": id, "_rev": rev.to_string(), "n": 5000 + i, "v": 1})
+        })
+        .collect();
+    put(&db, updates);
+    refresh(&db, "db", &d, Limits::default()).unwrap();
+    check_buckets("updated");
+    check(&db, &d, "at the end");
+}
