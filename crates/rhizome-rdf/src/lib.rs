@@ -125,7 +125,10 @@
 //!   random writes, aborts and loads); a bulk load counts the pairs it
 //!   brings as new, so its distinct counts run high (where its pairs were
 //!   in the store already or in both index families) until `compact`
-//!   recounts, counting a pair present in both families once.
+//!   recounts, counting a pair present in both families once. On
+//!   segments a commit's statistics writes (keyspaces 3, 5 and 6) go into
+//!   its quad log record, not the engine, and readers see them over the
+//!   engine's keys until a merge writes them there (`segmented/carried.rs`).
 //! - **Value counts** ([`value_counts`], keyspace 6): for each predicate
 //!   with at most [`VALUE_COUNT_LIMIT`] (1,024) distinct objects, its quads
 //!   per object (a key per pair, and an entry per predicate saying whether

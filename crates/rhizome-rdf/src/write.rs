@@ -55,6 +55,10 @@ pub struct StoreTransaction<'a> {
     /// created, which join them once it commits.
     ids: std::sync::Arc<IdCache>,
     created: Vec<(u8, Box<[u8]>, TermId)>,
+    /// `created` by hash of (tag, bytes): the latest term with that hash.
+    /// A term met again in its own transaction (a document's IRI is the
+    /// subject of each of its triples) is found here, not by a read.
+    created_index: FxHashMap<u64, usize>,
     /// The last dictionary term [`Self::lookup`] found absent. Only this
     /// transaction writes, so it stays absent until `encode` creates it:
     /// a new document's IRI, looked up as its graph and then encoded as
@@ -111,6 +115,14 @@ struct MaybeGone {
     pairs: FxHashSet<(TermId, TermId, bool)>,
 }
 
+fn term_hash(tag: u8, bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    tag.hash(&mut h);
+    bytes.hash(&mut h);
+    h.finish()
+}
+
 /// Whether `id` was numbered by a transaction whose first new id was
 /// `first_id` (see [`StoreTransaction::is_fresh`]).
 fn is_fresh(id: TermId, first_id: u64) -> bool {
@@ -152,6 +164,7 @@ impl Store {
             rdf_type,
             ids: self.id_cache().clone(),
             created: Vec::new(),
+            created_index: FxHashMap::default(),
             absent: std::cell::RefCell::new(None),
             cache,
             predicate_stats: FxHashMap::default(),
@@ -230,7 +243,7 @@ impl<'a> StoreTransaction<'a> {
     /// The id of a dictionary term given by its tag and bytes, adding it
     /// if it is new.
     fn encode_entry(&mut self, tag: u8, bytes: std::borrow::Cow<'_, [u8]>) -> Result<TermId> {
-        if let Some(id) = self.ids.get(tag, &bytes) {
+        if let Some(id) = self.ids.get(tag, &bytes).or_else(|| self.created_term(tag, &bytes)) {
             return Ok(id);
         }
         let known_absent = self.absent.get_mut().take_if(|(t, b)| *t == tag && b.as_slice() == bytes.as_ref()).is_some();
@@ -252,8 +265,17 @@ impl<'a> StoreTransaction<'a> {
         if tag == crate::term::tag::IRI && bytes.as_ref() == crate::stats::RDF_TYPE.as_bytes() {
             self.rdf_type = Some(id);
         }
+        self.created_index.insert(term_hash(tag, &bytes), self.created.len());
         self.created.push((tag, bytes.as_ref().into(), id));
         Ok(id)
+    }
+
+    /// A term this transaction created, by its tag and bytes.
+    fn created_term(&self, tag: u8, bytes: &[u8]) -> Option<TermId> {
+        let i = *self.created_index.get(&term_hash(tag, bytes))?;
+        let (t, b, id) = &self.created[i];
+        // Another term of the same hash: the dictionary answers.
+        (*t == tag && b.as_ref() == bytes).then_some(*id)
     }
 
     /// The id of a term if the store (with this transaction's writes) has it.
@@ -262,7 +284,7 @@ impl<'a> StoreTransaction<'a> {
             return Dictionary::lookup(&self.txn, term);
         };
         // A committed term keeps its id: the shared cache answers first.
-        if let Some(id) = self.ids.get(tag, &bytes) {
+        if let Some(id) = self.ids.get(tag, &bytes).or_else(|| self.created_term(tag, &bytes)) {
             return Ok(Some(id));
         }
         let found = Dictionary::lookup_key(&self.txn, tag, &bytes)?;
@@ -378,6 +400,11 @@ impl<'a> StoreTransaction<'a> {
         let ValueState::Counted(objects) = state else { return Ok(()) };
         let before = match self.value_pairs.get(&(p, o)).or_else(|| self.cache.value_pairs.get(&(p, o))) {
             Some(n) => *n,
+            // A pair with a term of this transaction's own has no committed
+            // quad, so no committed count (counts are written at commit):
+            // no read. A new literal's pair missed every level of the
+            // engine, 16k instructions, for a third of an LDP PUT's quads.
+            None if self.is_fresh(p) || self.is_fresh(o) => 0,
             None => crate::stats::value_count(&self.txn, p, o)?,
         };
         let after = apply(before, delta);

@@ -121,6 +121,30 @@ fn compare(snapshot: &StoreSnapshot, model: &BTreeSet<ModelQuad>, context: &str)
         }
         assert_eq!(snapshot.contains(probe).unwrap(), model_ids.contains(probe), "{context}: contains {probe:?}");
     }
+    compare_statistics(snapshot, model, context);
+}
+
+/// The statistics a snapshot reads (kept by each write, carried in the
+/// quad log on segments) against the model of its time: the quad
+/// counter, each predicate's quads and its quads per object.
+fn compare_statistics(snapshot: &StoreSnapshot, model: &BTreeSet<ModelQuad>, context: &str) {
+    let kv = snapshot.kv();
+    assert_eq!(rhizome_rdf::quads_counted(kv, None).unwrap(), model.len() as u64, "{context}: the quad counter");
+    for p in 0..PREDICATES {
+        let Some(pid) = snapshot.lookup(iri("p", p).as_ref().into()).unwrap() else { continue };
+        let quads = model.iter().filter(|q| q.1 == p).count() as u64;
+        assert_eq!(rhizome_rdf::quads_counted(kv, Some(pid)).unwrap(), quads, "{context}: quads of predicate {p}");
+        let mut want: Vec<(TermId, u64)> = Vec::new();
+        for q in model.iter().filter(|q| q.1 == p) {
+            let o = snapshot.lookup(as_quad(*q).object.as_ref()).unwrap().expect("a model object has an id");
+            match want.iter_mut().find(|(id, _)| *id == o) {
+                Some((_, n)) => *n += 1,
+                None => want.push((o, 1)),
+            }
+        }
+        want.sort();
+        assert_eq!(rhizome_rdf::value_counts(kv, pid).unwrap(), Some(want), "{context}: quads per object of predicate {p}");
+    }
 }
 
 fn load(store: &Store, dir: &std::path::Path, quads: &[ModelQuad], as_files: bool) {

@@ -1,6 +1,7 @@
 //! [`SegmentedBackend`]: the engine wrapped so that the quad orderings
 //! live in segments and deltas (see the module's documentation).
 
+use super::carried::{is_carried, Carried, CarriedWrite};
 use super::delta::Delta;
 use super::manifest::{self, file_name, Manifest};
 use super::merger::Merger;
@@ -115,6 +116,16 @@ fn engine(e: Error) -> rhizome_kv::Error {
     }
 }
 
+/// Writes carried keys' values into an engine batch.
+fn put_carried(batch: &mut WriteBatch, writes: Vec<CarriedWrite>) {
+    for (ks, key, value) in writes {
+        match value {
+            Some(v) => batch.put(ks, &key, &v),
+            None => batch.delete(ks, &key),
+        }
+    }
+}
+
 /// A commit's changes per slot, as keys.
 fn keys_per_slot(changes: &[log::Change]) -> [Vec<(Key, bool)>; SLOTS] {
     let mut out: [Vec<(Key, bool)>; SLOTS] = Default::default();
@@ -180,6 +191,7 @@ impl SegmentedBackend {
             }
         }
         let deltas: [Delta; SLOTS] = Default::default();
+        let carried = Carried::default();
         let mut log = Vec::new();
         let mut stale = WriteBatch::default();
         {
@@ -191,7 +203,8 @@ impl SegmentedBackend {
                 if seq <= manifest.cut {
                     stale.delete(QUAD_LOG, &key);
                 } else {
-                    let changes = log::decode(cursor.value())?;
+                    let (changes, writes) = log::decode(cursor.value())?;
+                    carried.apply(&writes, seq);
                     for (slot, keys) in keys_per_slot(&changes).into_iter().enumerate() {
                         if !keys.is_empty() {
                             deltas[slot].apply(keys, seq);
@@ -207,7 +220,7 @@ impl SegmentedBackend {
         if writable && !stale.is_empty() {
             inner.commit(stale)?;
         }
-        let view = View { segments, deltas, cut: manifest.cut, created: Instant::now() };
+        let view = View { segments, deltas, carried, cut: manifest.cut, created: Instant::now() };
         let background = settings.background && writable;
         let tick = settings.max_age.clamp(Duration::from_millis(100), Duration::from_secs(60));
         let backend = Arc::new(SegmentedBackend {
@@ -275,12 +288,17 @@ impl SegmentedBackend {
         }
     }
 
-    /// Whether the delta is past its size, or holds changes and the
+    /// Whether the delta (or the statistics carried with it) is past its size, or holds changes and the
     /// segment set is past its age.
     pub fn merge_is_due(&self) -> bool {
         let view = self.current();
         let quads = view.delta_quads();
-        quads >= self.settings.delta_quads || (quads > 0 && view.created.elapsed() >= self.settings.max_age)
+        // Statistics carried in the log take memory too: past four
+        // versions a quad change (a commit touches a predicate's entries
+        // once or twice per quad, so only commits of statistics alone,
+        // a recount, get there first).
+        let carried_full = view.carried.versions() as u64 >= self.settings.delta_quads.saturating_mul(4);
+        quads >= self.settings.delta_quads || carried_full || (quads > 0 && view.created.elapsed() >= self.settings.max_age)
     }
 
     /// Quad changes in the delta now (versions of the first ordering of
@@ -375,7 +393,7 @@ impl SegmentedBackend {
         };
         debug_assert!(cut >= view.cut, "sequence numbers only grow");
         let slots: Vec<usize> = (0..SLOTS).filter(|s| view.deltas[*s].any_at(cut)).collect();
-        if slots.is_empty() {
+        if slots.is_empty() && !view.carried.any_at(cut) {
             return Ok(false);
         }
         let mut written = Vec::with_capacity(slots.len());
@@ -403,6 +421,8 @@ impl SegmentedBackend {
         let manifest = self.manifest_of(&segments, cut);
         let mut batch = WriteBatch::default();
         batch.put(SEGMENT_SET, manifest::KEY, &manifest.encode());
+        // The carried keys' values at the cut go to the engine with it.
+        put_carried(&mut batch, view.carried.at(cut));
         let folded = state.log.iter().take_while(|seq| **seq <= cut).count();
         for seq in &state.log[..folded] {
             batch.delete(QUAD_LOG, &seq.to_be_bytes());
@@ -414,7 +434,7 @@ impl SegmentedBackend {
         state.log.drain(..folded);
         debug_assert!(Arc::ptr_eq(&view, &self.current()), "only merges and loads replace views, one at a time");
         let deltas = std::array::from_fn(|slot| view.deltas[slot].after(cut));
-        let new = Arc::new(View { segments, deltas, cut, created: Instant::now() });
+        let new = Arc::new(View { segments, deltas, carried: view.carried.after(cut), cut, created: Instant::now() });
         self.switch(new, || Ok(()))?;
         drop(state);
         for (slot, _) in &written {
@@ -481,8 +501,18 @@ impl SegmentedBackend {
         w.put(manifest::KEY, &manifest.encode())?;
         others.push(w.finish()?);
         let deltas = std::array::from_fn(|slot| view.deltas[slot].after(cut));
-        let new = Arc::new(View { segments, deltas, cut, created: Instant::now() });
-        if let Err(e) = self.switch(new, || Ok(self.inner.ingest(others)?)) {
+        // The carried keys' values at the cut go to the engine first (a
+        // commit), so that the load's own runs of them come after.
+        let mut flush = WriteBatch::default();
+        put_carried(&mut flush, view.carried.at(cut));
+        let new = Arc::new(View { segments, deltas, carried: view.carried.after(cut), cut, created: Instant::now() });
+        let ingested = self.switch(new, || {
+            if !flush.is_empty() {
+                self.inner.commit(flush)?;
+            }
+            Ok(self.inner.ingest(others)?)
+        });
+        if let Err(e) = ingested {
             retire_written(&written);
             return Err(e);
         }
@@ -534,16 +564,16 @@ impl Backend for SegmentedBackend {
     }
 
     fn commit(&self, batch: WriteBatch) -> rhizome_kv::Result<()> {
-        let (changes, mut rest) = log::split(batch)?;
+        let (changes, carried, mut rest) = log::split(batch)?;
         let mut state = lock(&self.commit);
-        if changes.is_empty() {
+        if changes.is_empty() && carried.is_empty() {
             return self.inner.commit(rest);
         }
         if !self.writable {
             return Err(rhizome_kv::Error::Engine("the store is open for reading only".into()));
         }
         let seq = self.latest().map_err(engine)? + 1;
-        rest.put(QUAD_LOG, &seq.to_be_bytes(), &log::encode(&changes));
+        rest.put(QUAD_LOG, &seq.to_be_bytes(), &log::encode(&changes, &carried)?);
         let view = self.current();
         let per_slot = keys_per_slot(&changes);
         // Before the engine's commit, numbered as it will be: readers
@@ -553,10 +583,12 @@ impl Backend for SegmentedBackend {
                 view.deltas[slot].apply(keys.iter().copied(), seq);
             }
         }
+        view.carried.apply(&carried, seq);
         if let Err(e) = self.inner.commit(rest) {
             for (slot, keys) in per_slot.iter().enumerate() {
                 view.deltas[slot].undo(keys.iter().map(|(k, _)| *k), seq);
             }
+            view.carried.undo(&carried, seq);
             return Err(e);
         }
         debug_assert!(self.inner.latest_sequence().is_some_and(|s| s >= seq), "the commit got the number it was given");
@@ -609,7 +641,25 @@ impl Backend for SegmentedBackend {
         }
         if index.is_empty() {
             let _commit = lock(&self.commit);
-            return self.inner.ingest(others);
+            let view = self.current();
+            if view.carried.is_empty() {
+                return self.inner.ingest(others);
+            }
+            // The runs may hold carried keys: their values go to the
+            // engine first, and a view without them comes with the runs.
+            let cut = self.latest().map_err(engine)?;
+            let mut flush = WriteBatch::default();
+            put_carried(&mut flush, view.carried.at(cut));
+            let deltas = std::array::from_fn(|slot| view.deltas[slot].after(view.cut));
+            let new = Arc::new(View { segments: view.segments.clone(), deltas, carried: view.carried.after(cut), cut: view.cut, created: view.created });
+            return self
+                .switch(new, || {
+                    if !flush.is_empty() {
+                        self.inner.commit(flush)?;
+                    }
+                    Ok(self.inner.ingest(others)?)
+                })
+                .map_err(engine);
         }
         if !self.writable {
             return Err(rhizome_kv::Error::Engine("the store is open for reading only".into()));
@@ -654,8 +704,8 @@ impl Backend for SegmentedBackend {
     }
 
     fn clear_keyspace(&self, ks: Keyspace) -> rhizome_kv::Result<()> {
-        if slot_of(ks).is_some() {
-            return Err(rhizome_kv::Error::Engine(format!("keyspace {} holds a quad index; it is cleared by writes", ks.0)));
+        if slot_of(ks).is_some() || is_carried(ks) {
+            return Err(rhizome_kv::Error::Engine(format!("keyspace {} holds a quad index or statistics kept with the quad log; it is cleared by writes", ks.0)));
         }
         self.inner.clear_keyspace(ks)
     }

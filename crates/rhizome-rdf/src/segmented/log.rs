@@ -1,16 +1,24 @@
 //! Quad changes: taken from a batch's index keys, written as one log
-//! record per commit, read back at open.
+//! record per commit, read back at open; with them, the batch's writes to
+//! the carried keyspaces (`carried.rs`).
 //!
-//! A record is a format byte, then per change a flags byte (bit 0: the
-//! quad is there after the commit; bit 1: a subject-graph triple, whose
-//! graph is not written) and its ids, little-endian: s, p, o, and g for
-//! other quads.
+//! A record of format 2 is the format byte, the number of quad changes
+//! (u32), per change a flags byte (bit 0: the quad is there after the
+//! commit; bit 1: a subject-graph triple, whose graph is not written) and
+//! its ids, little-endian: s, p, o, and g for other quads; then per
+//! carried write its keyspace byte, the key's length (u16) and bytes, and
+//! the value's length (u32, `u32::MAX`: deleted) and bytes. Format 1 (no
+//! count, no carried writes: the quad changes to the end) is read as well.
 
+use super::carried::{carries, CarriedWrite};
 use super::{columns, quad_of, slot_of, slots_of, ORDERINGS, SLOTS};
-use rhizome_kv::{WriteBatch, WriteOp};
+use rhizome_kv::{Keyspace, WriteBatch, WriteOp};
 use rustc_hash::FxHashMap;
 
-const RECORD_FORMAT: u8 = 1;
+const RECORD_FORMAT: u8 = 2;
+/// Records written before the carried keyspaces: quad changes only.
+const QUADS_ONLY_FORMAT: u8 = 1;
+const DELETED: u32 = u32::MAX;
 
 /// A quad (`[s, p, o, g]`) there or not after a commit.
 pub(crate) type Change = ([u64; 4], bool);
@@ -19,12 +27,16 @@ fn corrupt(what: &str) -> rhizome_kv::Error {
     rhizome_kv::Error::Engine(format!("the store is corrupt: quad log: {what}"))
 }
 
-/// Splits a batch into its quad changes and the rest. Every change must
-/// come in every ordering of its quad's family, alike: a batch that
-/// changes a quad in some orderings only would leave them disagreeing,
-/// and is refused.
-pub(crate) fn split(batch: WriteBatch) -> rhizome_kv::Result<(Vec<Change>, WriteBatch)> {
+/// What a record holds: quad changes and carried writes.
+pub(crate) type Record = (Vec<Change>, Vec<CarriedWrite>);
+
+/// Splits a batch into its quad changes, its carried writes and the rest.
+/// Every change must come in every ordering of its quad's family, alike:
+/// a batch that changes a quad in some orderings only would leave them
+/// disagreeing, and is refused.
+pub(crate) fn split(batch: WriteBatch) -> rhizome_kv::Result<(Vec<Change>, Vec<CarriedWrite>, WriteBatch)> {
     let mut rest = WriteBatch::default();
+    let mut carried = Vec::new();
     // Per quad: its state and the slots that said so.
     let mut quads: FxHashMap<[u64; 4], (bool, u16)> = FxHashMap::default();
     let mut conflict = false;
@@ -34,7 +46,14 @@ pub(crate) fn split(batch: WriteBatch) -> rhizome_kv::Result<(Vec<Change>, Write
             WriteOp::Delete(ks, key) => (*ks, key, false),
         };
         let Some(slot) = slot_of(ks) else {
-            rest.ops.push(op);
+            if carries(ks, key) {
+                match op {
+                    WriteOp::Put(ks, key, value) => carried.push((ks, key, Some(value))),
+                    WriteOp::Delete(ks, key) => carried.push((ks, key, None)),
+                }
+            } else {
+                rest.ops.push(op);
+            }
             continue;
         };
         if key.len() != columns(slot) * 8 {
@@ -61,12 +80,34 @@ pub(crate) fn split(batch: WriteBatch) -> rhizome_kv::Result<(Vec<Change>, Write
         changes.push((quad, there));
     }
     debug_assert!(SLOTS <= 16);
-    Ok((changes, rest))
+    Ok((changes, carried, rest))
 }
 
-pub(crate) fn encode(changes: &[Change]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + changes.len() * 33);
+pub(crate) fn encode(changes: &[Change], carried: &[CarriedWrite]) -> rhizome_kv::Result<Vec<u8>> {
+    let carried_bytes: usize = carried.iter().map(|(_, k, v)| 7 + k.len() + v.as_ref().map_or(0, Vec::len)).sum();
+    let mut out = Vec::with_capacity(5 + changes.len() * 33 + carried_bytes);
     out.push(RECORD_FORMAT);
+    let count = u32::try_from(changes.len()).map_err(|_| rhizome_kv::Error::Engine("a commit of more than 2^32 quad changes".into()))?;
+    out.extend_from_slice(&count.to_le_bytes());
+    encode_changes(changes, &mut out);
+    for (ks, key, value) in carried {
+        let too_long = || rhizome_kv::Error::Engine(format!("a key or value too long for the quad log in keyspace {}", ks.0));
+        out.push(ks.0);
+        out.extend_from_slice(&u16::try_from(key.len()).map_err(|_| too_long())?.to_le_bytes());
+        out.extend_from_slice(key);
+        match value {
+            Some(v) => {
+                let n = u32::try_from(v.len()).ok().filter(|n| *n != DELETED).ok_or_else(too_long)?;
+                out.extend_from_slice(&n.to_le_bytes());
+                out.extend_from_slice(v);
+            }
+            None => out.extend_from_slice(&DELETED.to_le_bytes()),
+        }
+    }
+    Ok(out)
+}
+
+fn encode_changes(changes: &[Change], out: &mut Vec<u8>) {
     for (quad, there) in changes {
         let triple = quad[0] == quad[3];
         out.push(*there as u8 | (triple as u8) << 1);
@@ -75,16 +116,52 @@ pub(crate) fn encode(changes: &[Change]) -> Vec<u8> {
             out.extend_from_slice(&id.to_le_bytes());
         }
     }
-    out
 }
 
-pub(crate) fn decode(bytes: &[u8]) -> rhizome_kv::Result<Vec<Change>> {
-    let (&format, mut rest) = bytes.split_first().ok_or_else(|| corrupt("an empty record"))?;
-    if format != RECORD_FORMAT {
-        return Err(corrupt(&format!("a record of format {format}")));
+fn take<'b>(rest: &mut &'b [u8], n: usize) -> rhizome_kv::Result<&'b [u8]> {
+    if rest.len() < n {
+        return Err(corrupt("a record cut short"));
     }
-    let mut changes = Vec::new();
-    while let Some((&flags, tail)) = rest.split_first() {
+    let (head, tail) = rest.split_at(n);
+    *rest = tail;
+    Ok(head)
+}
+
+pub(crate) fn decode(bytes: &[u8]) -> rhizome_kv::Result<Record> {
+    let (&format, mut rest) = bytes.split_first().ok_or_else(|| corrupt("an empty record"))?;
+    match format {
+        QUADS_ONLY_FORMAT => Ok((decode_changes(rest, None)?.0, Vec::new())),
+        RECORD_FORMAT => {
+            let count = u32::from_le_bytes(take(&mut rest, 4)?.try_into().expect("4 bytes"));
+            let (changes, mut rest) = decode_changes(rest, Some(count as usize))?;
+            let mut carried = Vec::new();
+            while let Some((&ks, tail)) = rest.split_first() {
+                rest = tail;
+                let key_len = u16::from_le_bytes(take(&mut rest, 2)?.try_into().expect("2 bytes")) as usize;
+                let key = take(&mut rest, key_len)?.to_vec();
+                if !carries(Keyspace(ks), &key) {
+                    return Err(corrupt(&format!("a carried write of {key_len} bytes to keyspace {ks}")));
+                }
+                let value_len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().expect("4 bytes"));
+                let value = if value_len == DELETED { None } else { Some(take(&mut rest, value_len as usize)?.to_vec()) };
+                carried.push((Keyspace(ks), key, value));
+            }
+            Ok((changes, carried))
+        }
+        _ => Err(corrupt(&format!("a record of format {format}"))),
+    }
+}
+
+/// Reads `count` quad changes (or to the end), and returns what follows.
+fn decode_changes(mut rest: &[u8], count: Option<usize>) -> rhizome_kv::Result<(Vec<Change>, &[u8])> {
+    let mut changes = Vec::with_capacity(count.unwrap_or(0).min(rest.len() / 25));
+    while count.is_none_or(|n| changes.len() < n) {
+        let Some((&flags, tail)) = rest.split_first() else {
+            if count.is_some() {
+                return Err(corrupt("a record cut short"));
+            }
+            break;
+        };
         if flags > 3 {
             return Err(corrupt("bad flags"));
         }
@@ -104,7 +181,7 @@ pub(crate) fn decode(bytes: &[u8]) -> rhizome_kv::Result<Vec<Change>> {
         changes.push((quad, flags & 1 != 0));
         rest = &tail[n * 8..];
     }
-    Ok(changes)
+    Ok((changes, rest))
 }
 
 #[cfg(test)]
@@ -132,11 +209,30 @@ mod tests {
         put_all(&mut batch, [5, 6, 7, 5], &layout::TRIPLE_ORDERINGS, true);
         put_all(&mut batch, [5, 6, 8, 9], &layout::QUAD_ORDERINGS, false);
         batch.put(layout::META, b"quads", b"x");
-        let (mut changes, rest) = split(batch).unwrap();
+        batch.put(layout::PREDICATE_STATS, &6u64.to_be_bytes(), &[1; 24]);
+        batch.delete(layout::VALUE_COUNTS, &[7; 16]);
+        let (mut changes, carried, rest) = split(batch).unwrap();
         changes.sort();
         assert_eq!(changes, vec![([5, 6, 7, 5], true), ([5, 6, 8, 9], false)]);
+        assert_eq!(carried, vec![(layout::PREDICATE_STATS, 6u64.to_be_bytes().to_vec(), Some(vec![1; 24])), (layout::VALUE_COUNTS, vec![7; 16], None)]);
         assert_eq!(rest.len(), 1);
-        assert_eq!(decode(&encode(&changes)).unwrap(), changes);
+        assert_eq!(decode(&encode(&changes, &carried).unwrap()).unwrap(), (changes.clone(), carried));
+        assert_eq!(decode(&encode(&[], &[]).unwrap()).unwrap(), (vec![], vec![]));
+    }
+
+    #[test]
+    fn a_record_of_the_first_format_reads_as_quad_changes_alone() {
+        // Format 1, as written before the carried keyspaces: one triple
+        // (flags 3: there, subject-graph) and one quad removed.
+        let mut old = vec![1, 3];
+        for id in [5u64, 6, 7] {
+            old.extend_from_slice(&id.to_le_bytes());
+        }
+        old.push(0);
+        for id in [5u64, 6, 8, 9] {
+            old.extend_from_slice(&id.to_le_bytes());
+        }
+        assert_eq!(decode(&old).unwrap(), (vec![([5, 6, 7, 5], true), ([5, 6, 8, 9], false)], vec![]));
     }
 
     #[test]
@@ -152,12 +248,17 @@ mod tests {
 
     #[test]
     fn corrupt_records_are_errors() {
-        let good = encode(&[([1, 2, 3, 4], true)]);
+        let good = encode(&[([1, 2, 3, 4], true)], &[(layout::CLASS_STATS, vec![1; 16], Some(vec![2; 8]))]).unwrap();
+        let quads_end = 1 + 4 + 33;
         for cut in 0..good.len() {
             let r = decode(&good[..cut]);
-            assert!(cut == 0 || cut == 1 || r.is_err(), "cut at {cut}");
+            // Cut right after the quads, a record is whole (no carried writes).
+            assert!(cut == quads_end || r.is_err(), "cut at {cut}");
         }
-        assert!(decode(&[2]).is_err());
+        assert!(decode(&[3]).is_err());
         assert!(decode(&[1, 9]).is_err());
+        let mut other_keyspace = encode(&[], &[]).unwrap();
+        other_keyspace.extend_from_slice(&[layout::META.0, 1, 0, b'x', 0, 0, 0, 0]);
+        assert!(decode(&other_keyspace).is_err());
     }
 }

@@ -22,7 +22,10 @@
 //!   become versions in each ordering's delta numbered by that sequence
 //!   number (known, since every engine write holds the backend's commit
 //!   lock), added before the engine's commit and taken out if it fails. A
-//!   200-triple write is one log key instead of 600 index keys.
+//!   200-triple write is one log key instead of 600 index keys. The
+//!   batch's writes to the statistics keyspaces ride in the same record
+//!   and are kept versioned the same way (`carried.rs`); a reader sees
+//!   them over the engine's keys, which a merge brings up to its cut.
 //! - **Reads** (`snapshot`): an engine snapshot, its sequence number and
 //!   the current view (`view.rs`: segments and deltas): a reader sees a
 //!   delta version only if its number is at or below the snapshot's, so it
@@ -91,6 +94,7 @@
 //!   if interrupted); a read-only open refuses them and says to run
 //!   `rhizome compact` (or start the server) once.
 mod backend;
+mod carried;
 mod cursor;
 mod delta;
 mod log;

@@ -2,6 +2,7 @@
 //! the quad orderings, and for those the view's segments and the delta
 //! versions at or before the engine snapshot's sequence number.
 
+use super::carried::{carries, is_carried, CarriedCursor};
 use super::cursor::IndexCursor;
 use super::view::View;
 use super::{columns, slot_of};
@@ -32,7 +33,14 @@ fn words(key: &[u8]) -> [u64; 4] {
 
 impl KvRead for SegmentedSnapshot {
     fn get(&self, ks: Keyspace, key: &[u8]) -> rhizome_kv::Result<Option<Vec<u8>>> {
-        let Some(slot) = slot_of(ks) else { return self.inner.get(ks, key) };
+        let Some(slot) = slot_of(ks) else {
+            if carries(ks, key) {
+                if let Some(value) = self.view.carried.get(ks, key, self.at) {
+                    return Ok(value);
+                }
+            }
+            return self.inner.get(ks, key);
+        };
         let columns = columns(slot);
         if key.len() != columns * 8 {
             return Ok(None);
@@ -54,6 +62,14 @@ impl KvRead for SegmentedSnapshot {
     fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
         match slot_of(ks) {
             Some(slot) => Box::new(self.index_cursor(slot, lower, upper)),
+            None if is_carried(ks) && !self.view.carried.is_empty() => {
+                let entries = self.view.carried.range(ks, lower, upper, self.at);
+                let base = self.inner.cursor(ks, lower, upper);
+                if entries.is_empty() {
+                    return base;
+                }
+                Box::new(CarriedCursor::new(base, entries, lower))
+            }
             None => self.inner.cursor(ks, lower, upper),
         }
     }

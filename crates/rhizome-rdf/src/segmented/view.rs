@@ -3,6 +3,7 @@
 //! a load makes a new one, and readers that took the old one keep it (and
 //! its files) as long as they need.
 
+use super::carried::Carried;
 use super::delta::Delta;
 use super::SLOTS;
 use crate::segment::Segment;
@@ -46,6 +47,8 @@ impl Drop for SegmentFile {
 pub(crate) struct View {
     pub segments: [Option<Arc<SegmentFile>>; SLOTS],
     pub deltas: [Delta; SLOTS],
+    /// The carried keyspaces' writes since the cut (`carried.rs`).
+    pub carried: Carried,
     /// The sequence number up to which the segments hold the log.
     pub cut: u64,
     /// When the view was made (a merge or a load): with changes in its
