@@ -279,13 +279,24 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Stops the store's background merge (abandoning one under way; the
+    /// quad log keeps the delta) and refuses writes from here on. A
+    /// server calls it for every open database when it stops, so that no
+    /// merge is still writing when the process exits, whoever else still
+    /// holds the store.
+    pub fn stop_background_work(&self) {
+        if let Some(segments) = &self.segments {
+            segments.close();
+        }
+    }
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         // The merge thread holds the engine while it merges: stopped
         // before the engine closes, so the store can be opened again.
-        if let Some(segments) = &self.segments {
-            segments.close();
-        }
+        self.stop_background_work();
     }
 }
 

@@ -464,6 +464,7 @@ pub async fn serve(config: ServerConfig, mut shutdown: watch::Receiver<bool>) ->
     while active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    server.close_all();
     eprintln!("rhizome: stopped");
     Ok(())
 }

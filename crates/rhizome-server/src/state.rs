@@ -349,6 +349,7 @@ impl Server {
     /// Opens a database (the lifecycle lock held), first closing idle ones
     /// past the cap.
     fn open_handle(&self, name: &str, dir: &Path) -> Result<Arc<DbHandle>, HttpError> {
+        self.refuse_when_stopping()?;
         self.close_idle(self.max_open_databases.max(1) - 1);
         let db = Database::open(dir, self.projector_for(name))?;
         let seq = db.update_seq()?;
@@ -392,6 +393,29 @@ impl Server {
         drop(closed);
     }
 
+    /// At shutdown: every open database out of the table, its background
+    /// merge stopped and, where nothing else holds it, closed. A process
+    /// that exited with a merge still writing died in RocksDB's static
+    /// destructors ("pthread lock: Invalid argument", SIGABRT).
+    /// Threads that outlive the server (the `_replicator` follower) hold
+    /// the server, not its databases, and cannot open one again: once the
+    /// shutdown flag is up, opening or creating a database is refused.
+    pub fn close_all(&self) {
+        let _guard = self.lifecycle.lock().unwrap_or_else(|p| p.into_inner());
+        let open: Vec<Arc<DbHandle>> = self.dbs.write().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, h)| h).collect();
+        for handle in &open {
+            handle.db.store().stop_background_work();
+        }
+    }
+
+    /// Once the server is stopping no database is opened or created.
+    fn refuse_when_stopping(&self) -> Result<(), HttpError> {
+        if *self.shutdown.borrow() {
+            return Err(HttpError::new(503, "service_unavailable", "The server is stopping."));
+        }
+        Ok(())
+    }
+
     pub fn create_db(&self, name: &str) -> Result<Arc<DbHandle>, HttpError> {
         self.create_db_partitioned(name, false)
     }
@@ -418,6 +442,7 @@ impl Server {
             ));
         }
         let _guard = self.lifecycle.lock().unwrap_or_else(|p| p.into_inner());
+        self.refuse_when_stopping()?;
         let dir = self.db_dir(name);
         if store_exists(&dir)? {
             return Err(HttpError::new(412, "file_exists", "The database could not be created, the file already exists."));
@@ -556,4 +581,34 @@ pub(crate) fn write_durably(path: &Path, bytes: &[u8], private: bool) -> std::io
     f.write_all(bytes)?;
     f.sync_all()?;
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stopping server closes every database it opened, even while a
+    /// thread that outlives it (as the `_replicator` follower does) still
+    /// holds the server: the folder opens again in this process (RocksDB
+    /// refuses a second open of a folder it holds), and the server opens
+    /// no database after. A database left open at exit died in RocksDB's
+    /// static destructors now and then ("pthread lock: Invalid argument").
+    #[test]
+    fn a_stopping_server_closes_its_databases_and_opens_no_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let (stop, shutdown) = watch::channel(false);
+        let settings = crate::auth::AuthSettings { pbkdf2_iterations: 1_000, ..crate::auth::AuthSettings::default() };
+        let server = Arc::new(Server::open(dir.path(), Some(("admin".into(), "pw".into())), 1 << 20, settings, shutdown).unwrap());
+        drop(server.create_db("db").unwrap());
+        let outliving = server.clone();
+        assert!(Database::open(&server.db_dir("db"), server.projector_for("db")).is_err(), "the server holds the folder while it runs");
+        stop.send(true).unwrap();
+        server.close_all();
+        let reopened = Database::open(&server.db_dir("db"), server.projector_for("db"));
+        assert!(reopened.is_ok(), "closed at shutdown: {:?}", reopened.err());
+        drop(reopened);
+        assert_eq!(outliving.db("db").err().map(|e| e.status), Some(503));
+        assert_eq!(outliving.create_db("other").err().map(|e| e.status), Some(503));
+        assert!(!outliving.db_dir("other").exists());
+    }
 }
