@@ -94,7 +94,7 @@ async function startRhizome() {
     stdio: ['ignore', 'ignore', fs.openSync(path.join(data, '..', path.basename(data) + '.log'), 'w')],
   });
   let exited = null;
-  child.on('exit', (code, signal) => { exited = signal || code; });
+  const exit = new Promise((resolve) => child.on('exit', (code, signal) => { exited = signal || code; resolve(); }));
   // Poll readiness with a deadline (no fixed sleep).
   const deadline = Date.now() + 60000;
   while (Date.now() < deadline) {
@@ -102,10 +102,22 @@ async function startRhizome() {
     if (await get(`http://127.0.0.1:${port}/_up`) === 200) {
       return {
         url: `http://${ADMIN}@127.0.0.1:${port}`,
-        stop() {
-          if (exited === null) child.kill('SIGTERM');
+        // The data folder goes once the server has exited: a stopping
+        // server still writes into it (it closes its databases).
+        async stop() {
+          if (exited === null) {
+            child.kill('SIGTERM');
+            const killed = setTimeout(() => child.kill('SIGKILL'), 30000);
+            await exit;
+            clearTimeout(killed);
+          }
           fs.rmSync(data, { recursive: true, force: true });
           fs.rmSync(data + '.log', { force: true });
+        },
+        // On the runner's own SIGINT/SIGTERM: no time to wait.
+        kill() {
+          if (exited === null) child.kill('SIGKILL');
+          try { fs.rmSync(data, { recursive: true, force: true }); } catch { /* the process may still be going */ }
         },
         log: data + '.log',
       };
@@ -326,12 +338,17 @@ async function main() {
   const checkKnown = !args.couch;
   let server = null;
   let down = null;
-  const cleanup = () => {
-    if (server) server.stop();
+  const cleanup = async () => {
+    if (server) await server.stop();
     if (down) down.close();
   };
-  process.on('SIGINT', () => { cleanup(); process.exit(130); });
-  process.on('SIGTERM', () => { cleanup(); process.exit(143); });
+  const interrupted = (status) => () => {
+    if (server) server.kill();
+    if (down) down.close();
+    process.exit(status);
+  };
+  process.on('SIGINT', interrupted(130));
+  process.on('SIGTERM', interrupted(143));
   recordFile = args.record;
   let passed = 0;
   let failed = 0;
@@ -383,7 +400,7 @@ async function main() {
       console.log(`${suite}: ${counts.pass} passed, ${counts.known} known failures, ${counts.fail} failed unexpectedly, ${counts.skip} skipped (${((Date.now() - started) / 1000).toFixed(0)} s)`);
     }
   } finally {
-    cleanup();
+    await cleanup();
   }
   if (args.record) fs.writeFileSync(args.record, JSON.stringify(record, null, 1));
   for (const p of problems) console.log(`FAIL ${p}`);

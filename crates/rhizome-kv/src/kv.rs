@@ -109,6 +109,11 @@ impl Kv {
         self.backend.compact()
     }
 
+    /// See [`Backend::stop_background_work`].
+    pub fn stop_background_work(&self) {
+        self.backend.stop_background_work()
+    }
+
     /// See [`Backend::settle`].
     pub fn settle(&self, from: Keyspace, to: Keyspace) -> Result<()> {
         self.backend.settle(from, to)

@@ -280,12 +280,18 @@ impl Store {
 }
 
 impl Store {
-    /// Stops the store's background merge (abandoning one under way; the
-    /// quad log keeps the delta) and refuses writes from here on. A
-    /// server calls it for every open database when it stops, so that no
-    /// merge is still writing when the process exits, whoever else still
-    /// holds the store.
+    /// Stops the store's background work before the process exits: the
+    /// segment merge (abandoning one under way; the quad log keeps the
+    /// delta) and the engine's compactions, waiting for both. A server
+    /// calls it for every open database when it stops, whoever else still
+    /// holds the store: an engine thread still writing while the process
+    /// exits can die in the engine's static destructors.
     pub fn stop_background_work(&self) {
+        self.stop_merge();
+        self.kv.stop_background_work();
+    }
+
+    fn stop_merge(&self) {
         if let Some(segments) = &self.segments {
             segments.close();
         }
@@ -296,7 +302,7 @@ impl Drop for Store {
     fn drop(&mut self) {
         // The merge thread holds the engine while it merges: stopped
         // before the engine closes, so the store can be opened again.
-        self.stop_background_work();
+        self.stop_merge();
     }
 }
 

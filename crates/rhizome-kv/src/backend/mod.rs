@@ -105,6 +105,12 @@ pub trait Backend: Send + Sync + 'static {
     fn is_shared(&self) -> bool {
         false
     }
+    /// Stops the engine's background work (compactions, flushes) and waits
+    /// for what is running to stop; committed writes are already durable.
+    /// Called when the process is about to exit: an engine thread still
+    /// compacting while the process exits can die in the engine's static
+    /// destructors (RocksDB: "pthread lock: Invalid argument", SIGABRT).
+    fn stop_background_work(&self) {}
 }
 
 /// Exclusive write access to a store shared by several processes, from

@@ -496,6 +496,12 @@ impl Backend for RocksBackend {
         dir_size(&self.path)
     }
 
+    fn stop_background_work(&self) {
+        // A running compaction sees the shutdown flag and stops early; no
+        // flush is forced (every commit is in the write-ahead log).
+        self.db.cancel_all_background_work(true);
+    }
+
     fn latest_sequence(&self) -> Option<u64> {
         Some(self.db.latest_sequence_number())
     }
