@@ -273,6 +273,54 @@ fn reads_of_many_keys_and_buckets_wait_on_the_cluster_a_few_times() {
     assert!(one_by_one.waits() - before >= 199, "one by one: a wait for each bucket's name and each page");
 }
 
+/// A pattern's scan on a cluster (one predicate's quads: a prefix of 8
+/// bytes in a keyspace of 15-byte buckets) waits a few times, however its
+/// quads spread: the bucket its prefix names and the directory after it in
+/// one wait, then the first pages of the buckets found (1,024 rows each),
+/// the rest of a large bucket in a page of 8,192, and read-aheads growing
+/// 4 times (32, then 128 buckets). Before: a wait for the prefix's bucket,
+/// then two per 32 buckets, and pages doubling from 256 rows (13 waits).
+#[test]
+#[ignore = "needs a Cassandra node: scripts/test-cassandra starts one and runs it"]
+fn a_prefix_scan_over_many_buckets_and_a_large_one_waits_a_few_times() {
+    let cluster = cluster();
+    let kv = Kv::new(Arc::new(CassandraBackend::open(cluster.clone(), &unique("prefix")).unwrap()));
+    let mem = Kv::memory();
+    let ks = Keyspace(11);
+    let p = 7u64.to_be_bytes();
+    // Predicate 7: objects in 120 buckets (256 objects each), 3 quads in
+    // each; one object (a class) with 3,000 subjects; predicate 8 after it.
+    let quad = |p: u64, o: u64, s: u64| [p.to_be_bytes(), o.to_be_bytes(), s.to_be_bytes()].concat();
+    let (mut t, mut m) = (kv.transaction().unwrap(), mem.transaction().unwrap());
+    let mut put = |key: Vec<u8>| {
+        t.put(ks, &key, b"");
+        m.put(ks, &key, b"");
+    };
+    for bucket in 0..120u64 {
+        for s in 0..3 {
+            put(quad(7, bucket << 8 | s * 5, 1000 + s));
+        }
+    }
+    for s in 0..3000 {
+        put(quad(7, 50 << 8 | 200, s));
+    }
+    put(quad(8, 1, 1));
+    t.commit().unwrap();
+    m.commit().unwrap();
+    let (s, ms) = (kv.snapshot().unwrap(), mem.snapshot().unwrap());
+    let upper = 8u64.to_be_bytes();
+    let before = cluster.waits();
+    let mut c = s.cursor(ks, &p, Some(&upper));
+    c.seek_first();
+    let scanned = scan(c.as_mut(), true);
+    let waits = cluster.waits() - before;
+    let mut mc = ms.cursor(ks, &p, Some(&upper));
+    mc.seek_first();
+    assert_eq!(scanned, scan(mc.as_mut(), true));
+    assert_eq!(scanned.len(), 120 * 3 + 3000);
+    assert!(waits <= 6, "a prefix scan over 120 buckets, one of 3,000 rows, waited {waits} times");
+}
+
 /// A chunk of the dictionary by id (ID2TERM: 8-byte term ids, a bucket per
 /// 256 ids) is read in one wait: its buckets follow from the ids, so no
 /// read of the bucket directory goes first, and empty buckets, gaps and

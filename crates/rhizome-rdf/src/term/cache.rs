@@ -16,7 +16,7 @@ use crate::Result;
 use oxrdf::Term;
 use rhizome_kv::KvRead;
 use rustc_hash::FxHashMap;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 const SHARDS: usize = 16;
@@ -65,11 +65,19 @@ impl Shard {
 pub struct TermCache {
     shards: Vec<Mutex<Shard>>,
     dense: DenseTable,
+    /// The highest next id read so far (0: none): ids below it are
+    /// committed for good, so a chunk below it is loaded without reading
+    /// the next id again (on a cluster's store one round trip per batch).
+    known_next_id: AtomicU64,
 }
 
 impl Default for TermCache {
     fn default() -> Self {
-        TermCache { shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(), dense: DenseTable::new(dense_budget()) }
+        TermCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            dense: DenseTable::new(dense_budget()),
+            known_next_id: AtomicU64::new(0),
+        }
     }
 }
 
@@ -180,25 +188,38 @@ impl DenseTable {
         self.bytes.load(Ordering::Relaxed) >= self.budget
     }
 
-    /// Loads chunk `chunk` from `kv` (a snapshot whose next id is past it).
-    fn load(&self, kv: &dyn KvRead, chunk: u64) -> Result<()> {
+    /// The `id2term` ranges of chunk `chunk`, one per tag of [`DENSE_TAGS`].
+    fn ranges(chunk: u64) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+        let first = chunk * CHUNK_IDS;
+        DENSE_TAGS.into_iter().map(move |tag| (TermId::new(tag, first).to_be_bytes().to_vec(), TermId::new(tag, first + CHUNK_IDS).to_be_bytes().to_vec()))
+    }
+
+    /// Keeps chunk `chunk` from the entries of its [`ranges`](Self::ranges),
+    /// read together (a cluster's store: partitions read at once rather than
+    /// a cursor's pages one after another).
+    fn keep_entries(&self, chunk: u64, ranges: impl Iterator<Item = Vec<(Vec<u8>, Vec<u8>)>>) -> Result<()> {
         let first = chunk * CHUNK_IDS;
         let mut terms: Vec<Option<(u8, Term)>> = vec![None; CHUNK_IDS as usize];
         let mut bytes = std::mem::size_of_val(terms.as_slice());
-        if kv.reads_are_round_trips() {
-            // A cluster's store: the three ranges' partitions read at once
-            // rather than a cursor's pages one after another.
-            let ranges: Vec<(Vec<u8>, Vec<u8>)> =
-                DENSE_TAGS.iter().map(|&tag| (TermId::new(tag, first).to_be_bytes().to_vec(), TermId::new(tag, first + CHUNK_IDS).to_be_bytes().to_vec())).collect();
-            for (entries, tag) in kv.scan_ranges(ID2TERM, &ranges)?.into_iter().zip(DENSE_TAGS) {
-                for (key, value) in entries {
-                    let id = TermId::from_be_slice(&key);
-                    bytes += value.len() + 32;
-                    terms[(id.payload() - first) as usize] = Some((tag, decode_term(tag, &value)?));
-                }
+        for (entries, tag) in ranges.zip(DENSE_TAGS) {
+            for (key, value) in entries {
+                let id = TermId::from_be_slice(&key);
+                bytes += value.len() + 32;
+                terms[(id.payload() - first) as usize] = Some((tag, decode_term(tag, &value)?));
             }
-            return self.keep(chunk, terms, bytes);
         }
+        self.keep(chunk, terms, bytes)
+    }
+
+    /// Loads chunk `chunk` from `kv` (a snapshot whose next id is past it).
+    fn load(&self, kv: &dyn KvRead, chunk: u64) -> Result<()> {
+        if kv.reads_are_round_trips() {
+            let ranges: Vec<(Vec<u8>, Vec<u8>)> = Self::ranges(chunk).collect();
+            return self.keep_entries(chunk, kv.scan_ranges(ID2TERM, &ranges)?.into_iter());
+        }
+        let first = chunk * CHUNK_IDS;
+        let mut terms: Vec<Option<(u8, Term)>> = vec![None; CHUNK_IDS as usize];
+        let mut bytes = std::mem::size_of_val(terms.as_slice());
         for tag in DENSE_TAGS {
             let (lower, upper) = (TermId::new(tag, first).to_be_bytes(), TermId::new(tag, first + CHUNK_IDS).to_be_bytes());
             let mut cursor = kv.cursor(ID2TERM, &lower, Some(&upper));
@@ -301,7 +322,10 @@ impl TermCache {
         ids.retain(|id| id.is_in_dictionary());
         ids.sort_unstable();
         ids.dedup();
-        let mut next_id = None;
+        let together = kv.reads_are_round_trips();
+        // Chunks to load, read together with the other ids on a cluster.
+        let mut loads = Vec::new();
+        let mut next_read = false;
         let mut rest = Vec::new();
         let mut i = 0;
         while i < ids.len() {
@@ -313,11 +337,22 @@ impl TermCache {
             };
             if let Some(chunk) = chunk {
                 if self.dense.chunk(chunk).is_none() && !self.dense.full() && self.dense.missed(chunk, end - i) {
-                    let next = match next_id {
-                        Some(n) => n,
-                        None => *next_id.insert(crate::store::read_u64(kv, meta::NEXT_ID)?),
-                    };
-                    if (chunk + 1) * CHUNK_IDS <= next {
+                    // Every id of the chunk committed: the next id read once
+                    // per batch at most, and not at all below one read before.
+                    if (chunk + 1) * CHUNK_IDS > self.known_next_id.load(Ordering::Relaxed) && !next_read {
+                        next_read = true;
+                        self.known_next_id.fetch_max(crate::store::read_u64(kv, meta::NEXT_ID)?, Ordering::Relaxed);
+                    }
+                    if (chunk + 1) * CHUNK_IDS <= self.known_next_id.load(Ordering::Relaxed) {
+                        if together {
+                            // A chunk's ids of three tags come apart: once.
+                            if !loads.contains(&chunk) {
+                                loads.push(chunk);
+                            }
+                            rest.extend_from_slice(&ids[i..end]);
+                            i = end;
+                            continue;
+                        }
                         self.dense.load(kv, chunk)?;
                     }
                 }
@@ -330,10 +365,68 @@ impl TermCache {
             }
             i = end;
         }
+        if together && !rest.is_empty() {
+            rest = self.read_together(kv, &loads, rest, &mut out)?;
+        }
         Dictionary::decode_many(kv, &mut rest, |id, term| {
             out(id, &term);
             self.insert(id, term);
         })
+    }
+
+    /// On a cluster's store: the chunks `loads` and the terms of `ids` in
+    /// one wait (every partition read at once), rather than the next id,
+    /// each chunk and the other ids one wait after another. The other ids
+    /// are read as ranges, one per run of ids less than 256 apart (on a
+    /// cluster one or two partitions of `id2term`: the terms a subject
+    /// brought are numbered together, and a slice of a partition costs the
+    /// cluster about what a point read does). Returns the ids left to
+    /// [`Dictionary::decode_many`]: triple terms (their parts are read
+    /// after them), ids not found, and ids of a loaded chunk that it did
+    /// not keep.
+    fn read_together(&self, kv: &dyn KvRead, loads: &[u64], ids: Vec<TermId>, out: &mut impl FnMut(TermId, &Term)) -> Result<Vec<TermId>> {
+        let in_loads = |id: TermId| DenseTable::chunk_of(id).is_some_and(|c| loads.contains(&c));
+        let (singles, mut rest): (Vec<TermId>, Vec<TermId>) = ids.into_iter().partition(|id| !id.is_triple() && !in_loads(*id) && id.0 < u64::MAX);
+        // Sorted ids, cut where one is 256 or more past its run's first.
+        let mut runs: Vec<&[TermId]> = Vec::new();
+        let mut start = 0;
+        for i in 1..=singles.len() {
+            if i == singles.len() || singles[i].0 - singles[start].0 >= 256 {
+                runs.push(&singles[start..i]);
+                start = i;
+            }
+        }
+        let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = loads.iter().flat_map(|&chunk| DenseTable::ranges(chunk)).collect();
+        ranges.extend(runs.iter().map(|run| (run[0].to_be_bytes().to_vec(), TermId(run[run.len() - 1].0 + 1).to_be_bytes().to_vec())));
+        let mut read = kv.scan_ranges(ID2TERM, &ranges)?.into_iter();
+        for &chunk in loads {
+            self.dense.keep_entries(chunk, read.by_ref().take(DENSE_TAGS.len()))?;
+        }
+        for (run, entries) in runs.into_iter().zip(read) {
+            let mut entries = entries.into_iter().peekable();
+            for &id in run {
+                let key = id.to_be_bytes();
+                while entries.next_if(|(k, _)| k.as_slice() < key.as_slice()).is_some() {}
+                match entries.next_if(|(k, _)| k.as_slice() == key.as_slice()) {
+                    Some((_, value)) => {
+                        let term = decode_term(id.tag(), &value)?;
+                        out(id, &term);
+                        self.insert(id, term);
+                    }
+                    // Not there: the dictionary's own read says so.
+                    None => rest.push(id),
+                }
+            }
+        }
+        let loaded: Vec<TermId> = rest.iter().copied().filter(|id| in_loads(*id)).collect();
+        rest.retain(|id| !in_loads(*id));
+        for id in loaded {
+            match self.dense.get(id) {
+                Some(t) => out(id, t),
+                None => rest.push(id),
+            }
+        }
+        Ok(rest)
     }
 
     /// The terms of `ids` that the dense table holds (`None` for the
@@ -491,6 +584,75 @@ mod tests {
             cache.insert(TermId(i), iri(i));
         }
         assert!(!cache.touch(TermId(6)), "not used since many generations");
+    }
+
+    /// A store whose every read is a round trip, as a cluster's is: counts
+    /// the reads (each a wait), answered by a memory store.
+    struct RoundTrips<'a> {
+        kv: &'a dyn KvRead,
+        reads: std::cell::Cell<usize>,
+    }
+
+    impl KvRead for RoundTrips<'_> {
+        fn get(&self, ks: rhizome_kv::Keyspace, key: &[u8]) -> rhizome_kv::Result<Option<Vec<u8>>> {
+            self.reads.set(self.reads.get() + 1);
+            self.kv.get(ks, key)
+        }
+        fn cursor(&self, ks: rhizome_kv::Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn rhizome_kv::Cursor + '_> {
+            self.reads.set(self.reads.get() + 1);
+            self.kv.cursor(ks, lower, upper)
+        }
+        fn reads_are_round_trips(&self) -> bool {
+            true
+        }
+        fn get_many(&self, ks: rhizome_kv::Keyspace, keys: &[Vec<u8>]) -> rhizome_kv::Result<Vec<Option<Vec<u8>>>> {
+            self.reads.set(self.reads.get() + 1);
+            self.kv.get_many(ks, keys)
+        }
+        fn scan_ranges(&self, ks: rhizome_kv::Keyspace, ranges: &[(Vec<u8>, Vec<u8>)]) -> rhizome_kv::Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>> {
+            self.reads.set(self.reads.get() + 1);
+            self.kv.scan_ranges(ks, ranges)
+        }
+    }
+
+    /// On a cluster's store the terms a batch misses come in one wait: the
+    /// chunk it makes hot and its other ids together (before: the next id,
+    /// the chunk, then the other ids, a wait each), and a later chunk below
+    /// a next id already read without reading it again.
+    #[test]
+    fn a_batch_of_missed_terms_is_read_in_one_wait_on_a_cluster() {
+        let kv = rhizome_kv::Kv::memory();
+        let mut txn = kv.transaction().unwrap();
+        let id = |seq: u64| TermId::new(tag::IRI, seq);
+        let text = |seq: u64| format!("http://ex/{seq}");
+        for seq in 0..3 * CHUNK_IDS {
+            txn.put(ID2TERM, &id(seq).to_be_bytes(), text(seq).as_bytes());
+        }
+        txn.put(crate::index::layout::META, meta::NEXT_ID, &(3 * CHUNK_IDS).to_be_bytes());
+        txn.commit().unwrap();
+        let snapshot = kv.snapshot().unwrap();
+        let store = RoundTrips { kv: snapshot.as_ref(), reads: Default::default() };
+        let cache = TermCache::default();
+        let decode = |ids: Vec<u64>| {
+            let mut ids: Vec<TermId> = ids.into_iter().map(id).collect();
+            let mut got = Vec::new();
+            store.reads.set(0);
+            cache.decode_missing(&store, &mut ids, |i, t| got.push((i, t.clone()))).unwrap();
+            got.sort_by_key(|(i, _)| *i);
+            let expected: Vec<(TermId, Term)> = ids.iter().map(|&i| (i, NamedNode::new_unchecked(text(i.payload())).into())).collect();
+            assert_eq!(got, expected);
+            store.reads.get()
+        };
+        // Chunk 0 made hot (40 ids), three ids of chunk 1 (not hot): the
+        // next id once, then the chunk and the three together.
+        let first: Vec<u64> = (0..40).map(|i| i * 7).chain([CHUNK_IDS + 5, CHUNK_IDS + 9, CHUNK_IDS + 700]).collect();
+        assert_eq!(decode(first), 2);
+        assert_eq!(cache.dense_terms(), CHUNK_IDS as usize, "chunk 0 loaded whole");
+        // Chunk 2 made hot: below the next id read before, so one wait.
+        assert_eq!(decode((0..40).map(|i| 2 * CHUNK_IDS + i * 3).collect()), 1);
+        assert_eq!(cache.dense_terms(), 2 * CHUNK_IDS as usize);
+        // Cached now: no wait.
+        assert_eq!(decode(vec![14, 2 * CHUNK_IDS + 3]), 0);
     }
 
     #[test]

@@ -6,15 +6,28 @@ use super::{engine, CassandraSnapshot};
 use crate::backend::Cursor;
 use crate::{Error, Keyspace, Result};
 
-/// Rows read by a cursor's first page; later pages grow to `MAX_PAGE`
-/// (a seek often needs a handful of keys, a scan many).
+/// Rows read by a cursor's first page (a seek often needs a handful of
+/// keys); a cursor that reads past it is scanning, and its later pages
+/// are `SCAN_PAGE` rows (pages doubling from 256 to 8,192 took 6 waits
+/// for a bucket of 15,000 rows, `rdf:type` of a class; now 3).
 const FIRST_PAGE: i32 = 256;
-const MAX_PAGE: i32 = 8192;
+const SCAN_PAGE: i32 = 8192;
 /// Buckets a forward scan reads ahead: the next buckets' names come in
 /// one read of the directory, and their first pages are read together
 /// (a predicate's quads span a bucket per 256 objects; one round trip
-/// each, one after another, was most of a scan's time).
+/// each, one after another, was most of a scan's time). The first
+/// read-ahead names `READ_AHEAD` buckets, each later one 4 times as many
+/// up to `MAX_READ_AHEAD` (a class's subjects span hundreds of buckets)
+/// while a read-ahead brings under `READ_AHEAD_BYTES` (rows with large
+/// values, documents', go back to `READ_AHEAD`), so what a cursor holds
+/// stays bounded.
 const READ_AHEAD: usize = 32;
+const MAX_READ_AHEAD: usize = 256;
+const READ_AHEAD_BYTES: usize = 4 << 20;
+/// Rows of a bucket read ahead: the scan has left a bucket and goes on
+/// to the next, so it wants whole buckets (a predicate's bucket of 256
+/// objects has 256 rows or more: a first page of 256 took a second wait).
+const READ_AHEAD_PAGE: i32 = 1024;
 
 /// Where the next page of a scan starts.
 enum Resume {
@@ -41,8 +54,12 @@ pub(crate) struct CassandraCursor<'a> {
     /// after the current one, and whether the directory has more after them.
     ahead: std::collections::VecDeque<Vec<u8>>,
     ahead_more: bool,
-    /// First pages (read with `FIRST_PAGE` rows, from the bucket's start)
-    /// of buckets in `ahead`, read together.
+    /// Buckets the next read of the directory asks for.
+    ahead_size: usize,
+    /// Whether the first pages of the buckets in `ahead` are still unread.
+    ahead_unread: bool,
+    /// First pages (read with `READ_AHEAD_PAGE` rows, from the bucket's
+    /// start) of buckets in `ahead`, read together.
     prefetched: std::collections::HashMap<Vec<u8>, Vec<RawRow>>,
 }
 
@@ -63,6 +80,8 @@ impl<'a> CassandraCursor<'a> {
             error: None,
             ahead: Default::default(),
             ahead_more: true,
+            ahead_size: READ_AHEAD,
+            ahead_unread: false,
             prefetched: Default::default(),
         }
     }
@@ -76,6 +95,8 @@ impl<'a> CassandraCursor<'a> {
         self.resume = resume;
         self.ahead.clear();
         self.ahead_more = true;
+        self.ahead_size = READ_AHEAD;
+        self.ahead_unread = false;
         self.prefetched.clear();
         self.fill();
     }
@@ -99,10 +120,15 @@ impl<'a> CassandraCursor<'a> {
     }
 
     fn rows(&self, forward: bool, bucket: &[u8], from: &[u8], until: Option<&[u8]>, limit: i32) -> Result<Vec<RawRow>> {
+        self.snapshot.shared.cluster.run(self.read_rows(forward, bucket, from, until, limit))
+    }
+
+    /// A page's read, for the cluster's runtime.
+    fn read_rows(&self, forward: bool, bucket: &[u8], from: &[u8], until: Option<&[u8]>, limit: i32) -> impl std::future::Future<Output = Result<Vec<RawRow>>> + Send + 'static {
         let shared = &self.snapshot.shared;
         let inner = shared.inner();
         let (id, ks, bucket, from, until) = (shared.id.clone(), self.ks.0 as i32, bucket.to_vec(), from.to_vec(), until.map(<[u8]>::to_vec));
-        shared.cluster.run(async move {
+        async move {
             let result = match (forward, until) {
                 (true, Some(until)) => inner.session.execute_unpaged(&inner.st.scan_forward, (id, ks, bucket, from, until, limit)).await,
                 (true, None) => inner.session.execute_unpaged(&inner.st.scan_forward_open, (id, ks, bucket, from, limit)).await,
@@ -116,11 +142,39 @@ impl<'a> CassandraCursor<'a> {
             let rows = result.into_rows_result().map_err(engine("scanning"))?;
             let out: std::result::Result<Vec<RawRow>, _> = rows.rows::<RawRow>().map_err(engine("scanning"))?.collect();
             out.map_err(engine("scanning"))
-        })
+        }
     }
 
-    /// The first pages (`FIRST_PAGE` rows from the bucket's start, within
-    /// the cursor's upper bound) of `buckets`, read together.
+    /// The directory's next `ahead_size` buckets after `after` within the
+    /// cursor's upper bound, for the cluster's runtime.
+    fn read_directory(&self, after: &[u8]) -> impl std::future::Future<Output = Result<Vec<Vec<u8>>>> + Send + 'static {
+        let shared = &self.snapshot.shared;
+        let inner = shared.inner();
+        let (id, ks, after) = (shared.id.clone(), self.ks.0 as i32, after.to_vec());
+        let last = self.upper.as_ref().map(|u| bucket_of(self.ks.0, u).to_vec());
+        let limit = self.ahead_size as i32;
+        async move {
+            let result = match last {
+                Some(last) => inner.session.execute_unpaged(&inner.st.buckets_between, (id, ks, after, last, limit)).await,
+                None => inner.session.execute_unpaged(&inner.st.buckets_after, (id, ks, after, limit)).await,
+            }
+            .map_err(engine("reading the bucket directory"))?;
+            let rows = result.into_rows_result().map_err(engine("reading the bucket directory"))?;
+            let out: std::result::Result<Vec<(Vec<u8>,)>, _> = rows.rows::<(Vec<u8>,)>().map_err(engine("reading the bucket directory"))?.collect();
+            Ok(out.map_err(engine("reading the bucket directory"))?.into_iter().map(|(b,)| b).collect())
+        }
+    }
+
+    /// Takes the buckets a read of the directory found as those ahead;
+    /// their first pages are read when the scan reaches them.
+    fn take_directory(&mut self, found: Vec<Vec<u8>>) {
+        self.ahead_more = found.len() >= self.ahead_size;
+        self.ahead = found.into();
+        self.ahead_unread = true;
+    }
+
+    /// The first pages (`READ_AHEAD_PAGE` rows from the bucket's start,
+    /// within the cursor's upper bound) of `buckets`, read together.
     fn first_pages(&self, buckets: Vec<Vec<u8>>) -> Result<Vec<(Vec<u8>, Vec<RawRow>)>> {
         use futures_util::stream::{self, StreamExt, TryStreamExt};
         let shared = &self.snapshot.shared;
@@ -131,8 +185,8 @@ impl<'a> CassandraCursor<'a> {
                 let (inner, id, upper) = (inner.clone(), id.clone(), upper.clone());
                 async move {
                     let result = match upper {
-                        Some(upper) => inner.session.execute_unpaged(&inner.st.scan_forward, (id, ks, bucket.clone(), bucket.clone(), upper, FIRST_PAGE)).await,
-                        None => inner.session.execute_unpaged(&inner.st.scan_forward_open, (id, ks, bucket.clone(), bucket.clone(), FIRST_PAGE)).await,
+                        Some(upper) => inner.session.execute_unpaged(&inner.st.scan_forward, (id, ks, bucket.clone(), bucket.clone(), upper, READ_AHEAD_PAGE)).await,
+                        None => inner.session.execute_unpaged(&inner.st.scan_forward_open, (id, ks, bucket.clone(), bucket.clone(), READ_AHEAD_PAGE)).await,
                     }
                     .map_err(engine("scanning"))?;
                     let rows = result.into_rows_result().map_err(engine("scanning"))?;
@@ -148,34 +202,21 @@ impl<'a> CassandraCursor<'a> {
 
     /// The bucket after `bucket` within the cursor's bounds, for a forward
     /// scan: from the buckets read ahead, else from the directory (the next
-    /// `READ_AHEAD` in one read, their first pages read together).
+    /// `ahead_size` in one read, their first pages read together).
     fn next_bucket_forward(&mut self, bucket: &[u8]) -> Result<Option<Vec<u8>>> {
         while self.ahead.front().is_some_and(|b| b.as_slice() <= bucket) {
             let gone = self.ahead.pop_front().expect("checked");
             self.prefetched.remove(&gone);
         }
         if self.ahead.is_empty() && self.ahead_more {
-            let shared = &self.snapshot.shared;
-            let inner = shared.inner();
-            let (id, ks, after) = (shared.id.clone(), self.ks.0 as i32, bucket.to_vec());
-            let last = self.upper.as_ref().map(|u| bucket_of(self.ks.0, u).to_vec());
-            let limit = READ_AHEAD as i32;
-            let found: Vec<Vec<u8>> = shared.cluster.run(async move {
-                let result = match last {
-                    Some(last) => inner.session.execute_unpaged(&inner.st.buckets_between, (id, ks, after, last, limit)).await,
-                    None => inner.session.execute_unpaged(&inner.st.buckets_after, (id, ks, after, limit)).await,
-                }
-                .map_err(engine("reading the bucket directory"))?;
-                let rows = result.into_rows_result().map_err(engine("reading the bucket directory"))?;
-                let out: std::result::Result<Vec<(Vec<u8>,)>, _> = rows.rows::<(Vec<u8>,)>().map_err(engine("reading the bucket directory"))?.collect();
-                Ok(out.map_err(engine("reading the bucket directory"))?.into_iter().map(|(b,)| b).collect())
-            })?;
-            self.ahead_more = found.len() >= READ_AHEAD;
+            let found = self.snapshot.shared.cluster.run(self.read_directory(bucket))?;
+            self.take_directory(found);
+        }
+        if std::mem::take(&mut self.ahead_unread) && self.ahead.len() > 1 {
             // One bucket left: a seek's scan, often done there; read it alone.
-            if found.len() > 1 {
-                self.prefetched = self.first_pages(found.clone())?.into_iter().collect();
-            }
-            self.ahead = found.into();
+            self.prefetched = self.first_pages(self.ahead.iter().cloned().collect())?.into_iter().collect();
+            let bytes: usize = self.prefetched.values().flatten().map(|(k, _, v)| k.len() + v.len() + 8).sum();
+            self.ahead_size = if bytes < READ_AHEAD_BYTES { (self.ahead_size * 4).min(MAX_READ_AHEAD) } else { READ_AHEAD };
         }
         Ok(self.ahead.front().cloned())
     }
@@ -217,8 +258,22 @@ impl<'a> CassandraCursor<'a> {
     }
 
     fn page_forward(&mut self, bucket: Vec<u8>, from: Vec<u8>) -> Result<()> {
+        let batch_reads = self.snapshot.shared.cluster.inner.settings.batch_reads;
+        let last_bucket = self.upper.as_ref().is_some_and(|u| bucket.as_slice() >= bucket_of(self.ks.0, u));
         let (rows, limit) = match self.prefetched.remove(&bucket).filter(|_| from == bucket) {
-            Some(rows) => (rows, FIRST_PAGE),
+            Some(rows) => (rows, READ_AHEAD_PAGE),
+            // A seek to a key shorter than the keyspace's buckets (a
+            // pattern's prefix: one id of a 15-byte bucket): the bucket
+            // named by it rarely has keys, and the scan goes on to the
+            // buckets after it, so the directory is read in the same wait.
+            None if batch_reads && from.len() < bucket_len(self.ks.0) && self.ahead.is_empty() && self.ahead_more && !last_bucket => {
+                let limit = self.page;
+                let page = self.read_rows(true, &bucket, &from, self.upper.as_deref(), limit);
+                let directory = self.read_directory(&bucket);
+                let (rows, found) = self.snapshot.shared.cluster.run(async move { futures_util::future::try_join(page, directory).await })?;
+                self.take_directory(found);
+                (rows, limit)
+            }
             None => {
                 let limit = self.page;
                 (self.rows(true, &bucket, &from, self.upper.as_deref(), limit)?, limit)
@@ -230,16 +285,15 @@ impl<'a> CassandraCursor<'a> {
             match &incomplete {
                 // One key had more versions than the page: a larger page.
                 Some(key) if entries.is_empty() && *key == from => self.page = (self.page * 4).min(i32::MAX / 4),
-                _ => self.page = (self.page * 2).min(MAX_PAGE),
+                _ => self.page = self.page.max(SCAN_PAGE),
             }
             let from = incomplete.expect("a full page has a last key");
             self.resume = Some(Resume::Forward { bucket, from });
         } else {
-            let done = self.upper.as_ref().is_some_and(|u| bucket.as_slice() >= bucket_of(self.ks.0, u));
-            self.resume = if done {
+            self.resume = if last_bucket {
                 None
             } else {
-                let next = if self.snapshot.shared.cluster.inner.settings.batch_reads { self.next_bucket_forward(&bucket)? } else { self.neighbour_bucket(Some(&bucket), true)? };
+                let next = if batch_reads { self.next_bucket_forward(&bucket)? } else { self.neighbour_bucket(Some(&bucket), true)? };
                 next.map(|next| Resume::Forward { from: next.clone(), bucket: next })
             };
         }
@@ -274,7 +328,7 @@ impl<'a> CassandraCursor<'a> {
         let full = end.is_some() && rows.len() as i32 >= limit;
         let (entries, incomplete) = self.resolve(rows, full, false);
         if full {
-            self.page = if entries.is_empty() { (self.page * 4).min(i32::MAX / 4) } else { (self.page * 2).min(MAX_PAGE) };
+            self.page = if entries.is_empty() { (self.page * 4).min(i32::MAX / 4) } else { self.page.max(SCAN_PAGE) };
             let key = incomplete.expect("a full page has a last key");
             self.resume = Some(Resume::Reverse { bucket: Some(bucket), until: Some(successor(&key)) });
         } else {
