@@ -65,9 +65,9 @@ impl Shard {
 pub struct TermCache {
     shards: Vec<Mutex<Shard>>,
     dense: DenseTable,
-    /// The highest next id read so far (0: none): ids below it are
-    /// committed for good, so a chunk below it is loaded without reading
-    /// the next id again (on a cluster's store one round trip per batch).
+    /// On a cluster's store, the highest next id read so far (0: none):
+    /// ids below it are committed for good, so a chunk below it is loaded
+    /// without a round trip for the next id.
     known_next_id: AtomicU64,
 }
 
@@ -326,6 +326,7 @@ impl TermCache {
         // Chunks to load, read together with the other ids on a cluster.
         let mut loads = Vec::new();
         let mut next_read = false;
+        let mut snapshot_next_id = None;
         let mut rest = Vec::new();
         let mut i = 0;
         while i < ids.len() {
@@ -337,13 +338,27 @@ impl TermCache {
             };
             if let Some(chunk) = chunk {
                 if self.dense.chunk(chunk).is_none() && !self.dense.full() && self.dense.missed(chunk, end - i) {
-                    // Every id of the chunk committed: the next id read once
-                    // per batch at most, and not at all below one read before.
-                    if (chunk + 1) * CHUNK_IDS > self.known_next_id.load(Ordering::Relaxed) && !next_read {
-                        next_read = true;
-                        self.known_next_id.fetch_max(crate::store::read_u64(kv, meta::NEXT_ID)?, Ordering::Relaxed);
-                    }
-                    if (chunk + 1) * CHUNK_IDS <= self.known_next_id.load(Ordering::Relaxed) {
+                    // Every id of the chunk committed. On a cluster the next
+                    // id is read once per batch at most, and not at all
+                    // below one read before (a reader whose snapshot is older
+                    // than that read may then keep a chunk without the last
+                    // ids committed after its snapshot: they are decoded one
+                    // by one later, never wrong). A local store reads it from
+                    // the reader's own snapshot (a local read is cheap), so
+                    // its chunks are always whole.
+                    let next_id = if together {
+                        if (chunk + 1) * CHUNK_IDS > self.known_next_id.load(Ordering::Relaxed) && !next_read {
+                            next_read = true;
+                            self.known_next_id.fetch_max(crate::store::read_u64(kv, meta::NEXT_ID)?, Ordering::Relaxed);
+                        }
+                        self.known_next_id.load(Ordering::Relaxed)
+                    } else {
+                        match snapshot_next_id {
+                            Some(n) => n,
+                            None => *snapshot_next_id.insert(crate::store::read_u64(kv, meta::NEXT_ID)?),
+                        }
+                    };
+                    if (chunk + 1) * CHUNK_IDS <= next_id {
                         if together {
                             // A chunk's ids of three tags come apart: once.
                             if !loads.contains(&chunk) {
