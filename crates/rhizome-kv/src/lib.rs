@@ -57,9 +57,10 @@
 //!   loader wants. The cost is a C++ build of ~12 minutes once per machine.
 //! - **Options** (`backend/rocks.rs`, where each is measured): LZ4 on upper
 //!   levels, ZSTD on the bottom level (where ingested files land), 16 KiB
-//!   blocks, bloom filters except on the bottom level
-//!   (`optimize_filters_for_hits`: lookups there mostly hit); those filters
-//!   and the indexes partitioned (4 KiB partitions, top levels pinned in
+//!   blocks, filters on every level (Bloom for flushed files, Ribbon
+//!   below, bottom level and ingested files included: a write's term
+//!   lookups mostly miss, and a miss without a filter read a data block);
+//!   those filters and the indexes partitioned (4 KiB partitions, top levels pinned in
 //!   the cache): cached whole, a large file's filter was evicted by data
 //!   blocks and read back by the next lookup, which made writes past 150k
 //!   LDP resources 100 times slower. A memtable bloom filter serves a

@@ -44,8 +44,9 @@ pub fn write_graph(txn: &mut StoreTransaction<'_>, iri: &str, model: Interaction
     let g = txn.encode(NamedNodeRef::new_unchecked(iri).into())?;
     txn.drop_graph(g)?;
     let rdf_type = NamedNode::new_unchecked(vocab::RDF_TYPE);
-    let types = model.type_iris().iter().map(|t| Triple::new(NamedNode::new_unchecked(iri), rdf_type.clone(), NamedNode::new_unchecked(*t)));
-    for t in triples.iter().cloned().chain(types) {
+    let types: Vec<Triple> = model.type_iris().iter().map(|t| Triple::new(NamedNode::new_unchecked(iri), rdf_type.clone(), NamedNode::new_unchecked(*t))).collect();
+    // By reference: a clone of each triple was three string copies.
+    for t in triples.iter().chain(&types) {
         let s = txn.encode(t.subject.as_ref().into())?;
         let p = txn.encode(t.predicate.as_ref().into())?;
         let o = txn.encode(t.object.as_ref())?;

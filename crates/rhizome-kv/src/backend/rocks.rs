@@ -184,9 +184,9 @@ const MEMTABLE_FILTER_AFTER_BYTES: u64 = 4 << 20;
 const WAL_PREALLOCATION_BYTES: u64 = 1 << 20;
 const MANIFEST_PREALLOCATION_BYTES: usize = 64 << 10;
 
-/// Options of the engine; `for_ingestion` gives those of sorted files
-/// written for bulk ingestion, which land on the bottom level.
-fn engine_options(tuning: &RocksOptions, for_ingestion: bool) -> Options {
+/// Options of the engine, also those of the sorted files written for bulk
+/// ingestion (which land on the bottom level).
+fn engine_options(tuning: &RocksOptions) -> Options {
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.set_max_background_jobs(tuning.background_jobs);
@@ -216,13 +216,19 @@ fn engine_options(tuning: &RocksOptions, for_ingestion: bool) -> Options {
     // block read for the first time is decompressed whole, so smaller
     // blocks make cold lookups cheaper (4 KiB: a third) at that cost.
     table.set_block_size(tuning.block_bytes);
-    // Bulk-loaded data is found by lookups far more often than missed, so
-    // the bottom level has no bloom filters (`optimize_filters_for_hits`
-    // below), nor do files written for ingestion, which land there: a
-    // filter costs 1.25 bytes per key, more than a third of an index key.
-    if !for_ingestion {
-        table.set_bloom_filter(10.0, false);
-    }
+    // Every level has filters, the bottom one and files written for
+    // ingestion (which land there) included. The bottom level had none
+    // (`optimize_filters_for_hits`) when quad index keys were engine keys
+    // and a filter's 1.25 bytes a key was a third of one; with the quads
+    // in segment files the engine's keys are mostly the dictionary, and a
+    // write looks up every term it brings, most of them new: without a
+    // filter each miss searched a bottom-level index and data block, 10k
+    // instructions, 1.7M of a 200-triple LDP PUT's 9.8M. With filters,
+    // 8.5M (bench/ldp/instructions). Bloom for flushed files (built often,
+    // short-lived), Ribbon for the rest: the same 1% false positives in
+    // about 30% less space, 0.37 bytes a triple at 700k Faculty triples
+    // (Bloom: 0.54), the same instructions per PUT.
+    table.set_hybrid_ribbon_filter(10.0, 0);
     table.set_cache_index_and_filter_blocks(true);
     // A large file's index and bloom filter are megabytes each. Cached
     // whole, they were evicted by data blocks and read back (and
@@ -240,7 +246,6 @@ fn engine_options(tuning: &RocksOptions, for_ingestion: bool) -> Options {
     table.set_block_restart_interval(tuning.block_restart_interval);
     table.set_format_version(6);
     opts.set_block_based_table_factory(&table);
-    opts.set_optimize_filters_for_hits(true);
     // A bloom filter over the memtable's keys (5% of its size), holding
     // only the keyspaces whose point reads mostly miss while writing
     // ([`crate::MEMTABLE_FILTERED`]): a write looks up every term it
@@ -334,7 +339,7 @@ impl RocksBackend {
 
     pub fn open(path: &Path, tuning: &RocksOptions) -> Result<Self> {
         std::fs::create_dir_all(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
-        let options = engine_options(tuning, false);
+        let options = engine_options(tuning);
         let db = DB::open(&options, path).map_err(|e| {
             let msg = e.into_string();
             if msg.contains("lock") || msg.contains("Resource temporarily unavailable") {
@@ -353,7 +358,7 @@ impl RocksBackend {
             db: Arc::new(db),
             committed_bytes: AtomicU64::new(0),
             memtable_filter_on: Default::default(),
-            ingest_options: Arc::new(engine_options(tuning, true)),
+            ingest_options: Arc::new(engine_options(tuning)),
             path: path.to_owned(),
             ingest_dir,
             next_run: AtomicU64::new(0),
@@ -368,7 +373,7 @@ impl RocksBackend {
     /// fail.
     pub fn open_read_only(path: &Path, tuning: &RocksOptions) -> Result<Self> {
         let lock = lock_store(path)?;
-        let mut options = engine_options(tuning, false);
+        let mut options = engine_options(tuning);
         options.create_if_missing(false);
         // One thread opens the table files: starting the default 16 costs
         // a one-query process more than the files do.
@@ -379,7 +384,7 @@ impl RocksBackend {
             db: Arc::new(db),
             committed_bytes: AtomicU64::new(0),
             memtable_filter_on: Default::default(),
-            ingest_options: Arc::new(engine_options(tuning, true)),
+            ingest_options: Arc::new(engine_options(tuning)),
             path: path.to_owned(),
             ingest_dir: path.join("ingest"),
             next_run: AtomicU64::new(0),
