@@ -2,7 +2,8 @@
 //! endpoints and answers (`_view` GET/POST and `/queries`, `_design_docs`,
 //! `_info`, `_view_cleanup`, `_compact/{ddoc}`), design documents checked
 //! on write, a runaway function stopped, an index build shown in
-//! `_active_tasks` and resumed after a kill without starting over.
+//! `_active_tasks`, an update resumed after a kill without starting over,
+//! a build from nothing (ingested at once) started over.
 //! PouchDB's `db.query` is tested in `server_pouchdb.rs` (`views.js`).
 
 mod common;
@@ -134,31 +135,34 @@ fn design_documents_are_checked_on_write_and_functions_are_sandboxed() {
     assert_eq!(ok(&server, "GET", "/_up", None)["status"], "ok");
 }
 
-#[test]
-fn an_index_build_shows_in_active_tasks_and_resumes_after_a_kill() {
-    let (_dir, mut server) = server_with(0, &[]);
-    let docs: Vec<Value> = (0..1100).map(|i| json!({"_id": format!("d{i:05}"), "n": i, "slow": i >= 1000})).collect();
-    bulk(&server, "db", docs);
-    // The first batch (1000 documents) is quick; each slow document after
-    // it takes half a second, so the build stays in its second batch for
-    // most of a minute, whatever the machine's load.
-    // Views of one map function with each stored reduction: `_count`,
-    // `_sum` and `_stats` (kept per rank bucket, written with its rows).
+/// Views of one map function with each stored reduction: `_count`,
+/// `_sum` and `_stats` (kept per rank bucket, written with its rows).
+/// Each document marked slow takes half a second to map, so a build stays
+/// on the batch that holds them for most of a minute, whatever the
+/// machine's load.
+fn slow_views() -> Value {
     let map = "function (doc) { if (doc.slow) { var t = Date.now(); while (Date.now() - t < 500) {} } emit(doc.n, doc.n); }";
-    ok(&server, "PUT", "/db/_design/slow", Some(json!({"views": {"v": {"map": map, "reduce": "_count"}, "s": {"map": map, "reduce": "_sum"}, "st": {"map": map, "reduce": "_stats"}}})));
+    json!({"views": {"v": {"map": map, "reduce": "_count"}, "s": {"map": map, "reduce": "_sum"}, "st": {"map": map, "reduce": "_stats"}}})
+}
+
+/// Starts a query of `_design/slow` (which builds its index) and waits
+/// until the build shows `done` of `total` changes in `_active_tasks`;
+/// then the index's sequence (`_info`) must be `written`. Kills the
+/// server and starts it again.
+fn kill_during_the_build(server: &mut ServerProcess, done: u64, total: u64, written: u64) {
     let port = server.port;
     let query = std::thread::spawn(move || common::server::try_request(port, "GET", "/db/_design/slow/_view/v", Some(ADMIN), None, &[]));
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         assert!(Instant::now() < deadline, "the build never showed its first batch");
-        let tasks = ok(&server, "GET", "/_active_tasks", None);
+        let tasks = ok(server, "GET", "/_active_tasks", None);
         let task = tasks.as_array().unwrap().iter().find(|t| t["type"] == "indexer").cloned();
-        if let Some(t) = task.filter(|t| t["changes_done"] == 1000) {
+        if let Some(t) = task.filter(|t| t["changes_done"] == done) {
             assert_eq!(t["database"], "db");
             assert_eq!(t["design_document"], "_design/slow");
-            assert_eq!(t["total_changes"], 1101);
-            assert_eq!(t["progress"], 90);
-            assert_eq!(ok(&server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], 1000);
+            assert_eq!(t["total_changes"], total);
+            assert_eq!(t["progress"], done * 100 / total);
+            assert_eq!(ok(server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], written);
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -166,29 +170,67 @@ fn an_index_build_shows_in_active_tasks_and_resumes_after_a_kill() {
     server.kill();
     let _ = query.join();
     server.restart();
-    // The committed batch survived: the build goes on from there. The
-    // slow documents are made quick first (new revisions, so new
-    // sequence numbers after the index's).
-    assert_eq!(ok(&server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], 1000);
+    assert_eq!(ok(server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], written);
+}
+
+/// Makes the slow documents quick (new revisions, so new sequence
+/// numbers after the index's), then checks the index's answers: the
+/// reductions of the rows written before the kill and after it, whole
+/// and by range.
+fn finish_the_build_and_check(server: &ServerProcess, update_seq: u64) {
     let quick: Vec<Value> = (1000..1100)
         .map(|i| {
             let id = format!("d{i:05}");
-            let rev = ok(&server, "GET", &format!("/db/{id}"), None)["_rev"].clone();
+            let rev = ok(server, "GET", &format!("/db/{id}"), None)["_rev"].clone();
             json!({"_id": id, "_rev": rev, "n": i, "slow": false})
         })
         .collect();
-    bulk(&server, "db", quick);
-    let out = ok(&server, "GET", "/db/_design/slow/_view/v", None);
+    bulk(server, "db", quick);
+    let out = ok(server, "GET", "/db/_design/slow/_view/v", None);
     assert_eq!(out["rows"][0]["value"], 1100);
-    assert_eq!(ok(&server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], 1201);
-    // The reductions over the batch written before the kill and the ones
-    // after it are the rows' reductions, whole and by range.
+    assert_eq!(ok(server, "GET", "/db/_design/slow/_info", None)["view_index"]["update_seq"], update_seq);
     let sum = |r: std::ops::Range<i64>| r.sum::<i64>();
-    assert_eq!(ok(&server, "GET", "/db/_design/slow/_view/s", None)["rows"][0]["value"], sum(0..1100));
-    assert_eq!(ok(&server, "GET", "/db/_design/slow/_view/s?startkey=100&endkey=1049", None)["rows"][0]["value"], sum(100..1050));
+    assert_eq!(ok(server, "GET", "/db/_design/slow/_view/s", None)["rows"][0]["value"], sum(0..1100));
+    assert_eq!(ok(server, "GET", "/db/_design/slow/_view/s?startkey=100&endkey=1049", None)["rows"][0]["value"], sum(100..1050));
     let sumsqr: i64 = (0..1100i64).map(|n| n * n).sum();
-    assert_eq!(ok(&server, "GET", "/db/_design/slow/_view/st", None)["rows"][0]["value"], json!({"sum": sum(0..1100), "count": 1100, "min": 0, "max": 1099, "sumsqr": sumsqr}));
-    assert_eq!(ok(&server, "GET", "/db/_design/slow/_view/v?startkey=990&endkey=1010", None)["rows"][0]["value"], 21);
+    assert_eq!(ok(server, "GET", "/db/_design/slow/_view/st", None)["rows"][0]["value"], json!({"sum": sum(0..1100), "count": 1100, "min": 0, "max": 1099, "sumsqr": sumsqr}));
+    assert_eq!(ok(server, "GET", "/db/_design/slow/_view/v?startkey=990&endkey=1010", None)["rows"][0]["value"], 21);
+    let rows = ok(server, "GET", "/db/_design/slow/_view/v?reduce=false&startkey=995&limit=3", None);
+    assert_eq!((rows["total_rows"].clone(), rows["offset"].clone(), rows["rows"][2]["key"].clone()), (json!(1100), json!(995), json!(997)));
+}
+
+fn slow_documents() -> Vec<Value> {
+    (0..1100).map(|i| json!({"_id": format!("d{i:05}"), "n": i, "slow": i >= 1000})).collect()
+}
+
+/// An index that exists is brought up to date through transactions, a
+/// batch each: a kill leaves it at the last batch written, and the
+/// build goes on from there.
+#[test]
+fn an_index_update_shows_in_active_tasks_and_resumes_after_a_kill() {
+    let (_dir, mut server) = server_with(0, &[]);
+    ok(&server, "PUT", "/db/_design/slow", Some(slow_views()));
+    assert_eq!(ok(&server, "GET", "/db/_design/slow/_view/v", None)["rows"], json!([]));
+    bulk(&server, "db", slow_documents());
+    // From sequence 1 (the design document) to 1101: the first batch
+    // (1000 documents) is quick and written.
+    kill_during_the_build(&mut server, 1000, 1100, 1001);
+    finish_the_build_and_check(&server, 1201);
+}
+
+/// An index built from nothing is ingested at once (sorted runs): a kill
+/// before the ingestion leaves no index at all (never rows without their
+/// sequence), and the next query builds it again.
+#[test]
+fn an_index_build_from_nothing_shows_in_active_tasks_and_starts_over_after_a_kill() {
+    let (_dir, mut server) = server_with(0, &[]);
+    bulk(&server, "db", slow_documents());
+    ok(&server, "PUT", "/db/_design/slow", Some(slow_views()));
+    // The first batch is mapped, nothing is written yet.
+    kill_during_the_build(&mut server, 1000, 1101, 0);
+    let snapshot_rows = ok(&server, "GET", "/db/_design/slow/_view/v?stale=ok&reduce=false&limit=1", None);
+    assert_eq!(snapshot_rows["rows"], json!([]), "{snapshot_rows}");
+    finish_the_build_and_check(&server, 1201);
 }
 
 #[test]

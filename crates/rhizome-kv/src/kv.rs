@@ -99,6 +99,14 @@ impl Kv {
         Ok(BulkWriter { _guard: guard, backend: self.backend.as_ref(), lease: std::sync::Mutex::new(lease), snapshot })
     }
 
+    /// A sorted run of a derived index (see [`Backend::index_run_writer`])
+    /// to be ingested later by a [`BulkWriter`], written without the
+    /// writer lock: a run is invisible until ingested, so a job can write
+    /// its runs while others commit and hold the lock only to ingest.
+    pub fn index_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
+        self.backend.index_run_writer(ks)
+    }
+
     /// Whether other processes write this store too (a shared store):
     /// what a layer above keeps of it in memory may then go stale.
     pub fn is_shared(&self) -> bool {

@@ -273,6 +273,19 @@ impl Store {
         Ok(self.kv.bulk_writer()?)
     }
 
+    /// A sorted run of a layer above's derived index, written without the
+    /// writer lock, for a later [`Store::bulk_writer`] to ingest (see
+    /// [`rhizome_kv::Kv::index_run_writer`]). Never for the RDF keyspaces.
+    pub fn index_run_writer(&self, ks: rhizome_kv::Keyspace) -> Result<Box<dyn rhizome_kv::SortedRunWriter>> {
+        Ok(self.kv.index_run_writer(ks)?)
+    }
+
+    /// Whether other processes write this store too (a cluster's shared
+    /// store, whose ingestion is a batch commit, not files adopted).
+    pub fn is_shared(&self) -> bool {
+        self.kv.is_shared()
+    }
+
     /// See [`rhizome_kv::Kv::settle`].
     pub fn settle(&self, from: rhizome_kv::Keyspace, to: rhizome_kv::Keyspace) -> Result<()> {
         Ok(self.kv.settle(from, to)?)

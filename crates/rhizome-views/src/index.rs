@@ -17,7 +17,9 @@
 //! [`BATCH`] documents (and 16 MiB of rows): each is mapped from a
 //! snapshot, on two cores, without the database's writer, and written in one short
 //! transaction, so memory stays bounded, no write waits for JavaScript, and
-//! a restart resumes from the last batch written.
+//! a restart resumes from the last batch written. An index with none
+//! built yet is written otherwise, as sorted runs ingested at once
+//! (`bulk_build.rs`): a kill before the ingestion leaves no index.
 
 use crate::design::{compilation, DesignDoc, DesignError};
 use crate::js::native_map::NativeMap;
@@ -107,14 +109,14 @@ impl IndexState {
         }))
     }
 
-    fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         json!({ "seq": self.seq, "ddoc": self.ddoc, "rows": self.rows, "ranked": self.ranked, "nonce": self.nonce }).to_string().into_bytes()
     }
 }
 
 /// A nonce for a new index: the clock and a process-wide counter, mixed
 /// by std's randomly keyed hasher (never 0).
-fn fresh_nonce() -> u64 {
+pub(crate) fn fresh_nonce() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -123,7 +125,7 @@ fn fresh_nonce() -> u64 {
     h.finish().max(1)
 }
 
-fn update_seq(kv: &dyn KvRead) -> Result<u64, ViewError> {
+pub(crate) fn update_seq(kv: &dyn KvRead) -> Result<u64, ViewError> {
     Ok(keys::u64_value(kv.get(DB_META, keys::meta::UPDATE_SEQ)?, "update_seq")?)
 }
 
@@ -192,6 +194,23 @@ impl Mapper {
 /// leaves that document out of that view (logged, as CouchDB does); one
 /// that runs past its limits fails the update (`os_process_error`).
 pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -> Result<IndexState, ViewError> {
+    refresh_with(db, db_name, ddoc, limits, BuildPath::Bulk)
+}
+
+/// How [`refresh_with`] builds an index that has none yet.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum BuildPath {
+    /// As sorted runs ingested at once (`bulk_build.rs`), from
+    /// [`crate::bulk_build::BULK_MIN_CHANGES`] changes on a store that
+    /// adopts files.
+    Bulk,
+    /// Batch by batch through transactions, as every later update is
+    /// (tests compare the two).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Transactions,
+}
+
+pub(crate) fn refresh_with(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits, path: BuildPath) -> Result<IndexState, ViewError> {
     // An index takes as long as it takes to build (each map call within
     // its own limit, each batch saved as it is written), but stops when
     // the client that asked for it goes away: the request's time budget
@@ -211,19 +230,34 @@ pub fn refresh(db: &Database, db_name: &str, ddoc: &DesignDoc, limits: Limits) -
     }
     let mut mapper: Option<Mapper> = None;
     let mut task: Option<IndexerTask> = None;
+    // Tried once: a race lost leaves an index there for transactions.
+    let mut bulk = path == BuildPath::Bulk && !db.store().is_shared();
     loop {
         // Map a batch from a snapshot, without the writer: a slow map
         // function holds back no write (a plain write waited 4-39 s behind
         // a runaway one), then write its rows in a short transaction.
         let snapshot = db.store().snapshot()?;
         let target = update_seq(snapshot.kv())?;
-        let mut state = IndexState::read(snapshot.kv(), &id)?.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()], ranked: false, nonce: 0 });
+        let stored = IndexState::read(snapshot.kv(), &id)?;
+        let fresh = stored.is_none();
+        let mut state = stored.unwrap_or_else(|| IndexState { seq: 0, ddoc: ddoc.id.clone(), rows: vec![0; ddoc.views.len()], ranked: false, nonce: 0 });
         state.rows.resize(ddoc.views.len(), 0);
         if state.seq >= target {
             return Ok(state);
         }
         let from = state.seq;
         let task = &*task.get_or_insert_with(|| IndexerTask::start(db_name, &ddoc.id, from, target));
+        if std::mem::take(&mut bulk) && fresh && target >= crate::bulk_build::BULK_MIN_CHANGES {
+            drop(snapshot);
+            let mapper = match &mut mapper {
+                Some(m) => m,
+                None => mapper.insert(Mapper::new(ddoc, limits)?),
+            };
+            if let crate::bulk_build::Built::Ingested(state) = crate::bulk_build::build(db, db_name, ddoc, mapper, limits, task)? {
+                task.progress(state.seq);
+            }
+            continue;
+        }
         let (batch, reached) = rhizome_docs::secondary::changed_since(snapshot.kv(), from, target, BATCH)?;
         let mapper = match &mut mapper {
             Some(m) => m,
@@ -358,7 +392,7 @@ fn write_batch(db: &Database, ddoc: &DesignDoc, id: &[u8; 8], from: u64, mapped:
 }
 
 /// A document's key in `VIEW_DOC_ROWS`.
-fn doc_rows_key(id: &[u8; 8], doc_id: &str) -> Vec<u8> {
+pub(crate) fn doc_rows_key(id: &[u8; 8], doc_id: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(8 + doc_id.len());
     key.extend_from_slice(id);
     key.extend_from_slice(doc_id.as_bytes());
@@ -371,15 +405,15 @@ fn doc_rows_key(id: &[u8; 8], doc_id: &str) -> Vec<u8> {
 const BATCH_ROW_BYTES: usize = 16 << 20;
 
 /// One document's rows, mapped: (view, row key, row value).
-struct MappedDoc {
-    id: String,
-    rows: Vec<(usize, Vec<u8>, Vec<u8>)>,
+pub(crate) struct MappedDoc {
+    pub id: String,
+    pub rows: Vec<(usize, Vec<u8>, Vec<u8>)>,
 }
 
 /// The rows of a batch, and the sequence the index reaches with them.
-struct MappedBatch {
-    docs: Vec<MappedDoc>,
-    reached: u64,
+pub(crate) struct MappedBatch {
+    pub docs: Vec<MappedDoc>,
+    pub reached: u64,
 }
 
 /// Documents under which a batch is mapped on this thread alone (a
@@ -391,7 +425,7 @@ const PARALLEL_MIN_DOCS: usize = 64;
 /// joined in sequence order, so that the rows, the sequence reached and
 /// the first error are what one thread mapping the batch gets.
 #[allow(clippy::too_many_arguments)]
-fn map_on_cores(
+pub(crate) fn map_on_cores(
     db: &Database,
     db_name: &str,
     ddoc: &DesignDoc,

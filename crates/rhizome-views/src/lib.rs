@@ -11,7 +11,8 @@
 //! rereduce), view indexes in the database's store kept up to date from its
 //! sequence ([`index`]: keyspaces 40-43, rows in `rhizome_docs::collate`
 //! order, brought to the database's sequence in batches of 1000 documents
-//! mapped outside the database's writer), view queries with CouchDB's
+//! mapped outside the database's writer; an index built from nothing is
+//! written as sorted runs ingested at once, `bulk_build.rs`), view queries with CouchDB's
 //! options ([`query`]), `indexer` tasks ([`tasks`]), update functions
 //! ([`update`]), design-document filters for `_changes` and replication
 //! ([`filter`], through `rhizome_docs::DocFilter`), and `validate_doc_update`
@@ -29,10 +30,11 @@
 //! includes the rows' order version), so a changed view is a new index and
 //! stale ones are dropped by `_view_cleanup`; a view's rows and its rank
 //! buckets (with their stored reductions, `bucket_summary`) change in the
-//! same transaction; JavaScript never runs inside the
+//! same transaction (or, for a build from nothing, the same ingestion); JavaScript never runs inside the
 //! database's writer for a view build.
 
 mod bucket_summary;
+mod bulk_build;
 pub mod design;
 mod design_fields;
 pub mod filter;

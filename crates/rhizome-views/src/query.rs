@@ -744,4 +744,6 @@ mod bucket_reduce;
 #[cfg(test)]
 mod bucket_tests;
 #[cfg(test)]
+mod bulk_build_tests;
+#[cfg(test)]
 mod tests;

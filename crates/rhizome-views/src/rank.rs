@@ -35,11 +35,11 @@ pub const VIEW_RANKS: Keyspace = Keyspace(43);
 /// holds a group's edge (256 made a 60-group `_count` read a third of a
 /// 50,000-row view); more buckets cost the in-memory fences and, when
 /// rows are written, a bucket written per few rows.
-const BUCKET_ROWS: u64 = 64;
+pub(crate) const BUCKET_ROWS: u64 = 64;
 /// A bucket with more rows is cut.
-const SPLIT_ROWS: u64 = 2 * BUCKET_ROWS;
+pub(crate) const SPLIT_ROWS: u64 = 2 * BUCKET_ROWS;
 /// A bucket with fewer rows joins its predecessor if they fit in one.
-const MERGE_ROWS: u64 = BUCKET_ROWS / 4;
+pub(crate) const MERGE_ROWS: u64 = BUCKET_ROWS / 4;
 
 /// The rows of the view at `prefix` (signature and view number) whose
 /// keys sort before `key`. `cached`: the index's identity and sequence

@@ -47,6 +47,14 @@ pub trait Backend: Send + Sync + 'static {
     /// Starts a sorted run for `ingest`. Keys must be added in strictly
     /// increasing order.
     fn sorted_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>>;
+    /// As [`Backend::sorted_run_writer`], its blocks not compressed
+    /// (rather than with the bottom level's ZSTD): for a derived index
+    /// written as runs (a view built from nothing), where ZSTD cost more
+    /// than the memtable inserts the runs replace, and which compactions
+    /// rewrite with the level's compression anyway.
+    fn index_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
+        self.sorted_run_writer(ks)
+    }
     /// Makes all the runs visible at once, or none of them. Runs of one call
     /// must not overlap each other within a keyspace. Keys already present
     /// are overwritten.
