@@ -394,9 +394,10 @@ impl Server {
     }
 
     /// At shutdown: every open database out of the table, its background
-    /// merge stopped and, where nothing else holds it, closed. A process
-    /// that exited with a merge still writing died in RocksDB's static
-    /// destructors ("pthread lock: Invalid argument", SIGABRT).
+    /// work (segment merge, RocksDB's compactions) stopped and, where
+    /// nothing else holds it, closed. A process that exited with that work
+    /// still writing died in RocksDB's static destructors ("pthread lock:
+    /// Invalid argument", SIGABRT).
     /// Threads that outlive the server (the `_replicator` follower) hold
     /// the server, not its databases, and cannot open one again: once the
     /// shutdown flag is up, opening or creating a database is refused.

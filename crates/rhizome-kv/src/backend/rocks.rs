@@ -310,8 +310,6 @@ fn engine_options(tuning: &RocksOptions) -> Options {
 const LEVEL0_LOAD_LIMIT: u64 = 64;
 
 impl RocksBackend {
-    /// Waits, up to a minute, until compaction brings level 0 back to
-    /// [`LEVEL0_LOAD_LIMIT`] files.
     /// A sorted run written with `options` (see [`Backend::sorted_run_writer`]).
     fn run_writer(&self, ks: Keyspace, options: &Arc<Options>) -> Result<Box<dyn SortedRunWriter>> {
         std::fs::create_dir_all(&self.ingest_dir).map_err(|source| Error::Io { path: self.ingest_dir.clone(), source })?;
@@ -325,6 +323,8 @@ impl RocksBackend {
         Ok(Box::new(RocksRunWriter { writer, _options: options, path, ks, opened: false, len: 0, key: Vec::new() }))
     }
 
+    /// Waits, up to a minute, until compaction brings level 0 back to
+    /// [`LEVEL0_LOAD_LIMIT`] files.
     fn stall_while_level0_is_deep(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while self.level0_files() > LEVEL0_LOAD_LIMIT && std::time::Instant::now() < deadline {
