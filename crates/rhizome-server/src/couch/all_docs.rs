@@ -62,6 +62,12 @@ pub fn handle_in(req: &Request, db: &DbHandle, ns: Namespace, partition: Option<
 
 /// `POST /{db}/_all_docs/queries` (and `_design_docs`, `_local_docs`).
 pub fn queries(req: &Request, db: &DbHandle, ns: Namespace) -> Result<Response<Body>, HttpError> {
+    queries_in(req, db, ns, None)
+}
+
+/// [`queries`], each query limited to one partition's documents when one is
+/// given (`/{db}/_partition/{p}/_all_docs/queries`).
+pub fn queries_in(req: &Request, db: &DbHandle, ns: Namespace, partition: Option<&str>) -> Result<Response<Body>, HttpError> {
     if req.method != Method::POST {
         return Err(HttpError::method_not_allowed("POST"));
     }
@@ -80,7 +86,8 @@ pub fn queries(req: &Request, db: &DbHandle, ns: Namespace) -> Result<Response<B
         let obj = item.as_object().ok_or_else(|| HttpError::bad_request("each query must be a JSON object"))?;
         let mut q = base.clone();
         q.apply_json(obj)?;
-        let opts = q.options()?;
+        let mut opts = q.options()?;
+        opts.partition = partition.map(str::to_owned);
         checked.push((q, opts));
     }
     let mut out = BodyWriter::new(req, http::response(200, "application/json", Bytes::new()));

@@ -1,6 +1,7 @@
 //! Partitioned databases over HTTP
 //! (https://docs.couchdb.org/en/stable/api/partitioned-dbs.html):
-//! `GET /{db}/_partition/{p}` and a partition's `_all_docs`, `_find`,
+//! `GET /{db}/_partition/{p}` and a partition's `_all_docs` (and its
+//! `/queries` form), `_find`,
 //! `_explain` and views. Each reads the partition's own key range
 //! (`rhizome_docs::partition`); the guard checks them as any read of the
 //! database (members).
@@ -34,6 +35,7 @@ pub fn handle(server: &Server, req: &Request, db: Arc<DbHandle>, partition: &str
     match rest.as_slice() {
         [] => info(req, &db, partition),
         ["_all_docs"] => super::all_docs::handle_in(req, &db, super::all_docs::Namespace::All, Some(partition)),
+        ["_all_docs", "queries"] => super::all_docs::queries_in(req, &db, super::all_docs::Namespace::All, Some(partition)),
         ["_find"] | ["_explain"] => {
             if req.method != Method::POST {
                 return Err(HttpError::method_not_allowed("POST"));
