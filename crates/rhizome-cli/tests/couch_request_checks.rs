@@ -204,7 +204,14 @@ fn purge_removes_revisions_from_documents_changes_views_and_graphs() {
     let c = j(&c);
     assert_eq!((c["_rev"].clone(), c["x"].clone(), c.get("_conflicts").cloned()), (json!("2-aaa"), json!(10), None));
     let info = j(&server.request("GET", "/db", Some(ADMIN), None).1);
-    assert_eq!((info["doc_count"].clone(), info["doc_del_count"].clone(), info["purge_seq"].clone()), (json!(3), json!(0), json!(2)), "keep, c and the design document");
+    assert_eq!((info["doc_count"].clone(), info["doc_del_count"].clone(), info["purge_seq"].clone()), (json!(3), json!(0), json!(3)), "keep, c and the design document; every document named counts, as CouchDB");
+    // The requests are kept for `_purged_infos`, as they were asked.
+    let infos = |server: &ServerProcess| {
+        let (status, text) = server.request("GET", "/db/_purged_infos", Some(ADMIN), None);
+        assert_eq!(status, 200, "{text}");
+        j(&text)["purged_infos"].clone()
+    };
+    assert_eq!(infos(&server), json!([{ "id": "a", "revs": [a1, a2] }, { "id": "c", "revs": ["2-bbb"] }, { "id": "nothing", "revs": ["1-x"] }]));
     assert!(info["update_seq"].as_u64().unwrap() > seq_before);
     let changes = j(&server.request("GET", "/db/_changes", Some(ADMIN), None).1);
     let ids: Vec<&str> = changes["results"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
@@ -226,4 +233,33 @@ fn purge_removes_revisions_from_documents_changes_views_and_graphs() {
     assert_eq!(post(&server, "/db/_purge", json!({ "a": ["bad"] })), (400, error("bad_request", "Invalid rev format")));
     let (status, limit) = server.request("GET", "/db/_purged_infos_limit", Some(ADMIN), None);
     assert_eq!((status, j(&limit)), (200, json!(1000)));
+    // Only the last `_purged_infos_limit` requests are kept.
+    assert_eq!(put(&server, "/db/_purged_infos_limit", json!(2)), (200, json!({ "ok": true })));
+    assert_eq!(post(&server, "/db/_purge", json!({ "zz": ["3-z"] })).0, 201);
+    assert_eq!(infos(&server), json!([{ "id": "nothing", "revs": ["1-x"] }, { "id": "zz", "revs": ["3-z"] }]));
+    assert_eq!(j(&server.request("GET", "/db", Some(ADMIN), None).1)["purge_seq"], 4);
+}
+
+#[test]
+fn missing_revs_and_shards_answer_as_couchdb() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    let (_, d) = put(&server, "/db/d", json!({ "x": 1 }));
+    let rev = d["rev"].as_str().unwrap().to_owned();
+    // `_missing_revs`: what `_revs_diff` finds missing; a document lacking nothing is left out.
+    let (status, body) = post(&server, "/db/_missing_revs", json!({ "d": [rev, "9-abc"], "gone": ["1-x"], "has": [] }));
+    assert_eq!((status, body), (200, json!({ "missing_revs": { "d": ["9-abc"], "gone": ["1-x"] } })));
+    let (status, body) = post(&server, "/db/_missing_revs", json!({ "d": [rev] }));
+    assert_eq!((status, body), (200, json!({ "missing_revs": {} })));
+    assert_eq!(server.request("GET", "/db/_missing_revs", Some(ADMIN), None).0, 405);
+    // One shard, the whole range, on the one node `_membership` names.
+    let node = j(&server.request("GET", "/_membership", Some(ADMIN), None).1)["all_nodes"][0].clone();
+    let (status, shards) = server.request("GET", "/db/_shards", Some(ADMIN), None);
+    assert_eq!((status, j(&shards)), (200, json!({ "shards": { "00000000-ffffffff": [node] } })));
+    let (status, shard) = server.request("GET", "/db/_shards/d", Some(ADMIN), None);
+    assert_eq!((status, j(&shard)), (200, json!({ "range": "00000000-ffffffff", "nodes": [node] })));
+    assert_eq!(post(&server, "/db/_sync_shards", json!({})), (202, json!({ "ok": true })));
+    // A database that does not exist is a 404 for each, as any of its endpoints.
+    assert_eq!(server.request("GET", "/nodb/_shards", Some(ADMIN), None).0, 404);
+    assert_eq!(server.request("POST", "/nodb/_missing_revs", Some(ADMIN), Some("{}")).0, 404);
 }

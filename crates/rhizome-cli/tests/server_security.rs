@@ -32,6 +32,11 @@ const ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
     ("POST", "/secret/_bulk_docs", Some(r#"{"docs":[{"_id":"bulk"}]}"#)),
     ("POST", "/secret/_bulk_get", Some(r#"{"docs":[{"id":"d1"}]}"#)),
     ("POST", "/secret/_revs_diff", Some(r#"{"d1":["1-abc"]}"#)),
+    ("POST", "/secret/_missing_revs", Some(r#"{"d1":["1-abc"]}"#)),
+    ("GET", "/secret/_purged_infos", None),
+    ("GET", "/secret/_shards", None),
+    ("GET", "/secret/_shards/d1", None),
+    ("POST", "/secret/_sync_shards", Some("")),
     ("GET", "/secret/_changes", None),
     ("GET", "/secret/_changes?feed=longpoll&timeout=100", None),
     ("GET", "/secret/_changes?feed=continuous&timeout=100", None),
@@ -65,7 +70,7 @@ const ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
 
 /// The endpoints of `ENDPOINTS` that are for server admins alone.
 const SERVER_ADMIN_ENDPOINTS: &[(&str, &str)] =
-    &[("GET", "/_all_dbs"), ("POST", "/_replicate"), ("GET", "/_scheduler/docs"), ("GET", "/_active_tasks"), ("PUT", "/newdb"), ("DELETE", "/secret"), ("DELETE", "/_users")];
+    &[("GET", "/_all_dbs"), ("POST", "/_replicate"), ("GET", "/_scheduler/docs"), ("GET", "/_active_tasks"), ("PUT", "/newdb"), ("DELETE", "/secret"), ("DELETE", "/_users"), ("POST", "/secret/_sync_shards")];
 
 fn state(server: &ServerProcess) -> Vec<String> {
     let get = |path: &str| server.request("GET", path, Some(ADMIN), None).1;

@@ -11,7 +11,7 @@
 //! | `BODIES` 32 | doc id len (u32 BE), doc id, rev | JSON body of a revision (leaves, and older ones until compaction) |
 //! | `ATTACHMENTS` 33 | digest (`md5-<base64>`) | attachment bytes (up to 256 KiB; larger ones are in `ATTACHMENT_CHUNKS`) |
 //! | `LOCAL` 34 | `_local/` id | JSON body with `_rev` `0-N` |
-//! | `DB_META` 35 | name | counters (u64 BE) and the security object |
+//! | `DB_META` 35 | name | counters (u64 BE) and the security object; `purged_info/` and a purge's sequence (u64 BE): that purge request as JSON `{"id", "revs"}` |
 //! | `MANGO_ROWS` 36 | index id (8 bytes), collated columns ([`crate::collate`]), doc id | doc id |
 //! | `MANGO_DOC_ROWS` 37 | index id, doc id | the document's `MANGO_ROWS` key |
 //! | `MANGO_STATE` 38 | index id | the sequence the index is up to date with (u64 BE) |
@@ -42,6 +42,9 @@ pub mod meta {
     pub const SECURITY: &[u8] = b"security";
     pub const PURGE_SEQ: &[u8] = b"purge_seq";
     pub const PURGED_INFOS_LIMIT: &[u8] = b"purged_infos_limit";
+    /// Prefix of the last `purged_infos_limit` purge requests, each under
+    /// its purge sequence (u64 BE), for `_purged_infos`.
+    pub const PURGED_INFO: &[u8] = b"purged_info/";
     /// Present (one byte, 1) in a database created partitioned.
     pub const PARTITIONED: &[u8] = b"partitioned";
 }

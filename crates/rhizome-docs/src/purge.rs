@@ -10,9 +10,13 @@
 //! Indexes learn of a document that is gone through a sequence entry that
 //! names it while `DOCS` has no record of it (the indexers already drop
 //! the rows of a document they cannot find); `_changes` skips such
-//! entries. Unlike CouchDB, the purge requests themselves are not kept:
-//! there is no purge replication between Rhizome databases, so
-//! `_purged_infos_limit` is stored and answered but bounds nothing.
+//! entries.
+//!
+//! As CouchDB, every request counts (`purge_seq` goes up by one per
+//! document named, whether or not anything was purged) and the last
+//! `_purged_infos_limit` requests are kept for `_purged_infos`; older ones
+//! are dropped at the next purge. Rhizome has no purge replication between
+//! its databases, so nothing else reads them.
 
 use crate::keys::{self, body_key, meta, DocInfo, BODIES, DB_META, DOCS, SEQS};
 use crate::write::{graph_alone, read_body, Counters};
@@ -39,7 +43,10 @@ impl Database {
         let mut counters = Counters::read(&txn)?;
         let mut purge_seq = keys::u64_value(txn.kv().get(DB_META, meta::PURGE_SEQ)?, "purge_seq")?;
         let mut out = Vec::with_capacity(requests.len());
+        let mut infos = Vec::with_capacity(requests.len());
         for (id, revs) in requests {
+            purge_seq += 1;
+            infos.push((purge_seq, serde_json::json!({ "id": id, "revs": revs.iter().map(Rev::to_string).collect::<Vec<_>>() })));
             let Some(bytes) = txn.kv().get(DOCS, id.as_bytes())? else {
                 out.push((id.clone(), Vec::new()));
                 continue;
@@ -53,7 +60,6 @@ impl Database {
                 continue;
             }
             self.writing(id);
-            purge_seq += 1;
             for gone in before.iter().filter(|r| !tree.contains(r)) {
                 txn.kv_mut().delete(BODIES, &body_key(id, gone));
             }
@@ -96,7 +102,44 @@ impl Database {
         }
         counters.write(&mut txn);
         txn.kv_mut().put(DB_META, meta::PURGE_SEQ, &purge_seq.to_be_bytes());
+        // The last `limit` requests are kept: older ones, stored or new, not.
+        let limit = purged_infos_limit(txn.kv().get(DB_META, meta::PURGED_INFOS_LIMIT)?)?;
+        let keep_from = purge_seq.saturating_sub(limit) + 1;
+        let older: Vec<Vec<u8>> = {
+            let (lower, upper) = (purged_info_key(0), purged_info_key(keep_from));
+            let mut cursor = txn.kv().cursor(DB_META, &lower, Some(&upper));
+            cursor.seek_first();
+            let mut keys = Vec::new();
+            while cursor.valid() {
+                keys.push(cursor.key().to_vec());
+                cursor.next();
+            }
+            cursor.status()?;
+            keys
+        };
+        for key in older {
+            txn.kv_mut().delete(DB_META, &key);
+        }
+        for (seq, info) in infos.into_iter().filter(|(seq, _)| *seq >= keep_from) {
+            txn.kv_mut().put(DB_META, &purged_info_key(seq), info.to_string().as_bytes());
+        }
         txn.commit()?;
+        Ok(out)
+    }
+
+    /// The purge requests kept (the last `_purged_infos_limit`), oldest
+    /// first, each as `{"id", "revs"}` as it was asked.
+    pub fn purged_infos(&self) -> Result<Vec<serde_json::Value>> {
+        let s = self.store.snapshot()?;
+        let upper = rhizome_kv::prefix_upper_bound(meta::PURGED_INFO);
+        let mut cursor = s.kv().cursor(DB_META, meta::PURGED_INFO, upper.as_deref());
+        cursor.seek_first();
+        let mut out = Vec::new();
+        while cursor.valid() {
+            out.push(serde_json::from_slice(cursor.value()).map_err(|e| DocError::Corrupt(format!("purge request: {e}")))?);
+            cursor.next();
+        }
+        cursor.status()?;
         Ok(out)
     }
 
@@ -107,11 +150,7 @@ impl Database {
     }
 
     pub fn purged_infos_limit(&self) -> Result<u64> {
-        let s = self.store.snapshot()?;
-        Ok(match s.kv().get(DB_META, meta::PURGED_INFOS_LIMIT)? {
-            None => DEFAULT_PURGED_INFOS_LIMIT,
-            some => keys::u64_value(some, "purged_infos_limit")?,
-        })
+        purged_infos_limit(self.store.snapshot()?.kv().get(DB_META, meta::PURGED_INFOS_LIMIT)?)
     }
 
     pub fn set_purged_infos_limit(&self, limit: u64) -> Result<()> {
@@ -122,4 +161,16 @@ impl Database {
         txn.kv_mut().put(DB_META, meta::PURGED_INFOS_LIMIT, &limit.to_be_bytes());
         Ok(txn.commit()?)
     }
+}
+
+/// The limit stored (`meta::PURGED_INFOS_LIMIT`'s value), or CouchDB's default.
+fn purged_infos_limit(stored: Option<Vec<u8>>) -> Result<u64> {
+    Ok(match stored {
+        None => DEFAULT_PURGED_INFOS_LIMIT,
+        some => keys::u64_value(some, "purged_infos_limit")?,
+    })
+}
+
+fn purged_info_key(seq: u64) -> Vec<u8> {
+    [meta::PURGED_INFO, &seq.to_be_bytes()].concat()
 }

@@ -50,6 +50,13 @@ pub enum DbOp {
     Transaction,
     Purge,
     PurgedInfosLimit,
+    PurgedInfos,
+    /// `POST /{db}/_missing_revs`: `_revs_diff` as CouchDB 1.x's
+    /// replicator asked it.
+    MissingRevs,
+    /// `GET /{db}/_shards` and `/{db}/_shards/{doc id}`: one shard here.
+    Shards(Option<String>),
+    SyncShards,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,6 +154,10 @@ impl Route {
                     "_transaction" => DbOp::Transaction,
                     "_purge" => DbOp::Purge,
                     "_purged_infos_limit" => DbOp::PurgedInfosLimit,
+                    "_purged_infos" => DbOp::PurgedInfos,
+                    "_missing_revs" => DbOp::MissingRevs,
+                    "_shards" => DbOp::Shards(None),
+                    "_sync_shards" => DbOp::SyncShards,
                     "_index" => return Ok(Route::MangoIndex(db.to_string(), Vec::new())),
                     "_sparql" | "_graph" | "_traverse" | "_path" => return Ok(Route::Extension(db.to_string(), op.to_string())),
                     // CouchDB reads it as a document id (`illegal_docid`).
@@ -163,6 +174,7 @@ impl Route {
                 };
                 Route::DbOp(db.to_string(), DbOp::AllDocsQueries(ns))
             }
+            [db, "_shards", id] => Route::DbOp(db.to_string(), DbOp::Shards(Some(id.to_string()))),
             [db, "_index", rest @ ..] => Route::MangoIndex(db.to_string(), rest.iter().map(|p| p.to_string()).collect()),
             [db, "_local", id] => Route::Local(db.to_string(), format!("_local/{id}")),
             [_, "_local", _, ..] => return Err(HttpError::bad_request("_local documents do not accept attachments.")),
@@ -199,7 +211,7 @@ impl Route {
             Route::Db(_) => Access::Member,
             Route::DbOp(_, DbOp::Compact | DbOp::ViewCleanup) => Access::DbAdmin,
             // CouchDB's chttpd_auth_request: server admins alone, reads too.
-            Route::DbOp(_, DbOp::Purge | DbOp::PurgedInfosLimit) => Access::ServerAdmin,
+            Route::DbOp(_, DbOp::Purge | DbOp::PurgedInfosLimit | DbOp::SyncShards) => Access::ServerAdmin,
             Route::DesignAction(_, _, action, _) if action == "_compact" => Access::DbAdmin,
             Route::DbOp(_, DbOp::Security | DbOp::RevsLimit) if !read => Access::DbAdmin,
             Route::DbOp(_, _) => Access::Member,
@@ -324,6 +336,10 @@ fn dispatch(server: &Server, req: &Request, ctx: &UserCtx, route: Route, db: Opt
                 DbOp::Explain => couch::mango::explain(req, &db)?.into(),
                 DbOp::Purge => database::purge(req, &db)?.into(),
                 DbOp::PurgedInfosLimit => database::purged_infos_limit(req, &db)?.into(),
+                DbOp::PurgedInfos => database::purged_infos(req, &db)?.into(),
+                DbOp::MissingRevs => bulk::missing_revs(req, &db)?.into(),
+                DbOp::Shards(id) => database::shards(req, id.as_deref())?.into(),
+                DbOp::SyncShards => database::sync_shards(req)?.into(),
             }
         }
         Route::Doc(_, id) => documents::document(server, req, ctx, &*need(db)?, &id)?.into(),

@@ -257,3 +257,15 @@ pub fn revs_diff(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpErr
     let body: Map<String, Value> = req.json_object()?;
     Ok(json(200, &Value::Object(db.db.revs_diff(&body)?)))
 }
+
+/// `POST /{db}/_missing_revs`: of each document's revisions, those this
+/// database lacks (`_revs_diff`'s `missing`, without its ancestors);
+/// documents lacking none are left out, as CouchDB.
+pub fn missing_revs(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    if req.method != Method::POST {
+        return Err(HttpError::method_not_allowed("POST"));
+    }
+    let body: Map<String, Value> = req.json_object()?;
+    let missing: Map<String, Value> = db.db.revs_diff(&body)?.into_iter().filter_map(|(id, diff)| Some((id, diff.get("missing")?.clone()))).collect();
+    Ok(json(200, &serde_json::json!({ "missing_revs": missing })))
+}

@@ -130,6 +130,37 @@ pub fn purge(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> 
     Ok(json(201, &json!({ "purge_seq": null, "purged": purged })))
 }
 
+/// `GET /{db}/_purged_infos`: the purge requests kept, oldest first.
+pub fn purged_infos(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
+    if !matches!(req.method, Method::GET | Method::HEAD) {
+        return Err(HttpError::method_not_allowed("GET,HEAD"));
+    }
+    Ok(json(200, &json!({ "purged_infos": db.db.purged_infos()? })))
+}
+
+/// `GET /{db}/_shards[/{doc id}]`: a database here is one shard, the whole
+/// range, on this one node (`_membership`).
+pub fn shards(req: &Request, id: Option<&str>) -> Result<Response<Body>, HttpError> {
+    if !matches!(req.method, Method::GET | Method::HEAD) {
+        return Err(HttpError::method_not_allowed("GET,HEAD"));
+    }
+    const WHOLE: &str = "00000000-ffffffff";
+    let node = super::node::NODE_NAME;
+    Ok(json(200, &match id {
+        None => json!({ "shards": { WHOLE: [node] } }),
+        Some(_) => json!({ "range": WHOLE, "nodes": [node] }),
+    }))
+}
+
+/// `POST /{db}/_sync_shards`: with one copy of each shard there is nothing
+/// to synchronise; accepted as CouchDB accepts it.
+pub fn sync_shards(req: &Request) -> Result<Response<Body>, HttpError> {
+    if req.method != Method::POST {
+        return Err(HttpError::method_not_allowed("POST"));
+    }
+    Ok(json(202, &json!({ "ok": true })))
+}
+
 pub fn purged_infos_limit(req: &Request, db: &DbHandle) -> Result<Response<Body>, HttpError> {
     match req.method {
         Method::GET | Method::HEAD => Ok(json(200, &json!(db.db.purged_infos_limit()?))),
