@@ -263,3 +263,39 @@ fn missing_revs_and_shards_answer_as_couchdb() {
     assert_eq!(server.request("GET", "/nodb/_shards", Some(ADMIN), None).0, 404);
     assert_eq!(server.request("POST", "/nodb/_missing_revs", Some(ADMIN), Some("{}")).0, 404);
 }
+
+#[test]
+fn prometheus_and_system_show_the_node_as_monitoring_reads_it() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    let scrape = || {
+        let (status, text) = server.request("GET", "/_node/_local/_prometheus", Some(ADMIN), None);
+        assert_eq!(status, 200, "{text}");
+        // Every line a comment or `name{labels} value` with a number.
+        let mut samples = std::collections::HashMap::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (name, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not a sample: {line}"));
+            samples.insert(name.to_owned(), value.parse::<u64>().unwrap_or_else(|e| panic!("{line}: {e}")));
+        }
+        samples
+    };
+    let before = scrape();
+    for _ in 0..5 {
+        assert_eq!(server.request("GET", "/db/missing", Some(ADMIN), None).0, 404);
+    }
+    let after = scrape();
+    let grew = |name: &str| after[name] - before[name];
+    // The five 404s and the first scrape itself (counted once answered).
+    assert_eq!(grew("couchdb_httpd_status_codes{code=\"404\"}"), 5);
+    assert_eq!(grew("couchdb_httpd_request_methods{method=\"GET\"}"), 6);
+    assert_eq!(grew("couchdb_httpd_requests_total"), 6);
+    // The same gauge as `_stats` (db, and the system databases once opened).
+    let stats = j(&server.request("GET", "/_node/_local/_stats/couchdb/open_databases", Some(ADMIN), None).1);
+    assert!(after["couchdb_open_databases"] >= 1 && json!(after["couchdb_open_databases"]) == stats["value"], "{stats}");
+    let (status, system) = server.request("GET", "/_node/_local/_system", Some(ADMIN), None);
+    let system = j(&system);
+    assert_eq!(status, 200);
+    assert!(system["uptime"].is_u64() && system["memory"]["resident"].as_u64().unwrap() > 1 << 20, "{system}");
+    // Server admins alone, as every `_node` endpoint.
+    assert_eq!(server.request("GET", "/_node/_local/_prometheus", None, None).0, 401);
+}

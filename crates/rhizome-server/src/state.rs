@@ -320,6 +320,11 @@ impl Server {
         self.started.elapsed().as_millis() as u64
     }
 
+    /// Seconds since this server started (`_system`, `_prometheus`).
+    pub fn uptime_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
     /// An existing database, opened on first use.
     pub fn db(&self, name: &str) -> Result<Option<Arc<DbHandle>>, HttpError> {
         let cached = self.dbs.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned();

@@ -111,6 +111,12 @@ def server_endpoints():
         assert got is not None, path
     request = service.prepare_request(method="GET", url="/_node/_local/_config/chttpd_auth/timeout", headers={"Accept": "application/json"})
     assert service.send(request).get_result() == "600"
+    # A database's shards: one, the whole range, on the one node.
+    fresh_db(service, "sharded")
+    shards = service.get_shards_information(db="sharded").get_result()
+    assert shards == {"shards": {"00000000-ffffffff": [node]}}, shards
+    shard = service.get_document_shards_info(db="sharded", doc_id="any").get_result()
+    assert shard == {"range": "00000000-ffffffff", "nodes": [node]}, shard
 
 
 def db_updates():

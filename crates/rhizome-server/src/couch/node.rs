@@ -13,7 +13,11 @@
 //! `_stats` counts requests by method and by status code since the start
 //! (`couchdb.httpd_request_methods`, `couchdb.httpd_status_codes`,
 //! `couchdb.httpd.requests`), each `{"value", "type": "counter", "desc"}`
-//! as CouchDB writes them, plus the open databases.
+//! as CouchDB writes them, plus the open databases. `_prometheus` gives
+//! the same counters, the open databases and the uptime in Prometheus's
+//! text format under CouchDB's metric names (`couchdb_httpd_requests_total`,
+//! ...), and `_system` the uptime and the process's resident memory (the
+//! rest of CouchDB's `_system` describes its Erlang VM).
 
 use crate::error::HttpError;
 use crate::http::{json, Body, Request};
@@ -74,6 +78,11 @@ pub fn node(server: &Server, req: &Request, name: &str, rest: &[String]) -> Resu
         }
         ["_config", path @ ..] => config(server, req, path),
         ["_stats", path @ ..] => stats(server, req, path),
+        ["_prometheus"] => prometheus(server, req),
+        ["_system"] => {
+            only_get(req)?;
+            Ok(json(200, &json!({ "uptime": server.uptime_secs(), "memory": { "resident": resident_bytes() } })))
+        }
         ["_versions"] => {
             only_get(req)?;
             Ok(json(200, &json!({ "rhizome": { "version": env!("CARGO_PKG_VERSION") } })))
@@ -128,6 +137,46 @@ fn stats(server: &Server, req: &Request, path: &[&str]) -> Result<Response<Body>
         at = at.get(*part).ok_or_else(|| HttpError::not_found("unknown stat"))?;
     }
     Ok(json(200, at))
+}
+
+/// `GET /_node/{name}/_prometheus`: `_stats`'s counters as Prometheus
+/// scrapes them (text format 0.0.4), named as CouchDB 3.5 names them.
+fn prometheus(server: &Server, req: &Request) -> Result<Response<Body>, HttpError> {
+    use std::fmt::Write;
+    only_get(req)?;
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, samples: &mut dyn Iterator<Item = (String, u64)>| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, value) in samples {
+            let _ = writeln!(out, "{name}{labels} {value}");
+        }
+    };
+    metric("couchdb_httpd_requests_total", "counter", "number of HTTP requests", &mut std::iter::once((String::new(), REQUESTS.load(Ordering::Relaxed))));
+    metric(
+        "couchdb_httpd_request_methods",
+        "counter",
+        "number of HTTP requests by method",
+        &mut METHODS.iter().zip(&BY_METHOD).map(|(m, n)| (format!("{{method=\"{m}\"}}"), n.load(Ordering::Relaxed))),
+    );
+    metric(
+        "couchdb_httpd_status_codes",
+        "counter",
+        "number of HTTP responses by status code",
+        &mut STATUSES.iter().zip(&BY_STATUS).map(|(s, n)| (format!("{{code=\"{s}\"}}"), n.load(Ordering::Relaxed))),
+    );
+    metric("couchdb_open_databases", "gauge", "number of open databases", &mut std::iter::once((String::new(), server.open_databases() as u64)));
+    metric("couchdb_uptime_seconds", "counter", "uptime", &mut std::iter::once((String::new(), server.uptime_secs())));
+    Ok(crate::http::response(200, "text/plain; version=0.0.4; charset=utf-8", out.into()))
+}
+
+/// This process's resident memory in bytes (Linux's `/proc/self/statm`;
+/// null elsewhere).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).ok()?)
 }
 
 /// A job's source or target as CouchDB's scheduler shows it: a URL ending
