@@ -243,15 +243,25 @@ pub fn run_query_into(
         (false, Some(true)) => return Err(parse_error("Reduce is invalid for map-only views.")),
         (has, r) => has && r != Some(false),
     };
-    if !reducing && (q.group == Some(true) || q.group_level.is_some()) && view.reduce.is_none() {
+    // As CouchDB 3.5: grouping rows that are not reduced (a map view, or
+    // `reduce=false`) is an error.
+    if !reducing && (q.group == Some(true) || q.group_level.is_some()) {
         return Err(parse_error("Invalid use of grouping on a map view."));
     }
     if reducing && q.include_docs {
         return Err(parse_error("`include_docs` is invalid for reduce"));
     }
-    if reducing && q.keys.is_some() && q.group != Some(true) && q.group_level.is_none() {
-        return Err(parse_error("Multi-key fetches for reduce views must use `group=true`"));
-    }
+    let grouped = q.group == Some(true) || q.group_level.is_some();
+    let one_key;
+    let q = match q.keys.as_deref() {
+        // CouchDB 3.5 reads `keys` of one key as that `key`: one reduction.
+        Some([key]) if reducing && !grouped => {
+            one_key = ViewQuery { key: Some(key.clone()), keys: None, ..q.clone() };
+            &one_key
+        }
+        Some(_) if reducing && !grouped => return Err(parse_error("Multi-key fetches for reduce views must use `group=true`")),
+        _ => q,
+    };
     if let (Some(s), Some(e)) = q.bounds() {
         let order = collate::compare(s, e);
         if !q.descending && order.is_gt() {

@@ -142,6 +142,27 @@ fn include_docs_and_linked_documents() {
 }
 
 #[test]
+fn a_reduce_takes_keys_of_one_key_and_refuses_grouping_rows_it_does_not_reduce() {
+    let db = people();
+    let d = by_age();
+    // One key in `keys` is that key, as CouchDB 3.5 answers it.
+    let r = query(&db, &d, "by_age", &[("keys", "[30]")]);
+    assert_eq!(r, query(&db, &d, "by_age", &[("key", "30")]));
+    assert_eq!(r["rows"], json!([{"key": null, "value": 2}]));
+    let err = |params: &[(&str, &str)]| match ViewQuery::from_params(params.iter().copied()).and_then(|q| run_query(&db, "db", &d, "by_age", &q, Limits::default())) {
+        Err(ViewError::Query(m)) => m,
+        other => panic!("{params:?}: {other:?}"),
+    };
+    assert_eq!(err(&[("keys", "[25,30]")]), "Multi-key fetches for reduce views must use `group=true`");
+    assert_eq!(err(&[("keys", "[]")]), "Multi-key fetches for reduce views must use `group=true`");
+    assert_eq!(query(&db, &d, "by_age", &[("keys", "[25,30]"), ("group", "true")])["rows"], json!([{"key": 25, "value": 1}, {"key": 30, "value": 2}]));
+    // Grouping rows that are not reduced.
+    assert_eq!(err(&[("reduce", "false"), ("group", "true")]), "Invalid use of grouping on a map view.");
+    assert_eq!(err(&[("reduce", "false"), ("group_level", "1")]), "Invalid use of grouping on a map view.");
+    assert_eq!(keys(&query(&db, &d, "by_age", &[("reduce", "false"), ("group", "false")])).len(), 4);
+}
+
+#[test]
 fn a_throwing_map_function_skips_the_document_and_errors_are_couchdbs() {
     let db = people();
     let d = ddoc(json!({"v": {"map": "function (doc) { emit(doc.name.toLowerCase(), doc.age.toFixed(0)); }"}, "m": {"map": "function (doc) { emit(1, 1); }"}}));
