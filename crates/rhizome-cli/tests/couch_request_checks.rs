@@ -299,3 +299,29 @@ fn prometheus_and_system_show_the_node_as_monitoring_reads_it() {
     // Server admins alone, as every `_node` endpoint.
     assert_eq!(server.request("GET", "/_node/_local/_prometheus", None, None).0, 401);
 }
+
+#[test]
+fn a_bulk_get_entry_it_cannot_read_gets_its_own_error_and_the_others_their_documents() {
+    let data = tempfile::tempdir().unwrap();
+    let server = server_with_db(data.path());
+    let (_, d) = put(&server, "/db/d", json!({ "x": 1 }));
+    let rev = d["rev"].clone();
+    let entries = json!([{ "id": "d", "rev": "bad" }, {}, "x", { "id": "" }, { "id": "d", "atts_since": "x" }, { "id": "d" }]);
+    let (status, body) = post(&server, "/db/_bulk_get", json!({ "docs": entries }));
+    let refused = |id: Value, rev: Value, error: &str, reason: &str| json!({ "id": id, "docs": [{ "error": { "id": id, "rev": rev, "error": error, "reason": reason } }] });
+    // CouchDB 3.5's answers, entry by entry.
+    assert_eq!(
+        (status, body),
+        (
+            200,
+            json!({ "results": [
+                refused(json!("d"), json!("bad"), "bad_request", "Invalid rev format"),
+                refused(Value::Null, Value::Null, "bad_request", "document must be a JSON object"),
+                refused(Value::Null, Value::Null, "bad_request", "document must be a JSON object"),
+                refused(json!(""), Value::Null, "illegal_docid", "Document id must not be empty"),
+                refused(json!("d"), json!("x"), "bad_request", "att_since value must be array of revs."),
+                { "id": "d", "docs": [{ "ok": { "_id": "d", "_rev": rev, "x": 1 } }] },
+            ] })
+        )
+    );
+}

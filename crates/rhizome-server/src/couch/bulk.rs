@@ -131,8 +131,30 @@ pub fn bulk_get(req: &Request, db: &DbHandle, max_docs: usize) -> Result<Respons
 
 /// One entry of a `_bulk_get` answer (the `i`-th), as `snapshot` has
 /// it, into `out`.
+/// An entry CouchDB cannot read is answered with an error of its own
+/// (`bad_request`, `illegal_docid`) in place of its documents; the other
+/// entries are answered as usual.
 fn bulk_get_entry(db: &DbHandle, snapshot: &StoreSnapshot, d: &Value, base: &ReadOptions, i: usize, out: &mut Vec<u8>) -> Result<(), HttpError> {
-    let id = d.get("id").and_then(Value::as_str).ok_or_else(|| HttpError::bad_request("every entry of docs needs an id"))?;
+    let refused = |id: Value, rev: Value, error: &str, reason: &str| json!({ "error": { "id": id, "rev": rev, "error": error, "reason": reason } });
+    let entry_error = match (d.get("id"), d.get("rev"), d.get("atts_since")) {
+        (Some(Value::String(id)), ..) if id.is_empty() => Some(refused(json!(""), Value::Null, "illegal_docid", "Document id must not be empty")),
+        (Some(Value::String(_)), Some(rev), _) if !rev.as_str().is_some_and(|r| Rev::parse(r).is_some()) => Some(refused(d["id"].clone(), rev.clone(), "bad_request", "Invalid rev format")),
+        (Some(Value::String(_)), _, Some(since)) if !since.is_array() => Some(refused(d["id"].clone(), since.clone(), "bad_request", "att_since value must be array of revs.")),
+        (Some(Value::String(_)), ..) => None,
+        _ => Some(refused(Value::Null, Value::Null, "bad_request", "document must be a JSON object")),
+    };
+    if let Some(error) = entry_error {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"docs\":[");
+        write_json(out, &error)?;
+        out.extend_from_slice(b"],\"id\":");
+        write_json(out, &error["error"]["id"])?;
+        out.push(b'}');
+        return Ok(());
+    }
+    let id = d["id"].as_str().expect("checked above");
     let mut opts = base.clone();
     if let Some(since) = d.get("atts_since").and_then(Value::as_array) {
         opts.atts_since = since.iter().filter_map(Value::as_str).filter_map(Rev::parse).collect();
