@@ -80,3 +80,19 @@ fn a_document_past_the_answer_bound_is_reported_not_taken() {
     assert_eq!(server.request("GET", "/copy/huge", Some(ADMIN), None).0, 404, "a 70 MB document is not taken past the 64 MiB bound");
     eprintln!("a 70 MB document: peak {} MiB over a start of {} MiB", peak / MIB, base / MIB);
 }
+
+#[test]
+fn a_server_with_a_larger_body_limit_replicates_a_document_that_large() {
+    let dir = tempfile::tempdir().unwrap();
+    // A PUT of 70 MB is taken by this server, so its replications take one too.
+    let server = ServerProcess::start_with_env(dir.path(), &[("RHIZOME_MAX_BODY_BYTES", "100000000")]);
+    let (port, _) = fake_source(Source::HugeDocument);
+    let body = format!(r#"{{"source":"http://127.0.0.1:{port}/src","target":"copy","create_target":true}}"#);
+    let (status, answer) = server.request("POST", "/_replicate", Some(ADMIN), Some(&body));
+    assert_eq!(status, 200, "{answer}");
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!((&answer["history"][0]["doc_write_failures"], &answer["history"][0]["docs_written"]), (&serde_json::json!(0), &serde_json::json!(1)), "{answer}");
+    let (status, doc) = server.request("GET", "/copy/huge", Some(ADMIN), None);
+    assert_eq!(status, 200);
+    assert!(doc.len() > 70_000_000, "{} bytes", doc.len());
+}

@@ -17,21 +17,24 @@ use std::time::Duration;
 /// How long one request may take, a long poll included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The most bytes a replication reads of one answer (the server's default
-/// request body limit, `--max-body-bytes`): a source's `_changes` page or
+/// The most bytes a replication reads of one answer by default (the
+/// server's default request body limit, `--max-body-bytes`; a server
+/// started with another sets its endpoints to it,
+/// [`HttpEndpoint::set_max_answer_bytes`]): a source's `_changes` page or
 /// `_bulk_get` answer past it is not held (a 200 MB document arrived
 /// whole, and a `_changes` answer that never ended grew a server past
 /// 4 GB). A `_bulk_get` answer past it is asked again a document at a
 /// time; one document past it is reported as a failure.
 pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
-/// The message of the reading error past [`MAX_ANSWER_BYTES`].
+/// The message of the reading error past the answer limit.
 const ANSWER_TOO_LARGE: &str = "the answer passed the replication's answer limit";
 
 /// An answer's body, read from the replicator's thread a frame at a time,
-/// within [`MAX_ANSWER_BYTES`].
+/// within `limit` bytes.
 struct Answer<'a> {
     runtime: &'a tokio::runtime::Runtime,
+    limit: usize,
     body: hyper::body::Incoming,
     chunk: Bytes,
     read: usize,
@@ -73,7 +76,7 @@ impl std::io::Read for Answer<'_> {
                 Ok(Some(Ok(frame))) => {
                     if let Ok(data) = frame.into_data() {
                         self.read += data.len();
-                        if self.read > MAX_ANSWER_BYTES {
+                        if self.read > self.limit {
                             return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, ANSWER_TOO_LARGE));
                         }
                         self.chunk = data;
@@ -97,6 +100,8 @@ pub struct HttpEndpoint {
     display: String,
     runtime: tokio::runtime::Runtime,
     connection: Mutex<Option<SendRequest<Full<Bytes>>>>,
+    /// The most bytes read of one answer ([`MAX_ANSWER_BYTES`] unless set).
+    max_answer_bytes: usize,
 }
 
 impl HttpEndpoint {
@@ -155,7 +160,14 @@ impl HttpEndpoint {
             display: redact(url),
             runtime,
             connection: Mutex::new(None),
+            max_answer_bytes: MAX_ANSWER_BYTES,
         })
+    }
+
+    /// Reads answers of up to `bytes` (a server gives its own request body
+    /// limit: a document it would take in a `PUT` it also replicates in).
+    pub fn set_max_answer_bytes(&mut self, bytes: usize) {
+        self.max_answer_bytes = bytes;
     }
 
     /// Sends this `Authorization` header instead of the URL's credentials.
@@ -180,8 +192,8 @@ impl HttpEndpoint {
         Ok(sender)
     }
 
-    /// One request; the answer's status and JSON body, read up to
-    /// [`MAX_ANSWER_BYTES`]. A request on a kept connection the server has
+    /// One request; the answer's status and JSON body, read up to the
+    /// answer limit. A request on a kept connection the server has
     /// since closed is sent again on a new one (every request the
     /// replicator makes is safe to repeat).
     fn call(&self, method: Method, path_and_query: &str, body: Option<&Value>) -> Result<(u16, Value)> {
@@ -243,7 +255,7 @@ impl HttpEndpoint {
                 }
             };
             let status = response.status().as_u16();
-            let mut answer = Answer { runtime: &self.runtime, body: response.into_body(), chunk: Bytes::new(), read: 0, ended: false };
+            let mut answer = Answer { runtime: &self.runtime, limit: self.max_answer_bytes, body: response.into_body(), chunk: Bytes::new(), read: 0, ended: false };
             let made = read(status, &mut answer);
             if made.is_ok() {
                 answer.finish();
@@ -257,7 +269,7 @@ impl HttpEndpoint {
                 Ok(made) => Ok((status, made)),
                 Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => Err(Error::TooLarge {
                     endpoint: self.display.clone(),
-                    reason: format!("{method} {path_and_query}: the answer passed {MAX_ANSWER_BYTES} bytes, the most a replication reads in one answer"),
+                    reason: format!("{method} {path_and_query}: the answer passed {} bytes, the most a replication reads in one answer", self.max_answer_bytes),
                 }),
                 Err(e) => {
                     *slot = None;
@@ -360,7 +372,7 @@ impl Endpoint for HttpEndpoint {
             Ok(Err(reason)) if reason.contains(ANSWER_TOO_LARGE) => {
                 return Err(Error::TooLarge {
                     endpoint: self.display.clone(),
-                    reason: format!("{method} {path}: the answer passed {MAX_ANSWER_BYTES} bytes before {limit} changes, the most a replication reads in one answer"),
+                    reason: format!("{method} {path}: the answer passed {} bytes before {limit} changes, the most a replication reads in one answer", self.max_answer_bytes),
                 })
             }
             Ok(Err(reason)) => return Err(Error::Protocol { endpoint: self.display.clone(), reason: format!("{method} {path}: {reason}") }),

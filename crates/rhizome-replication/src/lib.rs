@@ -47,7 +47,8 @@
 //!   time, Basic auth from the URL, a stale kept connection retried once
 //!   (every request the replicator makes is safe to repeat). No TLS yet.
 //! - **Bounds on what a source sends**: each answer within
-//!   `MAX_ANSWER_BYTES` (64 MiB), `_changes` read row by row up to the batch
+//!   `MAX_ANSWER_BYTES` (64 MiB; `rhizome serve` sets its own
+//!   `--max-body-bytes`), `_changes` read row by row up to the batch
 //!   size (`changes_answer.rs`), at most `MAX_CHANGE_REVS` (10,000)
 //!   revisions per change; past either, that document fails and the
 //!   replication goes on.

@@ -20,8 +20,9 @@ pub struct Args {
     /// and says so: `rhizome rebase` moves a folder's IRIs.
     #[arg(long, env = "RHIZOME_BASE_IRI")]
     base_iri: Option<String>,
-    /// Largest request body accepted, in bytes (413 past it).
-    #[arg(long, default_value_t = rhizome_server::DEFAULT_MAX_BODY_BYTES)]
+    /// Largest request body accepted, in bytes (413 past it); also the
+    /// most a replication reads of one answer from another server.
+    #[arg(long, env = "RHIZOME_MAX_BODY_BYTES", default_value_t = rhizome_server::DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
     /// Do not log one line per request to stderr.
     #[arg(long)]

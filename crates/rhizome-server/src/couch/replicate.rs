@@ -97,6 +97,7 @@ pub(crate) fn endpoint(server: &Server, ctx: &UserCtx, spec: &Value, create: boo
     };
     if url.contains("://") {
         let mut endpoint = HttpEndpoint::new(&url).map_err(|e| HttpError::bad_request(e.to_string()))?;
+        endpoint.set_max_answer_bytes(server.max_body_bytes);
         if let Some(a) = authorization {
             endpoint.set_authorization(a);
         }
