@@ -127,19 +127,5 @@ pub fn delete(txn: &mut Transaction<'_>, digest: &str) -> Result<()> {
     let prefix = chunk_prefix(digest);
     let mut end = prefix.clone();
     *end.last_mut().expect("a prefix ends with its zero byte") = 1;
-    let keys: Vec<Vec<u8>> = {
-        let mut cursor = txn.cursor(ATTACHMENT_CHUNKS, &prefix, Some(&end));
-        cursor.seek_first();
-        let mut keys = Vec::new();
-        while cursor.valid() {
-            keys.push(cursor.key().to_vec());
-            cursor.next();
-        }
-        cursor.status()?;
-        keys
-    };
-    for key in keys {
-        txn.delete(ATTACHMENT_CHUNKS, &key);
-    }
-    Ok(())
+    keys::delete_range(txn, ATTACHMENT_CHUNKS, &prefix, &end)
 }

@@ -272,3 +272,23 @@ mod tests {
         assert!(DocInfo::from_bytes(id, &bytes).is_err());
     }
 }
+
+/// Deletes every key of `[lower, upper)` in `ks` that `txn` sees (its own
+/// writes too).
+pub(crate) fn delete_range(txn: &mut rhizome_kv::Transaction<'_>, ks: Keyspace, lower: &[u8], upper: &[u8]) -> Result<()> {
+    let keys: Vec<Vec<u8>> = {
+        let mut cursor = txn.cursor(ks, lower, Some(upper));
+        cursor.seek_first();
+        let mut keys = Vec::new();
+        while cursor.valid() {
+            keys.push(cursor.key().to_vec());
+            cursor.next();
+        }
+        cursor.status()?;
+        keys
+    };
+    for key in keys {
+        txn.delete(ks, &key);
+    }
+    Ok(())
+}

@@ -105,21 +105,7 @@ impl Database {
         // The last `limit` requests are kept: older ones, stored or new, not.
         let limit = purged_infos_limit(txn.kv().get(DB_META, meta::PURGED_INFOS_LIMIT)?)?;
         let keep_from = purge_seq.saturating_sub(limit) + 1;
-        let older: Vec<Vec<u8>> = {
-            let (lower, upper) = (purged_info_key(0), purged_info_key(keep_from));
-            let mut cursor = txn.kv().cursor(DB_META, &lower, Some(&upper));
-            cursor.seek_first();
-            let mut keys = Vec::new();
-            while cursor.valid() {
-                keys.push(cursor.key().to_vec());
-                cursor.next();
-            }
-            cursor.status()?;
-            keys
-        };
-        for key in older {
-            txn.kv_mut().delete(DB_META, &key);
-        }
+        keys::delete_range(txn.kv_mut(), DB_META, &purged_info_key(0), &purged_info_key(keep_from))?;
         for (seq, info) in infos.into_iter().filter(|(seq, _)| *seq >= keep_from) {
             txn.kv_mut().put(DB_META, &purged_info_key(seq), info.to_string().as_bytes());
         }
