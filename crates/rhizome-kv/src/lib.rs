@@ -90,6 +90,7 @@ mod absent_keys;
 mod backend;
 mod error;
 mod kv;
+mod overlay_key;
 mod read_cache;
 pub mod remote;
 mod transaction;

@@ -3,6 +3,7 @@
 
 use crate::absent_keys::AbsentKeys;
 use crate::backend::{Backend, Cursor, KvRead, Snapshot, WriteBatch, WriteLease, WriteOp};
+use crate::overlay_key::{KeyBytes, OverlayKey};
 use crate::read_cache::ReadCache;
 use crate::{Keyspace, Result};
 use rustc_hash::FxHashMap;
@@ -10,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, MutexGuard};
 
-type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+type Overlay = BTreeMap<OverlayKey, Option<Vec<u8>>>;
 
 pub struct Transaction<'a> {
     _guard: MutexGuard<'a, ()>,
@@ -52,7 +53,7 @@ impl<'a> Transaction<'a> {
     }
 
     pub fn get(&self, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(entry) = self.overlay.get(&ks).and_then(|o| o.get(key)) {
+        if let Some(entry) = self.overlay.get(&ks).and_then(|o| o.get(KeyBytes::new(key))) {
             return Ok(entry.clone());
         }
         if self.absent.contains(ks, key) {
@@ -72,15 +73,15 @@ impl<'a> Transaction<'a> {
     /// What this transaction itself did to a key: `Some(true)` put,
     /// `Some(false)` deleted, `None` untouched (the snapshot decides).
     pub fn own_write(&self, ks: Keyspace, key: &[u8]) -> Option<bool> {
-        self.overlay.get(&ks).and_then(|o| o.get(key)).map(|v| v.is_some())
+        self.overlay.get(&ks).and_then(|o| o.get(KeyBytes::new(key))).map(|v| v.is_some())
     }
 
     pub fn put(&mut self, ks: Keyspace, key: &[u8], value: &[u8]) {
-        self.overlay.entry(ks).or_default().insert(key.to_vec(), Some(value.to_vec()));
+        self.overlay.entry(ks).or_default().insert(OverlayKey(key.to_vec()), Some(value.to_vec()));
     }
 
     pub fn delete(&mut self, ks: Keyspace, key: &[u8]) {
-        self.overlay.entry(ks).or_default().insert(key.to_vec(), None);
+        self.overlay.entry(ks).or_default().insert(OverlayKey(key.to_vec()), None);
     }
 
     /// Number of keys written so far.
@@ -117,7 +118,7 @@ impl<'a> Transaction<'a> {
         // Sized once: a group commit's batch holds thousands of writes.
         batch.ops.reserve_exact(overlay.values().map(|o| o.len()).sum());
         for (ks, overlay) in overlay {
-            for (k, v) in overlay {
+            for (OverlayKey(k), v) in overlay {
                 batch.ops.push(match v {
                     Some(v) => WriteOp::Put(ks, k, v),
                     None => WriteOp::Delete(ks, k),
@@ -150,7 +151,7 @@ struct MergedCursor<'a> {
     overlay: &'a Overlay,
     lower: Vec<u8>,
     upper: Option<Vec<u8>>,
-    ov: Option<(&'a Vec<u8>, &'a Option<Vec<u8>>)>,
+    ov: Option<(&'a OverlayKey, &'a Option<Vec<u8>>)>,
     forward: bool,
     on_overlay: bool,
 }
@@ -169,7 +170,7 @@ impl<'a> MergedCursor<'a> {
         };
         let upper = self.upper_bound();
         let overlay: &'a Overlay = self.overlay;
-        self.ov = overlay.range::<[u8], _>((from, upper)).next();
+        self.ov = overlay.range::<KeyBytes, _>((from.map(KeyBytes::new), upper.map(KeyBytes::new))).next();
     }
     fn ov_until(&mut self, until: Bound<&[u8]>) {
         let until = match (until, &self.upper) {
@@ -183,7 +184,7 @@ impl<'a> MergedCursor<'a> {
             }
         }
         let overlay: &'a Overlay = self.overlay;
-        self.ov = overlay.range::<[u8], _>((Bound::Included(self.lower.as_slice()), until)).next_back();
+        self.ov = overlay.range::<KeyBytes, _>((Bound::Included(KeyBytes::new(&self.lower)), until.map(KeyBytes::new))).next_back();
     }
     /// Picks the current entry, skipping deletions.
     fn settle(&mut self) {
@@ -199,9 +200,9 @@ impl<'a> MergedCursor<'a> {
             let take_overlay = if self.base.valid() {
                 let bk = self.base.key();
                 if self.forward {
-                    ov.0.as_slice() <= bk
+                    ov.0.as_bytes() <= bk
                 } else {
-                    ov.0.as_slice() >= bk
+                    ov.0.as_bytes() >= bk
                 }
             } else {
                 true
@@ -215,7 +216,7 @@ impl<'a> MergedCursor<'a> {
                 return;
             }
             // A deletion: skip it and the base key it hides.
-            let key = ov.0.clone();
+            let key = ov.0.as_bytes().to_vec();
             if self.base.valid() && self.base.key() == key.as_slice() {
                 self.step_base();
             }
@@ -238,7 +239,7 @@ impl<'a> MergedCursor<'a> {
     }
     fn step(&mut self) {
         if self.on_overlay {
-            let key = self.ov.expect("on overlay").0.clone();
+            let key = self.ov.expect("on overlay").0.as_bytes().to_vec();
             if self.base.valid() && self.base.key() == key.as_slice() {
                 self.step_base();
             }
@@ -281,7 +282,7 @@ impl Cursor for MergedCursor<'_> {
     }
     fn key(&self) -> &[u8] {
         if self.on_overlay {
-            self.ov.expect("on overlay").0
+            self.ov.expect("on overlay").0.as_bytes()
         } else {
             self.base.key()
         }

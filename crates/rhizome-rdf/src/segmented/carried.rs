@@ -15,6 +15,7 @@
 //! more copy of its bytes.
 
 use rhizome_kv::{Cursor, Keyspace};
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -93,11 +94,25 @@ impl Versions {
 /// The map key: the keyspace's byte, the key's bytes padded with zeros,
 /// its length; ordered as the bytes are (a key sorts before its
 /// extensions, padded or not, by the length last).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 struct MapKey {
     ks: u8,
     bytes: [u8; MAX_KEY],
     len: u8,
+}
+
+impl Ord for MapKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // The bytes as one big-endian number order as the bytes do: two
+        // word compares instead of a call to memcmp (the derived order).
+        (self.ks, u128::from_be_bytes(self.bytes), self.len).cmp(&(other.ks, u128::from_be_bytes(other.bytes), other.len))
+    }
+}
+
+impl PartialOrd for MapKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl MapKey {
@@ -148,8 +163,10 @@ impl Carried {
             debug_assert!(carries(*ks, key), "only carried writes come here");
             let value = Value::new(value.as_deref());
             let k = MapKey::new(*ks, key);
-            match map.get_mut(&k) {
-                Some(v) => {
+            // One search per key, not a get and then an insert.
+            match map.entry(k) {
+                Entry::Occupied(mut e) => {
+                    let v = e.get_mut();
                     debug_assert!(v.newest.0 <= seq, "versions are added in commit order");
                     if v.newest.0 == seq {
                         v.newest.1 = value;
@@ -158,8 +175,8 @@ impl Carried {
                         v.older.push(old);
                     }
                 }
-                None => {
-                    map.insert(k, Versions { newest: (seq, value), older: Vec::new() });
+                Entry::Vacant(e) => {
+                    e.insert(Versions { newest: (seq, value), older: Vec::new() });
                 }
             }
         }
@@ -619,5 +636,29 @@ mod tests {
 
     fn layout_meta() -> Keyspace {
         crate::index::layout::META
+    }
+
+    /// The map's order must be the keys' byte order (by keyspace first):
+    /// ranges and the merge's writes rely on it.
+    #[test]
+    fn map_keys_order_as_keyspace_then_bytes() {
+        let mut keys = Vec::new();
+        for ks in [PREDICATE_STATS, VALUE_COUNTS] {
+            for len in [0usize, 1, 7, 8, 9, 15, 16] {
+                for fill in [0u8, 1, 0x80, 0xff] {
+                    let mut key = vec![fill; len];
+                    if len > 3 {
+                        key[3] ^= 0x41;
+                    }
+                    keys.push((ks, key));
+                }
+            }
+        }
+        for (ka, a) in &keys {
+            for (kb, b) in &keys {
+                let want = (ka.0, a.as_slice()).cmp(&(kb.0, b.as_slice()));
+                assert_eq!(MapKey::new(*ka, a).cmp(&MapKey::new(*kb, b)), want, "{a:?} against {b:?}");
+            }
+        }
     }
 }

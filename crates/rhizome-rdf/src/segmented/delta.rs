@@ -12,6 +12,7 @@
 //! readers may see them; a merge makes a new delta instead.
 
 use super::Key;
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -120,10 +121,12 @@ impl Delta {
         let mut n = 0;
         for (key, there) in entries {
             let v = version(seq, there);
-            match map.get_mut(&key) {
-                Some(versions) => versions.push(v),
-                None => {
-                    map.insert(key, Versions { newest: v, older: None });
+            // One search per key (a new key is most of a commit's: a get
+            // then an insert searched twice, 0.4M instructions an LDP PUT).
+            match map.entry(key) {
+                Entry::Occupied(mut e) => e.get_mut().push(v),
+                Entry::Vacant(e) => {
+                    e.insert(Versions { newest: v, older: None });
                 }
             }
             n += 1;
