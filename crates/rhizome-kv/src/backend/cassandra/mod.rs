@@ -82,7 +82,7 @@ mod buckets;
 mod cursor;
 mod settings;
 
-use super::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease, WriteOp};
+use super::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease, WriteOp};
 use crate::{Error, Keyspace, Result};
 use buckets::bucket_of;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
@@ -1040,6 +1040,20 @@ impl KvRead for CassandraSnapshot {
 
     fn reads_are_round_trips(&self) -> bool {
         self.shared.cluster.inner.settings.batch_reads
+    }
+
+    /// The cursors' first pages in one wait (`cursor::seek_together`).
+    fn cursors_sought(&self, seeks: &[CursorSeek<'_>]) -> Vec<Box<dyn Cursor + '_>> {
+        let mut cursors: Vec<cursor::CassandraCursor<'_>> = seeks.iter().map(|s| cursor::CassandraCursor::new(self, s.ks, s.lower, s.upper)).collect();
+        if self.reads_are_round_trips() {
+            let keys: Vec<&[u8]> = seeks.iter().map(|s| s.at).collect();
+            cursor::seek_together(&mut cursors, &keys);
+        } else {
+            for (cursor, s) in cursors.iter_mut().zip(seeks) {
+                cursor.seek(s.at);
+            }
+        }
+        cursors.into_iter().map(|c| Box::new(c) as Box<dyn Cursor + '_>).collect()
     }
 
     fn get_many(&self, ks: Keyspace, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
