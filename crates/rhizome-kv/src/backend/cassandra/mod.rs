@@ -25,9 +25,10 @@
 //! above would do one after another goes out together: `get_many` sends
 //! point reads at once (the driver pipelines them), `scan_ranges` reads
 //! every bucket of several ranges at once (the dictionary's chunks and
-//! slices), and a forward cursor that leaves a bucket reads the next 32
-//! bucket names (then up to 256) in one read of the directory and their
-//! first pages together (`cursor.rs`). `reads_are_round_trips` tells the layers above to use
+//! slices), `cursors_sought` reads several cursors' first pages at once
+//! (a pattern's two index families), and a forward cursor that leaves a
+//! bucket reads the next 32 bucket names (then up to 256) in one read of
+//! the directory and their first pages together (`cursor.rs`). `reads_are_round_trips` tells the layers above to use
 //! them.
 //!
 //! Writers of a store take turns on its lease (taken by compare-and-set,
