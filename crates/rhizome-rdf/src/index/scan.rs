@@ -74,16 +74,17 @@ impl FamilyMarks {
     }
 }
 
-/// Which families `snapshot` has quads in (one seek each).
+/// Which families `snapshot` has quads in (one seek each, sought together:
+/// one wait on a cluster's store).
 pub fn families_present(snapshot: &dyn KvRead) -> Result<Families> {
-    let any = |ks| -> Result<bool> {
-        let mut cursor = snapshot.cursor(ks, &[], None);
-        cursor.seek_first();
-        let found = cursor.valid();
+    let seeks = [TRIPLE_SPO.ks, QUAD_SPOG.ks].map(|ks| CursorSeek { ks, lower: &[], upper: None, at: &[] });
+    let cursors = snapshot.cursors_sought(&seeks);
+    let mut found = [false; 2];
+    for (found, cursor) in found.iter_mut().zip(&cursors) {
+        *found = cursor.valid();
         cursor.status()?;
-        Ok(found)
-    };
-    Ok(Families { triples: any(TRIPLE_SPO.ks)?, quads: any(QUAD_SPOG.ks)? })
+    }
+    Ok(Families { triples: found[0], quads: found[1] })
 }
 
 /// The ordering whose key starts with the bound components of the pattern.
@@ -938,5 +939,9 @@ mod tests {
         let scan = QuadScan::subjects_from(&store, id(6), Families::default());
         assert_eq!(store.waits.get(), 1);
         assert_eq!(collect(scan), [[6, 1, 7, 6], [6, 2, 8, 9]].map(|q| q.map(id)));
+        // Which families hold quads: one wait for both.
+        store.waits.set(0);
+        assert_eq!(families_present(&store).unwrap(), Families { triples: true, quads: true });
+        assert_eq!(store.waits.get(), 1);
     }
 }
