@@ -105,7 +105,7 @@ pub mod backend_cassandra {
 }
 #[cfg(feature = "rocksdb")]
 pub use backend::rocks::{Compression, RocksBackend, RocksOptions};
-pub use backend::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease, WriteOp};
+pub use backend::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease, WriteOp};
 pub use error::{Error, Result};
 pub use kv::{BulkWriter, Kv};
 pub use read_cache::{CachedRead, ReadCache};

@@ -363,3 +363,52 @@ fn a_dictionary_chunk_is_read_in_one_wait() {
     assert_eq!(s.scan_ranges(ks, &[(id(1, 0), id(2, 0))]).unwrap(), ms.scan_ranges(ks, &[(id(1, 0), id(2, 0))]).unwrap());
     assert_eq!(cluster.waits() - before, 2);
 }
+
+/// Cursors sought together (a pattern's two index families) read their
+/// first pages in one wait, and scan as cursors sought one by one do on the
+/// memory backend: a cursor whose first bucket is empty goes on to the
+/// next by itself, and one sought past its upper bound reads nothing.
+#[test]
+#[ignore = "needs a Cassandra node: scripts/test-cassandra starts one and runs it"]
+fn cursors_sought_together_wait_once_and_scan_as_one_by_one() {
+    use rhizome_kv::CursorSeek;
+    let cluster = cluster();
+    let kv = Kv::new(Arc::new(CassandraBackend::open(cluster.clone(), &unique("together")).unwrap()));
+    let mem = Kv::memory();
+    // Keyspaces 10 and 23 bucket by a key's first 7 bytes (256 subjects).
+    let (triples, quads) = (Keyspace(10), Keyspace(23));
+    let key = |s: u64, n: u8| [s.to_be_bytes().as_slice(), &[n]].concat();
+    let (mut t, mut m) = (kv.transaction().unwrap(), mem.transaction().unwrap());
+    for (ks, s, n) in [(triples, 5, 1), (triples, 5, 2), (triples, 6, 1), (quads, 5, 3), (quads, 6, 4), (quads, 3 << 8, 1)] {
+        t.put(ks, &key(s, n), &[n]);
+        m.put(ks, &key(s, n), &[n]);
+    }
+    t.commit().unwrap();
+    m.commit().unwrap();
+    let (s, ms) = (kv.snapshot().unwrap(), mem.snapshot().unwrap());
+    let five = 5u64.to_be_bytes();
+    let six = 6u64.to_be_bytes();
+    let seven = 7u64.to_be_bytes();
+    let cases: Vec<Vec<CursorSeek<'_>>> = vec![
+        // A subject's lookup in both families.
+        vec![CursorSeek { ks: triples, lower: &five, upper: Some(&six), at: &five }, CursorSeek { ks: quads, lower: &five, upper: Some(&six), at: &five }],
+        // Whole keyspaces sought to subject 7: nothing in 7's bucket in
+        // either; the quads go on to the bucket of 3 << 8.
+        vec![CursorSeek { ks: triples, lower: &[], upper: None, at: &seven }, CursorSeek { ks: quads, lower: &[], upper: None, at: &seven }],
+        // One sought past its upper bound.
+        vec![CursorSeek { ks: triples, lower: &five, upper: Some(&six), at: &six }, CursorSeek { ks: quads, lower: &[], upper: None, at: &six }],
+    ];
+    for (i, seeks) in cases.iter().enumerate() {
+        let before = cluster.waits();
+        let mut cursors = s.cursors_sought(seeks);
+        let waits = cluster.waits() - before;
+        let mut expected = ms.cursors_sought(seeks);
+        assert_eq!(cursors.len(), seeks.len());
+        for (c, e) in cursors.iter_mut().zip(expected.iter_mut()) {
+            assert_eq!(scan(c.as_mut(), true), scan(e.as_mut(), true), "{seeks:?}");
+        }
+        if i == 0 {
+            assert_eq!(waits, 1, "two cursors' first pages in one wait");
+        }
+    }
+}

@@ -58,6 +58,7 @@ fn run_file(snapshot: &StoreSnapshot, file: &Path, range_limit: usize, budget_se
         let terms = &by_kind[&kind];
         let started = Instant::now();
         let waits_before = rhizome_kv::remote::cluster_waits();
+        let cpu_before = cpu_seconds();
         let mut results = 0u64;
         let mut done = 0usize;
         for t in terms {
@@ -116,7 +117,21 @@ fn run_file(snapshot: &StoreSnapshot, file: &Path, range_limit: usize, budget_se
         let seconds = started.elapsed().as_secs_f64();
         // On a cluster's store: how many times the lookups waited on it.
         let waits = rhizome_kv::remote::cluster_waits().zip(waits_before).map(|(after, before)| after - before);
-        println!("{}", serde_json::json!({"file": file, "kind": kind, "queries": done, "results": results, "seconds": seconds, "cluster_waits": waits}));
+        // The process's CPU (every thread: the driver's too): what a wait
+        // costs the client, beside what it costs in time.
+        let cpu = cpu_seconds() - cpu_before;
+        println!("{}", serde_json::json!({"file": file, "kind": kind, "queries": done, "results": results, "seconds": seconds, "cluster_waits": waits, "cpu_seconds": cpu}));
     }
     Ok(())
+}
+
+/// User and system CPU seconds of this process, all its threads.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }

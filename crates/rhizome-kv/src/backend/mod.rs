@@ -175,6 +175,20 @@ pub trait KvRead {
         }
         Ok(out)
     }
+    /// Cursors each sought to its key (as [`cursor`](Self::cursor) then
+    /// `seek`), in `seeks`' order. A cluster's backend sends their first
+    /// reads together: a pattern's two index families cost one wait, not
+    /// one each. The default seeks them one after another.
+    fn cursors_sought(&self, seeks: &[CursorSeek<'_>]) -> Vec<Box<dyn Cursor + '_>> {
+        seeks
+            .iter()
+            .map(|s| {
+                let mut cursor = self.cursor(s.ks, s.lower, s.upper);
+                cursor.seek(s.at);
+                cursor
+            })
+            .collect()
+    }
     /// About how many bytes the keys of `ks` in `[lower, upper)` take on
     /// disk (`upper = None`: to the end of the keyspace), for a query
     /// planner's estimates: written files only, not recent writes still in
@@ -188,6 +202,16 @@ pub trait KvRead {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
+}
+
+/// One cursor of [`KvRead::cursors_sought`]: its keyspace and bounds (as
+/// [`KvRead::cursor`] takes them) and the key it is sought to.
+#[derive(Clone, Copy, Debug)]
+pub struct CursorSeek<'a> {
+    pub ks: Keyspace,
+    pub lower: &'a [u8],
+    pub upper: Option<&'a [u8]>,
+    pub at: &'a [u8],
 }
 
 /// A consistent read view of committed data.

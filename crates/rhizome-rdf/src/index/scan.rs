@@ -5,7 +5,7 @@
 use super::layout::*;
 use crate::term::TermId;
 use crate::Result;
-use rhizome_kv::{prefix_upper_bound, Cursor, KvRead};
+use rhizome_kv::{prefix_upper_bound, Cursor, CursorSeek, KvRead};
 
 /// A quad pattern; `None` is a wildcard. `g: None` means any graph (the
 /// union); the default graph of a plain dataset is `Some(TermId::DEFAULT_GRAPH)`.
@@ -74,16 +74,17 @@ impl FamilyMarks {
     }
 }
 
-/// Which families `snapshot` has quads in (one seek each).
+/// Which families `snapshot` has quads in (one seek each, sought together:
+/// one wait on a cluster's store).
 pub fn families_present(snapshot: &dyn KvRead) -> Result<Families> {
-    let any = |ks| -> Result<bool> {
-        let mut cursor = snapshot.cursor(ks, &[], None);
-        cursor.seek_first();
-        let found = cursor.valid();
+    let seeks = [TRIPLE_SPO.ks, QUAD_SPOG.ks].map(|ks| CursorSeek { ks, lower: &[], upper: None, at: &[] });
+    let cursors = snapshot.cursors_sought(&seeks);
+    let mut found = [false; 2];
+    for (found, cursor) in found.iter_mut().zip(&cursors) {
+        *found = cursor.valid();
         cursor.status()?;
-        Ok(found)
-    };
-    Ok(Families { triples: any(TRIPLE_SPO.ks)?, quads: any(QUAD_SPOG.ks)? })
+    }
+    Ok(Families { triples: found[0], quads: found[1] })
 }
 
 /// The ordering whose key starts with the bound components of the pattern.
@@ -271,6 +272,15 @@ impl<'a> KeyCursor<'a> {
             KeyCursor::Index(c) => quad_of_ids(ordering, &c.current_key().expect("the cursor is valid")),
         }
     }
+}
+
+/// Whether `streams` streams' cursors are sought together
+/// ([`KvRead::cursors_sought`]): on a store whose reads are round trips (a
+/// cluster's) a pattern's two index families (the store is shared, so both
+/// are read) then cost one wait instead of two. A local store opens them
+/// one by one (a segmented store's cursors are its own).
+fn together(snapshot: &dyn KvRead, streams: usize) -> bool {
+    streams > 1 && snapshot.reads_are_round_trips()
 }
 
 /// A key of `ordering` given as ids, as a quad in `[s, p, o, g]` order.
@@ -582,20 +592,33 @@ impl<'a> QuadScan<'a> {
 
     fn open(snapshot: &'a dyn KvRead, pattern: QuadPattern, whole: bool, families: Families) -> QuadScan<'a> {
         let plan = stream_plan(pattern, families);
+        let prefixes: Vec<Vec<u8>> = plan.streams.iter().map(|(ordering, bound)| key_prefix(ordering, bound)).collect();
+        let mut together = together(snapshot, plan.streams.len()).then(|| {
+            let uppers: Vec<Option<Vec<u8>>> = prefixes.iter().map(|p| if whole { None } else { prefix_upper_bound(p) }).collect();
+            let seeks: Vec<CursorSeek<'_>> = plan
+                .streams
+                .iter()
+                .zip(prefixes.iter().zip(&uppers))
+                .map(|((ordering, _), (prefix, upper))| CursorSeek { ks: ordering.ks, lower: if whole { &[] } else { prefix }, upper: upper.as_deref(), at: prefix })
+                .collect();
+            snapshot.cursors_sought(&seeks).into_iter().map(KeyCursor::Kv)
+        });
         let mut streams = Vec::with_capacity(2);
-        for (ordering, bound) in &plan.streams {
-            let prefix = key_prefix(ordering, bound);
-            let mut cursor = if whole {
-                KeyCursor::open(snapshot, ordering, &[], None)
-            } else {
-                let upper = prefix_upper_bound(&prefix);
-                KeyCursor::open(snapshot, ordering, &prefix, upper.as_deref())
+        for ((ordering, _), prefix) in plan.streams.iter().zip(prefixes) {
+            let cursor = match together.as_mut() {
+                Some(cursors) => cursors.next().expect("a cursor per stream"),
+                None if whole => {
+                    let mut cursor = KeyCursor::open(snapshot, ordering, &[], None);
+                    cursor.seek(&prefix);
+                    cursor
+                }
+                None => {
+                    let upper = prefix_upper_bound(&prefix);
+                    let mut cursor = KeyCursor::open(snapshot, ordering, &prefix, upper.as_deref());
+                    cursor.seek_first();
+                    cursor
+                }
             };
-            if whole {
-                cursor.seek(&prefix);
-            } else {
-                cursor.seek_first();
-            }
             let sought = if whole { prefix.clone() } else { Vec::new() };
             streams.push(Stream { cursor, ordering: *ordering, prefix, check_prefix: whole, current: None, sought, passed: None, ahead: Vec::new(), ahead_at: 0, since_seek: 0 });
         }
@@ -630,9 +653,21 @@ impl<'a> QuadScan<'a> {
     pub fn subjects_from(snapshot: &'a dyn KvRead, start: TermId, families: Families) -> QuadScan<'a> {
         let mut streams = Vec::with_capacity(2);
         let wanted = [(QUAD_SPOG, families.quads), (TRIPLE_SPO, families.triples)];
-        for ordering in wanted.into_iter().filter_map(|(o, present)| present.then_some(o)) {
-            let mut cursor = KeyCursor::open(snapshot, &ordering, &start.to_be_bytes(), None);
-            cursor.seek_first();
+        let orderings: Vec<Ordering> = wanted.into_iter().filter_map(|(o, present)| present.then_some(o)).collect();
+        let start = start.to_be_bytes();
+        let mut together = together(snapshot, orderings.len()).then(|| {
+            let seeks: Vec<CursorSeek<'_>> = orderings.iter().map(|o| CursorSeek { ks: o.ks, lower: &start, upper: None, at: &start }).collect();
+            snapshot.cursors_sought(&seeks).into_iter().map(KeyCursor::Kv)
+        });
+        for ordering in orderings {
+            let cursor = match together.as_mut() {
+                Some(cursors) => cursors.next().expect("a cursor per stream"),
+                None => {
+                    let mut cursor = KeyCursor::open(snapshot, &ordering, &start, None);
+                    cursor.seek_first();
+                    cursor
+                }
+            };
             streams.push(Stream { cursor, ordering, prefix: Vec::new(), check_prefix: false, current: None, sought: Vec::new(), passed: None, ahead: Vec::new(), ahead_at: 0, since_seek: 0 });
         }
         QuadScan { streams, order: QUAD_SPOG.components, started: false, families }
@@ -822,5 +857,91 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A store whose every read is a round trip, as a cluster's is: counts
+    /// its waits (a cursor's seek, or cursors sought together), answered by
+    /// a memory store.
+    struct RoundTrips<'a> {
+        kv: &'a dyn KvRead,
+        waits: std::cell::Cell<usize>,
+    }
+
+    impl KvRead for RoundTrips<'_> {
+        fn get(&self, ks: rhizome_kv::Keyspace, key: &[u8]) -> rhizome_kv::Result<Option<Vec<u8>>> {
+            self.waits.set(self.waits.get() + 1);
+            self.kv.get(ks, key)
+        }
+        fn cursor(&self, ks: rhizome_kv::Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
+            self.waits.set(self.waits.get() + 1);
+            self.kv.cursor(ks, lower, upper)
+        }
+        fn reads_are_round_trips(&self) -> bool {
+            true
+        }
+        fn cursors_sought(&self, seeks: &[CursorSeek<'_>]) -> Vec<Box<dyn Cursor + '_>> {
+            self.waits.set(self.waits.get() + 1);
+            self.kv.cursors_sought(seeks)
+        }
+    }
+
+    /// On a cluster's store both index families are read (the store is
+    /// shared): a pattern's two cursors are sought in one wait, not one
+    /// each, and the scan gives what it gives on a local store.
+    #[test]
+    fn both_families_are_sought_in_one_wait_on_a_cluster() {
+        let kv = rhizome_kv::Kv::memory();
+        let mut txn = kv.transaction().unwrap();
+        let id = TermId;
+        let mut key = Vec::new();
+        // Subject 5 in its own graph (a triple) and in graph 9 (a quad);
+        // subject 6's quads, which no lookup of 5 may return.
+        for quad in [[5, 1, 7, 5], [5, 2, 8, 5], [6, 1, 7, 6]] {
+            key.clear();
+            TRIPLE_SPO.encode(&quad.map(id), &mut key);
+            txn.put(TRIPLE_SPO.ks, &key, b"");
+        }
+        for quad in [[5, 1, 7, 9], [6, 2, 8, 9]] {
+            key.clear();
+            QUAD_SPOG.encode(&quad.map(id), &mut key);
+            txn.put(QUAD_SPOG.ks, &key, b"");
+        }
+        txn.commit().unwrap();
+        let snapshot = kv.snapshot().unwrap();
+        let store = RoundTrips { kv: snapshot.as_ref(), waits: Default::default() };
+        let collect = |scan: QuadScan<'_>| -> Vec<[TermId; 4]> {
+            let mut scan = scan;
+            let mut out = Vec::new();
+            while let Some(q) = scan.next_quad().unwrap() {
+                out.push(q);
+            }
+            out
+        };
+        let pattern = QuadPattern { s: Some(id(5)), ..Default::default() };
+        let local = collect(QuadScan::new(snapshot.as_ref(), pattern));
+        assert_eq!(local, [[5, 1, 7, 5], [5, 1, 7, 9], [5, 2, 8, 5]].map(|q| q.map(id)));
+        let scan = QuadScan::new(&store, pattern);
+        assert_eq!(store.waits.get(), 1, "both families' cursors sought in one wait");
+        assert_eq!(collect(scan), local);
+        // The same for a reusable scan, and for a scan of subjects onward.
+        store.waits.set(0);
+        let mut scan = QuadScan::reusable(&store, pattern, Families::default());
+        assert_eq!(store.waits.get(), 1);
+        let mut got = Vec::new();
+        while let Some(q) = scan.next_quad().unwrap() {
+            if q[S] != id(5) {
+                break;
+            }
+            got.push(q);
+        }
+        assert_eq!(got, local);
+        store.waits.set(0);
+        let scan = QuadScan::subjects_from(&store, id(6), Families::default());
+        assert_eq!(store.waits.get(), 1);
+        assert_eq!(collect(scan), [[6, 1, 7, 6], [6, 2, 8, 9]].map(|q| q.map(id)));
+        // Which families hold quads: one wait for both.
+        store.waits.set(0);
+        assert_eq!(families_present(&store).unwrap(), Families { triples: true, quads: true });
+        assert_eq!(store.waits.get(), 1);
     }
 }

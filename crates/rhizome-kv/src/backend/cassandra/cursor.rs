@@ -65,6 +65,49 @@ pub(crate) struct CassandraCursor<'a> {
 
 type RawRow = (Vec<u8>, i64, Vec<u8>);
 
+/// What a forward page's read brings: its rows, the page's row limit, and
+/// the bucket directory after it when read in the same wait.
+type PageRead = (Vec<RawRow>, i32, Option<Vec<Vec<u8>>>);
+
+/// Seeks `cursors` (of one snapshot) each to its key, their first pages
+/// read in one wait: the reads a pattern's index families need first go
+/// out together, where seeking one cursor after another waits once each.
+/// A cursor whose first page is empty goes on by itself as `seek` would.
+pub(crate) fn seek_together(cursors: &mut [CassandraCursor<'_>], keys: &[&[u8]]) {
+    let mut started = Vec::new();
+    let mut reads = Vec::new();
+    for (i, (cursor, key)) in cursors.iter_mut().zip(keys).enumerate() {
+        match cursor.forward_start(key) {
+            Some((bucket, from)) => {
+                cursor.reset(true, None);
+                reads.push(cursor.page_read(&bucket, &from));
+                started.push((i, bucket, from));
+            }
+            None => cursor.start(true, None),
+        }
+    }
+    let Some(first) = started.first() else { return };
+    let cluster = &cursors[first.0].snapshot.shared.cluster;
+    match cluster.run(futures_util::future::try_join_all(reads)) {
+        Ok(pages) => {
+            for ((i, bucket, from), page) in started.into_iter().zip(pages) {
+                let cursor = &mut cursors[i];
+                if let Err(e) = cursor.page_forward(bucket, from, Some(page)) {
+                    cursor.entries.clear();
+                    cursor.error = Some(e);
+                } else if cursor.entries.is_empty() {
+                    cursor.fill();
+                }
+            }
+        }
+        Err(e) => {
+            for (i, _, _) in started {
+                cursors[i].error = Some(Error::Engine(e.to_string()));
+            }
+        }
+    }
+}
+
 impl<'a> CassandraCursor<'a> {
     pub(crate) fn new(snapshot: &'a CassandraSnapshot, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Self {
         CassandraCursor {
@@ -87,6 +130,13 @@ impl<'a> CassandraCursor<'a> {
     }
 
     fn start(&mut self, forward: bool, resume: Option<Resume>) {
+        self.reset(forward, resume);
+        self.fill();
+    }
+
+    /// The state of a new scan in `forward` direction from `resume`,
+    /// nothing read yet.
+    fn reset(&mut self, forward: bool, resume: Option<Resume>) {
         self.forward = forward;
         self.entries.clear();
         self.pos = 0;
@@ -98,7 +148,16 @@ impl<'a> CassandraCursor<'a> {
         self.ahead_size = READ_AHEAD;
         self.ahead_unread = false;
         self.prefetched.clear();
-        self.fill();
+    }
+
+    /// Where a forward scan sought to `key` starts, bucket and first key
+    /// (`None`: past the upper bound, nothing to read).
+    fn forward_start(&self, key: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+        let from = if key < self.lower.as_slice() { self.lower.clone() } else { key.to_vec() };
+        if self.upper.as_ref().is_some_and(|u| from >= *u) {
+            return None;
+        }
+        Some((bucket_of(self.ks.0, &from).to_vec(), from))
     }
 
     /// Reads pages until one has a visible entry or the scan is over.
@@ -108,7 +167,7 @@ impl<'a> CassandraCursor<'a> {
         while self.entries.is_empty() {
             let Some(resume) = self.resume.take() else { return };
             let result = match resume {
-                Resume::Forward { bucket, from } => self.page_forward(bucket, from),
+                Resume::Forward { bucket, from } => self.page_forward(bucket, from, None),
                 Resume::Reverse { bucket, until } => self.page_reverse(bucket, until),
             };
             if let Err(e) = result {
@@ -257,26 +316,45 @@ impl<'a> CassandraCursor<'a> {
         }
     }
 
-    fn page_forward(&mut self, bucket: Vec<u8>, from: Vec<u8>) -> Result<()> {
+    /// The read of a forward page of `bucket` from `from`, for the
+    /// cluster's runtime.
+    fn page_read(&self, bucket: &[u8], from: &[u8]) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<PageRead>> + Send + 'static>> {
+        let batch_reads = self.snapshot.shared.cluster.inner.settings.batch_reads;
+        let last_bucket = self.upper.as_ref().is_some_and(|u| bucket >= bucket_of(self.ks.0, u));
+        let limit = self.page;
+        let page = self.read_rows(true, bucket, from, self.upper.as_deref(), limit);
+        // A seek to a key shorter than the keyspace's buckets (a pattern's
+        // prefix: one id of a 15-byte bucket): the bucket named by it
+        // rarely has keys, and the scan goes on to the buckets after it,
+        // so the directory is read in the same wait.
+        if batch_reads && from.len() < bucket_len(self.ks.0) && self.ahead.is_empty() && self.ahead_more && !last_bucket {
+            let directory = self.read_directory(bucket);
+            Box::pin(async move {
+                let (rows, found) = futures_util::future::try_join(page, directory).await?;
+                Ok((rows, limit, Some(found)))
+            })
+        } else {
+            Box::pin(async move { Ok((page.await?, limit, None)) })
+        }
+    }
+
+    /// Reads a page forward (`read`: its read already done, by
+    /// `seek_together`) and sets where the next one starts.
+    fn page_forward(&mut self, bucket: Vec<u8>, from: Vec<u8>, read: Option<PageRead>) -> Result<()> {
         let batch_reads = self.snapshot.shared.cluster.inner.settings.batch_reads;
         let last_bucket = self.upper.as_ref().is_some_and(|u| bucket.as_slice() >= bucket_of(self.ks.0, u));
-        let (rows, limit) = match self.prefetched.remove(&bucket).filter(|_| from == bucket) {
+        let prefetched = if read.is_none() { self.prefetched.remove(&bucket).filter(|_| from == bucket) } else { None };
+        let (rows, limit) = match prefetched {
             Some(rows) => (rows, READ_AHEAD_PAGE),
-            // A seek to a key shorter than the keyspace's buckets (a
-            // pattern's prefix: one id of a 15-byte bucket): the bucket
-            // named by it rarely has keys, and the scan goes on to the
-            // buckets after it, so the directory is read in the same wait.
-            None if batch_reads && from.len() < bucket_len(self.ks.0) && self.ahead.is_empty() && self.ahead_more && !last_bucket => {
-                let limit = self.page;
-                let page = self.read_rows(true, &bucket, &from, self.upper.as_deref(), limit);
-                let directory = self.read_directory(&bucket);
-                let (rows, found) = self.snapshot.shared.cluster.run(async move { futures_util::future::try_join(page, directory).await })?;
-                self.take_directory(found);
-                (rows, limit)
-            }
             None => {
-                let limit = self.page;
-                (self.rows(true, &bucket, &from, self.upper.as_deref(), limit)?, limit)
+                let (rows, limit, directory) = match read {
+                    Some(read) => read,
+                    None => self.snapshot.shared.cluster.run(self.page_read(&bucket, &from))?,
+                };
+                if let Some(found) = directory {
+                    self.take_directory(found);
+                }
+                (rows, limit)
             }
         };
         let full = rows.len() as i32 >= limit;
@@ -394,13 +472,8 @@ impl<'a> CassandraCursor<'a> {
 
 impl Cursor for CassandraCursor<'_> {
     fn seek(&mut self, key: &[u8]) {
-        let from = if key < self.lower.as_slice() { self.lower.clone() } else { key.to_vec() };
-        if self.upper.as_ref().is_some_and(|u| from >= *u) {
-            self.start(true, None);
-            return;
-        }
-        let bucket = bucket_of(self.ks.0, &from).to_vec();
-        self.start(true, Some(Resume::Forward { bucket, from }));
+        let resume = self.forward_start(key).map(|(bucket, from)| Resume::Forward { bucket, from });
+        self.start(true, resume);
     }
 
     fn seek_for_prev(&mut self, key: &[u8]) {

@@ -25,9 +25,10 @@
 //! above would do one after another goes out together: `get_many` sends
 //! point reads at once (the driver pipelines them), `scan_ranges` reads
 //! every bucket of several ranges at once (the dictionary's chunks and
-//! slices), and a forward cursor that leaves a bucket reads the next 32
-//! bucket names (then up to 256) in one read of the directory and their
-//! first pages together (`cursor.rs`). `reads_are_round_trips` tells the layers above to use
+//! slices), `cursors_sought` reads several cursors' first pages at once
+//! (a pattern's two index families), and a forward cursor that leaves a
+//! bucket reads the next 32 bucket names (then up to 256) in one read of
+//! the directory and their first pages together (`cursor.rs`). `reads_are_round_trips` tells the layers above to use
 //! them.
 //!
 //! Writers of a store take turns on its lease (taken by compare-and-set,
@@ -82,7 +83,7 @@ mod buckets;
 mod cursor;
 mod settings;
 
-use super::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease, WriteOp};
+use super::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease, WriteOp};
 use crate::{Error, Keyspace, Result};
 use buckets::bucket_of;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
@@ -1040,6 +1041,20 @@ impl KvRead for CassandraSnapshot {
 
     fn reads_are_round_trips(&self) -> bool {
         self.shared.cluster.inner.settings.batch_reads
+    }
+
+    /// The cursors' first pages in one wait (`cursor::seek_together`).
+    fn cursors_sought(&self, seeks: &[CursorSeek<'_>]) -> Vec<Box<dyn Cursor + '_>> {
+        let mut cursors: Vec<cursor::CassandraCursor<'_>> = seeks.iter().map(|s| cursor::CassandraCursor::new(self, s.ks, s.lower, s.upper)).collect();
+        if self.reads_are_round_trips() {
+            let keys: Vec<&[u8]> = seeks.iter().map(|s| s.at).collect();
+            cursor::seek_together(&mut cursors, &keys);
+        } else {
+            for (cursor, s) in cursors.iter_mut().zip(seeks) {
+                cursor.seek(s.at);
+            }
+        }
+        cursors.into_iter().map(|c| Box::new(c) as Box<dyn Cursor + '_>).collect()
     }
 
     fn get_many(&self, ks: Keyspace, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
