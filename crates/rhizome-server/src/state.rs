@@ -294,10 +294,16 @@ impl Server {
             cors: Default::default(),
             db_updates: Arc::default(),
         };
-        // CouchDB creates its system databases on first start.
+        // CouchDB creates its system databases on first start. Servers
+        // starting together on one cluster may each find them missing: the
+        // one that comes second finds them made (412) and goes on.
         for system in ["_users", crate::replicator_db::REPLICATOR_DB] {
             if server.db(system).map_err(|e| ServerError::Config(e.reason))?.is_none() {
-                server.create_db(system).map_err(|e| ServerError::Config(e.reason))?;
+                match server.create_db(system) {
+                    Ok(_) => {}
+                    Err(e) if e.status == 412 => {}
+                    Err(e) => return Err(ServerError::Config(e.reason)),
+                }
             }
         }
         Ok(server)
