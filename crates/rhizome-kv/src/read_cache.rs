@@ -87,6 +87,32 @@ impl ReadCache {
         Ok(value)
     }
 
+    /// [`get`](Self::get) for many keys: the ones not yet read are read
+    /// together (`snapshot.get_many`: one wait on a cluster).
+    pub fn get_many(&self, snapshot: &dyn KvRead, ks: Keyspace, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut out: Vec<Option<Option<Vec<u8>>>> = {
+            let e = self.lock();
+            let cached = e.keys(ks);
+            keys.iter().map(|k| cached.and_then(|m| m.get(k.as_slice())).cloned()).collect()
+        };
+        let missed: Vec<usize> = (0..keys.len()).filter(|&i| out[i].is_none()).collect();
+        if !missed.is_empty() {
+            let asked: Vec<Vec<u8>> = missed.iter().map(|&i| keys[i].clone()).collect();
+            let values = snapshot.get_many(ks, &asked)?;
+            let mut e = self.lock();
+            for (i, value) in missed.into_iter().zip(values) {
+                let size = keys[i].len() + value.as_ref().map_or(0, Vec::len);
+                if e.count < MAX_ENTRIES && e.bytes + size <= MAX_BYTES {
+                    e.count += 1;
+                    e.bytes += size;
+                    e.keys_mut(ks).insert(keys[i].as_slice().into(), value.clone());
+                }
+                out[i] = Some(value);
+            }
+        }
+        Ok(out.into_iter().map(|v| v.expect("every key answered")).collect())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -114,6 +140,19 @@ impl KvRead for CachedRead<'_> {
     }
     fn approximate_bytes(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Option<u64> {
         self.inner.approximate_bytes(ks, lower, upper)
+    }
+    // A cluster's reads sent together stay together through the cache.
+    fn reads_are_round_trips(&self) -> bool {
+        self.inner.reads_are_round_trips()
+    }
+    fn get_many(&self, ks: Keyspace, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.cache.get_many(self.inner, ks, keys)
+    }
+    fn scan_ranges(&self, ks: Keyspace, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>> {
+        self.inner.scan_ranges(ks, ranges)
+    }
+    fn cursors_sought(&self, seeks: &[crate::CursorSeek<'_>]) -> Vec<Box<dyn crate::Cursor + '_>> {
+        self.inner.cursors_sought(seeks)
     }
 }
 

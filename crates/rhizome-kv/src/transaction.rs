@@ -142,6 +142,45 @@ impl KvRead for Transaction<'_> {
     fn approximate_bytes(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Option<u64> {
         self.snapshot.approximate_bytes(ks, lower, upper)
     }
+    // On a cluster, reads sent together stay together inside a
+    // transaction (a SPARQL Update's WHERE, a write's dictionary lookups):
+    // what the transaction wrote is answered from its overlay, the rest
+    // goes to the snapshot in one call.
+    fn reads_are_round_trips(&self) -> bool {
+        self.snapshot.reads_are_round_trips()
+    }
+    fn get_many(&self, ks: Keyspace, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        let overlay = self.overlay.get(&ks);
+        let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
+        let mut from_snapshot = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            match overlay.and_then(|o| o.get(KeyBytes::new(key))) {
+                Some(written) => out[i] = written.clone(),
+                None if self.absent.contains(ks, key) => {}
+                None => from_snapshot.push(i),
+            }
+        }
+        if !from_snapshot.is_empty() {
+            let asked: Vec<Vec<u8>> = from_snapshot.iter().map(|&i| keys[i].clone()).collect();
+            for (i, value) in from_snapshot.into_iter().zip(self.reads.get_many(self.snapshot.as_ref(), ks, &asked)?) {
+                out[i] = value;
+            }
+        }
+        Ok(out)
+    }
+    fn scan_ranges(&self, ks: Keyspace, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>> {
+        match self.overlay.get(&ks) {
+            Some(o) if !o.is_empty() => crate::backend::scan_ranges_by_cursor(self, ks, ranges),
+            _ => self.snapshot.scan_ranges(ks, ranges),
+        }
+    }
+    fn cursors_sought(&self, seeks: &[crate::CursorSeek<'_>]) -> Vec<Box<dyn Cursor + '_>> {
+        if seeks.iter().any(|s| self.overlay.get(&s.ks).is_some_and(|o| !o.is_empty())) {
+            crate::backend::cursors_sought_one_by_one(self, seeks)
+        } else {
+            self.snapshot.cursors_sought(seeks)
+        }
+    }
 }
 
 /// Merges the snapshot's cursor with the overlay; the overlay wins on equal
@@ -367,6 +406,45 @@ mod tests {
         t.commit().unwrap();
         let t = kv.transaction().unwrap();
         assert_eq!(t.get(KS, b"a").unwrap().as_deref(), Some(&b"new"[..]), "a new transaction reads the commit, not an old cache");
+    }
+
+    /// The reads a cluster sends together (`get_many`, `scan_ranges`,
+    /// `cursors_sought`) answer inside a transaction exactly as its reads
+    /// one by one do: its own puts and deletes first, then the snapshot.
+    #[test]
+    fn reads_sent_together_see_the_transactions_own_writes() {
+        use crate::{CursorSeek, KvRead};
+        const OTHER: Keyspace = Keyspace(4);
+        let kv = Kv::memory();
+        let mut t = kv.transaction().unwrap();
+        for k in [&b"a"[..], b"c", b"e", b"g"] {
+            t.put(KS, k, b"base");
+            t.put(OTHER, k, b"other");
+        }
+        t.commit().unwrap();
+        let mut t = kv.transaction().unwrap();
+        let asked: Vec<Vec<u8>> = [&b"a"[..], b"b", b"c", b"e", b"z", b"a"].iter().map(|k| k.to_vec()).collect();
+        let one_by_one = |t: &crate::Transaction<'_>, ks| asked.iter().map(|k| t.get(ks, k).unwrap()).collect::<Vec<_>>();
+        assert_eq!(KvRead::get_many(&t, KS, &asked).unwrap(), one_by_one(&t, KS), "before any write");
+        t.put(KS, b"b", b"new");
+        t.delete(KS, b"c");
+        t.put(KS, b"e", b"changed");
+        let together = KvRead::get_many(&t, KS, &asked).unwrap();
+        assert_eq!(together, one_by_one(&t, KS));
+        assert_eq!(together[1].as_deref(), Some(&b"new"[..]));
+        assert_eq!(together[2], None);
+        assert_eq!(KvRead::get_many(&t, OTHER, &asked).unwrap(), one_by_one(&t, OTHER), "a keyspace the transaction did not write");
+        let ranges = vec![(b"a".to_vec(), b"d".to_vec()), (b"d".to_vec(), b"zz".to_vec())];
+        for ks in [KS, OTHER] {
+            let walked = crate::backend::scan_ranges_by_cursor(&t, ks, &ranges).unwrap();
+            assert_eq!(KvRead::scan_ranges(&t, ks, &ranges).unwrap(), walked);
+        }
+        let scanned: Vec<Vec<u8>> = KvRead::scan_ranges(&t, KS, &ranges).unwrap().concat().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(scanned, vec![b"a".to_vec(), b"b".to_vec(), b"e".to_vec(), b"g".to_vec()]);
+        let seeks = [CursorSeek { ks: KS, lower: b"", upper: None, at: b"b" }, CursorSeek { ks: OTHER, lower: b"", upper: None, at: b"b" }];
+        let mut cursors = KvRead::cursors_sought(&t, &seeks);
+        assert_eq!(keys(cursors[0].as_mut(), true), vec![b"b".to_vec(), b"e".to_vec(), b"g".to_vec()]);
+        assert_eq!(keys(cursors[1].as_mut(), true), vec![b"c".to_vec(), b"e".to_vec(), b"g".to_vec()]);
     }
 
     #[test]

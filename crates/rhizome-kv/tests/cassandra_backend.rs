@@ -412,3 +412,30 @@ fn cursors_sought_together_wait_once_and_scan_as_one_by_one() {
         }
     }
 }
+
+/// Inside a transaction the reads a cluster sends together stay together:
+/// its own writes are answered from it, the other keys in one wait.
+#[test]
+#[ignore = "needs a Cassandra node: scripts/test-cassandra starts one and runs it"]
+fn a_transactions_reads_sent_together_wait_once() {
+    use rhizome_kv::KvRead;
+    let cluster = cluster();
+    let kv = Kv::new(Arc::new(CassandraBackend::open(cluster.clone(), &unique("txn_many")).unwrap()));
+    let ks = Keyspace(30);
+    let keys: Vec<Vec<u8>> = (0..40u32).map(|i| format!("doc{i:03}").into_bytes()).collect();
+    let mut t = kv.transaction().unwrap();
+    for (i, key) in keys.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+        t.put(ks, key, &[i as u8]);
+    }
+    t.commit().unwrap();
+    let mut t = kv.transaction().unwrap();
+    t.put(ks, &keys[1], b"mine");
+    t.delete(ks, &keys[2]);
+    assert!(KvRead::reads_are_round_trips(&t));
+    let before = cluster.waits();
+    let together = KvRead::get_many(&t, ks, &keys).unwrap();
+    assert_eq!(cluster.waits() - before, 1, "38 keys not written by the transaction, read in one wait");
+    let one_by_one: Vec<Option<Vec<u8>>> = keys.iter().map(|k| t.get(ks, k).unwrap()).collect();
+    assert_eq!(together, one_by_one);
+    assert_eq!((together[1].as_deref(), together[2].as_deref(), together[4].as_deref(), together[5].as_deref()), (Some(&b"mine"[..]), None, Some(&[4u8][..]), None));
+}

@@ -161,33 +161,14 @@ pub trait KvRead {
     /// per range, in key order. A cluster's backend reads every range's
     /// partitions at once; the default walks a cursor per range.
     fn scan_ranges(&self, ks: Keyspace, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>> {
-        let mut out = Vec::with_capacity(ranges.len());
-        for (lower, upper) in ranges {
-            let mut entries = Vec::new();
-            let mut cursor = self.cursor(ks, lower, Some(upper));
-            cursor.seek_first();
-            while cursor.valid() {
-                entries.push((cursor.key().to_vec(), cursor.value().to_vec()));
-                cursor.next();
-            }
-            cursor.status()?;
-            out.push(entries);
-        }
-        Ok(out)
+        scan_ranges_by_cursor(self, ks, ranges)
     }
     /// Cursors each sought to its key (as [`cursor`](Self::cursor) then
     /// `seek`), in `seeks`' order. A cluster's backend sends their first
     /// reads together: a pattern's two index families cost one wait, not
     /// one each. The default seeks them one after another.
     fn cursors_sought(&self, seeks: &[CursorSeek<'_>]) -> Vec<Box<dyn Cursor + '_>> {
-        seeks
-            .iter()
-            .map(|s| {
-                let mut cursor = self.cursor(s.ks, s.lower, s.upper);
-                cursor.seek(s.at);
-                cursor
-            })
-            .collect()
+        cursors_sought_one_by_one(self, seeks)
     }
     /// About how many bytes the keys of `ks` in `[lower, upper)` take on
     /// disk (`upper = None`: to the end of the keyspace), for a query
@@ -202,6 +183,36 @@ pub trait KvRead {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
+}
+
+/// [`KvRead::scan_ranges`] as a cursor walk per range (the default, and
+/// what a reader with writes of its own over the ranges does).
+pub fn scan_ranges_by_cursor<R: KvRead + ?Sized>(kv: &R, ks: Keyspace, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>> {
+    let mut out = Vec::with_capacity(ranges.len());
+    for (lower, upper) in ranges {
+        let mut entries = Vec::new();
+        let mut cursor = kv.cursor(ks, lower, Some(upper));
+        cursor.seek_first();
+        while cursor.valid() {
+            entries.push((cursor.key().to_vec(), cursor.value().to_vec()));
+            cursor.next();
+        }
+        cursor.status()?;
+        out.push(entries);
+    }
+    Ok(out)
+}
+
+/// [`KvRead::cursors_sought`] one cursor after another (the default).
+pub fn cursors_sought_one_by_one<'k, R: KvRead + ?Sized>(kv: &'k R, seeks: &[CursorSeek<'_>]) -> Vec<Box<dyn Cursor + 'k>> {
+    seeks
+        .iter()
+        .map(|s| {
+            let mut cursor = kv.cursor(s.ks, s.lower, s.upper);
+            cursor.seek(s.at);
+            cursor
+        })
+        .collect()
 }
 
 /// One cursor of [`KvRead::cursors_sought`]: its keyspace and bounds (as
