@@ -166,6 +166,8 @@
 //!   dictionary's next id.
 
 mod check;
+#[cfg(test)]
+mod round_trips;
 mod dump;
 mod error;
 pub mod index;

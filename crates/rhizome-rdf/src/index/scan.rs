@@ -859,32 +859,6 @@ mod tests {
         }
     }
 
-    /// A store whose every read is a round trip, as a cluster's is: counts
-    /// its waits (a cursor's seek, or cursors sought together), answered by
-    /// a memory store.
-    struct RoundTrips<'a> {
-        kv: &'a dyn KvRead,
-        waits: std::cell::Cell<usize>,
-    }
-
-    impl KvRead for RoundTrips<'_> {
-        fn get(&self, ks: rhizome_kv::Keyspace, key: &[u8]) -> rhizome_kv::Result<Option<Vec<u8>>> {
-            self.waits.set(self.waits.get() + 1);
-            self.kv.get(ks, key)
-        }
-        fn cursor(&self, ks: rhizome_kv::Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
-            self.waits.set(self.waits.get() + 1);
-            self.kv.cursor(ks, lower, upper)
-        }
-        fn reads_are_round_trips(&self) -> bool {
-            true
-        }
-        fn cursors_sought(&self, seeks: &[CursorSeek<'_>]) -> Vec<Box<dyn Cursor + '_>> {
-            self.waits.set(self.waits.get() + 1);
-            self.kv.cursors_sought(seeks)
-        }
-    }
-
     /// On a cluster's store both index families are read (the store is
     /// shared): a pattern's two cursors are sought in one wait, not one
     /// each, and the scan gives what it gives on a local store.
@@ -908,7 +882,7 @@ mod tests {
         }
         txn.commit().unwrap();
         let snapshot = kv.snapshot().unwrap();
-        let store = RoundTrips { kv: snapshot.as_ref(), waits: Default::default() };
+        let store = crate::round_trips::RoundTrips::new(snapshot.as_ref());
         let collect = |scan: QuadScan<'_>| -> Vec<[TermId; 4]> {
             let mut scan = scan;
             let mut out = Vec::new();

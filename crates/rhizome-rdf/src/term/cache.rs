@@ -601,35 +601,6 @@ mod tests {
         assert!(!cache.touch(TermId(6)), "not used since many generations");
     }
 
-    /// A store whose every read is a round trip, as a cluster's is: counts
-    /// the reads (each a wait), answered by a memory store.
-    struct RoundTrips<'a> {
-        kv: &'a dyn KvRead,
-        reads: std::cell::Cell<usize>,
-    }
-
-    impl KvRead for RoundTrips<'_> {
-        fn get(&self, ks: rhizome_kv::Keyspace, key: &[u8]) -> rhizome_kv::Result<Option<Vec<u8>>> {
-            self.reads.set(self.reads.get() + 1);
-            self.kv.get(ks, key)
-        }
-        fn cursor(&self, ks: rhizome_kv::Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn rhizome_kv::Cursor + '_> {
-            self.reads.set(self.reads.get() + 1);
-            self.kv.cursor(ks, lower, upper)
-        }
-        fn reads_are_round_trips(&self) -> bool {
-            true
-        }
-        fn get_many(&self, ks: rhizome_kv::Keyspace, keys: &[Vec<u8>]) -> rhizome_kv::Result<Vec<Option<Vec<u8>>>> {
-            self.reads.set(self.reads.get() + 1);
-            self.kv.get_many(ks, keys)
-        }
-        fn scan_ranges(&self, ks: rhizome_kv::Keyspace, ranges: &[(Vec<u8>, Vec<u8>)]) -> rhizome_kv::Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>> {
-            self.reads.set(self.reads.get() + 1);
-            self.kv.scan_ranges(ks, ranges)
-        }
-    }
-
     /// On a cluster's store the terms a batch misses come in one wait: the
     /// chunk it makes hot and its other ids together (before: the next id,
     /// the chunk, then the other ids, a wait each), and a later chunk below
@@ -646,17 +617,17 @@ mod tests {
         txn.put(crate::index::layout::META, meta::NEXT_ID, &(3 * CHUNK_IDS).to_be_bytes());
         txn.commit().unwrap();
         let snapshot = kv.snapshot().unwrap();
-        let store = RoundTrips { kv: snapshot.as_ref(), reads: Default::default() };
+        let store = crate::round_trips::RoundTrips::new(snapshot.as_ref());
         let cache = TermCache::default();
         let decode = |ids: Vec<u64>| {
             let mut ids: Vec<TermId> = ids.into_iter().map(id).collect();
             let mut got = Vec::new();
-            store.reads.set(0);
+            store.waits.set(0);
             cache.decode_missing(&store, &mut ids, |i, t| got.push((i, t.clone()))).unwrap();
             got.sort_by_key(|(i, _)| *i);
             let expected: Vec<(TermId, Term)> = ids.iter().map(|&i| (i, NamedNode::new_unchecked(text(i.payload())).into())).collect();
             assert_eq!(got, expected);
-            store.reads.get()
+            store.waits.get()
         };
         // Chunk 0 made hot (40 ids), three ids of chunk 1 (not hot): the
         // next id once, then the chunk and the three together.

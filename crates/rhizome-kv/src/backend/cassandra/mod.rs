@@ -1045,15 +1045,12 @@ impl KvRead for CassandraSnapshot {
 
     /// The cursors' first pages in one wait (`cursor::seek_together`).
     fn cursors_sought(&self, seeks: &[CursorSeek<'_>]) -> Vec<Box<dyn Cursor + '_>> {
-        let mut cursors: Vec<cursor::CassandraCursor<'_>> = seeks.iter().map(|s| cursor::CassandraCursor::new(self, s.ks, s.lower, s.upper)).collect();
-        if self.reads_are_round_trips() {
-            let keys: Vec<&[u8]> = seeks.iter().map(|s| s.at).collect();
-            cursor::seek_together(&mut cursors, &keys);
-        } else {
-            for (cursor, s) in cursors.iter_mut().zip(seeks) {
-                cursor.seek(s.at);
-            }
+        if !self.reads_are_round_trips() {
+            return super::cursors_sought_one_by_one(self, seeks);
         }
+        let mut cursors: Vec<cursor::CassandraCursor<'_>> = seeks.iter().map(|s| cursor::CassandraCursor::new(self, s.ks, s.lower, s.upper)).collect();
+        let keys: Vec<&[u8]> = seeks.iter().map(|s| s.at).collect();
+        cursor::seek_together(&mut cursors, &keys);
         cursors.into_iter().map(|c| Box::new(c) as Box<dyn Cursor + '_>).collect()
     }
 
