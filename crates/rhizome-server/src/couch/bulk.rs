@@ -130,10 +130,8 @@ pub fn bulk_get(req: &Request, db: &DbHandle, max_docs: usize) -> Result<Respons
 }
 
 /// One entry of a `_bulk_get` answer (the `i`-th), as `snapshot` has
-/// it, into `out`.
-/// An entry CouchDB cannot read is answered with an error of its own
-/// (`bad_request`, `illegal_docid`) in place of its documents; the other
-/// entries are answered as usual.
+/// it, into `out`. An entry CouchDB cannot read is answered with an error
+/// of its own (`bad_request`, `illegal_docid`) in place of its documents.
 fn bulk_get_entry(db: &DbHandle, snapshot: &StoreSnapshot, d: &Value, base: &ReadOptions, i: usize, out: &mut Vec<u8>) -> Result<(), HttpError> {
     let refused = |id: Value, rev: Value, error: &str, reason: &str| json!({ "error": { "id": id, "rev": rev, "error": error, "reason": reason } });
     let entry_error = match (d.get("id"), d.get("rev"), d.get("atts_since")) {
@@ -143,41 +141,12 @@ fn bulk_get_entry(db: &DbHandle, snapshot: &StoreSnapshot, d: &Value, base: &Rea
         (Some(Value::String(_)), ..) => None,
         _ => Some(refused(Value::Null, Value::Null, "bad_request", "document must be a JSON object")),
     };
-    if let Some(error) = entry_error {
-        if i > 0 {
-            out.push(b',');
+    let (id, answers) = match entry_error {
+        Some(error) => (error["error"]["id"].clone(), vec![Err(error)]),
+        None => {
+            let id = d["id"].as_str().expect("checked above");
+            (Value::String(id.to_owned()), entry_answers(db, snapshot, d, id, base)?)
         }
-        out.extend_from_slice(b"{\"docs\":[");
-        write_json(out, &error)?;
-        out.extend_from_slice(b"],\"id\":");
-        write_json(out, &error["error"]["id"])?;
-        out.push(b'}');
-        return Ok(());
-    }
-    let id = d["id"].as_str().expect("checked above");
-    let mut opts = base.clone();
-    if let Some(since) = d.get("atts_since").and_then(Value::as_array) {
-        opts.atts_since = since.iter().filter_map(Value::as_str).filter_map(Rev::parse).collect();
-    }
-    let answers: Vec<Result<Vec<u8>, Value>> = match d.get("rev").and_then(Value::as_str) {
-        Some(r) => {
-            let rev = parse_rev(r)?;
-            match db.db.open_revs_bytes_at(snapshot, id, &OpenRevs::List(vec![rev.clone()]), &opts)? {
-                revs if revs.is_empty() => vec![Err(missing(id, &rev.to_string()))],
-                revs => revs
-                    .into_iter()
-                    .map(|r| match r {
-                        OpenRev::Ok(doc) => Ok(doc),
-                        OpenRev::Missing(rev) => Err(missing(id, &rev.to_string())),
-                    })
-                    .collect(),
-            }
-        }
-        None => match db.db.get_doc_bytes_at(snapshot, id, &opts) {
-            Ok((_, doc)) => vec![Ok(doc)],
-            Err(DocError::NotFound(reason)) => vec![Err(json!({ "error": { "id": id, "rev": "undefined", "error": "not_found", "reason": reason } }))],
-            Err(e) => return Err(e.into()),
-        },
     };
     if i > 0 {
         out.push(b',');
@@ -197,9 +166,37 @@ fn bulk_get_entry(db: &DbHandle, snapshot: &StoreSnapshot, d: &Value, base: &Rea
         }
     }
     out.extend_from_slice(b"],\"id\":");
-    write_json(out, &Value::String(id.to_owned()))?;
+    write_json(out, &id)?;
     out.push(b'}');
     Ok(())
+}
+
+/// The documents (or per-revision errors) of a readable `_bulk_get` entry.
+fn entry_answers(db: &DbHandle, snapshot: &StoreSnapshot, d: &Value, id: &str, base: &ReadOptions) -> Result<Vec<Result<Vec<u8>, Value>>, HttpError> {
+    let mut opts = base.clone();
+    if let Some(since) = d.get("atts_since").and_then(Value::as_array) {
+        opts.atts_since = since.iter().filter_map(Value::as_str).filter_map(Rev::parse).collect();
+    }
+    Ok(match d.get("rev").and_then(Value::as_str) {
+        Some(r) => {
+            let rev = parse_rev(r)?;
+            match db.db.open_revs_bytes_at(snapshot, id, &OpenRevs::List(vec![rev.clone()]), &opts)? {
+                revs if revs.is_empty() => vec![Err(missing(id, &rev.to_string()))],
+                revs => revs
+                    .into_iter()
+                    .map(|r| match r {
+                        OpenRev::Ok(doc) => Ok(doc),
+                        OpenRev::Missing(rev) => Err(missing(id, &rev.to_string())),
+                    })
+                    .collect(),
+            }
+        }
+        None => match db.db.get_doc_bytes_at(snapshot, id, &opts) {
+            Ok((_, doc)) => vec![Ok(doc)],
+            Err(DocError::NotFound(reason)) => vec![Err(json!({ "error": { "id": id, "rev": "undefined", "error": "not_found", "reason": reason } }))],
+            Err(e) => return Err(e.into()),
+        },
+    })
 }
 
 /// Documents one `_bulk_docs` or `_bulk_get` may name by default (as
