@@ -1,7 +1,10 @@
 //! The query options of `GET /_all_dbs`, as CouchDB reads them
 //! (https://docs.couchdb.org/en/stable/api/server/common.html#all-dbs):
 //! `startkey`/`start_key` and `endkey`/`end_key` (JSON strings),
-//! `inclusive_end` (default true), `descending`, `skip` and `limit`.
+//! `inclusive_end` (default true), `descending`, `skip` and `limit`;
+//! `key` (one name: both bounds, unless `startkey` or `endkey` replaces
+//! one) and `keys` (a JSON array: the names listed that exist, in its
+//! order; entries that are not strings name nothing).
 //! Fauxton's database jump box asks `startkey="ab"&endkey="ab香"&limit=30`
 //! and its list pages with `skip` and `limit`.
 
@@ -9,8 +12,8 @@ use crate::error::HttpError;
 use crate::http::Request;
 use serde_json::Value;
 
-fn key(req: &Request, names: [&str; 2]) -> Result<Option<String>, HttpError> {
-    for name in names {
+fn key(req: &Request, names: &[&str]) -> Result<Option<String>, HttpError> {
+    for &name in names {
         match req.json_param(name)? {
             None => continue,
             Some(Value::String(s)) => return Ok(Some(s)),
@@ -32,8 +35,23 @@ fn flag(req: &Request, name: &str, default: bool) -> Result<bool, HttpError> {
 /// The names (sorted ascending) that the request's options select, in
 /// the order it asks for.
 pub fn select(mut names: Vec<String>, req: &Request) -> Result<Vec<String>, HttpError> {
-    let start = key(req, ["startkey", "start_key"])?;
-    let end = key(req, ["endkey", "end_key"])?;
+    let exact = key(req, &["key"])?;
+    let start = key(req, &["startkey", "start_key"])?;
+    let end = key(req, &["endkey", "end_key"])?;
+    if let Some(keys) = req.json_param("keys")? {
+        let Value::Array(keys) = keys else {
+            return Err(HttpError::bad_request("`keys` must be an array of strings."));
+        };
+        if start.is_some() || end.is_some() {
+            return Err(HttpError::bad_request("`keys` is incompatible with `key`, `start_key` and `end_key`"));
+        }
+        // `names` is sorted: each listed name is found by a binary search.
+        names = keys.iter().filter_map(Value::as_str).filter(|k| names.binary_search_by(|n| n.as_str().cmp(k)).is_ok()).map(str::to_owned).collect();
+        let skip = req.number("skip")?.unwrap_or(0) as usize;
+        let limit = req.number("limit")?.map(|n| n as usize);
+        return Ok(names.into_iter().skip(skip).take(limit.unwrap_or(usize::MAX)).collect());
+    }
+    let (start, end) = (start.or_else(|| exact.clone()), end.or(exact));
     let inclusive_end = flag(req, "inclusive_end", true)?;
     let descending = flag(req, "descending", false)?;
     let skip = req.number("skip")?.unwrap_or(0) as usize;
@@ -94,5 +112,14 @@ mod tests {
         assert_eq!(select(names(), &req("descending=true&startkey=%22beta%22&limit=2")).unwrap(), ["beta", "alpha"]);
         assert_eq!(select(names(), &req("startkey=1")).unwrap_err().status, 400);
         assert_eq!(select(names(), &req("limit=x")).unwrap_err().status, 400);
+        // One name, and a name with a bound replaced (CouchDB 3.5's answers).
+        assert_eq!(select(names(), &req("key=%22beta%22")).unwrap(), ["beta"]);
+        assert_eq!(select(names(), &req("key=%22beta%22&endkey=%22gamma%22")).unwrap(), ["beta", "betamax", "gamma"]);
+        assert_eq!(select(names(), &req("key=%22nope%22")).unwrap(), Vec::<String>::new());
+        // Listed names that exist, in the order asked.
+        assert_eq!(select(names(), &req("keys=%5B%22gamma%22,%22nope%22,1,%22alpha%22%5D")).unwrap(), ["gamma", "alpha"]);
+        assert_eq!(select(names(), &req("keys=%5B%22gamma%22,%22alpha%22%5D&limit=1")).unwrap(), ["gamma"]);
+        assert_eq!(select(names(), &req("keys=%22alpha%22")).unwrap_err().status, 400);
+        assert_eq!(select(names(), &req("keys=%5B%22alpha%22%5D&startkey=%22a%22")).unwrap_err().status, 400);
     }
 }
