@@ -289,6 +289,9 @@ fn changes_and_replication_filter_with_design_document_functions() {
     assert_eq!(call(&server, "GET", "/db/_changes?filter=f/nope", None).0, 404);
     assert_eq!(call(&server, "GET", "/db/_changes?filter=none/x", None).0, 404);
     assert_eq!(call(&server, "GET", "/db/_changes?filter=nofilter", None).0, 400);
+    // A style the server does not know is refused, not read as main_only.
+    assert_eq!(ids(&ok(&server, "GET", "/db/_changes?style=main_only&limit=1", None)), ["_design/f"]);
+    assert_eq!(call(&server, "GET", "/db/_changes?style=bogus", None).0, 400);
     // Replication through a filter: a local source, and the same server over HTTP.
     ok(&server, "POST", "/_replicate", Some(json!({"source": "db", "target": "odd", "create_target": true, "filter": "f/by_type", "query_params": {"type": "odd"}})));
     let all = ok(&server, "GET", "/odd/_all_docs", None);

@@ -91,7 +91,12 @@ pub fn request(req: &Request, ctx: &crate::auth::UserCtx, db: Arc<DbHandle>) -> 
         },
         limit: req.number("limit")?.map(|n| n as usize),
         descending: req.flag("descending", false)?,
-        all_leaves: req.param("style") == Some("all_docs"),
+        // CouchDB answers an unknown style with a 500 (badarg); a 400 says why.
+        all_leaves: match req.param("style") {
+            None | Some("main_only") => false,
+            Some("all_docs") => true,
+            Some(other) => return Err(HttpError::bad_request(format!("Invalid style {other:?}: main_only or all_docs"))),
+        },
         include_docs: req.flag("include_docs", false)?,
         conflicts: req.flag("conflicts", false)?,
         attachments: req.flag("attachments", false)?,
