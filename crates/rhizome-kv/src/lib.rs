@@ -101,7 +101,7 @@ pub use backend::memory::{memory_run_writer, MemoryBackend};
 /// [`remote`].
 #[cfg(feature = "cassandra")]
 pub mod backend_cassandra {
-    pub use crate::backend::cassandra::{CassandraBackend, Cluster};
+    pub use crate::backend::cassandra::{CassandraBackend, Cluster, WaitStats};
 }
 #[cfg(feature = "rocksdb")]
 pub use backend::rocks::{Compression, RocksBackend, RocksOptions};

@@ -150,6 +150,23 @@ pub fn cluster_waits() -> Option<u64> {
     }
 }
 
+/// As [`cluster_waits`], with the seconds spent waiting, the CQL
+/// statements sent, and the seconds of those waits inside the driver's
+/// runtime: `(waits, seconds, statements, driver_seconds)`.
+pub fn cluster_wait_stats() -> Option<(u64, f64, u64, f64)> {
+    let remote = remote()?;
+    #[cfg(feature = "cassandra")]
+    {
+        let stats = remote.cluster.get()?.as_ref().ok()?.wait_stats();
+        Some((stats.waits, stats.seconds, stats.statements, stats.driver_seconds))
+    }
+    #[cfg(not(feature = "cassandra"))]
+    {
+        let _ = remote;
+        None
+    }
+}
+
 /// Whether the store named by `path` exists (a folder with the embedded
 /// engine's `CURRENT` file, or a store of that name in the cluster).
 pub fn store_exists(path: &Path) -> Result<bool> {

@@ -238,9 +238,15 @@ fn reads_of_many_keys_and_buckets_wait_on_the_cluster_a_few_times() {
     let s = kv.snapshot().unwrap();
 
     let keys: Vec<Vec<u8>> = (0..100u8).map(|b| key(b, 1)).chain([key(200, 0)]).collect();
-    let before = cluster.waits();
+    let before = cluster.wait_stats();
     let values = s.get_many(ks, &keys).unwrap();
-    assert_eq!(cluster.waits() - before, 1, "101 keys in 100 buckets, read together");
+    let after = cluster.wait_stats();
+    assert_eq!(after.waits - before.waits, 1, "101 keys in 100 buckets, read together");
+    // What benchmarks divide a wait's time by: the statements it carried
+    // (one point read a key) and the time spent in it.
+    assert_eq!(after.statements - before.statements, 101, "one read a key");
+    assert!(after.seconds > before.seconds && after.driver_seconds > before.driver_seconds);
+    assert!(after.driver_seconds - before.driver_seconds <= after.seconds - before.seconds, "the driver's part of a wait is within it");
     assert_eq!(values[..100], (0..100u8).map(|b| Some(vec![b, 1])).collect::<Vec<_>>()[..]);
     assert_eq!(values[100], None);
 

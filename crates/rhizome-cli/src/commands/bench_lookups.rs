@@ -58,16 +58,23 @@ fn run_file(snapshot: &StoreSnapshot, file: &Path, range_limit: usize, budget_se
         let terms = &by_kind[&kind];
         let started = Instant::now();
         let waits_before = rhizome_kv::remote::cluster_waits();
+        let stats_before = rhizome_kv::remote::cluster_wait_stats().unwrap_or_default();
         let cpu_before = cpu_seconds();
         let mut results = 0u64;
         let mut done = 0usize;
+        // On a cluster's store, where the time goes: the term's id, the
+        // index scan, the results' terms (batch decoding only).
+        let mut phases = Phases::default();
         for t in terms {
             if budget_seconds.is_some_and(|b| started.elapsed().as_secs_f64() > b) {
                 break;
             }
             done += 1;
             let term = super::parse_term(t)?;
-            let Some(id) = snapshot.lookup(term.as_ref())? else { continue };
+            let mark = phases.start();
+            let id = snapshot.lookup(term.as_ref())?;
+            phases.end(0, mark);
+            let Some(id) = id else { continue };
             let mut cache = DecodeCache::new(snapshot);
             cache.remember(id, term);
             let pattern = match kind.as_str() {
@@ -96,10 +103,14 @@ fn run_file(snapshot: &StoreSnapshot, file: &Path, range_limit: usize, budget_se
                 other => bail!("unknown query kind {other:?}"),
             };
             if batch_decode {
+                let mark = phases.start();
                 let quads = snapshot.scan(pattern).collect::<rhizome_rdf::Result<Vec<_>>>()?;
+                phases.end(1, mark);
                 let mut ids: Vec<_> = quads.iter().flatten().copied().collect();
                 let mut terms = Vec::new();
+                let mark = phases.start();
                 snapshot.decode_many(&mut ids, |id, t| terms.push((id, t)))?;
+                phases.end(2, mark);
                 for (id, t) in terms {
                     cache.remember(id, t);
                 }
@@ -120,9 +131,46 @@ fn run_file(snapshot: &StoreSnapshot, file: &Path, range_limit: usize, budget_se
         // The process's CPU (every thread: the driver's too): what a wait
         // costs the client, beside what it costs in time.
         let cpu = cpu_seconds() - cpu_before;
-        println!("{}", serde_json::json!({"file": file, "kind": kind, "queries": done, "results": results, "seconds": seconds, "cluster_waits": waits, "cpu_seconds": cpu}));
+        let mut line = serde_json::json!({"file": file, "kind": kind, "queries": done, "results": results, "seconds": seconds, "cluster_waits": waits, "cpu_seconds": cpu});
+        // On a cluster's store: the seconds in those waits, the statements
+        // they carried, and the same by phase.
+        if let Some((_, waited, statements, _)) = rhizome_kv::remote::cluster_wait_stats() {
+            line["wait_seconds"] = serde_json::json!(waited - stats_before.1);
+            line["statements"] = serde_json::json!(statements - stats_before.2);
+            line["phases"] = phases.json();
+        }
+        println!("{line}");
     }
     Ok(())
+}
+
+/// Per phase of a lookup (term id, index scan, results' terms): wall
+/// seconds, waits on the cluster, seconds in them, statements sent, and
+/// seconds of the waits inside the driver's runtime.
+#[derive(Default)]
+struct Phases([(f64, u64, f64, u64, f64); 3]);
+
+type StatsMark = (Instant, (u64, f64, u64, f64));
+
+impl Phases {
+    fn start(&self) -> StatsMark {
+        (Instant::now(), rhizome_kv::remote::cluster_wait_stats().unwrap_or_default())
+    }
+
+    fn end(&mut self, phase: usize, (started, (waits, waited, statements, driver)): StatsMark) {
+        let (w, s, st, d) = rhizome_kv::remote::cluster_wait_stats().unwrap_or_default();
+        let p = &mut self.0[phase];
+        p.0 += started.elapsed().as_secs_f64();
+        p.1 += w - waits;
+        p.2 += s - waited;
+        p.3 += st - statements;
+        p.4 += d - driver;
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let phase = |p: &(f64, u64, f64, u64, f64)| serde_json::json!({"seconds": p.0, "waits": p.1, "wait_seconds": p.2, "statements": p.3, "driver_seconds": p.4});
+        serde_json::json!({"term_id": phase(&self.0[0]), "scan": phase(&self.0[1]), "decode": phase(&self.0[2])})
+    }
 }
 
 /// User and system CPU seconds of this process, all its threads.

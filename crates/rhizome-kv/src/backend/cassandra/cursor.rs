@@ -189,9 +189,9 @@ impl<'a> CassandraCursor<'a> {
         let (id, ks, bucket, from, until) = (shared.id.clone(), self.ks.0 as i32, bucket.to_vec(), from.to_vec(), until.map(<[u8]>::to_vec));
         async move {
             let result = match (forward, until) {
-                (true, Some(until)) => inner.session.execute_unpaged(&inner.st.scan_forward, (id, ks, bucket, from, until, limit)).await,
-                (true, None) => inner.session.execute_unpaged(&inner.st.scan_forward_open, (id, ks, bucket, from, limit)).await,
-                (false, Some(until)) => inner.session.execute_unpaged(&inner.st.scan_reverse, (id, ks, bucket, from, until, limit)).await,
+                (true, Some(until)) => inner.send().execute_unpaged(&inner.st.scan_forward, (id, ks, bucket, from, until, limit)).await,
+                (true, None) => inner.send().execute_unpaged(&inner.st.scan_forward_open, (id, ks, bucket, from, limit)).await,
+                (false, Some(until)) => inner.send().execute_unpaged(&inner.st.scan_reverse, (id, ks, bucket, from, until, limit)).await,
                 (false, None) => {
                     // Reverse scans always have an end: the bucket's.
                     unreachable!("reverse scans are bounded by their bucket's end")
@@ -214,8 +214,8 @@ impl<'a> CassandraCursor<'a> {
         let limit = self.ahead_size as i32;
         async move {
             let result = match last {
-                Some(last) => inner.session.execute_unpaged(&inner.st.buckets_between, (id, ks, after, last, limit)).await,
-                None => inner.session.execute_unpaged(&inner.st.buckets_after, (id, ks, after, limit)).await,
+                Some(last) => inner.send().execute_unpaged(&inner.st.buckets_between, (id, ks, after, last, limit)).await,
+                None => inner.send().execute_unpaged(&inner.st.buckets_after, (id, ks, after, limit)).await,
             }
             .map_err(engine("reading the bucket directory"))?;
             let rows = result.into_rows_result().map_err(engine("reading the bucket directory"))?;
@@ -244,8 +244,8 @@ impl<'a> CassandraCursor<'a> {
                 let (inner, id, upper) = (inner.clone(), id.clone(), upper.clone());
                 async move {
                     let result = match upper {
-                        Some(upper) => inner.session.execute_unpaged(&inner.st.scan_forward, (id, ks, bucket.clone(), bucket.clone(), upper, READ_AHEAD_PAGE)).await,
-                        None => inner.session.execute_unpaged(&inner.st.scan_forward_open, (id, ks, bucket.clone(), bucket.clone(), READ_AHEAD_PAGE)).await,
+                        Some(upper) => inner.send().execute_unpaged(&inner.st.scan_forward, (id, ks, bucket.clone(), bucket.clone(), upper, READ_AHEAD_PAGE)).await,
+                        None => inner.send().execute_unpaged(&inner.st.scan_forward_open, (id, ks, bucket.clone(), bucket.clone(), READ_AHEAD_PAGE)).await,
                     }
                     .map_err(engine("scanning"))?;
                     let rows = result.into_rows_result().map_err(engine("scanning"))?;
@@ -288,9 +288,9 @@ impl<'a> CassandraCursor<'a> {
         let (id, ks, bucket) = (shared.id.clone(), self.ks.0 as i32, bucket.map(<[u8]>::to_vec));
         let found: Option<Vec<u8>> = shared.cluster.run(async move {
             let result = match (after, bucket) {
-                (true, Some(b)) => inner.session.execute_unpaged(&inner.st.bucket_after, (id, ks, b)).await,
-                (false, Some(b)) => inner.session.execute_unpaged(&inner.st.bucket_before, (id, ks, b)).await,
-                (_, None) => inner.session.execute_unpaged(&inner.st.bucket_last, (id, ks)).await,
+                (true, Some(b)) => inner.send().execute_unpaged(&inner.st.bucket_after, (id, ks, b)).await,
+                (false, Some(b)) => inner.send().execute_unpaged(&inner.st.bucket_before, (id, ks, b)).await,
+                (_, None) => inner.send().execute_unpaged(&inner.st.bucket_last, (id, ks)).await,
             }
             .map_err(engine("reading the bucket directory"))?;
             let rows = result.into_rows_result().map_err(engine("reading the bucket directory"))?;

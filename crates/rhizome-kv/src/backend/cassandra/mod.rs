@@ -112,12 +112,36 @@ pub struct Cluster {
     /// Times a caller waited on the cluster (each wait one round trip or
     /// more sent together): what a read costs in latency, for benchmarks.
     waits: std::sync::atomic::AtomicU64,
+    /// Nanoseconds callers spent in those waits.
+    waited_ns: std::sync::atomic::AtomicU64,
 }
 
 struct Inner {
     session: Session,
     settings: Settings,
     st: Statements,
+    /// CQL statements (and batches) sent: with `Cluster::waits`, how many
+    /// a wait carries, for benchmarks.
+    statements: AtomicU64,
+    /// Nanoseconds of the waits from the driver's runtime's first poll of
+    /// their work to its end.
+    driver_ns: AtomicU64,
+}
+
+/// What callers have waited on a cluster so far (`Cluster::wait_stats`),
+/// for benchmarks: where a lookup's time goes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WaitStats {
+    /// Waits (each one round trip or several statements sent together).
+    pub waits: u64,
+    /// Seconds spent in them.
+    pub seconds: f64,
+    /// Statements sent (counted whether or not a caller waited on them).
+    pub statements: u64,
+    /// Seconds of the waits from the runtime's first poll of their work to
+    /// its end: the rest is the hand-offs between the caller's thread and
+    /// the runtime's.
+    pub driver_seconds: f64,
 }
 
 struct Statements {
@@ -172,14 +196,24 @@ impl Cluster {
             .build()
             .map_err(engine("starting the driver's runtime"))?;
         let inner = runtime.block_on(Inner::connect(settings))?;
-        Ok(Cluster { runtime, inner: Arc::new(inner), waits: Default::default() })
+        Ok(Cluster { runtime, inner: Arc::new(inner), waits: Default::default(), waited_ns: Default::default() })
     }
 
     /// Runs a driver future on the cluster's runtime and waits for it; the
     /// caller may itself be on another runtime's thread (the server's).
     fn run<T: Send + 'static>(&self, f: impl Future<Output = Result<T>> + Send + 'static) -> Result<T> {
-        self.waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.run_in_background(f)
+        use std::sync::atomic::Ordering::Relaxed;
+        self.waits.fetch_add(1, Relaxed);
+        let started = Instant::now();
+        let inner = self.inner.clone();
+        let out = self.run_in_background(async move {
+            let polled = Instant::now();
+            let out = f.await;
+            inner.driver_ns.fetch_add(polled.elapsed().as_nanos() as u64, Relaxed);
+            out
+        });
+        self.waited_ns.fetch_add(started.elapsed().as_nanos() as u64, Relaxed);
+        out
     }
 
     /// As `run`, for work no caller waits on (the kept lease's timer), so
@@ -197,6 +231,18 @@ impl Cluster {
         self.waits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Waits, the time spent in them and the statements sent, so far.
+    pub fn wait_stats(&self) -> WaitStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let seconds = |ns: &AtomicU64| ns.load(Relaxed) as f64 / 1e9;
+        WaitStats {
+            waits: self.waits.load(Relaxed),
+            seconds: seconds(&self.waited_ns),
+            statements: self.inner.statements.load(Relaxed),
+            driver_seconds: seconds(&self.inner.driver_ns),
+        }
+    }
+
     pub fn store_exists(&self, name: &str) -> Result<bool> {
         let inner = self.inner.clone();
         let name = name.to_owned();
@@ -207,7 +253,7 @@ impl Cluster {
         let inner = self.inner.clone();
         self.run(async move {
             let mut names = Vec::new();
-            let mut rows = inner.session.execute_iter(inner.st.names.clone(), ()).await.map_err(engine("listing stores"))?.rows_stream::<(String,)>().map_err(engine("listing stores"))?;
+            let mut rows = inner.send().execute_iter(inner.st.names.clone(), ()).await.map_err(engine("listing stores"))?.rows_stream::<(String,)>().map_err(engine("listing stores"))?;
             while let Some((name,)) = rows.try_next().await.map_err(engine("listing stores"))? {
                 names.push(name);
             }
@@ -223,19 +269,19 @@ impl Cluster {
         let name = name.to_owned();
         self.run(async move {
             let Some(head) = inner.read_head(&name, true).await? else { return Ok(()) };
-            inner.session.execute_unpaged(&inner.st.destroy, (&name,)).await.map_err(engine("deleting a store"))?;
+            inner.send().execute_unpaged(&inner.st.destroy, (&name,)).await.map_err(engine("deleting a store"))?;
             for ks in 0..64i32 {
                 let mut buckets = inner
-                    .session
+                    .send()
                     .execute_iter(inner.st.buckets_of.clone(), (&head.id, ks))
                     .await
                     .map_err(engine("deleting a store"))?
                     .rows_stream::<(Vec<u8>,)>()
                     .map_err(engine("deleting a store"))?;
                 while let Some((bucket,)) = buckets.try_next().await.map_err(engine("deleting a store"))? {
-                    inner.session.execute_unpaged(&inner.st.drop_partition, (&head.id, ks, bucket)).await.map_err(engine("deleting a store"))?;
+                    inner.send().execute_unpaged(&inner.st.drop_partition, (&head.id, ks, bucket)).await.map_err(engine("deleting a store"))?;
                 }
-                inner.session.execute_unpaged(&inner.st.drop_buckets, (&head.id, ks)).await.map_err(engine("deleting a store"))?;
+                inner.send().execute_unpaged(&inner.st.drop_buckets, (&head.id, ks)).await.map_err(engine("deleting a store"))?;
             }
             Ok(())
         })
@@ -304,12 +350,18 @@ impl Inner {
         }
         session.await_schema_agreement().await.map_err(engine("waiting for schema agreement"))?;
         let st = Statements::prepare(&session, &settings).await?;
-        Ok(Inner { session, settings, st })
+        Ok(Inner { session, settings, st, statements: AtomicU64::new(0), driver_ns: AtomicU64::new(0) })
+    }
+
+    /// The session, for one statement (or batch) to send: counted.
+    fn send(&self) -> &Session {
+        self.statements.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.session
     }
 
     async fn read_head(&self, store: &str, serial: bool) -> Result<Option<Head>> {
         let statement = if serial { &self.st.head_read_serial } else { &self.st.head_read };
-        let result = self.session.execute_unpaged(statement, (store,)).await.map_err(engine("reading a store's head"))?;
+        let result = self.send().execute_unpaged(statement, (store,)).await.map_err(engine("reading a store's head"))?;
         let rows = result.into_rows_result().map_err(engine("reading a store's head"))?;
         type HeadRow = (Option<Vec<u8>>, Option<i64>, Option<i64>, Option<Vec<i64>>, Option<String>, Option<i64>);
         let row: Option<HeadRow> = rows.maybe_first_row().map_err(engine("reading a store's head"))?;
@@ -319,7 +371,7 @@ impl Inner {
     }
 
     async fn lwt(&self, statement: &PreparedStatement, values: impl scylla::serialize::row::SerializeRow) -> Result<bool> {
-        let result = self.session.execute_unpaged(statement, values).await.map_err(engine("compare-and-set on a store's head"))?;
+        let result = self.send().execute_unpaged(statement, values).await.map_err(engine("compare-and-set on a store's head"))?;
         let rows = result.into_rows_result().map_err(engine("compare-and-set on a store's head"))?;
         let row: Option<Row> = rows.maybe_first_row().map_err(engine("compare-and-set on a store's head"))?;
         Ok(row.as_ref().is_some_and(applied))
@@ -832,7 +884,7 @@ impl CassandraLease {
             stream::iter(dir.into_iter().map(|(ks, bucket)| {
                 let inner = inner.clone();
                 let id = dir_id.clone();
-                async move { inner.session.execute_unpaged(&inner.st.bucket_add, (id, ks as i32, bucket)).await.map(|_| ()).map_err(engine("adding a bucket")) }
+                async move { inner.send().execute_unpaged(&inner.st.bucket_add, (id, ks as i32, bucket)).await.map(|_| ()).map_err(engine("adding a bucket")) }
             }))
             .buffer_unordered(PARALLEL_WRITES)
             .try_collect::<()>()
@@ -855,7 +907,7 @@ impl CassandraLease {
                             batch.append_statement(inner.st.put.clone());
                             values.push((id.clone(), ks, bucket.clone(), key, version, value));
                         }
-                        inner.session.batch(&batch, values).await.map(|_| ()).map_err(engine("writing rows"))
+                        inner.send().batch(&batch, values).await.map(|_| ()).map_err(engine("writing rows"))
                     }
                 }))
                 .buffer_unordered(PARALLEL_WRITES)
@@ -1019,7 +1071,7 @@ impl KvRead for CassandraSnapshot {
         let committed = self.committed;
         let limit = 1 + self.aborted.len().min(64) as i32;
         let rows: Vec<(i64, Vec<u8>)> = self.shared.cluster.run(async move {
-            let result = inner.session.execute_unpaged(&inner.st.get, (id, ks.0 as i32, bucket, key, committed, limit)).await.map_err(engine("reading a key"))?;
+            let result = inner.send().execute_unpaged(&inner.st.get, (id, ks.0 as i32, bucket, key, committed, limit)).await.map_err(engine("reading a key"))?;
             let rows = result.into_rows_result().map_err(engine("reading a key"))?;
             let out: std::result::Result<Vec<(i64, Vec<u8>)>, _> = rows.rows::<(i64, Vec<u8>)>().map_err(engine("reading a key"))?.collect();
             out.map_err(engine("reading a key"))
@@ -1066,7 +1118,7 @@ impl KvRead for CassandraSnapshot {
                 let (inner, id, aborted) = (inner.clone(), id.clone(), aborted.clone());
                 async move {
                     let bucket = bucket_of(ks.0, &key).to_vec();
-                    let result = inner.session.execute_unpaged(&inner.st.get, (id, ks.0 as i32, bucket, key, committed, limit)).await.map_err(engine("reading keys"))?;
+                    let result = inner.send().execute_unpaged(&inner.st.get, (id, ks.0 as i32, bucket, key, committed, limit)).await.map_err(engine("reading keys"))?;
                     let rows = result.into_rows_result().map_err(engine("reading keys"))?;
                     for row in rows.rows::<(i64, Vec<u8>)>().map_err(engine("reading keys"))? {
                         let (version, value) = row.map_err(engine("reading keys"))?;
@@ -1107,7 +1159,7 @@ impl KvRead for CassandraSnapshot {
                         let (first, last) = (bucket_of(ks.0, &lower).to_vec(), bucket_of(ks.0, &upper).to_vec());
                         let mut found = Vec::new();
                         let mut rows = inner
-                            .session
+                            .send()
                             .execute_iter(inner.st.bucket_range.clone(), (id, ks.0 as i32, first, last))
                             .await
                             .map_err(engine("reading the bucket directory"))?
@@ -1142,7 +1194,7 @@ impl KvRead for CassandraSnapshot {
                 let (inner, id, aborted) = (inner.clone(), id.clone(), aborted.clone());
                 async move {
                     let mut rows = inner
-                        .session
+                        .send()
                         .execute_iter(inner.st.scan_forward.clone(), (id, ks.0 as i32, bucket, lower, upper, i32::MAX))
                         .await
                         .map_err(engine("scanning"))?
