@@ -236,3 +236,73 @@ fn a_members_transactions_keep_the_rights_rules() {
     txn.put(design).unwrap();
     txn.commit(None).unwrap();
 }
+
+/// Runs `ops` (each list its own request) in one store transaction, as a
+/// group commit's leader does, each with its speculation when given.
+fn apply_in_one(db: &Database, requests: Vec<(Vec<rhizome_docs::TxnOp>, Option<rhizome_docs::Speculation>)>) -> Vec<Vec<rhizome_docs::OpResult>> {
+    let mut txn = db.store().transaction().unwrap();
+    let out = requests.into_iter().map(|(ops, speculation)| db.apply_ops_speculated_in(&mut txn, &ops, None, Writer::Admin, speculation).unwrap().unwrap()).collect();
+    txn.commit().unwrap();
+    out
+}
+
+fn ops(v: Value) -> Vec<rhizome_docs::TxnOp> {
+    parse_ops(&obj(v)).unwrap()
+}
+
+/// Operations run ahead of the writer (`speculate_ops`) are used for each
+/// document whose winner did not change since, and redone for the others:
+/// a write between the speculation and the writer, or an earlier request
+/// of the same group on the same document. Every outcome, revision ids
+/// included, is the one of the operations run without speculation.
+#[test]
+fn a_stale_speculation_is_redone_and_a_fresh_one_is_used() {
+    let first = || ops(json!({"ops": [
+        {"id": "acct:0", "inc": {"balance": 5}},
+        {"id": "acct:1", "get": true},
+        {"id": "acct:1", "inc": {"balance": -5}},
+        {"id": "new:0", "set": {"n": 1}},
+        {"id": "hist:0", "put": {"amount": 5}},
+    ]}));
+    // The same document as `first` (acct:1), a group later.
+    let second = || ops(json!({"ops": [{"id": "acct:1", "inc": {"balance": 2}}, {"id": "acct:2", "inc": {"balance": 3}}]}));
+    let between = || ops(json!({"ops": [{"id": "acct:0", "inc": {"balance": 7}}, {"id": "new:0", "set": {"m": 2}}]}));
+    let (spec, plain) = (bank(), bank());
+    // Speculated before `between`'s write: acct:0 and new:0 go stale;
+    // `second`'s acct:1 is stale once `first` writes it in the group.
+    let ahead = (spec.speculate_ops(&first(), Writer::Admin).unwrap().expect("nothing refused"), spec.speculate_ops(&second(), Writer::Admin).unwrap().expect("nothing refused"));
+    for db in [&spec, &plain] {
+        db.apply_ops(&between(), None, Writer::Admin).unwrap().unwrap();
+    }
+    let used = spec.speculated_docs_used();
+    let with = apply_in_one(&spec, vec![(first(), Some(ahead.0)), (second(), Some(ahead.1))]);
+    let without = apply_in_one(&plain, vec![(first(), None), (second(), None)]);
+    // acct:1 and hist:0 of the first request, acct:2 of the second.
+    assert_eq!(spec.speculated_docs_used() - used, 3);
+    assert_eq!(plain.speculated_docs_used(), 0);
+    assert_eq!(with, without, "answers and revisions as without speculation");
+    assert_eq!(with[0][0].doc.as_ref().unwrap()["balance"], json!(START + 12), "acct:0 redone after the write between");
+    assert_eq!(with[0][3].doc.as_ref().unwrap(), &obj(json!({"_id": "new:0", "_rev": with[0][3].rev.as_ref().unwrap().to_string(), "m": 2, "n": 1})));
+    for (i, expected) in [(0, START + 12), (1, START - 3), (2, START + 3)] {
+        assert_eq!(balance(&spec, i), expected);
+        assert_eq!(spec.get_doc(&format!("acct:{i}"), &Default::default()).unwrap(), plain.get_doc(&format!("acct:{i}"), &Default::default()).unwrap());
+    }
+    assert_eq!(spec.info().unwrap().update_seq, plain.info().unwrap().update_seq);
+}
+
+/// A speculation that would be refused is not made (the writer finds the
+/// refusal itself), and one made on a document deleted since is redone
+/// into the writer's own refusal.
+#[test]
+fn a_speculation_on_a_document_deleted_since_is_refused_by_the_writer() {
+    let db = bank();
+    assert!(db.speculate_ops(&ops(json!({"ops": [{"id": "nobody", "inc": {"n": 1}}]})), Writer::Admin).unwrap().is_none());
+    let inc = || ops(json!({"ops": [{"id": "acct:3", "inc": {"balance": 1}}]}));
+    let ahead = db.speculate_ops(&inc(), Writer::Admin).unwrap().unwrap();
+    db.apply_ops(&ops(json!({"ops": [{"id": "acct:3", "delete": true}]})), None, Writer::Admin).unwrap().unwrap();
+    let mut txn = db.store().transaction().unwrap();
+    let (i, e) = db.apply_ops_speculated_in(&mut txn, &inc(), None, Writer::Admin, Some(ahead)).unwrap().unwrap_err();
+    assert_eq!(i, 0);
+    assert!(matches!(e, DocError::NotFound("deleted")), "{e:?}");
+    assert_eq!(db.speculated_docs_used(), 0);
+}
