@@ -10,8 +10,8 @@
 //!   under the writer lock, so a read-modify-write needs no round trip per
 //!   step and never conflicts with another (increments commute; the lock
 //!   orders them). Group commit runs many of them in one fsync, each run
-//!   ahead first on its request's thread ([`Database::speculate_ops`], at
-//!   a snapshot): under the lock a document whose winner is still the one
+//!   ahead on its request's thread while it waits ([`Database::speculate_ops`],
+//!   at a snapshot): under the lock a document whose winner is still the one
 //!   read is written from that [`Speculation`], any other is redone.
 //! - [`DocTransaction`] ([`Database::begin`]): the in-process transaction
 //!   of the Rust and Python APIs. Reads at a snapshot, buffers writes of
