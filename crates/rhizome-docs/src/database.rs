@@ -22,10 +22,6 @@ pub struct Database {
     no_design_docs: std::sync::atomic::AtomicBool,
     /// Created partitioned (`crate::partition`): fixed once set.
     pub(crate) partitioned: std::sync::atomic::AtomicBool,
-    /// Documents of server-side transactions written from their
-    /// speculation (`crate::transaction::Speculation`), not redone: how
-    /// tests see that the fast path is taken.
-    pub(crate) speculated_docs_used: std::sync::atomic::AtomicU64,
 }
 
 /// What `GET /{db}` reports.
@@ -91,7 +87,7 @@ impl Database {
             none
         };
         let partitioned = snapshot.kv().get(DB_META, meta::PARTITIONED)?.is_some();
-        let db = Database { store, projector, no_design_docs: no_design_docs.into(), partitioned: partitioned.into(), speculated_docs_used: 0.into() };
+        let db = Database { store, projector, no_design_docs: no_design_docs.into(), partitioned: partitioned.into() };
         match snapshot.kv().get(DB_META, meta::FORMAT_VERSION)? {
             Some(v) => {
                 let found = keys::u64_value(Some(v), "format_version")?;

@@ -282,5 +282,5 @@ pub use rights::{Writer, NOT_ADMIN};
 pub use read_in_order::{DocReader, SteppingReader};
 pub use read::{Attachment, AttachmentReader, OpenRev, OpenRevs, ReadOptions};
 pub use revtree::{EditError, Leaf, Rev, RevTree};
-pub use transaction::{conflict_on, is_aborted, parse_ops, DocTransaction, OpKind, OpResult, Refusals, Speculation, TxnOp};
+pub use transaction::{conflict_on, is_aborted, parse_ops, DocTransaction, OpKind, OpResult, Refusals, TxnOp};
 pub use write::{attachment_digest, validate_attachment_name, validate_doc_id, PreparedDoc, WriteCheck, WriteOutcome};

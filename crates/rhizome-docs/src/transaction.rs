@@ -9,10 +9,7 @@
 //!   (`POST /{db}/_transaction`): reads and writes run where the data is,
 //!   under the writer lock, so a read-modify-write needs no round trip per
 //!   step and never conflicts with another (increments commute; the lock
-//!   orders them). Group commit runs many of them in one fsync, each run
-//!   ahead on its request's thread while it waits ([`Database::speculate_ops`],
-//!   at a snapshot): under the lock a document whose winner is still the one
-//!   read is written from that [`Speculation`], any other is redone.
+//!   orders them). Group commit runs many of them in one fsync.
 //! - [`DocTransaction`] ([`Database::begin`]): the in-process transaction
 //!   of the Rust and Python APIs. Reads at a snapshot, buffers writes of
 //!   documents and quads, and at commit validates (under the writer lock)
@@ -38,14 +35,14 @@
 //! as its document; a quad pattern without a graph checks the database's
 //! sequence): optimistic concurrency with backward validation.
 
-use crate::keys::{body_key, meta, DocInfo, BODIES, DB_META, DOCS};
+use crate::keys::{meta, DocInfo, DB_META, DOCS};
 use crate::read::render_winner;
 use crate::write::WriteCheck;
 use crate::{Database, DocError, EmptiedGraphs, PreparedDoc, ReadOptions, Result, Rev, Writer};
 use oxrdf::{Quad, QuadRef, Term};
 use rhizome_rdf::{QuadPattern, StoreSnapshot, StoreTransaction};
 use serde_json::{Map, Number, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ops::Deref;
 
 /// The winner of a document in `kv` (deleted or not), `None` when it has
@@ -94,124 +91,6 @@ pub fn conflict_on(ids: &[String]) -> DocError {
 /// The outcome of an all-or-nothing write that was refused: each failing
 /// document with its error (the others were not written either).
 pub type Refusals = Vec<(String, DocError)>;
-
-/// A server-side transaction's operations run ahead of the writer lock
-/// ([`Database::speculate_ops`]), for [`Database::apply_ops_speculated_in`]
-/// to use where it still holds.
-pub struct Speculation {
-    docs: HashMap<String, SpeculatedDoc>,
-}
-
-/// One document of a [`Speculation`].
-struct SpeculatedDoc {
-    /// The winner it was read at: the whole speculation of the document
-    /// follows from it and the operations.
-    winner: Option<(Rev, bool)>,
-    /// What each operation on it answered, in order.
-    returned: VecDeque<Option<Map<String, Value>>>,
-    /// Its new revision and that revision's preparation, when changed.
-    written: Option<(Map<String, Value>, PreparedDoc)>,
-}
-
-/// A document as a server-side transaction's operations leave it.
-struct Staged {
-    /// Its winner when read (what its new revision edits).
-    winner: Option<(Rev, bool)>,
-    doc: Option<Map<String, Value>>,
-    /// The body before the transaction, for validation functions only
-    /// (a clone of every document otherwise).
-    old: Option<Map<String, Value>>,
-    changed: bool,
-    /// Its speculation, still valid: the operations' answers and the new
-    /// revision are taken from it.
-    ahead: Option<SpeculatedDoc>,
-}
-
-impl Staged {
-    /// `id`, whose winner in `kv` is `winner`: the winner from the
-    /// record's header, its body alone (a hot document's revision tree is
-    /// decoded once, by the write).
-    fn read(kv: &dyn rhizome_kv::KvRead, id: &str, winner: Option<(Rev, bool)>, keep_old: bool) -> Result<Staged> {
-        let doc = match &winner {
-            Some((w, false)) => Some(render_winner(kv, id, w, None)?.ok_or_else(|| DocError::Corrupt(format!("body of {id} {w}")))?),
-            _ => None,
-        };
-        let old = if keep_old { doc.clone() } else { None };
-        Ok(Staged { winner, doc, old, changed: false, ahead: None })
-    }
-
-    /// Applies `op`, an operation on this document: what it answers, or
-    /// why it is refused.
-    fn apply(&mut self, op: &TxnOp) -> std::result::Result<Option<Map<String, Value>>, DocError> {
-        let gone = if self.winner.is_some() { "deleted" } else { "missing" };
-        if let Some(rev) = &op.rev {
-            if self.winner.as_ref().map(|w| &w.0) != Some(rev) {
-                return Err(DocError::Conflict);
-            }
-        }
-        match &op.kind {
-            OpKind::Get => match &self.doc {
-                Some(d) => Ok(Some(d.clone())),
-                None => Err(DocError::NotFound(gone)),
-            },
-            OpKind::Inc(fields) => {
-                let Some(doc) = self.doc.as_mut() else { return Err(DocError::NotFound(gone)) };
-                for (name, by) in fields {
-                    let sum = add(doc.get(name), by).map_err(|reason| DocError::BadRequest(format!("{}: inc of {name}: {reason}", op.id)))?;
-                    doc.insert(name.clone(), sum);
-                }
-                self.changed = true;
-                Ok(Some(doc.clone()))
-            }
-            OpKind::Set(fields) => {
-                let doc = self.doc.get_or_insert_with(|| Map::from_iter([("_id".to_owned(), Value::String(op.id.clone()))]));
-                doc.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
-                self.changed = true;
-                Ok(Some(doc.clone()))
-            }
-            OpKind::Put(body) => {
-                if op.rev.is_none() && self.doc.is_some() {
-                    // A replacement names what it replaces, as a PUT.
-                    return Err(DocError::Conflict);
-                }
-                let mut doc = body.clone();
-                doc.insert("_id".into(), Value::String(op.id.clone()));
-                if let Some(atts) = self.doc.as_ref().and_then(|d| d.get("_attachments")) {
-                    doc.entry("_attachments").or_insert_with(|| atts.clone());
-                }
-                self.doc = Some(doc);
-                self.changed = true;
-                Ok(None)
-            }
-            OpKind::Delete => {
-                if self.doc.take().is_none() {
-                    return Err(DocError::NotFound(gone));
-                }
-                self.changed = true;
-                Ok(None)
-            }
-        }
-    }
-
-    /// The new revision of a changed document `id` (taken out): its body
-    /// with `_id`, and `_rev` the winner it edits.
-    fn new_revision(&mut self, id: &str) -> Map<String, Value> {
-        let mut doc = match self.doc.take() {
-            Some(d) => d,
-            None => Map::from_iter([("_deleted".to_owned(), Value::Bool(true))]),
-        };
-        doc.insert("_id".into(), Value::String(id.to_owned()));
-        match &self.winner {
-            Some((w, false)) => {
-                doc.insert("_rev".into(), Value::String(w.to_string()));
-            }
-            _ => {
-                doc.remove("_rev");
-            }
-        }
-        doc
-    }
-}
 
 impl Database {
     /// `_bulk_docs` with `all_or_nothing`: every document of `docs` (with
@@ -320,97 +199,124 @@ impl Database {
     /// and the one it replaces (validation functions); each document is
     /// written by `writer`, under `crate::rights`. Refused: the index of
     /// the operation and why; nothing is written.
-    pub fn apply_ops_in(&self, txn: &mut StoreTransaction<'_>, ops: &[TxnOp], check: Option<WriteCheck<'_>>, writer: Writer) -> Result<std::result::Result<Vec<OpResult>, (usize, DocError)>> {
-        self.apply_ops_speculated_in(txn, ops, check, writer, None)
-    }
-
-    /// [`Database::apply_ops_in`] with the operations run ahead by
-    /// [`Database::speculate_ops`]: a document whose winner in `txn` is
-    /// still the one the speculation read is written from it (its new
-    /// revision prepared, its operations' answers), not read, parsed and
-    /// worked out again; any other is redone here, so the outcome is the
-    /// one without a speculation. Not used with `check` (validation
-    /// functions are shown the documents as read here).
-    pub fn apply_ops_speculated_in(
-        &self,
-        txn: &mut StoreTransaction<'_>,
-        ops: &[TxnOp],
-        mut check: Option<WriteCheck<'_>>,
-        writer: Writer,
-        speculation: Option<Speculation>,
-    ) -> Result<std::result::Result<Vec<OpResult>, (usize, DocError)>> {
-        let mut speculation = speculation.filter(|_| check.is_none());
+    pub fn apply_ops_in(&self, txn: &mut StoreTransaction<'_>, ops: &[TxnOp], mut check: Option<WriteCheck<'_>>, writer: Writer) -> Result<std::result::Result<Vec<OpResult>, (usize, DocError)>> {
+        struct Staged {
+            winner: Option<(Rev, bool)>,
+            doc: Option<Map<String, Value>>,
+            old: Option<Map<String, Value>>,
+            changed: bool,
+        }
         let mut staged: HashMap<&str, Staged> = HashMap::new();
         let mut order: Vec<&str> = Vec::new();
         let mut results: Vec<(usize, Option<Map<String, Value>>)> = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
+            let refuse = |e: DocError| Ok(Err((i, e)));
             if let Err(e) = self.check_id_partition(&op.id) {
-                return Ok(Err((i, e)));
+                return refuse(e);
             }
             if !staged.contains_key(op.id.as_str()) {
+                // The winner from the record's header, its body alone: a hot
+                // document's revision tree is decoded once, by the write.
                 let winner = winner_of(txn.reader(), &op.id)?;
-                // A speculation is a function of the winner it read: with
-                // that winner still in place, it is what this would give.
-                let ahead = speculation.as_mut().and_then(|s| s.docs.remove(op.id.as_str())).filter(|d| d.winner == winner);
-                let s = match ahead {
-                    Some(ahead) => {
-                        self.speculated_docs_used.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        Staged { winner, doc: None, old: None, changed: false, ahead: Some(ahead) }
-                    }
-                    None => Staged::read(txn.reader(), &op.id, winner, check.is_some())?,
+                let doc = match &winner {
+                    Some((w, false)) => Some(render_winner(txn.reader(), &op.id, w, None)?.ok_or_else(|| DocError::Corrupt(format!("body of {} {w}", op.id)))?),
+                    _ => None,
                 };
-                staged.insert(&op.id, s);
+                // The body before the transaction only for validation
+                // functions (a clone of every document otherwise).
+                let old = if check.is_some() { doc.clone() } else { None };
+                staged.insert(&op.id, Staged { winner, old, doc, changed: false });
                 order.push(&op.id);
             }
             let s = staged.get_mut(op.id.as_str()).expect("staged just above");
-            let returned = match s.ahead.as_mut() {
-                // Every operation on it passed ahead, on this same winner.
-                Some(ahead) => ahead.returned.pop_front().ok_or_else(|| DocError::Corrupt(format!("the speculation of {} answered fewer operations", op.id)))?,
-                None => match s.apply(op) {
-                    Ok(r) => r,
-                    Err(e) => return Ok(Err((i, e))),
+            if let Some(rev) = &op.rev {
+                if s.winner.as_ref().map(|w| &w.0) != Some(rev) {
+                    return refuse(DocError::Conflict);
+                }
+            }
+            let returned = match &op.kind {
+                OpKind::Get => match &s.doc {
+                    Some(d) => Some(d.clone()),
+                    None => return refuse(DocError::NotFound(if s.winner.is_some() { "deleted" } else { "missing" })),
                 },
+                OpKind::Inc(fields) => {
+                    let Some(doc) = s.doc.as_mut() else {
+                        return refuse(DocError::NotFound(if s.winner.is_some() { "deleted" } else { "missing" }));
+                    };
+                    for (name, by) in fields {
+                        let sum = match add(doc.get(name), by) {
+                            Ok(v) => v,
+                            Err(reason) => return refuse(DocError::BadRequest(format!("{}: inc of {name}: {reason}", op.id))),
+                        };
+                        doc.insert(name.clone(), sum);
+                    }
+                    s.changed = true;
+                    Some(doc.clone())
+                }
+                OpKind::Set(fields) => {
+                    let doc = s.doc.get_or_insert_with(|| Map::from_iter([("_id".to_owned(), Value::String(op.id.clone()))]));
+                    doc.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    s.changed = true;
+                    Some(doc.clone())
+                }
+                OpKind::Put(body) => {
+                    if op.rev.is_none() && s.doc.is_some() {
+                        // A replacement names what it replaces, as a PUT.
+                        return refuse(DocError::Conflict);
+                    }
+                    let mut doc = body.clone();
+                    doc.insert("_id".into(), Value::String(op.id.clone()));
+                    if let Some(atts) = s.doc.as_ref().and_then(|d| d.get("_attachments")) {
+                        doc.entry("_attachments").or_insert_with(|| atts.clone());
+                    }
+                    s.doc = Some(doc);
+                    s.changed = true;
+                    None
+                }
+                OpKind::Delete => {
+                    if s.doc.take().is_none() {
+                        return refuse(DocError::NotFound(if s.winner.is_some() { "deleted" } else { "missing" }));
+                    }
+                    s.changed = true;
+                    None
+                }
             };
             results.push((i, returned));
         }
-        // Every check passed: the documents' new revisions, each with its
-        // preparation when it was made ahead.
+        // Every check passed: the documents' new revisions.
         let mut docs = Vec::new();
-        let mut prepared: Vec<Option<PreparedDoc>> = Vec::new();
         for id in &order {
             let s = staged.get_mut(id).expect("every id in order is staged");
-            let ahead = s.ahead.as_mut().and_then(|a| a.written.take());
-            if !s.changed && ahead.is_none() {
+            if !s.changed {
                 continue;
             }
             if let Err(e) = crate::rights::check_document(id, writer) {
                 return Ok(Err((ops.iter().position(|o| o.id == *id).unwrap_or(0), e)));
             }
-            match ahead {
-                Some((doc, p)) => {
-                    docs.push(doc);
-                    prepared.push(Some(p));
+            // The staged body is not read again (results hold their own).
+            let mut doc = match s.doc.take() {
+                Some(d) => d,
+                None => Map::from_iter([("_deleted".to_owned(), Value::Bool(true))]),
+            };
+            doc.insert("_id".into(), Value::String((*id).to_owned()));
+            match &s.winner {
+                Some((w, false)) => {
+                    doc.insert("_rev".into(), Value::String(w.to_string()));
                 }
-                None => {
-                    let doc = s.new_revision(id);
-                    if let Some(check) = check.as_mut() {
-                        if let Err(e) = check(&doc, s.old.as_ref()) {
-                            return Ok(Err((ops.iter().position(|o| o.id == *id).unwrap_or(0), e)));
-                        }
-                    }
-                    docs.push(doc);
-                    prepared.push(None);
+                _ => {
+                    doc.remove("_rev");
                 }
             }
+            if let Some(check) = check.as_mut() {
+                if let Err(e) = check(&doc, s.old.as_ref()) {
+                    return Ok(Err((ops.iter().position(|o| o.id == *id).unwrap_or(0), e)));
+                }
+            }
+            docs.push(doc);
         }
         let mut revs: HashMap<String, Rev> = HashMap::new();
         if !docs.is_empty() {
-            // The others prepared with the transaction's own reads.
-            let prepared: Vec<PreparedDoc> = docs
-                .iter()
-                .zip(prepared)
-                .map(|(doc, p)| p.unwrap_or_else(|| self.prepare_docs_reading(txn.reader(), std::slice::from_ref(doc), true, writer).pop().expect("one preparation a document")))
-                .collect();
+            let prepared = self.prepare_docs_reading(txn.reader(), &docs, true, writer);
             if let Some((n, reason)) = prepared.iter().enumerate().find_map(|(n, p)| p.refusal().map(|r| (n, r.to_owned()))) {
                 let id = id_of(&docs[n]);
                 return Ok(Err((ops.iter().position(|o| o.id == id).unwrap_or(0), DocError::Validation(format!("{id}: {reason}")))));
@@ -438,73 +344,6 @@ impl Database {
                 OpResult { id: id.clone(), rev, doc }
             })
             .collect()))
-    }
-
-    /// Runs a server-side transaction's operations ahead of the writer
-    /// lock, at a snapshot, on the caller's thread (group commit's
-    /// requests do, so that the leader, whom every write waits on, need
-    /// not): per document, the winner read, what each operation answers,
-    /// and the new revision with its preparation
-    /// ([`Database::prepare_docs`]). `None` when an operation would be
-    /// refused (the writer finds out for itself) or a document's winner is
-    /// a graph (its body is the graph, which a load may change under the
-    /// same winner). Nothing is written.
-    pub fn speculate_ops(&self, ops: &[TxnOp], writer: Writer) -> Result<Option<Speculation>> {
-        let snapshot = self.store.snapshot()?;
-        let kv = rhizome_kv::CachedRead::new(snapshot.kv());
-        let mut staged: HashMap<&str, Staged> = HashMap::new();
-        let mut returned: HashMap<&str, VecDeque<Option<Map<String, Value>>>> = HashMap::new();
-        let mut order: Vec<&str> = Vec::new();
-        for op in ops {
-            if self.check_id_partition(&op.id).is_err() {
-                return Ok(None);
-            }
-            if !staged.contains_key(op.id.as_str()) {
-                let winner = winner_of(&kv, &op.id)?;
-                if let Some((w, false)) = &winner {
-                    // (The read is remembered: `Staged::read` takes it again.)
-                    match rhizome_kv::KvRead::get(&kv, BODIES, &body_key(&op.id, w))? {
-                        Some(bytes) if !crate::write::names_graph_marker(&bytes) => {}
-                        _ => return Ok(None),
-                    }
-                }
-                staged.insert(&op.id, Staged::read(&kv, &op.id, winner, false)?);
-                order.push(&op.id);
-            }
-            let s = staged.get_mut(op.id.as_str()).expect("staged just above");
-            match s.apply(op) {
-                Ok(r) => returned.entry(&op.id).or_default().push_back(r),
-                Err(_) => return Ok(None),
-            }
-        }
-        let mut docs = HashMap::with_capacity(order.len());
-        for id in order {
-            let mut s = staged.remove(id).expect("every id in order is staged");
-            let written = match s.changed {
-                true => {
-                    if crate::rights::check_document(id, writer).is_err() {
-                        return Ok(None);
-                    }
-                    let doc = s.new_revision(id);
-                    let mut p = self.prepare_docs_reading(&kv, std::slice::from_ref(&doc), true, writer).pop().expect("one preparation a document");
-                    if p.refusal().is_some() {
-                        return Ok(None);
-                    }
-                    // Its winner's body was read above, and is not a graph.
-                    p.plain_body = s.winner.as_ref().filter(|w| !w.1).map(|w| w.0.clone());
-                    Some((doc, p))
-                }
-                false => None,
-            };
-            docs.insert(id.to_owned(), SpeculatedDoc { winner: s.winner, returned: returned.remove(id).unwrap_or_default(), written });
-        }
-        Ok(Some(Speculation { docs }))
-    }
-
-    /// How many documents of server-side transactions were written from
-    /// their speculation since the database was opened (not redone).
-    pub fn speculated_docs_used(&self) -> u64 {
-        self.speculated_docs_used.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// [`Database::apply_ops_in`] in a transaction of its own, committed

@@ -112,8 +112,8 @@ impl Database {
                     return PreparedDoc { revision, writer, ..PreparedDoc::default() };
                 }
                 match self.projector.prepare(reader, doc) {
-                    Ok(ahead) => PreparedDoc { refused: None, ahead, revision, writer, plain_body: None },
-                    Err(reason) => PreparedDoc { refused: Some(reason), ahead: None, revision: None, writer, plain_body: None },
+                    Ok(ahead) => PreparedDoc { refused: None, ahead, revision, writer },
+                    Err(reason) => PreparedDoc { refused: Some(reason), ahead: None, revision: None, writer },
                 }
             })
             .collect()
@@ -541,7 +541,7 @@ impl Database {
         prepared: PreparedDoc,
     ) -> WriteOutcome {
         self.writing(id);
-        let PreparedDoc { ahead, revision, plain_body, .. } = prepared;
+        let PreparedDoc { ahead, revision, .. } = prepared;
         let revision = revision.filter(|_| new_edits && graph_marker.is_none());
         validate_doc_id(id)?;
         if self.is_partitioned() {
@@ -689,7 +689,7 @@ impl Database {
             txn.kv_mut().delete(BODIES, &body_key(id, old));
         }
         for old in old_leaves.iter().filter(|l| tree.contains(&l.rev) && !tree.is_leaf(&l.rev)) {
-            if plain_body.as_ref() != Some(&old.rev) && body_is_graph(txn, id, &old.rev)? {
+            if body_is_graph(txn, id, &old.rev)? {
                 txn.kv_mut().delete(BODIES, &body_key(id, &old.rev));
             }
         }
@@ -796,9 +796,6 @@ pub struct PreparedDoc {
     refused: Option<String>,
     ahead: Option<crate::Prepared>,
     revision: Option<RevisionAhead>,
-    /// A revision of the document whose stored body was read ahead and is
-    /// not a graph's: the write need not read it again to know.
-    pub(crate) plain_body: Option<Rev>,
 }
 
 impl PreparedDoc {
@@ -886,8 +883,8 @@ fn body_is_graph(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<bool
 }
 
 /// Whether a stored body's JSON may be a graph's: false when the marker's
-/// key is nowhere in it (a body's JSON is written without escapes there).
-pub(crate) fn names_graph_marker(json: &[u8]) -> bool {
+/// key is nowhere in it (serde_json writes that key without escapes).
+fn names_graph_marker(json: &[u8]) -> bool {
     const KEY: &[u8] = b"\"_graph\"";
     debug_assert_eq!(KEY, format!("{:?}", crate::jsonld::GRAPH_MARKER).as_bytes());
     json.windows(KEY.len()).any(|w| w == KEY)

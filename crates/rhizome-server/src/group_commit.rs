@@ -15,18 +15,7 @@
 //! What can be
 //! done before the transaction (`Database::prepare_docs`: the JSON-LD
 //! parse) runs on each request's own thread before it queues, so the
-//! leader's thread, which all writes wait on, does not do it. For a
-//! server-side transaction that is the whole of its operations
-//! (`Database::speculate_ops`: each document read at a snapshot, the
-//! operations applied, the new revision prepared), run once the request
-//! is queued behind a leader, while it waits (run before queueing, it
-//! shrank the groups: TPC-B scale 10, 8 clients, half the throughput in
-//! alternated runs); the leader takes it if it is ready when the request's
-//! turn comes, checks each document's winner and writes the speculation
-//! where it still holds, redoing only the documents changed since (issue
-//! 45, TPC-B scale 10, 8 clients: the leader's instructions per
-//! transaction 491k -> 320k, the whole process's 551k -> 627k; the teller
-//! and branch rows are the ones redone).
+//! leader's thread, which all writes wait on, does not do it.
 //!
 //! Tried and measured, not kept (issue 45, TPC-B scale 10, in process, 8
 //! and 32 clients): a queued `_transaction` reading its documents on its
@@ -37,11 +26,22 @@
 //! throughput fell 20-55% in alternated runs (load 8-19): done before
 //! queueing it shrinks the groups; done while waiting, the readers take
 //! the cores from the leader. Exact either way (it only reads), but the
-//! leader needs the cores, not a cache warmed by others. (The speculation
-//! above reads the same, but spares the leader the work itself.)
+//! leader needs the cores, not a cache warmed by others.
+//!
+//! Nor kept (the same target; the code is at c252ee7): each request
+//! running its operations ahead at a snapshot (read, apply, prepare the new
+//! revisions), the leader writing a document from that speculation when its
+//! winner is unchanged and redoing it otherwise. Exact, and the leader's
+//! instructions per transaction fell 491k -> 320k, but the whole process's
+//! rose 551k -> 627k, and alternated wall-clock runs on the shared machine
+//! (load 5-19) lost: speculating before queueing halved the throughput at 8
+//! clients (smaller groups); speculating while queued, 8 clients 3,376 /
+//! 2,533 -> 2,624 / 1,549 transactions/s, 32 clients 6,347 / 4,304 ->
+//! 4,096 / 2,223. Not measured on a quiet machine, where the second core
+//! would be free for it.
 
 use crate::error::HttpError;
-use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, Speculation, TxnOp, WriteOutcome, Writer};
+use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};
 use rhizome_rdf::StoreTransaction;
 use serde_json::{Map, Value};
 use std::sync::{Arc, Condvar, Mutex};
@@ -63,9 +63,8 @@ enum Work {
     /// `_bulk_docs` with `all_or_nothing` (issue 45): all or none. The
     /// documents are kept for a rerun (see `run`).
     Atomic { docs: Vec<Map<String, Value>>, prepared: Option<Vec<PreparedDoc>>, writer: Writer },
-    /// A server-side transaction (`POST /{db}/_transaction`); its
-    /// operations run ahead, when ready, are in the request's `ahead`.
-    Ops(Arc<Vec<TxnOp>>, Writer),
+    /// A server-side transaction (`POST /{db}/_transaction`).
+    Ops(Vec<TxnOp>, Writer),
     /// An RDF write (a SPARQL Update): run in the group's transaction, its
     /// graphs made revisions (`record_graph_writes_in`). Run again alone
     /// when it fails (its part in the group's transaction is dropped).
@@ -91,10 +90,6 @@ enum Role {
 
 struct Request {
     work: Mutex<Option<Work>>,
-    /// A server-side transaction's operations run ahead by its own thread
-    /// while it waits (`Database::speculate_ops`); the leader takes it if
-    /// it is there when the request's turn comes, and works alone if not.
-    ahead: Mutex<Option<Speculation>>,
     role: Mutex<Role>,
     wake: Condvar,
 }
@@ -155,13 +150,7 @@ impl GroupCommit {
     /// refusal names the operation (nothing written). By `writer`, under
     /// `rhizome_docs`' rights rules.
     pub fn apply_ops(&self, db: &Database, ops: Vec<TxnOp>, writer: Writer) -> Result<Result<Vec<OpResult>, (usize, DocError)>, HttpError> {
-        // Run ahead while waiting, at a snapshot: the leader writes each
-        // document whose winner has not changed since without working it
-        // out again. (A failure to speculate only costs the leader the work.)
-        let ops = Arc::new(ops);
-        let ahead = ops.clone();
-        let speculate = move || db.speculate_ops(&ahead, writer).ok().flatten();
-        match self.submit_with(db, Work::Ops(ops, writer), Some(&speculate))? {
+        match self.submit(db, Work::Ops(ops, writer))? {
             Done::Ops(out) => Ok(out),
             _ => Err(HttpError::internal("group commit answered another kind of request")),
         }
@@ -178,23 +167,12 @@ impl GroupCommit {
     }
 
     fn submit(&self, db: &Database, work: Work) -> Result<Done, HttpError> {
-        self.submit_with(db, work, None)
-    }
-
-    /// `submit`, running `speculate` once queued behind a leader (queued
-    /// first, so that the groups stay as large; its result is the
-    /// leader's to use or not).
-    fn submit_with(&self, db: &Database, work: Work, speculate: Option<&dyn Fn() -> Option<Speculation>>) -> Result<Done, HttpError> {
-        let me = Arc::new(Request { work: Mutex::new(Some(work)), ahead: Mutex::new(None), role: Mutex::new(Role::Waiting), wake: Condvar::new() });
+        let me = Arc::new(Request { work: Mutex::new(Some(work)), role: Mutex::new(Role::Waiting), wake: Condvar::new() });
         {
             let mut q = lock(&self.queue);
             q.pending.push(me.clone());
             if q.leader_active {
                 drop(q);
-                if let Some(speculate) = speculate {
-                    let ahead = speculate();
-                    *lock(&me.ahead) = ahead;
-                }
                 let mut role = lock(&me.role);
                 loop {
                     match std::mem::replace(&mut *role, Role::Waiting) {
@@ -252,7 +230,7 @@ fn run(db: &Database, mut batch: Vec<Arc<Request>>) {
         let mut failed = None;
         for (i, r) in batch.iter().enumerate() {
             let mut work = lock(&r.work);
-            match apply(db, &mut txn, work.as_mut(), &r.ahead) {
+            match apply(db, &mut txn, work.as_mut()) {
                 Ok(done) => outcomes.push(done),
                 Err(e) if is_aborted(&e) => {
                     failed = Some(i);
@@ -281,7 +259,7 @@ fn run(db: &Database, mut batch: Vec<Arc<Request>>) {
     }
 }
 
-fn apply(db: &Database, txn: &mut StoreTransaction<'_>, work: Option<&mut Work>, ahead: &Mutex<Option<Speculation>>) -> Result<Done, DocError> {
+fn apply(db: &Database, txn: &mut StoreTransaction<'_>, work: Option<&mut Work>) -> Result<Done, DocError> {
     match work {
         Some(Work::Docs { docs, new_edits }) => {
             let (docs, prepared) = std::mem::take(docs).into_iter().unzip();
@@ -294,8 +272,7 @@ fn apply(db: &Database, txn: &mut StoreTransaction<'_>, work: Option<&mut Work>,
             };
             Ok(Done::Atomic(db.write_atomic_in(txn, docs.clone(), prepared)?))
         }
-        // (Taken: a rerun of the group redoes it all.)
-        Some(Work::Ops(ops, writer)) => Ok(Done::Ops(db.apply_ops_speculated_in(txn, ops, None, *writer, lock(ahead).take())?)),
+        Some(Work::Ops(ops, writer)) => Ok(Done::Ops(db.apply_ops_in(txn, ops, None, *writer)?)),
         Some(Work::Graph(write, emptied, writer)) => {
             // Its failure may leave a part of it behind: run alone instead.
             let out = write(txn).map_err(|e| DocError::Coded { status: e.status, error: "aborted", reason: e.reason })?;
@@ -363,77 +340,5 @@ mod tests {
         let won: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
         assert_eq!(won, 50, "each shared id is created exactly once");
         assert_eq!(db.info().unwrap().doc_count, 8 * 50 + 50);
-    }
-
-    /// Clients racing on one document through `apply_ops`: each request's
-    /// operations are run ahead on its own thread while it waits, and the
-    /// leader redoes the documents another write changed since: no
-    /// increment lost, every answer as in some serial order.
-    #[test]
-    fn speculated_operations_lose_no_increment() {
-        let db = Arc::new(Database::memory());
-        let group = Arc::new(GroupCommit::default());
-        let (threads, each) = (8, 50);
-        let docs = (0..threads).map(|t| json!({"_id": format!("own-{t}"), "n": 0})).chain([json!({"_id": "shared", "n": 0})]);
-        for (_, o) in db.update_docs(docs.map(|d| d.as_object().cloned().unwrap()).collect(), true).unwrap() {
-            o.unwrap();
-        }
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (db, group) = (db.clone(), group.clone());
-                std::thread::spawn(move || {
-                    for i in 0..each {
-                        let body = json!({"ops": [{"id": "shared", "inc": {"n": 1}}, {"id": format!("own-{t}"), "inc": {"n": 1}}]});
-                        let ops = rhizome_docs::parse_ops(body.as_object().unwrap()).unwrap();
-                        let out = group.apply_ops(&db, ops, Writer::Member).unwrap().unwrap();
-                        assert_eq!(out[1].doc.as_ref().unwrap()["n"], json!(i + 1), "own-{t}'s count as answered");
-                    }
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-        let n = |id: &str| db.get_doc(id, &Default::default()).unwrap()["n"].as_i64().unwrap();
-        assert_eq!(n("shared"), threads * each, "no increment lost");
-        for t in 0..threads {
-            assert_eq!(n(&format!("own-{t}")), each);
-        }
-    }
-
-    /// A request queued behind a leader runs its operations ahead while it
-    /// waits, and the leader writes them from that speculation.
-    #[test]
-    fn a_request_queued_behind_a_leader_is_written_from_its_speculation() {
-        let db = Arc::new(Database::memory());
-        let doc = json!({"_id": "acct", "n": 1}).as_object().cloned().unwrap();
-        db.update_docs(vec![doc], true).unwrap().pop().unwrap().1.unwrap();
-        let group = Arc::new(GroupCommit::default());
-        // This thread leads: the request queues behind it.
-        lock(&group.queue).leader_active = true;
-        let client = {
-            let (db, group) = (db.clone(), group.clone());
-            std::thread::spawn(move || {
-                let ops = rhizome_docs::parse_ops(json!({"ops": [{"id": "acct", "inc": {"n": 2}}]}).as_object().unwrap()).unwrap();
-                group.apply_ops(&db, ops, Writer::Member).unwrap().unwrap()
-            })
-        };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let request = loop {
-            let queued = lock(&group.queue).pending.first().cloned();
-            if let Some(r) = queued.filter(|r| lock(&r.ahead).is_some()) {
-                break r;
-            }
-            assert!(std::time::Instant::now() < deadline, "the queued request never ran ahead");
-            std::thread::yield_now();
-        };
-        let batch = std::mem::take(&mut lock(&group.queue).pending);
-        assert!(Arc::ptr_eq(&batch[0], &request));
-        run(&db, batch);
-        lock(&group.queue).leader_active = false;
-        let out = client.join().unwrap();
-        assert_eq!(out[0].doc.as_ref().unwrap()["n"], json!(3));
-        assert_eq!(db.speculated_docs_used(), 1);
-        assert_eq!(db.get_doc("acct", &Default::default()).unwrap()["n"], json!(3));
     }
 }
