@@ -689,7 +689,7 @@ impl Database {
             txn.kv_mut().delete(BODIES, &body_key(id, old));
         }
         for old in old_leaves.iter().filter(|l| tree.contains(&l.rev) && !tree.is_leaf(&l.rev)) {
-            if read_body(txn, id, &old.rev)?.is_some_and(|b| b.contains_key(crate::jsonld::GRAPH_MARKER)) {
+            if body_is_graph(txn, id, &old.rev)? {
                 txn.kv_mut().delete(BODIES, &body_key(id, &old.rev));
             }
         }
@@ -868,6 +868,26 @@ fn kept_members_json(doc: &Map<String, Value>) -> serde_json::Result<Vec<u8>> {
     }
     out.push(b'}');
     Ok(out)
+}
+
+/// Whether the stored body of `rev` is a graph's (`{"_graph": IRI, ..}`);
+/// parsed only when its bytes name the marker at all.
+fn body_is_graph(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<bool> {
+    match txn.kv().get(BODIES, &body_key(id, rev))? {
+        Some(bytes) if names_graph_marker(&bytes) => {
+            let body: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
+            Ok(body.contains_key(crate::jsonld::GRAPH_MARKER))
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Whether a stored body's JSON may be a graph's: false when the marker's
+/// key is nowhere in it (serde_json writes that key without escapes).
+fn names_graph_marker(json: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"_graph\"";
+    debug_assert_eq!(KEY, format!("{:?}", crate::jsonld::GRAPH_MARKER).as_bytes());
+    json.windows(KEY.len()).any(|w| w == KEY)
 }
 
 pub(crate) fn read_body(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<Option<Map<String, Value>>> {

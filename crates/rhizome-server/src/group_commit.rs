@@ -27,6 +27,18 @@
 //! queueing it shrinks the groups; done while waiting, the readers take
 //! the cores from the leader. Exact either way (it only reads), but the
 //! leader needs the cores, not a cache warmed by others.
+//!
+//! Nor kept (the same target; the code is at c252ee7): each request
+//! running its operations ahead at a snapshot (read, apply, prepare the new
+//! revisions), the leader writing a document from that speculation when its
+//! winner is unchanged and redoing it otherwise. Exact, and the leader's
+//! instructions per transaction fell 491k -> 320k, but the whole process's
+//! rose 551k -> 627k, and alternated wall-clock runs on the shared machine
+//! (load 5-19) lost: speculating before queueing halved the throughput at 8
+//! clients (smaller groups); speculating while queued, 8 clients 3,376 /
+//! 2,533 -> 2,624 / 1,549 transactions/s, 32 clients 6,347 / 4,304 ->
+//! 4,096 / 2,223. Not measured on a quiet machine, where the second core
+//! would be free for it.
 
 use crate::error::HttpError;
 use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};
