@@ -75,6 +75,12 @@ pub struct StoreTransaction<'a> {
     /// of the (predicate, object) pairs it moved (written at commit).
     value_states: FxHashMap<TermId, (ValueState, bool)>,
     value_pairs: FxHashMap<(TermId, TermId), u64>,
+    /// What this transaction did to each quad it wrote (`true`: inserted,
+    /// `false`: removed): the same as its index keys in `txn`, which only
+    /// `insert` and `remove` write. `contains` asks here rather than the
+    /// overlay's ordered map (about 740 instructions a lookup, 200 of them
+    /// an LDP PUT, issue 46).
+    own_quads: FxHashMap<[TermId; 4], bool>,
 }
 
 /// What one writer leaves the next, so that it does not read it back from
@@ -170,6 +176,7 @@ impl Store {
             predicate_stats: FxHashMap::default(),
             value_states: FxHashMap::default(),
             value_pairs: FxHashMap::default(),
+            own_quads: FxHashMap::default(),
         })
     }
 }
@@ -326,13 +333,16 @@ impl<'a> StoreTransaction<'a> {
     }
 
     pub fn contains(&mut self, quad: &[TermId; 4]) -> Result<bool> {
+        // What this transaction wrote decides; then a quad with a term of
+        // this transaction's own is in no committed index (no read).
+        if let Some(there) = self.own_quads.get(quad) {
+            return Ok(*there);
+        }
+        if quad.iter().any(|t| self.is_fresh(*t)) {
+            return Ok(false);
+        }
         let ordering = Self::orderings(quad)[0];
         ordering.encode(quad, &mut self.key);
-        // A quad with a term of this transaction's own is in no committed
-        // index: only this transaction's writes can hold it (no read).
-        if quad.iter().any(|t| self.is_fresh(*t)) {
-            return Ok(self.txn.own_write(ordering.ks, &self.key) == Some(true));
-        }
         Ok(self.txn.get(ordering.ks, &self.key)?.is_some())
     }
 
@@ -497,6 +507,7 @@ impl<'a> StoreTransaction<'a> {
             ordering.encode(quad, &mut self.key);
             self.txn.put(ordering.ks, &self.key, &[]);
         }
+        self.own_quads.insert(*quad, true);
         self.quads += 1;
         self.touch(quad[3]);
         if graph_is_new {
@@ -516,6 +527,7 @@ impl<'a> StoreTransaction<'a> {
             ordering.encode(quad, &mut self.key);
             self.txn.delete(ordering.ks, &self.key);
         }
+        self.own_quads.insert(*quad, false);
         self.quads -= 1;
         self.touch(quad[3]);
         let (s_pair, o_pair) = ((quad[1], quad[0], false), (quad[1], quad[2], true));
