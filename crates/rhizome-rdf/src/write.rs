@@ -600,22 +600,27 @@ impl<'a> StoreTransaction<'a> {
                 self.uncount_distinct(p, if is_object { 2 } else { 1 })?;
             }
         }
+        // The statistics and counters are the transaction's last writes,
+        // never read back: written past its overlay (`put_unread`). Only
+        // the value counts of a cleared predicate are looked up, by a
+        // cursor over the keys longer than these entries' own (or, with
+        // the entry, of a predicate that writes none of them here).
         // A predicate left without quads loses its entries.
         let mut cleared = Vec::new();
         for (p, c) in &self.predicate_stats {
             if c[0] == 0 {
-                self.txn.delete(PREDICATE_STATS, &p.to_be_bytes());
+                self.txn.delete_unread(PREDICATE_STATS, &p.to_be_bytes());
                 // With its value counts: the entry and any counts a load
                 // left behind when it took the predicate past the limit.
                 cleared.push((*p, true));
                 self.value_states.insert(*p, (ValueState::Counted(0), true));
             } else {
-                self.txn.put(PREDICATE_STATS, &p.to_be_bytes(), &crate::stats::encode_predicate_stats(c));
+                self.txn.put_unread(PREDICATE_STATS, &p.to_be_bytes(), &crate::stats::encode_predicate_stats(c));
                 match self.value_states.get(p) {
-                    Some((state @ ValueState::Counted(_), _)) => self.txn.put(VALUE_COUNTS, &p.to_be_bytes(), &crate::stats::encode_value_state(*state)),
+                    Some((state @ ValueState::Counted(_), _)) => self.txn.put_unread(VALUE_COUNTS, &p.to_be_bytes(), &crate::stats::encode_value_state(*state)),
                     // Past the limit now: its counts go.
                     Some((ValueState::Uncounted, true)) => {
-                        self.txn.put(VALUE_COUNTS, &p.to_be_bytes(), &crate::stats::encode_value_state(ValueState::Uncounted));
+                        self.txn.put_unread(VALUE_COUNTS, &p.to_be_bytes(), &crate::stats::encode_value_state(ValueState::Uncounted));
                         cleared.push((*p, false));
                     }
                     _ => {}
@@ -644,16 +649,16 @@ impl<'a> StoreTransaction<'a> {
             if matches!(self.value_states.get(p), Some((ValueState::Counted(_), _))) {
                 let key = crate::stats::value_key(*p, *o);
                 if *n == 0 {
-                    self.txn.delete(VALUE_COUNTS, &key);
+                    self.txn.delete_unread(VALUE_COUNTS, &key);
                 } else {
-                    self.txn.put(VALUE_COUNTS, &key, &n.to_be_bytes());
+                    self.txn.put_unread(VALUE_COUNTS, &key, &n.to_be_bytes());
                 }
             }
         }
-        self.txn.put(META, meta::NEXT_ID, &self.next_id.to_be_bytes());
-        self.txn.put(META, meta::QUADS, &self.quads.to_be_bytes());
-        self.txn.put(META, meta::TERMS, &self.terms.to_be_bytes());
-        self.txn.put(META, meta::GRAPHS, &self.graphs.to_be_bytes());
+        self.txn.put_unread(META, meta::NEXT_ID, &self.next_id.to_be_bytes());
+        self.txn.put_unread(META, meta::QUADS, &self.quads.to_be_bytes());
+        self.txn.put_unread(META, meta::TERMS, &self.terms.to_be_bytes());
+        self.txn.put_unread(META, meta::GRAPHS, &self.graphs.to_be_bytes());
         let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, first_id, rdf_type, .. } = self;
         // `cache` is held until the end: the next writer waits for it after
         // taking the writer lock that `commit` releases.
