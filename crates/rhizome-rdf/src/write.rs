@@ -71,9 +71,9 @@ pub struct StoreTransaction<'a> {
     /// will be committed (written at commit).
     predicate_stats: FxHashMap<TermId, [u64; 3]>,
     /// The value-count state of each predicate this transaction wrote, as
-    /// it will be committed, and whether it was counted before; the counts
+    /// it will be committed, and as it was committed before; the counts
     /// of the (predicate, object) pairs it moved (written at commit).
-    value_states: FxHashMap<TermId, (ValueState, bool)>,
+    value_states: FxHashMap<TermId, (ValueState, ValueState)>,
     value_pairs: FxHashMap<(TermId, TermId), u64>,
     /// What this transaction did to each quad it wrote (`true`: inserted,
     /// `false`: removed): the same as its index keys in `txn`, which only
@@ -403,7 +403,7 @@ impl<'a> StoreTransaction<'a> {
                     // transaction's reads see the committed ones.
                     None => crate::stats::value_state(&self.txn, p)?,
                 };
-                self.value_states.insert(p, (state, state != ValueState::Uncounted));
+                self.value_states.insert(p, (state, state));
                 state
             }
         };
@@ -613,13 +613,18 @@ impl<'a> StoreTransaction<'a> {
                 // With its value counts: the entry and any counts a load
                 // left behind when it took the predicate past the limit.
                 cleared.push((*p, true));
-                self.value_states.insert(*p, (ValueState::Counted(0), true));
+                self.value_states.insert(*p, (ValueState::Counted(0), ValueState::Counted(0)));
             } else {
                 self.txn.put_unread(PREDICATE_STATS, &p.to_be_bytes(), &crate::stats::encode_predicate_stats(c));
                 match self.value_states.get(p) {
+                    // A count above 0 committed before is a key with that
+                    // value: unchanged, it is not written again (most of an
+                    // LDP PUT's predicates keep their objects' count: 100
+                    // writes of 450, issue 46). A 0 may be no key at all.
+                    Some((ValueState::Counted(n), before)) if *n > 0 && *before == ValueState::Counted(*n) => {}
                     Some((state @ ValueState::Counted(_), _)) => self.txn.put_unread(VALUE_COUNTS, &p.to_be_bytes(), &crate::stats::encode_value_state(*state)),
                     // Past the limit now: its counts go.
-                    Some((ValueState::Uncounted, true)) => {
+                    Some((ValueState::Uncounted, before)) if *before != ValueState::Uncounted => {
                         self.txn.put_unread(VALUE_COUNTS, &p.to_be_bytes(), &crate::stats::encode_value_state(ValueState::Uncounted));
                         cleared.push((*p, false));
                     }
