@@ -28,6 +28,9 @@ pub struct Transaction<'a> {
     reads: ReadCache,
     /// Keys the snapshot is known to lack ([`Transaction::find_absent`]).
     absent: AbsentKeys,
+    /// Writes the transaction does not read back ([`Transaction::put_unread`]),
+    /// in order.
+    unread: Vec<WriteOp>,
 }
 
 impl<'a> Transaction<'a> {
@@ -37,7 +40,7 @@ impl<'a> Transaction<'a> {
             Some(lease) => lease.snapshot()?,
             None => backend.snapshot()?,
         };
-        Ok(Transaction { _guard: guard, backend, lease, snapshot, overlay: FxHashMap::default(), empty: Overlay::new(), reads: ReadCache::default(), absent: AbsentKeys::default() })
+        Ok(Transaction { _guard: guard, backend, lease, snapshot, overlay: FxHashMap::default(), empty: Overlay::new(), reads: ReadCache::default(), absent: AbsentKeys::default(), unread: Vec::new() })
     }
 
     /// Whether another process committed to the store since this process
@@ -84,9 +87,26 @@ impl<'a> Transaction<'a> {
         self.overlay.entry(ks).or_default().insert(OverlayKey(key.to_vec()), None);
     }
 
+    /// A write that this transaction's reads (`get`, cursors, ...) do not
+    /// see, kept in order and committed after the overlay's writes (it
+    /// replaces the overlay's write of the same key): for the writes a
+    /// transaction makes last, just before its commit. A store's statistics
+    /// are some 400 keys of a 200-triple LDP PUT, each an insert into the
+    /// overlay's ordered map otherwise (about 790 instructions, issue 46).
+    /// A key is written here at most once, and not through `put` or
+    /// `delete` afterwards.
+    pub fn put_unread(&mut self, ks: Keyspace, key: &[u8], value: &[u8]) {
+        self.unread.push(WriteOp::Put(ks, key.to_vec(), value.to_vec()));
+    }
+
+    /// A deletion as [`Transaction::put_unread`] writes.
+    pub fn delete_unread(&mut self, ks: Keyspace, key: &[u8]) {
+        self.unread.push(WriteOp::Delete(ks, key.to_vec()));
+    }
+
     /// Number of keys written so far.
     pub fn write_count(&self) -> usize {
-        self.overlay.values().map(|o| o.len()).sum()
+        self.overlay.values().map(|o| o.len()).sum::<usize>() + self.unread.len()
     }
 
     /// A cursor over `[lower, upper)` that sees this transaction's writes.
@@ -112,11 +132,19 @@ impl<'a> Transaction<'a> {
         // The read snapshot goes first: the memory backend copies its whole
         // map on a commit while any snapshot of the old version is alive.
         // The writer's lock (`_guard`) is held to the end.
-        let Transaction { _guard, backend, lease, snapshot, overlay, .. } = self;
+        let Transaction { _guard, backend, lease, snapshot, mut overlay, unread, .. } = self;
         drop(snapshot);
+        // A key written both ways is written once, as `unread` has it: a
+        // batch never holds one key twice.
+        for op in &unread {
+            let (WriteOp::Put(ks, key, _) | WriteOp::Delete(ks, key)) = op;
+            if let Some(o) = overlay.get_mut(ks).filter(|o| !o.is_empty()) {
+                o.remove(KeyBytes::new(key));
+            }
+        }
         let mut batch = WriteBatch::default();
         // Sized once: a group commit's batch holds thousands of writes.
-        batch.ops.reserve_exact(overlay.values().map(|o| o.len()).sum());
+        batch.ops.reserve_exact(overlay.values().map(|o| o.len()).sum::<usize>() + unread.len());
         for (ks, overlay) in overlay {
             for (OverlayKey(k), v) in overlay {
                 batch.ops.push(match v {
@@ -125,6 +153,7 @@ impl<'a> Transaction<'a> {
                 });
             }
         }
+        batch.ops.extend(unread);
         match lease {
             Some(mut lease) => lease.commit(batch, true),
             None => backend.commit(batch),
@@ -406,6 +435,38 @@ mod tests {
         t.commit().unwrap();
         let t = kv.transaction().unwrap();
         assert_eq!(t.get(KS, b"a").unwrap().as_deref(), Some(&b"new"[..]), "a new transaction reads the commit, not an old cache");
+    }
+
+    /// Writes past the overlay (`put_unread`) are committed with the
+    /// rest, in place of the overlay's write of the same key, and the
+    /// transaction's reads do not see them.
+    #[test]
+    fn unread_writes_are_committed_and_replace_the_overlays() {
+        let kv = Kv::memory();
+        let mut t = kv.transaction().unwrap();
+        t.put(KS, b"a", b"base");
+        t.put(KS, b"b", b"base");
+        t.commit().unwrap();
+        let mut t = kv.transaction().unwrap();
+        t.put(KS, b"c", b"overlay");
+        t.delete(KS, b"b");
+        t.put_unread(KS, b"a", b"unread");
+        t.put_unread(KS, b"b", b"unread");
+        t.delete_unread(KS, b"c");
+        t.put_unread(KS, b"d", b"unread");
+        assert_eq!(t.get(KS, b"a").unwrap().as_deref(), Some(&b"base"[..]), "not read back");
+        assert_eq!(t.get(KS, b"d").unwrap(), None, "not read back");
+        assert_eq!(t.write_count(), 6);
+        t.commit().unwrap();
+        let t = kv.transaction().unwrap();
+        let mut c = t.cursor(KS, b"", None);
+        c.seek_first();
+        let mut seen = Vec::new();
+        while c.valid() {
+            seen.push((c.key().to_vec(), c.value().to_vec()));
+            c.next();
+        }
+        assert_eq!(seen, vec![(b"a".to_vec(), b"unread".to_vec()), (b"b".to_vec(), b"unread".to_vec()), (b"d".to_vec(), b"unread".to_vec())]);
     }
 
     /// The reads a cluster sends together (`get_many`, `scan_ranges`,
