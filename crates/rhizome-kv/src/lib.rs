@@ -101,11 +101,11 @@ pub use backend::memory::{memory_run_writer, MemoryBackend};
 /// [`remote`].
 #[cfg(feature = "cassandra")]
 pub mod backend_cassandra {
-    pub use crate::backend::cassandra::{CassandraBackend, Cluster, WaitStats};
+    pub use crate::backend::cassandra::{CassandraBackend, Cluster};
 }
 #[cfg(feature = "rocksdb")]
 pub use backend::rocks::{Compression, RocksBackend, RocksOptions};
-pub use backend::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease, WriteOp};
+pub use backend::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, WaitStats, WriteBatch, WriteLease, WriteOp};
 pub use error::{Error, Result};
 pub use kv::{BulkWriter, Kv};
 pub use read_cache::{CachedRead, ReadCache};

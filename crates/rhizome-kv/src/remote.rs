@@ -134,31 +134,15 @@ pub fn open(path: &Path) -> Result<Option<Arc<dyn Backend>>> {
     }
 }
 
-/// How many times this process waited on the shared store's cluster (one
-/// round trip, or several sent together, each): `None` when stores are
-/// folders or the cluster was not reached yet.
-pub fn cluster_waits() -> Option<u64> {
+/// What this process has waited on the shared store's cluster so far
+/// (waits, each one round trip or several sent together; their seconds;
+/// the statements sent): `None` when stores are folders or the cluster
+/// was not reached yet.
+pub fn cluster_wait_stats() -> Option<crate::WaitStats> {
     let remote = remote()?;
     #[cfg(feature = "cassandra")]
     {
-        remote.cluster.get()?.as_ref().ok().map(|c| c.waits())
-    }
-    #[cfg(not(feature = "cassandra"))]
-    {
-        let _ = remote;
-        None
-    }
-}
-
-/// As [`cluster_waits`], with the seconds spent waiting, the CQL
-/// statements sent, and the seconds of those waits inside the driver's
-/// runtime: `(waits, seconds, statements, driver_seconds)`.
-pub fn cluster_wait_stats() -> Option<(u64, f64, u64, f64)> {
-    let remote = remote()?;
-    #[cfg(feature = "cassandra")]
-    {
-        let stats = remote.cluster.get()?.as_ref().ok()?.wait_stats();
-        Some((stats.waits, stats.seconds, stats.statements, stats.driver_seconds))
+        remote.cluster.get()?.as_ref().ok().map(|c| c.wait_stats())
     }
     #[cfg(not(feature = "cassandra"))]
     {

@@ -6,6 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use rhizome_rdf::{DecodeCache, QuadPattern, Store, StoreSnapshot};
+use rhizome_kv::WaitStats;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -57,8 +58,7 @@ fn run_file(snapshot: &StoreSnapshot, file: &Path, range_limit: usize, budget_se
     for kind in kinds {
         let terms = &by_kind[&kind];
         let started = Instant::now();
-        let waits_before = rhizome_kv::remote::cluster_waits();
-        let stats_before = rhizome_kv::remote::cluster_wait_stats().unwrap_or_default();
+        let waits_before = rhizome_kv::remote::cluster_wait_stats();
         let cpu_before = cpu_seconds();
         let mut results = 0u64;
         let mut done = 0usize;
@@ -127,16 +127,16 @@ fn run_file(snapshot: &StoreSnapshot, file: &Path, range_limit: usize, budget_se
         }
         let seconds = started.elapsed().as_secs_f64();
         // On a cluster's store: how many times the lookups waited on it.
-        let waits = rhizome_kv::remote::cluster_waits().zip(waits_before).map(|(after, before)| after - before);
+        let waited = rhizome_kv::remote::cluster_wait_stats().zip(waits_before).map(|(after, before)| after - before);
         // The process's CPU (every thread: the driver's too): what a wait
         // costs the client, beside what it costs in time.
         let cpu = cpu_seconds() - cpu_before;
-        let mut line = serde_json::json!({"file": file, "kind": kind, "queries": done, "results": results, "seconds": seconds, "cluster_waits": waits, "cpu_seconds": cpu});
+        let mut line = serde_json::json!({"file": file, "kind": kind, "queries": done, "results": results, "seconds": seconds, "cluster_waits": waited.map(|w| w.waits), "cpu_seconds": cpu});
         // On a cluster's store: the seconds in those waits, the statements
         // they carried, and the same by phase.
-        if let Some((_, waited, statements, _)) = rhizome_kv::remote::cluster_wait_stats() {
-            line["wait_seconds"] = serde_json::json!(waited - stats_before.1);
-            line["statements"] = serde_json::json!(statements - stats_before.2);
+        if let Some(waited) = waited {
+            line["wait_seconds"] = serde_json::json!(waited.seconds);
+            line["statements"] = serde_json::json!(waited.statements);
             line["phases"] = phases.json();
         }
         println!("{line}");
@@ -145,30 +145,23 @@ fn run_file(snapshot: &StoreSnapshot, file: &Path, range_limit: usize, budget_se
 }
 
 /// Per phase of a lookup (term id, index scan, results' terms): wall
-/// seconds, waits on the cluster, seconds in them, statements sent, and
-/// seconds of the waits inside the driver's runtime.
+/// seconds, and what it waited on the cluster.
 #[derive(Default)]
-struct Phases([(f64, u64, f64, u64, f64); 3]);
-
-type StatsMark = (Instant, (u64, f64, u64, f64));
+struct Phases([(f64, WaitStats); 3]);
 
 impl Phases {
-    fn start(&self) -> StatsMark {
+    fn start(&self) -> (Instant, WaitStats) {
         (Instant::now(), rhizome_kv::remote::cluster_wait_stats().unwrap_or_default())
     }
 
-    fn end(&mut self, phase: usize, (started, (waits, waited, statements, driver)): StatsMark) {
-        let (w, s, st, d) = rhizome_kv::remote::cluster_wait_stats().unwrap_or_default();
+    fn end(&mut self, phase: usize, (started, before): (Instant, WaitStats)) {
         let p = &mut self.0[phase];
         p.0 += started.elapsed().as_secs_f64();
-        p.1 += w - waits;
-        p.2 += s - waited;
-        p.3 += st - statements;
-        p.4 += d - driver;
+        p.1 += rhizome_kv::remote::cluster_wait_stats().unwrap_or_default() - before;
     }
 
     fn json(&self) -> serde_json::Value {
-        let phase = |p: &(f64, u64, f64, u64, f64)| serde_json::json!({"seconds": p.0, "waits": p.1, "wait_seconds": p.2, "statements": p.3, "driver_seconds": p.4});
+        let phase = |(seconds, w): &(f64, WaitStats)| serde_json::json!({"seconds": seconds, "waits": w.waits, "wait_seconds": w.seconds, "statements": w.statements, "driver_seconds": w.driver_seconds});
         serde_json::json!({"term_id": phase(&self.0[0]), "scan": phase(&self.0[1]), "decode": phase(&self.0[2])})
     }
 }

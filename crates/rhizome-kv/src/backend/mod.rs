@@ -16,6 +16,39 @@ pub enum WriteOp {
     Delete(Keyspace, Vec<u8>),
 }
 
+/// What callers have waited on a cluster so far (the Cassandra backend's
+/// `Cluster::wait_stats`), for benchmarks: where a lookup's time goes.
+/// Two readings subtract to what happened between them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WaitStats {
+    /// Waits (each one round trip or several statements sent together).
+    pub waits: u64,
+    /// Seconds spent in them.
+    pub seconds: f64,
+    /// Statements sent (counted whether or not a caller waited on them).
+    pub statements: u64,
+    /// Seconds of the waits from the runtime's first poll of their work to
+    /// its end: the rest is the hand-offs between the caller's thread and
+    /// the runtime's.
+    pub driver_seconds: f64,
+}
+
+impl std::ops::Sub for WaitStats {
+    type Output = WaitStats;
+    fn sub(self, before: WaitStats) -> WaitStats {
+        WaitStats { waits: self.waits - before.waits, seconds: self.seconds - before.seconds, statements: self.statements - before.statements, driver_seconds: self.driver_seconds - before.driver_seconds }
+    }
+}
+
+impl std::ops::AddAssign for WaitStats {
+    fn add_assign(&mut self, more: WaitStats) {
+        self.waits += more.waits;
+        self.seconds += more.seconds;
+        self.statements += more.statements;
+        self.driver_seconds += more.driver_seconds;
+    }
+}
+
 /// Writes applied all together or not at all.
 #[derive(Clone, Debug, Default)]
 pub struct WriteBatch {

@@ -83,7 +83,7 @@ mod buckets;
 mod cursor;
 mod settings;
 
-use super::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease, WriteOp};
+use super::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, WaitStats, WriteBatch, WriteLease, WriteOp};
 use crate::{Error, Keyspace, Result};
 use buckets::bucket_of;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
@@ -126,22 +126,6 @@ struct Inner {
     /// Nanoseconds of the waits from the driver's runtime's first poll of
     /// their work to its end.
     driver_ns: AtomicU64,
-}
-
-/// What callers have waited on a cluster so far (`Cluster::wait_stats`),
-/// for benchmarks: where a lookup's time goes.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct WaitStats {
-    /// Waits (each one round trip or several statements sent together).
-    pub waits: u64,
-    /// Seconds spent in them.
-    pub seconds: f64,
-    /// Statements sent (counted whether or not a caller waited on them).
-    pub statements: u64,
-    /// Seconds of the waits from the runtime's first poll of their work to
-    /// its end: the rest is the hand-offs between the caller's thread and
-    /// the runtime's.
-    pub driver_seconds: f64,
 }
 
 struct Statements {
