@@ -6,7 +6,7 @@
 //! bytes), so that a reader can send it a chunk at a time: held whole, a
 //! 50 MB attachment asked for by 70 slow clients was 3.5 GB of memory.
 //! The first chunked attachment a database stores moves it to document
-//! format 2 (`keys::FORMAT_VERSION`), which an older build refuses to
+//! format 2 (`keys::FORMAT_VERSION_2`), which an older build refuses to
 //! open rather than report those attachments missing.
 
 use crate::keys::{self, meta, ATTACHMENTS, ATTACHMENT_CHUNKS, DB_META};
@@ -52,7 +52,10 @@ pub fn put(txn: &mut Transaction<'_>, digest: &str, bytes: &[u8]) -> Result<()> 
         let n = u32::try_from(n).map_err(|_| DocError::Validation(format!("attachment {digest} is too large")))?;
         txn.put(ATTACHMENT_CHUNKS, &chunk_key(digest, n), chunk);
     }
-    txn.put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION.to_be_bytes());
+    // At least format 2; never lowered from a later one.
+    if keys::u64_value(txn.get(DB_META, meta::FORMAT_VERSION)?, "format_version")? < keys::FORMAT_VERSION_2 {
+        txn.put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION_2.to_be_bytes());
+    }
     Ok(())
 }
 

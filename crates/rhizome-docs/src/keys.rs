@@ -6,9 +6,9 @@
 //!
 //! | keyspace | key | value |
 //! |---|---|---|
-//! | `DOCS` 30 | doc id | [`DocInfo`]: seq, winner, whether the winner's body is its graph alone, revision tree |
+//! | `DOCS` 30 | doc id | [`DocInfo`]: seq, winner, whether the winner's body is its graph alone, the winner's body (records written since format 3), revision tree |
 //! | `SEQS` 31 | seq (u64 BE) | doc id (one entry per document, as CouchDB's by-seq index) |
-//! | `BODIES` 32 | doc id len (u32 BE), doc id, rev | JSON body of a revision (leaves, and older ones until compaction) |
+//! | `BODIES` 32 | doc id len (u32 BE), doc id, rev | JSON body of a revision that is not kept in its record: other leaves (conflicts), older revisions until compaction, and the winner of a record written before format 3 |
 //! | `ATTACHMENTS` 33 | digest (`md5-<base64>`) | attachment bytes (up to 256 KiB; larger ones are in `ATTACHMENT_CHUNKS`) |
 //! | `LOCAL` 34 | `_local/` id | JSON body with `_rev` `0-N` |
 //! | `DB_META` 35 | name | counters (u64 BE) and the security object; `purged_info/` and a purge's sequence (u64 BE): that purge request as JSON `{"id", "revs"}` |
@@ -50,9 +50,16 @@ pub mod meta {
 }
 
 /// Version of the document keyspaces' formats: 2 once a database holds a
-/// chunked attachment (`ATTACHMENT_CHUNKS`); a database of format 1 is
-/// read as it is (format 2 only adds the chunks).
-pub const FORMAT_VERSION: u64 = 2;
+/// chunked attachment (`ATTACHMENT_CHUNKS`), 3 once a document record
+/// holds its winner's body ([`DocInfo::body`], written by every document
+/// write since). A database of an older format is read as it is (each
+/// format only adds): records without a body read theirs from `BODIES`,
+/// and take the new form when next written. Raised so that an older build
+/// refuses the database instead of missing the bodies (its compaction
+/// would drop the attachments only those bodies name).
+pub const FORMAT_VERSION: u64 = 3;
+/// The format with chunked attachments and no body in a record.
+pub const FORMAT_VERSION_2: u64 = 2;
 /// The format before chunked attachments, still read.
 pub const FORMAT_VERSION_1: u64 = 1;
 /// Format of a `DOCS` value: 1, or 2 when its flags byte holds more than
@@ -64,11 +71,17 @@ pub const FORMAT_VERSION_1: u64 = 1;
 /// "not known empty": nothing to migrate).
 const DOC_INFO_FORMAT: u8 = 1;
 const DOC_INFO_FORMAT_GRAPH: u8 = 2;
+/// Format of a `DOCS` value holding its winner's body (format 2's fields,
+/// then [`FLAG_BODY`]'s length-prefixed body before the tree): a build
+/// from before it reports the record as corrupt.
+const DOC_INFO_FORMAT_BODY: u8 = 3;
 /// Bits of a `DOCS` value's flags byte.
 const FLAG_DELETED: u8 = 1;
 const FLAG_GRAPH_BODY: u8 = 2;
 /// [`DocInfo::graph_empty`].
 const FLAG_GRAPH_EMPTY: u8 = 4;
+/// [`DocInfo::body`] (format 3 only).
+const FLAG_BODY: u8 = 8;
 
 pub fn body_key(id: &str, rev: &Rev) -> Vec<u8> {
     let mut key = Vec::with_capacity(4 + id.len() + rev.text_len());
@@ -107,6 +120,13 @@ pub struct DocInfo {
     /// was a tenth of a TPC-B transaction). `false` is always safe: "not
     /// known", as for every record written before it was kept.
     pub graph_empty: bool,
+    /// The winner's stored body (its JSON, as `BODIES` would hold it),
+    /// kept in the record so that a read of the winner is one read and a
+    /// write of a new winner one key. `None` for a record written before
+    /// format 3, and for a winner whose body a write did not have in hand
+    /// (another leaf becoming the winner): its body is then in `BODIES`.
+    /// Never both: a body kept here is not in `BODIES`.
+    pub body: Option<Vec<u8>>,
     pub tree: RevTree,
 }
 
@@ -118,6 +138,8 @@ pub struct DocHeader<'a> {
     /// As [`DocInfo::graph_body`]; empty when the IRI is the document id.
     graph_body: Option<&'a str>,
     pub graph_empty: bool,
+    /// As [`DocInfo::body`].
+    pub body: Option<&'a [u8]>,
     pub tree: &'a [u8],
 }
 
@@ -134,16 +156,27 @@ impl DocInfo {
         let winner_len = self.winner.text_len();
         let tree = self.tree.to_bytes();
         let graph = self.graph_body.as_deref().map(|iri| if iri == id { "" } else { iri });
-        let mut out = Vec::with_capacity(14 + winner_len + graph.map_or(0, str::len) + tree.len());
+        let body = self.body.as_deref();
+        let mut out = Vec::with_capacity(22 + winner_len + graph.map_or(0, str::len) + body.map_or(0, <[u8]>::len) + tree.len());
         let graph_empty = self.graph_empty && graph.is_none();
-        out.push(if graph.is_some() || graph_empty { DOC_INFO_FORMAT_GRAPH } else { DOC_INFO_FORMAT });
+        out.push(if body.is_some() {
+            DOC_INFO_FORMAT_BODY
+        } else if graph.is_some() || graph_empty {
+            DOC_INFO_FORMAT_GRAPH
+        } else {
+            DOC_INFO_FORMAT
+        });
         out.extend_from_slice(&self.seq.to_be_bytes());
-        out.push(if self.deleted { FLAG_DELETED } else { 0 } | if graph.is_some() { FLAG_GRAPH_BODY } else { 0 } | if graph_empty { FLAG_GRAPH_EMPTY } else { 0 });
+        out.push(if self.deleted { FLAG_DELETED } else { 0 } | if graph.is_some() { FLAG_GRAPH_BODY } else { 0 } | if graph_empty { FLAG_GRAPH_EMPTY } else { 0 } | if body.is_some() { FLAG_BODY } else { 0 });
         out.extend_from_slice(&(winner_len as u16).to_be_bytes());
         self.winner.append_to(&mut out);
         if let Some(iri) = graph {
             out.extend_from_slice(&(iri.len() as u32).to_be_bytes());
             out.extend_from_slice(iri.as_bytes());
+        }
+        if let Some(body) = body {
+            out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            out.extend_from_slice(body);
         }
         out.extend_from_slice(&tree);
         out
@@ -158,6 +191,7 @@ impl DocInfo {
                     graph_empty: h.graph_empty,
                     winner: h.winner,
                     deleted: h.deleted,
+                    body: h.body.map(<[u8]>::to_vec),
                     tree: RevTree::from_bytes(h.tree)?,
                 })
             })
@@ -167,7 +201,7 @@ impl DocInfo {
     /// Seq, winner, deletion and graph without decoding the tree.
     pub fn header(bytes: &[u8]) -> Option<DocHeader<'_>> {
         let format = *bytes.first()?;
-        if format != DOC_INFO_FORMAT && format != DOC_INFO_FORMAT_GRAPH {
+        if !matches!(format, DOC_INFO_FORMAT | DOC_INFO_FORMAT_GRAPH | DOC_INFO_FORMAT_BODY) {
             return None;
         }
         let seq = u64::from_be_bytes(bytes.get(1..9)?.try_into().ok()?);
@@ -188,7 +222,15 @@ impl DocInfo {
         } else {
             None
         };
-        Some(DocHeader { seq, winner, deleted, graph_body, graph_empty, tree: bytes.get(at..)? })
+        let body = if format == DOC_INFO_FORMAT_BODY && flags & FLAG_BODY != 0 {
+            let n = u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize;
+            let body = bytes.get(at + 4..at + 4 + n)?;
+            at += 4 + n;
+            Some(body)
+        } else {
+            None
+        };
+        Some(DocHeader { seq, winner, deleted, graph_body, graph_empty, body, tree: bytes.get(at..)? })
     }
 }
 
@@ -206,7 +248,7 @@ mod tests {
     fn info(deleted: bool, graph_body: Option<&str>) -> DocInfo {
         let mut tree = RevTree::default();
         let winner = tree.edit(None, "abc", deleted).unwrap();
-        DocInfo { seq: 7, winner, deleted, graph_body: graph_body.map(str::to_owned), graph_empty: false, tree }
+        DocInfo { seq: 7, winner, deleted, graph_body: graph_body.map(str::to_owned), graph_empty: false, body: None, tree }
     }
 
     /// A record can say its document's graph is empty (format 2, flag 4,
@@ -270,6 +312,40 @@ mod tests {
         let at = 12 + old.winner.to_string().len();
         bytes[at..at + 4].copy_from_slice(&u32::MAX.to_be_bytes());
         assert!(DocInfo::from_bytes(id, &bytes).is_err());
+    }
+
+    /// A record with its winner's body (format 3) reads back every field,
+    /// with or without a graph, deleted or not; one without a body is
+    /// written in the older formats, byte for byte as before; a body's
+    /// length past the end is corrupt.
+    #[test]
+    fn document_records_keep_their_winners_body() {
+        let id = "http://example.org/d";
+        for deleted in [false, true] {
+            for graph in [None, Some("http://example.org/other")] {
+                for graph_empty in [false, true] {
+                    let mut written = info(deleted, graph);
+                    written.graph_empty = graph_empty;
+                    let without = written.to_bytes(id);
+                    assert_ne!(without[0], 3);
+                    written.body = Some(br#"{"a":1}"#.to_vec());
+                    let bytes = written.to_bytes(id);
+                    assert_eq!(bytes[0], 3, "an older build must not read a record with a body");
+                    let read = DocInfo::from_bytes(id, &bytes).unwrap();
+                    assert_eq!(
+                        (read.seq, &read.winner, read.deleted, read.graph_body.as_deref(), read.graph_empty, read.body.as_deref(), &read.tree),
+                        (7, &written.winner, deleted, graph, graph_empty && graph.is_none(), Some(&br#"{"a":1}"#[..]), &written.tree)
+                    );
+                    let header = DocInfo::header(&bytes).unwrap();
+                    assert_eq!((header.deleted, header.graph_body(id), header.body), (deleted, graph, Some(&br#"{"a":1}"#[..])));
+                    assert!(DocInfo::header(&without).unwrap().body.is_none());
+                    let mut cut = bytes.clone();
+                    let at = 12 + written.winner.to_string().len() + graph.map_or(0, |g| 4 + g.len());
+                    cut[at..at + 4].copy_from_slice(&u32::MAX.to_be_bytes());
+                    assert!(DocInfo::from_bytes(id, &cut).is_err());
+                }
+            }
+        }
     }
 }
 

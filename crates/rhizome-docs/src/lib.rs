@@ -36,11 +36,16 @@
 //! winner's graph IRI when its body is that graph alone, which is format 2
 //! of the record, refused by an older build rather than misread, whether
 //! the document's graph is known empty so a write need not look for one
-//! to drop, and the revision tree; ordered by id, so `_all_docs` is one scan, and deleted documents
+//! to drop, the winner's body (format 3 of the record and of the
+//! database: a read of the winner is one read, a new winner one key; a
+//! record written before reads its body from `BODIES` and takes the new
+//! form when next written), and the revision tree; ordered by id, so `_all_docs` is one scan, and deleted documents
 //! are skipped from the record's header without decoding the tree),
 //! `SEQS` (seq -> id, one entry per document, so `_changes` is one scan
-//! from `since`), `BODIES` ((id, rev) -> JSON body of each leaf and, as in
-//! CouchDB, of older revisions until compaction), `ATTACHMENTS` and
+//! from `since`), `BODIES` ((id, rev) -> JSON body of each other leaf and,
+//! as in CouchDB, of older revisions until compaction: a winner's body
+//! moves there from its record when another revision wins; every read
+//! goes through `read::stored_body_of`, which knows both), `ATTACHMENTS` and
 //! `ATTACHMENT_CHUNKS` (by `md5-<base64>` digest, shared between revisions,
 //! in 256 KiB chunks past 256 KiB so a reader sends them a chunk at a
 //! time; the first chunked one moves a database to document format 2,

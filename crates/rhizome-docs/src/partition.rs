@@ -124,10 +124,15 @@ impl Database {
                 info.doc_del_count += 1;
             } else {
                 info.doc_count += 1;
-                let id = String::from_utf8_lossy(cursor.key());
-                if let Some(body) = kv.get(crate::keys::BODIES, &crate::keys::body_key(&id, &header.winner))? {
-                    info.active_bytes += body.len() as u64;
-                    info.external_bytes += body.len() as u64;
+                if let Some(kept) = header.body {
+                    // Counted in the record's bytes above.
+                    info.external_bytes += kept.len() as u64;
+                } else {
+                    let id = String::from_utf8_lossy(cursor.key());
+                    if let Some(body) = kv.get(crate::keys::BODIES, &crate::keys::body_key(&id, &header.winner))? {
+                        info.active_bytes += body.len() as u64;
+                        info.external_bytes += body.len() as u64;
+                    }
                 }
             }
             cursor.next();

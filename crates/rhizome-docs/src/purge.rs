@@ -91,7 +91,21 @@ impl Database {
                         (false, true) => info.graph_body.clone(),
                         (false, false) => read_body(&txn, id, &winner.rev)?.as_ref().and_then(graph_alone),
                     };
-                    let new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, graph_empty: false, tree };
+                    // The record keeps the body of a winner that stays; a
+                    // revision that stops being the winner (if a purge can
+                    // leave it) takes its body to `BODIES`, and the new
+                    // winner's is read from there.
+                    let body = match (winner.rev == info.winner, &info.body) {
+                        (true, body) => body.clone(),
+                        (false, Some(old)) => {
+                            if tree.contains(&info.winner) {
+                                txn.kv_mut().put(BODIES, &body_key(id, &info.winner), old);
+                            }
+                            None
+                        }
+                        (false, None) => None,
+                    };
+                    let new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, graph_empty: false, body, tree };
                     txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes(id));
                     if winner.rev != info.winner {
                         self.project(&mut txn, id, &winner.rev, winner.deleted, None, None, false)?;

@@ -2,8 +2,9 @@
 //! attachments, `_revs_diff`.
 //! (https://docs.couchdb.org/en/stable/api/document/common.html#get--db-docid)
 
-use crate::keys::{body_key, DocInfo, BODIES, DOCS};
+use crate::keys::{body_key, DocHeader, DocInfo, BODIES, DOCS};
 use crate::{Database, DocError, Result, Rev};
+use std::borrow::Cow;
 use base64::Engine;
 use rhizome_kv::KvRead;
 use rhizome_rdf::StoreSnapshot;
@@ -86,13 +87,46 @@ pub(crate) fn doc_info(kv: &dyn KvRead, id: &str) -> Result<Option<DocInfo>> {
     }
 }
 
-/// The body of a revision; a document whose body is its graph (a stored
-/// `{"_graph": IRI}`) is rendered from its quads as JSON-LD.
-/// `snapshot`: the committed snapshot `kv` reads, when it is one (never a
-/// write transaction, whose new terms are not committed): its shared term
-/// cache, and the index families it has quads in, are used.
-pub(crate) fn body(kv: &dyn KvRead, id: &str, rev: &Rev, snapshot: Option<&StoreSnapshot>) -> Result<Option<Map<String, Value>>> {
-    kv.get(BODIES, &body_key(id, rev))?.map(|bytes| parse_body(kv, id, rev, &bytes, snapshot)).transpose()
+/// The stored bytes of revision `rev`'s body, `info` being its document's
+/// record: the record's own copy when `rev` is the winner it keeps
+/// ([`DocInfo::body`]), else `BODIES` (other leaves, older revisions, and
+/// the winner of a record written before format 3). Every read of a
+/// stored body goes through here, [`stored_body_of_header`] or
+/// [`stored_body`].
+pub(crate) fn stored_body_of<'a>(kv: &dyn KvRead, id: &str, info: &'a DocInfo, rev: &Rev) -> Result<Option<Cow<'a, [u8]>>> {
+    match info.body.as_deref().filter(|_| info.winner == *rev) {
+        Some(kept) => Ok(Some(Cow::Borrowed(kept))),
+        None => Ok(kv.get(BODIES, &body_key(id, rev))?.map(Cow::Owned)),
+    }
+}
+
+/// [`stored_body_of`] from a record read in place.
+pub(crate) fn stored_body_of_header<'a>(kv: &dyn KvRead, id: &str, header: &DocHeader<'a>, rev: &Rev) -> Result<Option<Cow<'a, [u8]>>> {
+    match header.body.filter(|_| header.winner == *rev) {
+        Some(kept) => Ok(Some(Cow::Borrowed(kept))),
+        None => Ok(kv.get(BODIES, &body_key(id, rev))?.map(Cow::Owned)),
+    }
+}
+
+/// [`stored_body_of`] reading the document's record first.
+pub(crate) fn stored_body(kv: &dyn KvRead, id: &str, rev: &Rev) -> Result<Option<Vec<u8>>> {
+    if let Some(record) = kv.get(DOCS, id.as_bytes())? {
+        let header = DocInfo::header(&record).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+        if let Some(kept) = header.body.filter(|_| header.winner == *rev) {
+            return Ok(Some(kept.to_vec()));
+        }
+    }
+    Ok(kv.get(BODIES, &body_key(id, rev))?)
+}
+
+/// The body of revision `rev` of the document whose record is `info`; a
+/// document whose body is its graph (a stored `{"_graph": IRI}`) is
+/// rendered from its quads as JSON-LD. `snapshot`: the committed snapshot
+/// `kv` reads, when it is one (never a write transaction, whose new terms
+/// are not committed): its shared term cache, and the index families it
+/// has quads in, are used.
+pub(crate) fn body(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, snapshot: Option<&StoreSnapshot>) -> Result<Option<Map<String, Value>>> {
+    stored_body_of(kv, id, info, rev)?.map(|bytes| parse_body(kv, id, rev, &bytes, snapshot)).transpose()
 }
 
 /// [`body`] of the stored bytes `bytes`.
@@ -112,10 +146,13 @@ fn parse_body(kv: &dyn KvRead, id: &str, rev: &Rev, bytes: &[u8], snapshot: Opti
 }
 
 /// The winning revision of a live document as a query sees it (`_id`,
-/// `_rev`, the body, attachment stubs), without decoding its revision
-/// tree: what Mango reads for every candidate row.
-pub(crate) fn render_winner(kv: &dyn KvRead, id: &str, winner: &Rev, snapshot: Option<&StoreSnapshot>) -> Result<Option<Map<String, Value>>> {
-    let Some(mut doc) = body(kv, id, winner, snapshot)? else { return Ok(None) };
+/// `_rev`, the body, attachment stubs), from its record read in place
+/// (`header`), without decoding its revision tree: what Mango reads for
+/// every candidate row, and a transaction for every document it reads.
+pub(crate) fn render_winner(kv: &dyn KvRead, id: &str, header: &DocHeader<'_>, snapshot: Option<&StoreSnapshot>) -> Result<Option<Map<String, Value>>> {
+    let winner = &header.winner;
+    let Some(bytes) = stored_body_of_header(kv, id, header, winner)? else { return Ok(None) };
+    let mut doc = parse_body(kv, id, winner, &bytes, snapshot)?;
     let mut added = Map::new();
     added.insert("_id".into(), Value::String(id.to_owned()));
     added.insert("_rev".into(), Value::String(winner.to_string()));
@@ -133,7 +170,7 @@ impl<T, F: Fn(&dyn KvRead, &str, &DocInfo, &Rev, &ReadOptions, Option<&StoreSnap
 
 /// Renders revision `rev` of a document as CouchDB returns it.
 pub(crate) fn render(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions, snapshot: Option<&StoreSnapshot>) -> Result<Map<String, Value>> {
-    let Some(stored) = body(kv, id, rev, snapshot)? else {
+    let Some(stored) = body(kv, id, info, rev, snapshot)? else {
         return Err(DocError::NotFound("missing"));
     };
     render_body(kv, info, rev, opts, stored, added_members(kv, id, info, rev, opts)?)
@@ -145,7 +182,7 @@ pub(crate) fn render(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts:
 /// Replication reads (`_bulk_get`, `open_revs`) ask for `_revisions`, so
 /// this covers them, not only plain reads.
 pub(crate) fn render_json(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions, snapshot: Option<&StoreSnapshot>) -> Result<Vec<u8>> {
-    let Some(bytes) = kv.get(BODIES, &body_key(id, rev))? else {
+    let Some(bytes) = stored_body_of(kv, id, info, rev)? else {
         return Err(DocError::NotFound("missing"));
     };
     render_json_from(kv, id, info, rev, opts, snapshot, &bytes)
@@ -183,7 +220,7 @@ fn added_members(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &Re
         for r in &path {
             let status = if info.tree.is_deleted(r) == Some(true) {
                 "deleted"
-            } else if kv.get(BODIES, &body_key(id, r))?.is_some() {
+            } else if (info.body.is_some() && info.winner == *r) || kv.get(BODIES, &body_key(id, r))?.is_some() {
                 "available"
             } else {
                 "missing"
@@ -515,7 +552,7 @@ impl Database {
             out.push(b'}');
             return Ok((rev, out));
         }
-        let bytes = kv.get(BODIES, &body_key(id, &rev))?.ok_or(DocError::NotFound("missing"))?;
+        let bytes = stored_body_of_header(kv, id, &header, &rev)?.ok_or(DocError::NotFound("missing"))?;
         // A JSON body with no attachment: its stored bytes with `_id` and
         // `_rev` put among its members, nothing parsed into values.
         let (id_value, rev_value) = (Value::String(id.to_owned()), Value::String(rev.to_string()));
@@ -629,7 +666,7 @@ impl Database {
             None if info.deleted => return Err(DocError::NotFound("deleted")),
             None => info.winner.clone(),
         };
-        let stored = body(kv, id, &rev, Some(&s))?.ok_or(DocError::NotFound("missing"))?;
+        let stored = body(kv, id, &info, &rev, Some(&s))?.ok_or(DocError::NotFound("missing"))?;
         let meta = stored.get("_attachments").and_then(|a| a.get(name)).ok_or(DocError::NotFound("Document is missing attachment"))?;
         let digest = meta.get("digest").and_then(Value::as_str).unwrap_or_default().to_owned();
         let length = meta.get("length").and_then(Value::as_u64).unwrap_or(0);

@@ -49,7 +49,8 @@ impl<'a> SteppingReader<'a> {
 }
 
 /// Documents of one snapshot read as [`crate::Database::get_doc_bytes_at`]
-/// reads them, through a [`SteppingReader`] on `DOCS` and one on `BODIES`.
+/// reads them, through a [`SteppingReader`] on `DOCS` and one on `BODIES`
+/// (for records that do not keep their winner's body).
 pub struct DocReader<'a> {
     snapshot: &'a StoreSnapshot,
     docs: SteppingReader<'a>,
@@ -76,8 +77,13 @@ impl<'a> DocReader<'a> {
             return Err(DocError::NotFound("deleted"));
         }
         let rev = info.winner.clone();
-        let Some(body) = self.bodies.get(&body_key(id, &rev))? else {
-            return Err(DocError::NotFound("missing"));
+        // The record's own copy of the winner's body, else `BODIES`'s.
+        let body = match info.body.as_deref() {
+            Some(kept) => kept,
+            None => match self.bodies.get(&body_key(id, &rev))? {
+                Some(body) => body,
+                None => return Err(DocError::NotFound("missing")),
+            },
         };
         let json = render_json_from(self.snapshot.kv(), id, &info, &rev, opts, Some(self.snapshot), body)?;
         Ok((rev, json))

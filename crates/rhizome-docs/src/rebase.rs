@@ -43,7 +43,8 @@ pub fn recorded_base(txn: &Transaction<'_>) -> Result<Option<String>> {
 pub fn rebase_documents(txn: &mut Transaction<'_>, old: &str, new: &str) -> Result<DocsRebased> {
     let mut out = DocsRebased::default();
     let moved = |s: &str| rebased_iri(s, old, new);
-    // DOCS: renamed ids and the graphs records name.
+    // DOCS: renamed ids, the graphs records name, and IRIs inside the
+    // winners' bodies records keep.
     let mut renames: HashMap<String, String> = HashMap::new();
     let mut records: Vec<(String, Option<String>, DocInfo)> = Vec::new();
     {
@@ -53,12 +54,23 @@ pub fn rebase_documents(txn: &mut Transaction<'_>, old: &str, new: &str) -> Resu
             let id = std::str::from_utf8(c.key()).map_err(|_| DocError::Corrupt("a document id is not UTF-8".into()))?.to_owned();
             let new_id = moved(&id);
             let header_moves = DocInfo::header(c.value()).and_then(|h| h.graph_body(&id).map(|g| moved(g).is_some())).unwrap_or(false);
-            if new_id.is_some() || header_moves {
+            // The winner's body the record keeps, with IRIs rewritten.
+            let kept_body = match DocInfo::header(c.value()).and_then(|h| h.body) {
+                Some(body) => rewrite_json_bytes(body, &moved)?,
+                None => None,
+            };
+            if new_id.is_some() || header_moves || kept_body.is_some() {
                 let mut info = DocInfo::from_bytes(&id, c.value())?;
-                // Its graph's name moves: not known empty under the new one.
-                info.graph_empty = false;
+                if header_moves || new_id.is_some() {
+                    // Its graph's name moves: not known empty under the new one.
+                    info.graph_empty = false;
+                }
                 if let Some(g) = info.graph_body.as_deref().and_then(moved) {
                     info.graph_body = Some(g);
+                }
+                if let Some(body) = kept_body {
+                    info.body = Some(body);
+                    out.rewritten_bodies += 1;
                 }
                 records.push((id, new_id, info));
             }

@@ -58,6 +58,20 @@ fn winner_of(kv: &dyn rhizome_kv::KvRead, id: &str) -> Result<Option<(Rev, bool)
     }
 }
 
+/// [`winner_of`] and the winner's document as a read gives it (`None`
+/// when deleted), from one read of the record when it keeps its body.
+fn winner_and_doc(kv: &dyn rhizome_kv::KvRead, id: &str, snapshot: Option<&StoreSnapshot>) -> Result<Option<WinnerAndDoc>> {
+    let Some(bytes) = kv.get(DOCS, id.as_bytes())? else { return Ok(None) };
+    let h = DocInfo::header(&bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+    let doc = match h.deleted {
+        true => None,
+        false => Some(render_winner(kv, id, &h, snapshot)?.ok_or_else(|| DocError::Corrupt(format!("body of {id} {}", h.winner)))?),
+    };
+    Ok(Some(((h.winner.clone(), h.deleted), doc)))
+}
+
+type WinnerAndDoc = ((Rev, bool), Option<Map<String, Value>>);
+
 fn id_of(doc: &Map<String, Value>) -> String {
     doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned()
 }
@@ -217,10 +231,9 @@ impl Database {
             if !staged.contains_key(op.id.as_str()) {
                 // The winner from the record's header, its body alone: a hot
                 // document's revision tree is decoded once, by the write.
-                let winner = winner_of(txn.reader(), &op.id)?;
-                let doc = match &winner {
-                    Some((w, false)) => Some(render_winner(txn.reader(), &op.id, w, None)?.ok_or_else(|| DocError::Corrupt(format!("body of {} {w}", op.id)))?),
-                    _ => None,
+                let (winner, doc) = match winner_and_doc(txn.reader(), &op.id, None)? {
+                    Some((w, doc)) => (Some(w), doc),
+                    None => (None, None),
                 };
                 // The body before the transaction only for validation
                 // functions (a clone of every document otherwise).
@@ -570,7 +583,7 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
             return Ok((own.get("_deleted") != Some(&Value::Bool(true))).then(|| own.clone()));
         }
         match self.seen.get(id).cloned().flatten() {
-            Some((w, false)) => Ok(Some(render_winner(self.snapshot.kv(), id, &w, Some(&self.snapshot))?.ok_or_else(|| DocError::Corrupt(format!("body of {id} {w}")))?)),
+            Some((_, false)) => Ok(winner_and_doc(self.snapshot.kv(), id, Some(&self.snapshot))?.and_then(|(_, doc)| doc)),
             _ => Ok(None),
         }
     }

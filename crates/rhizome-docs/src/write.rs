@@ -49,6 +49,9 @@ pub(crate) struct Counters {
     pub(crate) doc_count: u64,
     pub(crate) doc_del_count: u64,
     revs_limit: u64,
+    /// The database's format (`keys::FORMAT_VERSION`), raised by the
+    /// first record written with its body.
+    format: u64,
 }
 
 impl Counters {
@@ -59,7 +62,17 @@ impl Counters {
             doc_count: read(meta::DOC_COUNT)?,
             doc_del_count: read(meta::DOC_DEL_COUNT)?,
             revs_limit: read(meta::REVS_LIMIT)?.max(1),
+            format: read(meta::FORMAT_VERSION)?,
         })
+    }
+
+    /// Marks the database as holding records with their bodies (format
+    /// 3), once, in the transaction that writes the first.
+    pub(crate) fn note_record_bodies(&mut self, txn: &mut StoreTransaction<'_>) {
+        if self.format < keys::FORMAT_VERSION {
+            self.format = keys::FORMAT_VERSION;
+            txn.kv_mut().put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION.to_be_bytes());
+        }
     }
 
     pub(crate) fn write(&self, txn: &mut StoreTransaction<'_>) {
@@ -412,8 +425,8 @@ impl Database {
     }
 
     /// The first load's documents as sorted runs: under the store's writer
-    /// lock, each chunk of graphs becomes the `DOCS`, `BODIES` and `SEQS`
-    /// records and counters that [`Database::write_one`] would write for
+    /// lock, each chunk of graphs becomes the `DOCS` (with their bodies)
+    /// and `SEQS` records and counters that [`Database::write_one`] would write for
     /// it (a graph-bodied first revision each), ingested in one atomic
     /// step that lands them at the bottom of the store. Writing them
     /// through transactions (memtables, flushes, compactions, then a
@@ -477,29 +490,23 @@ impl Database {
             // Sequence numbers in graph order, as transactions give them.
             let first_seq = update_seq + 1;
             update_seq += docs.len() as u64;
-            let record = |i: usize| -> (Rev, Vec<u8>, Vec<u8>) {
+            let record = |i: usize| -> Vec<u8> {
                 let (id, iri, hash) = &docs[i];
                 let iri = iri.as_deref().unwrap_or(id);
                 let mut tree = RevTree::new();
                 let rev = tree.edit(None, hash, false).expect("a first revision of a new tree");
                 tree.stem(revs_limit as usize);
-                let info = DocInfo { seq: first_seq + i as u64, winner: rev.clone(), deleted: false, graph_body: Some(iri.to_owned()), graph_empty: false, tree };
+                // The body kept in the record, as a write keeps it.
                 let body = Map::from_iter([(crate::jsonld::GRAPH_MARKER.to_owned(), Value::String(iri.to_owned()))]);
-                (rev, info.to_bytes(id), serde_json::to_vec(&body).expect("JSON of a map of strings"))
+                let body = serde_json::to_vec(&body).expect("JSON of a map of strings");
+                DocInfo { seq: first_seq + i as u64, winner: rev, deleted: false, graph_body: Some(iri.to_owned()), graph_empty: false, body: Some(body), tree }.to_bytes(id)
             };
             let mut runs = Vec::new();
-            // DOCS by id; BODIES by (id length, id, revision), as
-            // `body_key` orders them; SEQS in sequence order.
+            // DOCS by id (each record with its body); SEQS in sequence
+            // order.
             let mut run = bulk.sorted_run_writer(DOCS)?;
             for &i in &order {
-                run.put(docs[i as usize].0.as_bytes(), &record(i as usize).1)?;
-            }
-            runs.push(run.finish()?);
-            order.sort_by_key(|i| docs[*i as usize].0.len());
-            let mut run = bulk.sorted_run_writer(BODIES)?;
-            for &i in &order {
-                let (rev, _, body) = record(i as usize);
-                run.put(&body_key(&docs[i as usize].0, &rev), &body)?;
+                run.put(docs[i as usize].0.as_bytes(), &record(i as usize))?;
             }
             runs.push(run.finish()?);
             let mut run = bulk.sorted_run_writer(SEQS)?;
@@ -511,6 +518,8 @@ impl Database {
             let mut run = bulk.sorted_run_writer(DB_META)?;
             run.put(meta::DOC_COUNT, &(doc_count + docs.len() as u64).to_be_bytes())?;
             run.put(meta::DOC_DEL_COUNT, &doc_del_count.to_be_bytes())?;
+            // Records with their bodies: format 3, as a write raises it.
+            run.put(meta::FORMAT_VERSION, &keys::FORMAT_VERSION.to_be_bytes())?;
             run.put(meta::UPDATE_SEQ, &update_seq.to_be_bytes())?;
             runs.push(run.finish()?);
             drop(kv);
@@ -679,21 +688,43 @@ impl Database {
             Some((json, ..)) => json,
             None => serde_json::to_vec(&body).map_err(|e| DocError::Corrupt(format!("{id}: {e}")))?,
         };
-        txn.kv_mut().put(BODIES, &body_key(id, &rev), &json);
+        let winner = tree.winner().expect("a tree just written to has a leaf");
+        // The winner's body goes in its record ([`DocInfo::body`]); any
+        // other revision's in `BODIES`.
+        let old_kept = info.as_ref().and_then(|i| Some((&i.winner, i.body.as_deref()?)));
+        let is_old_kept = |r: &Rev| old_kept.is_some_and(|(w, _)| w == r);
+        if winner.rev != rev {
+            txn.kv_mut().put(BODIES, &body_key(id, &rev), &json);
+        }
         // As CouchDB: a revision that stops being a leaf keeps its body
         // until compaction ([`Database::compact`]), so `?rev=` reads it. Two
         // exceptions go at once: revisions stemmed from the tree (no longer
         // reachable), and graph-bodied revisions (their body is the current
         // graph, so an old one would read as the new content).
-        for old in before_stem.iter().filter(|r| !tree.contains(r)) {
+        for old in before_stem.iter().filter(|r| !tree.contains(r) && !is_old_kept(r)) {
             txn.kv_mut().delete(BODIES, &body_key(id, old));
         }
+        let mut old_kept_goes = false;
         for old in old_leaves.iter().filter(|l| tree.contains(&l.rev) && !tree.is_leaf(&l.rev)) {
-            if body_is_graph(txn, id, &old.rev)? {
+            if is_old_kept(&old.rev) {
+                old_kept_goes = old_kept.is_some_and(|(_, b)| body_bytes_are_graph(id, &old.rev, b).unwrap_or(false));
+            } else if body_is_graph(txn, id, &old.rev)? {
                 txn.kv_mut().delete(BODIES, &body_key(id, &old.rev));
             }
         }
-        let winner = tree.winner().expect("a tree just written to has a leaf");
+        // The previous winner's body, kept in its record, moves to
+        // `BODIES` when another revision wins and it is kept at all.
+        if let Some((old, body)) = old_kept.filter(|(w, _)| **w != winner.rev && tree.contains(w) && !old_kept_goes) {
+            txn.kv_mut().put(BODIES, &body_key(id, old), body);
+        }
+        let kept_body = if winner.rev == rev {
+            Some(json)
+        } else if old_kept.is_some_and(|(w, _)| *w == winner.rev) {
+            old_kept.map(|(_, b)| b.to_vec())
+        } else {
+            // Another leaf became the winner: its body stays in `BODIES`.
+            None
+        };
         let (was_live, existed) = match &info {
             Some(i) => (!i.deleted, true),
             None => (false, false),
@@ -732,7 +763,10 @@ impl Database {
         // The graph stays as it was while the winner does.
         let graph_was_empty = info.as_ref().is_some_and(|i| i.graph_empty);
         let winner_changes = old_winner.as_ref() != Some(&winner.rev);
-        let mut new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, graph_empty: graph_was_empty && !winner_changes, tree };
+        if kept_body.is_some() {
+            counters.note_record_bodies(txn);
+        }
+        let mut new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, graph_empty: graph_was_empty && !winner_changes, body: kept_body, tree };
         if winner_changes {
             let new_body = if winner.rev == rev { Some(body) } else { None };
             // (The record is written after: the projections read the
@@ -874,12 +908,18 @@ fn kept_members_json(doc: &Map<String, Value>) -> serde_json::Result<Vec<u8>> {
 /// parsed only when its bytes name the marker at all.
 fn body_is_graph(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<bool> {
     match txn.kv().get(BODIES, &body_key(id, rev))? {
-        Some(bytes) if names_graph_marker(&bytes) => {
-            let body: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
-            Ok(body.contains_key(crate::jsonld::GRAPH_MARKER))
-        }
-        _ => Ok(false),
+        Some(bytes) => body_bytes_are_graph(id, rev, &bytes),
+        None => Ok(false),
     }
+}
+
+/// Whether the stored body `bytes` of `rev` is a graph's.
+fn body_bytes_are_graph(id: &str, rev: &Rev, bytes: &[u8]) -> Result<bool> {
+    if !names_graph_marker(bytes) {
+        return Ok(false);
+    }
+    let body: Map<String, Value> = serde_json::from_slice(bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
+    Ok(body.contains_key(crate::jsonld::GRAPH_MARKER))
 }
 
 /// Whether a stored body's JSON may be a graph's: false when the marker's
@@ -890,8 +930,10 @@ fn names_graph_marker(json: &[u8]) -> bool {
     json.windows(KEY.len()).any(|w| w == KEY)
 }
 
+/// The stored body of `rev` as `txn` sees it (from the document's record
+/// or `BODIES`: [`crate::read::stored_body`]).
 pub(crate) fn read_body(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Result<Option<Map<String, Value>>> {
-    match txn.kv().get(BODIES, &body_key(id, rev))? {
+    match crate::read::stored_body(txn.kv(), id, rev)? {
         Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?)),
         None => Ok(None),
     }

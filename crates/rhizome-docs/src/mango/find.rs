@@ -14,7 +14,7 @@ use super::prefilter::{body_reader, Look, Prefilter};
 use super::plan::{plan, Access, FindOptions, Kind, Plan};
 use super::ranges::{selector_fields, Edge, FieldRange};
 use crate::collate;
-use crate::keys::{DocHeader, DocInfo, DOCS, MANGO_ROWS};
+use crate::keys::{DocInfo, DOCS, MANGO_ROWS};
 use crate::read::{render, render_winner, ReadOptions};
 use crate::selector::get_path;
 use crate::{Database, DocError, Result};
@@ -505,8 +505,8 @@ fn set_path(doc: &mut Value, path: &[String], v: Value) {
 /// the revision tree decoded.
 fn candidate(kv: &dyn rhizome_kv::KvRead, id: &str, info: Option<&[u8]>, conflicts: bool) -> Result<Option<Value>> {
     let Some(bytes) = info else { return Ok(None) };
-    let DocHeader { winner, deleted, .. } = DocInfo::header(bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
-    if deleted {
+    let header = DocInfo::header(bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+    if header.deleted {
         return Ok(None);
     }
     let doc = if conflicts {
@@ -517,7 +517,7 @@ fn candidate(kv: &dyn rhizome_kv::KvRead, id: &str, info: Option<&[u8]>, conflic
             Err(e) => return Err(e),
         }
     } else {
-        render_winner(kv, id, &winner, None)?
+        render_winner(kv, id, &header, None)?
     };
     Ok(doc.map(Value::Object))
 }

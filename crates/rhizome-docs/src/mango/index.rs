@@ -386,8 +386,8 @@ impl Database {
                     continue;
                 }
                 let Some(bytes) = txn.kv().get(DOCS, id.as_bytes())? else { continue };
-                let keys::DocHeader { winner, deleted, .. } = DocInfo::header(&bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
-                if deleted {
+                let header = DocInfo::header(&bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+                if header.deleted {
                     continue;
                 }
                 let doc = if index.sees_conflicts {
@@ -398,7 +398,7 @@ impl Database {
                         Err(e) => return Err(e),
                     }
                 } else {
-                    render_winner(txn.kv(), id, &winner, None)?
+                    render_winner(txn.kv(), id, &header, None)?
                 };
                 let Some(doc) = doc else { continue };
                 let doc = Value::Object(doc);
@@ -475,7 +475,7 @@ pub(crate) fn list_indexes(kv: &dyn KvRead) -> Result<Vec<IndexDef>> {
         let id = String::from_utf8_lossy(cursor.key()).into_owned();
         let info = DocInfo::from_bytes(&id, cursor.value())?;
         if !info.deleted {
-            if let Some(body) = crate::read::body(kv, &id, &info.winner, None)? {
+            if let Some(body) = crate::read::body(kv, &id, &info, &info.winner, None)? {
                 out.extend(indexes_of(&id, &body, partitioned));
             }
         }

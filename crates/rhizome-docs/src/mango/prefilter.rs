@@ -61,13 +61,20 @@ impl Prefilter {
     }
 
     /// Looks at document `id`, whose `DOCS` value is `info`, its body
-    /// read through `bodies`.
+    /// the one `info` keeps or read through `bodies`.
     pub fn look(&self, bodies: &mut SteppingReader, id: &str, info: &[u8], selector: &Selector) -> Result<Look> {
         let Some(header) = DocInfo::header(info) else { return Ok(Look::Maybe) };
         if header.deleted {
             return Ok(Look::Gone);
         }
-        let Some(bytes) = bodies.get(&body_key(id, &header.winner))? else { return Ok(Look::Gone) };
+        // The record's own copy of the winner's body, else `BODIES`'s.
+        let bytes = match header.body {
+            Some(kept) => kept,
+            None => match bodies.get(&body_key(id, &header.winner))? {
+                Some(bytes) => bytes,
+                None => return Ok(Look::Gone),
+            },
+        };
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let Ok(mut members) = (Wanted { fields: &self.fields }).deserialize(&mut de) else { return Ok(Look::Maybe) };
         if members.contains_key(crate::jsonld::GRAPH_MARKER) {
