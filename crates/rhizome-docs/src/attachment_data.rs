@@ -5,11 +5,11 @@
 //! [`CHUNK_BYTES`] in `ATTACHMENT_CHUNKS` (digest, 0, chunk number ->
 //! bytes), so that a reader can send it a chunk at a time: held whole, a
 //! 50 MB attachment asked for by 70 slow clients was 3.5 GB of memory.
-//! The first chunked attachment a database stores moves it to document
-//! format 2 (`keys::FORMAT_VERSION_2`), which an older build refuses to
-//! open rather than report those attachments missing.
+//! Chunks came with document format 2 (`keys::FORMAT_VERSION_2`; every
+//! database is moved to the current format when opened), which an older
+//! build refuses to open rather than report those attachments missing.
 
-use crate::keys::{self, meta, ATTACHMENTS, ATTACHMENT_CHUNKS, DB_META};
+use crate::keys::{self, ATTACHMENTS, ATTACHMENT_CHUNKS};
 use crate::{DocError, Result};
 use rhizome_kv::{KvRead, Transaction};
 
@@ -51,10 +51,6 @@ pub fn put(txn: &mut Transaction<'_>, digest: &str, bytes: &[u8]) -> Result<()> 
     for (n, chunk) in bytes.chunks(CHUNK_BYTES).enumerate() {
         let n = u32::try_from(n).map_err(|_| DocError::Validation(format!("attachment {digest} is too large")))?;
         txn.put(ATTACHMENT_CHUNKS, &chunk_key(digest, n), chunk);
-    }
-    // At least format 2; never lowered from a later one.
-    if keys::u64_value(txn.get(DB_META, meta::FORMAT_VERSION)?, "format_version")? < keys::FORMAT_VERSION_2 {
-        txn.put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION_2.to_be_bytes());
     }
     Ok(())
 }

@@ -57,14 +57,14 @@ impl Database {
     /// Opens (creating if missing) the database stored at `path`.
     pub fn open(path: &Path, projector: Arc<dyn GraphProjector>) -> Result<Database> {
         let store = Store::open_or_create(path, Some(DatasetMode::Union))?;
-        Self::init(store, projector)
+        Self::init(store, projector, true)
     }
 
     /// Opens the database stored at `path` for reading only
     /// (`Store::open_read_only`: nothing written, writers kept out while
     /// it is open); it must exist.
     pub fn open_read_only(path: &Path, projector: Arc<dyn GraphProjector>) -> Result<Database> {
-        Self::init(Store::open_read_only(path)?, projector)
+        Self::init(Store::open_read_only(path)?, projector, false)
     }
 
     /// A database in memory (tests).
@@ -74,10 +74,10 @@ impl Database {
 
     /// A database in memory with a projector (tests).
     pub fn memory_with(projector: Arc<dyn GraphProjector>) -> Database {
-        Self::init(Store::memory(DatasetMode::Union), projector).expect("a memory database opens")
+        Self::init(Store::memory(DatasetMode::Union), projector, true).expect("a memory database opens")
     }
 
-    fn init(store: Store, projector: Arc<dyn GraphProjector>) -> Result<Database> {
+    fn init(store: Store, projector: Arc<dyn GraphProjector>, writable: bool) -> Result<Database> {
         let snapshot = store.snapshot()?;
         let no_design_docs = {
             let mut cursor = snapshot.kv().cursor(keys::DOCS, b"_design/", Some(b"_design0"));
@@ -94,12 +94,19 @@ impl Database {
                 if !(keys::FORMAT_VERSION_1..=keys::FORMAT_VERSION).contains(&found) {
                     return Err(DocError::Corrupt(format!("document format {found}, expected {}", keys::FORMAT_VERSION)));
                 }
+                if found < keys::FORMAT_VERSION && writable {
+                    // Formats 1 and 2 are read as they are: only the number
+                    // moves, so that an older build refuses the database
+                    // once its records may hold their bodies (its compaction
+                    // would drop attachments only those bodies name).
+                    let mut txn = db.store.transaction()?;
+                    txn.kv_mut().put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION.to_be_bytes());
+                    txn.commit()?;
+                }
             }
             None => {
                 let mut txn = db.store.transaction()?;
-                // Format 2 only when it holds a chunked attachment, so that
-                // older builds open what they can read.
-                txn.kv_mut().put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION_1.to_be_bytes());
+                txn.kv_mut().put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION.to_be_bytes());
                 txn.kv_mut().put(DB_META, meta::REVS_LIMIT, &DEFAULT_REVS_LIMIT.to_be_bytes());
                 txn.commit()?;
             }

@@ -49,14 +49,15 @@ pub mod meta {
     pub const PARTITIONED: &[u8] = b"partitioned";
 }
 
-/// Version of the document keyspaces' formats: 2 once a database holds a
-/// chunked attachment (`ATTACHMENT_CHUNKS`), 3 once a document record
-/// holds its winner's body ([`DocInfo::body`], written by every document
-/// write since). A database of an older format is read as it is (each
-/// format only adds): records without a body read theirs from `BODIES`,
-/// and take the new form when next written. Raised so that an older build
-/// refuses the database instead of missing the bodies (its compaction
-/// would drop the attachments only those bodies name).
+/// Version of the document keyspaces' formats: 2 added chunked
+/// attachments (`ATTACHMENT_CHUNKS`), 3 document records holding their
+/// winners' bodies ([`DocInfo::body`], written by every document write
+/// since). A database of an older format is read as it is (each format
+/// only adds): records without a body read theirs from `BODIES`, and take
+/// the new form when next written. Its number is raised to 3 when it is
+/// opened, so that an older build refuses it instead of missing the
+/// bodies (its compaction would drop the attachments only those bodies
+/// name).
 pub const FORMAT_VERSION: u64 = 3;
 /// The format with chunked attachments and no body in a record.
 pub const FORMAT_VERSION_2: u64 = 2;

@@ -48,8 +48,8 @@
 //! goes through `read::stored_body_of`, which knows both), `ATTACHMENTS` and
 //! `ATTACHMENT_CHUNKS` (by `md5-<base64>` digest, shared between revisions,
 //! in 256 KiB chunks past 256 KiB so a reader sends them a chunk at a
-//! time; the first chunked one moves a database to document format 2,
-//! which older builds refuse, and format 1 is read as it is), `LOCAL` (`_local/` documents: `_rev` `0-N`, no history, not in
+//! time: format 2; formats 1 and 2 are read as they are, and raised to 3
+//! when opened for writing, so that older builds refuse the database), `LOCAL` (`_local/` documents: `_rev` `0-N`, no history, not in
 //! `_changes`), `DB_META` (counters, `_revs_limit`, default 1000, the
 //! security object, purge settings, the format version, whether the database is partitioned) and Mango's three.
 //! Bodies of revisions stemmed at `_revs_limit`, and older bodies of

@@ -49,9 +49,6 @@ pub(crate) struct Counters {
     pub(crate) doc_count: u64,
     pub(crate) doc_del_count: u64,
     revs_limit: u64,
-    /// The database's format (`keys::FORMAT_VERSION`), raised by the
-    /// first record written with its body.
-    format: u64,
 }
 
 impl Counters {
@@ -62,17 +59,7 @@ impl Counters {
             doc_count: read(meta::DOC_COUNT)?,
             doc_del_count: read(meta::DOC_DEL_COUNT)?,
             revs_limit: read(meta::REVS_LIMIT)?.max(1),
-            format: read(meta::FORMAT_VERSION)?,
         })
-    }
-
-    /// Marks the database as holding records with their bodies (format
-    /// 3), once, in the transaction that writes the first.
-    pub(crate) fn note_record_bodies(&mut self, txn: &mut StoreTransaction<'_>) {
-        if self.format < keys::FORMAT_VERSION {
-            self.format = keys::FORMAT_VERSION;
-            txn.kv_mut().put(DB_META, meta::FORMAT_VERSION, &keys::FORMAT_VERSION.to_be_bytes());
-        }
     }
 
     pub(crate) fn write(&self, txn: &mut StoreTransaction<'_>) {
@@ -518,8 +505,6 @@ impl Database {
             let mut run = bulk.sorted_run_writer(DB_META)?;
             run.put(meta::DOC_COUNT, &(doc_count + docs.len() as u64).to_be_bytes())?;
             run.put(meta::DOC_DEL_COUNT, &doc_del_count.to_be_bytes())?;
-            // Records with their bodies: format 3, as a write raises it.
-            run.put(meta::FORMAT_VERSION, &keys::FORMAT_VERSION.to_be_bytes())?;
             run.put(meta::UPDATE_SEQ, &update_seq.to_be_bytes())?;
             runs.push(run.finish()?);
             drop(kv);
@@ -763,9 +748,6 @@ impl Database {
         // The graph stays as it was while the winner does.
         let graph_was_empty = info.as_ref().is_some_and(|i| i.graph_empty);
         let winner_changes = old_winner.as_ref() != Some(&winner.rev);
-        if kept_body.is_some() {
-            counters.note_record_bodies(txn);
-        }
         let mut new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, graph_empty: graph_was_empty && !winner_changes, body: kept_body, tree };
         if winner_changes {
             let new_body = if winner.rev == rev { Some(body) } else { None };

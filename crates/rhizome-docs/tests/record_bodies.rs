@@ -160,15 +160,16 @@ fn an_old_store_reads_as_before_and_each_record_takes_the_new_form_when_written(
         assert!(records(&db).iter().all(|(_, b)| b[0] != 3), "no record of the old form holds a body");
         (ids, revs, before)
     };
-    // Reopened as an older build left it: every read as before.
+    // Reopened as an older build left it: every read as before, the
+    // database's format number raised at open (an older build refuses it
+    // from then on).
     let db = open();
-    assert_eq!(format_version(&db), 1);
+    assert_eq!(format_version(&db), 3);
     assert_eq!(everything(&db, &ids, &revs), before);
     check_bodies_are_where_they_belong(&db);
 
     // Written: the record takes the new form, the replaced winner's body
-    // stays readable by `?rev=` (it was in `BODIES` already), the
-    // database says format 3.
+    // stays readable by `?rev=` (it was in `BODIES` already).
     let (a_rev, _) = db.get_doc_bytes("a", &ReadOptions::default()).unwrap();
     let a4 = put(&db, json!({"_id": "a", "_rev": a_rev.to_string(), "n": 4}));
     assert_eq!(kept_body(&db, "a").as_deref(), Some(&br#"{"n":4}"#[..]));
