@@ -87,7 +87,7 @@ mod tests {
         let stored: Vec<Vec<u8>> = (0..1000).filter(|i| i % 3 == 0).map(|i: u32| format!("b-{i}").into_bytes()).collect();
         let mut ops: Vec<WriteOp> = stored.iter().map(|k| WriteOp::Put(ks, k.clone(), b"v".to_vec())).collect();
         ops.push(WriteOp::Put(Keyspace(4), b"b-1".to_vec(), b"other keyspace".to_vec()));
-        backend.commit(WriteBatch { ops }).unwrap();
+        backend.commit(WriteBatch { ops, ..WriteBatch::default() }).unwrap();
         let snapshot = backend.snapshot().unwrap();
         let mut asked: Vec<Vec<u8>> = (0..1200u32).rev().map(|i| format!("b-{i}").into_bytes()).collect();
         asked.push(b"a".to_vec());

@@ -22,7 +22,11 @@
 //!   Writers take turns on one lock (as SQLite and LMDB): a [`Transaction`]
 //!   holds it from first read to commit and sees its own writes (an overlay
 //!   merged into every get and cursor), so read-modify-write code
-//!   (counters, dictionary ids, revision trees) needs no retries. Commits
+//!   (counters, dictionary ids, revision trees) needs no retries. A
+//!   backend that keeps tuple indexes itself ([`TupleLayout`]:
+//!   `rhizome-rdf`'s segments) takes a transaction's tuple writes once
+//!   each ([`Transaction::put_tuple`], [`WriteBatch::tuples`]); the
+//!   transaction reads them back as the keys they stand for. Commits
 //!   are fsynced (`WriteOptions::sync`) before they return. RocksDB keeps
 //!   one spare write-ahead log and writes the next log over it
 //!   (`recycle_log_file_num`): a sync over blocks already written does not
@@ -105,7 +109,7 @@ pub mod backend_cassandra {
 }
 #[cfg(feature = "rocksdb")]
 pub use backend::rocks::{Compression, RocksBackend, RocksOptions};
-pub use backend::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, WaitStats, WriteBatch, WriteLease, WriteOp};
+pub use backend::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, TupleLayout, WaitStats, WriteBatch, WriteLease, WriteOp};
 pub use error::{Error, Result};
 pub use kv::{BulkWriter, Kv};
 pub use read_cache::{CachedRead, ReadCache};

@@ -182,7 +182,7 @@ mod tests {
     fn reads_each_key_of_the_snapshot_once_misses_included() {
         let backend = MemoryBackend::new();
         let ks = Keyspace(1);
-        backend.commit(WriteBatch { ops: vec![WriteOp::Put(ks, b"a".to_vec(), b"1".to_vec())] }).unwrap();
+        backend.commit(WriteBatch { ops: vec![WriteOp::Put(ks, b"a".to_vec(), b"1".to_vec())], ..WriteBatch::default() }).unwrap();
         let snapshot = backend.snapshot().unwrap();
         let counting = Counting(snapshot.as_ref(), AtomicUsize::new(0));
         let cached = CachedRead::new(&counting);

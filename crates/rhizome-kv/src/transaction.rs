@@ -2,16 +2,19 @@
 //! transaction reads back (gets and scans see them merged with the snapshot).
 
 use crate::absent_keys::AbsentKeys;
-use crate::backend::{Backend, Cursor, KvRead, Snapshot, WriteBatch, WriteLease, WriteOp};
+use crate::backend::{Backend, Cursor, KvRead, Snapshot, TupleLayout, WriteBatch, WriteLease, WriteOp, MAX_TUPLE_SLOTS};
 use crate::overlay_key::{KeyBytes, OverlayKey};
 use crate::read_cache::ReadCache;
 use crate::{Keyspace, Result};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, MutexGuard, OnceLock};
 
 type Overlay = BTreeMap<OverlayKey, Option<Vec<u8>>>;
+/// A slot's keys (words) of the transaction's tuple writes: `true` put,
+/// `false` deleted.
+type TupleKeys = BTreeMap<[u64; 4], bool>;
 
 pub struct Transaction<'a> {
     _guard: MutexGuard<'a, ()>,
@@ -31,6 +34,16 @@ pub struct Transaction<'a> {
     /// Writes the transaction does not read back ([`Transaction::put_unread`]),
     /// in order.
     unread: Vec<WriteOp>,
+    /// The backend's tuple indexes, if it keeps them itself.
+    layout: Option<&'static dyn TupleLayout>,
+    /// Tuple writes ([`Transaction::put_tuple`]): one entry a tuple, where
+    /// its keys in each index slot would be as many overlay entries (an
+    /// LDP PUT's 200 triples were 600 overlay keys, read back into
+    /// triples at commit: about 1.2M instructions, issue 46).
+    tuples: FxHashMap<[u64; 4], bool>,
+    /// Per slot, the tuple writes as that slot's keys in order, made when
+    /// a cursor first reads the slot and kept up to date by later writes.
+    tuple_keys: [OnceLock<TupleKeys>; MAX_TUPLE_SLOTS],
 }
 
 impl<'a> Transaction<'a> {
@@ -40,7 +53,84 @@ impl<'a> Transaction<'a> {
             Some(lease) => lease.snapshot()?,
             None => backend.snapshot()?,
         };
-        Ok(Transaction { _guard: guard, backend, lease, snapshot, overlay: FxHashMap::default(), empty: Overlay::new(), reads: ReadCache::default(), absent: AbsentKeys::default(), unread: Vec::new() })
+        let layout = backend.tuple_layout();
+        Ok(Transaction {
+            _guard: guard,
+            backend,
+            lease,
+            snapshot,
+            overlay: FxHashMap::default(),
+            empty: Overlay::new(),
+            reads: ReadCache::default(),
+            absent: AbsentKeys::default(),
+            unread: Vec::new(),
+            layout,
+            tuples: FxHashMap::default(),
+            tuple_keys: Default::default(),
+        })
+    }
+
+    /// Whether the backend takes tuple writes ([`Transaction::put_tuple`]).
+    pub fn takes_tuples(&self) -> bool {
+        self.layout.is_some()
+    }
+
+    /// Puts `tuple` in (`there`) or takes it out of every index slot of the
+    /// backend's [`TupleLayout`] that holds it, as writing (or deleting) its
+    /// key with an empty value in each of their keyspaces would; the
+    /// transaction's reads see it so. Only for a backend that
+    /// [takes tuples](Transaction::takes_tuples), and not mixed with
+    /// `put`/`delete` of the same tuple's keys.
+    pub fn put_tuple(&mut self, tuple: [u64; 4], there: bool) {
+        let layout = self.layout.expect("put_tuple on a backend that takes tuples (checked with takes_tuples)");
+        self.tuples.insert(tuple, there);
+        for (slot, keys) in self.tuple_keys.iter_mut().enumerate() {
+            if let Some(keys) = keys.get_mut() {
+                if layout.holds(slot, &tuple) {
+                    keys.insert(layout.key_of(slot, &tuple), there);
+                }
+            }
+        }
+    }
+
+    /// What this transaction did to `tuple` through [`Transaction::put_tuple`].
+    pub fn own_tuple(&self, tuple: &[u64; 4]) -> Option<bool> {
+        self.tuples.get(tuple).copied()
+    }
+
+    /// The layout and slot of `ks` if it is an index keyspace this
+    /// transaction wrote tuples of.
+    fn tuple_slot(&self, ks: Keyspace) -> Option<(&'static dyn TupleLayout, usize)> {
+        if self.tuples.is_empty() {
+            return None;
+        }
+        let layout = self.layout?;
+        Some((layout, layout.slot_of(ks)?))
+    }
+
+    /// The tuple write behind `key` of `ks`, if there is one.
+    fn tuple_write(&self, ks: Keyspace, key: &[u8]) -> Option<bool> {
+        let (layout, slot) = self.tuple_slot(ks)?;
+        let words = layout.words(slot);
+        if key.len() != words * 8 {
+            return None;
+        }
+        let mut k = [0u64; 4];
+        for (i, chunk) in key.chunks_exact(8).enumerate() {
+            k[i] = u64::from_be_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        let tuple = layout.tuple_of(slot, &k);
+        // A key of a slot that does not hold its tuple (a quad slot's key
+        // whose graph is its subject) is no tuple's.
+        if !layout.holds(slot, &tuple) {
+            return None;
+        }
+        self.tuples.get(&tuple).copied()
+    }
+
+    /// Whether reads of `ks` must merge writes of this transaction.
+    fn has_own_writes(&self, ks: Keyspace) -> bool {
+        self.overlay.get(&ks).is_some_and(|o| !o.is_empty()) || self.tuple_slot(ks).is_some()
     }
 
     /// Whether another process committed to the store since this process
@@ -59,6 +149,9 @@ impl<'a> Transaction<'a> {
         if let Some(entry) = self.overlay.get(&ks).and_then(|o| o.get(KeyBytes::new(key))) {
             return Ok(entry.clone());
         }
+        if let Some(there) = self.tuple_write(ks, key) {
+            return Ok(there.then(Vec::new));
+        }
         if self.absent.contains(ks, key) {
             return Ok(None);
         }
@@ -76,7 +169,7 @@ impl<'a> Transaction<'a> {
     /// What this transaction itself did to a key: `Some(true)` put,
     /// `Some(false)` deleted, `None` untouched (the snapshot decides).
     pub fn own_write(&self, ks: Keyspace, key: &[u8]) -> Option<bool> {
-        self.overlay.get(&ks).and_then(|o| o.get(KeyBytes::new(key))).map(|v| v.is_some())
+        self.overlay.get(&ks).and_then(|o| o.get(KeyBytes::new(key))).map(|v| v.is_some()).or_else(|| self.tuple_write(ks, key))
     }
 
     pub fn put(&mut self, ks: Keyspace, key: &[u8], value: &[u8]) {
@@ -106,25 +199,23 @@ impl<'a> Transaction<'a> {
 
     /// Number of keys written so far.
     pub fn write_count(&self) -> usize {
-        self.overlay.values().map(|o| o.len()).sum::<usize>() + self.unread.len()
+        self.overlay.values().map(|o| o.len()).sum::<usize>() + self.unread.len() + self.tuples.len()
     }
 
     /// A cursor over `[lower, upper)` that sees this transaction's writes.
     pub fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
-        let base = self.snapshot.cursor(ks, lower, upper);
+        let mut base = self.snapshot.cursor(ks, lower, upper);
+        if let Some((layout, slot)) = self.tuple_slot(ks) {
+            let keys = self.tuple_keys[slot].get_or_init(|| self.tuples.iter().filter(|(t, _)| layout.holds(slot, t)).map(|(t, there)| (layout.key_of(slot, t), *there)).collect());
+            if !keys.is_empty() {
+                base = Box::new(MergedCursor::new(base, TupleLayer { keys, bytes: layout.words(slot) * 8 }, lower, upper));
+            }
+        }
         let overlay = self.overlay.get(&ks).unwrap_or(&self.empty);
         if overlay.is_empty() {
             return base;
         }
-        Box::new(MergedCursor {
-            base,
-            overlay,
-            lower: lower.to_vec(),
-            upper: upper.map(|u| u.to_vec()),
-            ov: None,
-            forward: true,
-            on_overlay: false,
-        })
+        Box::new(MergedCursor::new(base, OverlayLayer(overlay), lower, upper))
     }
 
     /// Writes everything atomically and durably.
@@ -132,8 +223,9 @@ impl<'a> Transaction<'a> {
         // The read snapshot goes first: the memory backend copies its whole
         // map on a commit while any snapshot of the old version is alive.
         // The writer's lock (`_guard`) is held to the end.
-        let Transaction { _guard, backend, lease, snapshot, mut overlay, unread, .. } = self;
+        let Transaction { _guard, backend, lease, snapshot, mut overlay, unread, tuples, layout, .. } = self;
         drop(snapshot);
+        debug_assert!(tuples.is_empty() || layout.is_some());
         // A key written both ways is written once, as `unread` has it: a
         // batch never holds one key twice.
         for op in &unread {
@@ -154,6 +246,7 @@ impl<'a> Transaction<'a> {
             }
         }
         batch.ops.extend(unread);
+        batch.tuples = tuples.into_iter().collect();
         match lease {
             Some(mut lease) => lease.commit(batch, true),
             None => backend.commit(batch),
@@ -185,8 +278,11 @@ impl KvRead for Transaction<'_> {
         for (i, key) in keys.iter().enumerate() {
             match overlay.and_then(|o| o.get(KeyBytes::new(key))) {
                 Some(written) => out[i] = written.clone(),
-                None if self.absent.contains(ks, key) => {}
-                None => from_snapshot.push(i),
+                None => match self.tuple_write(ks, key) {
+                    Some(there) => out[i] = there.then(Vec::new),
+                    None if self.absent.contains(ks, key) => {}
+                    None => from_snapshot.push(i),
+                },
             }
         }
         if !from_snapshot.is_empty() {
@@ -198,13 +294,14 @@ impl KvRead for Transaction<'_> {
         Ok(out)
     }
     fn scan_ranges(&self, ks: Keyspace, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>> {
-        match self.overlay.get(&ks) {
-            Some(o) if !o.is_empty() => crate::backend::scan_ranges_by_cursor(self, ks, ranges),
-            _ => self.snapshot.scan_ranges(ks, ranges),
+        if self.has_own_writes(ks) {
+            crate::backend::scan_ranges_by_cursor(self, ks, ranges)
+        } else {
+            self.snapshot.scan_ranges(ks, ranges)
         }
     }
     fn cursors_sought(&self, seeks: &[crate::CursorSeek<'_>]) -> Vec<Box<dyn Cursor + '_>> {
-        if seeks.iter().any(|s| self.overlay.get(&s.ks).is_some_and(|o| !o.is_empty())) {
+        if seeks.iter().any(|s| self.has_own_writes(s.ks)) {
             crate::backend::cursors_sought_one_by_one(self, seeks)
         } else {
             self.snapshot.cursors_sought(seeks)
@@ -212,19 +309,146 @@ impl KvRead for Transaction<'_> {
     }
 }
 
-/// Merges the snapshot's cursor with the overlay; the overlay wins on equal
-/// keys and its `None` entries hide the snapshot's keys.
-struct MergedCursor<'a> {
+/// Writes a [`MergedCursor`] lays over its base: entries in key order, a
+/// `None` value a deletion.
+trait Layer<'a> {
+    type Entry: Copy;
+    /// The first entry from `from` and below `upper`.
+    fn first(&self, from: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<Self::Entry>;
+    /// The last entry at or above `lower` and before `until`.
+    fn last(&self, lower: &[u8], until: Bound<&[u8]>) -> Option<Self::Entry>;
+    fn key(entry: &Self::Entry) -> &[u8];
+    fn value(entry: &Self::Entry) -> Option<&[u8]>;
+}
+
+/// The overlay of a keyspace.
+struct OverlayLayer<'a>(&'a Overlay);
+
+impl<'a> Layer<'a> for OverlayLayer<'a> {
+    type Entry = (&'a OverlayKey, &'a Option<Vec<u8>>);
+    fn first(&self, from: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<Self::Entry> {
+        let overlay: &'a Overlay = self.0;
+        overlay.range::<KeyBytes, _>((from.map(KeyBytes::new), upper.map(KeyBytes::new))).next()
+    }
+    fn last(&self, lower: &[u8], until: Bound<&[u8]>) -> Option<Self::Entry> {
+        let overlay: &'a Overlay = self.0;
+        overlay.range::<KeyBytes, _>((Bound::Included(KeyBytes::new(lower)), until.map(KeyBytes::new))).next_back()
+    }
+    fn key(entry: &Self::Entry) -> &[u8] {
+        entry.0.as_bytes()
+    }
+    fn value(entry: &Self::Entry) -> Option<&[u8]> {
+        entry.1.as_deref()
+    }
+}
+
+/// A slot's tuple writes as keys of `bytes` bytes with empty values.
+struct TupleLayer<'a> {
+    keys: &'a TupleKeys,
+    bytes: usize,
+}
+
+/// A tuple key's bytes, the length and whether it is there.
+type TupleEntry = ([u8; 32], u8, bool);
+
+impl TupleLayer<'_> {
+    /// The words of a bound's first `self.bytes` bytes, zero-padded (see
+    /// `first` and `last`).
+    fn words(&self, bound: &[u8]) -> [u64; 4] {
+        let mut bytes = [0u8; 32];
+        let n = bound.len().min(self.bytes);
+        bytes[..n].copy_from_slice(&bound[..n]);
+        std::array::from_fn(|i| u64::from_be_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes")))
+    }
+    fn entry(&self, key: &[u64; 4], there: bool) -> TupleEntry {
+        let mut bytes = [0u8; 32];
+        for (i, w) in key.iter().enumerate() {
+            bytes[i * 8..i * 8 + 8].copy_from_slice(&w.to_be_bytes());
+        }
+        (bytes, self.bytes as u8, there)
+    }
+}
+
+fn below(key: &[u8], bound: Bound<&[u8]>) -> bool {
+    match bound {
+        Bound::Included(b) => key <= b,
+        Bound::Excluded(b) => key < b,
+        Bound::Unbounded => true,
+    }
+}
+
+fn above(key: &[u8], bound: Bound<&[u8]>) -> bool {
+    match bound {
+        Bound::Included(b) => key >= b,
+        Bound::Excluded(b) => key > b,
+        Bound::Unbounded => true,
+    }
+}
+
+impl<'a> Layer<'a> for TupleLayer<'a> {
+    type Entry = TupleEntry;
+    // A key of `self.bytes` bytes at or above a bound `b` is at or above
+    // `b`'s first `self.bytes` bytes zero-padded (as words), so the range
+    // from there holds every key from `b`; the keys in it before `b` (its
+    // padded prefix itself, for a longer `b`) are skipped.
+    fn first(&self, from: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<TupleEntry> {
+        let start = match from {
+            Bound::Included(b) | Bound::Excluded(b) => self.words(b),
+            Bound::Unbounded => [0; 4],
+        };
+        for (key, there) in self.keys.range(start..) {
+            let entry = self.entry(key, *there);
+            let bytes = &entry.0[..self.bytes];
+            if !above(bytes, from) {
+                continue;
+            }
+            return below(bytes, upper).then_some(entry);
+        }
+        None
+    }
+    // Likewise a key at or below `b` is at or below `b`'s first bytes
+    // zero-padded: a shorter `b` is a prefix, below every longer key that
+    // starts with it, and the padded prefix is the least of them.
+    fn last(&self, lower: &[u8], until: Bound<&[u8]>) -> Option<TupleEntry> {
+        let end = match until {
+            Bound::Included(b) | Bound::Excluded(b) => Bound::Included(self.words(b)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        for (key, there) in self.keys.range((Bound::Unbounded, end)).rev() {
+            let entry = self.entry(key, *there);
+            let bytes = &entry.0[..self.bytes];
+            if !below(bytes, until) {
+                continue;
+            }
+            return (bytes >= lower).then_some(entry);
+        }
+        None
+    }
+    fn key(entry: &TupleEntry) -> &[u8] {
+        &entry.0[..entry.1 as usize]
+    }
+    fn value(entry: &TupleEntry) -> Option<&[u8]> {
+        entry.2.then_some(&[][..])
+    }
+}
+
+/// Merges the snapshot's cursor with a layer of writes (the overlay, or
+/// the tuple writes); the layer wins on equal keys and its deletions hide
+/// the base's keys.
+struct MergedCursor<'a, L: Layer<'a>> {
     base: Box<dyn Cursor + 'a>,
-    overlay: &'a Overlay,
+    layer: L,
     lower: Vec<u8>,
     upper: Option<Vec<u8>>,
-    ov: Option<(&'a OverlayKey, &'a Option<Vec<u8>>)>,
+    ov: Option<L::Entry>,
     forward: bool,
     on_overlay: bool,
 }
 
-impl<'a> MergedCursor<'a> {
+impl<'a, L: Layer<'a>> MergedCursor<'a, L> {
+    fn new(base: Box<dyn Cursor + 'a>, layer: L, lower: &[u8], upper: Option<&[u8]>) -> Self {
+        MergedCursor { base, layer, lower: lower.to_vec(), upper: upper.map(|u| u.to_vec()), ov: None, forward: true, on_overlay: false }
+    }
     fn upper_bound(&self) -> Bound<&[u8]> {
         match &self.upper {
             Some(u) => Bound::Excluded(u.as_slice()),
@@ -237,8 +461,7 @@ impl<'a> MergedCursor<'a> {
             b => b,
         };
         let upper = self.upper_bound();
-        let overlay: &'a Overlay = self.overlay;
-        self.ov = overlay.range::<KeyBytes, _>((from.map(KeyBytes::new), upper.map(KeyBytes::new))).next();
+        self.ov = self.layer.first(from, upper);
     }
     fn ov_until(&mut self, until: Bound<&[u8]>) {
         let until = match (until, &self.upper) {
@@ -251,26 +474,21 @@ impl<'a> MergedCursor<'a> {
                 return;
             }
         }
-        let overlay: &'a Overlay = self.overlay;
-        self.ov = overlay.range::<KeyBytes, _>((Bound::Included(KeyBytes::new(&self.lower)), until.map(KeyBytes::new))).next_back();
+        self.ov = self.layer.last(&self.lower, until);
     }
     /// Picks the current entry, skipping deletions.
     fn settle(&mut self) {
         loop {
-            let (ok, ov) = match self.ov {
-                Some(o) => (true, o),
-                None => {
-                    self.on_overlay = false;
-                    return;
-                }
+            let Some(ov) = self.ov else {
+                self.on_overlay = false;
+                return;
             };
-            debug_assert!(ok);
             let take_overlay = if self.base.valid() {
                 let bk = self.base.key();
                 if self.forward {
-                    ov.0.as_bytes() <= bk
+                    L::key(&ov) <= bk
                 } else {
-                    ov.0.as_bytes() >= bk
+                    L::key(&ov) >= bk
                 }
             } else {
                 true
@@ -279,12 +497,12 @@ impl<'a> MergedCursor<'a> {
                 self.on_overlay = false;
                 return;
             }
-            if ov.1.is_some() {
+            if L::value(&ov).is_some() {
                 self.on_overlay = true;
                 return;
             }
             // A deletion: skip it and the base key it hides.
-            let key = ov.0.as_bytes().to_vec();
+            let key = L::key(&ov).to_vec();
             if self.base.valid() && self.base.key() == key.as_slice() {
                 self.step_base();
             }
@@ -307,7 +525,7 @@ impl<'a> MergedCursor<'a> {
     }
     fn step(&mut self) {
         if self.on_overlay {
-            let key = self.ov.expect("on overlay").0.as_bytes().to_vec();
+            let key = L::key(self.ov.as_ref().expect("on overlay")).to_vec();
             if self.base.valid() && self.base.key() == key.as_slice() {
                 self.step_base();
             }
@@ -322,7 +540,7 @@ impl<'a> MergedCursor<'a> {
     }
 }
 
-impl Cursor for MergedCursor<'_> {
+impl<'a, L: Layer<'a>> Cursor for MergedCursor<'a, L> {
     fn seek(&mut self, key: &[u8]) {
         self.forward = true;
         self.base.seek(key);
@@ -350,14 +568,14 @@ impl Cursor for MergedCursor<'_> {
     }
     fn key(&self) -> &[u8] {
         if self.on_overlay {
-            self.ov.expect("on overlay").0.as_bytes()
+            L::key(self.ov.as_ref().expect("on overlay"))
         } else {
             self.base.key()
         }
     }
     fn value(&self) -> &[u8] {
         if self.on_overlay {
-            self.ov.expect("on overlay").1.as_deref().expect("settled on a put")
+            L::value(self.ov.as_ref().expect("on overlay")).expect("settled on a put")
         } else {
             self.base.value()
         }

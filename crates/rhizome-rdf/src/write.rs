@@ -79,7 +79,8 @@ pub struct StoreTransaction<'a> {
     /// `false`: removed): the same as its index keys in `txn`, which only
     /// `insert` and `remove` write. `contains` asks here rather than the
     /// overlay's ordered map (about 740 instructions a lookup, 200 of them
-    /// an LDP PUT, issue 46).
+    /// an LDP PUT, issue 46). Empty where the transaction takes quads as
+    /// tuples (segments): it keeps them so itself (`own_tuple`).
     own_quads: FxHashMap<[TermId; 4], bool>,
 }
 
@@ -335,8 +336,9 @@ impl<'a> StoreTransaction<'a> {
     pub fn contains(&mut self, quad: &[TermId; 4]) -> Result<bool> {
         // What this transaction wrote decides; then a quad with a term of
         // this transaction's own is in no committed index (no read).
-        if let Some(there) = self.own_quads.get(quad) {
-            return Ok(*there);
+        let own = if self.txn.takes_tuples() { self.txn.own_tuple(&quad.map(|t| t.0)) } else { self.own_quads.get(quad).copied() };
+        if let Some(there) = own {
+            return Ok(there);
         }
         if quad.iter().any(|t| self.is_fresh(*t)) {
             return Ok(false);
@@ -346,17 +348,18 @@ impl<'a> StoreTransaction<'a> {
         Ok(self.txn.get(ordering.ks, &self.key)?.is_some())
     }
 
-    fn has_prefix(&self, ks: rhizome_kv::Keyspace, prefix: &[u8]) -> bool {
+    fn has_prefix(reader: &dyn KvRead, ks: rhizome_kv::Keyspace, prefix: &[u8]) -> bool {
         let upper = prefix_upper_bound(prefix);
-        let mut c = self.txn.cursor(ks, prefix, upper.as_deref());
+        let mut c = reader.cursor(ks, prefix, upper.as_deref());
         c.seek_first();
         c.valid()
     }
 
-    /// Whether (s, p) or (p, o) occurs anywhere, for distinct counts.
-    fn pair_exists(&self, a: TermId, b: TermId, triple_ks: rhizome_kv::Keyspace, quad_ks: rhizome_kv::Keyspace) -> bool {
+    /// Whether (s, p) or (p, o) occurs anywhere in `reader`, for distinct
+    /// counts.
+    fn pair_exists(reader: &dyn KvRead, a: TermId, b: TermId, triple_ks: rhizome_kv::Keyspace, quad_ks: rhizome_kv::Keyspace) -> bool {
         let prefix = [a.to_be_bytes(), b.to_be_bytes()].concat();
-        self.has_prefix(triple_ks, &prefix) || self.has_prefix(quad_ks, &prefix)
+        Self::has_prefix(reader, triple_ks, &prefix) || Self::has_prefix(reader, quad_ks, &prefix)
     }
 
     /// A predicate's statistics as they stand in this transaction.
@@ -465,14 +468,53 @@ impl<'a> StoreTransaction<'a> {
         if self.cache.pairs.contains(&pair) {
             return true;
         }
+        // Asked only of a pair this transaction has not written a quad of
+        // (neither `present` nor `maybe_gone` holds it): the snapshot
+        // answers, and the transaction's own quads are not sorted for it
+        // (`Transaction::cursor` would, on segments).
         let (p, other, is_object) = pair;
-        if is_object { self.pair_exists(p, other, layout::POS, layout::POSG) } else { self.pair_exists(other, p, layout::SPO, layout::SPOG) }
+        let committed = self.txn.base().as_ref();
+        if is_object { Self::pair_exists(committed, p, other, layout::POS, layout::POSG) } else { Self::pair_exists(committed, other, p, layout::SPO, layout::SPOG) }
     }
 
     /// A term this transaction numbered (a blank node or a new dictionary
     /// term): no committed quad holds it.
     fn is_fresh(&self, id: TermId) -> bool {
         is_fresh(id, self.first_id)
+    }
+
+    /// Writes a quad's index keys (`there`) or their deletions: as one
+    /// tuple where the store keeps its indexes in segments, which the
+    /// transaction reads back as the keys and the commit hands to the
+    /// quad log and delta as it is; else a key per ordering.
+    fn write_keys(&mut self, quad: &[TermId; 4], there: bool) {
+        if self.txn.takes_tuples() {
+            self.txn.put_tuple(quad.map(|t| t.0), there);
+            return;
+        }
+        for ordering in Self::orderings(quad) {
+            ordering.encode(quad, &mut self.key);
+            if there {
+                self.txn.put(ordering.ks, &self.key, &[]);
+            } else {
+                self.txn.delete(ordering.ks, &self.key);
+            }
+        }
+    }
+
+    /// Whether a graph neither `present` nor `maybe_gone` holds exists.
+    /// Without a `GRAPHS` write of this transaction's own, no quad of it
+    /// was written either (only CREATE GRAPH takes a graph out of
+    /// `maybe_gone` without putting it in `present`, and it writes that
+    /// entry): the snapshot answers, and the transaction's own quads are
+    /// not sorted for it (`Transaction::cursor` would, on segments).
+    fn untouched_graph_exists(&self, graph: TermId) -> Result<bool> {
+        if self.txn.own_write(GRAPHS, &graph.to_be_bytes()).is_some() {
+            return graph_exists_in(&self.txn, graph);
+        }
+        // A graph named by a term of this transaction's own is in no
+        // committed quad: new without a seek (a new document's graph).
+        Ok(!self.is_fresh(graph) && graph_exists_in(self.txn.base().as_ref(), graph)?)
     }
 
     /// Adds a quad; `false` if it was there already.
@@ -486,8 +528,7 @@ impl<'a> StoreTransaction<'a> {
         // graph named by a term of this transaction's own, and not created
         // empty by it (CREATE GRAPH), is in no committed quad: new without
         // a seek (a new document's graph).
-        let fresh_graph = self.is_fresh(quad[3]) && self.txn.own_write(GRAPHS, &quad[3].to_be_bytes()).is_none();
-        let graph_is_new = !self.present.graphs.contains(&quad[3]) && !self.maybe_gone.graphs.remove(&quad[3]) && (fresh_graph || !graph_exists_in(&self.txn, quad[3])?);
+        let graph_is_new = !self.present.graphs.contains(&quad[3]) && !self.maybe_gone.graphs.remove(&quad[3]) && !self.untouched_graph_exists(quad[3])?;
         let s_pair = (quad[1], quad[0], false);
         let o_pair = (quad[1], quad[2], true);
         // A blank node of this transaction is in no committed quad: what
@@ -503,11 +544,10 @@ impl<'a> StoreTransaction<'a> {
         self.present.pairs.insert(o_pair);
         let triple = layout::is_subject_graph(quad);
         self.families.mark(Families { triples: triple, quads: !triple });
-        for ordering in Self::orderings(quad) {
-            ordering.encode(quad, &mut self.key);
-            self.txn.put(ordering.ks, &self.key, &[]);
+        self.write_keys(quad, true);
+        if !self.txn.takes_tuples() {
+            self.own_quads.insert(*quad, true);
         }
-        self.own_quads.insert(*quad, true);
         self.quads += 1;
         self.touch(quad[3]);
         if graph_is_new {
@@ -523,11 +563,10 @@ impl<'a> StoreTransaction<'a> {
         if !self.contains(quad)? {
             return Ok(false);
         }
-        for ordering in Self::orderings(quad) {
-            ordering.encode(quad, &mut self.key);
-            self.txn.delete(ordering.ks, &self.key);
+        self.write_keys(quad, false);
+        if !self.txn.takes_tuples() {
+            self.own_quads.insert(*quad, false);
         }
-        self.own_quads.insert(*quad, false);
         self.quads -= 1;
         self.touch(quad[3]);
         let (s_pair, o_pair) = ((quad[1], quad[0], false), (quad[1], quad[2], true));
@@ -545,12 +584,20 @@ impl<'a> StoreTransaction<'a> {
     /// Whether a graph has quads or was created empty, with this
     /// transaction's writes (SPARQL CLEAR and DROP without SILENT).
     pub fn graph_exists(&self, graph: TermId) -> Result<bool> {
+        // A graph this transaction inserted a quad of, and removed none of
+        // since, holds that quad: no scan (on segments, a scan sorts the
+        // transaction's quads of an ordering; a document write asks of the
+        // graph it has just written).
+        if self.present.graphs.contains(&graph) {
+            return Ok(true);
+        }
         graph_exists_in(&self.txn, graph)
     }
 
     /// Makes an empty graph exist (SPARQL CREATE).
     pub fn create_graph(&mut self, graph: TermId) -> Result<bool> {
-        if graph_exists_in(&self.txn, graph)? {
+        // (An LDP write creates its graph after its triples.)
+        if self.graph_exists(graph)? {
             return Ok(false);
         }
         self.txn.put(GRAPHS, &graph.to_be_bytes(), &[]);
@@ -593,7 +640,7 @@ impl<'a> StoreTransaction<'a> {
         }
         for pair in maybe_gone.pairs {
             let (p, other, is_object) = pair;
-            let gone = if is_object { !self.pair_exists(p, other, layout::POS, layout::POSG) } else { !self.pair_exists(other, p, layout::SPO, layout::SPOG) };
+            let gone = if is_object { !Self::pair_exists(&self.txn, p, other, layout::POS, layout::POSG) } else { !Self::pair_exists(&self.txn, other, p, layout::SPO, layout::SPOG) };
             if gone {
                 // Before the commit: a later writer must not find it.
                 self.cache.pairs.remove(&pair);

@@ -645,3 +645,118 @@ fn scans_reading_blocks_ahead_see_the_delta_and_their_prefix() {
         assert_eq!(got[2], *target, "the first quad at or after object {target:?}");
     }
 }
+
+/// The quads a transaction sees (its snapshot with its own inserts and
+/// removals) in every pattern, against the model: on segments a
+/// transaction keeps its quads as tuples of ids and reads them back as
+/// the orderings' keys (`rhizome_kv::TupleLayout`), on keys as overlay
+/// keys.
+fn compare_in_transaction(txn: &rhizome_rdf::StoreTransaction<'_>, model: &BTreeSet<ModelQuad>, rng: &mut Rng, context: &str) {
+    let ids = |q: ModelQuad| {
+        let quad = as_quad(q);
+        let GraphName::NamedNode(g) = &quad.graph_name else { unreachable!() };
+        Some([txn.lookup(quad.subject.as_ref().into()).unwrap()?, txn.lookup(quad.predicate.as_ref().into()).unwrap()?, txn.lookup(quad.object.as_ref()).unwrap()?, txn.lookup(g.as_ref().into()).unwrap()?])
+    };
+    let model_ids: BTreeSet<[TermId; 4]> = model.iter().map(|q| ids(*q).expect("a quad of the model has ids")).collect();
+    let all: BTreeSet<[TermId; 4]> = txn.scan(QuadPattern::default()).map(|q| q.unwrap()).collect();
+    assert_eq!(all, model_ids, "{context}: the whole store in the transaction");
+    // Probes: some of the model's quads and some random ones (absent or not).
+    let mut probes: Vec<[TermId; 4]> = model_ids.iter().copied().filter(|_| rng.below(4) == 0).take(12).collect();
+    probes.extend((0..4).filter_map(|_| ids(random_quad(rng))));
+    for probe in &probes {
+        for mask in 1..16u8 {
+            let pick = |i: usize| (mask & (1 << i) != 0).then_some(probe[i]);
+            let pattern = QuadPattern { s: pick(0), p: pick(1), o: pick(2), g: pick(3) };
+            let got: Vec<[TermId; 4]> = txn.scan(pattern).map(|q| q.unwrap()).collect();
+            let want: BTreeSet<[TermId; 4]> = model_ids.iter().filter(|c| (0..4).all(|i| mask & (1 << i) == 0 || c[i] == probe[i])).copied().collect();
+            assert_eq!(got.iter().copied().collect::<BTreeSet<_>>(), want, "{context}: pattern {pattern:?} in the transaction");
+            assert_eq!(got.len(), want.len(), "{context}: a quad twice for {pattern:?} in the transaction");
+        }
+    }
+}
+
+/// Each predicate's quads, distinct subjects and distinct objects, and
+/// the graph counter, exact after transactions alone (no loads).
+fn compare_distinct_counts(store: &Store, model: &BTreeSet<ModelQuad>, context: &str) {
+    let stats = store.stats().unwrap();
+    let graphs: BTreeSet<NamedNode> = model.iter().map(|q| if q.3 == 0 { iri("s", q.0) } else { iri("g", q.3) }).collect();
+    assert_eq!(stats.graphs, graphs.len() as u64, "{context}: the graph counter");
+    let snapshot = store.snapshot().unwrap();
+    for p in 0..PREDICATES {
+        let of_p: Vec<&ModelQuad> = model.iter().filter(|q| q.1 == p).collect();
+        let subjects: BTreeSet<u64> = of_p.iter().map(|q| q.0).collect();
+        let objects: BTreeSet<u64> = of_p.iter().map(|q| q.2).collect();
+        let got = snapshot.lookup(iri("p", p).as_ref().into()).unwrap().and_then(|pid| stats.predicates.iter().find(|s| s.predicate == pid));
+        let got = got.map_or((0, 0, 0), |s| (s.quads, s.distinct_subjects, s.distinct_objects));
+        assert_eq!(got, (of_p.len() as u64, subjects.len() as u64, objects.len() as u64), "{context}: predicate {p}'s quads, distinct subjects and objects");
+    }
+}
+
+fn run_transactions(kind: Kind, seed: u64, steps: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&kind, dir.path());
+    let mut rng = Rng(seed);
+    let mut model: BTreeSet<ModelQuad> = BTreeSet::new();
+    for step in 0..steps {
+        let context = format!("seed {seed}, step {step}");
+        let commit = rng.below(6) != 0;
+        let mut txn = store.transaction().unwrap();
+        let mut next = model.clone();
+        for op in 0..1 + rng.below(16) {
+            match rng.below(12) {
+                0 => {
+                    // A whole graph dropped within the transaction, with
+                    // writes before and after it.
+                    let g = rng.below(GRAPHS) + 1;
+                    if let Some(id) = txn.lookup(iri("g", g).as_ref().into()).unwrap() {
+                        txn.drop_graph(id).unwrap();
+                        next.retain(|q| q.3 != g);
+                    }
+                }
+                n => {
+                    let q = if n < 5 && !next.is_empty() { *next.iter().nth(rng.below(next.len() as u64) as usize).unwrap() } else { random_quad(&mut rng) };
+                    let ids = txn.encode_quad(as_quad(q).as_ref()).unwrap();
+                    if n < 5 {
+                        assert_eq!(txn.remove(&ids).unwrap(), next.remove(&q), "{context}: remove");
+                    } else {
+                        assert_eq!(txn.insert(&ids).unwrap(), next.insert(q), "{context}: insert");
+                    }
+                }
+            }
+            if rng.below(4) == 0 {
+                compare_in_transaction(&txn, &next, &mut rng, &format!("{context}, op {op}"));
+            }
+        }
+        if commit {
+            txn.commit().unwrap();
+            model = next;
+        } else {
+            drop(txn);
+        }
+        if step % 7 == 0 {
+            merged_or_not(&store);
+        }
+        compare(&store.snapshot().unwrap(), &model, &context);
+        compare_distinct_counts(&store, &model, &context);
+    }
+}
+
+fn merged_or_not(store: &Store) {
+    if store.segments().is_some() {
+        store.merge().unwrap();
+    }
+}
+
+#[test]
+fn a_transaction_sees_its_own_writes_in_every_pattern_on_segments() {
+    for seed in [3, 0x1234_5678, 77] {
+        run_transactions(Kind::Memory, seed, 120);
+    }
+}
+
+#[test]
+fn a_transaction_sees_its_own_writes_in_every_pattern_on_keys() {
+    for seed in [3, 0x1234_5678] {
+        run_transactions(Kind::Keys, seed, 80);
+    }
+}

@@ -53,6 +53,11 @@ impl std::ops::AddAssign for WaitStats {
 #[derive(Clone, Debug, Default)]
 pub struct WriteBatch {
     pub ops: Vec<WriteOp>,
+    /// Tuples put in (`true`) or taken out of (`false`) the backend's tuple
+    /// indexes, once each, for a backend with a [`TupleLayout`] (every
+    /// index keyspace of each tuple, as `ops` would write them as keys):
+    /// empty for the others.
+    pub tuples: Vec<([u64; 4], bool)>,
 }
 
 impl WriteBatch {
@@ -63,12 +68,36 @@ impl WriteBatch {
         self.ops.push(WriteOp::Delete(ks, key.to_vec()));
     }
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.ops.is_empty() && self.tuples.is_empty()
     }
     pub fn len(&self) -> usize {
-        self.ops.len()
+        self.ops.len() + self.tuples.len()
     }
 }
+
+/// How a backend that keeps tuple indexes of its own (`rhizome-rdf`'s
+/// segments: a quad's orderings) lays each tuple out as keys: a
+/// transaction then takes tuple writes once each ([`crate::Transaction::put_tuple`])
+/// rather than a key per index keyspace, answers its reads of those
+/// keyspaces from them as if they were the keys, and hands them to the
+/// backend as [`WriteBatch::tuples`]. Keys are fixed-length big-endian
+/// words, so their byte order is the order of the words.
+pub trait TupleLayout: Send + Sync {
+    /// The index slot (below [`MAX_TUPLE_SLOTS`]) of keyspace `ks`,
+    /// if it is one of the layout's.
+    fn slot_of(&self, ks: Keyspace) -> Option<usize>;
+    /// Whether slot `slot` holds `tuple` (its family's keyspaces).
+    fn holds(&self, slot: usize, tuple: &[u64; 4]) -> bool;
+    /// `tuple` as slot `slot`'s key, in words (unused words zero).
+    fn key_of(&self, slot: usize, tuple: &[u64; 4]) -> [u64; 4];
+    /// A key of slot `slot` back as its tuple.
+    fn tuple_of(&self, slot: usize, key: &[u64; 4]) -> [u64; 4];
+    /// Words per key of slot `slot`.
+    fn words(&self, slot: usize) -> usize;
+}
+
+/// Slots a [`TupleLayout`] may have.
+pub const MAX_TUPLE_SLOTS: usize = 16;
 
 /// A storage engine. Implementations must make `commit` and `ingest` atomic
 /// and durable when they return.
@@ -110,6 +139,12 @@ pub trait Backend: Send + Sync + 'static {
     /// after this call get greater numbers; the next commit's first
     /// number is this plus one.
     fn latest_sequence(&self) -> Option<u64> {
+        None
+    }
+    /// The layout of the tuple indexes the backend keeps itself, if it
+    /// does (see [`TupleLayout`]); a transaction's tuple writes
+    /// ([`WriteBatch::tuples`]) reach only a backend that has one.
+    fn tuple_layout(&self) -> Option<&'static dyn TupleLayout> {
         None
     }
     /// Removes every key of `ks` (data moved elsewhere, such as quad

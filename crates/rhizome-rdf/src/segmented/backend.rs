@@ -728,6 +728,10 @@ impl Backend for SegmentedBackend {
         self.inner.size_on_disk()
     }
 
+    fn tuple_layout(&self) -> Option<&'static dyn rhizome_kv::TupleLayout> {
+        Some(&super::OrderingLayout)
+    }
+
     fn latest_sequence(&self) -> Option<u64> {
         self.inner.latest_sequence()
     }

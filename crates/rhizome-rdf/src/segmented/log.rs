@@ -33,8 +33,11 @@ pub(crate) type Record = (Vec<Change>, Vec<CarriedWrite>);
 /// Splits a batch into its quad changes, its carried writes and the rest.
 /// Every change must come in every ordering of its quad's family, alike:
 /// a batch that changes a quad in some orderings only would leave them
-/// disagreeing, and is refused.
-pub(crate) fn split(batch: WriteBatch) -> rhizome_kv::Result<(Vec<Change>, Vec<CarriedWrite>, WriteBatch)> {
+/// disagreeing, and is refused. Quads the batch holds as tuples
+/// (`WriteBatch::tuples`, a transaction's writes) are changes as they
+/// are; a quad both there and as keys is refused too.
+pub(crate) fn split(mut batch: WriteBatch) -> rhizome_kv::Result<(Vec<Change>, Vec<CarriedWrite>, WriteBatch)> {
+    let tuples = std::mem::take(&mut batch.tuples);
     let mut rest = WriteBatch::default();
     let mut carried = Vec::new();
     // Per quad: its state and the slots that said so.
@@ -68,7 +71,16 @@ pub(crate) fn split(batch: WriteBatch) -> rhizome_kv::Result<(Vec<Change>, Vec<C
         conflict |= entry.0 != there || entry.1 & (1 << slot) != 0 || !slots_of(&quad).contains(&slot);
         entry.1 |= 1 << slot;
     }
-    let mut changes = Vec::with_capacity(quads.len());
+    if quads.is_empty() {
+        return Ok((tuples, carried, rest));
+    }
+    let mut changes = Vec::with_capacity(quads.len() + tuples.len());
+    for (quad, there) in tuples {
+        let family = slots_of(&quad).fold(0u16, |m, s| m | 1 << s);
+        let entry = quads.entry(quad).or_insert((there, 0));
+        conflict |= entry.1 != 0;
+        entry.1 = family;
+    }
     for (quad, (there, slots)) in quads {
         let family = slots_of(&quad);
         let wanted = family.clone().fold(0u16, |m, s| m | 1 << s);

@@ -18,7 +18,11 @@
 //!   (`log.rs`: flags and three or four ids per quad) in the log keyspace
 //!   ([`QUAD_LOG`], keyed by the commit's sequence number), committed in
 //!   the same engine batch as the documents and new terms; a batch that
-//!   changes a quad in some of its orderings only is refused. The changes
+//!   changes a quad in some of its orderings only is refused. A
+//!   transaction's quads come as tuples of ids, once each
+//!   (`OrderingLayout`, the backend's `rhizome_kv::TupleLayout`: the
+//!   transaction reads them back as the orderings' keys), and go into the
+//!   record as they are. The changes
 //!   become versions in each ordering's delta numbered by that sequence
 //!   number (known, since every engine write holds the backend's commit
 //!   lock), added before the engine's commit and taken out if it fails. A
@@ -187,6 +191,29 @@ pub(crate) fn slots_of(quad: &[u64; 4]) -> std::ops::Range<usize> {
         TRIPLE_SLOTS
     } else {
         QUAD_SLOTS
+    }
+}
+
+/// The orderings as a key-value transaction sees them
+/// (`rhizome_kv::TupleLayout`): it takes a quad's writes once, not one key
+/// per ordering, and hands them to the commit as `WriteBatch::tuples`.
+pub(crate) struct OrderingLayout;
+
+impl rhizome_kv::TupleLayout for OrderingLayout {
+    fn slot_of(&self, ks: Keyspace) -> Option<usize> {
+        slot_of(ks)
+    }
+    fn holds(&self, slot: usize, tuple: &[u64; 4]) -> bool {
+        slots_of(tuple).contains(&slot)
+    }
+    fn key_of(&self, slot: usize, tuple: &[u64; 4]) -> [u64; 4] {
+        key_of(slot, tuple)
+    }
+    fn tuple_of(&self, slot: usize, key: &[u64; 4]) -> [u64; 4] {
+        quad_of(slot, key)
+    }
+    fn words(&self, slot: usize) -> usize {
+        columns(slot)
     }
 }
 
