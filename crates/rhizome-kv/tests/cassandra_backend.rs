@@ -7,6 +7,8 @@ use rhizome_kv::backend_cassandra::{CassandraBackend, Cluster};
 use rhizome_kv::{Cursor, Keyspace, Kv};
 use std::sync::Arc;
 
+mod common;
+
 fn cluster() -> Arc<Cluster> {
     let hosts = std::env::var("RHIZOME_TEST_CASSANDRA").expect("RHIZOME_TEST_CASSANDRA names a Cassandra node (scripts/test-cassandra starts one)");
     Arc::new(Cluster::connect(&format!("cassandra://{hosts}/rhizome_kv_test")).expect("connects"))
@@ -34,17 +36,7 @@ impl Rng {
 }
 
 fn scan(c: &mut dyn Cursor, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = Vec::new();
-    while c.valid() {
-        out.push((c.key().to_vec(), c.value().to_vec()));
-        if forward {
-            c.next()
-        } else {
-            c.prev()
-        }
-    }
-    c.status().unwrap();
-    out
+    common::walk(c, forward, usize::MAX)
 }
 
 #[test]

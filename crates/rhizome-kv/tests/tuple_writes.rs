@@ -5,8 +5,11 @@
 //! over the same committed state; and the commit hands the tuples to the
 //! backend.
 
-use rhizome_kv::{Backend, Cursor, Keyspace, Kv, KvRead, MemoryBackend, Snapshot, SortedRun, SortedRunWriter, TupleLayout, WriteBatch, WriteOp};
+use rhizome_kv::{Backend, Keyspace, Kv, KvRead, MemoryBackend, Snapshot, SortedRun, SortedRunWriter, TupleLayout, WriteBatch, WriteOp};
 use std::sync::Arc;
+
+mod common;
+use common::walk;
 
 /// Two slots: pairs `(a, b)` in keyspace 5 as `a b`, and in keyspace 6 as
 /// `b a`; a third, keyspace 7, holds `a b c` of the tuples whose `c` is
@@ -121,19 +124,6 @@ fn bound(rng: &mut Rng) -> Vec<u8> {
     k
 }
 
-fn walk(c: &mut dyn Cursor, forward: bool, limit: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = Vec::new();
-    while c.valid() && out.len() < limit {
-        out.push((c.key().to_vec(), c.value().to_vec()));
-        if forward {
-            c.next()
-        } else {
-            c.prev()
-        }
-    }
-    c.status().unwrap();
-    out
-}
 
 #[test]
 fn tuple_writes_read_back_as_their_keys() {
