@@ -8,6 +8,7 @@ use rhizome_kv::{Cursor, Keyspace, Kv};
 use std::sync::Arc;
 
 mod common;
+use common::Rng;
 
 fn cluster() -> Arc<Cluster> {
     cluster_with("")
@@ -24,21 +25,11 @@ fn unique(name: &str) -> String {
     format!("{name}-{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos())
 }
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn key(&mut self) -> Vec<u8> {
-        // Keys of 0 to 20 bytes over few byte values: many share buckets,
-        // some are shorter than a bucket prefix.
-        let len = (self.next() % 21) as usize;
-        (0..len).map(|_| (self.next() % 4) as u8 * 60).collect()
-    }
+/// A random key of 0 to 20 bytes over few byte values: many share
+/// buckets, some are shorter than a bucket prefix.
+fn random_key(rng: &mut Rng) -> Vec<u8> {
+    let len = (rng.next() % 21) as usize;
+    (0..len).map(|_| (rng.next() % 4) as u8 * 60).collect()
 }
 
 fn scan(c: &mut dyn Cursor, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -58,7 +49,7 @@ fn reads_and_scans_match_the_memory_backend_after_random_writes() {
         let mut m = mem.transaction().unwrap();
         for _ in 0..120 {
             let ks = keyspaces[(rng.next() % keyspaces.len() as u64) as usize];
-            let key = rng.key();
+            let key = random_key(&mut rng);
             if rng.next() % 4 == 0 {
                 t.delete(ks, &key);
                 m.delete(ks, &key);
@@ -82,13 +73,13 @@ fn reads_and_scans_match_the_memory_backend_after_random_writes() {
         mc.seek_last();
         assert_eq!(scan(c.as_mut(), false), scan(mc.as_mut(), false), "reverse scan of {ks:?}");
         for _ in 0..40 {
-            let (a, b) = (rng.key(), rng.key());
+            let (a, b) = (random_key(&mut rng), random_key(&mut rng));
             let (lower, upper) = if a <= b { (a, b) } else { (b, a) };
             let upper = if rng.next() % 3 == 0 { None } else { Some(upper) };
             let mut c = s.cursor(ks, &lower, upper.as_deref());
             let mut mc = ms.cursor(ks, &lower, upper.as_deref());
             // The memory backend takes seeks inside the bounds only.
-            let mut probe = rng.key();
+            let mut probe = random_key(&mut rng);
             if probe < lower || upper.as_ref().is_some_and(|u| probe >= *u) {
                 probe = lower.clone();
             }
@@ -118,11 +109,11 @@ fn reads_and_scans_match_the_memory_backend_after_random_writes() {
         }
         // Reads sent together answer as reads one by one do: in order,
         // deleted and missing keys `None`, each key's newest value.
-        let keys: Vec<Vec<u8>> = (0..50).map(|_| rng.key()).collect();
+        let keys: Vec<Vec<u8>> = (0..50).map(|_| random_key(&mut rng)).collect();
         assert_eq!(s.get_many(ks, &keys).unwrap(), ms.get_many(ks, &keys).unwrap(), "get_many in {ks:?}");
         let ranges: Vec<(Vec<u8>, Vec<u8>)> = (0..12)
             .map(|_| {
-                let (a, b) = (rng.key(), rng.key());
+                let (a, b) = (random_key(&mut rng), random_key(&mut rng));
                 if a <= b { (a, b) } else { (b, a) }
             })
             .collect();

@@ -9,7 +9,7 @@ use rhizome_kv::{Backend, Keyspace, Kv, KvRead, MemoryBackend, Snapshot, SortedR
 use std::sync::Arc;
 
 mod common;
-use common::walk;
+use common::{walk, Rng};
 
 /// Two slots: pairs `(a, b)` in keyspace 5 as `a b`, and in keyspace 6 as
 /// `b a`; a third, keyspace 7, holds `a b c` of the tuples whose `c` is
@@ -86,20 +86,6 @@ impl Backend for TupleBackend {
     }
     fn tuple_layout(&self) -> Option<&'static dyn TupleLayout> {
         Some(&Layout)
-    }
-}
-
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 
