@@ -770,6 +770,40 @@ mod tests {
         assert_eq!(kv.snapshot().unwrap().get(KS, b"x").unwrap(), None);
     }
 
+    /// Empty ranges (lower above upper, a seek past the upper bound, a
+    /// reverse seek below the lower one) read as empty on every backend:
+    /// the memory backend once panicked on them in `BTreeMap::range`.
+    #[test]
+    fn empty_and_inverted_ranges_read_as_empty_on_memory_and_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        for kv in [Kv::memory(), Kv::open(dir.path()).unwrap()] {
+            let mut t = kv.transaction().unwrap();
+            for k in [&b"a"[..], b"b", b"c", b"d"] {
+                t.put(KS, k, b"v");
+            }
+            t.commit().unwrap();
+            let s = kv.snapshot().unwrap();
+            let mut c = s.cursor(KS, b"c", Some(b"b"));
+            c.seek_first();
+            assert!(!c.valid(), "lower above upper, forward");
+            c.seek_last();
+            assert!(!c.valid(), "lower above upper, backward");
+            c.seek(b"a");
+            assert!(!c.valid(), "lower above upper, seek");
+            let mut c = s.cursor(KS, b"b", Some(b"c"));
+            c.seek(b"c");
+            assert!(!c.valid(), "seek to the upper bound");
+            c.seek(b"z");
+            assert!(!c.valid(), "seek past the upper bound");
+            c.seek_for_prev(b"a");
+            assert!(!c.valid(), "reverse seek below the lower bound");
+            c.seek(b"b");
+            assert_eq!(keys(&mut *c, true), vec![b"b".to_vec()]);
+            c.seek_for_prev(b"z");
+            assert_eq!(keys(&mut *c, false), vec![b"b".to_vec()]);
+        }
+    }
+
     #[test]
     fn snapshot_is_isolated_from_later_commits() {
         let kv = Kv::memory();

@@ -130,6 +130,15 @@ impl MemoryCursor<'_> {
             Bound::Excluded(k) if k < self.lower.as_slice() => Bound::Included(self.lower.as_slice()),
             b => b,
         };
+        // A start at or past the upper bound (a seek beyond it, or a cursor
+        // opened with lower > upper) is an empty range: `BTreeMap::range`
+        // would panic on it.
+        if let Bound::Included(k) | Bound::Excluded(k) = from {
+            if k >= self.upper.as_slice() {
+                self.current = None;
+                return;
+            }
+        }
         self.current = self
             .map
             .range::<[u8], _>((from, Bound::Excluded(self.upper.as_slice())))
