@@ -248,6 +248,7 @@ mod database;
 mod doc_checks;
 mod error;
 mod graph_write;
+mod hot_docs;
 pub mod keys;
 mod jsonld;
 mod json_ld_view;

@@ -35,6 +35,7 @@
 //! as its document; a quad pattern without a graph checks the database's
 //! sequence): optimistic concurrency with backward validation.
 
+use crate::hot_docs::HotDocs;
 use crate::keys::{meta, DocInfo, DB_META, DOCS};
 use crate::read::render_winner;
 use crate::write::WriteCheck;
@@ -60,12 +61,23 @@ fn winner_of(kv: &dyn rhizome_kv::KvRead, id: &str) -> Result<Option<(Rev, bool)
 
 /// [`winner_of`] and the winner's document as a read gives it (`None`
 /// when deleted), from one read of the record when it keeps its body.
-fn winner_and_doc(kv: &dyn rhizome_kv::KvRead, id: &str, snapshot: Option<&StoreSnapshot>) -> Result<Option<WinnerAndDoc>> {
+/// `hot`: the writer's decoded records (`hot_docs.rs`), for a read under
+/// the writer lock.
+fn winner_and_doc(kv: &dyn rhizome_kv::KvRead, id: &str, snapshot: Option<&StoreSnapshot>, hot: Option<&HotDocs>) -> Result<Option<WinnerAndDoc>> {
     let Some(bytes) = kv.get(DOCS, id.as_bytes())? else { return Ok(None) };
     let h = DocInfo::header(&bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
-    let doc = match h.deleted {
-        true => None,
-        false => Some(render_winner(kv, id, &h, snapshot)?.ok_or_else(|| DocError::Corrupt(format!("body of {id} {}", h.winner)))?),
+    let doc = match (h.deleted, hot.and_then(|hot| hot.take_body(id, &bytes))) {
+        (true, _) => None,
+        // A plain body as `render_winner` gives it: `_id`, `_rev`, then
+        // the body's members.
+        (false, Some(body)) => {
+            let mut doc = Map::with_capacity(body.len() + 2);
+            doc.insert("_id".into(), Value::String(id.to_owned()));
+            doc.insert("_rev".into(), Value::String(h.winner.to_string()));
+            doc.extend(body);
+            Some(doc)
+        }
+        (false, None) => Some(render_winner(kv, id, &h, snapshot)?.ok_or_else(|| DocError::Corrupt(format!("body of {id} {}", h.winner)))?),
     };
     Ok(Some(((h.winner.clone(), h.deleted), doc)))
 }
@@ -231,7 +243,7 @@ impl Database {
             if !staged.contains_key(op.id.as_str()) {
                 // The winner from the record's header, its body alone: a hot
                 // document's revision tree is decoded once, by the write.
-                let (winner, doc) = match winner_and_doc(txn.reader(), &op.id, None)? {
+                let (winner, doc) = match winner_and_doc(txn.reader(), &op.id, None, Some(&self.hot_docs))? {
                     Some((w, doc)) => (Some(w), doc),
                     None => (None, None),
                 };
@@ -583,7 +595,7 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
             return Ok((own.get("_deleted") != Some(&Value::Bool(true))).then(|| own.clone()));
         }
         match self.seen.get(id).cloned().flatten() {
-            Some((_, false)) => Ok(winner_and_doc(self.snapshot.kv(), id, Some(&self.snapshot))?.and_then(|(_, doc)| doc)),
+            Some((_, false)) => Ok(winner_and_doc(self.snapshot.kv(), id, Some(&self.snapshot), None)?.and_then(|(_, doc)| doc)),
             _ => Ok(None),
         }
     }

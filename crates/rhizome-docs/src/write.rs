@@ -577,11 +577,17 @@ impl Database {
             };
             self.projector.check_change(txn, id, change, writer, !new_edits)?;
         }
-        let info = match txn.kv().get(DOCS, id.as_bytes())? {
-            Some(bytes) => Some(DocInfo::from_bytes(id, &bytes)?),
+        // A hot document's tree as the write before left it, when its
+        // record is still that write's (`hot_docs.rs`).
+        let mut info = match txn.kv().get(DOCS, id.as_bytes())? {
+            Some(bytes) => Some(match self.hot_docs.take_tree(id, &bytes) {
+                Some(tree) => DocInfo::with_tree(id, &bytes, tree)?,
+                None => DocInfo::from_bytes(id, &bytes)?,
+            }),
             None => None,
         };
-        let mut tree = info.as_ref().map(|i| i.tree.clone()).unwrap_or_default();
+        // (Only its header's fields are read from `info` below.)
+        let mut tree = info.as_mut().map(|i| std::mem::take(&mut i.tree)).unwrap_or_default();
         let old_leaves = tree.leaves();
         // The body, its JSON and its revision hash, if made ahead.
         // With a revision prepared ahead, the body is the document's own
@@ -748,6 +754,14 @@ impl Database {
         // The graph stays as it was while the winner does.
         let graph_was_empty = info.as_ref().is_some_and(|i| i.graph_empty);
         let winner_changes = old_winner.as_ref() != Some(&winner.rev);
+        // A document rewritten soon after its last write is likely to be
+        // again: its decoded record is kept for the next write
+        // (`hot_docs.rs`), with its body when that is plain JSON kept in
+        // the record (exactly what parsing the JSON stored gives).
+        let hot = info.as_ref().is_some_and(|i| i.seq + crate::hot_docs::HOT_WINDOW_SEQS >= counters.update_seq);
+        let hot_body = (hot && winner.rev == rev && !winner.deleted && graph_body.is_none() && graph_marker.is_none() && kept_body.is_some())
+            .then(|| (!body.contains_key(crate::jsonld::GRAPH_MARKER) && !body.contains_key("_attachments")).then(|| body.clone()))
+            .flatten();
         let mut new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, graph_empty: graph_was_empty && !winner_changes, body: kept_body, tree };
         if winner_changes {
             let new_body = if winner.rev == rev { Some(body) } else { None };
@@ -756,7 +770,11 @@ impl Database {
             // document's own record.)
             new_info.graph_empty = self.project(txn, id, &winner.rev, winner.deleted, new_body, ahead, graph_was_empty)?;
         }
-        txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes(id));
+        let record = new_info.to_bytes(id);
+        txn.kv_mut().put(DOCS, id.as_bytes(), &record);
+        if hot {
+            self.hot_docs.keep(id, record, new_info.seq, new_info.tree, hot_body);
+        }
         Ok(rev)
     }
 
