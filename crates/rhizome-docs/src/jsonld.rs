@@ -18,6 +18,7 @@
 //!   JSON-LD ([`render_graph`]), so nothing is stored twice. An RDF write to
 //!   the graph of a JSON document keeps the JSON (`graph_write.rs`).
 
+use crate::member::member;
 use crate::contexts::ContextStore;
 use crate::keys::LOCAL;
 use crate::GraphProjector;
@@ -204,7 +205,7 @@ fn default_context(reader: &dyn KvRead) -> Result<Option<Value>, String> {
         return Ok(None);
     };
     let doc: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| format!("{DEFAULT_CONTEXT_DOC}: {e}"))?;
-    let Some(context) = doc.get("@context") else { return Ok(None) };
+    let Some(context) = member(&doc, "@context") else { return Ok(None) };
     crate::jsonld_limits::check_json_ld(&serde_json::json!({ "@context": context }))
         .map_err(|e| format!("the database's default context ({DEFAULT_CONTEXT_DOC}) cannot be used: {e}"))?;
     Ok(Some(context.clone()))
@@ -215,7 +216,7 @@ fn default_context(reader: &dyn KvRead) -> Result<Option<Value>, String> {
 /// a document made of the context alone (so a context it refuses, such as
 /// a remote one or a malformed term definition, is refused here).
 pub(crate) fn check_default_context(doc: &Map<String, Value>, contexts: &ContextStore) -> Result<(), String> {
-    let Some(context) = doc.get("@context") else { return Ok(()) };
+    let Some(context) = member(&doc, "@context") else { return Ok(()) };
     let probe = serde_json::json!({ "@context": context, "@id": "urn:rhizome:context-check", "urn:rhizome:p": "v" });
     // Called before the local document's transaction: remote contexts it
     // names may be fetched here.
@@ -315,12 +316,12 @@ impl GraphProjector for JsonLdProjector {
     }
 
     fn prepare(&self, reader: &dyn KvRead, doc: &Map<String, Value>) -> Result<Option<crate::Prepared>, String> {
-        if doc.contains_key(GRAPH_MARKER) {
+        if member(&doc, GRAPH_MARKER).is_some() {
             return Ok(None);
         }
         // A flat document with its own vocabulary names no remote context:
         // read at once (see `jsonld_flat`).
-        if let (Some(id), Some(own)) = (doc.get("_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")), doc.get("@context")) {
+        if let (Some(id), Some(own)) = (member(&doc, "_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")), member(&doc, "@context")) {
             let iri = self.iris.graph_iri(id);
             if let Some(quads) = crate::jsonld_flat::flat_quads(doc, own, &iri) {
                 return Ok(Some(Box::new(ParsedAhead { iri, default_context: DefaultContext::Unused, quads })));
@@ -342,11 +343,11 @@ impl GraphProjector for JsonLdProjector {
         // document). A body read with the default context is refused by
         // the default context of this snapshot; one that changes before
         // the write is a race the writer cannot see.
-        let Some(id) = doc.get("_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")) else { return Ok(None) };
+        let Some(id) = member(&doc, "_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")) else { return Ok(None) };
         let iri = self.iris.graph_iri(id);
         // A body with a context of its own at its top is read with that
         // one alone (see `parse_document`).
-        let default_context = if doc.contains_key("@context") {
+        let default_context = if member(&doc, "@context").is_some() {
             DefaultContext::Unused
         } else {
             DefaultContext::Read(reader.get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())?)
@@ -364,7 +365,7 @@ impl GraphProjector for JsonLdProjector {
     }
 
     fn graph_of(&self, reader: &dyn KvRead, doc_id: &str, body: &Map<String, Value>) -> Result<Vec<oxrdf::Quad>, String> {
-        if doc_id.starts_with("_design/") || body.contains_key(GRAPH_MARKER) {
+        if doc_id.starts_with("_design/") || member(&body, GRAPH_MARKER).is_some() {
             return Ok(Vec::new());
         }
         parse_document(reader, body, &self.iris.graph_iri(doc_id), &self.contexts)
@@ -471,7 +472,7 @@ fn check_values(body: &Map<String, Value>) -> Result<(), String> {
 /// The quads of a document read as JSON-LD; none for plain JSON.
 fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, contexts: &ContextStore) -> Result<Vec<oxrdf::Quad>, String> {
     let within = |quads: Vec<oxrdf::Quad>| if quads.len() > MAX_DOCUMENT_TRIPLES { Err(too_many_triples()) } else { Ok(quads) };
-    let default = match body.get("@context") {
+    let default = match member(&body, "@context") {
         Some(own) => {
             check_values(body)?;
             if let Some(quads) = crate::jsonld_flat::flat_quads(body, own, iri) {

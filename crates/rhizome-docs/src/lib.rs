@@ -255,6 +255,7 @@ mod json_ld_view;
 mod jsonld_flat;
 mod jsonld_limits;
 mod local_docs;
+mod member;
 pub mod mango;
 mod partition;
 mod projector;

@@ -48,6 +48,16 @@ impl Rev {
         out.extend_from_slice(self.hash.as_bytes());
     }
 
+    /// `N-hash` as `to_string` gives it, without the formatting
+    /// machinery (a transaction names a few revisions in its documents).
+    pub fn text(&self) -> String {
+        let mut out = String::with_capacity(self.text_len());
+        out.push_str(itoa::Buffer::new().format(self.pos));
+        out.push('-');
+        out.push_str(&self.hash);
+        out
+    }
+
     /// The length of `N-hash`.
     pub fn text_len(&self) -> usize {
         self.pos.checked_ilog10().unwrap_or(0) as usize + 2 + self.hash.len()
@@ -382,6 +392,7 @@ mod tests {
                 rev.append_to(&mut out);
                 assert_eq!(out, format!("x{rev}").into_bytes());
                 assert_eq!(rev.text_len(), rev.to_string().len());
+                assert_eq!(rev.text(), rev.to_string());
             }
         }
     }

@@ -35,6 +35,7 @@
 //! as its document; a quad pattern without a graph checks the database's
 //! sequence): optimistic concurrency with backward validation.
 
+use crate::member::member;
 use crate::hot_docs::HotDocs;
 use crate::keys::{meta, DocInfo, DB_META, DOCS};
 use crate::read::render_winner;
@@ -73,7 +74,7 @@ fn winner_and_doc(kv: &dyn rhizome_kv::KvRead, id: &str, snapshot: Option<&Store
         (false, Some(body)) => {
             let mut doc = Map::with_capacity(body.len() + 2);
             doc.insert("_id".into(), Value::String(id.to_owned()));
-            doc.insert("_rev".into(), Value::String(h.winner.to_string()));
+            doc.insert("_rev".into(), Value::String(h.winner.text()));
             doc.extend(body);
             Some(doc)
         }
@@ -85,11 +86,11 @@ fn winner_and_doc(kv: &dyn rhizome_kv::KvRead, id: &str, snapshot: Option<&Store
 type WinnerAndDoc = ((Rev, bool), Option<Map<String, Value>>);
 
 fn id_of(doc: &Map<String, Value>) -> String {
-    doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned()
+    member(&doc, "_id").and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
 fn rev_of(doc: &Map<String, Value>) -> Result<Option<Rev>> {
-    match doc.get("_rev") {
+    match member(&doc, "_rev") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(r)) => Rev::parse(r).map(Some).ok_or_else(|| DocError::BadRequest(format!("Invalid rev format: {r}"))),
         Some(_) => Err(DocError::BadRequest("_rev must be a string".into())),
@@ -326,7 +327,7 @@ impl Database {
             doc.insert("_id".into(), Value::String((*id).to_owned()));
             match &s.winner {
                 Some((w, false)) => {
-                    doc.insert("_rev".into(), Value::String(w.to_string()));
+                    doc.insert("_rev".into(), Value::String(w.text()));
                 }
                 _ => {
                     doc.remove("_rev");
@@ -362,7 +363,7 @@ impl Database {
                 let rev = revs.get(id).cloned().or_else(|| staged[id.as_str()].winner.as_ref().map(|w| w.0.clone()));
                 let doc = doc.map(|mut d| {
                     if let Some(r) = &rev {
-                        d.insert("_rev".into(), Value::String(r.to_string()));
+                        d.insert("_rev".into(), Value::String(r.text()));
                     }
                     d
                 });
@@ -467,7 +468,7 @@ impl serde::Serialize for OpResult {
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("id", &self.id)?;
         if let Some(rev) = &self.rev {
-            m.serialize_entry("rev", &rev.to_string())?;
+            m.serialize_entry("rev", &rev.text())?;
         }
         if let Some(doc) = &self.doc {
             m.serialize_entry("doc", doc)?;
@@ -699,7 +700,7 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
             }
             match then {
                 Some((w, false)) => {
-                    doc.insert("_rev".into(), Value::String(w.to_string()));
+                    doc.insert("_rev".into(), Value::String(w.text()));
                 }
                 _ => {
                     doc.remove("_rev");
