@@ -94,9 +94,12 @@ pub(crate) fn doc_info(kv: &dyn KvRead, id: &str) -> Result<Option<DocInfo>> {
 /// the winner of a record written before format 3). Every read of a
 /// stored body goes through here, [`stored_body_of_header`] or
 /// [`stored_body`].
+/// A revision the tree does not have (stemmed, or purged) has none, even
+/// while its body waits in `BODIES` for compaction.
 pub(crate) fn stored_body_of<'a>(kv: &dyn KvRead, id: &str, info: &'a DocInfo, rev: &Rev) -> Result<Option<Cow<'a, [u8]>>> {
     match info.body.as_deref().filter(|_| info.winner == *rev) {
         Some(kept) => Ok(Some(Cow::Borrowed(kept))),
+        None if !info.tree.contains(rev) => Ok(None),
         None => Ok(kv.get(BODIES, &body_key(id, rev))?.map(Cow::Owned)),
     }
 }
