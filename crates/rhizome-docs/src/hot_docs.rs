@@ -18,7 +18,8 @@
 //! [`HOT_WINDOW_SEQS`] updates of their previous write, so that a run of
 //! cold documents (accounts, new history rows) does not pay for a copy it
 //! never reads back. Measured on TPC-B scale 10, 8 clients, in process
-//! (`bench/tpcb/instructions`): see BENCHMARKS.md.
+//! (`bench/tpcb/instructions`, with the revision tree's cheaper stemming):
+//! 438.6k -> 400.2k instructions per transaction in the whole process.
 
 use crate::RevTree;
 use rustc_hash::FxHashMap;
