@@ -527,3 +527,82 @@ fn a_partitioned_databases_transactions_refuse_ids_without_a_partition() {
     let (_, info) = req(port, "GET", "/p/_partition/a", None);
     assert_eq!(info["doc_count"], 2, "{info}");
 }
+
+/// The writer keeps a hot document's decoded record between transactions
+/// (`rhizome-docs`' `hot_docs.rs`); a write of it through any other door
+/// must be what the next `_transaction` reads and edits.
+#[test]
+fn a_hot_document_written_through_each_other_door_is_read_as_committed_by_the_next_transaction() {
+    let data = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(data.path());
+    let port = server.port;
+    assert_eq!(req(port, "PUT", &format!("/{DB}"), None).0, 201);
+    let txn = |ops: Value| {
+        let (s, v) = req(port, "POST", &format!("/{DB}/_transaction"), Some(&json!({ "ops": ops })));
+        assert_eq!(s, 200, "{v}");
+        v["results"][0]["doc"].clone()
+    };
+    let inc = |by: i64| txn(json!([{"id": "b:1", "inc": {"balance": by}}]));
+    // What a transaction reads is what a plain read gives.
+    let read = || {
+        let in_txn = txn(json!([{"id": "b:1", "get": true}]));
+        let (s, plain) = req(port, "GET", &format!("/{DB}/b:1"), None);
+        assert_eq!(s, 200, "{plain}");
+        assert_eq!(in_txn, plain);
+        plain
+    };
+    let hot = || {
+        for _ in 0..3 {
+            inc(1);
+        }
+        read()
+    };
+    assert_eq!(req(port, "PUT", &format!("/{DB}/b:1"), Some(&json!({"balance": 0}))).0, 201);
+    assert_eq!(hot()["balance"], 3);
+
+    // A PUT.
+    let rev = read()["_rev"].clone();
+    assert_eq!(req(port, "PUT", &format!("/{DB}/b:1"), Some(&json!({"_rev": rev, "balance": 100, "by": "put"}))).0, 201);
+    assert_eq!((read()["balance"].clone(), read()["by"].clone()), (json!(100), json!("put")));
+    assert_eq!(inc(1)["balance"], 101);
+    assert_eq!(hot()["balance"], 104);
+
+    // `_bulk_docs`.
+    let rev = read()["_rev"].clone();
+    let (s, v) = req(port, "POST", &format!("/{DB}/_bulk_docs"), Some(&json!({"docs": [{"_id": "b:1", "_rev": rev, "balance": 200}]})));
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(read()["balance"], 200);
+    assert_eq!(inc(1)["balance"], 201);
+    assert_eq!(hot()["balance"], 204);
+
+    // Replication (`new_edits=false`): a longer branch wins.
+    let branch = json!({"_id": "b:1", "_rev": "90-ffff", "_revisions": {"start": 90, "ids": ["ffff", "eeee"]}, "balance": 500});
+    let (s, v) = req(port, "POST", &format!("/{DB}/_bulk_docs"), Some(&json!({"new_edits": false, "docs": [branch]})));
+    assert_eq!(s, 201, "{v}");
+    assert_eq!((read()["_rev"].clone(), read()["balance"].clone()), (json!("90-ffff"), json!(500)));
+    assert_eq!(inc(1)["balance"], 501);
+    let winner = hot()["_rev"].clone();
+
+    // A purge of the winning branch: the other one wins again.
+    let (s, v) = req(port, "POST", &format!("/{DB}/_purge"), Some(&json!({ "b:1": [winner] })));
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(read()["balance"], 204);
+    assert_eq!(hot()["balance"], 207);
+
+    // Compaction.
+    let (s, v) = req(port, "POST", &format!("/{DB}/_compact"), Some(&json!({})));
+    assert!((200..300).contains(&s), "{s} {v}");
+    assert_eq!(read()["balance"], 207);
+    assert_eq!(inc(1)["balance"], 208);
+    hot();
+
+    // A SPARQL Update of the document's graph (`b:1` is an absolute IRI:
+    // its own graph's name) makes a revision the next transaction edits.
+    let rev = read()["_rev"].clone();
+    let (s, body) = sparql(port, "update", "INSERT DATA { GRAPH <b:1> { <b:1> <http://bank.example/audited> true } }");
+    assert!((200..300).contains(&s), "{s} {body}");
+    assert_ne!(read()["_rev"], rev, "the graph write made a revision");
+    let after = inc(1);
+    assert_eq!(after["balance"], 212);
+    assert_eq!(read(), after);
+}

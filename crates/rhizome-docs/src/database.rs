@@ -22,6 +22,9 @@ pub struct Database {
     no_design_docs: std::sync::atomic::AtomicBool,
     /// Created partitioned (`crate::partition`): fixed once set.
     pub(crate) partitioned: std::sync::atomic::AtomicBool,
+    /// Decoded records of documents the writer rewrites often
+    /// (`hot_docs.rs`).
+    pub(crate) hot_docs: crate::hot_docs::HotDocs,
 }
 
 /// What `GET /{db}` reports.
@@ -87,7 +90,7 @@ impl Database {
             none
         };
         let partitioned = snapshot.kv().get(DB_META, meta::PARTITIONED)?.is_some();
-        let db = Database { store, projector, no_design_docs: no_design_docs.into(), partitioned: partitioned.into() };
+        let db = Database { store, projector, no_design_docs: no_design_docs.into(), partitioned: partitioned.into(), hot_docs: Default::default() };
         match snapshot.kv().get(DB_META, meta::FORMAT_VERSION)? {
             Some(v) => {
                 let found = keys::u64_value(Some(v), "format_version")?;

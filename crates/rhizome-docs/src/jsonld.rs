@@ -18,6 +18,7 @@
 //!   JSON-LD ([`render_graph`]), so nothing is stored twice. An RDF write to
 //!   the graph of a JSON document keeps the JSON (`graph_write.rs`).
 
+use crate::member::member;
 use crate::contexts::ContextStore;
 use crate::keys::LOCAL;
 use crate::GraphProjector;
@@ -139,11 +140,29 @@ impl DocumentIris {
 /// its graph is itself.
 fn is_absolute_iri(id: &str) -> bool {
     let Some((scheme, rest)) = id.split_once(':') else { return false };
-    !rest.is_empty()
+    let syntax = !rest.is_empty()
         && scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
         && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        && !id.chars().any(|c| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '{' | '}' | '|' | '\\' | '^' | '`'))
-        && oxrdf::NamedNode::new(id).is_ok()
+        && !id.chars().any(|c| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '{' | '}' | '|' | '\\' | '^' | '`'));
+    if !syntax {
+        return false;
+    }
+    // The IRI parse (as `NamedNode::new`'s, without its copy) is the cost,
+    // and a write asks about one id several times in a row (its id
+    // conflicts, its graph's name): the last answer is kept per thread.
+    thread_local! {
+        static LAST: std::cell::RefCell<(String, bool)> = const { std::cell::RefCell::new((String::new(), false)) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != id {
+            let absolute = oxiri::Iri::parse(id).is_ok();
+            last.0.clear();
+            last.0.push_str(id);
+            last.1 = absolute;
+        }
+        last.1
+    })
 }
 
 /// What stays as it is in an id's part of a graph IRI: RFC 3986's
@@ -204,7 +223,7 @@ fn default_context(reader: &dyn KvRead) -> Result<Option<Value>, String> {
         return Ok(None);
     };
     let doc: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| format!("{DEFAULT_CONTEXT_DOC}: {e}"))?;
-    let Some(context) = doc.get("@context") else { return Ok(None) };
+    let Some(context) = member(&doc, "@context") else { return Ok(None) };
     crate::jsonld_limits::check_json_ld(&serde_json::json!({ "@context": context }))
         .map_err(|e| format!("the database's default context ({DEFAULT_CONTEXT_DOC}) cannot be used: {e}"))?;
     Ok(Some(context.clone()))
@@ -215,7 +234,7 @@ fn default_context(reader: &dyn KvRead) -> Result<Option<Value>, String> {
 /// a document made of the context alone (so a context it refuses, such as
 /// a remote one or a malformed term definition, is refused here).
 pub(crate) fn check_default_context(doc: &Map<String, Value>, contexts: &ContextStore) -> Result<(), String> {
-    let Some(context) = doc.get("@context") else { return Ok(()) };
+    let Some(context) = member(&doc, "@context") else { return Ok(()) };
     let probe = serde_json::json!({ "@context": context, "@id": "urn:rhizome:context-check", "urn:rhizome:p": "v" });
     // Called before the local document's transaction: remote contexts it
     // names may be fetched here.
@@ -315,12 +334,12 @@ impl GraphProjector for JsonLdProjector {
     }
 
     fn prepare(&self, reader: &dyn KvRead, doc: &Map<String, Value>) -> Result<Option<crate::Prepared>, String> {
-        if doc.contains_key(GRAPH_MARKER) {
+        if member(&doc, GRAPH_MARKER).is_some() {
             return Ok(None);
         }
         // A flat document with its own vocabulary names no remote context:
         // read at once (see `jsonld_flat`).
-        if let (Some(id), Some(own)) = (doc.get("_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")), doc.get("@context")) {
+        if let (Some(id), Some(own)) = (member(&doc, "_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")), member(&doc, "@context")) {
             let iri = self.iris.graph_iri(id);
             if let Some(quads) = crate::jsonld_flat::flat_quads(doc, own, &iri) {
                 return Ok(Some(Box::new(ParsedAhead { iri, default_context: DefaultContext::Unused, quads })));
@@ -342,11 +361,11 @@ impl GraphProjector for JsonLdProjector {
         // document). A body read with the default context is refused by
         // the default context of this snapshot; one that changes before
         // the write is a race the writer cannot see.
-        let Some(id) = doc.get("_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")) else { return Ok(None) };
+        let Some(id) = member(&doc, "_id").and_then(Value::as_str).filter(|id| !id.starts_with("_design/")) else { return Ok(None) };
         let iri = self.iris.graph_iri(id);
         // A body with a context of its own at its top is read with that
         // one alone (see `parse_document`).
-        let default_context = if doc.contains_key("@context") {
+        let default_context = if member(&doc, "@context").is_some() {
             DefaultContext::Unused
         } else {
             DefaultContext::Read(reader.get(LOCAL, DEFAULT_CONTEXT_DOC.as_bytes()).map_err(|e| e.to_string())?)
@@ -364,7 +383,7 @@ impl GraphProjector for JsonLdProjector {
     }
 
     fn graph_of(&self, reader: &dyn KvRead, doc_id: &str, body: &Map<String, Value>) -> Result<Vec<oxrdf::Quad>, String> {
-        if doc_id.starts_with("_design/") || body.contains_key(GRAPH_MARKER) {
+        if doc_id.starts_with("_design/") || member(&body, GRAPH_MARKER).is_some() {
             return Ok(Vec::new());
         }
         parse_document(reader, body, &self.iris.graph_iri(doc_id), &self.contexts)
@@ -471,7 +490,7 @@ fn check_values(body: &Map<String, Value>) -> Result<(), String> {
 /// The quads of a document read as JSON-LD; none for plain JSON.
 fn parse_document(reader: &dyn KvRead, body: &Map<String, Value>, iri: &str, contexts: &ContextStore) -> Result<Vec<oxrdf::Quad>, String> {
     let within = |quads: Vec<oxrdf::Quad>| if quads.len() > MAX_DOCUMENT_TRIPLES { Err(too_many_triples()) } else { Ok(quads) };
-    let default = match body.get("@context") {
+    let default = match member(&body, "@context") {
         Some(own) => {
             check_values(body)?;
             if let Some(quads) = crate::jsonld_flat::flat_quads(body, own, iri) {
@@ -881,6 +900,21 @@ impl GraphTerms {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The answer kept for the last id is the answer for that id, asked
+    /// in any order.
+    #[test]
+    fn absolute_iris_are_told_apart_whatever_was_asked_before() {
+        let ids = ["a:1", "doc", "http://e/x", "a:1 b", "b:2", "1a:x", "urn:x:y", "a:", "mailto:me@e.org", "x:%zz", "http://e/x"];
+        let expected = [true, false, true, false, true, false, true, false, true, false, true];
+        for round in 0..3 {
+            for (i, id) in ids.iter().enumerate() {
+                let i = (i + round * 3) % ids.len();
+                assert_eq!(is_absolute_iri(ids[i]), expected[i], "{} (after {id})", ids[i]);
+                assert_eq!(is_absolute_iri(ids[i]), expected[i], "{} asked twice", ids[i]);
+            }
+        }
+    }
 
     /// The eight-at-a-time check agrees with a byte-by-byte one for every
     /// byte value at every position of strings of 0 to 24 bytes, among

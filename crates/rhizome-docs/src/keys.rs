@@ -199,6 +199,13 @@ impl DocInfo {
             .ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))
     }
 
+    /// [`DocInfo::from_bytes`] with its revision tree already decoded
+    /// (`tree` must be the decoding of the tree in `bytes`).
+    pub(crate) fn with_tree(id: &str, bytes: &[u8], tree: RevTree) -> Result<DocInfo> {
+        let h = Self::header(bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
+        Ok(DocInfo { seq: h.seq, graph_body: h.graph_body(id).map(str::to_owned), graph_empty: h.graph_empty, winner: h.winner, deleted: h.deleted, body: h.body.map(<[u8]>::to_vec), tree })
+    }
+
     /// Seq, winner, deletion and graph without decoding the tree.
     pub fn header(bytes: &[u8]) -> Option<DocHeader<'_>> {
         let format = *bytes.first()?;

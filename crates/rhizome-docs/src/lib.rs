@@ -52,8 +52,9 @@
 //! when opened for writing, so that older builds refuse the database), `LOCAL` (`_local/` documents: `_rev` `0-N`, no history, not in
 //! `_changes`), `DB_META` (counters, `_revs_limit`, default 1000, the
 //! security object, purge settings, the format version, whether the database is partitioned) and Mango's three.
-//! Bodies of revisions stemmed at `_revs_limit`, and older bodies of
-//! graph-bodied documents, go with the write that supersedes them.
+//! Older bodies of graph-bodied documents go with the write that
+//! supersedes them; bodies of revisions stemmed at `_revs_limit` stay
+//! until compaction (a read of a revision the tree lacks finds none).
 //! [`Database::compact`] drops the bodies of non-leaf revisions and the
 //! attachment data no remaining body refers to, in one write transaction
 //! (so a concurrent write cannot refer to data as it goes), then compacts
@@ -84,7 +85,13 @@
 //! calls the [`GraphProjector`] with the transaction, the id and the new
 //! winning body (or `None` when the winner is deleted). Then one fsynced
 //! commit. A document that fails gets its own error; the others of the
-//! batch are still written, as CouchDB's `_bulk_docs`.
+//! batch are still written, as CouchDB's `_bulk_docs`. A document
+//! rewritten again soon after its last write (TPC-B's branch and teller
+//! rows) keeps its decoded record for the writer (`hot_docs.rs`: the
+//! revision tree and parsed body, used only while its record has exactly
+//! the bytes they were decoded from), so the next write neither parses its
+//! body nor decodes its tree. Bodies of revisions stemmed from the tree
+//! stay in `BODIES`, unread, until compaction.
 //!
 //! RDF writes (SPARQL Update, the Graph Store, LDP, Python) go the other
 //! way, through [`Database::rdf_write`] / [`Database::rdf_write_checked`]:
@@ -248,12 +255,14 @@ mod database;
 mod doc_checks;
 mod error;
 mod graph_write;
+mod hot_docs;
 pub mod keys;
 mod jsonld;
 mod json_ld_view;
 mod jsonld_flat;
 mod jsonld_limits;
 mod local_docs;
+mod member;
 pub mod mango;
 mod partition;
 mod projector;

@@ -2,6 +2,7 @@
 //! attachments, `_revs_diff`.
 //! (https://docs.couchdb.org/en/stable/api/document/common.html#get--db-docid)
 
+use crate::member::member;
 use crate::keys::{body_key, DocHeader, DocInfo, BODIES, DOCS};
 use crate::{Database, DocError, Result, Rev};
 use std::borrow::Cow;
@@ -93,9 +94,12 @@ pub(crate) fn doc_info(kv: &dyn KvRead, id: &str) -> Result<Option<DocInfo>> {
 /// the winner of a record written before format 3). Every read of a
 /// stored body goes through here, [`stored_body_of_header`] or
 /// [`stored_body`].
+/// A revision the tree does not have (stemmed, or purged) has none, even
+/// while its body waits in `BODIES` for compaction.
 pub(crate) fn stored_body_of<'a>(kv: &dyn KvRead, id: &str, info: &'a DocInfo, rev: &Rev) -> Result<Option<Cow<'a, [u8]>>> {
     match info.body.as_deref().filter(|_| info.winner == *rev) {
         Some(kept) => Ok(Some(Cow::Borrowed(kept))),
+        None if !info.tree.contains(rev) => Ok(None),
         None => Ok(kv.get(BODIES, &body_key(id, rev))?.map(Cow::Owned)),
     }
 }
@@ -132,11 +136,11 @@ pub(crate) fn body(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, snapsho
 /// [`body`] of the stored bytes `bytes`.
 fn parse_body(kv: &dyn KvRead, id: &str, rev: &Rev, bytes: &[u8], snapshot: Option<&StoreSnapshot>) -> Result<Map<String, Value>> {
     let stored: Map<String, Value> = serde_json::from_slice(bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
-    match stored.get(crate::jsonld::GRAPH_MARKER) {
+    match member(&stored, crate::jsonld::GRAPH_MARKER) {
         Some(Value::String(iri)) => {
             let mut rendered = crate::jsonld::render_graph(kv, iri, snapshot)?;
             // A graph-bodied revision keeps its attachments.
-            if let Some(atts) = stored.get("_attachments") {
+            if let Some(atts) = member(&stored, "_attachments") {
                 rendered.insert("_attachments".into(), atts.clone());
             }
             Ok(rendered)
@@ -155,7 +159,7 @@ pub(crate) fn render_winner(kv: &dyn KvRead, id: &str, header: &DocHeader<'_>, s
     let mut doc = parse_body(kv, id, winner, &bytes, snapshot)?;
     let mut added = Map::new();
     added.insert("_id".into(), Value::String(id.to_owned()));
-    added.insert("_rev".into(), Value::String(winner.to_string()));
+    added.insert("_rev".into(), Value::String(winner.text()));
     if let Some(atts) = doc.shift_remove("_attachments") {
         doc.insert("_attachments".into(), render_attachments(kv, &atts, None)?);
     }
@@ -206,7 +210,7 @@ pub(crate) fn render_json_from(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &
 fn added_members(kv: &dyn KvRead, id: &str, info: &DocInfo, rev: &Rev, opts: &ReadOptions) -> Result<Map<String, Value>> {
     let mut doc = Map::new();
     doc.insert("_id".into(), Value::String(id.to_owned()));
-    doc.insert("_rev".into(), Value::String(rev.to_string()));
+    doc.insert("_rev".into(), Value::String(rev.text()));
     if info.tree.is_deleted(rev).unwrap_or(false) {
         doc.insert("_deleted".into(), Value::Bool(true));
     }
@@ -252,7 +256,7 @@ fn write_id_rev(out: &mut Vec<u8>, id: &str, rev: &Rev) -> Result<()> {
     out.extend_from_slice(b"{\"_id\":");
     serde_json::to_writer(&mut *out, id).map_err(|e| DocError::Corrupt(e.to_string()))?;
     out.extend_from_slice(b",\"_rev\":\"");
-    out.extend_from_slice(rev.to_string().as_bytes());
+    rev.append_to(out);
     out.push(b'"');
     Ok(())
 }
@@ -555,7 +559,7 @@ impl Database {
         let bytes = stored_body_of_header(kv, id, &header, &rev)?.ok_or(DocError::NotFound("missing"))?;
         // A JSON body with no attachment: its stored bytes with `_id` and
         // `_rev` put among its members, nothing parsed into values.
-        let (id_value, rev_value) = (Value::String(id.to_owned()), Value::String(rev.to_string()));
+        let (id_value, rev_value) = (Value::String(id.to_owned()), Value::String(rev.text()));
         if let Some(out) = splice_members(&bytes, [("_id", &id_value), ("_rev", &rev_value)]) {
             return Ok((rev, out));
         }
@@ -569,7 +573,7 @@ impl Database {
                 // such a read).
                 let mut doc = Map::new();
                 doc.insert("_id".into(), Value::String(id.to_owned()));
-                doc.insert("_rev".into(), Value::String(rev.to_string()));
+                doc.insert("_rev".into(), Value::String(rev.text()));
                 let atts = stored.shift_remove("_attachments");
                 doc.extend(stored);
                 if let Some(atts) = atts {

@@ -27,11 +27,13 @@ impl Rev {
 
     /// Parses `N-hash` (N >= 1, hash non-empty, no further dash needed).
     pub fn parse(text: &str) -> Option<Rev> {
-        let (pos, hash) = text.split_once('-')?;
-        let pos: u64 = pos.parse().ok()?;
-        if pos == 0 || hash.is_empty() || !pos.to_string().eq(text.split_once('-')?.0) {
+        let (digits, hash) = text.split_once('-')?;
+        // Canonical digits only, as `pos` prints (no sign, no leading
+        // zero), checked without printing it (a read parses several).
+        if hash.is_empty() || digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
+        let pos: u64 = digits.parse().ok()?;
         Some(Rev { pos, hash: hash.to_owned() })
     }
 }
@@ -44,6 +46,16 @@ impl Rev {
         out.extend_from_slice(itoa::Buffer::new().format(self.pos).as_bytes());
         out.push(b'-');
         out.extend_from_slice(self.hash.as_bytes());
+    }
+
+    /// `N-hash` as `to_string` gives it, without the formatting
+    /// machinery (a transaction names a few revisions in its documents).
+    pub fn text(&self) -> String {
+        let mut out = String::with_capacity(self.text_len());
+        out.push_str(itoa::Buffer::new().format(self.pos));
+        out.push('-');
+        out.push_str(&self.hash);
+        out
     }
 
     /// The length of `N-hash`.
@@ -135,7 +147,16 @@ impl RevTree {
 
     /// The winning revision, the same on every replica.
     pub fn winner(&self) -> Option<Leaf> {
-        self.leaves().into_iter().next()
+        // The first of `leaves`' order, without collecting and sorting
+        // them (a write asks for the winner several times).
+        let has = self.has_children();
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !has[*i])
+            .map(|(_, n)| n)
+            .max_by(|a, b| (!a.deleted, a.rev.pos, &a.rev.hash).cmp(&(!b.deleted, b.rev.pos, &b.rev.hash)))
+            .map(|n| Leaf { rev: n.rev.clone(), deleted: n.deleted })
     }
 
     /// Live leaves other than the winner (`_conflicts`).
@@ -274,11 +295,15 @@ impl RevTree {
             return;
         }
         let mut new_index = vec![None; self.nodes.len()];
-        let mut nodes = Vec::new();
-        for (i, node) in self.nodes.iter().enumerate() {
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        // Moved, not copied, and the index renumbered in place (stemming
+        // a hot document drops one revision per write).
+        for (i, node) in std::mem::take(&mut self.nodes).into_iter().enumerate() {
             if keep[i] {
                 new_index[i] = Some(nodes.len());
-                nodes.push(node.clone());
+                nodes.push(node);
+            } else if self.index.get(&node.rev) == Some(&i) {
+                self.index.remove(&node.rev);
             }
         }
         for node in &mut nodes {
@@ -286,7 +311,9 @@ impl RevTree {
             // parent), so kept parents are already renumbered.
             node.parent = node.parent.and_then(|p| new_index[p]);
         }
-        self.index = nodes.iter().enumerate().map(|(i, n)| (n.rev.clone(), i)).collect();
+        for at in self.index.values_mut() {
+            *at = new_index[*at].expect("an indexed revision is a kept node");
+        }
         self.nodes = nodes;
     }
 
@@ -365,6 +392,7 @@ mod tests {
                 rev.append_to(&mut out);
                 assert_eq!(out, format!("x{rev}").into_bytes());
                 assert_eq!(rev.text_len(), rev.to_string().len());
+                assert_eq!(rev.text(), rev.to_string());
             }
         }
     }
@@ -373,7 +401,7 @@ mod tests {
     fn revision_ids_parse_and_print() {
         assert_eq!(r("3-abc"), Rev::new(3, "abc"));
         assert_eq!(r("12-a-b").hash, "a-b");
-        for bad in ["", "abc", "0-abc", "-abc", "1-", "01-abc", "x-abc"] {
+        for bad in ["", "abc", "0-abc", "-abc", "1-", "01-abc", "x-abc", "+1-abc", "1 -abc", "99999999999999999999-abc"] {
             assert_eq!(Rev::parse(bad), None, "{bad}");
         }
         assert_eq!(Rev::new(2, "ff").to_string(), "2-ff");
@@ -481,6 +509,8 @@ mod tests {
         }
         t.merge_path(&[r("3-branch"), r("2-h2"), r("1-h1")], false);
         t.stem(3);
+        // Its index renumbered as decoding the stemmed tree numbers it.
+        assert_eq!(RevTree::from_bytes(&t.to_bytes()).unwrap(), t);
         assert_eq!(t.path(&r("6-h6")), vec![r("6-h6"), r("5-h5"), r("4-h4")]);
         assert_eq!(t.path(&r("3-branch")), vec![r("3-branch"), r("2-h2"), r("1-h1")]);
         assert!(!t.contains(&r("3-h3")));

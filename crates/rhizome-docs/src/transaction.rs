@@ -35,6 +35,8 @@
 //! as its document; a quad pattern without a graph checks the database's
 //! sequence): optimistic concurrency with backward validation.
 
+use crate::member::member;
+use crate::hot_docs::HotDocs;
 use crate::keys::{meta, DocInfo, DB_META, DOCS};
 use crate::read::render_winner;
 use crate::write::WriteCheck;
@@ -60,12 +62,23 @@ fn winner_of(kv: &dyn rhizome_kv::KvRead, id: &str) -> Result<Option<(Rev, bool)
 
 /// [`winner_of`] and the winner's document as a read gives it (`None`
 /// when deleted), from one read of the record when it keeps its body.
-fn winner_and_doc(kv: &dyn rhizome_kv::KvRead, id: &str, snapshot: Option<&StoreSnapshot>) -> Result<Option<WinnerAndDoc>> {
+/// `hot`: the writer's decoded records (`hot_docs.rs`), for a read under
+/// the writer lock.
+fn winner_and_doc(kv: &dyn rhizome_kv::KvRead, id: &str, snapshot: Option<&StoreSnapshot>, hot: Option<&HotDocs>) -> Result<Option<WinnerAndDoc>> {
     let Some(bytes) = kv.get(DOCS, id.as_bytes())? else { return Ok(None) };
     let h = DocInfo::header(&bytes).ok_or_else(|| DocError::Corrupt(format!("document info of {id:?}")))?;
-    let doc = match h.deleted {
-        true => None,
-        false => Some(render_winner(kv, id, &h, snapshot)?.ok_or_else(|| DocError::Corrupt(format!("body of {id} {}", h.winner)))?),
+    let doc = match (h.deleted, hot.and_then(|hot| hot.take_body(id, &bytes))) {
+        (true, _) => None,
+        // A plain body as `render_winner` gives it: `_id`, `_rev`, then
+        // the body's members.
+        (false, Some(body)) => {
+            let mut doc = Map::with_capacity(body.len() + 2);
+            doc.insert("_id".into(), Value::String(id.to_owned()));
+            doc.insert("_rev".into(), Value::String(h.winner.text()));
+            doc.extend(body);
+            Some(doc)
+        }
+        (false, None) => Some(render_winner(kv, id, &h, snapshot)?.ok_or_else(|| DocError::Corrupt(format!("body of {id} {}", h.winner)))?),
     };
     Ok(Some(((h.winner.clone(), h.deleted), doc)))
 }
@@ -73,11 +86,11 @@ fn winner_and_doc(kv: &dyn rhizome_kv::KvRead, id: &str, snapshot: Option<&Store
 type WinnerAndDoc = ((Rev, bool), Option<Map<String, Value>>);
 
 fn id_of(doc: &Map<String, Value>) -> String {
-    doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned()
+    member(&doc, "_id").and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
 fn rev_of(doc: &Map<String, Value>) -> Result<Option<Rev>> {
-    match doc.get("_rev") {
+    match member(&doc, "_rev") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(r)) => Rev::parse(r).map(Some).ok_or_else(|| DocError::BadRequest(format!("Invalid rev format: {r}"))),
         Some(_) => Err(DocError::BadRequest("_rev must be a string".into())),
@@ -220,7 +233,14 @@ impl Database {
             old: Option<Map<String, Value>>,
             changed: bool,
         }
-        let mut staged: HashMap<&str, Staged> = HashMap::new();
+        // Fx seeded per call rather than SipHash (a map lookup per
+        // operation and per document written: 22 SipHash runs a TPC-B
+        // transaction); seeded, so ids chosen to collide are not known.
+        let seeded = {
+            use std::hash::{BuildHasher, Hasher};
+            rustc_hash::FxSeededState::with_seed(std::collections::hash_map::RandomState::new().build_hasher().finish() as usize)
+        };
+        let mut staged: HashMap<&str, Staged, _> = HashMap::with_hasher(seeded.clone());
         let mut order: Vec<&str> = Vec::new();
         let mut results: Vec<(usize, Option<Map<String, Value>>)> = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
@@ -231,7 +251,7 @@ impl Database {
             if !staged.contains_key(op.id.as_str()) {
                 // The winner from the record's header, its body alone: a hot
                 // document's revision tree is decoded once, by the write.
-                let (winner, doc) = match winner_and_doc(txn.reader(), &op.id, None)? {
+                let (winner, doc) = match winner_and_doc(txn.reader(), &op.id, None, Some(&self.hot_docs))? {
                     Some((w, doc)) => (Some(w), doc),
                     None => (None, None),
                 };
@@ -314,7 +334,7 @@ impl Database {
             doc.insert("_id".into(), Value::String((*id).to_owned()));
             match &s.winner {
                 Some((w, false)) => {
-                    doc.insert("_rev".into(), Value::String(w.to_string()));
+                    doc.insert("_rev".into(), Value::String(w.text()));
                 }
                 _ => {
                     doc.remove("_rev");
@@ -327,7 +347,7 @@ impl Database {
             }
             docs.push(doc);
         }
-        let mut revs: HashMap<String, Rev> = HashMap::new();
+        let mut revs: HashMap<String, Rev, _> = HashMap::with_hasher(seeded);
         if !docs.is_empty() {
             let prepared = self.prepare_docs_reading(txn.reader(), &docs, true, writer);
             if let Some((n, reason)) = prepared.iter().enumerate().find_map(|(n, p)| p.refusal().map(|r| (n, r.to_owned()))) {
@@ -350,7 +370,7 @@ impl Database {
                 let rev = revs.get(id).cloned().or_else(|| staged[id.as_str()].winner.as_ref().map(|w| w.0.clone()));
                 let doc = doc.map(|mut d| {
                     if let Some(r) = &rev {
-                        d.insert("_rev".into(), Value::String(r.to_string()));
+                        d.insert("_rev".into(), Value::String(r.text()));
                     }
                     d
                 });
@@ -455,7 +475,7 @@ impl serde::Serialize for OpResult {
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("id", &self.id)?;
         if let Some(rev) = &self.rev {
-            m.serialize_entry("rev", &rev.to_string())?;
+            m.serialize_entry("rev", &rev.text())?;
         }
         if let Some(doc) = &self.doc {
             m.serialize_entry("doc", doc)?;
@@ -583,7 +603,7 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
             return Ok((own.get("_deleted") != Some(&Value::Bool(true))).then(|| own.clone()));
         }
         match self.seen.get(id).cloned().flatten() {
-            Some((_, false)) => Ok(winner_and_doc(self.snapshot.kv(), id, Some(&self.snapshot))?.and_then(|(_, doc)| doc)),
+            Some((_, false)) => Ok(winner_and_doc(self.snapshot.kv(), id, Some(&self.snapshot), None)?.and_then(|(_, doc)| doc)),
             _ => Ok(None),
         }
     }
@@ -687,7 +707,7 @@ impl<D: Deref<Target = Database>> DocTransaction<D> {
             }
             match then {
                 Some((w, false)) => {
-                    doc.insert("_rev".into(), Value::String(w.to_string()));
+                    doc.insert("_rev".into(), Value::String(w.text()));
                 }
                 _ => {
                     doc.remove("_rev");

@@ -8,6 +8,7 @@
 //! member) gets its own error and the others are still written, as CouchDB
 //! does (https://docs.couchdb.org/en/stable/api/database/bulk-api.html#db-bulk-docs).
 
+use crate::member::member;
 use crate::keys::{self, body_key, meta, DocInfo, BODIES, DB_META, DOCS, SEQS};
 use crate::graph_write::{EmptiedGraphs, GraphRevision};
 use crate::projector::GraphChange;
@@ -108,7 +109,7 @@ impl Database {
         docs.iter()
             .map(|doc| {
                 let revision = if new_edits { RevisionAhead::of(doc) } else { None };
-                if doc.get("_deleted") == Some(&Value::Bool(true)) {
+                if member(&doc, "_deleted") == Some(&Value::Bool(true)) {
                     return PreparedDoc { revision, writer, ..PreparedDoc::default() };
                 }
                 match self.projector.prepare(reader, doc) {
@@ -169,7 +170,7 @@ impl Database {
         let mut counters = Counters::read(txn)?;
         let mut out = Vec::with_capacity(docs.len());
         for (doc, prepared) in docs.into_iter().zip(prepared) {
-            let id = doc.get("_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let id = member(&doc, "_id").and_then(Value::as_str).unwrap_or_default().to_owned();
             // A document whose graph cannot be read (malformed JSON-LD,
             // contexts past the limits or not to be had) is refused on its
             // own: 400 `doc_validation`. A replicated one (`new_edits`
@@ -294,12 +295,12 @@ impl Database {
             };
             doc.insert("_id".into(), Value::String(id.clone()));
             if let Some(i) = live {
-                doc.insert("_rev".into(), Value::String(i.winner.to_string()));
+                doc.insert("_rev".into(), Value::String(i.winner.text()));
             }
             if let Some(check) = check.as_mut() {
                 // As a read will give it: a graph-bodied revision is its graph.
                 let mut new_doc = doc.clone();
-                if marker.is_some() && !new_doc.contains_key("_deleted") {
+                if marker.is_some() && member(&new_doc, "_deleted").is_none() {
                     new_doc.extend(crate::jsonld::render_graph(txn.reader(), iri.as_str(), None)?);
                 }
                 let old_doc = match live {
@@ -544,10 +545,10 @@ impl Database {
         if let Some(bad) = doc.keys().find(|k| k.starts_with('_') && !crate::doc_checks::is_special_member(k)) {
             return Err(DocError::Validation(format!("Bad special document member: {bad}")));
         }
-        if let Some(Value::Object(atts)) = doc.get("_attachments") {
+        if let Some(Value::Object(atts)) = member(&doc, "_attachments") {
             atts.keys().try_for_each(|name| validate_attachment_name(name))?;
         }
-        let deleted = match doc.get("_deleted") {
+        let deleted = match member(&doc, "_deleted") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(DocError::Validation("_deleted must be a boolean".into())),
@@ -577,11 +578,17 @@ impl Database {
             };
             self.projector.check_change(txn, id, change, writer, !new_edits)?;
         }
-        let info = match txn.kv().get(DOCS, id.as_bytes())? {
-            Some(bytes) => Some(DocInfo::from_bytes(id, &bytes)?),
+        // A hot document's tree as the write before left it, when its
+        // record is still that write's (`hot_docs.rs`).
+        let mut info = match txn.kv().get(DOCS, id.as_bytes())? {
+            Some(bytes) => Some(match self.hot_docs.take_tree(id, &bytes) {
+                Some(tree) => DocInfo::with_tree(id, &bytes, tree)?,
+                None => DocInfo::from_bytes(id, &bytes)?,
+            }),
             None => None,
         };
-        let mut tree = info.as_ref().map(|i| i.tree.clone()).unwrap_or_default();
+        // (Only its header's fields are read from `info` below.)
+        let mut tree = info.as_mut().map(|i| std::mem::take(&mut i.tree)).unwrap_or_default();
         let old_leaves = tree.leaves();
         // The body, its JSON and its revision hash, if made ahead.
         // With a revision prepared ahead, the body is the document's own
@@ -598,7 +605,7 @@ impl Database {
             // names the revision edited, whatever `_rev` says.
             let base = match revisions_path(&doc)? {
                 Some(path) => Some(path[0].clone()),
-                None => match doc.get("_rev") {
+                None => match member(&doc, "_rev") {
                     None | Some(Value::Null) => None,
                     Some(Value::String(s)) => Some(Rev::parse(s).ok_or_else(|| DocError::BadRequest("Invalid rev format".into()))?),
                     Some(_) => return Err(DocError::BadRequest("Invalid rev format".into())),
@@ -617,11 +624,11 @@ impl Database {
             }
             // Without `_attachments`, the parent's are not kept: no need
             // to read them.
-            let parent_atts = match (&base, doc.get("_attachments")) {
+            let parent_atts = match (&base, member(&doc, "_attachments")) {
                 (Some(b), Some(atts)) if !atts.is_null() => read_body(txn, id, b)?.and_then(|mut p| p.remove("_attachments")),
                 _ => None,
             };
-            if let Some(atts) = process_attachments(txn, id, doc.get("_attachments"), parent_atts.as_ref(), pos, true)? {
+            if let Some(atts) = process_attachments(txn, id, member(&doc, "_attachments"), parent_atts.as_ref(), pos, true)? {
                 body.insert("_attachments".into(), atts);
                 ahead_json = None;
             }
@@ -636,7 +643,7 @@ impl Database {
                 Some((_, d, p, hash)) if *d == deleted && *p == hash_parent => hash.clone(),
                 // (The document hashes as its body: `revision_id` leaves
                 // out what the body does not keep.)
-                _ => crate::rev_id::revision_id(deleted, hash_parent.as_ref(), if body_from_doc { &doc } else { &body }, &crate::rev_id::attachment_digests(body.get("_attachments"))),
+                _ => crate::rev_id::revision_id(deleted, hash_parent.as_ref(), if body_from_doc { &doc } else { &body }, &crate::rev_id::attachment_digests(member(&body, "_attachments"))),
             };
             tree.edit(base.as_ref(), &hash, deleted).map_err(|_| DocError::Conflict)?
         } else {
@@ -651,7 +658,7 @@ impl Database {
                 Some(r) => read_body(txn, id, &r)?.and_then(|mut p| p.remove("_attachments")),
                 None => None,
             };
-            if let Some(atts) = process_attachments(txn, id, doc.get("_attachments"), known_atts.as_ref(), rev.pos, false)? {
+            if let Some(atts) = process_attachments(txn, id, member(&doc, "_attachments"), known_atts.as_ref(), rev.pos, false)? {
                 body.insert("_attachments".into(), atts);
             }
             tree.merge_path(&path, deleted);
@@ -665,7 +672,6 @@ impl Database {
         if checked && deleted && info.as_ref().is_some_and(|i| !i.deleted) && tree.winner().is_some_and(|w| w.deleted) {
             self.projector.check_change(txn, id, GraphChange::Deleted, writer, !new_edits)?;
         }
-        let before_stem: Vec<Rev> = tree.revs().cloned().collect();
         tree.stem(counters.revs_limit as usize);
         // The bytes `Value::Object(body).to_string()` gives, without a copy
         // of the body first.
@@ -682,13 +688,14 @@ impl Database {
             txn.kv_mut().put(BODIES, &body_key(id, &rev), &json);
         }
         // As CouchDB: a revision that stops being a leaf keeps its body
-        // until compaction ([`Database::compact`]), so `?rev=` reads it. Two
-        // exceptions go at once: revisions stemmed from the tree (no longer
-        // reachable), and graph-bodied revisions (their body is the current
-        // graph, so an old one would read as the new content).
-        for old in before_stem.iter().filter(|r| !tree.contains(r) && !is_old_kept(r)) {
-            txn.kv_mut().delete(BODIES, &body_key(id, old));
-        }
+        // until compaction ([`Database::compact`]), so `?rev=` reads it.
+        // Revisions stemmed from the tree keep theirs there too, unread
+        // (a read of a revision the tree lacks finds no body:
+        // `read::stored_body_of`) until compaction drops them with the
+        // other non-leaves: deleting each at once was a memtable insert
+        // per write of a document at `_revs_limit` (2% of a TPC-B
+        // transaction). Graph-bodied revisions go at once (their body is
+        // the current graph, so an old one would read as the new content).
         let mut old_kept_goes = false;
         for old in old_leaves.iter().filter(|l| tree.contains(&l.rev) && !tree.is_leaf(&l.rev)) {
             if is_old_kept(&old.rev) {
@@ -748,6 +755,14 @@ impl Database {
         // The graph stays as it was while the winner does.
         let graph_was_empty = info.as_ref().is_some_and(|i| i.graph_empty);
         let winner_changes = old_winner.as_ref() != Some(&winner.rev);
+        // A document rewritten soon after its last write is likely to be
+        // again: its decoded record is kept for the next write
+        // (`hot_docs.rs`), with its body when that is plain JSON kept in
+        // the record (exactly what parsing the JSON stored gives).
+        let hot = info.as_ref().is_some_and(|i| i.seq + crate::hot_docs::HOT_WINDOW_SEQS >= counters.update_seq);
+        let hot_body = (hot && winner.rev == rev && !winner.deleted && graph_body.is_none() && graph_marker.is_none() && kept_body.is_some())
+            .then(|| (member(&body, crate::jsonld::GRAPH_MARKER).is_none() && member(&body, "_attachments").is_none()).then(|| body.clone()))
+            .flatten();
         let mut new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, graph_empty: graph_was_empty && !winner_changes, body: kept_body, tree };
         if winner_changes {
             let new_body = if winner.rev == rev { Some(body) } else { None };
@@ -756,7 +771,11 @@ impl Database {
             // document's own record.)
             new_info.graph_empty = self.project(txn, id, &winner.rev, winner.deleted, new_body, ahead, graph_was_empty)?;
         }
-        txn.kv_mut().put(DOCS, id.as_bytes(), &new_info.to_bytes(id));
+        let record = new_info.to_bytes(id);
+        txn.kv_mut().put(DOCS, id.as_bytes(), &record);
+        if hot {
+            self.hot_docs.keep(id, record, new_info.seq, new_info.tree, hot_body);
+        }
         Ok(rev)
     }
 
@@ -775,7 +794,7 @@ impl Database {
                 None => read_body(txn, id, rev)?.unwrap_or_default(),
             };
             body.insert("_id".into(), Value::String(id.to_owned()));
-            body.insert("_rev".into(), Value::String(rev.to_string()));
+            body.insert("_rev".into(), Value::String(rev.text()));
             Some(body)
         };
         self.projector.project_known(txn, id, winner.as_ref(), ahead, graph_empty).map_err(|reason| DocError::Projection { id: id.to_owned(), reason })
@@ -839,17 +858,17 @@ impl RevisionAhead {
     /// `None` where the write must work it out itself: attachments, or a
     /// document the write refuses anyway.
     fn of(doc: &Map<String, Value>) -> Option<RevisionAhead> {
-        if doc.get("_attachments").is_some_and(|a| !a.is_null()) {
+        if member(&doc, "_attachments").is_some_and(|a| !a.is_null()) {
             return None;
         }
-        let deleted = match doc.get("_deleted") {
+        let deleted = match member(&doc, "_deleted") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
             Some(_) => return None,
         };
         let base = match revisions_path(doc).ok()? {
             Some(path) => Some(path[0].clone()),
-            None => match doc.get("_rev") {
+            None => match member(&doc, "_rev") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(s)) => Some(Rev::parse(s)?),
                 Some(_) => return None,
@@ -857,7 +876,7 @@ impl RevisionAhead {
         };
         // `_access` is hashed but not kept (and refused by the write):
         // such a document takes the write's own path.
-        if doc.contains_key("_access") {
+        if member(&doc, "_access").is_some() {
             return None;
         }
         // The body's JSON and hash read from the document itself: the
@@ -901,7 +920,7 @@ fn body_bytes_are_graph(id: &str, rev: &Rev, bytes: &[u8]) -> Result<bool> {
         return Ok(false);
     }
     let body: Map<String, Value> = serde_json::from_slice(bytes).map_err(|e| DocError::Corrupt(format!("body of {id} {rev}: {e}")))?;
-    Ok(body.contains_key(crate::jsonld::GRAPH_MARKER))
+    Ok(member(&body, crate::jsonld::GRAPH_MARKER).is_some())
 }
 
 /// Whether a stored body's JSON may be a graph's: false when the marker's
@@ -923,7 +942,7 @@ pub(crate) fn read_body(txn: &StoreTransaction<'_>, id: &str, rev: &Rev) -> Resu
 
 /// `_revisions` as a path of revisions, newest first; `None` without one.
 fn revisions_path(doc: &Map<String, Value>) -> Result<Option<Vec<Rev>>> {
-    let Some(revisions) = doc.get("_revisions").filter(|v| !v.is_null()) else {
+    let Some(revisions) = member(&doc, "_revisions").filter(|v| !v.is_null()) else {
         return Ok(None);
     };
     let start = revisions.get("start").and_then(Value::as_u64).ok_or_else(|| DocError::Validation("_revisions.start isn't an integer.".into()))?;
@@ -950,7 +969,7 @@ fn replicated_path(doc: &Map<String, Value>) -> Result<Vec<Rev>> {
     if let Some(path) = revisions_path(doc)? {
         return Ok(path);
     }
-    match doc.get("_rev").and_then(Value::as_str).map(Rev::parse) {
+    match member(&doc, "_rev").and_then(Value::as_str).map(Rev::parse) {
         Some(Some(rev)) => Ok(vec![rev]),
         Some(None) => Err(DocError::BadRequest("Invalid rev format".into())),
         None => Err(DocError::BadRequest("new_edits=false needs _rev or _revisions on every document".into())),
@@ -1028,7 +1047,7 @@ fn process_attachments(
 
 /// The graph IRI of a body that is a graph marker alone (no attachments).
 pub(crate) fn graph_alone(body: &Map<String, Value>) -> Option<String> {
-    match body.get(crate::jsonld::GRAPH_MARKER) {
+    match member(&body, crate::jsonld::GRAPH_MARKER) {
         Some(Value::String(iri)) if body.len() == 1 => Some(iri.clone()),
         _ => None,
     }

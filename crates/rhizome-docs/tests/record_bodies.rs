@@ -253,3 +253,47 @@ fn conflicts_keep_their_bodies_as_winners_change() {
     assert_eq!(db.get_doc("y", &ReadOptions::default()).map_err(|e| e.to_string()).unwrap_err(), DocError::NotFound("deleted").to_string());
     check_bodies_are_where_they_belong(&db);
 }
+
+/// The `BODIES` keys of `id`'s revisions.
+fn bodies_of(db: &Database, id: &str) -> usize {
+    let s = db.store().snapshot().unwrap();
+    let prefix = body_key(id, &Rev::new(1, "x"));
+    let prefix = &prefix[..4 + id.len()];
+    let mut cursor = s.kv().cursor(BODIES, prefix, None);
+    cursor.seek(prefix);
+    let mut n = 0;
+    while cursor.valid() && cursor.key().starts_with(prefix) {
+        n += 1;
+        cursor.next();
+    }
+    n
+}
+
+#[test]
+fn stemmed_revisions_read_as_missing_and_compaction_drops_their_bodies() {
+    let db = Database::memory();
+    db.set_revs_limit(3).unwrap();
+    let mut revs = vec![put(&db, json!({"_id": "d", "n": 0}))];
+    for n in 1..6 {
+        let rev = put(&db, json!({"_id": "d", "_rev": revs.last().unwrap().to_string(), "n": n}));
+        revs.push(rev);
+    }
+    let at = |r: &Rev| db.get_doc("d", &ReadOptions { rev: Some(r.clone()), ..Default::default() });
+    // Stemmed (the tree keeps the last three): missing, whatever waits in
+    // `BODIES` for compaction.
+    for r in &revs[..3] {
+        assert!(matches!(at(r), Err(DocError::NotFound(_))), "{r}: {:?}", at(r));
+        let open = db.open_revs("d", &OpenRevs::List(vec![r.clone()]), &ReadOptions::default()).unwrap();
+        assert!(matches!(&open[..], [OpenRev::Missing(m)] if m == r), "{r}");
+    }
+    for (n, r) in revs.iter().enumerate().skip(3) {
+        assert_eq!(at(r).unwrap()["n"], json!(n), "{r} is kept until compaction");
+    }
+    check_bodies_are_where_they_belong(&db);
+    // Compaction drops every body but the winner's (in its record): the
+    // kept non-leaves and the stemmed ones.
+    assert_eq!(db.compact().unwrap().bodies, 5);
+    assert_eq!(bodies_of(&db, "d"), 0);
+    assert_eq!(db.get_doc("d", &ReadOptions::default()).unwrap()["n"], json!(5));
+    assert!(matches!(at(&revs[4]), Err(DocError::NotFound(_))));
+}
