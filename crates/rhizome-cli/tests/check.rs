@@ -1,5 +1,5 @@
 //! `rhizome check` from outside: a sound store passes with a report of its
-//! segments and orderings; a segment file with one byte changed inside a
+//! segments (their bytes per column and encoding) and orderings; a segment file with one byte changed inside a
 //! block fails the check with the file and the block named, and queries
 //! that reach that block answer an error, never wrong quads.
 
@@ -35,6 +35,12 @@ fn check_passes_a_sound_store_and_names_a_damaged_block() {
         assert_eq!(o["quads"].as_u64(), Some(5000), "{name}");
     }
     assert!(report["segments"].as_array().is_some_and(|s| s.len() == 3), "three segments: {report}");
+    // Where the bytes are, per ordering, column and encoding.
+    let columns = report["segment_columns"].as_array().expect("segment columns");
+    for name in ["SPO", "POS", "OSP"] {
+        let blocks: u64 = columns.iter().filter(|c| c["ordering"] == name && c["column"] == 0).map(|c| c["blocks"].as_u64().unwrap()).sum();
+        assert_eq!(blocks, 5, "{name}: 5,000 keys in blocks of 1,024");
+    }
 
     // One byte changed in the middle of the SPO file: inside a block, not
     // the header, index or footer.

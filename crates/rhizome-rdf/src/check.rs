@@ -8,7 +8,9 @@
 //! dictionary id in a quad below the next id to be handed out; and the
 //! dictionary's two maps agreeing (each term's `term2id` entry names its
 //! id, and they hold as many ids as `id2term` has terms), which a rename
-//! of terms (`rhizome rebase`) must keep.
+//! of terms (`rhizome rebase`) must keep. The report also says where the
+//! bytes are: each segment's per column and encoding, and the engine's
+//! estimate per keyspace (the dictionary's two maps, the statistics).
 
 use crate::index::layout::{self, meta, Ordering};
 use crate::store::{read_u64, Store};
@@ -23,6 +25,12 @@ pub struct CheckReport {
     pub orderings: Vec<(String, u64)>,
     /// Segment files checked: ordering, rows, bytes.
     pub segments: Vec<(String, u64, u64)>,
+    /// Where each segment's bytes are: ordering, column, encoding kind,
+    /// blocks and bytes (what an encoding change must shrink).
+    pub segment_columns: Vec<(String, usize, &'static str, usize, u64)>,
+    /// The engine's estimate of each keyspace's bytes on disk (those it
+    /// has any for): the dictionary, statistics and the rest.
+    pub keyspace_bytes: Vec<(u8, u64)>,
     /// Quad changes waiting in the delta.
     pub delta_quads: u64,
     /// Keys read in the other keyspaces.
@@ -120,6 +128,8 @@ impl Store {
             }
             if let Err(e) = segments.verify_segments() {
                 report.problems.push(e.to_string());
+            } else {
+                report.segment_columns = segments.segment_columns()?;
             }
             report.delta_quads = segments.delta_quads();
         }
@@ -164,6 +174,9 @@ impl Store {
             let ks = Keyspace(ks);
             if crate::segmented::is_index(ks) {
                 continue;
+            }
+            if let Some(bytes) = reader.approximate_bytes(ks, &[], None).filter(|b| *b > 0) {
+                report.keyspace_bytes.push((ks.0, bytes));
             }
             let mut cursor = reader.cursor(ks, &[], None);
             cursor.seek_first();

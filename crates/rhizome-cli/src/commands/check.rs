@@ -24,6 +24,8 @@ fn report_json(name: &str, report: &CheckReport) -> serde_json::Value {
         "problems": report.problems,
         "orderings": report.orderings.iter().map(|(o, n)| serde_json::json!({"ordering": o, "quads": n})).collect::<Vec<_>>(),
         "segments": report.segments.iter().map(|(o, rows, bytes)| serde_json::json!({"ordering": o, "rows": rows, "bytes": bytes})).collect::<Vec<_>>(),
+        "segment_columns": report.segment_columns.iter().map(|(o, c, kind, blocks, bytes)| serde_json::json!({"ordering": o, "column": c, "kind": kind, "blocks": blocks, "bytes": bytes})).collect::<Vec<_>>(),
+        "keyspace_bytes": report.keyspace_bytes.iter().map(|(ks, bytes)| serde_json::json!({"keyspace": ks, "bytes": bytes})).collect::<Vec<_>>(),
         "delta_quads": report.delta_quads,
         "other_keys": report.other_keys,
     })

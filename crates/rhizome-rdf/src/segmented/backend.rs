@@ -320,6 +320,24 @@ impl SegmentedBackend {
             .collect()
     }
 
+    /// Bytes per ordering, column and encoding kind (`rhizome check`):
+    /// `(ordering, column, kind, blocks, bytes)`.
+    pub fn segment_columns(&self) -> Result<Vec<(String, usize, &'static str, usize, u64)>> {
+        let view = self.current();
+        let mut out = Vec::new();
+        for (slot, file) in view.segments.iter().enumerate() {
+            let Some(file) = file else { continue };
+            let mut per_kind: std::collections::BTreeMap<(usize, &'static str), (usize, u64)> = Default::default();
+            for (column, kind, _width, blocks, words) in file.segment.encoding_summary()? {
+                let e = per_kind.entry((column, kind)).or_default();
+                e.0 += blocks;
+                e.1 += words as u64 * 8;
+            }
+            out.extend(per_kind.into_iter().map(|((column, kind), (blocks, bytes))| (ORDERINGS[slot].name(), column, kind, blocks, bytes)));
+        }
+        Ok(out)
+    }
+
     /// Checks every block of every segment (checksums, encodings, order).
     pub fn verify_segments(&self) -> Result<()> {
         let view = self.current();
