@@ -6,7 +6,7 @@ use crate::LdpError;
 use oxrdf::{NamedNodeRef, Term};
 use rhizome_kv::KvRead;
 use rhizome_rdf::term::Dictionary;
-use rhizome_rdf::{QuadPattern, QuadScan};
+use rhizome_rdf::{QuadPattern, QuadScan, TermId};
 
 /// The direction of a container's membership triples.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +33,11 @@ pub fn objects(kv: &dyn KvRead, graph: &str, subject: &str, predicate: &str) -> 
     let (Some(g), Some(s), Some(p)) = (id(graph)?, id(subject)?, id(predicate)?) else {
         return Ok(Vec::new());
     };
+    objects_of_ids(kv, g, s, p)
+}
+
+/// [`objects`] for terms already looked up.
+pub(crate) fn objects_of_ids(kv: &dyn KvRead, g: TermId, s: TermId, p: TermId) -> Result<Vec<Term>, LdpError> {
     let mut out = Vec::new();
     for q in QuadScan::new(kv, QuadPattern { s: Some(s), p: Some(p), o: None, g: Some(g) }) {
         let q = q?;

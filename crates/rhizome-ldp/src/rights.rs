@@ -22,14 +22,14 @@
 //!   container edited after its children were made arrives after them (the
 //!   source kept the rule when they were written).
 
-use crate::membership::objects;
+use crate::membership::objects_of_ids;
 use crate::vocab::*;
 use crate::{index, InteractionModel, LdpPath};
-use oxrdf::{NamedOrBlankNode, Quad, Term};
+use oxrdf::{NamedNodeRef, NamedOrBlankNode, Quad, Term};
 use rhizome_docs::{DocError, GraphChange, GraphProjector, Writer};
 use rhizome_kv::KvRead;
 use rhizome_rdf::term::Dictionary;
-use rhizome_rdf::{QuadPattern, QuadScan, StoreTransaction};
+use rhizome_rdf::{QuadPattern, QuadScan, StoreTransaction, TermId};
 
 /// What the rules look at in a resource's graph.
 #[derive(Default)]
@@ -63,18 +63,26 @@ impl Facts {
         f
     }
 
-    /// From the resource's graph in a store.
-    fn of_store(kv: &dyn KvRead, iri: &str) -> Result<Facts, DocError> {
+    /// From the resource's graph in a store, by the terms' ids.
+    fn of_store(kv: &dyn KvRead, ids: &FactIds) -> Result<Facts, DocError> {
         let corrupt = |e: crate::LdpError| DocError::Corrupt(e.to_string());
-        let mut f = Facts { types: crate::membership::types(kv, iri).map_err(corrupt)?, ..Facts::default() };
-        for p in MEMBERSHIP_PREDICATES {
-            for o in objects(kv, iri, iri, p).map_err(corrupt)? {
-                f.settings.push(((*p).to_owned(), o.to_string()));
+        let mut f = Facts::default();
+        let Some(g) = ids.iri else { return Ok(f) };
+        if let Some(p) = ids.rdf_type {
+            for t in objects_of_ids(kv, g, g, p).map_err(corrupt)? {
+                if let Term::NamedNode(n) = t {
+                    f.types.push(n.into_string());
+                }
+            }
+        }
+        for (name, p) in MEMBERSHIP_PREDICATES.iter().zip(ids.settings) {
+            let Some(p) = p else { continue };
+            for o in objects_of_ids(kv, g, g, p).map_err(corrupt)? {
+                f.settings.push(((*name).to_owned(), o.to_string()));
             }
         }
         f.settings.sort();
-        let id = |t: &str| Dictionary::lookup(kv, oxrdf::NamedNodeRef::new_unchecked(t).into());
-        if let (Some(g), Some(p)) = (id(iri)?, id(CONTAINS)?) {
+        if let Some(p) = ids.contains {
             if let Some(q) = QuadScan::new(kv, QuadPattern { p: Some(p), g: Some(g), ..Default::default() }).next() {
                 let q = q?;
                 let decode = |t| Dictionary::decode(kv, t).map(|t| t.map(|t| t.to_string()).unwrap_or_default());
@@ -82,6 +90,34 @@ impl Facts {
             }
         }
         Ok(f)
+    }
+}
+
+/// The ids [`Facts::of_store`] reads by: the resource's IRI and the
+/// predicates, looked up once per change through the transaction (its own
+/// new terms, the store's cache of known ones, then its reads) and used
+/// for the graph before the change as well: an id never changes meaning,
+/// and one a snapshot did not have yet finds no quads there. Looked up in
+/// each scan's reader instead, they cost an LDP PUT 34 dictionary reads
+/// (issue 46).
+struct FactIds {
+    iri: Option<TermId>,
+    rdf_type: Option<TermId>,
+    /// Of [`MEMBERSHIP_PREDICATES`], in its order.
+    settings: [Option<TermId>; 4],
+    contains: Option<TermId>,
+}
+
+const _: () = assert!(MEMBERSHIP_PREDICATES.len() == 4, "FactIds holds an id per membership predicate");
+
+impl FactIds {
+    fn of(txn: &StoreTransaction<'_>, iri: &str) -> Result<FactIds, DocError> {
+        let id = |t: &str| txn.lookup(NamedNodeRef::new_unchecked(t).into()).map_err(|e| DocError::Corrupt(e.to_string()));
+        let mut settings = [None; 4];
+        for (slot, p) in settings.iter_mut().zip(MEMBERSHIP_PREDICATES) {
+            *slot = id(p)?;
+        }
+        Ok(FactIds { iri: id(iri)?, rdf_type: id(RDF_TYPE)?, settings, contains: id(CONTAINS)? })
     }
 }
 
@@ -120,9 +156,12 @@ pub(crate) fn check_change(
         }
         GraphChange::Body(body) => {
             let quads = inner.graph_of(txn.reader(), doc_id, body).map_err(|reason| DocError::Projection { id: doc_id.to_owned(), reason })?;
-            (Facts::of_quads(doc_id, &quads), Facts::of_store(txn.reader(), doc_id)?)
+            (Facts::of_quads(doc_id, &quads), Facts::of_store(txn.reader(), &FactIds::of(txn, doc_id)?)?)
         }
-        GraphChange::Written { before } => (Facts::of_store(txn.reader(), doc_id)?, Facts::of_store(before, doc_id)?),
+        GraphChange::Written { before } => {
+            let ids = FactIds::of(txn, doc_id)?;
+            (Facts::of_store(txn.reader(), &ids)?, Facts::of_store(before, &ids)?)
+        }
     };
     if let Some(t) = after.contains {
         return Err(DocError::constraint(format!("ldp:contains is managed by the server (it lists a container's children); the graph of {doc_id} states {t}")));

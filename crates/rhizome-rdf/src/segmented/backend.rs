@@ -293,7 +293,7 @@ impl SegmentedBackend {
         }
     }
 
-    /// Whether the delta (or the statistics carried with it) is past its size, or holds changes and the
+    /// Whether the delta (or the statistics and terms carried with it) is past its size, or holds changes and the
     /// segment set is past its age.
     pub fn merge_is_due(&self) -> bool {
         let view = self.current();
@@ -302,7 +302,9 @@ impl SegmentedBackend {
         // versions a quad change (a commit touches a predicate's entries
         // once or twice per quad, so only commits of statistics alone,
         // a recount, get there first).
-        let carried_full = view.carried.versions() as u64 >= self.settings.delta_quads.saturating_mul(4);
+        let carried_full = view.carried.versions() as u64 >= self.settings.delta_quads.saturating_mul(4)
+            // And new terms' text: 64 MiB at the default size.
+            || view.carried.bytes() as u64 >= self.settings.delta_quads.saturating_mul(256);
         quads >= self.settings.delta_quads || carried_full || (quads > 0 && view.created.elapsed() >= self.settings.max_age)
     }
 

@@ -2,20 +2,27 @@
 //! record per commit, read back at open; with them, the batch's writes to
 //! the carried keyspaces (`carried.rs`).
 //!
-//! A record of format 2 is the format byte, the number of quad changes
+//! A record of format 3 is the format byte, the number of quad changes
 //! (u32), per change a flags byte (bit 0: the quad is there after the
 //! commit; bit 1: a subject-graph triple, whose graph is not written) and
 //! its ids, little-endian: s, p, o, and g for other quads; then per
 //! carried write its keyspace byte, the key's length (u16) and bytes, and
-//! the value's length (u32, `u32::MAX`: deleted) and bytes. Format 1 (no
-//! count, no carried writes: the quad changes to the end) is read as well.
+//! the value's length (u32, `u32::MAX`: deleted) and bytes. Format 2 is
+//! the same with statistics writes only (the dictionary's were engine
+//! keys); format 1 (no count, no carried writes: the quad changes to the
+//! end) is read as well. A build that knows format 2 only refuses a
+//! record of 3 rather than take its dictionary writes for corruption.
 
 use super::carried::{carries, CarriedWrite};
 use super::{columns, quad_of, slot_of, slots_of, ORDERINGS, SLOTS};
+use crate::index::layout::{ID2TERM, TERM2ID};
 use rhizome_kv::{Keyspace, WriteBatch, WriteOp};
 use rustc_hash::FxHashMap;
 
-const RECORD_FORMAT: u8 = 2;
+const RECORD_FORMAT: u8 = 3;
+/// Records written before the dictionary was carried: statistics writes
+/// only.
+const STATISTICS_FORMAT: u8 = 2;
 /// Records written before the carried keyspaces: quad changes only.
 const QUADS_ONLY_FORMAT: u8 = 1;
 const DELETED: u32 = u32::MAX;
@@ -143,7 +150,7 @@ pub(crate) fn decode(bytes: &[u8]) -> rhizome_kv::Result<Record> {
     let (&format, mut rest) = bytes.split_first().ok_or_else(|| corrupt("an empty record"))?;
     match format {
         QUADS_ONLY_FORMAT => Ok((decode_changes(rest, None)?.0, Vec::new())),
-        RECORD_FORMAT => {
+        STATISTICS_FORMAT | RECORD_FORMAT => {
             let count = u32::from_le_bytes(take(&mut rest, 4)?.try_into().expect("4 bytes"));
             let (changes, mut rest) = decode_changes(rest, Some(count as usize))?;
             let mut carried = Vec::new();
@@ -151,7 +158,8 @@ pub(crate) fn decode(bytes: &[u8]) -> rhizome_kv::Result<Record> {
                 rest = tail;
                 let key_len = u16::from_le_bytes(take(&mut rest, 2)?.try_into().expect("2 bytes")) as usize;
                 let key = take(&mut rest, key_len)?.to_vec();
-                if !carries(Keyspace(ks), &key) {
+                let dictionary = ks == ID2TERM.0 || ks == TERM2ID.0;
+                if !carries(Keyspace(ks), &key) || (dictionary && format == STATISTICS_FORMAT) {
                     return Err(corrupt(&format!("a carried write of {key_len} bytes to keyspace {ks}")));
                 }
                 let value_len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().expect("4 bytes"));
@@ -245,6 +253,42 @@ mod tests {
             old.extend_from_slice(&id.to_le_bytes());
         }
         assert_eq!(decode(&old).unwrap(), (vec![([5, 6, 7, 5], true), ([5, 6, 8, 9], false)], vec![]));
+    }
+
+    #[test]
+    fn a_record_carries_new_terms_and_one_of_the_second_format_reads_as_it_is() {
+        let term2id = |bytes: &[u8]| {
+            let mut key = vec![crate::term::tag::STRING];
+            key.extend_from_slice(bytes);
+            key
+        };
+        let long = vec![b'x'; 200];
+        let carried = vec![
+            (layout::ID2TERM, 9u64.to_be_bytes().to_vec(), Some(long.clone())),
+            (layout::TERM2ID, term2id(&long), Some(9u64.to_be_bytes().to_vec())),
+            (layout::TERM2ID, term2id(b"gone"), None),
+            (layout::PREDICATE_STATS, 6u64.to_be_bytes().to_vec(), Some(vec![1; 24])),
+        ];
+        let record = encode(&[([1, 2, 3, 1], true)], &carried).unwrap();
+        assert_eq!(record[0], RECORD_FORMAT);
+        assert_eq!(decode(&record).unwrap(), (vec![([1, 2, 3, 1], true)], carried.clone()));
+        // Format 2, as the build before wrote it: statistics only.
+        let mut old = vec![STATISTICS_FORMAT];
+        old.extend_from_slice(&1u32.to_le_bytes());
+        old.push(3);
+        for id in [1u64, 2, 3] {
+            old.extend_from_slice(&id.to_le_bytes());
+        }
+        old.push(layout::PREDICATE_STATS.0);
+        old.extend_from_slice(&8u16.to_le_bytes());
+        old.extend_from_slice(&6u64.to_be_bytes());
+        old.extend_from_slice(&24u32.to_le_bytes());
+        old.extend_from_slice(&[1; 24]);
+        assert_eq!(decode(&old).unwrap(), (vec![([1, 2, 3, 1], true)], vec![carried[3].clone()]));
+        // A dictionary write in a record of format 2 was never written.
+        let mut bad = record.clone();
+        bad[0] = STATISTICS_FORMAT;
+        assert!(decode(&bad).is_err());
     }
 
     #[test]

@@ -27,9 +27,10 @@
 //!   number (known, since every engine write holds the backend's commit
 //!   lock), added before the engine's commit and taken out if it fails. A
 //!   200-triple write is one log key instead of 600 index keys. The
-//!   batch's writes to the statistics keyspaces ride in the same record
-//!   and are kept versioned the same way (`carried.rs`); a reader sees
-//!   them over the engine's keys, which a merge brings up to its cut.
+//!   batch's writes to the statistics keyspaces and the dictionary (its
+//!   new terms) ride in the same record and are kept versioned the same
+//!   way (`carried.rs`); a reader sees them over the engine's keys, which
+//!   a merge brings up to its cut.
 //! - **Reads** (`snapshot`): an engine snapshot, its sequence number and
 //!   the current view (`view.rs`: segments and deltas): a reader sees a
 //!   delta version only if its number is at or below the snapshot's, so it

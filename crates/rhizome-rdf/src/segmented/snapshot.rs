@@ -62,13 +62,9 @@ impl KvRead for SegmentedSnapshot {
     fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
         match slot_of(ks) {
             Some(slot) => Box::new(self.index_cursor(slot, lower, upper)),
-            None if is_carried(ks) && !self.view.carried.is_empty() => {
-                let entries = self.view.carried.range(ks, lower, upper, self.at);
+            None if is_carried(ks) && self.view.carried.holds(ks) => {
                 let base = self.inner.cursor(ks, lower, upper);
-                if entries.is_empty() {
-                    return base;
-                }
-                Box::new(CarriedCursor::new(base, entries, lower))
+                Box::new(CarriedCursor::new(base, &self.view.carried, ks, self.at, lower, upper))
             }
             None => self.inner.cursor(ks, lower, upper),
         }
