@@ -144,25 +144,8 @@ fn is_absolute_iri(id: &str) -> bool {
         && scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
         && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
         && !id.chars().any(|c| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '{' | '}' | '|' | '\\' | '^' | '`'));
-    if !syntax {
-        return false;
-    }
-    // The IRI parse (as `NamedNode::new`'s, without its copy) is the cost,
-    // and a write asks about one id several times in a row (its id
-    // conflicts, its graph's name): the last answer is kept per thread.
-    thread_local! {
-        static LAST: std::cell::RefCell<(String, bool)> = const { std::cell::RefCell::new((String::new(), false)) };
-    }
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        if last.0 != id {
-            let absolute = oxiri::Iri::parse(id).is_ok();
-            last.0.clear();
-            last.0.push_str(id);
-            last.1 = absolute;
-        }
-        last.1
-    })
+    // The IRI parse of `NamedNode::new`, without its copy of the id.
+    syntax && oxiri::Iri::parse(id).is_ok()
 }
 
 /// What stays as it is in an id's part of a graph IRI: RFC 3986's

@@ -100,6 +100,12 @@ pub struct RevTree {
     index: FxHashMap<Rev, usize>,
 }
 
+/// A leaf's rank, greatest first: CouchDB's order, live before deleted,
+/// deeper first, greater hash first (the winner is the greatest).
+fn winning_order(deleted: bool, rev: &Rev) -> (bool, u64, &str) {
+    (!deleted, rev.pos, &rev.hash)
+}
+
 impl RevTree {
     pub fn new() -> RevTree {
         RevTree::default()
@@ -140,8 +146,7 @@ impl RevTree {
             .filter(|(i, _)| !has[*i])
             .map(|(_, n)| Leaf { rev: n.rev.clone(), deleted: n.deleted })
             .collect();
-        // CouchDB's order: live before deleted, deeper first, greater hash first.
-        leaves.sort_by(|a, b| (!b.deleted, b.rev.pos, &b.rev.hash).cmp(&(!a.deleted, a.rev.pos, &a.rev.hash)));
+        leaves.sort_by(|a, b| winning_order(b.deleted, &b.rev).cmp(&winning_order(a.deleted, &a.rev)));
         leaves
     }
 
@@ -155,7 +160,7 @@ impl RevTree {
             .enumerate()
             .filter(|(i, _)| !has[*i])
             .map(|(_, n)| n)
-            .max_by(|a, b| (!a.deleted, a.rev.pos, &a.rev.hash).cmp(&(!b.deleted, b.rev.pos, &b.rev.hash)))
+            .max_by(|a, b| winning_order(a.deleted, &a.rev).cmp(&winning_order(b.deleted, &b.rev)))
             .map(|n| Leaf { rev: n.rev.clone(), deleted: n.deleted })
     }
 

@@ -233,14 +233,9 @@ impl Database {
             old: Option<Map<String, Value>>,
             changed: bool,
         }
-        // Fx seeded per call rather than SipHash (a map lookup per
-        // operation and per document written: 22 SipHash runs a TPC-B
-        // transaction); seeded, so ids chosen to collide are not known.
-        let seeded = {
-            use std::hash::{BuildHasher, Hasher};
-            rustc_hash::FxSeededState::with_seed(std::collections::hash_map::RandomState::new().build_hasher().finish() as usize)
-        };
-        let mut staged: HashMap<&str, Staged, _> = HashMap::with_hasher(seeded.clone());
+        // Seeded Fx rather than SipHash (a map lookup per operation and
+        // per document written: 22 SipHash runs a TPC-B transaction).
+        let mut staged: HashMap<&str, Staged, _> = HashMap::with_hasher(rhizome_kv::seeded_fx());
         let mut order: Vec<&str> = Vec::new();
         let mut results: Vec<(usize, Option<Map<String, Value>>)> = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
@@ -347,7 +342,7 @@ impl Database {
             }
             docs.push(doc);
         }
-        let mut revs: HashMap<String, Rev, _> = HashMap::with_hasher(seeded);
+        let mut revs: HashMap<String, Rev, _> = HashMap::with_hasher(rhizome_kv::seeded_fx());
         if !docs.is_empty() {
             let prepared = self.prepare_docs_reading(txn.reader(), &docs, true, writer);
             if let Some((n, reason)) = prepared.iter().enumerate().find_map(|(n, p)| p.refusal().map(|r| (n, r.to_owned()))) {

@@ -760,9 +760,15 @@ impl Database {
         // (`hot_docs.rs`), with its body when that is plain JSON kept in
         // the record (exactly what parsing the JSON stored gives).
         let hot = info.as_ref().is_some_and(|i| i.seq + crate::hot_docs::HOT_WINDOW_SEQS >= counters.update_seq);
-        let hot_body = (hot && winner.rev == rev && !winner.deleted && graph_body.is_none() && graph_marker.is_none() && kept_body.is_some())
-            .then(|| (member(&body, crate::jsonld::GRAPH_MARKER).is_none() && member(&body, "_attachments").is_none()).then(|| body.clone()))
-            .flatten();
+        let hot_body = (hot
+            && winner.rev == rev
+            && !winner.deleted
+            && graph_body.is_none()
+            && graph_marker.is_none()
+            && kept_body.is_some()
+            && member(&body, crate::jsonld::GRAPH_MARKER).is_none()
+            && member(&body, "_attachments").is_none())
+        .then(|| body.clone());
         let mut new_info = DocInfo { seq: counters.update_seq, winner: winner.rev.clone(), deleted: winner.deleted, graph_body, graph_empty: graph_was_empty && !winner_changes, body: kept_body, tree };
         if winner_changes {
             let new_body = if winner.rev == rev { Some(body) } else { None };

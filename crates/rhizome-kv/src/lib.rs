@@ -112,7 +112,7 @@ pub use backend::rocks::{Compression, RocksBackend, RocksOptions};
 pub use backend::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, TupleLayout, WaitStats, WriteBatch, WriteLease, WriteOp};
 pub use error::{Error, Result};
 pub use kv::{BulkWriter, Kv};
-pub use read_cache::{CachedRead, ReadCache};
+pub use read_cache::{seeded as seeded_fx, CachedRead, ReadCache};
 pub use transaction::Transaction;
 
 /// A keyspace: an independent ordered map of keys. Backends map keyspaces to

@@ -31,8 +31,9 @@ const MAX_BYTES: usize = 4 << 20;
 type Keys = HashMap<Box<[u8]>, Option<Vec<u8>>, FxSeededState>;
 
 /// Fx seeded once per process from the standard library's random keys, so
-/// that keys crafted to collide cannot be chosen ahead of time.
-fn seeded() -> FxSeededState {
+/// that keys crafted to collide cannot be chosen ahead of time: for maps
+/// keyed by what a client sends, where SipHash costs more than the map.
+pub fn seeded() -> FxSeededState {
     static SEED: OnceLock<usize> = OnceLock::new();
     FxSeededState::with_seed(*SEED.get_or_init(|| RandomState::new().build_hasher().finish() as usize))
 }

@@ -81,11 +81,16 @@ impl Membership {
 
 /// The `rdf:type`s of a resource in its own graph.
 pub fn types(kv: &dyn KvRead, iri: &str) -> Result<Vec<String>, LdpError> {
-    Ok(objects(kv, iri, iri, RDF_TYPE)?
+    Ok(named_nodes(objects(kv, iri, iri, RDF_TYPE)?))
+}
+
+/// The IRIs among `terms` (a resource's types).
+pub(crate) fn named_nodes(terms: Vec<Term>) -> Vec<String> {
+    terms
         .into_iter()
         .filter_map(|t| match t {
             Term::NamedNode(n) => Some(n.into_string()),
             _ => None,
         })
-        .collect())
+        .collect()
 }

@@ -22,7 +22,7 @@
 //!   container edited after its children were made arrives after them (the
 //!   source kept the rule when they were written).
 
-use crate::membership::objects_of_ids;
+use crate::membership::{named_nodes, objects_of_ids};
 use crate::vocab::*;
 use crate::{index, InteractionModel, LdpPath};
 use oxrdf::{NamedNodeRef, NamedOrBlankNode, Quad, Term};
@@ -69,11 +69,7 @@ impl Facts {
         let mut f = Facts::default();
         let Some(g) = ids.iri else { return Ok(f) };
         if let Some(p) = ids.rdf_type {
-            for t in objects_of_ids(kv, g, g, p).map_err(corrupt)? {
-                if let Term::NamedNode(n) = t {
-                    f.types.push(n.into_string());
-                }
-            }
+            f.types = named_nodes(objects_of_ids(kv, g, g, p).map_err(corrupt)?);
         }
         for (name, p) in MEMBERSHIP_PREDICATES.iter().zip(ids.settings) {
             let Some(p) = p else { continue };

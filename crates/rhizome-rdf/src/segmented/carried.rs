@@ -262,14 +262,14 @@ fn empty_range(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
 
 /// Takes from `entries` (in the order wanted) up to `max` that a reader at
 /// `at` sees into `out`; `true` when none is left after them.
-fn take<'m>(entries: impl Iterator<Item = (&'m [u8], &'m Versions)>, at: u64, out: &mut Vec<CursorEntry>, max: usize) -> bool {
+fn take<'m, K: AsRef<[u8]>>(entries: impl Iterator<Item = (K, &'m Versions)>, at: u64, out: &mut Vec<CursorEntry>, max: usize) -> bool {
     let mut taken = 0;
     for (key, versions) in entries {
         if let Some(value) = versions.at(at) {
             if taken == max {
                 return false;
             }
-            out.push((key.to_vec(), value.get().map(<[u8]>::to_vec)));
+            out.push((key.as_ref().to_vec(), value.get().map(<[u8]>::to_vec)));
             taken += 1;
         }
     }
@@ -450,21 +450,8 @@ impl Carried {
                     return true;
                 }
             }
-            let mut taken = 0;
-            let range = maps.ids.range((from, until)).filter(|(id, _)| {
-                let key = id.to_be_bytes();
-                past_lower(lo, &key) && before_upper(hi, &key)
-            });
-            let mut push = |id: &u64, versions: &Versions| -> bool {
-                let Some(value) = versions.at(at) else { return true };
-                if taken == max {
-                    return false;
-                }
-                out.push((id.to_be_bytes().to_vec(), value.get().map(<[u8]>::to_vec)));
-                taken += 1;
-                true
-            };
-            return if forward { range.into_iter().all(|(id, v)| push(id, v)) } else { range.rev().all(|(id, v)| push(id, v)) };
+            let entries = maps.ids.range((from, until)).map(|(id, v)| (id.to_be_bytes(), v)).filter(|(key, _)| past_lower(lo, key) && before_upper(hi, key));
+            return if forward { take(entries, at, out, max) } else { take(entries.rev(), at, out, max) };
         }
         // Bounds longer than a short key are cut to one (which sorts at
         // or before them), a lower bound taken inclusive: the map's range
