@@ -182,14 +182,14 @@ pub fn approximate_bytes(snapshot: &dyn KvRead, pattern: QuadPattern, objects: O
 /// read from its ids rather than decoded from key bytes).
 enum KeyCursor<'a> {
     Kv(Box<dyn Cursor + 'a>),
-    Index(crate::segmented::IndexCursor<'a>),
+    Index(Box<crate::segmented::IndexCursor<'a>>),
 }
 
 impl<'a> KeyCursor<'a> {
     fn open(snapshot: &'a dyn KvRead, ordering: &Ordering, lower: &[u8], upper: Option<&[u8]>) -> KeyCursor<'a> {
         if let Some(segmented) = snapshot.as_any().and_then(|a| a.downcast_ref::<crate::segmented::SegmentedSnapshot>()) {
             if let Some(slot) = crate::segmented::slot_of(ordering.ks) {
-                return KeyCursor::Index(segmented.index_cursor(slot, lower, upper));
+                return KeyCursor::Index(Box::new(segmented.index_cursor(slot, lower, upper)));
             }
         }
         KeyCursor::Kv(snapshot.cursor(ordering.ks, lower, upper))
