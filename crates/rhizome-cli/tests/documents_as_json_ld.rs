@@ -7,7 +7,9 @@
 //! - RDF loaded in bulk with blank nodes: the blank nodes' triples are in
 //!   the document of the subject that references them, so its GET and its
 //!   replication carry them; blank nodes nothing references are in the
-//!   stored default graph (document `default-graph`).
+//!   stored default graph (document `default-graph`);
+//! - a bulk load into a database with `validate_doc_update` functions is
+//!   refused (it cannot run them) unless the user says `--skip-validation`.
 
 mod common;
 mod rdf_support;
@@ -154,4 +156,31 @@ _:lonely s:name "nobody's" .
     assert_eq!(r.status, 200, "{}", r.text());
     let copied = n_triples(&server, "copy", "http://e/alice");
     assert_eq!(without_labels(&copied), without_labels(&alice));
+}
+
+#[test]
+fn bulk_load_refuses_a_database_with_validation_functions_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = dir.path().join("people.ttl");
+    std::fs::write(&ttl, "<http://e/bob> <http://schema.org/name> \"Bob\" .\n").unwrap();
+    let data = dir.path().join("server");
+    {
+        let server = ServerProcess::start(&data);
+        assert_eq!(admin(&server, "PUT", "/people", &[], None).status, 201);
+        let vdu = r#"{"validate_doc_update":"function(newDoc) { if (!newDoc.kind) throw({forbidden: 'a kind is needed'}); }"}"#;
+        let r = admin(&server, "PUT", "/people/_design/rules", &[], Some(vdu));
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let refused = common::run(rhizome(&data).args(["load", "--quiet", "--db", "people"]).arg(&ttl));
+    assert!(!refused.status.success(), "a load past the database's rules succeeded");
+    let err = common::stderr(&refused);
+    assert!(err.contains("_design/rules") && err.contains("--skip-validation"), "names the design document and the way out: {err}");
+    let server = ServerProcess::start(&data);
+    assert_eq!(admin(&server, "GET", "/people/http:%2F%2Fe%2Fbob", &[], None).status, 404, "nothing was loaded");
+    drop(server);
+
+    let out = output_ok(rhizome(&data).args(["load", "--quiet", "--skip-validation", "--db", "people"]).arg(&ttl));
+    assert!(out.contains("1 new documents"), "{out}");
+    let server = ServerProcess::start(&data);
+    assert_eq!(admin(&server, "GET", "/people/http:%2F%2Fe%2Fbob", &[], None).status, 200);
 }

@@ -35,6 +35,12 @@ pub struct Args {
     /// IRI references join the document `default-graph`.
     #[arg(long, value_name = "NAME")]
     db: Option<String>,
+    /// With --db: load even though the database has `validate_doc_update`
+    /// functions. A load does not run them (its documents are made from
+    /// the loaded graphs in bulk), so without this flag such a database
+    /// refuses the load rather than take documents its rules never saw.
+    #[arg(long, requires = "db")]
+    skip_validation: bool,
     /// Files to load; `-` reads stdin (then --format is needed).
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -78,6 +84,16 @@ pub fn run(data: &Path, args: Args) -> Result<()> {
             let dir = rhizome_server::database_dir(data, name);
             let base = rhizome_server::base_iri(data)?;
             let db = rhizome_docs::Database::open(&dir, rhizome_server::projector_for(&base, name, rhizome_server::context_store(data)?))?;
+            // Every door keeps a database's rules; this one cannot run them.
+            let validators: Vec<String> = rhizome_views::validate::design_docs(&db)?.into_iter().filter(|d| d.validate_doc_update().is_some()).map(|d| d.id).collect();
+            if !validators.is_empty() && !args.skip_validation {
+                anyhow::bail!(
+                    "database {name:?} has validate_doc_update functions ({}), which a bulk load does not run; \
+                     write through the server instead (`_bulk_docs`, the Graph Store, SPARQL Update), or pass \
+                     --skip-validation to load without them",
+                    validators.join(", ")
+                );
+            }
             // Blank nodes no IRI references join the stored default graph.
             let mut options = options.clone();
             options.orphan_graph = db.stored_default_graph().map(NamedNode::new).transpose().context("the stored default graph's IRI")?;
