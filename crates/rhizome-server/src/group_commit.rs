@@ -103,8 +103,10 @@ pub enum Done {
 enum Role {
     Waiting,
     Leader,
-    /// The outcome, and the sync to wait for before it may be answered.
-    Done(Result<Done, HttpError>, Option<PendingSync>),
+    /// Sync the groups written (`Queue::unsynced`) and answer them.
+    Sync,
+    /// The outcome, durable.
+    Done(Result<Done, HttpError>),
 }
 
 struct Request {
@@ -113,10 +115,20 @@ struct Request {
     wake: Condvar,
 }
 
+/// A group written without its sync, with its requests' outcomes.
+type Unsynced = (PendingSync, Vec<(Arc<Request>, Done)>);
+
 #[derive(Default)]
 struct Queue {
     leader_active: bool,
+    /// The leader's own request (never given the syncer's role: its
+    /// thread is busy leading).
+    leader: Option<Arc<Request>>,
     pending: Vec<Arc<Request>>,
+    /// Groups written, waiting for their sync, oldest first.
+    unsynced: std::collections::VecDeque<Unsynced>,
+    /// Whether a thread is syncing them (one at a time).
+    syncing: bool,
 }
 
 #[derive(Default)]
@@ -187,61 +199,130 @@ impl GroupCommit {
 
     fn submit(&self, db: &Database, work: Work) -> Result<Done, HttpError> {
         let me = Arc::new(Request { work: Mutex::new(Some(work)), role: Mutex::new(Role::Waiting), wake: Condvar::new() });
-        {
+        let lead = {
             let mut q = lock(&self.queue);
             q.pending.push(me.clone());
-            if q.leader_active {
-                drop(q);
-                let mut role = lock(&me.role);
-                loop {
-                    match std::mem::replace(&mut *role, Role::Waiting) {
-                        Role::Waiting => role = me.wake.wait(role).unwrap_or_else(|p| p.into_inner()),
-                        Role::Done(out, pending) => {
-                            drop(role);
-                            return when_synced(db, out, pending);
-                        }
-                        Role::Leader => break,
-                    }
-                }
-            } else {
+            let lead = !q.leader_active;
+            if lead {
                 q.leader_active = true;
+                q.leader = Some(me.clone());
+            }
+            lead
+        };
+        if lead {
+            self.lead(db, &me);
+        }
+        let mut role = lock(&me.role);
+        loop {
+            match std::mem::replace(&mut *role, Role::Waiting) {
+                Role::Waiting => role = me.wake.wait(role).unwrap_or_else(|p| p.into_inner()),
+                Role::Done(out) => return out,
+                Role::Leader => {
+                    drop(role);
+                    self.lead(db, &me);
+                    role = lock(&me.role);
+                }
+                Role::Sync => {
+                    drop(role);
+                    self.sync_groups(db, &me);
+                    role = lock(&me.role);
+                }
             }
         }
-        // Leader: run what is queued (this request included) and, while
-        // more queue up, the next groups too, up to a limit; then hand over.
-        // Each hand-over wakes another thread (0.08-0.11 ms a group of 20,
-        // measured); the limit bounds how long the leader's own caller
-        // waits past its outcome.
+    }
+
+    /// Leader: runs what is queued (its own request included) and, while
+    /// more queue up, the next groups too, up to a limit; then hands over.
+    /// Each hand-over wakes another thread (0.08-0.11 ms a group of 20,
+    /// measured); the limit bounds how long the leader's own caller waits
+    /// past its outcome.
+    fn lead(&self, db: &Database, me: &Arc<Request>) {
+        let mut previous: Option<PendingSync> = None;
         for groups in 1.. {
             let batch = std::mem::take(&mut lock(&self.queue).pending);
-            run(db, batch);
+            let written = run(db, batch);
+            let this = written.as_ref().map(|(pending, _)| *pending);
+            if let Some(group) = written {
+                let mut q = lock(&self.queue);
+                q.unsynced.push_back(group);
+                if !q.syncing {
+                    q.syncing = true;
+                    if !hand_sync(&q, me) {
+                        // Its own request alone: it syncs it itself.
+                        drop(q);
+                        self.sync_groups(db, me);
+                    }
+                }
+            }
+            // One group written ahead of its sync at most: the next group
+            // is formed once the one before this is durable, so that it
+            // takes every request that queued meanwhile (groups as large
+            // as one sync's time lets them be) while this one syncs. A
+            // failure is each request's own to report.
+            if let Some(before) = std::mem::replace(&mut previous, this) {
+                let _ = db.store().wait_synced(before);
+            }
             let mut q = lock(&self.queue);
             if q.pending.is_empty() {
                 q.leader_active = false;
+                q.leader = None;
                 break;
             }
             if groups == GROUPS_PER_LEADER {
                 let next = q.pending[0].clone();
+                q.leader = Some(next.clone());
                 *lock(&next.role) = Role::Leader;
                 next.wake.notify_one();
                 break;
             }
         }
-        let role = std::mem::replace(&mut *lock(&me.role), Role::Waiting);
-        match role {
-            Role::Done(out, pending) => when_synced(db, out, pending),
-            _ => Err(HttpError::internal("group commit lost a request's outcome")),
+    }
+
+    /// The syncer: syncs every group written so far, answers their
+    /// requests (each woken once, with its durable outcome), and if more
+    /// groups were written meanwhile hands the role to one of their
+    /// requests, so that its own caller is answered now.
+    fn sync_groups(&self, db: &Database, me: &Arc<Request>) {
+        loop {
+            let Some(target) = lock(&self.queue).unsynced.back().map(|(pending, _)| *pending) else {
+                lock(&self.queue).syncing = false;
+                return;
+            };
+            // Covers every group up to `target` (commits are numbered in
+            // order); a failure fails them all, and the groups after them
+            // fail at their own sync (the store takes no more commits).
+            let synced = db.store().wait_synced(target).map_err(|e| HttpError::from(DocError::from(e)));
+            let mut q = lock(&self.queue);
+            while q.unsynced.front().is_some_and(|(pending, _)| *pending <= target) {
+                let (_, group) = q.unsynced.pop_front().expect("a front group");
+                for (r, done) in group {
+                    finish(&r, synced.clone().map(|()| done));
+                }
+            }
+            if q.unsynced.is_empty() {
+                q.syncing = false;
+                return;
+            }
+            if hand_sync(&q, me) {
+                return;
+            }
         }
     }
 }
 
-/// A request's outcome once its commit is durable: a commit whose sync
-/// failed (or any commit after it) is not answered as done.
-fn when_synced(db: &Database, out: Result<Done, HttpError>, pending: Option<PendingSync>) -> Result<Done, HttpError> {
-    if let Some(pending) = pending {
-        db.store().wait_synced(pending).map_err(|e| HttpError::from(DocError::from(e)))?;
+/// Gives the syncer's role to a request of a group waiting for its sync,
+/// neither `me` nor the leader's; `false` if there is none.
+fn hand_sync(q: &Queue, me: &Arc<Request>) -> bool {
+    let leader = q.leader.as_ref();
+    let next = q.unsynced.iter().flat_map(|(_, group)| group.iter().map(|(r, _)| r)).find(|r| !Arc::ptr_eq(r, me) && !leader.is_some_and(|l| Arc::ptr_eq(l, r)));
+    match next {
+        Some(r) => {
+            *lock(&r.role) = Role::Sync;
+            r.wake.notify_one();
+            true
+        }
+        None => false,
     }
-    out
 }
 
 /// Runs a group in one transaction and one commit. All-or-nothing writes
@@ -250,12 +331,15 @@ fn when_synced(db: &Database, out: Result<Done, HttpError>, pending: Option<Pend
 /// checks (`is_aborted`); then the transaction is dropped, that request
 /// runs alone (its own outcome), and the group runs again without it.
 /// The other writes go last, once: their documents are consumed.
-fn run(db: &Database, mut batch: Vec<Arc<Request>>) {
+fn run(db: &Database, mut batch: Vec<Arc<Request>>) -> Option<Unsynced> {
     batch.sort_by_key(|r| matches!(lock(&r.work).as_ref(), Some(Work::Docs { .. })));
     loop {
         let mut txn = match db.store().transaction() {
             Ok(t) => t,
-            Err(e) => return finish_all(&batch, HttpError::from(DocError::from(e))),
+            Err(e) => {
+                finish_all(&batch, HttpError::from(DocError::from(e)));
+                return None;
+            }
         };
         let mut outcomes: Vec<Done> = Vec::with_capacity(batch.len());
         let mut failed = None;
@@ -269,7 +353,8 @@ fn run(db: &Database, mut batch: Vec<Arc<Request>>) {
                 }
                 Err(e) => {
                     drop(work);
-                    return finish_all(&batch, HttpError::from(e));
+                    finish_all(&batch, HttpError::from(e));
+                    return None;
                 }
             }
         }
@@ -280,16 +365,16 @@ fn run(db: &Database, mut batch: Vec<Arc<Request>>) {
             finish(&r, alone(db, work));
             continue;
         }
-        // Written, not yet synced: each request waits for the sync on its
-        // own thread, so the leader goes on to the next group meanwhile.
+        // Written, not yet synced: answered by the syncer once durable,
+        // while the leader goes on to the next group.
         let pending = match txn.commit_unsynced() {
             Ok(pending) => pending,
-            Err(e) => return finish_all(&batch, HttpError::from(DocError::from(e))),
+            Err(e) => {
+                finish_all(&batch, HttpError::from(DocError::from(e)));
+                return None;
+            }
         };
-        for (r, done) in batch.iter().zip(outcomes) {
-            finish_pending(r, Ok(done), Some(pending));
-        }
-        return;
+        return Some((pending, batch.into_iter().zip(outcomes).collect()));
     }
 }
 
@@ -339,11 +424,7 @@ fn finish_all(batch: &[Arc<Request>], e: HttpError) {
 }
 
 fn finish(r: &Request, out: Result<Done, HttpError>) {
-    finish_pending(r, out, None)
-}
-
-fn finish_pending(r: &Request, out: Result<Done, HttpError>, pending: Option<PendingSync>) {
-    *lock(&r.role) = Role::Done(out, pending);
+    *lock(&r.role) = Role::Done(out);
     r.wake.notify_one();
 }
 
