@@ -39,6 +39,32 @@
 //! 2,533 -> 2,624 / 1,549 transactions/s, 32 clients 6,347 / 4,304 ->
 //! 4,096 / 2,223. Not measured on a quiet machine, where the second core
 //! would be free for it.
+//!
+//! Nor kept (issue 45; the code is at 196042b and 341f200): a pipelined
+//! commit. A group's commit written without its fsync (RocksDB
+//! `sync=false`, then `SyncWAL` from a request's thread, covering every
+//! group written before it), the leader going on to the next group at
+//! once, readers of every door kept at the last synced state (RocksDB
+//! shows an unsynced write to every later snapshot, so the engine gave
+//! readers the snapshot taken just before the first unsynced write, each
+//! sync publishing the one just after the last write it covered). Exact
+//! (its isolation, crash and kill tests passed), but alternated in process
+//! (load 7.5-9.5): TPC-B scale 10 at 8 clients gained (median 1,622 ->
+//! 2,737 transactions/s, 5 pairs of 5 s), at 32 clients lost (6,698 ->
+//! 4,560, 4 pairs), and the graph benchmark's durable writes (25 writers,
+//! Pokec) lost (8,297 / 7,952 -> 4,487 / 4,932 per second). With many
+//! writers the groups shrink: the next group is formed while the last one
+//! syncs, from the few requests queued, and gets an fsync of its own;
+//! strace of 20,000 Pokec writes: 1,040 -> 2,637 log writes, 907 -> 1,795
+//! fdatasyncs, and an fdatasync with appends to the log under way took
+//! 285 us against 68 (strace's own times). Bounding the pipeline to one
+//! group ahead of its sync, and waking each request once from the
+//! syncer, changed neither. What might keep both (not built): applying the next group
+//! in memory while the last syncs, adding every request that queues until
+//! the sync lands, and writing it to the log only then (groups as large
+//! as today, no append during an fsync); it needs a group's requests
+//! applied in several passes, which the rerun of a failed request (the
+//! documents of plain writes are consumed) does not allow yet.
 
 use crate::error::HttpError;
 use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};
