@@ -173,10 +173,12 @@ impl<'a> Evaluator<'a> {
 
     fn exists_in(self: &Rc<Self>, p: &'a Plan, alone: Option<&'a Plan>, row: &Row, per_row: Option<&PerRow<'a>>) -> Result<bool> {
         let key = p as *const Plan as usize;
-        let in_graph_loop = !self.graph_context.borrow().is_empty();
         let lookups = {
             let mut states = self.exists_states.borrow_mut();
-            let state = states.entry(key).or_default();
+            let state = match states.get_mut(&key) {
+                Some(state) => state,
+                None => states.entry(key).or_default(),
+            };
             match &mut state.hashed {
                 Some(hashed) if hashed.covers(row) => return Ok(hashed.matches(row, false)),
                 // A row binding a variable the hashed rows dropped: looked up.
@@ -199,7 +201,7 @@ impl<'a> Evaluator<'a> {
             None if lookups == SEMI_JOIN_EARLY_LOOKUPS => (true, (SEMI_JOIN_EARLY_LOOKUPS * SEMI_JOIN_READ_PER_LOOKUP) as usize),
             None => (lookups == SEMI_JOIN_AFTER_LOOKUPS, SEMI_JOIN_MAX_READ),
         };
-        if due && p.accepts_bindings() && !in_graph_loop {
+        if due && p.accepts_bindings() && self.graph_context.borrow().is_empty() {
             if let Some(mut hashed) = self.semi_join_of(alone.unwrap_or(p), row, max_read)? {
                 let found = hashed.matches(row, false);
                 self.exists_states.borrow_mut().entry(key).or_default().hashed = Some(hashed);
@@ -247,7 +249,7 @@ impl<'a> Evaluator<'a> {
             }
         }
         let mut hashed = SemiJoin::new(kept.into_iter().collect());
-        hashed.dropped = dropped;
+        hashed.dropped = (0..self.width).filter(|v| dropped[*v]).collect();
         Ok(Some(hashed))
     }
 }
@@ -286,7 +288,7 @@ pub struct SemiJoin {
     groups: Vec<AntiGroup>,
     /// Variables the rows were bound on but no longer hold (`semi_join_of`):
     /// a left row binding one of them is not decided here.
-    dropped: Vec<bool>,
+    dropped: Vec<Var>,
     /// Buffers of `matches`: the variables a group and the left row share,
     /// and the left row's values on them.
     shared: Vec<Var>,
@@ -335,7 +337,7 @@ impl SemiJoin {
 
     /// Whether `left` binds none of the variables the rows dropped.
     fn covers(&self, left: &Row) -> bool {
-        self.dropped.iter().zip(left).all(|(dropped, v)| !dropped || v.is_none())
+        self.dropped.iter().all(|v| left[*v].is_none())
     }
 
     /// Whether some row agrees with `left` on every variable both bind
