@@ -303,7 +303,9 @@ impl<'a> Evaluator<'a> {
 
     /// Where the quads of `p` in graph `g` that `row` may extend to come
     /// from: a group of the pattern hashed, or a lookup (`None`: a probe
-    /// of the hashed pattern that found nothing).
+    /// of the hashed pattern that found nothing). Inlined: its large value
+    /// is then built where the caller keeps it, not moved once per lookup.
+    #[inline(always)]
     fn pattern_quads(self: &Rc<Self>, p: &'a QuadPlan, row: &Row, pool: &ScanPool<'a>, g: Option<TermId>, hashable: bool) -> Result<Option<PatternQuads<'a>>> {
         let (s, pr, o) = (p.s.value(row), p.p.value(row), p.o.value(row));
         let pattern = QuadPattern { s, p: pr, o, g };
