@@ -90,8 +90,9 @@
 //!   the lookups made with the same positions bound reach what reading it
 //!   whole costs (`QuadPlan::alone_rows`: its quads with only its constants
 //!   bound, from the statistics, over 12 quads per lookup, and at least
-//!   256); its quads are then grouped by the bound positions (`HashedQuads`)
-//!   and each later row is a probe. Deciding by lookups made rather than by
+//!   256); its quads are then grouped by the bound positions (`HashedQuads`;
+//!   read from an index sorted by the one bound position they come grouped,
+//!   and only the runs are hashed) and each later row is a probe. Deciding by lookups made rather than by
 //!   the planner's guess keeps a wrong guess from costing more than about
 //!   twice the better method; when the planner expects at least twice the
 //!   break-even lookups (`QuadPlan::left_rows`) the pattern is hashed after
@@ -133,11 +134,21 @@
 //!   bound (or nothing) reads the counters every write keeps
 //!   (`rhizome_rdf::quads_counted`, in the query's own snapshot), and
 //!   `{ ?s <p> ?o } GROUP BY ?o` with only counts reads the value counts.
+//!   COUNT(*) over a join of patterns builds the rows of all but the last
+//!   and counts the last one's quads per row (`count_quad`: a hashed
+//!   group's length when no free variable repeats), so the rows it would
+//!   give are never built; not for a last pattern a star would read with
+//!   the one before it, nor under EXPLAIN.
 //! - **Semi- and anti-joins**: MINUS groups its right side by the variables
 //!   each row binds and probes a hash set per group (one lookup per left
-//!   row, not a scan of the right side); EXISTS / NOT EXISTS look their pattern
-//!   up per row, and after 1,024 lookups read it whole once (up to 2^18
-//!   solutions) and probe a hash set instead.
+//!   row, not a scan of the right side; a group sharing one variable is a
+//!   set of ids); EXISTS / NOT EXISTS look their pattern up per row (a
+//!   FILTER of one (NOT) EXISTS through scans it keeps across its rows, as
+//!   a join's right side does), and try reading it whole (a BGP in the
+//!   order it has alone, not the one for lookups) after 256 lookups, at
+//!   most 16 solutions per lookup made (a try that gives up costs about
+//!   what those lookups did), then after 1,024 with up to 2^21 solutions
+//!   (2^18 kept); once read, every row is a probe of a hash set.
 //! - **Dataset**: union mode's default graph is `QuadPattern.g = None`,
 //!   plain mode's is graph 0; `GRAPH ?g` never yields graph 0, is pushed
 //!   into the scans when that cannot change the answer, else run once per

@@ -413,33 +413,50 @@ fn a_pattern_looked_up_often_enough_is_hashed_and_gives_the_rows_lookups_give() 
 
 #[test]
 fn a_pattern_is_hashed_sooner_only_when_the_planner_expects_many_more_lookups() {
-    // ?a :p ?b . ?b :q ?c: every :p row looks :q up once. :q has 24,000
-    // quads, so lookups cost what reading it does after 2,000 of them.
-    let run = |p_rows: usize| -> (usize, String) {
+    // ?a :t :T . ?a :p ?b . ?b :q ?c: every :p row looks :q up once. :q has
+    // 24,000 quads, so lookups cost what reading it does after 2,000 of
+    // them. The rows on the left are a guess (a constant object's share).
+    let run = |p_rows: usize, query: &str| -> (usize, String) {
         let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
         for i in 0..24_000 {
             data.push_str(&format!(" :b{i} :q :c{i} ."));
         }
         for i in 0..p_rows {
-            data.push_str(&format!(" :a{i} :p :b{i} ."));
+            data.push_str(&format!(" :a{i} :p :b{i} ; :t :T ."));
         }
         data.push('}');
         let store = Store::memory(DatasetMode::Union);
         update(&store, &data);
-        let query = "PREFIX : <http://ex/> SELECT ?a ?c { ?a :p ?b . ?b :q ?c }";
         let rows = select(&store, query).len();
         let snapshot = store.snapshot().unwrap();
         let stats = Statistics::from_store(&store.planner_stats().unwrap());
         (rows, PreparedQuery::new(&snapshot, stats, &parse_query(query, None).unwrap()).unwrap().explain().unwrap())
     };
+    let guessed = "PREFIX : <http://ex/> SELECT ?a ?c { ?a :t :T . ?a :p ?b . ?b :q ?c }";
     // 20,000 :p rows, ten times the break-even: hashed after a quarter of it.
-    let (rows, explain) = run(20_000);
+    let (rows, explain) = run(20_000, guessed);
     assert_eq!(rows, 20_000);
     assert!(explain.contains("hashed after 500 lookups"), "{explain}");
     // 3,000 :p rows, under twice the break-even: the full break-even.
-    let (rows, explain) = run(3_000);
+    let (rows, explain) = run(3_000, guessed);
     assert_eq!(rows, 3_000);
     assert!(explain.contains("hashed after 2000 lookups"), "{explain}");
+    // Second after a whole predicate: the lookups to come are the
+    // predicate's count, kept by the store. Past the break-even, hashed
+    // at the first lookup; under it, never.
+    let counted = "PREFIX : <http://ex/> SELECT ?a ?c { ?a :p ?b . ?b :q ?c }";
+    let (rows, explain) = run(3_000, counted);
+    assert_eq!(rows, 3_000);
+    assert!(explain.contains("q> ?c: estimated 1 rows per lookup, hashed after 1 lookups"), "{explain}");
+    let (rows, explain) = run(1_500, counted);
+    assert_eq!(rows, 1_500);
+    assert!(!explain.contains("lookups (hash join)"), "{explain}");
+    // A filter between the two keeps a tenth of the rows: the lookups are
+    // no longer the count (300, under the break-even), so not hashed.
+    let filtered = "PREFIX : <http://ex/> SELECT ?a ?c { ?a :p ?b . ?b :q ?c FILTER(STRENDS(STR(?b), \"7\")) }";
+    let (rows, explain) = run(3_000, filtered);
+    assert_eq!(rows, 300);
+    assert!(!explain.contains("lookups (hash join)"), "{explain}");
 }
 
 #[test]
@@ -856,5 +873,112 @@ fn counts_grouped_by_value_match_counting_the_rows() {
             let want: Vec<Vec<String>> = want.iter().map(|r| r[..2].to_vec()).collect();
             assert_eq!(got, want, "{mode:?} {p} {from}");
         }
+    }
+}
+
+#[test]
+fn a_count_over_a_join_counts_the_rows_the_join_gives_without_building_them() {
+    // COUNT(*) over a BGP counts the last pattern's quads per row of the
+    // others instead of building rows: the counts must be the joins' row
+    // counts, with the last pattern looked up or hashed, on shapes where a
+    // quad may not extend a row (a variable repeated, a graph variable
+    // already bound, the same triple in two graphs, nothing matching).
+    for mode in [DatasetMode::Union, DatasetMode::Plain] {
+        let store = Store::memory(mode);
+        let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
+        for i in 0..600 {
+            data.push_str(&format!(" :s{i} :advisor :p{} .", i % 40));
+            if i % 5 == 0 {
+                // A second advisor, and one advising themself.
+                data.push_str(&format!(" :s{i} :advisor :p{} . :s{i} :advisor :s{i} .", (i + 7) % 40));
+            }
+        }
+        for p in 0..40 {
+            data.push_str(&format!(" :p{p} :memberOf :d{} .", p % 6));
+            if p % 4 == 0 {
+                data.push_str(&format!(" :p{p} :memberOf :d{} .", (p + 1) % 6));
+            }
+        }
+        // The same triples again in named graphs (twice for :p0).
+        data.push_str(" GRAPH :g1 { :p0 :memberOf :d0 . :s1 :advisor :p1 . :p1 :memberOf :d1 } GRAPH :g2 { :p0 :memberOf :d0 . :p1 :memberOf :p1 } }");
+        update(&store, &data);
+        let snapshot = store.snapshot().unwrap();
+        let stats = Statistics::from_store(&store.planner_stats().unwrap());
+        for body in [
+            "?s :advisor ?p . ?p :memberOf ?d",
+            "?s :advisor ?p . ?p :memberOf ?p",
+            "?s :advisor ?s . ?s :memberOf ?d",
+            "?s :advisor ?p . ?p :memberOf :d3",
+            "?s :advisor ?p . ?p :nothing ?d",
+            "?s :advisor ?p . ?p ?q ?d",
+            "?s :advisor ?p . GRAPH ?g { ?p :memberOf ?d }",
+            "GRAPH ?g { ?s :advisor ?p } GRAPH ?g { ?p :memberOf ?d }",
+            "?s :advisor ?p . ?p :memberOf ?d . ?x :memberOf ?d",
+        ] {
+            let rows_query = format!("PREFIX : <http://ex/> SELECT * {{ {body} }}");
+            let count_query = format!("PREFIX : <http://ex/> SELECT (COUNT(*) AS ?n) {{ {body} }}");
+            let from_clauses = "FROM <http://ex/g1> FROM <http://ex/g2>";
+            let from_rows = format!("PREFIX : <http://ex/> SELECT * {from_clauses} {{ {body} }}");
+            let from_count = format!("PREFIX : <http://ex/> SELECT (COUNT(*) AS ?n) {from_clauses} {{ {body} }}");
+            for (rows_query, count_query) in [(&rows_query, &count_query), (&from_rows, &from_count)] {
+                for hash_after in [None, Some(0), Some(u64::MAX)] {
+                    let rows = rows_hashed_after(&snapshot, &stats, rows_query, hash_after).len();
+                    let counted = rows_hashed_after(&snapshot, &stats, count_query, hash_after);
+                    assert_eq!(counted, vec![vec![format!("\"{rows}\"^^<http://www.w3.org/2001/XMLSchema#integer>")]], "{mode:?} {hash_after:?} {count_query}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn exists_keeps_its_scans_across_rows_and_gives_what_one_lookup_per_row_gives() {
+    // FILTER (NOT) EXISTS looks its pattern up through scans kept from row
+    // to row, and tries reading it whole after 256 lookups, then after
+    // 1,024 (here the pattern's 10,000 solutions are too many for the
+    // first try): every way must keep the same rows,
+    // with GRAPH inside the EXISTS (in union mode every subject's triples
+    // are its own graph's), variables of the EXISTS the rows leave
+    // unbound, duplicates on the left, and no match at all.
+    let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
+    for i in 0..5000 {
+        data.push_str(&format!(" :s{i} a :Student ; :advisor :p{} , :p{} .", i % 300, (i + 1) % 300));
+        if i % 3 == 0 {
+            data.push_str(&format!(" :s{i} :mentor :p{} .", i % 300));
+        }
+    }
+    for p in 0..300 {
+        let title = if p % 3 == 0 { "Lecturer" } else { "Prof." };
+        data.push_str(&format!(" :p{p} :title \"{title}\" ."));
+    }
+    data.push_str(" GRAPH :g { :s1 :advisor :p7 . :s2 :advisor :p8 . :p7 :title \"Lecturer\" } }");
+    let store = Store::memory(DatasetMode::Union);
+    update(&store, &data);
+    let snapshot = store.snapshot().unwrap();
+    let stats = Statistics::from_store(&store.planner_stats().unwrap());
+    for (query, expected) in [
+        ("PREFIX : <http://ex/> SELECT ?s { ?s a :Student FILTER EXISTS { ?s :advisor ?a } }", Some(5000)),
+        ("PREFIX : <http://ex/> SELECT ?s { ?s a :Student FILTER EXISTS { ?s :advisor ?a . ?a :title \"Lecturer\" } }", None),
+        ("PREFIX : <http://ex/> SELECT ?s { ?s a :Student FILTER NOT EXISTS { ?s :advisor ?a . ?a :title \"Dean\" } }", Some(5000)),
+        ("PREFIX : <http://ex/> SELECT ?s { ?s a :Student FILTER EXISTS { ?s :advisor ?a . ?a :title \"Dean\" } }", Some(0)),
+        ("PREFIX : <http://ex/> SELECT ?s { ?s a :Student FILTER EXISTS { GRAPH ?g { ?s :advisor ?a } } }", Some(5000)),
+        ("PREFIX : <http://ex/> SELECT ?s { ?s a :Student FILTER EXISTS { GRAPH :g { ?s :advisor ?a . ?a :title \"Lecturer\" } } }", Some(1)),
+        ("PREFIX : <http://ex/> SELECT ?s { ?s a :Student FILTER NOT EXISTS { GRAPH ?g { ?s :advisor :p8 } } }", Some(5000 - (0..5000).filter(|i| i % 300 == 7 || i % 300 == 8).count() - 1)),
+        // Rows with and without ?m: the EXISTS decides on it when bound.
+        ("PREFIX : <http://ex/> SELECT ?s ?m { ?s a :Student OPTIONAL { ?s :mentor ?m } FILTER EXISTS { ?s :advisor ?m } }", None),
+        // Duplicates on the left: a row per advisor, each kept or not.
+        ("PREFIX : <http://ex/> SELECT ?s { ?s :advisor ?x FILTER NOT EXISTS { ?s :mentor ?m } }", None),
+    ] {
+        let rows = |hash_after: Option<u64>| rows_hashed_after(&snapshot, &stats, query, hash_after);
+        let looked_up = rows(Some(u64::MAX));
+        if let Some(n) = expected {
+            assert_eq!(looked_up.len(), n, "{query}");
+        }
+        assert_eq!(rows(None), looked_up, "engine's choice: {query}");
+        assert_eq!(rows(Some(0)), looked_up, "hashed at once: {query}");
+        // Each way once more in one query: a COUNT over the filtered rows.
+        let count = query.replacen("SELECT ?s ?m {", "SELECT (COUNT(*) AS ?n) {", 1).replacen("SELECT ?s {", "SELECT (COUNT(*) AS ?n) {", 1);
+        let counted = rows_hashed_after(&snapshot, &stats, &count, None);
+        assert_eq!(counted, vec![vec![format!("\"{}\"^^<http://www.w3.org/2001/XMLSchema#integer>", looked_up.len())]], "{count}");
     }
 }

@@ -41,12 +41,12 @@ impl HashedSide {
 }
 
 /// How the right side of a nested-loop join runs for each left row.
-type PerRow<'a> = Box<dyn Fn(&Rc<Evaluator<'a>>, Row) -> Rows<'a> + 'a>;
+pub(super) type PerRow<'a> = Box<dyn Fn(&Rc<Evaluator<'a>>, Row) -> Rows<'a> + 'a>;
 
 impl<'a> Evaluator<'a> {
     /// The right side of a nested loop, run once per left row: a BGP or a
     /// path keeps its reusable scans across the rows.
-    fn per_row(&self, b: &'a Plan) -> PerRow<'a> {
+    pub(super) fn per_row(&self, b: &'a Plan) -> PerRow<'a> {
         match b {
             Plan::Bgp(patterns) => {
                 let pools = super::pattern::scan_pools(patterns);
@@ -160,12 +160,25 @@ impl<'a> Evaluator<'a> {
     /// `SEMI_JOIN_MAX_ROWS` solutions) and every later row is one hash
     /// probe on the variables it shares with `p` (a semi-join; NOT EXISTS
     /// is its negation, an anti-join).
-    pub(crate) fn exists(self: &Rc<Self>, p: &'a Plan, row: &Row) -> Result<bool> {
+    /// `alone`: the same pattern ordered for reading it whole (`p` serves
+    /// when `None`).
+    pub(crate) fn exists(self: &Rc<Self>, p: &'a Plan, alone: Option<&'a Plan>, row: &Row) -> Result<bool> {
+        self.exists_in(p, alone, row, None)
+    }
+
+    /// `exists`, its lookups run by `per_row` (scans kept across rows).
+    pub(super) fn exists_with(self: &Rc<Self>, p: &'a Plan, alone: Option<&'a Plan>, row: &Row, per_row: &PerRow<'a>) -> Result<bool> {
+        self.exists_in(p, alone, row, Some(per_row))
+    }
+
+    fn exists_in(self: &Rc<Self>, p: &'a Plan, alone: Option<&'a Plan>, row: &Row, per_row: Option<&PerRow<'a>>) -> Result<bool> {
         let key = p as *const Plan as usize;
-        let in_graph_loop = !self.graph_context.borrow().is_empty();
         let lookups = {
             let mut states = self.exists_states.borrow_mut();
-            let state = states.entry(key).or_default();
+            let state = match states.get_mut(&key) {
+                Some(state) => state,
+                None => states.entry(key).or_default(),
+            };
             match &mut state.hashed {
                 Some(hashed) if hashed.covers(row) => return Ok(hashed.matches(row, false)),
                 // A row binding a variable the hashed rows dropped: looked up.
@@ -176,17 +189,33 @@ impl<'a> Evaluator<'a> {
                 }
             }
         };
-        // Tests set the hash-join threshold to run both methods (0: hash at
-        // once, `u64::MAX`: never).
-        let after = self.hash_after_lookups.get().unwrap_or(SEMI_JOIN_AFTER_LOOKUPS).max(1);
-        if lookups == after && p.accepts_bindings() && !in_graph_loop {
-            if let Some(mut hashed) = self.semi_join_of(p, row)? {
+        // Reading the pattern whole is tried twice: after
+        // SEMI_JOIN_EARLY_LOOKUPS lookups reading at most
+        // SEMI_JOIN_READ_PER_LOOKUP solutions per lookup made (a small
+        // pattern hashed early; a try that gives up costs about what the
+        // lookups before it did), then after SEMI_JOIN_AFTER_LOOKUPS with
+        // the largest read. Tests set the threshold to run both methods
+        // (0: hash at once with the largest read, `u64::MAX`: never).
+        let (due, max_read) = match self.hash_after_lookups.get() {
+            Some(after) => (lookups == after.max(1), SEMI_JOIN_MAX_READ),
+            None if lookups == SEMI_JOIN_EARLY_LOOKUPS => (true, (SEMI_JOIN_EARLY_LOOKUPS * SEMI_JOIN_READ_PER_LOOKUP) as usize),
+            None => (lookups == SEMI_JOIN_AFTER_LOOKUPS, SEMI_JOIN_MAX_READ),
+        };
+        if due && p.accepts_bindings() && self.graph_context.borrow().is_empty() {
+            if let Some(mut hashed) = self.semi_join_of(alone.unwrap_or(p), row, max_read)? {
                 let found = hashed.matches(row, false);
                 self.exists_states.borrow_mut().entry(key).or_default().hashed = Some(hashed);
                 return Ok(found);
             }
         }
-        match self.eval(p, row.clone()).next() {
+        // One lookup; through scans kept across the rows when the caller
+        // has them (a BGP re-points its scans instead of opening new ones,
+        // and hashes a pattern of it once its lookups cost more).
+        let mut rows = match per_row {
+            Some(per_row) => per_row(self, row.clone()),
+            None => self.eval(p, row.clone()),
+        };
+        match rows.next() {
             Some(Ok(_)) => Ok(true),
             Some(Err(e)) => Err(e),
             None => Ok(false),
@@ -198,9 +227,9 @@ impl<'a> Evaluator<'a> {
     /// binds (the others can not decide compatibility with such rows) and
     /// only once, so that a pattern of millions of solutions with few
     /// distinct values on the shared variables (`?s :attends ?course`)
-    /// hashes small. `None` past `SEMI_JOIN_MAX_READ` solutions read or
+    /// hashes small. `None` past `max_read` solutions read or
     /// `SEMI_JOIN_MAX_ROWS` kept.
-    fn semi_join_of(self: &Rc<Self>, p: &'a Plan, row: &Row) -> Result<Option<SemiJoin>> {
+    fn semi_join_of(self: &Rc<Self>, p: &'a Plan, row: &Row, max_read: usize) -> Result<Option<SemiJoin>> {
         let mut kept: rustc_hash::FxHashSet<Row> = rustc_hash::FxHashSet::default();
         let mut dropped = vec![false; self.width];
         for (read, r) in self.eval(p, self.empty_row()).enumerate() {
@@ -212,7 +241,7 @@ impl<'a> Evaluator<'a> {
                 }
             }
             kept.insert(r);
-            if read >= SEMI_JOIN_MAX_READ || kept.len() > SEMI_JOIN_MAX_ROWS {
+            if read >= max_read || kept.len() > SEMI_JOIN_MAX_ROWS {
                 return Ok(None);
             }
             if read.is_multiple_of(4096) {
@@ -220,13 +249,21 @@ impl<'a> Evaluator<'a> {
             }
         }
         let mut hashed = SemiJoin::new(kept.into_iter().collect());
-        hashed.dropped = dropped;
+        hashed.dropped = (0..self.width).filter(|v| dropped[*v]).collect();
         Ok(Some(hashed))
     }
 }
 
-/// EXISTS lookups made before reading the pattern whole is tried: a lookup
-/// costs about what reading a few hundred quads in order does.
+/// EXISTS lookups made before reading the pattern whole is first tried,
+/// reading as many solutions as those lookups cost.
+const SEMI_JOIN_EARLY_LOOKUPS: u64 = 256;
+/// Solutions the early try reads per lookup made: a lookup (at least one
+/// seek per pattern) costs what reading ten to twenty solutions in order
+/// does.
+const SEMI_JOIN_READ_PER_LOOKUP: u64 = 16;
+/// EXISTS lookups made before reading the pattern whole is tried again
+/// with the largest read: a lookup costs about what reading a few hundred
+/// quads in order does.
 const SEMI_JOIN_AFTER_LOOKUPS: u64 = 1024;
 /// The most distinct solutions (on the variables shared with the left) an
 /// EXISTS pattern may have to be hashed.
@@ -251,7 +288,7 @@ pub struct SemiJoin {
     groups: Vec<AntiGroup>,
     /// Variables the rows were bound on but no longer hold (`semi_join_of`):
     /// a left row binding one of them is not decided here.
-    dropped: Vec<bool>,
+    dropped: Vec<Var>,
     /// Buffers of `matches`: the variables a group and the left row share,
     /// and the left row's values on them.
     shared: Vec<Var>,
@@ -262,8 +299,17 @@ struct AntiGroup {
     vars: Vec<Var>,
     rows: Vec<Row>,
     /// Per list of shared variables (those of the group a left row also
-    /// binds): the right rows' values on them.
-    by_shared: FxHashMap<Vec<Var>, rustc_hash::FxHashSet<Vec<TermId>>>,
+    /// binds): the right rows' values on them. Nearly always one list (the
+    /// left rows bind the same variables), found by comparing it, not by
+    /// hashing it on every probe.
+    by_shared: Vec<(Vec<Var>, SharedValues)>,
+}
+
+/// The right rows' values on a list of shared variables: one id each when
+/// they share one variable (the common case), no vector hashed per probe.
+enum SharedValues {
+    One(rustc_hash::FxHashSet<TermId>),
+    Many(rustc_hash::FxHashSet<Vec<TermId>>),
 }
 
 impl SemiJoin {
@@ -273,17 +319,25 @@ impl SemiJoin {
         for r in rows {
             let vars: Vec<Var> = (0..r.len()).filter(|v| r[*v].is_some()).collect();
             let i = *index.entry(vars.clone()).or_insert_with(|| {
-                groups.push(AntiGroup { vars, rows: Vec::new(), by_shared: FxHashMap::default() });
+                groups.push(AntiGroup { vars, rows: Vec::new(), by_shared: Vec::new() });
                 groups.len() - 1
             });
             groups[i].rows.push(r);
+        }
+        // One variable shared (`EXISTS { ?s :p ?o }` kept on `?s`): its
+        // values hashed now, for `matches`' shortest path.
+        for g in &mut groups {
+            if let [v] = *g.vars.as_slice() {
+                let values = SharedValues::One(g.rows.iter().map(|r| r[v].expect("group vars are bound")).collect());
+                g.by_shared.push((vec![v], values));
+            }
         }
         SemiJoin { groups, dropped: Vec::new(), shared: Vec::new(), key: Vec::new() }
     }
 
     /// Whether `left` binds none of the variables the rows dropped.
     fn covers(&self, left: &Row) -> bool {
-        self.dropped.iter().zip(left).all(|(dropped, v)| !dropped || v.is_none())
+        self.dropped.iter().all(|v| left[*v].is_none())
     }
 
     /// Whether some row agrees with `left` on every variable both bind
@@ -291,6 +345,13 @@ impl SemiJoin {
     /// Called once per left row: the shared variables and the key are
     /// gathered in reused buffers, so a probe allocates nothing.
     fn matches(&mut self, left: &Row, shared_needed: bool) -> bool {
+        if let [AntiGroup { vars, by_shared, .. }] = self.groups.as_slice() {
+            if let ([v], [(_, SharedValues::One(values))]) = (vars.as_slice(), by_shared.as_slice()) {
+                if let Some(x) = left[*v] {
+                    return values.contains(&x);
+                }
+            }
+        }
         let (shared, key) = (&mut self.shared, &mut self.key);
         for g in &mut self.groups {
             shared.clear();
@@ -301,13 +362,26 @@ impl SemiJoin {
                 }
                 return true; // a row compatible with any
             }
-            key.clear();
-            key.extend(shared.iter().map(|v| left[*v].expect("shared vars are bound on the left")));
-            if !g.by_shared.contains_key(shared.as_slice()) {
-                let set = g.rows.iter().map(|r| shared.iter().map(|v| r[*v].expect("group vars are bound")).collect()).collect();
-                g.by_shared.insert(shared.clone(), set);
-            }
-            if g.by_shared[shared.as_slice()].contains(key.as_slice()) {
+            let at = match g.by_shared.iter().position(|(vars, _)| vars == shared) {
+                Some(at) => at,
+                None => {
+                    let values = match shared.as_slice() {
+                        [v] => SharedValues::One(g.rows.iter().map(|r| r[*v].expect("group vars are bound")).collect()),
+                        _ => SharedValues::Many(g.rows.iter().map(|r| shared.iter().map(|v| r[*v].expect("group vars are bound")).collect()).collect()),
+                    };
+                    g.by_shared.push((shared.clone(), values));
+                    g.by_shared.len() - 1
+                }
+            };
+            let found = match &g.by_shared[at].1 {
+                SharedValues::One(set) => set.contains(&left[shared[0]].expect("shared vars are bound on the left")),
+                SharedValues::Many(set) => {
+                    key.clear();
+                    key.extend(shared.iter().map(|v| left[*v].expect("shared vars are bound on the left")));
+                    set.contains(key.as_slice())
+                }
+            };
+            if found {
                 return true;
             }
         }

@@ -227,6 +227,27 @@ impl<'a> Evaluator<'a> {
         crate::expression::truth(self, e, row) == Some(true)
     }
 
+    /// A FILTER's test of its rows. `FILTER (NOT) EXISTS { p }` alone looks
+    /// `p` up through scans it keeps from row to row, as the right side of
+    /// a join does (the scans hold the store's reader, so they live with
+    /// the operator, not in the evaluator).
+    fn row_filter(self: &Rc<Self>, e: &'a crate::expression::Expr) -> Box<dyn Fn(&Row) -> bool + 'a> {
+        use crate::expression::Expr;
+        let ev = self.clone();
+        let (p, alone, negated) = match e {
+            Expr::Exists(p, alone) => (p, alone.as_deref(), false),
+            Expr::Not(inner) => match &**inner {
+                Expr::Exists(p, alone) => (p, alone.as_deref(), true),
+                _ => return Box::new(move |row| ev.filter_true(e, row)),
+            },
+            _ => return Box::new(move |row| ev.filter_true(e, row)),
+        };
+        let per_row = self.per_row(p);
+        // An error inside (a time limit, say) is raised again by the
+        // operators around, which check the same limits.
+        Box::new(move |row| ev.exists_with(p, alone, row, &per_row).is_ok_and(|found| found != negated))
+    }
+
     pub fn encode(&self, t: &Term) -> Result<TermId> {
         self.space.encode(t.as_ref())
     }
@@ -268,9 +289,9 @@ impl<'a> Evaluator<'a> {
                 if !plan.accepts_bindings() {
                     return self.alone(plan, input);
                 }
-                let ev = self.clone();
+                let test = self.row_filter(e);
                 Box::new(self.eval(inner, input).filter(move |r| match r {
-                    Ok(row) => ev.filter_true(e, row),
+                    Ok(row) => test(row),
                     Err(_) => true,
                 }))
             }
@@ -542,9 +563,9 @@ impl<'a> Evaluator<'a> {
     fn eval_unbound(self: &Rc<Self>, plan: &'a Plan, empty: Row) -> Rows<'a> {
         match plan {
             Plan::Filter(e, inner) => {
-                let ev = self.clone();
+                let test = self.row_filter(e);
                 Box::new(self.eval(inner, empty).filter(move |r| match r {
-                    Ok(row) => ev.filter_true(e, row),
+                    Ok(row) => test(row),
                     Err(_) => true,
                 }))
             }

@@ -291,17 +291,30 @@ impl<'a> Evaluator<'a> {
     /// The rows `row` extends to with the pattern's quads in graph `g`
     /// (`None`: every graph).
     fn pattern_rows(self: &Rc<Self>, bind: Binding<'a>, row: Row, pool: &ScanPool<'a>, g: Option<TermId>, hashable: bool) -> Rows<'a> {
-        let p = bind.p;
-        let (s, pr, o) = (p.s.value(&row), p.p.value(&row), p.o.value(&row));
+        let quads = match self.pattern_quads(bind.p, &row, pool, g, hashable) {
+            Err(e) => return super::fail(e),
+            // A probe that misses costs no allocation (an empty iterator
+            // boxes nothing).
+            Ok(None) => return Box::new(std::iter::empty()),
+            Ok(Some(quads)) => quads,
+        };
+        Box::new(PatternRows { ev: self.clone(), bind, row: Some(row), quads, ahead: None })
+    }
+
+    /// Where the quads of `p` in graph `g` that `row` may extend to come
+    /// from: a group of the pattern hashed, or a lookup (`None`: a probe
+    /// of the hashed pattern that found nothing). Inlined: its large value
+    /// is then built where the caller keeps it, not moved once per lookup.
+    #[inline(always)]
+    fn pattern_quads(self: &Rc<Self>, p: &'a QuadPlan, row: &Row, pool: &ScanPool<'a>, g: Option<TermId>, hashable: bool) -> Result<Option<PatternQuads<'a>>> {
+        let (s, pr, o) = (p.s.value(row), p.p.value(row), p.o.value(row));
         let pattern = QuadPattern { s, p: pr, o, g };
-        let quads = match hashable.then(|| self.hashed_pattern(p, pool, pattern)) {
-            Some(Err(e)) => return super::fail(e),
+        Ok(Some(match hashable.then(|| self.hashed_pattern(p, pool, pattern)) {
+            Some(Err(e)) => return Err(e),
             Some(Ok(Some(hashed))) => {
                 let group = hashed.group(pattern);
                 if group.is_empty() {
-                    // A probe that misses costs no allocation (an empty
-                    // iterator boxes nothing).
-                    return Box::new(std::iter::empty());
+                    return Ok(None);
                 }
                 PatternQuads::Hashed(hashed, group)
             }
@@ -314,8 +327,39 @@ impl<'a> Evaluator<'a> {
                 }
                 PatternQuads::Lookup(scan)
             }
-        };
-        Box::new(PatternRows { ev: self.clone(), bind, row: Some(row), quads, ahead: None })
+        }))
+    }
+
+    /// How many rows `row` extends to with the quads of `p`, without
+    /// building them: what `scan_quad(p, row, pool).count()` gives, for a
+    /// COUNT over a BGP whose last pattern binds nothing read above it.
+    pub(super) fn count_quad(self: &Rc<Self>, p: &'a QuadPlan, row: &Row, pool: &ScanPool<'a>) -> Result<u64> {
+        let (graphs, skip_default) = self.graphs_of(p.g, row);
+        let graph_var = self.graph_var_to_bind(p.g);
+        let hashable = graphs.len() == 1 && !skip_default && graph_var.is_none() && matches!(p.g, GraphSlot::Default | GraphSlot::Named(Slot::Const(_)));
+        let mut n = 0;
+        for &g in graphs.iter() {
+            let Some(mut quads) = self.pattern_quads(p, row, pool, g, hashable)? else { continue };
+            if let PatternQuads::Hashed(_, group) = &quads {
+                // The group agrees with the row on every position the row
+                // binds (its key), and the graph is not bound: each quad
+                // extends the row unless a free variable repeats.
+                let [s, pr, o] = [p.s, p.p, p.o].map(|slot| slot.var().filter(|v| row[*v].is_none()));
+                let repeats = (s.is_some() && (s == pr || s == o)) || (pr.is_some() && pr == o);
+                if !repeats {
+                    self.limits.check_weighted(group.len())?;
+                    n += group.len() as u64;
+                    continue;
+                }
+            }
+            while let Some(quad) = quads.next_quad()? {
+                self.limits.check()?;
+                if !(skip_default && quad[3] == TermId::DEFAULT_GRAPH) && quad_agrees(row, p, graph_var, &quad) {
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
     }
 
     /// The pattern's quads hashed for a hash join, once the lookups made
@@ -344,12 +388,17 @@ impl<'a> Evaluator<'a> {
             Some(n) => n as f64,
             None => {
                 let even = (alone / HASH_AFTER_QUADS_PER_LOOKUP).max(MIN_LOOKUPS_BEFORE_HASH);
-                // The planner expects many more lookups than that: hash
+                let whole_store = self.dataset.default.is_none() && self.space.default_graph().is_none();
+                // The lookups to come are counted, not guessed, and cost
+                // more than reading the pattern: hashed at once. Else, the
+                // planner expecting many more lookups than that: hashed
                 // sooner (ski rental with a prediction: right, the join
                 // costs 1 + TRUST_EARLY of the better plan instead of 2;
                 // wrong, at most 1 + 1 / TRUST_EARLY, and only when the
                 // lookups end between the two thresholds).
-                if p.left_rows.is_some_and(|rows| rows >= 2.0 * even) {
+                if p.left_rows_counted && whole_store && p.left_rows.is_some_and(|rows| rows >= even) {
+                    0.0
+                } else if p.left_rows.is_some_and(|rows| rows >= 2.0 * even) {
                     (even * TRUST_EARLY).max(MIN_LOOKUPS_BEFORE_HASH)
                 } else {
                     even
@@ -371,7 +420,16 @@ impl<'a> Evaluator<'a> {
             Slot::Var(_) => None,
         };
         let whole = QuadPattern { s: constant(p.s), p: constant(p.p), o: constant(p.o), g: pattern.g };
-        let mut scan = Lookup::with_scan(ScanPool::default(), self.space.scan(whole));
+        let whole_scan = self.space.scan(whole);
+        // One position bound from the left, the index sorted by it: the
+        // quads come grouped already.
+        let grouped = match mask {
+            1 => whole_scan.sorted_by(0),
+            2 => whole_scan.sorted_by(1),
+            4 => whole_scan.sorted_by(2),
+            _ => false,
+        };
+        let mut scan = Lookup::with_scan(ScanPool::default(), whole_scan);
         if mask & 4 == 0 {
             if let Some(ranges) = &p.o_ranges {
                 scan.restrict(ranges.clone(), false);
@@ -386,7 +444,7 @@ impl<'a> Evaluator<'a> {
                 return Ok(None);
             }
         }
-        let hashed = Rc::new(HashedQuads::new(mask, quads));
+        let hashed = Rc::new(if grouped { HashedQuads::of_runs(mask, quads) } else { HashedQuads::new(mask, quads) });
         let lookups = {
             let mut state = pool.borrow_mut();
             state.hashed[usize::from(mask)] = Some(hashed.clone());
@@ -516,6 +574,26 @@ fn bind_quad(row: &Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -
 /// `row` extended with a quad's values (`None` if they disagree with it).
 fn bind_quad_owned(mut r: Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -> Option<Row> {
     bind_in_place(&mut r, p, graph_var, q).then_some(r)
+}
+
+/// Whether `bind_in_place` would extend `row` with the quad (its values
+/// agree with the row's and with each other where a variable repeats),
+/// without changing the row.
+fn quad_agrees(row: &Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -> bool {
+    let slots = [(p.s.var(), q[0]), (p.p.var(), q[1]), (p.o.var(), q[2]), (graph_var, q[3])];
+    for (i, &(slot, value)) in slots.iter().enumerate() {
+        let Some(v) = slot else { continue };
+        match row[v] {
+            Some(x) if x != value => return false,
+            Some(_) => {}
+            None => {
+                if slots[..i].iter().any(|&(earlier, w)| earlier == Some(v) && w != value) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// Extends `r` with a quad's values; false if they disagree with it (`r`
@@ -774,6 +852,24 @@ impl HashedQuads {
             *slot += 1;
         }
         HashedQuads { mask, quads: placed, groups }
+    }
+
+    /// `quads` already grouped (read from an index sorted by the key's one
+    /// position): a hash insert per group, no quad moved. Quads of one key
+    /// in two runs (not sorted after all) are grouped by `new`.
+    fn of_runs(mask: u8, quads: Vec<[TermId; 4]>) -> Self {
+        let key = |q: &[TermId; 4]| Self::key(mask, Some(q[0]), Some(q[1]), Some(q[2]));
+        let mut groups: rustc_hash::FxHashMap<[TermId; 3], (u32, u32)> = rustc_hash::FxHashMap::default();
+        let mut start = 0;
+        while start < quads.len() {
+            let k = key(&quads[start]);
+            let len = quads[start..].iter().take_while(|q| key(q) == k).count();
+            if groups.insert(k, (start as u32, len as u32)).is_some() {
+                return Self::new(mask, quads);
+            }
+            start += len;
+        }
+        HashedQuads { mask, quads, groups }
     }
 
     /// Where in `quads` the quads agreeing with the pattern's bound
@@ -1070,5 +1166,22 @@ mod tests {
         }
         assert_eq!(seen, quads.len(), "every quad in one group");
         assert!(hashed.group(QuadPattern { s: Some(t(99)), ..QuadPattern::default() }).is_empty());
+    }
+
+    /// Quads read in key order are grouped as the counting sort groups
+    /// them; a key found in two runs (not in key order after all) too.
+    #[test]
+    fn hashed_quads_of_runs_group_as_the_counting_sort_does() {
+        let t = TermId;
+        let groups_of = |h: &HashedQuads| -> Vec<Vec<[TermId; 4]>> {
+            (0..30u64).map(|o| h.quads[h.group(QuadPattern { s: None, p: None, o: Some(t(o)), g: None })].to_vec()).collect()
+        };
+        let mut sorted: Vec<[TermId; 4]> = (0..200u64).map(|i| [t(1_000 + i), t(1), t(i % 17), t(0)]).collect();
+        sorted.sort_by_key(|q| q[2]);
+        assert_eq!(groups_of(&HashedQuads::of_runs(4, sorted.clone())), groups_of(&HashedQuads::new(4, sorted)));
+        let unsorted: Vec<[TermId; 4]> = (0..200u64).map(|i| [t(1_000 + i), t(1), t(i % 17), t(0)]).collect();
+        let by_runs = HashedQuads::of_runs(4, unsorted.clone());
+        assert_eq!(groups_of(&by_runs), groups_of(&HashedQuads::new(4, unsorted)));
+        assert_eq!(by_runs.group(QuadPattern { s: None, p: None, o: Some(t(3)), g: None }).len(), 12);
     }
 }

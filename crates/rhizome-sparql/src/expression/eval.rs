@@ -69,7 +69,7 @@ pub fn evaluate<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<Te
         }
         // An error inside (a time limit, say) is raised again by the
         // operator around, which checks the same limits.
-        Expr::Exists(p) => ev.exists(p, row).ok().map(boolean),
+        Expr::Exists(p, alone) => ev.exists(p, alone.as_deref(), row).ok().map(boolean),
         Expr::Bound(v) => Some(boolean(row.get(*v).copied().flatten().is_some())),
         Expr::If(c, a, b) => {
             if ebv(&evaluate(ev, c, row)?)? {
@@ -92,6 +92,9 @@ pub fn truth<'a>(ev: &Rc<Evaluator<'a>>, e: &'a Expr, row: &Row) -> Option<bool>
         Expr::Or(a, b) => connective(ev, a, b, row, true),
         Expr::Not(a) => truth(ev, a, row).map(|b| !b),
         Expr::Bound(v) => Some(row.get(*v).copied().flatten().is_some()),
+        // As `evaluate` answers it, without building a boolean term to
+        // take its effective boolean value again (once per filtered row).
+        Expr::Exists(p, alone) => ev.exists(p, alone.as_deref(), row).ok(),
         Expr::Equal(a, b) => {
             if let Some(decided) = lang_equal_by_id(a, b, row).or_else(|| lang_equal_by_id(b, a, row)) {
                 return decided;

@@ -42,7 +42,10 @@ pub enum Expr {
     UnaryPlus(Box<Expr>),
     UnaryMinus(Box<Expr>),
     Not(Box<Expr>),
-    Exists(Box<Plan>),
+    /// The pattern ordered for lookups from the rows it filters, and
+    /// (when it is one BGP) ordered for reading it alone, as a semi-join
+    /// does.
+    Exists(Box<Plan>, Option<Box<Plan>>),
     Bound(Var),
     If(Box<Expr>, Box<Expr>, Box<Expr>),
     Coalesce(Vec<Expr>),
@@ -64,7 +67,7 @@ impl Expr {
     pub(crate) fn exists_plans(&self) -> Vec<&Plan> {
         let mut out = Vec::new();
         self.visit(&mut |e| {
-            if let Expr::Exists(p) = e {
+            if let Expr::Exists(p, _) = e {
                 out.push(&**p);
             }
         });
@@ -73,14 +76,14 @@ impl Expr {
 
     pub fn has_exists(&self) -> bool {
         let mut found = false;
-        self.visit(&mut |e| found |= matches!(e, Expr::Exists(_)));
+        self.visit(&mut |e| found |= matches!(e, Expr::Exists(..)));
         found
     }
 
     fn visit<'s>(&'s self, f: &mut dyn FnMut(&'s Expr)) {
         f(self);
         match self {
-            Expr::Const(_) | Expr::Inlined(..) | Expr::Iri(..) | Expr::Var(_) | Expr::Exists(_) | Expr::Bound(_) => {}
+            Expr::Const(_) | Expr::Inlined(..) | Expr::Iri(..) | Expr::Var(_) | Expr::Exists(..) | Expr::Bound(_) => {}
             Expr::Or(a, b)
             | Expr::And(a, b)
             | Expr::Equal(a, b)
@@ -185,7 +188,7 @@ fn translate_node(t: &mut Translator<'_, '_>, e: &Expression) -> Result<Expr> {
         E::UnaryPlus(a) => Expr::UnaryPlus(Box::new(translate_expression(t, a)?)),
         E::UnaryMinus(a) => Expr::UnaryMinus(Box::new(translate_expression(t, a)?)),
         E::Not(a) => Expr::Not(Box::new(translate_expression(t, a)?)),
-        E::Exists(p) => Expr::Exists(Box::new(t.pattern(p)?)),
+        E::Exists(p) => Expr::Exists(Box::new(t.pattern(p)?), t.exists_alone(p)?.map(Box::new)),
         E::Bound(v) => Expr::Bound(t.var(v)),
         E::If(a, b, c) => Expr::If(
             Box::new(translate_expression(t, a)?),

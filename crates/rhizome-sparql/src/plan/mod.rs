@@ -76,6 +76,12 @@ pub struct QuadPlan {
     /// lookups a hash join would save, a prediction the run-time choice
     /// trusts only in part (`hashed_pattern`).
     pub left_rows: Option<f64>,
+    /// `left_rows` is a count the store keeps, not a guess: the pattern is
+    /// second in a BGP run from no bindings, after a pattern of the default
+    /// graph with only a constant predicate (or `a` and a class) bound and
+    /// no object ranges. Over the whole union default graph (checked when
+    /// it runs) the run-time choice trusts it whole.
+    pub left_rows_counted: bool,
 }
 
 #[derive(Clone, Debug)]

@@ -40,6 +40,16 @@ impl Statistics {
         }
     }
 
+    /// Whether the pattern's estimate alone (nothing bound from outside)
+    /// is a count the store keeps for the whole store: a constant
+    /// predicate with free subject and object, or `?x a C`.
+    fn counts(&self, p: &QuadPlan) -> bool {
+        let Slot::Const(pred) = p.p else { return false };
+        let free = |s: Slot, other: Slot| matches!(s, Slot::Var(v) if other != Slot::Var(v));
+        let typed = self.rdf_type == Some(pred) && matches!(p.o, Slot::Const(_)) && matches!(p.s, Slot::Var(_));
+        p.g == super::GraphSlot::Default && p.o_ranges.is_none() && self.predicates.contains_key(&pred) && ((free(p.s, p.o) && free(p.o, p.s)) || typed)
+    }
+
     fn estimate_unfiltered(&self, p: &QuadPlan, bound: &[bool; 3]) -> f64 {
         let total = self.quads.max(1) as f64;
         match p.p {
@@ -97,6 +107,7 @@ pub fn order_patterns(mut patterns: Vec<QuadPlan>, stats: &Statistics, bound: &[
         let constant = |s: Slot| matches!(s, Slot::Const(_));
         p.alone_rows = Some(stats.estimate(&p, &[constant(p.s), constant(p.p), constant(p.o)]));
         p.left_rows = Some(rows);
+        p.left_rows_counted = bound.is_empty() && out.len() == 1 && out.first().is_some_and(|first: &QuadPlan| stats.counts(first));
         rows *= best_key.1;
         for s in [p.s, p.p, p.o] {
             if let Slot::Var(v) = s {
@@ -143,7 +154,7 @@ mod tests {
         stats.predicates.insert(common, [900, 900, 10]);
         stats.predicates.insert(rare, [5, 5, 5]);
         stats.predicates.insert(other, [100, 100, 100]);
-        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, o_share: None, alone_rows: None, left_rows: None };
+        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, o_share: None, alone_rows: None, left_rows: None, left_rows_counted: false };
         // ?a common ?b . ?c other ?d . ?a rare ?e
         let ordered = order_patterns(vec![q(0, common, 1), q(2, other, 3), q(0, rare, 4)], &stats, &[]);
         let preds: Vec<Slot> = ordered.iter().map(|p| p.p).collect();
@@ -166,6 +177,7 @@ mod tests {
             o_share: None,
             alone_rows: None,
             left_rows: None,
+            left_rows_counted: false,
         };
         let unbound = [false, true, true];
         assert_eq!(stats.estimate(&q(big), &unbound), 4900.0);
@@ -180,7 +192,7 @@ mod tests {
         let mut stats = Statistics { quads: 100_000, ..Default::default() };
         stats.predicates.insert(big, [90_000, 90_000, 90_000]);
         stats.predicates.insert(small, [1000, 1000, 1000]);
-        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, o_share: None, alone_rows: None, left_rows: None };
+        let q = |s, p, o| QuadPlan { s: Slot::Var(s), p: Slot::Const(p), o: Slot::Var(o), g: GraphSlot::Default, o_ranges: None, o_share: None, alone_rows: None, left_rows: None, left_rows_counted: false };
         // OPTIONAL { ?x small ?y . ?a big ?x } with ?a bound on the left.
         let ordered = order_patterns(vec![q(1, small, 2), q(0, big, 1)], &stats, &[0]);
         assert_eq!(ordered[0].p, Slot::Const(big), "the pattern on the bound ?a is one lookup per left row");

@@ -30,7 +30,17 @@ pub fn filter_into_bgp(expr: Expr, inner: Plan) -> Plan {
     let mut plan: Option<Plan> = None;
     let mut from = 0;
     for cut in cuts {
-        let segment: Vec<QuadPlan> = rest.by_ref().take(cut - from).collect();
+        // A later segment's rows on the left are those the filter kept,
+        // fewer than the first pattern's count (`left_rows_counted`).
+        let after_filter = from > 0;
+        let segment: Vec<QuadPlan> = rest
+            .by_ref()
+            .take(cut - from)
+            .map(|mut p| {
+                p.left_rows_counted &= !after_filter;
+                p
+            })
+            .collect();
         from = cut;
         let bgp = Plan::Bgp(segment);
         let mut p = match plan.take() {

@@ -115,7 +115,7 @@ impl<'s, 'a> Translator<'s, 'a> {
     }
 
     fn triple(&mut self, t: &TriplePattern) -> Result<QuadPlan> {
-        Ok(QuadPlan { s: self.term(&t.subject)?, p: self.named(&t.predicate)?, o: self.term(&t.object)?, g: self.graph, o_ranges: None, o_share: None, alone_rows: None, left_rows: None })
+        Ok(QuadPlan { s: self.term(&t.subject)?, p: self.named(&t.predicate)?, o: self.term(&t.object)?, g: self.graph, o_ranges: None, o_share: None, alone_rows: None, left_rows: None, left_rows_counted: false })
     }
 
     fn path(&mut self, p: &PropertyPathExpression) -> Result<PathPlan> {
@@ -294,6 +294,21 @@ impl<'s, 'a> Translator<'s, 'a> {
             #[allow(unreachable_patterns)]
             _ => return Err(SparqlError::Unsupported("this graph pattern".into())),
         })
+    }
+
+    /// An EXISTS pattern that is one BGP, ordered again for reading it
+    /// alone (no variable bound from outside), as a semi-join reads it
+    /// whole: ordered for its lookups, `{ ?s :advisor ?a . ?a :title "L" }`
+    /// starts from every advisor quad; alone, from the few titles. `None`
+    /// for other patterns (their one plan serves both).
+    pub(crate) fn exists_alone(&mut self, p: &GraphPattern) -> Result<Option<Plan>> {
+        if !matches!(p, GraphPattern::Bgp { .. }) {
+            return Ok(None);
+        }
+        let outer = std::mem::take(&mut self.bound);
+        let plan = self.pattern(p);
+        self.bound = outer;
+        plan.map(Some)
     }
 
     /// Translates with `inner`'s certain variables known bound: the
