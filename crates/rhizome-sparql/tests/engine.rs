@@ -401,7 +401,7 @@ fn a_pattern_looked_up_often_enough_is_hashed_and_gives_the_rows_lookups_give() 
     let snapshot = store.snapshot().unwrap();
     let stats = Statistics::from_store(&store.planner_stats().unwrap());
     let explain = PreparedQuery::new(&snapshot, stats.clone(), &parse_query(query, None).unwrap()).unwrap().explain().unwrap();
-    assert!(explain.contains("hash join"), "some pattern is hashed: {explain}");
+    assert!(explain.contains("lookups (hash join)"), "some pattern is hashed: {explain}");
     let rows = |hash_after: Option<u64>| rows_hashed_after(&snapshot, &stats, query, hash_after);
     let (chosen, never_hashed, hashed_at_once) = (rows(None), rows(Some(u64::MAX)), rows(Some(0)));
     // Ages 31..69 of 20..69: 39 in 50 people.
