@@ -1070,3 +1070,44 @@ fn scattered_terms_are_read_alone_and_a_hot_chunk_is_loaded_whole() {
         assert!(snapshot.term_cache().dense_terms() >= 1000, "a chunk missed 80 times is loaded whole");
     }
 }
+
+/// A bulk load writes its id-to-term file without an engine filter (every
+/// id a read asks for comes from a quad), yet every term still decodes and
+/// an id the store never gave out is answered "absent" (`None` from the
+/// engine, an error naming the id from `decode`), never a wrong term.
+#[test]
+fn a_bulk_loaded_dictionary_without_a_filter_still_answers_misses() {
+    use rhizome_kv::KvRead;
+    use rhizome_rdf::index::layout::ID2TERM;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("s"), None).unwrap();
+    // 40,000 triples: past the loader's write-batch size, so sorted files.
+    let mut nt = String::new();
+    for i in 0..40_000 {
+        nt.push_str(&format!("<http://e/s{i}> <http://e/name> \"name number {i}\" .\n"));
+    }
+    load_str(&store, dir.path(), "x.nt", &nt, &LoadOptions::default()).unwrap();
+    let tables: Vec<Vec<u8>> = std::fs::read_dir(dir.path().join("s"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    let filtered = |t: &Vec<u8>| t.windows(b"ribbonfilter".len()).any(|w| w == b"ribbonfilter");
+    assert_eq!(tables.iter().filter(|t| !filtered(t)).count(), 1, "the id-to-term file alone has no filter");
+    let snapshot = store.snapshot().unwrap();
+    let mut last = TermId(0);
+    for i in (0..40_000).step_by(997) {
+        let s = oxrdf::NamedNode::new(format!("http://e/s{i}")).unwrap();
+        let id = snapshot.lookup(s.as_ref().into()).unwrap().expect("loaded");
+        assert_eq!(snapshot.decode(id).unwrap(), Some(Term::NamedNode(s)));
+        let name = oxrdf::Literal::new_simple_literal(format!("name number {i}"));
+        let id = snapshot.lookup(name.as_ref().into()).unwrap().expect("loaded");
+        assert_eq!(snapshot.decode(id).unwrap(), Some(Term::Literal(name)));
+        last = last.max(id);
+    }
+    for absent in [TermId::new(rhizome_rdf::term::tag::IRI, 1 << 40), TermId::new(rhizome_rdf::term::tag::STRING, last.sequence() + 1_000_000), TermId::new(rhizome_rdf::term::tag::TYPED, 3)] {
+        assert_eq!(snapshot.kv().get(ID2TERM, &absent.to_be_bytes()).unwrap(), None);
+        assert!(snapshot.decode(absent).is_err(), "{absent:?}");
+    }
+}

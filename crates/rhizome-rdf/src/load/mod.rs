@@ -470,7 +470,10 @@ impl Store {
         let mut new_terms = dict.into_new_terms(first_new_id);
         // Ids sort by tag first, then sequence: not allocation order.
         new_terms.sort_unstable_by_key(|t| t.id);
-        let mut w = writer(ID2TERM)?;
+        // Without a filter (0.9 MB of 7.0 at 4.8M triples): every id a
+        // read asks for comes from a quad, so its entry exists; an id from
+        // elsewhere (a blank node label) is still answered "absent".
+        let mut w = if small { writer(ID2TERM)? } else { bulk.unfiltered_run_writer(ID2TERM)? };
         for t in &new_terms {
             w.put(&t.id.to_be_bytes(), &t.bytes)?;
         }
