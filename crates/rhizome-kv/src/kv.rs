@@ -155,6 +155,10 @@ impl BulkWriter<'_> {
     pub fn sorted_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
         self.backend.sorted_run_writer(ks)
     }
+    /// See [`Backend::unfiltered_run_writer`].
+    pub fn unfiltered_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
+        self.backend.unfiltered_run_writer(ks)
+    }
     /// Makes all runs visible at once, or none. Consumes the writer so its
     /// snapshot is released first: while any snapshot is alive, RocksDB
     /// gives ingested files a sequence number, and later rewrites every one

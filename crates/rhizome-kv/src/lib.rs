@@ -63,7 +63,9 @@
 //!   levels, ZSTD on the bottom level (where ingested files land), 16 KiB
 //!   blocks, filters on every level (Bloom for flushed files, Ribbon
 //!   below, bottom level and ingested files included: a write's term
-//!   lookups mostly miss, and a miss without a filter read a data block);
+//!   lookups mostly miss, and a miss without a filter read a data block;
+//!   a load's id-to-term file alone has none, `unfiltered_run_writer`:
+//!   its reads find their keys);
 //!   those filters and the indexes partitioned (4 KiB partitions, top levels pinned in
 //!   the cache): cached whole, a large file's filter was evicted by data
 //!   blocks and read back by the next lookup, which made writes past 150k

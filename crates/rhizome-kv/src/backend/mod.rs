@@ -117,6 +117,13 @@ pub trait Backend: Send + Sync + 'static {
     fn index_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
         self.sorted_run_writer(ks)
     }
+    /// As [`Backend::sorted_run_writer`], without the engine's filter: for
+    /// a keyspace whose point reads find their key (a filter only makes a
+    /// miss cheaper; a miss still answers "absent", at the price of an
+    /// index and data block read).
+    fn unfiltered_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
+        self.sorted_run_writer(ks)
+    }
     /// Makes all the runs visible at once, or none of them. Runs of one call
     /// must not overlap each other within a keyspace. Keys already present
     /// are overwritten.

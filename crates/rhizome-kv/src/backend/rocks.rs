@@ -114,6 +114,8 @@ pub struct RocksBackend {
     ingest_options: Arc<Options>,
     /// Those of [`Backend::index_run_writer`]'s files: uncompressed.
     index_run_options: Arc<Options>,
+    /// Those of [`Backend::unfiltered_run_writer`]'s files: no filter.
+    unfiltered_run_options: Arc<Options>,
     path: PathBuf,
     ingest_dir: PathBuf,
     next_run: AtomicU64,
@@ -201,6 +203,16 @@ fn index_run_options(tuning: &RocksOptions) -> Options {
 /// Options of the engine, also those of the sorted files written for bulk
 /// ingestion (which land on the bottom level).
 fn engine_options(tuning: &RocksOptions) -> Options {
+    engine_options_with(tuning, true)
+}
+
+/// Options of [`Backend::unfiltered_run_writer`]'s files: those of
+/// ingestion without a filter (a compaction gives its output one again).
+fn unfiltered_run_options(tuning: &RocksOptions) -> Options {
+    engine_options_with(tuning, false)
+}
+
+fn engine_options_with(tuning: &RocksOptions, filters: bool) -> Options {
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.set_max_background_jobs(tuning.background_jobs);
@@ -242,7 +254,9 @@ fn engine_options(tuning: &RocksOptions) -> Options {
     // short-lived), Ribbon for the rest: the same 1% false positives in
     // about 30% less space, 0.37 bytes a triple at 700k Faculty triples
     // (Bloom: 0.54), the same instructions per PUT.
-    table.set_hybrid_ribbon_filter(10.0, 0);
+    if filters {
+        table.set_hybrid_ribbon_filter(10.0, 0);
+    }
     table.set_cache_index_and_filter_blocks(true);
     // A large file's index and bloom filter are megabytes each. Cached
     // whole, they were evicted by data blocks and read back (and
@@ -387,6 +401,7 @@ impl RocksBackend {
             memtable_filter_on: Default::default(),
             ingest_options: Arc::new(engine_options(tuning)),
             index_run_options: Arc::new(index_run_options(tuning)),
+            unfiltered_run_options: Arc::new(unfiltered_run_options(tuning)),
             path: path.to_owned(),
             ingest_dir,
             next_run: AtomicU64::new(0),
@@ -414,6 +429,7 @@ impl RocksBackend {
             memtable_filter_on: Default::default(),
             ingest_options: Arc::new(engine_options(tuning)),
             index_run_options: Arc::new(index_run_options(tuning)),
+            unfiltered_run_options: Arc::new(unfiltered_run_options(tuning)),
             path: path.to_owned(),
             ingest_dir: path.join("ingest"),
             next_run: AtomicU64::new(0),
@@ -475,6 +491,10 @@ impl Backend for RocksBackend {
 
     fn index_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
         self.run_writer(ks, &self.index_run_options)
+    }
+
+    fn unfiltered_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
+        self.run_writer(ks, &self.unfiltered_run_options)
     }
 
     fn ingest(&self, runs: Vec<SortedRun>) -> Result<()> {

@@ -649,6 +649,14 @@ impl Backend for SegmentedBackend {
         }
     }
 
+    fn unfiltered_run_writer(&self, ks: Keyspace) -> rhizome_kv::Result<Box<dyn SortedRunWriter>> {
+        match slot_of(ks) {
+            Some(_) => self.sorted_run_writer(ks),
+            None if !is_carried(ks) => Ok(Box::new(PlainRunWriter { inner: self.inner.unfiltered_run_writer(ks)?, plain: self.plain_runs.clone() })),
+            None => self.inner.unfiltered_run_writer(ks),
+        }
+    }
+
     fn ingest(&self, runs: Vec<SortedRun>) -> rhizome_kv::Result<()> {
         let mut index = Vec::new();
         let mut others = Vec::new();
