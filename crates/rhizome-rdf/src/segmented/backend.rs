@@ -407,6 +407,17 @@ impl SegmentedBackend {
     /// Folds the delta into new segments of the orderings it changed, as
     /// of now (writers go on meanwhile; their changes stay in the delta).
     /// `false` when there was nothing to merge.
+    /// A run writer of the engine's kind `make` (filtered or not,
+    /// compressed or not) for `ks`, routed as `sorted_run_writer` routes:
+    /// a quad ordering's run becomes a segment file whatever the kind.
+    fn run_writer_of(&self, ks: Keyspace, make: impl FnOnce(&dyn Backend, Keyspace) -> rhizome_kv::Result<Box<dyn SortedRunWriter>>) -> rhizome_kv::Result<Box<dyn SortedRunWriter>> {
+        if slot_of(ks).is_some() {
+            return self.sorted_run_writer(ks);
+        }
+        let inner = make(self.inner.as_ref(), ks)?;
+        Ok(if is_carried(ks) { inner } else { Box::new(PlainRunWriter { inner, plain: self.plain_runs.clone() }) })
+    }
+
     pub fn merge(&self) -> Result<bool> {
         if !self.writable {
             return Ok(false);
@@ -642,19 +653,11 @@ impl Backend for SegmentedBackend {
     }
 
     fn index_run_writer(&self, ks: Keyspace) -> rhizome_kv::Result<Box<dyn SortedRunWriter>> {
-        match slot_of(ks) {
-            Some(_) => self.sorted_run_writer(ks),
-            None if !is_carried(ks) => Ok(Box::new(PlainRunWriter { inner: self.inner.index_run_writer(ks)?, plain: self.plain_runs.clone() })),
-            None => self.inner.index_run_writer(ks),
-        }
+        self.run_writer_of(ks, |inner, ks| inner.index_run_writer(ks))
     }
 
     fn unfiltered_run_writer(&self, ks: Keyspace) -> rhizome_kv::Result<Box<dyn SortedRunWriter>> {
-        match slot_of(ks) {
-            Some(_) => self.sorted_run_writer(ks),
-            None if !is_carried(ks) => Ok(Box::new(PlainRunWriter { inner: self.inner.unfiltered_run_writer(ks)?, plain: self.plain_runs.clone() })),
-            None => self.inner.unfiltered_run_writer(ks),
-        }
+        self.run_writer_of(ks, |inner, ks| inner.unfiltered_run_writer(ks))
     }
 
     fn ingest(&self, runs: Vec<SortedRun>) -> rhizome_kv::Result<()> {

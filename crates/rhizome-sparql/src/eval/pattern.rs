@@ -274,10 +274,19 @@ impl<'a> Evaluator<'a> {
         Ok(list)
     }
 
-    fn scan_quad(self: &Rc<Self>, p: &'a QuadPlan, row: Row, pool: &ScanPool<'a>) -> Rows<'a> {
-        let (graphs, skip_default) = self.graphs_of(p.g, &row);
+    /// Where a row's lookup of `p` reads: the graphs, whether the default
+    /// graph's quads are skipped, the graph variable it binds, and whether
+    /// the pattern may be hashed (one graph, nothing bound from it).
+    #[inline]
+    fn quad_scope(&self, p: &QuadPlan, row: &Row) -> (Graphs, bool, Option<Var>, bool) {
+        let (graphs, skip_default) = self.graphs_of(p.g, row);
         let graph_var = self.graph_var_to_bind(p.g);
         let hashable = graphs.len() == 1 && !skip_default && graph_var.is_none() && matches!(p.g, GraphSlot::Default | GraphSlot::Named(Slot::Const(_)));
+        (graphs, skip_default, graph_var, hashable)
+    }
+
+    fn scan_quad(self: &Rc<Self>, p: &'a QuadPlan, row: Row, pool: &ScanPool<'a>) -> Rows<'a> {
+        let (graphs, skip_default, graph_var, hashable) = self.quad_scope(p, &row);
         let bind = Binding { p, graph_var, skip_default };
         if let [g] = *graphs {
             // The common case, a row on the left looking up one graph: one
@@ -334,9 +343,7 @@ impl<'a> Evaluator<'a> {
     /// building them: what `scan_quad(p, row, pool).count()` gives, for a
     /// COUNT over a BGP whose last pattern binds nothing read above it.
     pub(super) fn count_quad(self: &Rc<Self>, p: &'a QuadPlan, row: &Row, pool: &ScanPool<'a>) -> Result<u64> {
-        let (graphs, skip_default) = self.graphs_of(p.g, row);
-        let graph_var = self.graph_var_to_bind(p.g);
-        let hashable = graphs.len() == 1 && !skip_default && graph_var.is_none() && matches!(p.g, GraphSlot::Default | GraphSlot::Named(Slot::Const(_)));
+        let (graphs, skip_default, graph_var, hashable) = self.quad_scope(p, row);
         let mut n = 0;
         for &g in graphs.iter() {
             let Some(mut quads) = self.pattern_quads(p, row, pool, g, hashable)? else { continue };
