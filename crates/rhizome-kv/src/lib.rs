@@ -27,16 +27,7 @@
 //!   `rhizome-rdf`'s segments) takes a transaction's tuple writes once
 //!   each ([`Transaction::put_tuple`], [`WriteBatch::tuples`]); the
 //!   transaction reads them back as the keys they stand for. Commits
-//!   are fsynced (`WriteOptions::sync`) before they return, or, for a
-//!   pipelined group commit, written without the sync
-//!   ([`Transaction::commit_unsynced`]) and made durable later
-//!   ([`Kv::wait_synced`]: one `SyncWAL` at a time, covering every commit
-//!   written before it, while the next writer already runs); until then
-//!   only the writer reads them ([`Backend::writer_snapshot`]), and every
-//!   other reader's snapshot ([`Backend::snapshot`]) is the last synced
-//!   state, published by the sync (RocksDB itself shows an unsynced
-//!   write to every snapshot taken after it). A failed sync fails its
-//!   commit and every later one, and the store takes no more. RocksDB keeps
+//!   are fsynced (`WriteOptions::sync`) before they return. RocksDB keeps
 //!   one spare write-ahead log and writes the next log over it
 //!   (`recycle_log_file_num`): a sync over blocks already written does not
 //!   also journal a growing file's size.
@@ -122,7 +113,7 @@ pub mod backend_cassandra {
 pub use backend::rocks::{Compression, RocksBackend, RocksOptions};
 pub use backend::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, TupleLayout, WaitStats, WriteBatch, WriteLease, WriteOp};
 pub use error::{Error, Result};
-pub use kv::{BulkWriter, Kv, PendingSync};
+pub use kv::{BulkWriter, Kv};
 pub use read_cache::{seeded as seeded_fx, CachedRead, ReadCache};
 pub use transaction::Transaction;
 

@@ -5,7 +5,6 @@ use crate::absent_keys::AbsentKeys;
 use crate::backend::{Backend, Cursor, KvRead, Snapshot, TupleLayout, WriteBatch, WriteLease, WriteOp, MAX_TUPLE_SLOTS};
 use crate::overlay_key::{KeyBytes, OverlayKey};
 use crate::read_cache::ReadCache;
-use crate::kv::{Durability, PendingSync};
 use crate::{Keyspace, Result};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -20,7 +19,6 @@ type TupleKeys = BTreeMap<[u64; 4], bool>;
 pub struct Transaction<'a> {
     _guard: MutexGuard<'a, ()>,
     backend: &'a dyn Backend,
-    durability: &'a Durability,
     /// Write access shared with other processes (see
     /// [`Backend::begin_write`]); the snapshot and the commit go through it.
     lease: Option<Box<dyn WriteLease>>,
@@ -49,18 +47,16 @@ pub struct Transaction<'a> {
 }
 
 impl<'a> Transaction<'a> {
-    pub(crate) fn new(guard: MutexGuard<'a, ()>, backend: &'a dyn Backend, durability: &'a Durability) -> Result<Self> {
+    pub(crate) fn new(guard: MutexGuard<'a, ()>, backend: &'a dyn Backend) -> Result<Self> {
         let lease = backend.begin_write()?;
-        // The writer's view: the commits before it, synced or not.
         let snapshot = match &lease {
             Some(lease) => lease.snapshot()?,
-            None => backend.writer_snapshot()?,
+            None => backend.snapshot()?,
         };
         let layout = backend.tuple_layout();
         Ok(Transaction {
             _guard: guard,
             backend,
-            durability,
             lease,
             snapshot,
             overlay: FxHashMap::default(),
@@ -222,44 +218,11 @@ impl<'a> Transaction<'a> {
         Box::new(MergedCursor::new(base, OverlayLayer(overlay), lower, upper))
     }
 
-    /// Writes everything atomically and durably (with every commit
-    /// before it).
+    /// Writes everything atomically and durably.
     pub fn commit(self) -> Result<()> {
-        let durability = self.durability;
-        durability.check()?;
-        let (lease, backend, batch, _guard) = self.into_batch();
-        match lease {
-            Some(mut lease) => lease.commit(batch, true)?,
-            None => backend.commit(batch)?,
-        }
-        durability.all_synced();
-        Ok(())
-    }
-
-    /// Writes everything atomically, without waiting for the sync: the
-    /// next transaction reads it, other readers only once it is durable
-    /// ([`crate::Kv::wait_synced`] with what this returns, which must be
-    /// waited for before anyone is told the commit happened). A crash may
-    /// lose it, and then every commit after it, never one without the
-    /// others before it. The writer lock is free when this returns, so
-    /// the next writer runs while this commit syncs.
-    pub fn commit_unsynced(self) -> Result<PendingSync> {
-        let durability = self.durability;
-        durability.check()?;
-        let (lease, backend, batch, _guard) = self.into_batch();
-        match lease {
-            Some(mut lease) => lease.commit(batch, true)?,
-            None => backend.commit_unsynced(batch)?,
-        }
-        // Numbered before the writer lock (`_guard`) goes.
-        Ok(durability.written())
-    }
-
-    /// The batch to commit, with the writer's lock (held to the end).
-    #[allow(clippy::type_complexity)]
-    fn into_batch(self) -> (Option<Box<dyn WriteLease>>, &'a dyn Backend, WriteBatch, MutexGuard<'a, ()>) {
         // The read snapshot goes first: the memory backend copies its whole
         // map on a commit while any snapshot of the old version is alive.
+        // The writer's lock (`_guard`) is held to the end.
         let Transaction { _guard, backend, lease, snapshot, mut overlay, unread, tuples, layout, .. } = self;
         drop(snapshot);
         debug_assert!(tuples.is_empty() || layout.is_some());
@@ -284,7 +247,10 @@ impl<'a> Transaction<'a> {
         }
         batch.ops.extend(unread);
         batch.tuples = tuples.into_iter().collect();
-        (lease, backend, batch, _guard)
+        match lease {
+            Some(mut lease) => lease.commit(batch, true),
+            None => backend.commit(batch),
+        }
     }
 }
 

@@ -251,14 +251,6 @@ impl Store {
         &self.families
     }
 
-    /// Returns once a commit written by `StoreTransaction::commit_unsynced`
-    /// is durable (see `rhizome_kv::Kv::wait_synced`).
-    pub fn wait_synced(&self, pending: rhizome_kv::PendingSync) -> Result<()> {
-        Ok(self.kv.wait_synced(pending)?)
-    }
-
-    /// A snapshot of the durable state (a commit still waiting for its
-    /// sync is not in it).
     pub fn snapshot(&self) -> Result<StoreSnapshot> {
         let snapshot = self.kv.snapshot()?;
         // Read after the snapshot is taken: every family it has quads in is

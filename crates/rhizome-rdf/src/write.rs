@@ -11,7 +11,7 @@ use crate::store::{graph_exists_in, read_u64, DatasetMode, Store};
 use crate::term::{tag, term_key, Dictionary, IdCache, TermId, TermKey};
 use crate::Result;
 use oxrdf::{GraphNameRef, QuadRef, TermRef};
-use rhizome_kv::{prefix_upper_bound, KvRead, PendingSync, Transaction};
+use rhizome_kv::{prefix_upper_bound, KvRead, Transaction};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 pub struct StoreTransaction<'a> {
@@ -631,18 +631,7 @@ impl<'a> StoreTransaction<'a> {
     }
 
     /// Durable when it returns.
-    pub fn commit(self) -> Result<()> {
-        self.commit_with(|txn| txn.commit()).map(|_| ())
-    }
-
-    /// Written when it returns, durable once [`Store::wait_synced`] with
-    /// what it returns does (see `rhizome_kv::Transaction::commit_unsynced`):
-    /// the next transaction reads it at once, other readers only then.
-    pub fn commit_unsynced(self) -> Result<PendingSync> {
-        self.commit_with(|txn| txn.commit_unsynced())
-    }
-
-    fn commit_with<T>(mut self, commit: impl FnOnce(rhizome_kv::Transaction<'_>) -> rhizome_kv::Result<T>) -> Result<T> {
+    pub fn commit(mut self) -> Result<()> {
         let maybe_gone = std::mem::take(&mut self.maybe_gone);
         for g in maybe_gone.graphs {
             if !graph_exists_in(&self.txn, g)? {
@@ -725,7 +714,7 @@ impl<'a> StoreTransaction<'a> {
         let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, first_id, rdf_type, .. } = self;
         // `cache` is held until the end: the next writer waits for it after
         // taking the writer lock that `commit` releases.
-        let committed = commit(txn)?;
+        txn.commit()?;
         cache.rdf_type = Some(rdf_type);
         for (tag, bytes, id) in created {
             ids.insert(tag, &bytes, id);
@@ -757,6 +746,6 @@ impl<'a> StoreTransaction<'a> {
             cache.pairs.clear();
         }
         cache.pairs.extend(present.pairs.into_iter().filter(|(_, term, _)| !is_fresh(*term, first_id)));
-        Ok(committed)
+        Ok(())
     }
 }

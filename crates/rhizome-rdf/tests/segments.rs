@@ -292,13 +292,6 @@ fn indexes_as_keys_answer_every_pattern_as_the_model_does() {
 /// and its quads agree with the counter committed beside them (the
 /// engine's keys and the delta's versions are one state).
 fn readers_see_whole_commits_while_writes_and_merges_go_on(store: Store) {
-    readers_see_whole_commits_while(store, false)
-}
-
-/// Readers see whole commits while a writer commits (`pipelined`: each
-/// commit written without its sync, the sync waited for after the next
-/// commit is written, as the server's group commit does) and merges go on.
-fn readers_see_whole_commits_while(store: Store, pipelined: bool) {
     let p = |n: u64| NamedNode::new(format!("http://t/p{n}")).unwrap();
     let subject = |r: u64| NamedNode::new(format!("http://t/round{r}")).unwrap();
     const ROUNDS: u64 = 300;
@@ -311,7 +304,6 @@ fn readers_see_whole_commits_while(store: Store, pipelined: bool) {
         let done = &done;
         let checks = &checks;
         let writer = scope.spawn(move || {
-            let mut unsynced = None;
             for r in 0..ROUNDS {
                 if r == ROUNDS / 2 {
                     // Halfway, wait (not a timing assertion: a rendezvous)
@@ -335,17 +327,7 @@ fn readers_see_whole_commits_while(store: Store, pipelined: bool) {
                         assert!(txn.remove(&old).unwrap());
                     }
                 }
-                if pipelined {
-                    let pending = txn.commit_unsynced().unwrap();
-                    if let Some(before) = unsynced.replace(pending) {
-                        store.wait_synced(before).unwrap();
-                    }
-                } else {
-                    txn.commit().unwrap();
-                }
-            }
-            if let Some(last) = unsynced {
-                store.wait_synced(last).unwrap();
+                txn.commit().unwrap();
             }
             done.store(true, std::sync::atomic::Ordering::SeqCst);
         });
@@ -388,59 +370,6 @@ fn segment_files_readers_see_whole_commits_while_writes_and_merges_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_or_create_with(&dir.path().join("db"), Some(DatasetMode::Union), MergeSettings { delta_quads: 50, ..MergeSettings::default() }).unwrap();
     readers_see_whole_commits_while_writes_and_merges_go_on(store);
-}
-
-#[cfg(feature = "rocksdb")]
-#[test]
-fn segment_files_readers_see_whole_commits_while_pipelined_commits_and_merges_go_on() {
-    on_segments();
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open_or_create_with(&dir.path().join("db"), Some(DatasetMode::Union), MergeSettings { delta_quads: 50, ..MergeSettings::default() }).unwrap();
-    readers_see_whole_commits_while(store, true);
-}
-
-/// A commit written without its sync (the server's pipelined group
-/// commit) is read by the next transaction at once, and by readers only
-/// once synced: its quads, its counters and its new terms alike; a merge
-/// syncs what it folds in.
-#[cfg(feature = "rocksdb")]
-#[test]
-fn an_unsynced_commit_is_read_by_readers_only_once_synced() {
-    on_segments();
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open_or_create_with(&dir.path().join("db"), Some(DatasetMode::Union), MergeSettings { background: false, ..MergeSettings::default() }).unwrap();
-    let quad = |n: u64| Quad::new(iri("s", n), iri("p", 0), iri("fresh-o", n), GraphName::DefaultGraph);
-    let commit = |n: u64| {
-        let mut txn = store.transaction().unwrap();
-        let ids = txn.encode_quad(quad(n).as_ref()).unwrap();
-        assert!(txn.insert(&ids).unwrap());
-        txn.commit_unsynced().unwrap()
-    };
-    // Quads a reader sees now (checked against its counter).
-    let visible = || {
-        let snapshot = store.snapshot().unwrap();
-        let counted = rhizome_rdf::quads_counted(snapshot.kv(), None).unwrap();
-        let scanned = snapshot.scan(QuadPattern::default()).count() as u64;
-        assert_eq!(counted, scanned, "the counter and the quads of one snapshot");
-        scanned
-    };
-    let first = commit(1);
-    assert_eq!(visible(), 0, "a reader sees a commit before its sync");
-    let mut txn = store.transaction().unwrap();
-    let ids = txn.encode_quad(quad(1).as_ref()).unwrap();
-    assert!(txn.contains(&ids).unwrap(), "the next writer reads it");
-    drop(txn);
-    let second = commit(2);
-    assert_eq!(visible(), 0);
-    store.wait_synced(first).unwrap();
-    assert_eq!(visible(), 2, "the sync covers every commit written before it");
-    store.wait_synced(second).unwrap();
-    let third = commit(3);
-    assert_eq!(visible(), 2);
-    assert!(store.merge().unwrap());
-    assert_eq!(visible(), 3, "a merge syncs what it folds into segments");
-    store.wait_synced(third).unwrap();
-    assert_eq!(store.stats().unwrap().quads, 3);
 }
 
 #[test]

@@ -17,24 +17,6 @@
 //! parse) runs on each request's own thread before it queues, so the
 //! leader's thread, which all writes wait on, does not do it.
 //!
-//! **Pipelined** (issue 45): a group's commit is written without waiting
-//! for its fsync (`StoreTransaction::commit_unsynced`), and the leader
-//! goes on to the next group at once, which reads the previous one's
-//! writes (the writer's snapshot is the latest commit, synced or not).
-//! Each request waits for the sync that covers its own group on its own
-//! thread (`Store::wait_synced`: one sync at a time, by whichever waiter
-//! finds none running, covering every group written before it starts),
-//! and only then gets its answer; `_changes` is woken after that. A
-//! group's sync that fails fails that group and every group written
-//! after it (they built on it), and the store takes no more commits.
-//! Nothing unsynced leaks to another door: every reader's snapshot
-//! (documents, `_changes`, views, Mango, LDP, SPARQL, replication) is the
-//! engine's durable one, which moves only when a sync covers a commit
-//! (`rhizome_kv`'s `Backend::snapshot` and `commit_unsynced`). A kill -9
-//! loses nothing written either way (the log is in the page cache); a
-//! power loss loses at most the unsynced tail, a prefix kept whole by the
-//! log's order, and none of it was answered or shown.
-//!
 //! Tried and measured, not kept (issue 45, TPC-B scale 10, in process, 8
 //! and 32 clients): a queued `_transaction` reading its documents on its
 //! own thread (record and winning body, at a snapshot of its own, results
@@ -83,10 +65,32 @@
 //! as today, no append during an fsync); it needs a group's requests
 //! applied in several passes, which the rerun of a failed request (the
 //! documents of plain writes are consumed) does not allow yet.
+//!
+//! Measured since (issue 45, h/tpcb11, in process, scale 10, machine
+//! loaded: load 5-12, three other builds). The leader's time per group
+//! (env-gated counters, not kept), 8 clients on disk: 6.5 requests, apply
+//! 592 us, RocksDB write 241, fdatasync 2,700 (a disk shared with the
+//! builds), waking the group's requests 272, idle between groups 20; on
+//! tmpfs: 5.2 requests (groups of 7 alternate with groups of 1, the one
+//! that queued during the commit), apply 369, write 145, sync 3, waking
+//! 224 (the woken clients take the leader's core), idle 4. The leader is
+//! never idle, so hiding the fsync reaches at best the tmpfs rate (9,825/s
+//! quiet, 2.9x pgbench): 3x also needs fewer instructions. The pipeline
+//! above reapplied and used only while at most 8 writers are in flight
+//! (e44f00d): 8 clients on disk median 1,765 -> 2,858/s (6 pairs of 5 s),
+//! 32 even, on tmpfs 8 even and 32 lost 3 of 3; the graph benchmark's
+//! durable writes (`bench/graph/writes`, 25 writers) lost 8,608 -> 7,308
+//! (median of 5) and 10,212 -> 6,430 (of 3), and 6,945 -> 3,455 with the
+//! pipeline never used: its machinery (a write without sync then
+//! `SyncWAL`, the readers' durable snapshot kept per commit) costs where
+//! it does not pipeline. The design named above needs none of it: the
+//! next group is applied in memory (reading the last group's batch) while
+//! that one's synced write runs (RocksDB shows a synced write only once
+//! its log is synced), so the engine holds only synced commits.
 
 use crate::error::HttpError;
 use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};
-use rhizome_rdf::{PendingSync, StoreTransaction};
+use rhizome_rdf::StoreTransaction;
 use serde_json::{Map, Value};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -129,9 +133,6 @@ pub enum Done {
 enum Role {
     Waiting,
     Leader,
-    /// Sync the groups written (`Queue::unsynced`) and answer them.
-    Sync,
-    /// The outcome, durable.
     Done(Result<Done, HttpError>),
 }
 
@@ -141,44 +142,15 @@ struct Request {
     wake: Condvar,
 }
 
-/// A group written without its sync, with its requests' outcomes.
-type Unsynced = (PendingSync, Vec<(Arc<Request>, Done)>);
-
 #[derive(Default)]
 struct Queue {
     leader_active: bool,
-    /// The leader's own request (never given the syncer's role: its
-    /// thread is busy leading).
-    leader: Option<Arc<Request>>,
     pending: Vec<Arc<Request>>,
-    /// Groups written, waiting for their sync, oldest first.
-    unsynced: std::collections::VecDeque<Unsynced>,
-    /// Whether a thread is syncing them (one at a time).
-    syncing: bool,
 }
 
 #[derive(Default)]
 pub struct GroupCommit {
     queue: Mutex<Queue>,
-    /// Requests inside `submit` (queued, in a group, or waiting for its
-    /// sync): whether the next group is written ahead of this one's sync.
-    writers: std::sync::atomic::AtomicUsize,
-}
-
-/// A group is written ahead of the last one's sync only while at most
-/// this many writers are in flight. With few writers the leader would sit
-/// idle through the fsync; with many, waiting for it is what makes the
-/// next group large (pipelined at 32 clients and with 25 writers, the
-/// groups shrank and each got an fsync of its own: see the module doc).
-const PIPELINE_WRITERS: usize = 8;
-
-/// Counts a request in `GroupCommit::writers` while it is alive.
-struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -243,139 +215,49 @@ impl GroupCommit {
     }
 
     fn submit(&self, db: &Database, work: Work) -> Result<Done, HttpError> {
-        self.writers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let _in_flight = InFlight(&self.writers);
         let me = Arc::new(Request { work: Mutex::new(Some(work)), role: Mutex::new(Role::Waiting), wake: Condvar::new() });
-        let lead = {
+        {
             let mut q = lock(&self.queue);
             q.pending.push(me.clone());
-            let lead = !q.leader_active;
-            if lead {
+            if q.leader_active {
+                drop(q);
+                let mut role = lock(&me.role);
+                loop {
+                    match std::mem::replace(&mut *role, Role::Waiting) {
+                        Role::Waiting => role = me.wake.wait(role).unwrap_or_else(|p| p.into_inner()),
+                        Role::Done(out) => return out,
+                        Role::Leader => break,
+                    }
+                }
+            } else {
                 q.leader_active = true;
-                q.leader = Some(me.clone());
-            }
-            lead
-        };
-        if lead {
-            self.lead(db, &me);
-        }
-        let mut role = lock(&me.role);
-        loop {
-            match std::mem::replace(&mut *role, Role::Waiting) {
-                Role::Waiting => role = me.wake.wait(role).unwrap_or_else(|p| p.into_inner()),
-                Role::Done(out) => return out,
-                Role::Leader => {
-                    drop(role);
-                    self.lead(db, &me);
-                    role = lock(&me.role);
-                }
-                Role::Sync => {
-                    drop(role);
-                    self.sync_groups(db, &me);
-                    role = lock(&me.role);
-                }
             }
         }
-    }
-
-    /// Leader: runs what is queued (its own request included) and, while
-    /// more queue up, the next groups too, up to a limit; then hands over.
-    /// Each hand-over wakes another thread (0.08-0.11 ms a group of 20,
-    /// measured); the limit bounds how long the leader's own caller waits
-    /// past its outcome.
-    fn lead(&self, db: &Database, me: &Arc<Request>) {
-        let mut previous: Option<PendingSync> = None;
+        // Leader: run what is queued (this request included) and, while
+        // more queue up, the next groups too, up to a limit; then hand over.
+        // Each hand-over wakes another thread (0.08-0.11 ms a group of 20,
+        // measured); the limit bounds how long the leader's own caller
+        // waits past its outcome.
         for groups in 1.. {
             let batch = std::mem::take(&mut lock(&self.queue).pending);
-            let written = run(db, batch);
-            let this = written.as_ref().map(|(pending, _)| *pending);
-            let pipelined = self.writers.load(std::sync::atomic::Ordering::Relaxed) <= { static L: std::sync::OnceLock<usize> = std::sync::OnceLock::new(); *L.get_or_init(|| std::env::var("RHIZOME_PIPELINE_WRITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(PIPELINE_WRITERS)) };
-            if let Some(group) = written {
-                let mut q = lock(&self.queue);
-                q.unsynced.push_back(group);
-                if !q.syncing {
-                    q.syncing = true;
-                    if !pipelined || !hand_sync(&q, me) {
-                        // Not pipelined, or its own request alone: the
-                        // leader syncs and answers the group itself.
-                        drop(q);
-                        self.sync_groups(db, me);
-                    }
-                } else if !pipelined {
-                    // Synced (by the syncer, which answers it) before the
-                    // next group is formed.
-                    drop(q);
-                    let _ = this.map(|this| db.store().wait_synced(this));
-                }
-            }
-            // One group written ahead of its sync at most: the next group
-            // is formed once the one before this is durable, so that it
-            // takes every request that queued meanwhile (groups as large
-            // as one sync's time lets them be) while this one syncs. A
-            // failure is each request's own to report.
-            if let Some(before) = std::mem::replace(&mut previous, this) {
-                let _ = db.store().wait_synced(before);
-            }
+            run(db, batch);
             let mut q = lock(&self.queue);
             if q.pending.is_empty() {
                 q.leader_active = false;
-                q.leader = None;
                 break;
             }
             if groups == GROUPS_PER_LEADER {
                 let next = q.pending[0].clone();
-                q.leader = Some(next.clone());
                 *lock(&next.role) = Role::Leader;
                 next.wake.notify_one();
                 break;
             }
         }
-    }
-
-    /// The syncer: syncs every group written so far, answers their
-    /// requests (each woken once, with its durable outcome), and if more
-    /// groups were written meanwhile hands the role to one of their
-    /// requests, so that its own caller is answered now.
-    fn sync_groups(&self, db: &Database, me: &Arc<Request>) {
-        loop {
-            let Some(target) = lock(&self.queue).unsynced.back().map(|(pending, _)| *pending) else {
-                lock(&self.queue).syncing = false;
-                return;
-            };
-            // Covers every group up to `target` (commits are numbered in
-            // order); a failure fails them all, and the groups after them
-            // fail at their own sync (the store takes no more commits).
-            let synced = db.store().wait_synced(target).map_err(|e| HttpError::from(DocError::from(e)));
-            let mut q = lock(&self.queue);
-            while q.unsynced.front().is_some_and(|(pending, _)| *pending <= target) {
-                let (_, group) = q.unsynced.pop_front().expect("a front group");
-                for (r, done) in group {
-                    finish(&r, synced.clone().map(|()| done));
-                }
-            }
-            if q.unsynced.is_empty() {
-                q.syncing = false;
-                return;
-            }
-            if hand_sync(&q, me) {
-                return;
-            }
+        let role = std::mem::replace(&mut *lock(&me.role), Role::Waiting);
+        match role {
+            Role::Done(out) => out,
+            _ => Err(HttpError::internal("group commit lost a request's outcome")),
         }
-    }
-}
-
-/// Gives the syncer's role to a request of a group waiting for its sync,
-/// neither `me` nor the leader's; `false` if there is none.
-fn hand_sync(q: &Queue, me: &Arc<Request>) -> bool {
-    let leader = q.leader.as_ref();
-    let next = q.unsynced.iter().flat_map(|(_, group)| group.iter().map(|(r, _)| r)).find(|r| !Arc::ptr_eq(r, me) && !leader.is_some_and(|l| Arc::ptr_eq(l, r)));
-    match next {
-        Some(r) => {
-            *lock(&r.role) = Role::Sync;
-            r.wake.notify_one();
-            true
-        }
-        None => false,
     }
 }
 
@@ -385,15 +267,12 @@ fn hand_sync(q: &Queue, me: &Arc<Request>) -> bool {
 /// checks (`is_aborted`); then the transaction is dropped, that request
 /// runs alone (its own outcome), and the group runs again without it.
 /// The other writes go last, once: their documents are consumed.
-fn run(db: &Database, mut batch: Vec<Arc<Request>>) -> Option<Unsynced> {
+fn run(db: &Database, mut batch: Vec<Arc<Request>>) {
     batch.sort_by_key(|r| matches!(lock(&r.work).as_ref(), Some(Work::Docs { .. })));
     loop {
         let mut txn = match db.store().transaction() {
             Ok(t) => t,
-            Err(e) => {
-                finish_all(&batch, HttpError::from(DocError::from(e)));
-                return None;
-            }
+            Err(e) => return finish_all(&batch, HttpError::from(DocError::from(e))),
         };
         let mut outcomes: Vec<Done> = Vec::with_capacity(batch.len());
         let mut failed = None;
@@ -407,8 +286,7 @@ fn run(db: &Database, mut batch: Vec<Arc<Request>>) -> Option<Unsynced> {
                 }
                 Err(e) => {
                     drop(work);
-                    finish_all(&batch, HttpError::from(e));
-                    return None;
+                    return finish_all(&batch, HttpError::from(e));
                 }
             }
         }
@@ -419,16 +297,13 @@ fn run(db: &Database, mut batch: Vec<Arc<Request>>) -> Option<Unsynced> {
             finish(&r, alone(db, work));
             continue;
         }
-        // Written, not yet synced: answered by the syncer once durable,
-        // while the leader goes on to the next group.
-        let pending = match txn.commit_unsynced() {
-            Ok(pending) => pending,
-            Err(e) => {
-                finish_all(&batch, HttpError::from(DocError::from(e)));
-                return None;
-            }
-        };
-        return Some((pending, batch.into_iter().zip(outcomes).collect()));
+        if let Err(e) = txn.commit() {
+            return finish_all(&batch, HttpError::from(DocError::from(e)));
+        }
+        for (r, done) in batch.iter().zip(outcomes) {
+            finish(r, Ok(done));
+        }
+        return;
     }
 }
 

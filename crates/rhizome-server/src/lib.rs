@@ -69,10 +69,7 @@
 //! - **Group commit** (`group_commit.rs`): concurrent writes to one
 //!   database queue; a leader runs all queued requests as one
 //!   `update_prepared` (same semantics as running them one after another)
-//!   and one fsync, pipelined: the group's commit is written unsynced, the
-//!   next group runs on top of it at once, and each request is answered
-//!   on its own thread once the sync covering its group lands (readers of
-//!   every door see only synced commits); while more queue up it runs their groups too, up to 8
+//!   and one fsync; while more queue up it runs their groups too, up to 8
 //!   (a hand-over wakes another thread: about 5% of a group), then hands
 //!   leadership to the next waiter. Before queueing, each request's own
 //!   thread runs `Database::prepare_docs` (remote contexts fetched, JSON-LD

@@ -102,33 +102,10 @@ pub const MAX_TUPLE_SLOTS: usize = 16;
 /// A storage engine. Implementations must make `commit` and `ingest` atomic
 /// and durable when they return.
 pub trait Backend: Send + Sync + 'static {
-    /// A consistent read view of everything committed and durable so far
-    /// (not of a [`commit_unsynced`](Backend::commit_unsynced) before its
-    /// sync).
+    /// A consistent read view of everything committed so far.
     fn snapshot(&self) -> Result<Arc<dyn Snapshot>>;
-    /// A read view of everything committed so far, synced or not: for the
-    /// writer, whose next transaction builds on the commits before it.
-    fn writer_snapshot(&self) -> Result<Arc<dyn Snapshot>> {
-        self.snapshot()
-    }
-    /// Applies the batch atomically; durable (fsynced) when it returns,
-    /// with every commit before it.
+    /// Applies the batch atomically; durable (fsynced) when it returns.
     fn commit(&self, batch: WriteBatch) -> Result<()>;
-    /// Applies the batch atomically, without waiting for it to be durable:
-    /// [`writer_snapshot`](Backend::writer_snapshot) sees it at once,
-    /// [`snapshot`](Backend::snapshot) only once a
-    /// [`sync_wal`](Backend::sync_wal) (or a `commit`) after it returns. A
-    /// crash keeps a prefix of the commits: never a later one without an
-    /// earlier one. Backends without a cheaper way commit durably.
-    fn commit_unsynced(&self, batch: WriteBatch) -> Result<()> {
-        self.commit(batch)
-    }
-    /// Makes every commit that returned before the call durable, and
-    /// visible to [`snapshot`](Backend::snapshot). Safe to call while
-    /// another thread commits.
-    fn sync_wal(&self) -> Result<()> {
-        Ok(())
-    }
     /// Starts a sorted run for `ingest`. Keys must be added in strictly
     /// increasing order.
     fn sorted_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>>;

@@ -122,32 +122,6 @@ pub struct RocksBackend {
     /// Read-only opens: the engine's lock file, held (an fcntl lock, as the
     /// engine takes it) so that no writer opens the store meanwhile.
     _lock: Option<std::fs::File>,
-    /// What readers see while commits written without a sync wait for it
-    /// ([`Backend::commit_unsynced`]).
-    readers: std::sync::Mutex<Readers>,
-}
-
-/// The state readers are given. RocksDB shows a write to every snapshot
-/// taken after it, synced or not; a commit written without its sync
-/// (`commit_unsynced`) must not be read by anyone but the next writer
-/// until the sync covers it (a reader could hand it on, to a replica or a
-/// client, and a crash would then lose what was handed on). So while such
-/// a commit waits, readers share the snapshot of the last synced state,
-/// taken just before the first unsynced write; each sync publishes the
-/// snapshot taken just after the last write it covers. Engine writes are
-/// one at a time (`Kv`'s writer lock, the segmented store's commit lock),
-/// so "just after a write" holds that write and nothing later.
-#[derive(Default)]
-struct Readers {
-    /// The last synced state while later writes wait for a sync; `None`
-    /// when every write is synced (readers take fresh snapshots).
-    durable: Option<Arc<RocksSnapshot>>,
-    /// The sequence number of the last state known synced: a sync that
-    /// finishes after a newer one (a sync write, a later sync) publishes
-    /// nothing.
-    durable_sequence: u64,
-    /// The state just after the last write not yet synced.
-    written: Option<Arc<RocksSnapshot>>,
 }
 
 /// Takes the engine's own lock on `path/LOCK` for this process, as a
@@ -432,7 +406,6 @@ impl RocksBackend {
             ingest_dir,
             next_run: AtomicU64::new(0),
             _lock: None,
-            readers: Default::default(),
         })
     }
 
@@ -461,7 +434,6 @@ impl RocksBackend {
             ingest_dir: path.join("ingest"),
             next_run: AtomicU64::new(0),
             _lock: Some(lock),
-            readers: Default::default(),
         })
     }
 }
@@ -473,23 +445,20 @@ fn prefixed(ks: Keyspace, key: &[u8]) -> Vec<u8> {
     k
 }
 
-impl RocksBackend {
-    fn fresh_snapshot(&self) -> Arc<RocksSnapshot> {
+impl Backend for RocksBackend {
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
         let snapshot = self.db.snapshot();
         // SAFETY: the snapshot borrows the DB; `RocksSnapshot` keeps an Arc of
         // the same DB and drops the snapshot first (field order), so the
         // borrow never outlives the DB.
         let snapshot: SnapshotWithThreadMode<'static, DB> = unsafe { std::mem::transmute(snapshot) };
-        Arc::new(RocksSnapshot { snapshot, db: self.db.clone() })
+        Ok(Arc::new(RocksSnapshot { snapshot, db: self.db.clone() }))
     }
 
-    fn readers(&self) -> std::sync::MutexGuard<'_, Readers> {
-        // Every critical section leaves the state whole.
-        self.readers.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Writes `batch` in one engine write, synced or not.
-    fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+    fn commit(&self, batch: WriteBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
         // Sized once (a record is a tag, two varint lengths and the
         // prefixed key and value): growing it a key at a time copied it
         // over and over.
@@ -510,91 +479,9 @@ impl RocksBackend {
             }
         }
         let mut wo = WriteOptions::default();
-        wo.set_sync(sync);
+        wo.set_sync(true);
         self.db.write_opt(wb, &wo)?;
         self.note_committed(bytes as u64);
-        Ok(())
-    }
-
-    /// After a synced engine write: it synced every write before it too,
-    /// so readers see the latest state again.
-    fn all_synced(&self) {
-        let mut readers = self.readers();
-        if readers.durable.is_some() || readers.written.is_some() {
-            readers.durable = None;
-            readers.written = None;
-            readers.durable_sequence = self.db.latest_sequence_number();
-        }
-    }
-}
-
-impl Backend for RocksBackend {
-    fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
-        // Under the lock: an unsynced write cannot land between the check
-        // and the fresh snapshot.
-        let readers = self.readers();
-        if let Some(durable) = &readers.durable {
-            return Ok(durable.clone());
-        }
-        Ok(self.fresh_snapshot())
-    }
-
-    fn writer_snapshot(&self) -> Result<Arc<dyn Snapshot>> {
-        Ok(self.fresh_snapshot())
-    }
-
-    fn commit(&self, batch: WriteBatch) -> Result<()> {
-        if batch.is_empty() {
-            // Still durable with every commit before it, as promised.
-            if self.readers().written.is_some() {
-                self.sync_wal()?;
-            }
-            return Ok(());
-        }
-        self.write(batch, true)?;
-        self.all_synced();
-        Ok(())
-    }
-
-    fn commit_unsynced(&self, batch: WriteBatch) -> Result<()> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        {
-            let mut readers = self.readers();
-            if readers.durable.is_none() {
-                // Everything written so far is synced: this is the state
-                // readers keep until a sync covers the write below.
-                let now = self.fresh_snapshot();
-                readers.durable_sequence = now.snapshot.sequence_number();
-                readers.durable = Some(now);
-            }
-        }
-        self.write(batch, false)?;
-        let after = self.fresh_snapshot();
-        self.readers().written = Some(after);
-        Ok(())
-    }
-
-    fn sync_wal(&self) -> Result<()> {
-        let covered = self.readers().written.clone();
-        // Every write that returned before this call is in the log file
-        // (the engine writes its record there unless `manual_wal_flush`):
-        // the sync covers `covered` and whatever came before it.
-        self.db.flush_wal(true)?;
-        let Some(covered) = covered else { return Ok(()) };
-        let mut readers = self.readers();
-        let sequence = covered.snapshot.sequence_number();
-        if sequence <= readers.durable_sequence {
-            return Ok(());
-        }
-        readers.durable_sequence = sequence;
-        if readers.written.as_ref().is_some_and(|w| Arc::ptr_eq(w, &covered)) {
-            readers.durable = None;
-            readers.written = None;
-        } else {
-            readers.durable = Some(covered);
-        }
         Ok(())
     }
 
@@ -611,11 +498,6 @@ impl Backend for RocksBackend {
     }
 
     fn ingest(&self, runs: Vec<SortedRun>) -> Result<()> {
-        // Files ingested are durable at once: commits written before them
-        // must be too, or a crash could keep the files and lose those.
-        if self.readers().written.is_some() {
-            self.sync_wal()?;
-        }
         let mut paths = Vec::new();
         let mut memory = Vec::new();
         for run in runs {
@@ -681,7 +563,6 @@ impl Backend for RocksBackend {
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         self.db.write_opt(wb, &wo)?;
-        self.all_synced();
         self.db.compact_range(Some(&[ks.0][..]), Some(&[ks.0 + 1][..]));
         Ok(())
     }
@@ -1081,67 +962,5 @@ mod tests {
         assert!(deepest <= LEVEL0_LOAD_LIMIT, "level 0 reached {deepest} files");
         let keys: Vec<u32> = read_all(&backend, Keyspace(3)).iter().map(|(k, _)| u32::from_be_bytes(k[..].try_into().unwrap())).collect();
         assert_eq!(keys, (0..runs * per_run).collect::<Vec<_>>());
-    }
-
-    /// A commit written without its sync is the next writer's at once and
-    /// nobody else's until a sync covers it (issue 45's pipelined group
-    /// commit): a reader must never hand on what a crash could still lose.
-    #[test]
-    fn an_unsynced_commit_is_read_by_the_writer_only_until_it_is_synced() {
-        const KS: Keyspace = Keyspace(40);
-        let dir = tempfile::tempdir().unwrap();
-        let kv = crate::Kv::new(Arc::new(RocksBackend::open(dir.path(), &RocksOptions::default()).unwrap()));
-        let read = |key: &[u8]| kv.snapshot().unwrap().get(KS, key).unwrap();
-        let mut txn = kv.transaction().unwrap();
-        txn.put(KS, b"a", b"synced");
-        txn.commit().unwrap();
-
-        let mut txn = kv.transaction().unwrap();
-        txn.put(KS, b"b", b"first");
-        let first = txn.commit_unsynced().unwrap();
-        let held = kv.snapshot().unwrap();
-        assert_eq!(read(b"a").as_deref(), Some(&b"synced"[..]));
-        assert_eq!(read(b"b"), None, "a reader sees a commit before its sync");
-        let mut txn = kv.transaction().unwrap();
-        assert_eq!(txn.get(KS, b"b").unwrap().as_deref(), Some(&b"first"[..]), "the next writer builds on it");
-        txn.put(KS, b"c", b"second");
-        let second = txn.commit_unsynced().unwrap();
-        assert!(second > first);
-        assert_eq!((read(b"b"), read(b"c")), (None, None));
-
-        // The sync covers every commit written before it started.
-        kv.wait_synced(first).unwrap();
-        assert_eq!(read(b"b").as_deref(), Some(&b"first"[..]));
-        assert_eq!(read(b"c").as_deref(), Some(&b"second"[..]));
-        kv.wait_synced(second).unwrap();
-        assert_eq!(held.get(KS, b"b").unwrap(), None, "a snapshot taken before stays as it was");
-
-        // A synced commit after an unsynced one makes both durable, and
-        // readers see the latest state again.
-        let mut txn = kv.transaction().unwrap();
-        txn.put(KS, b"d", b"unsynced");
-        let third = txn.commit_unsynced().unwrap();
-        assert_eq!(read(b"d"), None);
-        let mut txn = kv.transaction().unwrap();
-        txn.put(KS, b"e", b"synced");
-        txn.commit().unwrap();
-        assert_eq!(read(b"d").as_deref(), Some(&b"unsynced"[..]));
-        assert_eq!(read(b"e").as_deref(), Some(&b"synced"[..]));
-        kv.wait_synced(third).unwrap();
-
-        // Unsynced commits are synced before a bulk job starts.
-        let mut txn = kv.transaction().unwrap();
-        txn.put(KS, b"f", b"before the load");
-        let _fourth = txn.commit_unsynced().unwrap();
-        let bulk = kv.bulk_writer().unwrap();
-        assert_eq!(bulk.snapshot().get(KS, b"f").unwrap().as_deref(), Some(&b"before the load"[..]));
-        drop(bulk);
-        assert_eq!(read(b"f").as_deref(), Some(&b"before the load"[..]));
-        drop(held);
-        drop(kv);
-        let kv = crate::Kv::new(Arc::new(RocksBackend::open(dir.path(), &RocksOptions::default()).unwrap()));
-        for key in [&b"a"[..], b"b", b"c", b"d", b"e", b"f"] {
-            assert!(kv.snapshot().unwrap().get(KS, key).unwrap().is_some(), "{key:?} lost at reopen");
-        }
     }
 }

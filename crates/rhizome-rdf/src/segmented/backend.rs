@@ -574,10 +574,8 @@ impl SegmentedBackend {
     }
 }
 
-impl SegmentedBackend {
-    /// A snapshot of the engine (`inner`'s readers' or its writer's) with
-    /// the view that goes with it.
-    fn snapshot_with(&self, engine: impl Fn() -> rhizome_kv::Result<Arc<dyn Snapshot>>) -> rhizome_kv::Result<Arc<dyn Snapshot>> {
+impl Backend for SegmentedBackend {
+    fn snapshot(&self) -> rhizome_kv::Result<Arc<dyn Snapshot>> {
         let mut waited = 0u32;
         loop {
             let before = self.switching.load(Ordering::SeqCst);
@@ -592,7 +590,7 @@ impl SegmentedBackend {
                 continue;
             }
             let view = self.current();
-            let inner = engine()?;
+            let inner = self.inner.snapshot()?;
             if self.switching.load(Ordering::SeqCst) != before {
                 continue;
             }
@@ -601,15 +599,11 @@ impl SegmentedBackend {
         }
     }
 
-    /// A commit, synced before it returns or not (`Backend::commit_unsynced`:
-    /// its delta versions are numbered past the engine's readers' snapshot
-    /// until the sync, so they see none of it).
-    fn commit_with(&self, batch: WriteBatch, sync: bool) -> rhizome_kv::Result<()> {
-        let engine_commit = |rest: WriteBatch| if sync { self.inner.commit(rest) } else { self.inner.commit_unsynced(rest) };
+    fn commit(&self, batch: WriteBatch) -> rhizome_kv::Result<()> {
         let (changes, carried, mut rest) = log::split(batch)?;
         let mut state = lock(&self.commit);
         if changes.is_empty() && carried.is_empty() {
-            return engine_commit(rest);
+            return self.inner.commit(rest);
         }
         if !self.writable {
             return Err(rhizome_kv::Error::Engine("the store is open for reading only".into()));
@@ -626,7 +620,7 @@ impl SegmentedBackend {
             }
         }
         view.carried.apply(&carried, seq);
-        if let Err(e) = engine_commit(rest) {
+        if let Err(e) = self.inner.commit(rest) {
             for (slot, keys) in per_slot.iter().enumerate() {
                 view.deltas[slot].undo(keys.iter().map(|(k, _)| *k), seq);
             }
@@ -644,28 +638,6 @@ impl SegmentedBackend {
             }
         }
         Ok(())
-    }
-}
-
-impl Backend for SegmentedBackend {
-    fn snapshot(&self) -> rhizome_kv::Result<Arc<dyn Snapshot>> {
-        self.snapshot_with(|| self.inner.snapshot())
-    }
-
-    fn writer_snapshot(&self) -> rhizome_kv::Result<Arc<dyn Snapshot>> {
-        self.snapshot_with(|| self.inner.writer_snapshot())
-    }
-
-    fn commit(&self, batch: WriteBatch) -> rhizome_kv::Result<()> {
-        self.commit_with(batch, true)
-    }
-
-    fn commit_unsynced(&self, batch: WriteBatch) -> rhizome_kv::Result<()> {
-        self.commit_with(batch, false)
-    }
-
-    fn sync_wal(&self) -> rhizome_kv::Result<()> {
-        self.inner.sync_wal()
     }
 
     fn sorted_run_writer(&self, ks: Keyspace) -> rhizome_kv::Result<Box<dyn SortedRunWriter>> {

@@ -36,13 +36,7 @@
 //!   delta version only if its number is at or below the snapshot's, so it
 //!   sees exactly the commits before it, deletions included (a deleted key
 //!   is a version that hides the segment's), while writers go on and no
-//!   reader waits for a commit's sync. A commit written without its sync
-//!   (`commit_unsynced`, the pipelined group commit) adds its versions
-//!   at once, but the engine's readers' snapshot stays at the last synced
-//!   commit until a sync covers it, so readers skip them; the writer's
-//!   snapshot (`writer_snapshot`) is the engine's latest and sees them. A
-//!   merge may fold unsynced versions into segments: its own commit is
-//!   synced, which makes them durable before its view is published. A key's versions live in a
+//!   reader waits for a commit's sync. A key's versions live in a
 //!   `BTreeMap` per ordering; a cursor (`cursor.rs`) merges the segment's
 //!   keys with the delta's visible entries, taken 64 at a time under the
 //!   delta's read lock. Scans of the quad indexes (`QuadScan`) take that
