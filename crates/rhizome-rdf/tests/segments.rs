@@ -147,6 +147,36 @@ fn compare_statistics(snapshot: &StoreSnapshot, model: &BTreeSet<ModelQuad>, con
     }
 }
 
+/// The dictionary's filter (`segmented/term_filter.rs`) answers "maybe"
+/// for every term of every quad ever written (`stored`: committed, loaded,
+/// merged, reopened; removed quads' terms stay in the dictionary), and
+/// once it holds the engine's terms, "absent" for most terms never written.
+fn check_term_filter(store: &Store, stored: &BTreeSet<ModelQuad>, background: bool, context: &str) {
+    let Some(segments) = store.segments() else { return };
+    let key = |term: oxrdf::TermRef<'_>| match rhizome_rdf::term::term_key(term) {
+        rhizome_rdf::term::TermKey::Dictionary { tag, bytes } => Some(rhizome_rdf::term::term2id_key(tag, &bytes).0),
+        _ => None,
+    };
+    for q in stored {
+        let quad = as_quad(*q);
+        let graph = match &quad.graph_name {
+            GraphName::NamedNode(n) => n.clone(),
+            _ => unreachable!("every model quad is in a named graph"),
+        };
+        for term in [quad.subject.as_ref().into(), quad.predicate.as_ref().into(), quad.object.as_ref(), graph.as_ref().into()] {
+            if let Some(k) = key(term) {
+                assert!(segments.term_may_be_stored(&k), "{context}: the filter misses the stored term {term}");
+            }
+        }
+    }
+    let (complete, _) = segments.term_filter_state();
+    assert!(complete || background, "{context}: a store without background work fills its filter at open");
+    if complete {
+        let never = (0..20).filter(|n| segments.term_may_be_stored(&key(iri("never", *n).as_ref().into()).unwrap())).count();
+        assert!(never < 20, "{context}: the filter answers \"maybe\" for every term never written");
+    }
+}
+
 fn load(store: &Store, dir: &std::path::Path, quads: &[ModelQuad], as_files: bool) {
     let path = dir.join("load.nq");
     let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
@@ -194,6 +224,7 @@ fn run(kind: Kind, seed: u64, steps: usize) {
     let mut held: Vec<(StoreSnapshot, BTreeSet<ModelQuad>, String)> = Vec::new();
     let mut merged = 0;
     let mut file_loads = 0;
+    let mut stored: BTreeSet<ModelQuad> = BTreeSet::new();
     for step in 0..steps {
         let context = format!("seed {seed}, step {step}");
         match rng.below(100) {
@@ -217,6 +248,7 @@ fn run(kind: Kind, seed: u64, steps: usize) {
                 }
                 if commit {
                     txn.commit().unwrap();
+                    stored.extend(next.difference(&model).copied());
                     model = next;
                 }
             }
@@ -226,6 +258,7 @@ fn run(kind: Kind, seed: u64, steps: usize) {
                 let as_files = rng.below(2) == 0;
                 file_loads += as_files as usize;
                 load(&store, dir.path(), &quads, as_files);
+                stored.extend(quads.iter().copied());
                 model.extend(quads);
             }
             60..=69 => {
@@ -259,6 +292,7 @@ fn run(kind: Kind, seed: u64, steps: usize) {
         }
         let stats = store.stats().unwrap();
         assert_eq!(stats.quads, model.len() as u64, "{context}: the quad counter");
+        check_term_filter(&store, &stored, matches!(kind, Kind::Disk), &context);
     }
     if let Some(segments) = store.segments() {
         // The run went through what it is meant to test.
@@ -768,5 +802,29 @@ fn a_transaction_sees_its_own_writes_in_every_pattern_on_segments() {
 fn a_transaction_sees_its_own_writes_in_every_pattern_on_keys() {
     for seed in [3, 0x1234_5678] {
         run_transactions(Kind::Keys, seed, 80);
+    }
+}
+
+/// Not a check but a measurement: what reading a store's terms into the
+/// dictionary's filter costs at open, and the filter's memory. Run with
+/// `RHIZOME_FILTER_STORE=PATH` (a loaded store) and `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn term_filter_fill_cost() {
+    let Ok(path) = std::env::var("RHIZOME_FILTER_STORE") else { return };
+    on_segments();
+    let path = std::path::Path::new(&path);
+    let quiet = MergeSettings { background: false, ..MergeSettings::default() };
+    for round in 0..2 {
+        let started = std::time::Instant::now();
+        let store = Store::open_read_only(path).unwrap();
+        let read_only = started.elapsed();
+        drop(store);
+        let started = std::time::Instant::now();
+        let store = Store::open_or_create_with(path, None, quiet.clone()).unwrap();
+        let filled = started.elapsed();
+        let (complete, bytes) = store.segments().unwrap().term_filter_state();
+        assert!(complete);
+        println!("round {round}: open read-only (no filter) {read_only:?}; open filling the filter {filled:?}; filter {bytes} bytes");
     }
 }

@@ -6,9 +6,11 @@ use super::delta::Delta;
 use super::manifest::{self, file_name, Manifest};
 use super::merger::Merger;
 use super::snapshot::SegmentedSnapshot;
+use super::term_filter::TermFilter;
 use super::view::{SegmentFile, View};
 use super::write::{write_merged, Run};
 use super::{columns, key_of, log, slot_of, slots_of, Key, ORDERINGS, QUAD_LOG, SEGMENT_SET, SLOTS};
+use crate::index::layout::TERM2ID;
 use crate::segment::{Segment, SegmentWriter};
 use crate::{Error, Result};
 use rhizome_kv::{Backend, Keyspace, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteOp};
@@ -102,6 +104,12 @@ pub struct SegmentedBackend {
     next_run: AtomicU64,
     closing: AtomicBool,
     merger: Mutex<Option<Merger>>,
+    /// Every dictionary term key the store may hold (`term_filter.rs`):
+    /// a lookup of a new term skips the engine's miss.
+    terms: Arc<TermFilter>,
+    /// The thread reading the engine's term keys into `terms` (stores
+    /// with background merges; others read them at open).
+    terms_filler: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -152,7 +160,13 @@ impl SegmentedBackend {
         if let (Location::Dir(dir), true) = (&location, writable) {
             std::fs::create_dir_all(dir).map_err(io(dir))?;
         }
+        // Nothing writes to the engine but through this backend, which
+        // is not shared yet: every term key the snapshot lacks comes
+        // later, into the filter first. Sized for the store's terms to
+        // double (a new store's filter is small: one per database).
         let snapshot = inner.snapshot()?;
+        let stored_terms = crate::store::read_u64(snapshot.as_ref(), crate::index::layout::meta::TERMS).unwrap_or(0);
+        let terms = Arc::new(TermFilter::with_capacity(usize::try_from(stored_terms.saturating_mul(2)).unwrap_or(usize::MAX)));
         let manifest = match snapshot.get(SEGMENT_SET, manifest::KEY)? {
             Some(bytes) => Manifest::decode(&bytes)?,
             None => Manifest { next_file: 1, ..Default::default() },
@@ -208,6 +222,9 @@ impl SegmentedBackend {
                     stale.delete(QUAD_LOG, &key);
                 } else {
                     let (changes, writes) = log::decode(cursor.value())?;
+                    for (_, key, _) in writes.iter().filter(|w| w.0 == TERM2ID) {
+                        terms.insert(key);
+                    }
                     carried.apply(&writes, seq);
                     for (slot, keys) in keys_per_slot(&changes).into_iter().enumerate() {
                         if !keys.is_empty() {
@@ -220,12 +237,30 @@ impl SegmentedBackend {
             }
             cursor.status()?;
         }
+        let background = settings.background && writable;
+        let mut terms_filler = None;
+        if writable {
+            // A store whose writers merge in the background reads its
+            // terms in the background too (a 4.8M-triple store's take
+            // about a second); others before they can write.
+            if background {
+                let (filter, engine) = (terms.clone(), snapshot.clone());
+                let thread = std::thread::Builder::new().name("rhizome-terms".into()).spawn(move || {
+                    if let Err(e) = filter.fill_from(engine.as_ref()) {
+                        // Left answering "maybe": lookups read the engine.
+                        eprintln!("rhizome: reading the dictionary's terms into its filter failed: {e}");
+                    }
+                });
+                terms_filler = Some(thread.map_err(|e| Error::Invalid(format!("cannot start the dictionary filter's thread: {e}")))?);
+            } else {
+                terms.fill_from(snapshot.as_ref())?;
+            }
+        }
         drop(snapshot);
         if writable && !stale.is_empty() {
             inner.commit(stale)?;
         }
         let view = View { segments, deltas, carried, cut: manifest.cut, created: Instant::now() };
-        let background = settings.background && writable;
         let tick = settings.max_age.clamp(Duration::from_millis(100), Duration::from_secs(60));
         let backend = Arc::new(SegmentedBackend {
             inner,
@@ -242,6 +277,8 @@ impl SegmentedBackend {
             next_run: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             merger: Mutex::new(None),
+            terms,
+            terms_filler: Mutex::new(terms_filler),
         });
         if background {
             let merger = Merger::start(Arc::downgrade(&backend), tick).map_err(|e| Error::Invalid(format!("cannot start the merge thread: {e}")))?;
@@ -261,6 +298,23 @@ impl SegmentedBackend {
         if let Some(mut merger) = merger {
             merger.stop();
         }
+        // It holds an engine snapshot: stopped before the engine closes.
+        self.terms.stop();
+        if let Some(thread) = lock(&self.terms_filler).take() {
+            let _ = thread.join();
+        }
+    }
+
+    /// Whether the store may hold this `TERM2ID` key (`false`: it does
+    /// not; see `term_filter.rs`), and whether "absent" is answered yet.
+    pub fn term_may_be_stored(&self, key: &[u8]) -> bool {
+        self.terms.may_hold(key)
+    }
+
+    /// Whether the dictionary's filter holds the engine's terms (it
+    /// answers "absent"), and its bytes in memory.
+    pub fn term_filter_state(&self) -> (bool, usize) {
+        (self.terms.is_complete(), self.terms.bytes())
     }
 
     pub(crate) fn is_closing(&self) -> bool {
@@ -415,7 +469,17 @@ impl SegmentedBackend {
             return self.sorted_run_writer(ks);
         }
         let inner = make(self.inner.as_ref(), ks)?;
-        Ok(if is_carried(ks) { inner } else { Box::new(PlainRunWriter { inner, plain: self.plain_runs.clone() }) })
+        Ok(if is_carried(ks) { self.filtered_terms(ks, inner) } else { Box::new(PlainRunWriter { inner, plain: self.plain_runs.clone() }) })
+    }
+
+    /// A run of `TERM2ID` inserts its keys into the term filter as they
+    /// are written (before the run can be ingested); others as they are.
+    fn filtered_terms(&self, ks: Keyspace, inner: Box<dyn SortedRunWriter>) -> Box<dyn SortedRunWriter> {
+        if ks == TERM2ID {
+            Box::new(TermRunWriter { inner, terms: self.terms.clone() })
+        } else {
+            inner
+        }
     }
 
     pub fn merge(&self) -> Result<bool> {
@@ -595,7 +659,7 @@ impl Backend for SegmentedBackend {
                 continue;
             }
             let at = inner.sequence().ok_or_else(|| rhizome_kv::Error::Engine("a snapshot without a sequence number".into()))?;
-            return Ok(Arc::new(SegmentedSnapshot { inner, view, at }));
+            return Ok(Arc::new(SegmentedSnapshot { inner, view, at, terms: self.terms.clone() }));
         }
     }
 
@@ -609,6 +673,10 @@ impl Backend for SegmentedBackend {
             return Err(rhizome_kv::Error::Engine("the store is open for reading only".into()));
         }
         let seq = self.latest().map_err(engine)? + 1;
+        // New terms into the filter before any reader can find them.
+        for (_, key, _) in carried.iter().filter(|w| w.0 == TERM2ID && w.2.is_some()) {
+            self.terms.insert(key);
+        }
         rest.put(QUAD_LOG, &seq.to_be_bytes(), &log::encode(&changes, &carried)?);
         let view = self.current();
         let per_slot = keys_per_slot(&changes);
@@ -648,7 +716,7 @@ impl Backend for SegmentedBackend {
                 Ok(Box::new(SegmentRunWriter { writer: None, path, slot, rows: 0, runs: self.runs.clone() }))
             }
             _ if !is_carried(ks) => Ok(Box::new(PlainRunWriter { inner: self.inner.sorted_run_writer(ks)?, plain: self.plain_runs.clone() })),
-            _ => self.inner.sorted_run_writer(ks),
+            _ => Ok(self.filtered_terms(ks, self.inner.sorted_run_writer(ks)?)),
         }
     }
 
@@ -678,7 +746,16 @@ impl Backend for SegmentedBackend {
                     },
                     SortedRun::Memory { ks, entries } => match slot_of(ks) {
                         Some(slot) => index.push((slot, Run::Memory(entries))),
-                        None => others.push(SortedRun::Memory { ks, entries }),
+                        None => {
+                            // A run made by other means than this backend's
+                            // writers: its terms go into the filter here.
+                            if ks == TERM2ID {
+                                for (key, _) in &entries {
+                                    self.terms.insert(key);
+                                }
+                            }
+                            others.push(SortedRun::Memory { ks, entries })
+                        }
                     },
                     SortedRun::Empty => {}
                 }
@@ -797,6 +874,27 @@ impl SortedRunWriter for PlainRunWriter {
             lock(&self.plain).insert(path.clone());
         }
         Ok(run)
+    }
+}
+
+/// A run of `TERM2ID`: each key into the term filter as it is written.
+struct TermRunWriter {
+    inner: Box<dyn SortedRunWriter>,
+    terms: Arc<TermFilter>,
+}
+
+impl SortedRunWriter for TermRunWriter {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> rhizome_kv::Result<()> {
+        self.terms.insert(key);
+        self.inner.put(key, value)
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn finish(self: Box<Self>) -> rhizome_kv::Result<SortedRun> {
+        self.inner.finish()
     }
 }
 

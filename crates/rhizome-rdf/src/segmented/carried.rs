@@ -21,11 +21,13 @@
 //! the dictionary copies little, and none holds the lock between calls.
 
 use rhizome_kv::{Cursor, Keyspace};
+use rustc_hash::FxHashMap;
 use std::collections::btree_map::Entry;
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry as HashEntry;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::RwLock;
+use std::sync::{OnceLock, RwLock};
 
 use crate::index::layout::{CLASS_STATS, ID2TERM, PREDICATE_STATS, TERM2ID, VALUE_COUNTS};
 
@@ -157,7 +159,7 @@ impl Versions {
 /// The map key: the keyspace's byte, the key's bytes padded with zeros,
 /// its length; ordered as the bytes are (a key sorts before its
 /// extensions, padded or not, by the length last).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct MapKey {
     ks: u8,
     bytes: [u8; MAX_KEY],
@@ -200,11 +202,22 @@ impl MapKey {
 /// The carried entries: the statistics' short keys in one map, the
 /// dictionary's ids (`ID2TERM`, numbered in order: new ones go at the
 /// end) and terms (`TERM2ID`) in one each.
+///
+/// The statistics' and the terms' versions are in hash maps: a commit
+/// mostly updates keys already there (a PUT's 150 predicates' counts) or
+/// adds terms no reader walks in order, and a search of an ordered map
+/// cost about 800 instructions a key (issue 46). The statistics' keys
+/// are kept in order too, each added once, when new (cursors read them
+/// by prefix); the terms' are sorted only when a cursor asks for them
+/// (`Store::check` walks `TERM2ID`, nothing else does), again after each
+/// change.
 #[derive(Default)]
 struct Maps {
-    short: BTreeMap<MapKey, Versions>,
+    short: FxHashMap<MapKey, Versions>,
+    short_order: BTreeSet<MapKey>,
     ids: BTreeMap<u64, Versions>,
-    terms: BTreeMap<Box<[u8]>, Versions>,
+    terms: FxHashMap<Box<[u8]>, Versions>,
+    terms_order: OnceLock<Vec<Box<[u8]>>>,
 }
 
 impl Maps {
@@ -220,10 +233,20 @@ impl Maps {
         }
     }
 
-    /// Calls `f` with every entry: keyspace, key, versions.
+    /// The terms' keys in order.
+    fn terms_order(&self) -> &[Box<[u8]>] {
+        self.terms_order.get_or_init(|| {
+            let mut keys: Vec<Box<[u8]>> = self.terms.keys().cloned().collect();
+            keys.sort_unstable();
+            keys
+        })
+    }
+
+    /// Calls `f` with every entry: keyspace, key, versions (the terms in
+    /// no particular order).
     fn each(&self, mut f: impl FnMut(Keyspace, &[u8], &Versions)) {
-        for (k, v) in &self.short {
-            f(Keyspace(k.ks), k.key(), v);
+        for k in &self.short_order {
+            f(Keyspace(k.ks), k.key(), &self.short[k]);
         }
         for (id, v) in &self.ids {
             f(ID2TERM, &id.to_be_bytes(), v);
@@ -317,12 +340,11 @@ impl Carried {
             // One search per key, not a get and then an insert.
             match *ks {
                 TERM2ID => {
-                    // Its owned key made first: a term is mostly new, and
-                    // a search costs more than the allocation.
-                    match maps.terms.entry(key.as_slice().into()) {
-                        Entry::Occupied(mut e) => e.get_mut().push(seq, value),
-                        Entry::Vacant(e) => {
-                            e.insert(new(value));
+                    match maps.terms.get_mut(key.as_slice()) {
+                        Some(versions) => versions.push(seq, value),
+                        None => {
+                            maps.terms.insert(key.as_slice().into(), new(value));
+                            maps.terms_order = OnceLock::new();
                         }
                     }
                     continue;
@@ -338,10 +360,12 @@ impl Carried {
                 }
                 _ => {}
             }
-            match maps.short.entry(MapKey::new(*ks, key)) {
-                Entry::Occupied(mut e) => e.get_mut().push(seq, value),
-                Entry::Vacant(e) => {
-                    e.insert(Versions { newest: (seq, value), older: Vec::new() });
+            let k = MapKey::new(*ks, key);
+            match maps.short.entry(k) {
+                HashEntry::Occupied(mut e) => e.get_mut().push(seq, value),
+                HashEntry::Vacant(e) => {
+                    e.insert(new(value));
+                    maps.short_order.insert(k);
                 }
             }
         }
@@ -371,6 +395,7 @@ impl Carried {
             if *ks == TERM2ID {
                 if maps.terms.get_mut(key.as_slice()).is_some_and(|v| v.undo(seq)) {
                     maps.terms.remove(key.as_slice());
+                    maps.terms_order = OnceLock::new();
                 }
                 continue;
             }
@@ -384,6 +409,7 @@ impl Carried {
             let k = MapKey::new(*ks, key);
             if maps.short.get_mut(&k).is_some_and(|v| v.undo(seq)) {
                 maps.short.remove(&k);
+                maps.short_order.remove(&k);
             }
         }
         self.keys.store(maps.len(), Ordering::Release);
@@ -411,7 +437,7 @@ impl Carried {
             ID2TERM => return !maps.ids.is_empty(),
             _ => {}
         }
-        maps.short.range(MapKey::new(ks, &[])..).next().is_some_and(|(k, _)| k.ks == ks.0)
+        maps.short_order.range(MapKey::new(ks, &[])..).next().is_some_and(|k| k.ks == ks.0)
     }
 
     /// Appends to `out` up to `max` entries of `ks` within `(lo, hi)` that
@@ -423,7 +449,10 @@ impl Carried {
         }
         let maps = self.read();
         if ks == TERM2ID {
-            let entries = maps.terms.range::<[u8], _>((lo, hi)).map(|(k, v)| (&**k, v));
+            let order = maps.terms_order();
+            let start = order.partition_point(|k| !past_lower(lo, k));
+            let end = order.partition_point(|k| before_upper(hi, k)).max(start);
+            let entries = order[start..end].iter().map(|k| (&**k, &maps.terms[k]));
             return if forward { take(entries, at, out, max) } else { take(entries.rev(), at, out, max) };
         }
         if ks == ID2TERM {
@@ -468,7 +497,7 @@ impl Carried {
             Bound::Included(b) | Bound::Excluded(b) => Bound::Included(MapKey::new(ks, b)),
         };
         let inside = move |k: &MapKey| k.ks == ks.0 && past_lower(lo, k.key()) && before_upper(hi, k.key());
-        let entries = maps.short.range((Bound::Included(from), until)).filter(move |(k, _)| inside(k)).map(|(k, v)| (k.key(), v));
+        let entries = maps.short_order.range((Bound::Included(from), until)).filter(move |k| inside(k)).map(|k| (k.key(), &maps.short[k]));
         if forward {
             take(entries, at, out, max)
         } else {
@@ -503,10 +532,11 @@ impl Carried {
     /// The versions numbered after `cut` (what a merge up to `cut` leaves).
     pub fn after(&self, cut: u64) -> Carried {
         let maps = self.read();
-        let short: BTreeMap<MapKey, Versions> = maps.short.iter().filter_map(|(k, v)| Some((*k, v.after(cut)?))).collect();
+        let short: FxHashMap<MapKey, Versions> = maps.short.iter().filter_map(|(k, v)| Some((*k, v.after(cut)?))).collect();
+        let short_order: BTreeSet<MapKey> = maps.short_order.iter().filter(|k| short.contains_key(k)).copied().collect();
         let ids: BTreeMap<u64, Versions> = maps.ids.iter().filter_map(|(k, v)| Some((*k, v.after(cut)?))).collect();
-        let terms: BTreeMap<Box<[u8]>, Versions> = maps.terms.iter().filter_map(|(k, v)| Some((k.clone(), v.after(cut)?))).collect();
-        let kept = Maps { short, ids, terms };
+        let terms: FxHashMap<Box<[u8]>, Versions> = maps.terms.iter().filter_map(|(k, v)| Some((k.clone(), v.after(cut)?))).collect();
+        let kept = Maps { short, short_order, ids, terms, terms_order: OnceLock::new() };
         let (mut versions, mut bytes) = (0, 0);
         kept.each(|_, k, v| {
             versions += v.count();
@@ -746,6 +776,26 @@ mod tests {
         let mut out = Vec::new();
         assert!(c.fill(ks, Bound::Included(lower), upper.map_or(Bound::Unbounded, Bound::Excluded), true, at, &mut out, usize::MAX));
         out
+    }
+
+    /// The terms' order is made when a cursor first asks for it: a term
+    /// added or taken out after that is in the next range, or gone.
+    #[test]
+    fn a_range_of_terms_sees_the_terms_added_and_undone_since_the_last() {
+        let term = |k: &[u8], id: u8| (TERM2ID, k.to_vec(), Some(vec![id]));
+        let keys = |entries: Vec<CursorEntry>| entries.into_iter().map(|e| e.0).collect::<Vec<_>>();
+        let c = Carried::default();
+        c.apply(&[term(b"\x02m", 1), term(b"\x02c", 2)], 1);
+        assert_eq!(keys(range(&c, TERM2ID, b"", None, 9)), vec![b"\x02c".to_vec(), b"\x02m".to_vec()]);
+        c.apply(&[term(b"\x02a", 3), term(b"\x02z", 4)], 2);
+        assert_eq!(keys(range(&c, TERM2ID, b"\x02b", Some(b"\x02y"), 9)), vec![b"\x02c".to_vec(), b"\x02m".to_vec()]);
+        assert_eq!(keys(range(&c, TERM2ID, b"", None, 9)).len(), 4);
+        assert_eq!(keys(range(&c, TERM2ID, b"", None, 1)).len(), 2, "a reader before the second commit");
+        c.undo(&[term(b"\x02a", 3), term(b"\x02z", 4)], 2);
+        assert_eq!(keys(range(&c, TERM2ID, b"", None, 9)), vec![b"\x02c".to_vec(), b"\x02m".to_vec()]);
+        let mut back = Vec::new();
+        assert!(c.fill(TERM2ID, Bound::Unbounded, Bound::Unbounded, false, 9, &mut back, 9));
+        assert_eq!(keys(back), vec![b"\x02m".to_vec(), b"\x02c".to_vec()]);
     }
 
     #[test]

@@ -48,6 +48,12 @@
 //!   copied into its `QuadBatch`, and a lookup's rows from the window the
 //!   segment cursor decoded for them, with the delta merged between runs
 //!   (nothing to merge when it has no entry in the range).
+//! - **New terms** (`term_filter.rs`): a filter in memory of every
+//!   dictionary term key the store holds (read from the engine at open,
+//!   in the background on a store that merges there; every commit, load
+//!   run and replayed log record adds its terms before they can be read)
+//!   answers a lookup of a term the store lacks without the engine's
+//!   miss; a false positive costs only that read.
 //! - **Views and readers**: a view changes only by writers adding
 //!   versions; merges and loads make new ones. A counter that is odd while
 //!   a view and the engine change together (a load's ingestion) makes a
@@ -107,6 +113,7 @@ mod manifest;
 mod merger;
 pub(crate) mod migrate;
 mod snapshot;
+mod term_filter;
 mod view;
 mod write;
 

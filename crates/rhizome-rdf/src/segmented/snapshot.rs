@@ -4,8 +4,10 @@
 
 use super::carried::{carries, is_carried, CarriedCursor};
 use super::cursor::IndexCursor;
+use super::term_filter::TermFilter;
 use super::view::View;
 use super::{columns, slot_of};
+use crate::index::layout::TERM2ID;
 use rhizome_kv::{Cursor, Keyspace, KvRead, Snapshot};
 use std::sync::Arc;
 
@@ -14,6 +16,8 @@ pub(crate) struct SegmentedSnapshot {
     pub view: Arc<View>,
     /// The engine snapshot's sequence number.
     pub at: u64,
+    /// The dictionary's term filter (shared by every snapshot).
+    pub terms: Arc<TermFilter>,
 }
 
 impl SegmentedSnapshot {
@@ -34,6 +38,11 @@ fn words(key: &[u8]) -> [u64; 4] {
 impl KvRead for SegmentedSnapshot {
     fn get(&self, ks: Keyspace, key: &[u8]) -> rhizome_kv::Result<Option<Vec<u8>>> {
         let Some(slot) = slot_of(ks) else {
+            if ks == TERM2ID && !self.terms.may_hold(key) {
+                // A term the store never held (most often a write's new
+                // one): no read of the carried map or the engine.
+                return Ok(None);
+            }
             if carries(ks, key) {
                 if let Some(value) = self.view.carried.get(ks, key, self.at) {
                     return Ok(value);
