@@ -7,7 +7,9 @@ mod aggregate;
 mod join;
 mod path;
 mod pattern;
+mod semi_scan;
 pub(crate) use pattern::{LOOKUPS, ROWS_OUT, pattern_key};
+pub(crate) use semi_scan::SEMI_JOIN_SCAN;
 
 use crate::error::{Result, SparqlError};
 use crate::expression::{evaluate, value};
@@ -563,6 +565,9 @@ impl<'a> Evaluator<'a> {
     fn eval_unbound(self: &Rc<Self>, plan: &'a Plan, empty: Row) -> Rows<'a> {
         match plan {
             Plan::Filter(e, inner) => {
+                if let Some(rows) = self.semi_join_scan(plan, e, inner, &empty) {
+                    return rows;
+                }
                 let test = self.row_filter(e);
                 Box::new(self.eval(inner, empty).filter(move |r| match r {
                     Ok(row) => test(row),
