@@ -315,9 +315,14 @@ impl<'a> Evaluator<'a> {
                         Ok(row) => row,
                         Err(e) => return Some(Err(e)),
                     };
-                    if let Some(t) = ev.expr(e, &row) {
+                    // Integer arithmetic on inlined integers: the id
+                    // computed as is, no term decoded, built or encoded.
+                    let computed = crate::expression::integer_id(e, &row).map(Ok).or_else(|| {
                         // A computed term is kept for the whole query.
-                        let id = match ev.encode(&t).and_then(|id| ev.check_memory(0).map(|()| id)) {
+                        ev.expr(e, &row).map(|t| ev.encode(&t).and_then(|id| ev.check_memory(0).map(|()| id)))
+                    });
+                    if let Some(id) = computed {
+                        let id = match id {
                             Ok(id) => id,
                             Err(e) => return Some(Err(e)),
                         };
