@@ -1031,8 +1031,10 @@ fn exists_over_one_pattern_is_a_semi_join_scan_that_gives_what_lookups_give() {
         ("PREFIX : <http://ex/> SELECT ?s ?a { ?s :advisor ?a FILTER NOT EXISTS { ?a :teaches :c0 } }", None, true),
         // A repeated variable: only the quads binding it once.
         ("PREFIX : <http://ex/> SELECT ?x { ?x :self ?x FILTER EXISTS { ?x a :Student } }", Some(6), true),
-        // A variable bound by OPTIONAL for some rows only.
+        // A variable bound by OPTIONAL for some rows only (row by row; a
+        // row binding a variable the hashed ids dropped is looked up).
         ("PREFIX : <http://ex/> SELECT ?s ?m { ?s a :Student OPTIONAL { ?s :mentor ?m } FILTER EXISTS { ?s :advisor ?m } }", Some(3002), false),
+        ("PREFIX : <http://ex/> SELECT ?s ?x { ?s a :Student OPTIONAL { ?s :self ?x } FILTER NOT EXISTS { ?s :mentor ?x } }", None, false),
     ] {
         let rows = |hash_after: Option<u64>| rows_hashed_after(&snapshot, &stats, query, hash_after);
         let looked_up = rows(Some(u64::MAX));

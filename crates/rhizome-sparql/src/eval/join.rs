@@ -202,7 +202,7 @@ impl<'a> Evaluator<'a> {
             None => (lookups == SEMI_JOIN_AFTER_LOOKUPS, SEMI_JOIN_MAX_READ),
         };
         if due && p.accepts_bindings() && self.graph_context.borrow().is_empty() {
-            if let Some(mut hashed) = self.semi_join_of(alone.unwrap_or(p), row, max_read)? {
+            if let Some(mut hashed) = self.semi_join_keys(alone.unwrap_or(p), row, max_read)? {
                 let found = hashed.matches(row, false);
                 self.exists_states.borrow_mut().entry(key).or_default().hashed = Some(hashed);
                 return Ok(found);
@@ -336,8 +336,9 @@ impl SemiJoin {
     }
 
     /// The rows of a pattern that share one variable `v` with the rows
-    /// that probe them, as the set of their ids there.
-    pub(super) fn of_ids(v: Var, ids: rustc_hash::FxHashSet<TermId>) -> SemiJoin {
+    /// that probe them, as the set of their ids there; `dropped`: the
+    /// pattern's other variables (a row binding one is not decided here).
+    pub(super) fn of_ids(v: Var, ids: rustc_hash::FxHashSet<TermId>, dropped: Vec<Var>) -> SemiJoin {
         let groups = if ids.is_empty() {
             Vec::new()
         } else {
@@ -346,7 +347,7 @@ impl SemiJoin {
             // several variables).
             vec![AntiGroup { vars: vec![v], rows: Vec::new(), by_shared: vec![(vec![v], SharedValues::One(ids))] }]
         };
-        SemiJoin { groups, dropped: Vec::new(), shared: Vec::new(), key: Vec::new() }
+        SemiJoin { groups, dropped, shared: Vec::new(), key: Vec::new() }
     }
 
     /// The variable and the set of ids, when the rows are one group on

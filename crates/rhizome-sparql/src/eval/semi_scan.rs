@@ -102,7 +102,7 @@ impl<'a> Evaluator<'a> {
     /// `p`'s rows read alone and hashed for probes by rows like `like`
     /// (`semi_join_of`); a pattern of one quad pattern sharing one
     /// variable with `like` is read as id columns into a set of ids.
-    fn semi_join_keys(self: &Rc<Self>, p: &'a Plan, like: &Row, max_read: usize) -> crate::error::Result<Option<SemiJoin>> {
+    pub(super) fn semi_join_keys(self: &Rc<Self>, p: &'a Plan, like: &Row, max_read: usize) -> crate::error::Result<Option<SemiJoin>> {
         if let Plan::Bgp(patterns) = p {
             if let [r] = patterns.as_slice() {
                 if let Some(semi) = self.semi_join_ids(r, like, max_read)? {
@@ -151,7 +151,8 @@ impl<'a> Evaluator<'a> {
             }
             self.check_memory(ids.len() * 16)?;
         }
-        Ok(Some(Some(SemiJoin::of_ids(v, ids))))
+        let dropped = vars.into_iter().filter(|x| *x != v).collect();
+        Ok(Some(Some(SemiJoin::of_ids(v, ids, dropped))))
     }
 }
 
