@@ -117,7 +117,11 @@ impl<'a> Evaluator<'a> {
         let mut quads = std::mem::take(&mut pools[0].borrow_mut().star_quads);
         quads.clear();
         let mut small = true;
-        for q in Lookup::new(self, &pools[0], pattern) {
+        // The subject's quads are read whole (up to STAR_MAX_QUADS): in
+        // batches from the first quad, not stepped one at a time.
+        let mut lookup = Lookup::new(self, &pools[0], pattern);
+        lookup.singles_left = 0;
+        for q in lookup {
             if let Err(e) = self.limits.check() {
                 return super::fail(e);
             }
