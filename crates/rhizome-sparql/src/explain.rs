@@ -91,6 +91,9 @@ impl Explain<'_, '_> {
             Plan::Path { s, o, .. } => (format!("Path {} .. {}", self.slot(*s), self.slot(*o)), vec![]),
             Plan::Join(a, b) => ((if b.accepts_bindings() { "Join (index nested loops)" } else { "Join (hash)" }).into(), vec![a, b]),
             Plan::LeftJoin(a, b, _) => ("Optional".into(), vec![a, b]),
+            Plan::Filter(_, a) if self.counts.contains_key(&(plan as *const Plan as usize + crate::eval::SEMI_JOIN_SCAN)) => {
+                ("Filter (semi-join scan: EXISTS read once and hashed, the pattern below read in batches and probed)".into(), vec![a])
+            }
             Plan::Filter(_, a) => ("Filter".into(), vec![a]),
             Plan::Union(a, b) => ("Union".into(), vec![a, b]),
             Plan::GraphVar(v, a) => (format!("Graph {} (pushed into scans)", self.var(*v)), vec![a]),

@@ -202,7 +202,7 @@ impl<'a> Evaluator<'a> {
             None => (lookups == SEMI_JOIN_AFTER_LOOKUPS, SEMI_JOIN_MAX_READ),
         };
         if due && p.accepts_bindings() && self.graph_context.borrow().is_empty() {
-            if let Some(mut hashed) = self.semi_join_of(alone.unwrap_or(p), row, max_read)? {
+            if let Some(mut hashed) = self.semi_join_keys(alone.unwrap_or(p), row, max_read)? {
                 let found = hashed.matches(row, false);
                 self.exists_states.borrow_mut().entry(key).or_default().hashed = Some(hashed);
                 return Ok(found);
@@ -229,7 +229,7 @@ impl<'a> Evaluator<'a> {
     /// distinct values on the shared variables (`?s :attends ?course`)
     /// hashes small. `None` past `max_read` solutions read or
     /// `SEMI_JOIN_MAX_ROWS` kept.
-    fn semi_join_of(self: &Rc<Self>, p: &'a Plan, row: &Row, max_read: usize) -> Result<Option<SemiJoin>> {
+    pub(super) fn semi_join_of(self: &Rc<Self>, p: &'a Plan, row: &Row, max_read: usize) -> Result<Option<SemiJoin>> {
         let mut kept: rustc_hash::FxHashSet<Row> = rustc_hash::FxHashSet::default();
         let mut dropped = vec![false; self.width];
         for (read, r) in self.eval(p, self.empty_row()).enumerate() {
@@ -256,23 +256,23 @@ impl<'a> Evaluator<'a> {
 
 /// EXISTS lookups made before reading the pattern whole is first tried,
 /// reading as many solutions as those lookups cost.
-const SEMI_JOIN_EARLY_LOOKUPS: u64 = 256;
+pub(super) const SEMI_JOIN_EARLY_LOOKUPS: u64 = 256;
 /// Solutions the early try reads per lookup made: a lookup (at least one
 /// seek per pattern) costs what reading ten to twenty solutions in order
 /// does.
-const SEMI_JOIN_READ_PER_LOOKUP: u64 = 16;
+pub(super) const SEMI_JOIN_READ_PER_LOOKUP: u64 = 16;
 /// EXISTS lookups made before reading the pattern whole is tried again
 /// with the largest read: a lookup costs about what reading a few hundred
 /// quads in order does.
 const SEMI_JOIN_AFTER_LOOKUPS: u64 = 1024;
 /// The most distinct solutions (on the variables shared with the left) an
 /// EXISTS pattern may have to be hashed.
-const SEMI_JOIN_MAX_ROWS: usize = 1 << 18;
+pub(super) const SEMI_JOIN_MAX_ROWS: usize = 1 << 18;
 /// The most solutions read to hash an EXISTS pattern. A solution read in
 /// order costs a tenth to a twentieth of a lookup, so this is what
 /// 100,000-200,000 lookups cost: paid once, and wasted only when the left
 /// side ends soon after the lookups that triggered it.
-const SEMI_JOIN_MAX_READ: usize = 1 << 21;
+pub(super) const SEMI_JOIN_MAX_READ: usize = 1 << 21;
 
 /// An EXISTS pattern's evaluation state (per query and pattern).
 #[derive(Default)]
@@ -335,6 +335,33 @@ impl SemiJoin {
         SemiJoin { groups, dropped: Vec::new(), shared: Vec::new(), key: Vec::new() }
     }
 
+    /// The rows of a pattern that share one variable `v` with the rows
+    /// that probe them, as the set of their ids there; `dropped`: the
+    /// pattern's other variables (a row binding one is not decided here).
+    pub(super) fn of_ids(v: Var, ids: rustc_hash::FxHashSet<TermId>, dropped: Vec<Var>) -> SemiJoin {
+        let groups = if ids.is_empty() {
+            Vec::new()
+        } else {
+            // No rows kept: a group of one variable is probed through its
+            // set alone (`matches` builds other lists only for groups of
+            // several variables).
+            vec![AntiGroup { vars: vec![v], rows: Vec::new(), by_shared: vec![(vec![v], SharedValues::One(ids))] }]
+        };
+        SemiJoin { groups, dropped, shared: Vec::new(), key: Vec::new() }
+    }
+
+    /// The variable and the set of ids, when the rows are one group on
+    /// one variable (the shape `matches` answers by one set lookup).
+    pub(super) fn one_var(&self) -> Option<(Var, &rustc_hash::FxHashSet<TermId>)> {
+        match self.groups.as_slice() {
+            [AntiGroup { vars, by_shared, .. }] => match (vars.as_slice(), by_shared.as_slice()) {
+                ([v], [(_, SharedValues::One(ids))]) => Some((*v, ids)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Whether `left` binds none of the variables the rows dropped.
     fn covers(&self, left: &Row) -> bool {
         self.dropped.iter().all(|v| left[*v].is_none())
@@ -344,7 +371,7 @@ impl SemiJoin {
     /// (compatible), sharing at least one when `shared_needed` (MINUS).
     /// Called once per left row: the shared variables and the key are
     /// gathered in reused buffers, so a probe allocates nothing.
-    fn matches(&mut self, left: &Row, shared_needed: bool) -> bool {
+    pub(super) fn matches(&mut self, left: &Row, shared_needed: bool) -> bool {
         if let [AntiGroup { vars, by_shared, .. }] = self.groups.as_slice() {
             if let ([v], [(_, SharedValues::One(values))]) = (vars.as_slice(), by_shared.as_slice()) {
                 if let Some(x) = left[*v] {

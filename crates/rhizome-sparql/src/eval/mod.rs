@@ -7,7 +7,9 @@ mod aggregate;
 mod join;
 mod path;
 mod pattern;
+mod semi_scan;
 pub(crate) use pattern::{LOOKUPS, ROWS_OUT, pattern_key};
+pub(crate) use semi_scan::SEMI_JOIN_SCAN;
 
 use crate::error::{Result, SparqlError};
 use crate::expression::{evaluate, value};
@@ -313,9 +315,14 @@ impl<'a> Evaluator<'a> {
                         Ok(row) => row,
                         Err(e) => return Some(Err(e)),
                     };
-                    if let Some(t) = ev.expr(e, &row) {
+                    // Integer arithmetic on inlined integers: the id
+                    // computed as is, no term decoded, built or encoded.
+                    let computed = crate::expression::integer_id(e, &row).map(Ok).or_else(|| {
                         // A computed term is kept for the whole query.
-                        let id = match ev.encode(&t).and_then(|id| ev.check_memory(0).map(|()| id)) {
+                        ev.expr(e, &row).map(|t| ev.encode(&t).and_then(|id| ev.check_memory(0).map(|()| id)))
+                    });
+                    if let Some(id) = computed {
+                        let id = match id {
                             Ok(id) => id,
                             Err(e) => return Some(Err(e)),
                         };
@@ -563,6 +570,9 @@ impl<'a> Evaluator<'a> {
     fn eval_unbound(self: &Rc<Self>, plan: &'a Plan, empty: Row) -> Rows<'a> {
         match plan {
             Plan::Filter(e, inner) => {
+                if let Some(rows) = self.semi_join_scan(plan, e, inner, &empty) {
+                    return rows;
+                }
                 let test = self.row_filter(e);
                 Box::new(self.eval(inner, empty).filter(move |r| match r {
                     Ok(row) => test(row),

@@ -117,7 +117,11 @@ impl<'a> Evaluator<'a> {
         let mut quads = std::mem::take(&mut pools[0].borrow_mut().star_quads);
         quads.clear();
         let mut small = true;
-        for q in Lookup::new(self, &pools[0], pattern) {
+        // The subject's quads are read whole (up to STAR_MAX_QUADS): in
+        // batches from the first quad, not stepped one at a time.
+        let mut lookup = Lookup::new(self, &pools[0], pattern);
+        lookup.singles_left = 0;
+        for q in lookup {
             if let Err(e) = self.limits.check() {
                 return super::fail(e);
             }
@@ -278,7 +282,7 @@ impl<'a> Evaluator<'a> {
     /// graph's quads are skipped, the graph variable it binds, and whether
     /// the pattern may be hashed (one graph, nothing bound from it).
     #[inline]
-    fn quad_scope(&self, p: &QuadPlan, row: &Row) -> (Graphs, bool, Option<Var>, bool) {
+    pub(super) fn quad_scope(&self, p: &QuadPlan, row: &Row) -> (Graphs, bool, Option<Var>, bool) {
         let (graphs, skip_default) = self.graphs_of(p.g, row);
         let graph_var = self.graph_var_to_bind(p.g);
         let hashable = graphs.len() == 1 && !skip_default && graph_var.is_none() && matches!(p.g, GraphSlot::Default | GraphSlot::Named(Slot::Const(_)));
@@ -579,14 +583,14 @@ fn bind_quad(row: &Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -
 }
 
 /// `row` extended with a quad's values (`None` if they disagree with it).
-fn bind_quad_owned(mut r: Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -> Option<Row> {
+pub(super) fn bind_quad_owned(mut r: Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -> Option<Row> {
     bind_in_place(&mut r, p, graph_var, q).then_some(r)
 }
 
 /// Whether `bind_in_place` would extend `row` with the quad (its values
 /// agree with the row's and with each other where a variable repeats),
 /// without changing the row.
-fn quad_agrees(row: &Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -> bool {
+pub(super) fn quad_agrees(row: &Row, p: &QuadPlan, graph_var: Option<Var>, q: &[TermId; 4]) -> bool {
     let slots = [(p.s.var(), q[0]), (p.p.var(), q[1]), (p.o.var(), q[2]), (graph_var, q[3])];
     for (i, &(slot, value)) in slots.iter().enumerate() {
         let Some(v) = slot else { continue };

@@ -4,6 +4,7 @@
 
 use super::value::{arithmetic, boolean, compare, ebv, equals, numeric, Num};
 use super::Expr;
+use rhizome_rdf::term::inline::{inline_integer_value, inline_literal, XSD_INTEGER};
 use rhizome_rdf::term::tag;
 use rhizome_rdf::TermId;
 use crate::eval::Evaluator;
@@ -286,6 +287,34 @@ fn text_test_in_place<'a>(ev: &Rc<Evaluator<'a>>, f: &spargebra::algebra::Functi
     ev.space.with_term(id, test).ok()
 }
 
+/// `+`, `-` or `*` over inlined integers (variables, constants or such
+/// sums and products), computed on the ids: the inlined integer id of the
+/// result, or `None` when an operand is anything else or the result
+/// leaves the inlined range (then the terms are computed as SPARQL says:
+/// the same value). Decoding both operands, building the result's term
+/// and encoding it again took about 1,600 instructions a row (m21).
+pub(crate) fn integer_id(e: &Expr, row: &Row) -> Option<TermId> {
+    let (op, a, b) = match e {
+        Expr::Add(a, b) => ('+', a, b),
+        Expr::Subtract(a, b) => ('-', a, b),
+        Expr::Multiply(a, b) => ('*', a, b),
+        _ => return None,
+    };
+    let value = |e: &Expr| inline_integer_value(operand_id(e, row).or_else(|| integer_id(e, row))?);
+    let (x, y) = (value(a)?, value(b)?);
+    let v = match op {
+        '+' => x.checked_add(y)?,
+        '-' => x.checked_sub(y)?,
+        _ => x.checked_mul(y)?,
+    };
+    // The canonical lexical form, written without allocating.
+    let mut buf = [0u8; 24];
+    let mut out = std::io::Cursor::new(&mut buf[..]);
+    std::io::Write::write_fmt(&mut out, format_args!("{v}")).ok()?;
+    let len = out.position() as usize;
+    inline_literal(std::str::from_utf8(&buf[..len]).ok()?, XSD_INTEGER)
+}
+
 /// The id of an operand that is a bound variable or an inlined constant.
 fn operand_id(e: &Expr, row: &Row) -> Option<TermId> {
     match e {
@@ -329,7 +358,8 @@ fn equal_by_id(x: TermId, y: TermId) -> Option<bool> {
 }
 
 fn cmp<'a>(ev: &Rc<Evaluator<'a>>, a: &'a Expr, b: &'a Expr, row: &Row, test: fn(Ordering) -> bool) -> Option<bool> {
-    if let (Some(x), Some(y)) = (operand_id(a, row), operand_id(b, row)) {
+    let id = |e: &Expr| operand_id(e, row).or_else(|| integer_id(e, row));
+    if let (Some(x), Some(y)) = (id(a), id(b)) {
         if let Some(o) = order_by_id(x, y) {
             return Some(test(o));
         }
@@ -350,6 +380,38 @@ mod tests {
             TermKey::Inline(id) => id,
             other => panic!("{lexical} is not inlined: {other:?}"),
         }
+    }
+
+    /// Sums, differences and products of inlined integers computed on ids
+    /// are the ids of the values SPARQL computes; a result past the
+    /// inlined range, or an operand of another type, is left to terms.
+    #[test]
+    fn integer_arithmetic_on_ids_gives_the_ids_of_the_computed_values() {
+        let int = |v: i64| id(&v.to_string(), xsd::INTEGER);
+        let var = |v: usize| Box::new(Expr::Var(v));
+        let values: [i64; 7] = [0, 1, -1, 7, -40, 123_456_789, 36_028_797_018_963_967];
+        for &x in &values {
+            for &y in &values {
+                let (Some(_), Some(_)) = (inline_literal(&x.to_string(), XSD_INTEGER), inline_literal(&y.to_string(), XSD_INTEGER)) else { continue };
+                let row = vec![Some(int(x)), Some(int(y))];
+                for (e, want) in [
+                    (Expr::Add(var(0), var(1)), x.checked_add(y)),
+                    (Expr::Subtract(var(0), var(1)), x.checked_sub(y)),
+                    (Expr::Multiply(var(0), var(1)), x.checked_mul(y)),
+                ] {
+                    let want = want.and_then(|v| inline_literal(&v.to_string(), XSD_INTEGER));
+                    assert_eq!(integer_id(&e, &row), want, "{x} {e:?} {y}");
+                }
+            }
+        }
+        // Nested, with an inlined constant: (?a * ?b) - 2.
+        let row = vec![Some(int(6)), Some(int(7))];
+        let two = Box::new(Expr::Inlined(int(2), Literal::new_typed_literal("2", xsd::INTEGER).into()));
+        assert_eq!(integer_id(&Expr::Subtract(Box::new(Expr::Multiply(var(0), var(1))), two), &row), Some(int(40)));
+        // A decimal operand, or an unbound one: not decided on ids.
+        let row = vec![Some(int(6)), Some(id("1.5", xsd::DECIMAL))];
+        assert_eq!(integer_id(&Expr::Add(var(0), var(1)), &row), None);
+        assert_eq!(integer_id(&Expr::Add(var(0), var(1)), &vec![Some(int(6)), None]), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod functions;
 pub mod value;
 
 pub use eval::{evaluate, truth};
+pub(crate) use eval::integer_id;
 
 use crate::error::Result;
 use crate::plan::{Plan, Translator, Var};
