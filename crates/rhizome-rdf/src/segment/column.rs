@@ -187,9 +187,11 @@ pub(super) enum Column<'a> {
     For { base: u64, width: usize, packed: &'a [u64], positions: &'a [u64], exceptions: &'a [u64] },
     Runs { base: u64, values: (&'a [u64], usize), ends: (&'a [u64], usize), count: usize },
     Clustered { bases: &'a [u64], clusters: (&'a [u64], usize), width: usize, packed: &'a [u64] },
-    /// Narrow fields: the enum stays as large as `For` (a block's
-    /// columns are copied into every cursor that enters it).
-    Delta { base: u64, width: u8, value_width: u8, count: u16, positions: &'a [u64], values: &'a [u64], deltas: &'a [u64] },
+    /// Its widths and count are read from its `descriptor` word: a field
+    /// narrower than a word would sit in the bytes after the enum's tag,
+    /// which every copy of a parsed column (several, each time a cursor
+    /// enters a block) then moves too (+100 instructions a block).
+    Delta { base: u64, descriptor: u64, positions: &'a [u64], values: &'a [u64], deltas: &'a [u64] },
 }
 
 impl<'a> Column<'a> {
@@ -236,7 +238,7 @@ impl<'a> Column<'a> {
                 let all = take(pw + vw + dw)?;
                 let (positions, rest) = all.split_at(pw);
                 let (values, deltas) = rest.split_at(vw);
-                Ok((Column::Delta { base, width: width as u8, value_width: end_width as u8, count: count as u16, positions, values, deltas }, 2 + pw + vw + dw))
+                Ok((Column::Delta { base, descriptor, positions, values, deltas }, 2 + pw + vw + dw))
             }
             _ => Err(corrupt(&format!("unknown column encoding {kind} (width {width}, count {count})"))),
         }
@@ -278,11 +280,12 @@ impl<'a> Column<'a> {
                     return Err(corrupt("a column names a cluster it does not have"));
                 }
             }
-            Column::Delta { positions, count, .. } => {
+            Column::Delta { positions, descriptor, .. } => {
+                let count = delta_shape(descriptor).2;
                 // The first row an exception, each later one past the one
                 // before and within a checkpoint's reach, as the last row.
                 let mut last = 0;
-                for i in 0..count as usize {
+                for i in 0..count {
                     let p = position(positions, i);
                     if (i == 0 && p != 0) || (i > 0 && (p <= last || p - last > DELTA_CHECKPOINT_ROWS)) || p >= rows {
                         return Err(corrupt("a column's checkpoints are out of order"));
@@ -371,19 +374,19 @@ impl<'a> Column<'a> {
                 // SAFETY: as in `get` for FOR.
                 bases[cluster].wrapping_add(unsafe { u64::unchecked_unpack_single(width, packed, row) })
             }
-            Column::Delta { base, width, value_width, count, positions, values, deltas } => {
-                let count = count as usize;
+            Column::Delta { base, descriptor, positions, values, deltas } => {
+                let (width, value_width, count) = delta_shape(descriptor);
                 let i = match search_positions(positions, count, row) {
-                    Ok(i) => return base.wrapping_add(BitStream { words: values, width: value_width as usize }.get(i)),
+                    Ok(i) => return base.wrapping_add(BitStream { words: values, width: value_width }.get(i)),
                     // Row 0 is an exception, so one is before `row`.
                     Err(after) => after - 1,
                 };
                 let from = position(positions, i);
-                let mut id = base.wrapping_add(BitStream { words: values, width: value_width as usize }.get(i));
+                let mut id = base.wrapping_add(BitStream { words: values, width: value_width }.get(i));
                 if width > 0 {
                     // The steps of rows from + 1..=row: after the i + 1
                     // exceptions up to row `from`.
-                    BitStream { words: deltas, width: width as usize }.for_each_from(from - i, row - from, |_, step| id = id.wrapping_add(step));
+                    BitStream { words: deltas, width }.for_each_from(from - i, row - from, |_, step| id = id.wrapping_add(step));
                 }
                 id
             }
@@ -445,12 +448,12 @@ impl<'a> Column<'a> {
                     *v = bases[clusters.get(from + row) as usize].wrapping_add(unsafe { u64::unchecked_unpack_single(width, packed, from + row) });
                 }
             }
-            Column::Delta { base, width, value_width, count, positions, values, deltas } => {
-                let count = count as usize;
+            Column::Delta { base, descriptor, positions, values, deltas } => {
+                let (width, value_width, count) = delta_shape(descriptor);
                 if out.is_empty() {
                     return;
                 }
-                let (values, deltas) = (BitStream { words: values, width: value_width as usize }, BitStream { words: deltas, width: width as usize });
+                let (values, deltas) = (BitStream { words: values, width: value_width }, BitStream { words: deltas, width });
                 // From the last exception at or before `from`, row by row.
                 let mut i = search_positions(positions, count, from).unwrap_or_else(|after| after - 1);
                 let mut row = position(positions, i);
@@ -511,13 +514,13 @@ impl<'a> Column<'a> {
                     clusters.for_each(rows, |row, cluster| out[row] = bases[cluster as usize].wrapping_add(out[row]));
                 }
             }
-            Column::Delta { base, width, value_width, count, positions, values, deltas } => {
-                let count = count as usize;
+            Column::Delta { base, descriptor, positions, values, deltas } => {
+                let (width, value_width, count) = delta_shape(descriptor);
                 let mut steps = [0u64; BLOCK_ROWS];
                 if width > 0 {
-                    BitStream { words: deltas, width: width as usize }.for_each(rows - count, |k, step| steps[k] = step);
+                    BitStream { words: deltas, width }.for_each(rows - count, |k, step| steps[k] = step);
                 }
-                let values = BitStream { words: values, width: value_width as usize };
+                let values = BitStream { words: values, width: value_width };
                 let mut k = 0;
                 for i in 0..count {
                     let (start, end) = (position(positions, i), if i + 1 < count { position(positions, i + 1) } else { rows });
@@ -532,6 +535,12 @@ impl<'a> Column<'a> {
             }
         }
     }
+}
+
+/// A `DELTA` descriptor's step width, exception width and exceptions.
+#[inline]
+fn delta_shape(descriptor: u64) -> (usize, usize, usize) {
+    ((descriptor >> 8) as u8 as usize, (descriptor >> 32) as u8 as usize, (descriptor >> 16) as u16 as usize)
 }
 
 fn position(positions: &[u64], i: usize) -> usize {
