@@ -3,7 +3,9 @@
 //! First byte even: the rest is a file; opening, checking and reading it
 //! never panics, whatever it holds. First byte odd: the rest makes keys
 //! (6 bytes each, up to the first 0xFF byte), written as a valid file of
-//! 3 or 4 columns, and then changed at the places the bytes after the
+//! 3 or 4 columns (its bit 2 set: few distinct leading pairs, so the last
+//! column rises within long runs, as POS's subjects, and is `delta`
+//! encoded; bit 3: in format 1), and then changed at the places the bytes after the
 //! 0xFF name (two bytes of position, one of XOR each): reading it is an
 //! error, or gives back exactly the keys written (never another key).
 #![no_main]
@@ -23,10 +25,14 @@ fn read_all(segment: &Segment) -> rhizome_rdf::Result<Vec<[u64; MAX_COLUMNS]>> {
     Ok(out)
 }
 
-fn key_of(b: &[u8], columns: usize) -> [u64; MAX_COLUMNS] {
+fn key_of(b: &[u8], columns: usize, long_runs: bool) -> [u64; MAX_COLUMNS] {
     let mut k = [0u64; MAX_COLUMNS];
     k[0] = 0x0200_0000_0000_0000 | u64::from(b[0]) << 8 | u64::from(b[1]);
     k[1] = 0x0200_0000_0000_0000 | u64::from(b[2] & 0x3F);
+    if long_runs {
+        k[0] = 0x0200_0000_0000_0000 | u64::from(b[0] & 3);
+        k[1] = 0x0200_0000_0000_0000 | u64::from(b[2] & 1);
+    }
     // Objects of several kinds (top bytes), some near each other.
     k[2] = u64::from(b[3] >> 4) << 56 | u64::from(b[3] & 0x0F) << 40 | u64::from(b[4]) << 8 | u64::from(b[5]);
     if columns == 4 {
@@ -55,17 +61,22 @@ fuzz_target!(|data: &[u8]| {
     }
     let columns = if mode & 2 == 0 { 3 } else { 4 };
     let split = rest.iter().position(|b| *b == 0xFF).unwrap_or(rest.len());
-    let mut keys: Vec<[u64; MAX_COLUMNS]> = rest[..split].chunks_exact(6).map(|b| key_of(b, columns)).collect();
+    let long_runs = mode & 4 != 0;
+    let mut keys: Vec<[u64; MAX_COLUMNS]> = rest[..split].chunks_exact(6).map(|b| key_of(b, columns, long_runs)).collect();
     // Repeated to pass a block now and then.
-    let copies = usize::from(mode >> 2) * 40;
-    for i in 0..copies.min(keys.len() * 40) {
+    let copies = usize::from(mode >> 4) * 80;
+    for i in 0..copies.min(keys.len() * 80) {
         let mut k = keys[i % keys.len()];
-        k[1] += 0x40 + i as u64;
+        if long_runs {
+            k[2] += 3 * i as u64 + 1;
+        } else {
+            k[1] += 0x40 + i as u64;
+        }
         keys.push(k);
     }
     keys.sort_unstable();
     keys.dedup();
-    let mut w = SegmentWriter::in_memory(columns);
+    let mut w = if mode & 8 != 0 { SegmentWriter::in_memory_of_format(columns, 1) } else { SegmentWriter::in_memory(columns) };
     for k in &keys {
         w.push(&k[..columns]).unwrap();
     }

@@ -28,7 +28,13 @@ fn check_passes_a_sound_store_and_names_a_damaged_block() {
         let mut w = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
         // Enough rows for several blocks of 1,024 in each ordering.
         for i in 0..5000 {
-            writeln!(w, "<http://check.example/s{}> <http://check.example/p{}> \"value {i}\" .", i / 4, i % 9).unwrap();
+            if i % 9 == 0 {
+                // Two objects shared by many subjects: POS's subjects
+                // within them rise by a few ids (a `delta` column).
+                writeln!(w, "<http://check.example/s{}> <http://check.example/p0> <http://check.example/C{}> .", i / 4, i % 2).unwrap();
+            } else {
+                writeln!(w, "<http://check.example/s{}> <http://check.example/p{}> \"value {i}\" .", i / 4, i % 9).unwrap();
+            }
         }
     }
     output_ok(rhizome(&data).args(["load", "--quiet"]).arg(&file));
@@ -52,6 +58,7 @@ fn check_passes_a_sound_store_and_names_a_damaged_block() {
         let blocks: u64 = columns.iter().filter(|c| c["ordering"] == name && c["column"] == 0).map(|c| c["blocks"].as_u64().unwrap()).sum();
         assert_eq!(blocks, 5, "{name}: 5,000 keys in blocks of 1,024");
     }
+    assert!(columns.iter().any(|c| c["ordering"] == "POS" && c["column"] == 2 && c["kind"] == "delta"), "subjects as steps in POS: {report}");
 
     // One byte changed in the middle of the SPO file: inside a block, not
     // the header, index or footer.

@@ -19,8 +19,24 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Version of the segment file format, in every file's header; bumped on
-/// any change a reader of the previous version could not read.
-pub const FORMAT_VERSION: u32 = 1;
+/// any change a reader of the previous version could not read. 2: the
+/// `DELTA` column kind. Files of format 1 (without it) read as they are,
+/// and their blocks may be copied into files of format 2.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format this build reads.
+const OLDEST_FORMAT_VERSION: u32 = 1;
+
+/// The format new files are written in: [`FORMAT_VERSION`], or 1 when
+/// `RHIZOME_SEGMENT_FORMAT=1` (a store an earlier build can read, and
+/// the A/B of the `DELTA` kind with one binary).
+fn written_format() -> u32 {
+    static FORMAT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *FORMAT.get_or_init(|| match std::env::var("RHIZOME_SEGMENT_FORMAT").ok().and_then(|v| v.parse().ok()) {
+        Some(v) if (OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&v) => v,
+        _ => FORMAT_VERSION,
+    })
+}
 
 const MAGIC: u64 = u64::from_le_bytes(*b"RHZSEGMT");
 const HEADER_WORDS: usize = 2;
@@ -41,6 +57,8 @@ pub struct SegmentWriter {
     out: Sink,
     path: PathBuf,
     columns: usize,
+    /// The format written: the column kinds its blocks may use.
+    version: u32,
     /// The block being filled, column by column.
     pending: Vec<Vec<u64>>,
     last: Option<[u64; MAX_COLUMNS]>,
@@ -57,21 +75,31 @@ impl SegmentWriter {
     pub fn create(path: &Path, columns: usize) -> Result<SegmentWriter> {
         assert!((1..=MAX_COLUMNS).contains(&columns), "a segment's keys have 1 to 4 ids");
         let file = std::fs::File::create(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
-        Self::new(Sink::File(std::io::BufWriter::with_capacity(1 << 20, file)), path, columns)
+        Self::new(Sink::File(std::io::BufWriter::with_capacity(1 << 20, file)), path, columns, written_format())
     }
 
     /// A segment written into memory ([`Self::finish_in_memory`]), for
     /// checks of the format (fuzzing, tests): no file, no sync.
     pub fn in_memory(columns: usize) -> SegmentWriter {
-        assert!((1..=MAX_COLUMNS).contains(&columns), "a segment's keys have 1 to 4 ids");
-        Self::new(Sink::Memory(Vec::new()), Path::new("(memory)"), columns).expect("writing to memory does not fail")
+        Self::in_memory_of_format(columns, FORMAT_VERSION)
     }
 
-    fn new(out: Sink, path: &Path, columns: usize) -> Result<SegmentWriter> {
+    /// As [`Self::in_memory`], in an older format `version` (its column
+    /// kinds only): the files earlier builds wrote, for the tests that
+    /// read them.
+    #[doc(hidden)]
+    pub fn in_memory_of_format(columns: usize, version: u32) -> SegmentWriter {
+        assert!((1..=MAX_COLUMNS).contains(&columns), "a segment's keys have 1 to 4 ids");
+        assert!((OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version), "a segment format this build writes");
+        Self::new(Sink::Memory(Vec::new()), Path::new("(memory)"), columns, version).expect("writing to memory does not fail")
+    }
+
+    fn new(out: Sink, path: &Path, columns: usize, version: u32) -> Result<SegmentWriter> {
         let mut w = SegmentWriter {
             out,
             path: path.to_owned(),
             columns,
+            version,
             pending: vec![Vec::with_capacity(BLOCK_ROWS); columns],
             last: None,
             offset: 0,
@@ -80,7 +108,7 @@ impl SegmentWriter {
             rows: 0,
             block: Vec::new(),
         };
-        w.write(&[MAGIC, FORMAT_VERSION as u64 | (columns as u64) << 32])?;
+        w.write(&[MAGIC, version as u64 | (columns as u64) << 32])?;
         Ok(w)
     }
 
@@ -120,7 +148,10 @@ impl SegmentWriter {
         block.clear();
         block.push(rows as u64 | (self.columns as u64) << 16);
         for c in 0..self.columns {
-            column::encode(&self.pending[c], &mut block);
+            // Not the leading column: a seek searches it row by row
+            // (`partition_sorted`), where a `DELTA` row costs up to 31
+            // steps; a run-length column's runs are what a seek wants.
+            column::encode(&self.pending[c], self.version >= 2 && c > 0, &mut block);
         }
         self.index.push(self.offset);
         self.index.push(block.len() as u64 | (rows as u64) << 32);
@@ -143,6 +174,10 @@ impl SegmentWriter {
     /// carried into a new file.
     pub fn copy_block(&mut self, from: &Segment, b: usize) -> Result<()> {
         assert_eq!(from.columns, self.columns, "a block of {} ids copied into a segment of {}", from.columns, self.columns);
+        if from.version > self.version {
+            // Its column kinds may be unknown to this file's readers.
+            return self.copy_block_by_keys(from, b);
+        }
         let block = from.block(b)?;
         let fence = &from.fences[b];
         let mut last = [0u64; MAX_COLUMNS];
@@ -161,6 +196,19 @@ impl SegmentWriter {
         self.blocks += 1;
         self.rows += fence.rows as u64;
         self.last = Some(last);
+        Ok(())
+    }
+
+    /// Block `b`'s keys pushed one by one (encoded again, in this file's
+    /// format).
+    fn copy_block_by_keys(&mut self, from: &Segment, b: usize) -> Result<()> {
+        let mut cursor = from.cursor();
+        cursor.enter(b)?;
+        for _ in 0..from.fences[b].rows {
+            let key = cursor.key();
+            self.push(&key[..self.columns])?;
+            cursor.row += 1;
+        }
         Ok(())
     }
 
@@ -231,6 +279,8 @@ pub struct Segment {
     map: Data,
     path: PathBuf,
     columns: usize,
+    /// The file's format: which column kinds its blocks may hold.
+    version: u32,
     fences: Vec<Fence>,
     rows: u64,
     /// A bit per block, set once the block passed its checks.
@@ -272,9 +322,9 @@ impl Segment {
             return Err(at("not a segment file"));
         }
         let version = words[1] as u32;
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Error::Invalid(format!(
-                "segment {} is of format {version}; this build reads format {FORMAT_VERSION}",
+                "segment {} is of format {version}; this build reads formats {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}",
                 path.display()
             )));
         }
@@ -316,11 +366,16 @@ impl Segment {
             return Err(at("the blocks do not fill the file"));
         }
         let verified = (0..fences.len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
-        Ok(Segment { map, path: path.to_owned(), columns, fences, rows, verified })
+        Ok(Segment { map, path: path.to_owned(), columns, version, fences, rows, verified })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The file's format version.
+    pub fn format_version(&self) -> u32 {
+        self.version
     }
 
     /// Ids per key.
@@ -386,7 +441,7 @@ impl Segment {
         let mut columns = [Column::Const(0); MAX_COLUMNS];
         let mut at = 1;
         for column in columns.iter_mut().take(self.columns) {
-            let (c, used) = Column::parse(&words[at..], rows)?;
+            let (c, used) = Column::parse(&words[at..], rows, self.version >= 2)?;
             *column = c;
             at += used;
         }
@@ -444,7 +499,7 @@ impl Segment {
             let words = &self.words()[fence.offset..fence.offset + fence.words];
             let mut at = 1;
             for c in 0..self.columns {
-                let (column, used) = Column::parse(&words[at..], fence.rows)?;
+                let (column, used) = Column::parse(&words[at..], fence.rows, self.version >= 2)?;
                 let e = totals.entry((c, column.kind_name(), (words[at] >> 8) as u8 as usize)).or_default();
                 e.0 += 1;
                 e.1 += used;

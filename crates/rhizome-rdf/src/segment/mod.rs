@@ -18,8 +18,12 @@
 //!   the leading column of an ordering repeats); `CLUSTERED` (sorted bases,
 //!   each row's base as a bit-stream index and its offset packed as in
 //!   `FOR`: a block's few predicates, or an object column's kinds of ids,
-//!   each kept narrow). The writer picks the smallest encoding per column
-//!   per block.
+//!   each kept narrow); since format 2, `DELTA` (each row's step from the
+//!   row before, a full id at each row whose step falls or is too wide and
+//!   at least every 32 rows: subjects rising within a predicate and object
+//!   in POS, or an object in OSP). The writer picks the smallest encoding
+//!   per column per block. Files of format 1 read as they are;
+//!   `RHIZOME_SEGMENT_FORMAT=1` writes them.
 //! - **Why these encodings**: measured on the 1M Faculty store (1,533,338
 //!   triples), SPO, POS and OSP take 5.25, 3.34 and 3.48 MB (7.9 bytes per
 //!   triple for the three) against 4.89, 3.91 and 4.44 MB in RocksDB's

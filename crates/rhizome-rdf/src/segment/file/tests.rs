@@ -161,7 +161,57 @@ fn a_segment_written_in_memory_is_the_file_written_to_disk() {
 fn another_format_version_is_refused_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let mut bytes = std::fs::read(write(dir.path(), "v", &keys(10, 3, 1), 3)).unwrap();
-    bytes[8] = 2;
-    let err = Segment::from_bytes(&bytes, Path::new("v2")).err().expect("refused");
-    assert!(err.to_string().contains("format 2"), "{err}");
+    bytes[8] = FORMAT_VERSION as u8 + 1;
+    let err = Segment::from_bytes(&bytes, Path::new("v-next")).err().expect("refused");
+    assert!(err.to_string().contains(&format!("format {}", FORMAT_VERSION + 1)), "{err}");
+}
+
+/// A segment file of format 1, as builds before `DELTA` wrote it (an SPO
+/// segment of `bench/gen-faculty 10k`, written by the build at 0bfa093).
+/// It reads and checks; this build's format 1 path writes the same bytes
+/// from its keys (so that path is the earlier build's); its blocks copy
+/// into a file of format 2 (a merge of an old segment), and a block of
+/// format 2 into a file of 1 is written again in 1's kinds; the same
+/// quads as POS keys take fewer bytes in format 2 (`DELTA` subjects).
+#[test]
+fn a_file_of_format_1_reads_as_written_and_its_blocks_copy_into_format_2() {
+    let bytes = include_bytes!("../../../tests/data/segment-format-1-spo.seg");
+    let old = Segment::from_bytes(bytes, Path::new("format-1")).unwrap();
+    assert_eq!(old.format_version(), 1);
+    old.verify().unwrap();
+    let keys = scan(&old).unwrap();
+    assert_eq!(keys.len() as u64, old.rows());
+    assert!(keys.len() > 10_000, "{} keys", keys.len());
+    let written = |mut w: SegmentWriter, keys: &[[u64; MAX_COLUMNS]]| {
+        for k in keys {
+            w.push(&k[..3]).unwrap();
+        }
+        w.finish_in_memory()
+    };
+    assert!(written(SegmentWriter::in_memory_of_format(3, 1), &keys) == bytes[..], "this build's format 1 is the earlier build's");
+    let mut w = SegmentWriter::in_memory(3);
+    for b in 0..old.blocks() {
+        w.copy_block(&old, b).unwrap();
+    }
+    let copied = Segment::from_bytes(&w.finish_in_memory(), Path::new("copied")).unwrap();
+    assert_eq!(copied.format_version(), FORMAT_VERSION);
+    copied.verify().unwrap();
+    assert_eq!(scan(&copied).unwrap(), keys);
+
+    let mut pos: Vec<[u64; MAX_COLUMNS]> = keys.iter().map(|k| [k[1], k[2], k[0], 0]).collect();
+    pos.sort_unstable();
+    let pos_1 = Segment::from_bytes(&written(SegmentWriter::in_memory_of_format(3, 1), &pos), Path::new("pos-1")).unwrap();
+    let pos_2 = Segment::from_bytes(&written(SegmentWriter::in_memory(3), &pos), Path::new("pos-2")).unwrap();
+    pos_2.verify().unwrap();
+    assert_eq!(scan(&pos_2).unwrap(), pos);
+    assert!(pos_2.encoding_summary().unwrap().iter().any(|e| e.0 == 2 && e.1 == "delta"));
+    assert!(pos_2.bytes() < pos_1.bytes(), "{} bytes against {}", pos_2.bytes(), pos_1.bytes());
+    let mut w = SegmentWriter::in_memory_of_format(3, 1);
+    for b in 0..pos_2.blocks() {
+        w.copy_block(&pos_2, b).unwrap();
+    }
+    let back = Segment::from_bytes(&w.finish_in_memory(), Path::new("back")).unwrap();
+    assert_eq!(back.format_version(), 1);
+    assert_eq!(scan(&back).unwrap(), pos);
+    assert!(back.encoding_summary().unwrap().iter().all(|e| e.1 != "delta"));
 }
