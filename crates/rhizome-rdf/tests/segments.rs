@@ -91,18 +91,7 @@ fn batched(mut scan: QuadScan<'_>, rng: &mut Rng) -> Vec<[TermId; 4]> {
 /// Every pattern with positions taken from the model's quads (and from
 /// ids no quad has) gives exactly the model's quads, sorted and once each.
 fn compare(snapshot: &StoreSnapshot, model: &BTreeSet<ModelQuad>, context: &str) {
-    let ids = |q: ModelQuad| -> Option<[TermId; 4]> {
-        let quad = as_quad(q);
-        let s = snapshot.lookup(quad.subject.as_ref().into()).unwrap()?;
-        let p = snapshot.lookup(quad.predicate.as_ref().into()).unwrap()?;
-        let o = snapshot.lookup(quad.object.as_ref()).unwrap()?;
-        let g = match &quad.graph_name {
-            GraphName::NamedNode(n) => snapshot.lookup(n.as_ref().into()).unwrap()?,
-            _ => unreachable!(),
-        };
-        Some([s, p, o, g])
-    };
-    let model_ids: BTreeSet<[TermId; 4]> = model.iter().map(|q| ids(*q).expect("a quad of the model has ids")).collect();
+    let model_ids: BTreeSet<[TermId; 4]> = model.iter().map(|q| quad_ids(snapshot, *q)).collect();
     let all: Vec<[TermId; 4]> = snapshot.scan(QuadPattern::default()).map(|q| q.unwrap()).collect();
     assert_eq!(all.iter().copied().collect::<BTreeSet<_>>(), model_ids, "{context}: the whole store");
     assert_eq!(all.len(), model_ids.len(), "{context}: a quad twice");
