@@ -39,6 +39,13 @@ impl<'a> Evaluator<'a> {
                 continue;
             }
             let star = self.star_len(patterns, i, &merged, &bound);
+            // A pattern whose variables are all bound before it (its graph
+            // the default) only tests the rows: each passes as many times
+            // as it has quads, counted, with no iterator per row.
+            let test_only = star == 1 && {
+                let p = &patterns[i];
+                matches!(p.g, GraphSlot::Default) && [p.s, p.p, p.o].iter().all(|slot| slot.var().is_none_or(|v| bound[v]))
+            };
             for p in &patterns[i..i + star] {
                 for s in [p.s, p.p, p.o] {
                     if let Some(v) = s.var() {
@@ -57,6 +64,9 @@ impl<'a> Evaluator<'a> {
                     Ok(row) => ev.star_lookup(group, row, &group_pools),
                     Err(e) => super::fail(e),
                 }));
+            } else if test_only {
+                let (p, pool) = (&patterns[i], pools[i].clone());
+                rows = Box::new(TestedRows { ev, rows, p, pool, repeat: None });
             } else {
                 let (p, pool) = (&patterns[i], pools[i].clone());
                 rows = Box::new(rows.flat_map(move |r| match r {
@@ -338,7 +348,7 @@ impl<'a> Evaluator<'a> {
                         scan.restrict(ranges.clone(), s.is_some());
                     }
                 }
-                PatternQuads::Lookup(scan)
+                PatternQuads::Lookup(Box::new(scan))
             }
         }))
     }
@@ -446,7 +456,9 @@ impl<'a> Evaluator<'a> {
                 scan.restrict(ranges.clone(), false);
             }
         }
-        let mut quads = Vec::new();
+        // Sized by the estimate, within the cap: growing a vector of
+        // 100k quads copies it about 17 times.
+        let mut quads = Vec::with_capacity((alone as usize).min(cap));
         for q in scan {
             self.limits.check()?;
             quads.push(q?);
@@ -813,12 +825,29 @@ pub(super) fn scan_pools<'a>(patterns: &[QuadPlan]) -> Vec<ScanPool<'a>> {
 }
 
 /// A pattern's quads (its constants bound) grouped by the ids at the
-/// positions of `mask`: each group's quads together, its range hashed.
+/// positions of `mask`: each group's quads together, found by a table
+/// indexed by the key's id when one position is bound and its ids are
+/// dense (the loader numbers subjects densely), else by a hash map.
 pub(super) struct HashedQuads {
     mask: u8,
     quads: Vec<[TermId; 4]>,
-    groups: rustc_hash::FxHashMap<[TermId; 3], (u32, u32)>,
+    groups: Groups,
 }
+
+/// Where each key's quads are in `HashedQuads::quads`.
+enum Groups {
+    /// Key `min + i` (the id at quad position `at`) has the quads
+    /// `starts[i]..starts[i + 1]`: a probe is two array reads, with no
+    /// hashing, and keys probed in id order read the table in order.
+    Dense { at: usize, min: u64, starts: Vec<u32> },
+    Hashed(rustc_hash::FxHashMap<[TermId; 3], (u32, u32)>),
+}
+
+/// A dense table may take this many slots per quad (and at least
+/// `DENSE_MIN_SLOTS`): 4 bytes a slot, so at most 16 bytes per quad
+/// beside the quad's own 32.
+const DENSE_SLOTS_PER_QUAD: u64 = 4;
+const DENSE_MIN_SLOTS: u64 = 4096;
 
 impl HashedQuads {
     fn key(mask: u8, s: Option<TermId>, p: Option<TermId>, o: Option<TermId>) -> [TermId; 3] {
@@ -826,11 +855,64 @@ impl HashedQuads {
         [at(1, s), at(2, p), at(4, o)]
     }
 
+    /// Groups `quads`, keeping the scan's order within each group.
+    fn new(mask: u8, quads: Vec<[TermId; 4]>) -> Self {
+        match Self::dense(mask, &quads) {
+            Some((at, min, max)) => Self::by_table(mask, quads, at, min, max),
+            None => Self::by_hash(mask, quads),
+        }
+    }
+
+    /// The quad position of a one-position key and its ids' bounds, if
+    /// they are dense enough for a table.
+    fn dense(mask: u8, quads: &[[TermId; 4]]) -> Option<(usize, u64, u64)> {
+        let at = match mask {
+            1 => 0,
+            2 => 1,
+            4 => 2,
+            _ => return None,
+        };
+        let (mut min, mut max) = (u64::MAX, 0);
+        for q in quads {
+            min = min.min(q[at].0);
+            max = max.max(q[at].0);
+        }
+        let limit = (quads.len() as u64).saturating_mul(DENSE_SLOTS_PER_QUAD).max(DENSE_MIN_SLOTS);
+        (!quads.is_empty() && quads.len() < u32::MAX as usize && max - min < limit).then_some((at, min, max))
+    }
+
+    /// A counting sort over the key's ids (stable: a group keeps the
+    /// scan's order; quads already in key order stay where they are).
+    fn by_table(mask: u8, quads: Vec<[TermId; 4]>, at: usize, min: u64, max: u64) -> Self {
+        let slots = (max - min + 1) as usize;
+        let mut starts = vec![0u32; slots + 1];
+        for q in &quads {
+            starts[(q[at].0 - min) as usize + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let in_order = quads.windows(2).all(|w| w[0][at] <= w[1][at]);
+        let quads = if in_order {
+            quads
+        } else {
+            let mut next = starts.clone();
+            let mut placed = vec![[TermId(0); 4]; quads.len()];
+            for q in &quads {
+                let slot = &mut next[(q[at].0 - min) as usize];
+                placed[*slot as usize] = *q;
+                *slot += 1;
+            }
+            placed
+        };
+        HashedQuads { mask, quads, groups: Groups::Dense { at, min, starts } }
+    }
+
     /// Groups `quads` by a counting sort over their keys: one hash probe
     /// per quad numbers the groups, then each quad is placed in its
     /// group's range (the stable comparison sort this replaces took about
     /// a quarter of q10's instructions at 1M, callgrind).
-    fn new(mask: u8, quads: Vec<[TermId; 4]>) -> Self {
+    fn by_hash(mask: u8, quads: Vec<[TermId; 4]>) -> Self {
         let key = |q: &[TermId; 4]| Self::key(mask, Some(q[0]), Some(q[1]), Some(q[2]));
         // Per key: its group's number while counting, then (start, quads).
         let mut groups: rustc_hash::FxHashMap<[TermId; 3], (u32, u32)> = rustc_hash::FxHashMap::default();
@@ -862,13 +944,16 @@ impl HashedQuads {
             placed[*slot as usize] = *q;
             *slot += 1;
         }
-        HashedQuads { mask, quads: placed, groups }
+        HashedQuads { mask, quads: placed, groups: Groups::Hashed(groups) }
     }
 
     /// `quads` already grouped (read from an index sorted by the key's one
     /// position): a hash insert per group, no quad moved. Quads of one key
-    /// in two runs (not sorted after all) are grouped by `new`.
+    /// in two runs (not sorted after all) are grouped by `by_hash`.
     fn of_runs(mask: u8, quads: Vec<[TermId; 4]>) -> Self {
+        if let Some((at, min, max)) = Self::dense(mask, &quads) {
+            return Self::by_table(mask, quads, at, min, max);
+        }
         let key = |q: &[TermId; 4]| Self::key(mask, Some(q[0]), Some(q[1]), Some(q[2]));
         let mut groups: rustc_hash::FxHashMap<[TermId; 3], (u32, u32)> = rustc_hash::FxHashMap::default();
         let mut start = 0;
@@ -876,18 +961,68 @@ impl HashedQuads {
             let k = key(&quads[start]);
             let len = quads[start..].iter().take_while(|q| key(q) == k).count();
             if groups.insert(k, (start as u32, len as u32)).is_some() {
-                return Self::new(mask, quads);
+                return Self::by_hash(mask, quads);
             }
             start += len;
         }
-        HashedQuads { mask, quads, groups }
+        HashedQuads { mask, quads, groups: Groups::Hashed(groups) }
     }
 
     /// Where in `quads` the quads agreeing with the pattern's bound
     /// positions are.
+    #[inline]
     fn group(&self, pattern: QuadPattern) -> std::ops::Range<usize> {
-        let (start, len) = self.groups.get(&Self::key(self.mask, pattern.s, pattern.p, pattern.o)).copied().unwrap_or((0, 0));
-        start as usize..(start + len) as usize
+        match &self.groups {
+            Groups::Dense { at, min, starts } => {
+                let Some(id) = [pattern.s, pattern.p, pattern.o][*at] else { return 0..0 };
+                match id.0.checked_sub(*min) {
+                    Some(i) if (i as usize) + 1 < starts.len() => starts[i as usize] as usize..starts[i as usize + 1] as usize,
+                    _ => 0..0,
+                }
+            }
+            Groups::Hashed(groups) => {
+                let (start, len) = groups.get(&Self::key(self.mask, pattern.s, pattern.p, pattern.o)).copied().unwrap_or((0, 0));
+                start as usize..(start + len) as usize
+            }
+        }
+    }
+}
+
+/// The rows on the left that a pattern binding nothing new matches, each
+/// as many times as it has quads (`count_quad`: a probe of the hashed
+/// pattern, or a lookup), moved through rather than copied.
+struct TestedRows<'a> {
+    ev: Rc<Evaluator<'a>>,
+    rows: Rows<'a>,
+    p: &'a QuadPlan,
+    pool: ScanPool<'a>,
+    /// A row that matched more than one quad, and its copies still due.
+    repeat: Option<(Row, u64)>,
+}
+
+impl Iterator for TestedRows<'_> {
+    type Item = Result<Row>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some((row, left)) = &mut self.repeat {
+            *left -= 1;
+            let row = if *left == 0 { self.repeat.take().expect("held").0 } else { row.clone() };
+            return Some(Ok(row));
+        }
+        loop {
+            let row = match self.rows.next()? {
+                Ok(row) => row,
+                Err(e) => return Some(Err(e)),
+            };
+            match self.ev.count_quad(self.p, &row, &self.pool) {
+                Err(e) => return Some(Err(e)),
+                Ok(0) => continue,
+                Ok(1) => return Some(Ok(row)),
+                Ok(n) => {
+                    self.repeat = Some((row.clone(), n - 1));
+                    return Some(Ok(row));
+                }
+            }
+        }
     }
 }
 
@@ -921,7 +1056,10 @@ struct Binding<'a> {
 enum PatternQuads<'a> {
     /// A group of the pattern's hashed quads.
     Hashed(Rc<HashedQuads>, std::ops::Range<usize>),
-    Lookup(Lookup<'a>),
+    /// Boxed: a lookup's scan state is large, and a row's iterator is
+    /// moved into its box once per row on the left, so a probe of the
+    /// hashed pattern would copy it whole (memcpy was 8% of q07 at 4.8M).
+    Lookup(Box<Lookup<'a>>),
 }
 
 impl PatternQuads<'_> {
@@ -1179,6 +1317,34 @@ mod tests {
         assert!(hashed.group(QuadPattern { s: Some(t(99)), ..QuadPattern::default() }).is_empty());
     }
 
+    /// The table over dense ids and the hash map group alike, sorted or
+    /// not, and both answer a key outside the table (below, above) empty;
+    /// ids spread wide get the hash map.
+    #[test]
+    fn hashed_quads_dense_table_groups_as_the_hash_map_does() {
+        let t = TermId;
+        let scattered: Vec<[TermId; 4]> = (0..500u64).map(|i| [t(5_000 + (i * 37) % 211), t(1), t(i), t(0)]).collect();
+        let mut sorted = scattered.clone();
+        sorted.sort_by_key(|q| q[0]);
+        for quads in [scattered, sorted] {
+            let table = HashedQuads::new(1, quads.clone());
+            assert!(matches!(table.groups, Groups::Dense { .. }));
+            let hashed = HashedQuads::by_hash(1, quads.clone());
+            for s in 4_990..5_220u64 {
+                let pattern = QuadPattern { s: Some(t(s)), p: Some(t(1)), o: None, g: None };
+                assert_eq!(table.quads[table.group(pattern)], hashed.quads[hashed.group(pattern)], "subject {s}");
+            }
+            assert_eq!(HashedQuads::of_runs(1, quads.clone()).quads, table.quads);
+        }
+        let wide: Vec<[TermId; 4]> = (0..100u64).map(|i| [t(i << 40), t(1), t(i), t(0)]).collect();
+        let h = HashedQuads::new(1, wide.clone());
+        assert!(matches!(h.groups, Groups::Hashed(_)));
+        let runs = HashedQuads::of_runs(1, wide);
+        assert!(matches!(runs.groups, Groups::Hashed(_)));
+        assert_eq!(runs.quads[runs.group(QuadPattern { s: Some(t(7 << 40)), ..QuadPattern::default() })], h.quads[h.group(QuadPattern { s: Some(t(7 << 40)), ..QuadPattern::default() })]);
+        assert_eq!(h.group(QuadPattern { s: Some(t(7 << 40)), ..QuadPattern::default() }).len(), 1);
+    }
+
     /// Quads read in key order are grouped as the counting sort groups
     /// them; a key found in two runs (not in key order after all) too.
     #[test]
@@ -1189,10 +1355,10 @@ mod tests {
         };
         let mut sorted: Vec<[TermId; 4]> = (0..200u64).map(|i| [t(1_000 + i), t(1), t(i % 17), t(0)]).collect();
         sorted.sort_by_key(|q| q[2]);
-        assert_eq!(groups_of(&HashedQuads::of_runs(4, sorted.clone())), groups_of(&HashedQuads::new(4, sorted)));
+        assert_eq!(groups_of(&HashedQuads::of_runs(4, sorted.clone())), groups_of(&HashedQuads::by_hash(4, sorted)));
         let unsorted: Vec<[TermId; 4]> = (0..200u64).map(|i| [t(1_000 + i), t(1), t(i % 17), t(0)]).collect();
         let by_runs = HashedQuads::of_runs(4, unsorted.clone());
-        assert_eq!(groups_of(&by_runs), groups_of(&HashedQuads::new(4, unsorted)));
+        assert_eq!(groups_of(&by_runs), groups_of(&HashedQuads::by_hash(4, unsorted)));
         assert_eq!(by_runs.group(QuadPattern { s: None, p: None, o: Some(t(3)), g: None }).len(), 12);
     }
 }
