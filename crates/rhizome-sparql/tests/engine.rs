@@ -131,6 +131,39 @@ fn order_by_with_limit_keeps_the_true_first_rows() {
     assert_eq!(values, vec![int(4997), int(4996), int(4995)]);
 }
 
+/// ORDER BY on two decoded keys: names from a small pool (many ties,
+/// names sharing their first 8 bytes, shorter ones, multi-byte text), then
+/// the subject descending. The sort decodes the second key only for tied
+/// rows and keeps the decoded terms for the output: the rows and their
+/// terms must be those of a plain sort of the values, with and without a
+/// LIMIT (which trims its rows as they come).
+#[test]
+fn order_by_two_decoded_keys_breaks_ties_by_the_second_and_gives_the_right_terms() {
+    let store = Store::memory(DatasetMode::Plain);
+    let names = ["Alice A. Huber", "Alice A. Meier", "Alice A.", "Bo", "B", "Zoë Ünal", "Zoe", "Alice A. Huber2", ""];
+    let mut text = String::from("INSERT DATA {");
+    let mut expected: Vec<(String, String)> = Vec::new();
+    for i in 0..5000u64 {
+        let name = names[((i * 7919) % names.len() as u64) as usize];
+        text.push_str(&format!(" <http://ex/s{i}> <http://ex/name> \"{name}\" ."));
+        expected.push((name.to_string(), format!("http://ex/s{i}")));
+    }
+    text.push('}');
+    update(&store, &text);
+    expected.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let expected: Vec<Vec<String>> = expected.into_iter().map(|(n, s)| vec![format!("<{s}>"), format!("\"{n}\"")]).collect();
+    let snapshot = store.snapshot().unwrap();
+    let rows = |query: &str| -> Vec<Vec<String>> {
+        let prepared = PreparedQuery::new(&snapshot, Statistics::default(), &parse_query(query, None).unwrap()).unwrap();
+        let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
+        solutions.map(|s| s.unwrap().into_iter().map(|t| t.unwrap().to_string()).collect()).collect()
+    };
+    let all = rows("SELECT ?s ?n { ?s <http://ex/name> ?n } ORDER BY ?n DESC(?s)");
+    assert_eq!(all, expected);
+    let some = rows("SELECT ?s ?n { ?s <http://ex/name> ?n } ORDER BY ?n DESC(?s) LIMIT 5 OFFSET 2000");
+    assert_eq!(some, expected[2000..2005].to_vec());
+}
+
 #[test]
 fn a_query_past_its_time_limit_stops_with_a_timeout() {
     let store = Store::memory(DatasetMode::Plain);

@@ -8,11 +8,12 @@ mod join;
 mod path;
 mod pattern;
 mod semi_scan;
+mod sort;
 pub(crate) use pattern::{LOOKUPS, ROWS_OUT, pattern_key};
 pub(crate) use semi_scan::SEMI_JOIN_SCAN;
 
 use crate::error::{Result, SparqlError};
-use crate::expression::{evaluate, value};
+use crate::expression::evaluate;
 use crate::plan::{Plan, Row};
 use crate::terms::TermSpace;
 use oxrdf::Term;
@@ -439,122 +440,6 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// The rows of `inner` in ORDER BY order; with `top`, only that many
-    /// first rows, keeping at most twice as many in memory.
-    fn sorted(self: &Rc<Self>, inner: &'a Plan, keys: &'a [(crate::expression::Expr, bool)], top: Option<usize>) -> Result<Vec<Row>> {
-        let key_order = |a: &SortKey, b: &SortKey| match (a, b) {
-            (SortKey::Id(x), SortKey::Id(y)) if x == y => std::cmp::Ordering::Equal,
-            (SortKey::Id(x), SortKey::Id(y)) if ordered_by_id(*x, *y) => x.cmp(y),
-            // Two plain strings (the commonest sort key after ids): their
-            // text, as `value::order` would decide it.
-            (SortKey::Term(Some(Term::Literal(x))), SortKey::Term(Some(Term::Literal(y))))
-                if x.datatype() == oxrdf::vocab::xsd::STRING && y.datatype() == oxrdf::vocab::xsd::STRING =>
-            {
-                x.value().cmp(y.value())
-            }
-            _ => value::order(self.sort_term(a).as_ref(), self.sort_term(b).as_ref()),
-        };
-        let cmp = |a: &(Vec<SortKey>, Row), b: &(Vec<SortKey>, Row)| {
-            for (i, (_, desc)) in keys.iter().enumerate() {
-                let o = key_order(&a.0[i], &b.0[i]);
-                let o = if *desc { o.reverse() } else { o };
-                if o != std::cmp::Ordering::Equal {
-                    return o;
-                }
-            }
-            std::cmp::Ordering::Equal
-        };
-        let mut keyed: Vec<(Vec<SortKey>, Row)> = Vec::new();
-        // Under a LIMIT: the first key of the k-th row kept so far. A row
-        // whose first key is already worse is dropped before its other keys
-        // are computed (they may need decoding from the dictionary).
-        let mut threshold: Option<SortKey> = None;
-        let mut next_trim = 2 * top.unwrap_or(0).max(512);
-        for r in self.eval(inner, self.empty_row()) {
-            let r = r?;
-            let mut row_keys = Vec::with_capacity(keys.len());
-            for (i, (e, desc)) in keys.iter().enumerate() {
-                let key = match e {
-                    crate::expression::Expr::Var(v) if r[*v].is_some() => SortKey::Id(r[*v].expect("checked")),
-                    _ => SortKey::Term(self.expr(e, &r)),
-                };
-                self.limits.memory_error()?;
-                if let (0, Some(t)) = (i, &threshold) {
-                    let o = key_order(&key, t);
-                    if (if *desc { o.reverse() } else { o }) == std::cmp::Ordering::Greater {
-                        break;
-                    }
-                }
-                row_keys.push(key);
-            }
-            if row_keys.len() < keys.len() {
-                continue;
-            }
-            keyed.push((row_keys, r));
-            if keyed.len().is_multiple_of(4096) {
-                self.check_memory(rows_bytes(keyed.len(), self.width + 4 * keys.len()))?;
-            }
-            if let Some(k) = top {
-                if k > 0 && keyed.len() >= next_trim {
-                    // By the first key alone first (ids, usually: no
-                    // decoding): keep the rows not worse than the k-th,
-                    // ties included, so the other keys are compared
-                    // (decoded) only among the few rows that can still
-                    // make the top k. A large tie group is cut by every key.
-                    let desc = keys[0].1;
-                    let first = |a: &(Vec<SortKey>, Row), b: &(Vec<SortKey>, Row)| {
-                        let o = key_order(&a.0[0], &b.0[0]);
-                        if desc { o.reverse() } else { o }
-                    };
-                    self.decode_sort_keys(&mut keyed);
-                    keyed.select_nth_unstable_by(k - 1, first);
-                    let kth = keyed[k - 1].0[0].clone();
-                    keyed.retain(|e| {
-                        let o = key_order(&e.0[0], &kth);
-                        (if desc { o.reverse() } else { o }) != std::cmp::Ordering::Greater
-                    });
-                    if keyed.len() > 65536 {
-                        keyed.select_nth_unstable_by(k - 1, cmp);
-                        keyed.truncate(k);
-                    }
-                    threshold = Some(kth);
-                    next_trim = (2 * keyed.len()).max(2 * k.max(512));
-                }
-            }
-        }
-        self.decode_sort_keys(&mut keyed);
-        // A permutation is sorted, not the rows with their keys (moving
-        // those is most of a large sort); ties keep the order rows came in.
-        let mut order: Vec<u32> = (0..keyed.len() as u32).collect();
-        order.sort_unstable_by(|&i, &j| cmp(&keyed[i as usize], &keyed[j as usize]).then(i.cmp(&j)));
-        if let Some(k) = top {
-            order.truncate(k);
-        }
-        let mut rows: Vec<Option<Row>> = keyed.into_iter().map(|(_, r)| Some(r)).collect();
-        Ok(order.into_iter().map(|i| rows[i as usize].take().expect("each row once")).collect())
-    }
-
-    /// Decodes, once per row, the keys that compare by value (not by id)
-    /// before a sort compares them n log n times.
-    fn decode_sort_keys(&self, keyed: &mut [(Vec<SortKey>, Row)]) {
-        for (keys, _) in keyed.iter_mut() {
-            for k in keys.iter_mut() {
-                if let SortKey::Id(id) = *k {
-                    if !inlined_value(id) {
-                        *k = SortKey::Term(self.space.decode(id).ok());
-                    }
-                }
-            }
-        }
-    }
-
-    fn sort_term(&self, key: &SortKey) -> Option<Term> {
-        match key {
-            SortKey::Id(id) => self.space.decode(*id).ok(),
-            SortKey::Term(t) => t.clone(),
-        }
-    }
-
     /// Evaluates a plan that does not accept bindings on its own, then
     /// keeps the rows compatible with the input.
     fn alone(self: &Rc<Self>, plan: &'a Plan, input: Row) -> Rows<'a> {
@@ -582,29 +467,4 @@ impl<'a> Evaluator<'a> {
             _ => self.eval(plan, empty),
         }
     }
-}
-
-/// An ORDER BY key: a variable's value kept as its id, decoded (through
-/// the query's cache) only when a comparison needs it (inlined numbers and
-/// dates of one kind compare by id, equal ids are equal terms), or the
-/// value of an expression as a term.
-#[derive(Clone)]
-enum SortKey {
-    Id(TermId),
-    Term(Option<Term>),
-}
-
-fn inlined_value(id: TermId) -> bool {
-    use rhizome_rdf::term::tag;
-    matches!(id.tag(), tag::INTEGER | tag::DECIMAL | tag::DATE | tag::DATE_TIME)
-}
-
-/// Whether two inlined ids compare by value as ids: same kind, and for
-/// dates and date-times the same timezone field (the low 12 bits), since
-/// values in different timezones do not sort by their local fields.
-fn ordered_by_id(a: TermId, b: TermId) -> bool {
-    use rhizome_rdf::term::tag;
-    inlined_value(a)
-        && a.tag() == b.tag()
-        && (!matches!(a.tag(), tag::DATE | tag::DATE_TIME) || a.payload() & 0xFFF == b.payload() & 0xFFF)
 }
