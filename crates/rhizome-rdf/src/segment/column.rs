@@ -591,7 +591,8 @@ pub(super) fn encode(values: &[u64], delta: bool, out: &mut Vec<u64>) {
     sorted.sort_unstable();
     let (for_words, for_plan) = plan_for(sorted);
     let runs = plan_runs(values).map_or(usize::MAX, |(words, _)| words);
-    let (clustered, cluster_width) = plan_clusters(sorted);
+    // Clusters no smaller than these are never chosen.
+    let (clustered, cluster_width) = plan_clusters(sorted, for_words.min(runs));
     if let Some((words, width)) = plan_delta(values).filter(|_| delta) {
         if words < for_words.min(runs).min(clustered) {
             return encode_delta(values, width, out);
@@ -619,13 +620,14 @@ fn clusters(sorted: &[u64], width: usize) -> Vec<u64> {
 }
 
 /// The width of clusters that makes the column smallest: (words, width),
-/// from the block's values `sorted`. The same choice as counting the
+/// from the block's values `sorted`, if smaller than `words_to_beat`
+/// (otherwise `(words_to_beat, 0)`). The same choice as counting the
 /// clusters of every width (`tests::plan_clusters_every_width`), but a
 /// width is counted only when a lower bound of its size could win: each
 /// step between sorted values of `2^width` or more starts a cluster, so
 /// one pass's histogram of the steps' bit lengths bounds every width's
 /// count from below.
-fn plan_clusters(sorted: &[u64]) -> (usize, usize) {
+fn plan_clusters(sorted: &[u64], words_to_beat: usize) -> (usize, usize) {
     let rows = sorted.len();
     // wider[w]: the steps of more than `w` bits, each of which starts a
     // cluster `2^w` wide.
@@ -640,7 +642,7 @@ fn plan_clusters(sorted: &[u64]) -> (usize, usize) {
         wider[w] += wider[w + 1];
     }
     let words = |n: usize, width: usize| 2 + n + BitStream::words_for(rows, bits(n as u64 - 1)) + packed_words(width);
-    let mut best = (usize::MAX, 0);
+    let mut best = (words_to_beat, 0);
     for width in 0..=64 {
         if words(2, width) >= best.0 {
             break; // every wider cluster too: two clusters at least
@@ -1082,7 +1084,18 @@ mod tests {
             let mut sorted = values.clone();
             sorted.sort_unstable();
             assert_eq!(plan_for(&sorted), plan_for_every_window(values), "{values:?}");
-            assert_eq!(plan_clusters(&sorted), plan_clusters_every_width(values), "{values:?}");
+            let every = plan_clusters_every_width(values);
+            assert_eq!(plan_clusters(&sorted, usize::MAX), every, "{values:?}");
+            // With a size to beat, as `encode` asks: the same plan when
+            // it wins, else none smaller than the size.
+            for to_beat in [every.0, every.0 + 1, plan_for(&sorted).0, 40] {
+                let plan = plan_clusters(&sorted, to_beat);
+                if every.0 < to_beat {
+                    assert_eq!(plan, every, "{values:?}");
+                } else {
+                    assert!(plan.0 >= to_beat, "{values:?}");
+                }
+            }
         }
     }
 
