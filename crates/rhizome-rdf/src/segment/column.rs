@@ -585,9 +585,14 @@ pub(super) fn encode(values: &[u64], delta: bool, out: &mut Vec<u64>) {
         out.push(first);
         return;
     }
-    let (for_words, for_plan) = plan_for(values);
+    let mut sorted = [0u64; BLOCK_ROWS];
+    let sorted = &mut sorted[..values.len()];
+    sorted.copy_from_slice(values);
+    sorted.sort_unstable();
+    let (for_words, for_plan) = plan_for(sorted);
     let runs = plan_runs(values).map_or(usize::MAX, |(words, _)| words);
-    let (clustered, cluster_width) = plan_clusters(values);
+    // Clusters no smaller than these are never chosen.
+    let (clustered, cluster_width) = plan_clusters(sorted, for_words.min(runs));
     if let Some((words, width)) = plan_delta(values).filter(|_| delta) {
         if words < for_words.min(runs).min(clustered) {
             return encode_delta(values, width, out);
@@ -614,22 +619,61 @@ fn clusters(sorted: &[u64], width: usize) -> Vec<u64> {
     bases
 }
 
-/// The width of clusters that makes the column smallest: (words, width).
-fn plan_clusters(values: &[u64]) -> (usize, usize) {
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut best = (usize::MAX, 0);
+/// The width of clusters that makes the column smallest: (words, width),
+/// from the block's values `sorted`, if smaller than `words_to_beat`
+/// (otherwise `(words_to_beat, 0)`). The same choice as counting the
+/// clusters of every width (`tests::plan_clusters_every_width`), but a
+/// width is counted only when a lower bound of its size could win: each
+/// step between sorted values of `2^width` or more starts a cluster, so
+/// one pass's histogram of the steps' bit lengths bounds every width's
+/// count from below.
+fn plan_clusters(sorted: &[u64], words_to_beat: usize) -> (usize, usize) {
+    let rows = sorted.len();
+    // wider[w]: the steps of more than `w` bits, each of which starts a
+    // cluster `2^w` wide.
+    let mut wider = [0usize; 65];
+    for pair in sorted.windows(2) {
+        let b = bits(pair[1] - pair[0]);
+        if b > 0 {
+            wider[b - 1] += 1;
+        }
+    }
+    for w in (0..64).rev() {
+        wider[w] += wider[w + 1];
+    }
+    let words = |n: usize, width: usize| 2 + n + BitStream::words_for(rows, bits(n as u64 - 1)) + packed_words(width);
+    let mut best = (words_to_beat, 0);
     for width in 0..=64 {
-        let n = clusters(&sorted, width).len();
-        if n > 1 && n <= values.len() {
-            let words = 2 + n + BitStream::words_for(values.len(), bits(n as u64 - 1)) + packed_words(width);
-            if words < best.0 {
-                best = (words, width);
-            }
+        if words(2, width) >= best.0 {
+            break; // every wider cluster too: two clusters at least
+        }
+        let at_least = 1 + wider[width];
+        if words(at_least.max(2), width) >= best.0 {
+            continue;
+        }
+        let n = count_clusters(sorted, width);
+        if n <= 1 {
+            break; // and so every wider width
+        }
+        let size = words(n, width);
+        if size < best.0 {
+            best = (size, width);
         }
     }
     best
+}
+
+/// How many clusters [`clusters`] makes, without making them.
+fn count_clusters(sorted: &[u64], width: usize) -> usize {
+    let mut n = 1;
+    let mut base = sorted[0];
+    for v in &sorted[1..] {
+        if width < 64 && (v - base) >> width != 0 {
+            n += 1;
+            base = *v;
+        }
+    }
+    n
 }
 
 fn encode_clustered(values: &[u64], width: usize, out: &mut Vec<u64>) {
@@ -653,23 +697,43 @@ fn encode_clustered(values: &[u64], width: usize, out: &mut Vec<u64>) {
     unsafe { u64::unchecked_pack(width, &input, &mut out[start..]) };
 }
 
-/// The patched frame of reference of least size: for each width, the
-/// window of values (sorted) that most values fall in; the others are
-/// exceptions at two words and a quarter each. Returns (words, (base, width)).
-fn plan_for(values: &[u64]) -> (usize, (u64, usize)) {
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    let (min, max) = (sorted[0], sorted[sorted.len() - 1]);
+/// The patched frame of reference of least size, from the block's values
+/// `sorted`: for each width, the window of values that most values fall
+/// in (the first such); the others are exceptions at two words and a
+/// quarter each. Returns (words, (base, width)).
+///
+/// The same choice as sweeping every window of every width
+/// (`tests::plan_for_every_window`), at a fraction of its cost: a width
+/// is looked at only while its packed words alone are fewer than the best
+/// so far, and then only for windows that keep enough values to win, so
+/// at most `allowed` exceptions: such a window starts at one of the first
+/// `allowed + 1` values and reaches `rows - allowed` values on, which
+/// one comparison tells before any counting.
+fn plan_for(sorted: &[u64]) -> (usize, (u64, usize)) {
+    let rows = sorted.len();
+    let (min, max) = (sorted[0], sorted[rows - 1]);
     let mut best = (2 + packed_words(bits(max - min)), (min, bits(max - min)));
     for width in 0..bits(max - min) {
+        // Words left for exceptions if this width is to win.
+        let Some(room) = best.0.checked_sub(2 + packed_words(width) + 1) else { break };
+        let mut allowed = room * 4 / 5 + 1;
+        while allowed > 0 && allowed + allowed.div_ceil(4) > room {
+            allowed -= 1;
+        }
+        let allowed = allowed.min(rows - 1).min(u16::MAX as usize);
         let span = 1u64 << width;
-        // The window [sorted[i], sorted[i] + span) holding most values.
+        // At least `least` values kept: starts 0..=allowed.
+        let least = rows - allowed;
         let (mut j, mut kept, mut base) = (0, 0, min);
-        for i in 0..sorted.len() {
-            if j < i {
-                j = i;
+        for i in 0..=allowed {
+            if i + least > rows {
+                break;
             }
-            while j < sorted.len() && sorted[j] - sorted[i] < span {
+            if sorted[i + least - 1] - sorted[i] >= span {
+                continue;
+            }
+            j = j.max(i + least);
+            while j < rows && sorted[j] - sorted[i] < span {
                 j += 1;
             }
             if j - i > kept {
@@ -677,10 +741,10 @@ fn plan_for(values: &[u64]) -> (usize, (u64, usize)) {
                 base = sorted[i];
             }
         }
-        let exceptions = values.len() - kept;
-        if exceptions > u16::MAX as usize {
+        if kept == 0 {
             continue;
         }
+        let exceptions = rows - kept;
         let words = 2 + packed_words(width) + exceptions.div_ceil(4) + exceptions;
         if words < best.0 {
             best = (words, (base, width));
@@ -936,6 +1000,103 @@ mod tests {
         let (column, _) = Column::parse(&words, 100, true).unwrap();
         column.validate(100).unwrap();
         assert!(Column::parse(&words, 100, true).unwrap().0.validate(140).is_err());
+    }
+
+    /// The frame-of-reference planner as first written: every window of
+    /// every width swept (the reference `plan_for` must agree with).
+    fn plan_for_every_window(values: &[u64]) -> (usize, (u64, usize)) {
+        let mut sorted = values.to_vec();
+        sorted.sort_unstable();
+        let (min, max) = (sorted[0], sorted[sorted.len() - 1]);
+        let mut best = (2 + packed_words(bits(max - min)), (min, bits(max - min)));
+        for width in 0..bits(max - min) {
+            let span = 1u64 << width;
+            let (mut j, mut kept, mut base) = (0, 0, min);
+            for i in 0..sorted.len() {
+                j = j.max(i);
+                while j < sorted.len() && sorted[j] - sorted[i] < span {
+                    j += 1;
+                }
+                if j - i > kept {
+                    kept = j - i;
+                    base = sorted[i];
+                }
+            }
+            let exceptions = values.len() - kept;
+            let words = 2 + packed_words(width) + exceptions.div_ceil(4) + exceptions;
+            if words < best.0 {
+                best = (words, (base, width));
+            }
+        }
+        best
+    }
+
+    /// The cluster planner as first written: the clusters of every width
+    /// made and counted.
+    fn plan_clusters_every_width(values: &[u64]) -> (usize, usize) {
+        let mut sorted = values.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut best = (usize::MAX, 0);
+        for width in 0..=64 {
+            let n = clusters(&sorted, width).len();
+            if n > 1 && n <= values.len() {
+                let words = 2 + n + BitStream::words_for(values.len(), bits(n as u64 - 1)) + packed_words(width);
+                if words < best.0 {
+                    best = (words, width);
+                }
+            }
+        }
+        best
+    }
+
+    /// The planners skip widths and windows that cannot win; what they
+    /// choose (size, width and base) must be what trying every one chose,
+    /// so that a load writes the same bytes as before.
+    #[test]
+    fn the_planners_choose_what_trying_every_width_chooses() {
+        let mut x = 11;
+        let mut cases: Vec<Vec<u64>> = Vec::new();
+        for n in [2, 3, 5, 31, 64, 100, 513, 1000, 1024] {
+            for shift in [0, 1, 7, 20, 40, 50, 58, 63] {
+                cases.push((0..n).map(|_| xorshift(&mut x) >> shift).collect());
+            }
+            for tags in 1..6 {
+                for spread in [3, 1_000, 100_000, 1 << 30] {
+                    cases.push(
+                        (0..n)
+                            .map(|_| {
+                                let t = xorshift(&mut x) % tags;
+                                (t + 1) << 56 | (t * 1_000_000_000 + xorshift(&mut x) % spread)
+                            })
+                            .collect(),
+                    );
+                }
+            }
+            for far in [1, 3, 10, 50, 200] {
+                cases.push((0..n).map(|i| if (i as u64) % far == 0 { 0x0700_0000_0000_0000 | xorshift(&mut x) >> 20 } else { 0x0200_0000_0010_0000 + xorshift(&mut x) % 100_000 }).collect());
+            }
+            cases.push((0..n).map(|i| 0x0200_0000_0001_0000 + i as u64 / 6).collect());
+            cases.push((0..n).map(|_| 0x0200_0000_0000_0000 + (xorshift(&mut x) % 9) * 100_000).collect());
+            cases.push((0..n).map(|i| if i % 2 == 0 { 5 } else { 5 + (1 << (i % 64)) }).collect());
+        }
+        for values in &cases {
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            assert_eq!(plan_for(&sorted), plan_for_every_window(values), "{values:?}");
+            let every = plan_clusters_every_width(values);
+            assert_eq!(plan_clusters(&sorted, usize::MAX), every, "{values:?}");
+            // With a size to beat, as `encode` asks: the same plan when
+            // it wins, else none smaller than the size.
+            for to_beat in [every.0, every.0 + 1, plan_for(&sorted).0, 40] {
+                let plan = plan_clusters(&sorted, to_beat);
+                if every.0 < to_beat {
+                    assert_eq!(plan, every, "{values:?}");
+                } else {
+                    assert!(plan.0 >= to_beat, "{values:?}");
+                }
+            }
+        }
     }
 
     #[test]
