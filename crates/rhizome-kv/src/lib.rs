@@ -115,7 +115,7 @@ pub use backend::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, Sort
 pub use error::{Error, Result};
 pub use kv::{BulkWriter, Kv};
 pub use read_cache::{seeded as seeded_fx, CachedRead, ReadCache};
-pub use transaction::Transaction;
+pub use transaction::{Transaction, WritingMisses};
 
 /// A keyspace: an independent ordered map of keys. Backends map keyspaces to
 /// whatever they have (a key prefix byte on RocksDB, a table on Cassandra).

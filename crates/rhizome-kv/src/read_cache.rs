@@ -74,10 +74,19 @@ impl ReadCache {
     /// `snapshot`'s value of `key`, read once. The caller passes the same
     /// snapshot every time (the cache does not know it).
     pub fn get(&self, snapshot: &dyn KvRead, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_keeping(snapshot, ks, key, true)
+    }
+
+    /// [`get`](Self::get), keeping the answer only if the key is there or
+    /// `keep_miss`.
+    pub fn get_keeping(&self, snapshot: &dyn KvRead, ks: Keyspace, key: &[u8], keep_miss: bool) -> Result<Option<Vec<u8>>> {
         if let Some(hit) = self.lock().keys(ks).and_then(|m| m.get(key)) {
             return Ok(hit.clone());
         }
         let value = snapshot.get(ks, key)?;
+        if value.is_none() && !keep_miss {
+            return Ok(None);
+        }
         let mut e = self.lock();
         let size = key.len() + value.as_ref().map_or(0, Vec::len);
         if e.count < MAX_ENTRIES && e.bytes + size <= MAX_BYTES {
@@ -209,5 +218,23 @@ mod tests {
         }
         assert_eq!(cache.lock().count, MAX_ENTRIES);
         assert_eq!(counting.1.load(Ordering::Relaxed), n as usize + 10, "the keys past the bound are read each time");
+    }
+
+    /// A read for a key about to be written if absent (a new dictionary
+    /// term) keeps a hit but not a miss.
+    #[test]
+    fn a_read_not_keeping_misses_keeps_hits_only() {
+        let backend = MemoryBackend::new();
+        let ks = Keyspace(1);
+        backend.commit(WriteBatch { ops: vec![WriteOp::Put(ks, b"a".to_vec(), b"1".to_vec())], ..WriteBatch::default() }).unwrap();
+        let snapshot = backend.snapshot().unwrap();
+        let counting = Counting(snapshot.as_ref(), AtomicUsize::new(0));
+        let cache = ReadCache::default();
+        for _ in 0..2 {
+            assert_eq!(cache.get_keeping(&counting, ks, b"a", false).unwrap(), Some(b"1".to_vec()));
+            assert_eq!(cache.get_keeping(&counting, ks, b"b", false).unwrap(), None);
+        }
+        assert_eq!(cache.lock().count, 1);
+        assert_eq!(counting.1.load(Ordering::Relaxed), 3, "a once, b each time");
     }
 }

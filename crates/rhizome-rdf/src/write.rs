@@ -257,7 +257,7 @@ impl<'a> StoreTransaction<'a> {
         let known_absent = self.absent.get_mut().take_if(|(t, b)| *t == tag && b.as_slice() == bytes.as_ref()).is_some();
         if known_absent {
             // Created below.
-        } else if let Some(id) = Dictionary::lookup_key(&self.txn, tag, &bytes)? {
+        } else if let Some(id) = Dictionary::lookup_key(&self.txn.writing_misses(), tag, &bytes)? {
             if !self.is_fresh(id) {
                 self.ids.insert(tag, &bytes, id);
             }

@@ -690,7 +690,9 @@ impl Backend for SegmentedBackend {
         view.carried.apply(&carried, seq);
         if let Err(e) = self.inner.commit(rest) {
             for (slot, keys) in per_slot.iter().enumerate() {
-                view.deltas[slot].undo(keys.iter().map(|(k, _)| *k), seq);
+                if !keys.is_empty() {
+                    view.deltas[slot].undo(seq);
+                }
             }
             view.carried.undo(&carried, seq);
             return Err(e);

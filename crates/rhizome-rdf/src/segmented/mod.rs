@@ -36,10 +36,10 @@
 //!   delta version only if its number is at or below the snapshot's, so it
 //!   sees exactly the commits before it, deletions included (a deleted key
 //!   is a version that hides the segment's), while writers go on and no
-//!   reader waits for a commit's sync. A key's versions live in a
-//!   `BTreeMap` per ordering; a cursor (`cursor.rs`) merges the segment's
-//!   keys with the delta's visible entries, taken 64 at a time under the
-//!   delta's read lock. Scans of the quad indexes (`QuadScan`) take that
+//!   reader waits for a commit's sync. A key's versions live in
+//!   sorted runs per ordering, one a commit, merged leveled (`delta.rs`);
+//!   a cursor (`cursor.rs`) merges the segment's keys with the delta's
+//!   visible entries, taken 64 at a time from the runs it holds. Scans of the quad indexes (`QuadScan`) take that
 //!   cursor directly (`KvRead::as_any`) and read its ids without key bytes;
 //!   once a scan steps through a block, it takes the rest of the block up
 //!   to the next delta entry, its bound or the end of its prefix as id
