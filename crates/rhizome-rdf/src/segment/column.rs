@@ -601,7 +601,7 @@ pub(super) fn encode(values: &[u64], delta: bool, out: &mut Vec<u64>) {
     if runs < for_words && runs <= clustered {
         encode_runs(values, out)
     } else if clustered < for_words {
-        encode_clustered(values, cluster_width, out)
+        encode_clustered(values, sorted, cluster_width, out)
     } else {
         encode_for(values, for_plan, out)
     }
@@ -676,11 +676,10 @@ fn count_clusters(sorted: &[u64], width: usize) -> usize {
     n
 }
 
-fn encode_clustered(values: &[u64], width: usize, out: &mut Vec<u64>) {
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let bases = clusters(&sorted, width);
+/// `sorted`: the block's values sorted, as `encode` has them (a value
+/// repeated starts no cluster of its own).
+fn encode_clustered(values: &[u64], sorted: &[u64], width: usize, out: &mut Vec<u64>) {
+    let bases = clusters(sorted, width);
     let cluster_of = |v: u64| bases.partition_point(|b| *b <= v) - 1;
     let index_width = bits(bases.len() as u64 - 1);
     out.push(CLUSTERED as u64 | (width as u64) << 8 | (bases.len() as u64) << 16 | (index_width as u64) << 32);
