@@ -18,6 +18,7 @@ mod input;
 mod parse;
 mod renumber;
 mod runs;
+mod sort;
 
 pub use input::{format_from_name, format_from_path, LoadInput};
 
@@ -31,7 +32,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use oxrdf::NamedNode;
 use oxrdfio::RdfFormat;
 use parse::{EncodedChunk, Slot};
-use runs::{merge_into, sorted_keys, Family, Observe, Observed};
+use runs::{merge_into, Family, Observe, Observed};
+use sort::sorted_keys;
 use rhizome_kv::{Keyspace, SortedRun, SortedRunWriter};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
