@@ -4,6 +4,7 @@
 //! storage engine's sorted files. Memory is the run buffer, whatever the
 //! input size.
 
+use super::sort::{sort_dedup, sorted_keys, SortedKeys};
 use crate::index::layout::Ordering;
 use crate::term::TermId;
 use crate::{Error, Result};
@@ -20,14 +21,6 @@ pub(crate) struct Family<const N: usize> {
     pub buffer: Vec<[u64; N]>,
     /// Spilled runs: per ordering, the files in key order of that ordering.
     pub spills: Vec<Vec<PathBuf>>,
-}
-
-fn permute<const N: usize>(q: &[u64; N], ordering: &Ordering) -> [u64; N] {
-    let mut k = [0u64; N];
-    for (i, c) in ordering.components.iter().enumerate() {
-        k[i] = q[*c];
-    }
-    k
 }
 
 fn as_quad<const N: usize>(q: &[u64; N]) -> [TermId; 4] {
@@ -47,8 +40,7 @@ impl<const N: usize> Family<N> {
     /// Sorts, removes duplicates and, when the store had quads, the quads
     /// it already has; what is left is new.
     pub fn prepare(&mut self, existing: Option<(&dyn KvRead, u64)>) -> Result<()> {
-        self.buffer.sort_unstable();
-        self.buffer.dedup();
+        sort_dedup(&mut self.buffer);
         if let Some((snapshot, first_new_id)) = existing {
             let is_new_id = |id: u64| {
                 let t = TermId(id);
@@ -102,11 +94,11 @@ impl<const N: usize> Family<N> {
 }
 
 /// Writes sorted keys to a run file (ids little-endian, N per key).
-fn write_run_file<const N: usize>(keys: &[[u64; N]], path: &Path) -> Result<()> {
+fn write_run_file<const N: usize>(keys: &SortedKeys<N>, path: &Path) -> Result<()> {
     let io = |source| Error::Io { path: path.to_owned(), source };
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(io)?);
-    for k in keys {
-        for id in k {
+    for i in 0..keys.len() {
+        for id in keys.get(i) {
             w.write_all(&id.to_le_bytes()).map_err(io)?;
         }
     }
@@ -115,14 +107,17 @@ fn write_run_file<const N: usize>(keys: &[[u64; N]], path: &Path) -> Result<()> 
 
 /// A source of sorted keys for the merge.
 enum Source<const N: usize> {
-    Memory(std::vec::IntoIter<[u64; N]>),
+    Memory(SortedKeys<N>, usize),
     File(BufReader<std::fs::File>, PathBuf),
 }
 
 impl<const N: usize> Source<N> {
     fn next(&mut self) -> Result<Option<[u64; N]>> {
         match self {
-            Source::Memory(it) => Ok(it.next()),
+            Source::Memory(keys, next) => Ok((*next < keys.len()).then(|| {
+                *next += 1;
+                keys.get(*next - 1)
+            })),
             Source::File(r, path) => {
                 let mut buf = [0u8; 32];
                 let buf = &mut buf[..N * 8];
@@ -171,12 +166,12 @@ pub(crate) struct Observed {
 /// Merges the runs of one ordering (spilled files plus the sorted buffer)
 /// into a storage run, dropping duplicates.
 pub(crate) fn merge_into<const N: usize>(
-    buffer_keys: Vec<[u64; N]>,
+    buffer_keys: SortedKeys<N>,
     files: &[PathBuf],
     mut writer: Box<dyn SortedRunWriter>,
     observe: Observe,
 ) -> Result<(SortedRun, Observed)> {
-    let mut sources: Vec<Source<N>> = vec![Source::Memory(buffer_keys.into_iter())];
+    let mut sources: Vec<Source<N>> = vec![Source::Memory(buffer_keys, 0)];
     for f in files {
         let file = std::fs::File::open(f).map_err(|source| Error::Io { path: f.clone(), source })?;
         sources.push(Source::File(BufReader::with_capacity(1 << 20, file), f.clone()));
@@ -232,11 +227,4 @@ pub(crate) fn merge_into<const N: usize>(
         last = Some(k);
     }
     Ok((writer.finish()?, observed))
-}
-
-/// The sorted keys of the buffer in one ordering.
-pub(crate) fn sorted_keys<const N: usize>(buffer: &[[u64; N]], ordering: &Ordering) -> Vec<[u64; N]> {
-    let mut keys: Vec<[u64; N]> = buffer.iter().map(|q| permute(q, ordering)).collect();
-    keys.sort_unstable();
-    keys
 }
