@@ -1112,3 +1112,19 @@ fn minus_on_key_variables_removes_what_compatible_rows_remove() {
     // A key the right side binds only through a UNION branch.
     assert_eq!(subjects("SELECT ?s { ?s :p :x MINUS { { ?s :q ?y } UNION { ?z :r :w } } }"), ["<b>", "<e>"]);
 }
+
+/// DISTINCT keeps one row per distinct projection, unbound values
+/// included, on few variables (kept by their values) and on many (kept as
+/// rows).
+#[test]
+fn distinct_keeps_one_row_per_projection_with_unbound_values() {
+    let store = Store::memory(DatasetMode::Union);
+    update(&store, "PREFIX : <http://ex/> INSERT DATA { :a :p :x , :y ; :r :w . :b :p :x , :y . :c :q :z }");
+    let rows = |q: &str| select(&store, &format!("PREFIX : <http://ex/> {q}")).len();
+    assert_eq!(rows("SELECT DISTINCT ?s ?w { ?s :p ?o OPTIONAL { ?s :r ?w } }"), 2);
+    assert_eq!(rows("SELECT DISTINCT ?w { ?s :p ?o OPTIONAL { ?s :r ?w } }"), 2);
+    assert_eq!(rows("SELECT DISTINCT ?w { ?s ?p ?o OPTIONAL { ?s :nothing ?w } }"), 1);
+    assert_eq!(rows("SELECT DISTINCT ?s ?p ?o ?w ?v { ?s ?p ?o OPTIONAL { ?s :r ?w } OPTIONAL { ?s :q ?v } }"), 6);
+    assert_eq!(rows("SELECT DISTINCT ?s ?p { ?s ?p ?o . ?s ?p2 ?o2 }"), 4);
+    assert_eq!(rows("SELECT DISTINCT ?s ?p ?p2 ?p3 ?w { ?s ?p ?o . ?s ?p2 ?o2 . ?s ?p3 ?o3 OPTIONAL { ?s :r ?w } }"), 2 * 2 * 2 + 1 + 1);
+}
