@@ -62,12 +62,19 @@ fn unsigned_payload(p: u64) -> i64 {
     p as i64 - SIGN_BIAS
 }
 
+/// The inlined id of the `xsd:integer` of value `v` (the id
+/// `inline_literal(&v.to_string(), XSD_INTEGER)` gives, without writing the
+/// lexical form): `None` outside the inlined range.
+pub fn inline_integer_id(v: i64) -> Option<TermId> {
+    Some(TermId::new(tag::INTEGER, signed_payload(v)?))
+}
+
 fn inline_integer(lexical: &str) -> Option<TermId> {
     let v: i64 = lexical.parse().ok()?;
     if v.to_string() != lexical {
         return None;
     }
-    Some(TermId::new(tag::INTEGER, signed_payload(v)?))
+    inline_integer_id(v)
 }
 
 fn inline_decimal(lexical: &str) -> Option<TermId> {
@@ -299,6 +306,17 @@ mod tests {
         ] {
             assert!(round_trip(l, d), "{l} {d} should be inlined");
         }
+    }
+
+    /// The id of a value is the id of its canonical lexical form, in the
+    /// inlined range and at both of its ends; past them there is none.
+    #[test]
+    fn integer_ids_from_values_are_those_of_their_lexical_forms() {
+        for v in [0, 1, -1, 2, 239_273, -42, SIGN_BIAS - 1, -SIGN_BIAS, SIGN_BIAS, -SIGN_BIAS - 1, i64::MAX, i64::MIN] {
+            assert_eq!(inline_integer_id(v), inline_literal(&v.to_string(), XSD_INTEGER), "{v}");
+        }
+        assert!(inline_integer_id(SIGN_BIAS).is_none() && inline_integer_id(-SIGN_BIAS - 1).is_none());
+        assert_eq!(inline_integer_id(7).and_then(inline_integer_value), Some(7));
     }
 
     #[test]

@@ -143,6 +143,34 @@ impl<'a> Evaluator<'a> {
     /// group and set of shared variables the first time it is needed),
     /// instead of against every right row.
     pub(super) fn minus(self: &Rc<Self>, a: &'a Plan, b: &'a Plan, input: Row) -> Rows<'a> {
+        if let Some(shared) = minus_key_vars(a, b, &input) {
+            match self.anti_join_keys(b, &shared) {
+                Err(e) => return fail(e),
+                Ok(None) => {}
+                Ok(Some(keys)) => {
+                    // A left row without a key (the plan's certain variables
+                    // wrong) is compared with the right rows as rows.
+                    let (ev, mut rows) = (self.clone(), None);
+                    return Box::new(self.eval(a, input).filter_map(move |r| match r {
+                        Ok(row) => match keys.contains(&shared, &row) {
+                            Some(true) => None,
+                            Some(false) => Some(Ok(row)),
+                            None => {
+                                if rows.is_none() {
+                                    match ev.materialize(b) {
+                                        Ok(right) => rows = Some(SemiJoin::new(right)),
+                                        Err(e) => return Some(Err(e)),
+                                    }
+                                }
+                                let anti = rows.as_mut().expect("materialized above");
+                                (!anti.matches(&row, true)).then_some(Ok(row))
+                            }
+                        },
+                        Err(e) => Some(Err(e)),
+                    }));
+                }
+            }
+        }
         let right: Vec<Row> = match self.materialize(b) {
             Ok(r) => r,
             Err(e) => return fail(e),
@@ -152,6 +180,24 @@ impl<'a> Evaluator<'a> {
             Ok(row) => !anti.matches(row, true),
             Err(_) => true,
         }))
+    }
+
+    /// The values of the right side of a MINUS on its key variables
+    /// (`minus_key_vars`), streamed into a set: no row kept, no row
+    /// grouped by the variables it binds.
+    /// `None`: a right row without a key (the plan's certain variables
+    /// wrong), for the rows to be compared as rows.
+    fn anti_join_keys(self: &Rc<Self>, b: &'a Plan, shared: &[Var]) -> Result<Option<AntiJoinKeys>> {
+        let mut keys = AntiJoinKeys::new(shared.len());
+        for (read, r) in self.eval(b, self.empty_row()).enumerate() {
+            if !keys.insert(shared, &r?) {
+                return Ok(None);
+            }
+            if read.is_multiple_of(4096) {
+                self.check_memory(keys.bytes())?;
+            }
+        }
+        Ok(Some(keys))
     }
 
     /// `EXISTS { p }` for `row`: looked up with the row's bindings, until
@@ -251,6 +297,80 @@ impl<'a> Evaluator<'a> {
         let mut hashed = SemiJoin::new(kept.into_iter().collect());
         hashed.dropped = (0..self.width).filter(|v| dropped[*v]).collect();
         Ok(Some(hashed))
+    }
+}
+
+/// The variables a MINUS can decide its rows on by their values alone:
+/// those both sides bind in every row, when no other variable may be bound
+/// on both sides. Every left row and every right row then share exactly
+/// these (at least one), so a right row removes a left row (compatible,
+/// sharing a variable: SPARQL 1.1 section 18.5, Minus) exactly when their
+/// values there are equal. `None`: rows that may share other variables,
+/// or none, are compared as rows.
+fn minus_key_vars(a: &Plan, b: &Plan, input: &Row) -> Option<Vec<Var>> {
+    let bound = (0..input.len()).filter(|v| input[*v].is_some());
+    let mut left_certain = a.certain_vars();
+    left_certain.extend(bound.clone());
+    let mut left_possible = a.possible_vars()?;
+    left_possible.extend(bound);
+    let (right_certain, right_possible) = (b.certain_vars(), b.possible_vars()?);
+    let shared: Vec<Var> = right_certain.iter().copied().filter(|v| left_certain.contains(v)).collect();
+    let may_share = right_possible.iter().filter(|v| left_possible.contains(v)).count();
+    (!shared.is_empty() && may_share == shared.len()).then_some(shared)
+}
+
+/// The right side of a MINUS as its values on the key variables, in a set
+/// sized to the key (one or two ids inline, more boxed).
+enum AntiJoinKeys {
+    One(rustc_hash::FxHashSet<TermId>),
+    Two(rustc_hash::FxHashSet<[TermId; 2]>),
+    Many(rustc_hash::FxHashSet<Box<[TermId]>>),
+}
+
+impl AntiJoinKeys {
+    fn new(width: usize) -> Self {
+        match width {
+            1 => AntiJoinKeys::One(Default::default()),
+            2 => AntiJoinKeys::Two(Default::default()),
+            _ => AntiJoinKeys::Many(Default::default()),
+        }
+    }
+
+    /// `row`'s values on `vars`; `None` if one is unbound.
+    fn key<const N: usize>(vars: &[Var], row: &Row) -> Option<[TermId; N]> {
+        let mut key = [TermId(0); N];
+        for (k, v) in key.iter_mut().zip(vars) {
+            *k = row[*v]?;
+        }
+        Some(key)
+    }
+
+    /// False if `row` leaves a key variable unbound.
+    fn insert(&mut self, vars: &[Var], row: &Row) -> bool {
+        match self {
+            AntiJoinKeys::One(set) => Self::key::<1>(vars, row).map(|[k]| set.insert(k)).is_some(),
+            AntiJoinKeys::Two(set) => Self::key(vars, row).map(|k| set.insert(k)).is_some(),
+            AntiJoinKeys::Many(set) => vars.iter().map(|v| row[*v]).collect::<Option<Box<[TermId]>>>().map(|k| set.insert(k)).is_some(),
+        }
+    }
+
+    /// Whether a right row has `row`'s values on `vars`; `None` if `row`
+    /// leaves one unbound.
+    fn contains(&self, vars: &[Var], row: &Row) -> Option<bool> {
+        Some(match self {
+            AntiJoinKeys::One(set) => set.contains(&Self::key::<1>(vars, row)?[0]),
+            AntiJoinKeys::Two(set) => set.contains(&Self::key(vars, row)?),
+            AntiJoinKeys::Many(set) => set.contains(vars.iter().map(|v| row[*v]).collect::<Option<Vec<TermId>>>()?.as_slice()),
+        })
+    }
+
+    /// Estimated bytes held.
+    fn bytes(&self) -> usize {
+        match self {
+            AntiJoinKeys::One(set) => set.capacity() * 16,
+            AntiJoinKeys::Two(set) => set.capacity() * 24,
+            AntiJoinKeys::Many(set) => set.iter().next().map_or(0, |k| set.capacity() * (24 + 8 * k.len())),
+        }
     }
 }
 

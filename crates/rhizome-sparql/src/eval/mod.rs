@@ -14,7 +14,7 @@ pub(crate) use semi_scan::SEMI_JOIN_SCAN;
 
 use crate::error::{Result, SparqlError};
 use crate::expression::evaluate;
-use crate::plan::{Plan, Row};
+use crate::plan::{Plan, Row, Var};
 use crate::terms::TermSpace;
 use oxrdf::Term;
 use oxsdatatypes::DateTime;
@@ -185,6 +185,48 @@ fn one<'a>(row: Row) -> Rows<'a> {
 
 fn fail<'a>(e: SparqlError) -> Rows<'a> {
     Box::new(std::iter::once(Err(e)))
+}
+
+/// The rows a DISTINCT has given, by their values on the variables its
+/// rows may bind (a projection's): up to `SMALL_KEY` of them held inline,
+/// so a new row costs a hash insert and no copy of the row (m28's rows
+/// were cloned whole, as wide as the query, to be kept).
+enum DistinctRows {
+    Small(Vec<Var>, FxHashSet<[Option<TermId>; SMALL_KEY]>),
+    Rows(FxHashSet<Row>),
+}
+
+const SMALL_KEY: usize = 4;
+
+impl DistinctRows {
+    fn new(inner: &Plan, width: usize) -> Self {
+        let vars = match inner {
+            Plan::Project(_, vars) => vars.clone(),
+            _ => (0..width).collect(),
+        };
+        if vars.len() <= SMALL_KEY { DistinctRows::Small(vars, FxHashSet::default()) } else { DistinctRows::Rows(FxHashSet::default()) }
+    }
+
+    /// Whether `row` is new (then remembered).
+    fn insert(&mut self, row: &Row) -> bool {
+        match self {
+            DistinctRows::Small(vars, seen) => {
+                let mut key = [None; SMALL_KEY];
+                for (k, v) in key.iter_mut().zip(vars.iter()) {
+                    *k = row[*v];
+                }
+                seen.insert(key)
+            }
+            DistinctRows::Rows(seen) => seen.insert(row.clone()),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            DistinctRows::Small(_, seen) => seen.len(),
+            DistinctRows::Rows(seen) => seen.len(),
+        }
+    }
 }
 
 /// The union of two compatible rows, or `None` if they disagree.
@@ -394,12 +436,12 @@ impl<'a> Evaluator<'a> {
                     }
                 }
                 // The rows seen are held: within the memory budget.
-                let mut seen = FxHashSet::default();
+                let mut seen = DistinctRows::new(inner, self.width);
                 let ev = self.clone();
                 let width = self.width;
                 Box::new(self.eval(inner, input).filter_map(move |r| match r {
                     Ok(row) => {
-                        if !seen.insert(row.clone()) {
+                        if !seen.insert(&row) {
                             return None;
                         }
                         if seen.len().is_multiple_of(4096) {

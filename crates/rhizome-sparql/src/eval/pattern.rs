@@ -69,10 +69,12 @@ impl<'a> Evaluator<'a> {
                 rows = Box::new(TestedRows { ev, rows, p, pool, repeat: None });
             } else {
                 let (p, pool) = (&patterns[i], pools[i].clone());
-                rows = Box::new(rows.flat_map(move |r| match r {
-                    Ok(row) => ev.scan_quad(p, row, &pool),
-                    Err(e) => super::fail(e),
-                }));
+                let same_scope = matches!(p.g, GraphSlot::Default).then(|| self.quad_scope(p, &self.empty_row()));
+                let one_graph = same_scope.and_then(|(graphs, skip_default, graph_var, hashable)| match *graphs {
+                    [g] => Some(Scope { g, bind: Binding { p, graph_var, skip_default }, hashable }),
+                    _ => None,
+                });
+                rows = Box::new(PatternJoin { ev, rows, p, pool, one_graph, current: None, graphs: None });
             }
             rows = self.counted(rows, pattern_key(&patterns[i + star - 1], ROWS_OUT));
             i += star;
@@ -1126,6 +1128,75 @@ impl Iterator for PatternRows<'_> {
             Err(e) => {
                 self.row = None;
                 Some(Err(e))
+            }
+        }
+    }
+}
+
+/// The rows on the left extended with a pattern's quads (index nested
+/// loops, or probes of the pattern hashed): each row's quads read through
+/// one `PatternRows` held here, not one boxed per row on the left (the box,
+/// its allocation and a call through it per row were a tenth of m05's
+/// instructions).
+struct PatternJoin<'a> {
+    ev: Rc<Evaluator<'a>>,
+    rows: Rows<'a>,
+    p: &'a QuadPlan,
+    pool: ScanPool<'a>,
+    /// Where every row's lookup reads, when that does not depend on the
+    /// row (a pattern of the default graph): found once, not per row.
+    one_graph: Option<Scope<'a>>,
+    /// The rows of the row on the left being extended, one graph read.
+    current: Option<PatternRows<'a>>,
+    /// Or of several graphs (`scan_quad`).
+    graphs: Option<Rows<'a>>,
+}
+
+/// One graph a row's lookup reads, and how its quads bind the row.
+#[derive(Clone, Copy)]
+struct Scope<'a> {
+    g: Option<TermId>,
+    bind: Binding<'a>,
+    hashable: bool,
+}
+
+impl<'a> Iterator for PatternJoin<'a> {
+    type Item = Result<Row>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(rows) = &mut self.current {
+                match rows.next() {
+                    Some(r) => return Some(r),
+                    None => self.current = None,
+                }
+            }
+            if let Some(rows) = &mut self.graphs {
+                match rows.next() {
+                    Some(r) => return Some(r),
+                    None => self.graphs = None,
+                }
+            }
+            let row = match self.rows.next()? {
+                Ok(row) => row,
+                Err(e) => return Some(Err(e)),
+            };
+            let scope = match self.one_graph {
+                Some(scope) => scope,
+                None => {
+                    let (graphs, skip_default, graph_var, hashable) = self.ev.quad_scope(self.p, &row);
+                    let [g] = *graphs else {
+                        self.graphs = Some(self.ev.scan_quad(self.p, row, &self.pool));
+                        continue;
+                    };
+                    Scope { g, bind: Binding { p: self.p, graph_var, skip_default }, hashable }
+                }
+            };
+            match self.ev.pattern_quads(self.p, &row, &self.pool, scope.g, scope.hashable) {
+                Err(e) => return Some(Err(e)),
+                Ok(None) => {}
+                Ok(Some(quads)) => {
+                    self.current = Some(PatternRows { ev: self.ev.clone(), bind: scope.bind, row: Some(row), quads, ahead: None });
+                }
             }
         }
     }

@@ -177,6 +177,42 @@ impl Plan {
         out
     }
 
+    /// Every variable some row of the plan may bind; `None` when not known
+    /// here (graph loops, walks): callers then assume any.
+    pub fn possible_vars(&self) -> Option<Vec<Var>> {
+        let mut out = Vec::new();
+        self.possible_into(&mut out)?;
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
+    }
+
+    fn possible_into(&self, out: &mut Vec<Var>) -> Option<()> {
+        match self {
+            Plan::Bgp(_) | Plan::Path { .. } => self.certain_into(out),
+            Plan::Values(rows) => {
+                for r in rows {
+                    out.extend((0..r.len()).filter(|v| r[*v].is_some()));
+                }
+            }
+            Plan::Join(a, b) | Plan::LeftJoin(a, b, _) | Plan::Union(a, b) => {
+                a.possible_into(out)?;
+                b.possible_into(out)?;
+            }
+            Plan::Minus(a, _) | Plan::Filter(_, a) | Plan::OrderBy(a, _, _) | Plan::Distinct(a) | Plan::Reduced(a) | Plan::Slice(a, _, _) => {
+                a.possible_into(out)?
+            }
+            Plan::Extend(a, v, _) => {
+                out.push(*v);
+                a.possible_into(out)?;
+            }
+            Plan::Project(_, vars) => out.extend(vars.iter().copied()),
+            Plan::Group(_, keys, aggregates) => out.extend(keys.iter().copied().chain(aggregates.iter().map(|(v, _)| *v))),
+            Plan::GraphVar(..) | Plan::GraphLoop(..) | Plan::GraphConst(..) | Plan::Walk(_) => return None,
+        }
+        Some(())
+    }
+
     fn certain_into(&self, out: &mut Vec<Var>) {
         match self {
             Plan::Bgp(ps) => {
