@@ -1082,3 +1082,29 @@ fn exists_over_one_pattern_is_a_semi_join_scan_that_gives_what_lookups_give() {
         }
     }
 }
+
+/// A FILTER that reads stored text tests its rows in batches whose terms
+/// are decoded together: every row is still tested once, in order, under
+/// a LIMIT as in full, and in a join's inner side (bindings from outside).
+#[test]
+fn text_filters_tested_in_batches_keep_exactly_the_passing_rows() {
+    let store = Store::memory(DatasetMode::Plain);
+    let mut data = String::from("PREFIX : <http://ex/> INSERT DATA {");
+    for i in 0..3000 {
+        data.push_str(&format!(" :c{i} :code \"UE-{i:05}\" ; :n {i} ."));
+    }
+    data.push_str(" }");
+    update(&store, &data);
+    let rows = select(&store, "PREFIX : <http://ex/> SELECT ?c ?code { ?c :code ?code FILTER(STRSTARTS(?code, \"UE-01\")) }");
+    assert_eq!(rows.len(), 1000);
+    assert!(rows.iter().all(|r| r[1].starts_with("\"UE-01")), "{:?}", &rows[..3]);
+    let limited = select(&store, "PREFIX : <http://ex/> SELECT ?code { ?c :code ?code FILTER(REGEX(?code, \"^UE-02(1|3)\")) } LIMIT 7");
+    assert_eq!(limited.len(), 7);
+    assert!(limited.iter().all(|r| r[0].starts_with("\"UE-021") || r[0].starts_with("\"UE-023")), "{limited:?}");
+    let joined = select(
+        &store,
+        "PREFIX : <http://ex/> SELECT ?c ?code { ?c :n ?n FILTER(?n < 50) OPTIONAL { ?c :code ?code FILTER(CONTAINS(?code, \"4\")) } }",
+    );
+    assert_eq!(joined.len(), 50);
+    assert_eq!(joined.iter().filter(|r| !r[1].is_empty()).count(), (0..50).filter(|i: &i32| i.to_string().contains('4')).count());
+}
