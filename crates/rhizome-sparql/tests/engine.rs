@@ -1107,4 +1107,12 @@ fn text_filters_tested_in_batches_keep_exactly_the_passing_rows() {
     );
     assert_eq!(joined.len(), 50);
     assert_eq!(joined.iter().filter(|r| !r[1].is_empty()).count(), (0..50).filter(|i: &i32| i.to_string().contains('4')).count());
+    // Conjuncts that read ids only are tested before the text is decoded,
+    // on either side of the `&&`; an error in one (a string compared with
+    // a number) fails the row.
+    let both = |filter: &str| select(&store, &format!("PREFIX : <http://ex/> SELECT ?c {{ ?c :code ?code ; :n ?n FILTER({filter}) }}")).len();
+    assert_eq!(both("?n < 100 && STRSTARTS(?code, \"UE-0000\")"), 10);
+    assert_eq!(both("STRSTARTS(?code, \"UE-02\") && ?n >= 2990 && CONTAINS(?code, \"9\")"), 10);
+    assert_eq!(both("?code > 5 && STRSTARTS(?code, \"UE\")"), 0);
+    assert_eq!(both("?n < 3 || STRENDS(?code, \"2999\")"), 4);
 }

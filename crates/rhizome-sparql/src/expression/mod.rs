@@ -110,6 +110,18 @@ impl Expr {
         out
     }
 
+    /// The operands of the expression's top-level `&&`s (itself if none).
+    pub(crate) fn conjuncts(&self) -> Vec<&Expr> {
+        match self {
+            Expr::And(a, b) => {
+                let mut out = a.conjuncts();
+                out.extend(b.conjuncts());
+                out
+            }
+            e => vec![e],
+        }
+    }
+
     pub fn has_exists(&self) -> bool {
         let mut found = false;
         self.visit(&mut |e| found |= matches!(e, Expr::Exists(..)));
