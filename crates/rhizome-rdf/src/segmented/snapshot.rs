@@ -68,6 +68,37 @@ impl KvRead for SegmentedSnapshot {
         }
     }
 
+    /// The keys the carried map or the term filter answer are answered
+    /// so, as [`get`](KvRead::get) does; the others go to the engine
+    /// together (a local engine's batched read, a cluster's one wait).
+    fn get_many(&self, ks: Keyspace, keys: &[Vec<u8>]) -> rhizome_kv::Result<Vec<Option<Vec<u8>>>> {
+        if slot_of(ks).is_some() {
+            return keys.iter().map(|key| self.get(ks, key)).collect();
+        }
+        let mut values: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
+        let mut engine_keys = Vec::new();
+        let mut engine_at = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            if ks == TERM2ID && !self.terms.may_hold(key) {
+                continue;
+            }
+            if carries(ks, key) {
+                if let Some(value) = self.view.carried.get(ks, key, self.at) {
+                    values[i] = value;
+                    continue;
+                }
+            }
+            engine_keys.push(key.clone());
+            engine_at.push(i);
+        }
+        if !engine_keys.is_empty() {
+            for (i, value) in engine_at.into_iter().zip(self.inner.get_many(ks, &engine_keys)?) {
+                values[i] = value;
+            }
+        }
+        Ok(values)
+    }
+
     fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
         match slot_of(ks) {
             Some(slot) => Box::new(self.index_cursor(slot, lower, upper)),

@@ -75,6 +75,53 @@ impl Expr {
         out
     }
 
+    /// Variables whose stored text the expression reads: the first
+    /// argument of a string function (`STRSTARTS(?code, "UE")`,
+    /// `REGEX(?e, ...)`, `STR(?x)`...). A FILTER decodes their terms for a
+    /// batch of rows at once (`Evaluator::filtered`); variables only
+    /// compared, or read through their ids (`lang`, numbers), are not.
+    pub(crate) fn text_vars(&self) -> Vec<Var> {
+        let mut out = Vec::new();
+        self.visit(&mut |e| {
+            if let Expr::Call(f, args) = e {
+                let reads_text = matches!(
+                    f,
+                    Function::StrStarts
+                        | Function::StrEnds
+                        | Function::Contains
+                        | Function::Regex
+                        | Function::Str
+                        | Function::StrLen
+                        | Function::SubStr
+                        | Function::UCase
+                        | Function::LCase
+                        | Function::StrBefore
+                        | Function::StrAfter
+                        | Function::Concat
+                        | Function::Replace
+                );
+                if let (true, Some(Expr::Var(v))) = (reads_text, args.first()) {
+                    if !out.contains(v) {
+                        out.push(*v);
+                    }
+                }
+            }
+        });
+        out
+    }
+
+    /// The operands of the expression's top-level `&&`s (itself if none).
+    pub(crate) fn conjuncts(&self) -> Vec<&Expr> {
+        match self {
+            Expr::And(a, b) => {
+                let mut out = a.conjuncts();
+                out.extend(b.conjuncts());
+                out
+            }
+            e => vec![e],
+        }
+    }
+
     pub fn has_exists(&self) -> bool {
         let mut found = false;
         self.visit(&mut |e| found |= matches!(e, Expr::Exists(..)));
@@ -201,4 +248,27 @@ fn translate_node(t: &mut Translator<'_, '_>, e: &Expression) -> Result<Expr> {
             Expr::Call(f.clone(), args.iter().map(|e| translate_expression(t, e)).collect::<Result<_>>()?)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxrdf::Literal;
+
+    /// Only the variables a string function reads the text of are decoded
+    /// ahead for a FILTER's batch; compared or id-tested ones are not.
+    #[test]
+    fn text_vars_are_the_variables_string_functions_read() {
+        let text = |s: &str| Expr::Const(Literal::new_simple_literal(s).into());
+        let e = Expr::And(
+            Box::new(Expr::Call(Function::StrStarts, vec![Expr::Var(2), text("UE")])),
+            Box::new(Expr::Or(
+                Box::new(Expr::Equal(Box::new(Expr::Var(0)), Box::new(Expr::Var(1)))),
+                Box::new(Expr::Call(Function::Regex, vec![Expr::Var(3), text("^a"), text("i")])),
+            )),
+        );
+        assert_eq!(e.text_vars(), vec![2, 3]);
+        assert!(Expr::Call(Function::Lang, vec![Expr::Var(0)]).text_vars().is_empty());
+        assert!(Expr::Less(Box::new(Expr::Var(0)), Box::new(Expr::Var(1))).text_vars().is_empty());
+    }
 }

@@ -215,3 +215,23 @@ fn a_file_of_format_1_reads_as_written_and_its_blocks_copy_into_format_2() {
     assert_eq!(scan(&back).unwrap(), pos);
     assert!(back.encoding_summary().unwrap().iter().all(|e| e.1 != "delta"));
 }
+
+/// The first read's order check finds a row not above the one before it
+/// whichever column tells them apart, equal rows included.
+#[test]
+fn the_order_check_finds_the_first_row_not_above_its_predecessor() {
+    let mut columns = [[0u64; BLOCK_ROWS]; 3];
+    for r in 0..10 {
+        columns[0][r] = 7;
+        columns[1][r] = r as u64 / 4;
+        columns[2][r] = r as u64 % 4;
+    }
+    assert_eq!(first_unordered_row(&columns, 10), None);
+    assert_eq!(first_unordered_row(&columns[..2], 10), Some(1), "rows 0 and 1 equal in the first two columns");
+    columns[2][6] = 0;
+    columns[2][5] = 0;
+    assert_eq!(first_unordered_row(&columns, 10), Some(5));
+    columns[0][8] = 6;
+    assert_eq!(first_unordered_row(&columns[..1], 10), Some(1));
+    assert_eq!(first_unordered_row(&columns, 5), None);
+}
