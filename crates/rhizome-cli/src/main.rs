@@ -29,8 +29,10 @@ struct Cli {
     /// Keep the stores in an Apache Cassandra cluster instead of the data
     /// folder: cassandra://HOST[:PORT][,HOST...]/KEYSPACE, with settings
     /// after `?` (replication_factor, consistency, serial_consistency,
-    /// lease_ms). Every server given the same address serves the same
-    /// databases. The default build has it (cargo feature `cassandra`).
+    /// lease_ms; bulk=auto|sstable|cql: how big loads write, SSTables
+    /// streamed in from 50,000 rows by default, which needs Java 17). Every
+    /// server given the same address serves the same databases. The
+    /// default build has it (cargo feature `cassandra`).
     #[arg(long, global = true, env = "RHIZOME_STORE")]
     store: Option<String>,
     #[command(subcommand)]

@@ -82,6 +82,7 @@
 mod buckets;
 mod cursor;
 mod settings;
+mod sstables;
 
 use super::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, SortedRunWriter, WaitStats, WriteBatch, WriteLease, WriteOp};
 use crate::{Error, Keyspace, Result};
@@ -322,12 +323,8 @@ impl Inner {
                 "CREATE TABLE IF NOT EXISTS {ks}.heads (store text PRIMARY KEY, id blob, committed bigint, next bigint, \
                  aborted set<bigint>, owner text, lease_until bigint)"
             ),
-            format!(
-                "CREATE TABLE IF NOT EXISTS {ks}.rows (id blob, ks int, bucket blob, key blob, version bigint, value blob, \
-                 PRIMARY KEY ((id, ks, bucket), key, version)) WITH CLUSTERING ORDER BY (key ASC, version DESC) \
-                 AND compression = {{'class': 'ZstdCompressor', 'chunk_length_in_kb': 16}}"
-            ),
-            format!("CREATE TABLE IF NOT EXISTS {ks}.buckets (id blob, ks int, bucket blob, PRIMARY KEY ((id, ks), bucket))"),
+            rows_table(ks),
+            buckets_table(ks),
         ];
         for statement in &ddl {
             session.query_unpaged(statement.as_str(), ()).await.map_err(|e| Error::Engine(format!("cassandra: {statement}: {e}")))?;
@@ -362,6 +359,29 @@ impl Inner {
     }
 }
 
+/// The `rows` table of keyspace `ks` (also the schema of the SSTables a
+/// bulk load writes, `sstables.rs`).
+fn rows_table(ks: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {ks}.rows (id blob, ks int, bucket blob, key blob, version bigint, value blob, \
+         PRIMARY KEY ((id, ks, bucket), key, version)) WITH CLUSTERING ORDER BY (key ASC, version DESC) \
+         AND compression = {{'class': 'ZstdCompressor', 'chunk_length_in_kb': 16}}"
+    )
+}
+
+fn rows_insert(ks: &str) -> String {
+    format!("INSERT INTO {ks}.rows (id, ks, bucket, key, version, value) VALUES (?, ?, ?, ?, ?, ?)")
+}
+
+/// The bucket directory's table of keyspace `ks`.
+fn buckets_table(ks: &str) -> String {
+    format!("CREATE TABLE IF NOT EXISTS {ks}.buckets (id blob, ks int, bucket blob, PRIMARY KEY ((id, ks), bucket))")
+}
+
+fn buckets_insert(ks: &str) -> String {
+    format!("INSERT INTO {ks}.buckets (id, ks, bucket) VALUES (?, ?, ?)")
+}
+
 impl Statements {
     async fn prepare(session: &Session, settings: &Settings) -> Result<Statements> {
         let ks = &settings.keyspace;
@@ -374,7 +394,7 @@ impl Statements {
         let head = "id, committed, next, aborted, owner, lease_until";
         let mut get = prepare(format!("SELECT version, value FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ? AND key = ? AND version <= ? LIMIT ?"), false).await?;
         get.set_is_idempotent(true);
-        let mut put = prepare(format!("INSERT INTO {ks}.rows (id, ks, bucket, key, version, value) VALUES (?, ?, ?, ?, ?, ?)"), false).await?;
+        let mut put = prepare(rows_insert(ks), false).await?;
         put.set_is_idempotent(true);
         let mut head_read = prepare(format!("SELECT {head} FROM {ks}.heads WHERE store = ?"), false).await?;
         head_read.set_is_idempotent(true);
@@ -417,7 +437,7 @@ impl Statements {
             bucket_before: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket < ? ORDER BY bucket DESC LIMIT 1"), false).await?,
             bucket_last: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? ORDER BY bucket DESC LIMIT 1"), false).await?,
             bucket_range: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket >= ? AND bucket <= ?"), false).await?,
-            bucket_add: prepare(format!("INSERT INTO {ks}.buckets (id, ks, bucket) VALUES (?, ?, ?)"), false).await?,
+            bucket_add: prepare(buckets_insert(ks), false).await?,
             buckets_of: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ?"), false).await?,
             put,
             drop_partition: prepare(format!("DELETE FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ?"), false).await?,
@@ -917,38 +937,17 @@ impl CassandraLease {
         // The head moved; the next acquire reads it again.
         self.shared.known.lock().unwrap_or_else(|p| p.into_inner()).next = -1;
     }
-}
 
-impl WriteLease for CassandraLease {
-    fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
-        Ok(self.shared.snapshot_at(self.committed, self.aborted.clone()))
-    }
-
-    fn commit(&mut self, batch: WriteBatch, release: bool) -> Result<()> {
-        self.check_held()?;
-        if batch.is_empty() {
-            if release {
-                self.held = false;
-                if self.shared.keeps(self) {
-                    self.shared.park(self);
-                    return Ok(());
-                }
-                if !self.shared.release_now(true)? {
-                    return Err(Error::Engine(format!("cassandra: lost the write lease on {}", self.shared.name)));
-                }
-                *self.shared.turn_ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-            }
-            return Ok(());
-        }
+    /// Publishes this lease's version, whose rows are all written: one
+    /// compare-and-set moving the head's `committed` to it. Until then no
+    /// snapshot sees them, and a writer that dies before leaves them to
+    /// the next writer, which marks the version aborted.
+    fn publish(&mut self, release: bool) -> Result<()> {
         // A commit that gives the lease up keeps it instead while this
         // process's turn lasts (`park`): its next transaction then needs
         // no compare-and-set to take it.
         let keep = release && self.shared.keeps(self);
         let release = release && !keep;
-        if let Err(e) = self.write_rows(batch.ops) {
-            self.abort();
-            return Err(e);
-        }
         let inner = self.shared.inner();
         let (store, owner, version) = (self.shared.name.clone(), self.shared.owner.clone(), self.version);
         let until = now_ms() + self.shared.lease_ms();
@@ -990,8 +989,49 @@ impl WriteLease for CassandraLease {
         }
         Ok(())
     }
+}
 
+impl WriteLease for CassandraLease {
+    fn snapshot(&self) -> Result<Arc<dyn Snapshot>> {
+        Ok(self.shared.snapshot_at(self.committed, self.aborted.clone()))
+    }
+
+    fn commit(&mut self, batch: WriteBatch, release: bool) -> Result<()> {
+        self.check_held()?;
+        if batch.is_empty() {
+            if release {
+                self.held = false;
+                if self.shared.keeps(self) {
+                    self.shared.park(self);
+                    return Ok(());
+                }
+                if !self.shared.release_now(true)? {
+                    return Err(Error::Engine(format!("cassandra: lost the write lease on {}", self.shared.name)));
+                }
+                *self.shared.turn_ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+            }
+            return Ok(());
+        }
+        if let Err(e) = self.write_rows(batch.ops) {
+            self.abort();
+            return Err(e);
+        }
+        self.publish(release)
+    }
+
+    /// A big load's rows go in as SSTables (`sstables.rs`, setting `bulk`),
+    /// a small one's as a commit's; either way under this lease's version,
+    /// published only once every row is in.
     fn ingest(&mut self, runs: Vec<SortedRun>) -> Result<()> {
+        self.check_held()?;
+        let rows: usize = runs.iter().map(|run| if let SortedRun::Memory { entries, .. } = run { entries.len() } else { 0 }).sum();
+        if rows > 0 && self.shared.cluster.inner.settings.bulk.uses_sstables(rows) {
+            if let Err(e) = sstables::write_and_stream(self, runs) {
+                self.abort();
+                return Err(e);
+            }
+            return self.publish(true);
+        }
         let mut batch = WriteBatch::default();
         for run in runs {
             match run {

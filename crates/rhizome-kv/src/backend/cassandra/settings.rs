@@ -33,13 +33,43 @@ pub(crate) struct Settings {
     /// The longest a writer keeps the lease across transactions before it
     /// gives it up and lets others take a turn (`turn_ms`, default 250).
     pub turn_ms: u64,
+    /// How a bulk load (`ingest`) writes its rows (`bulk`, default
+    /// `auto`): `sstable` writes them as SSTables and streams them in
+    /// (`sstables.rs`), `cql` puts them row by row, `auto` takes SSTables
+    /// from [`Bulk::AUTO_MIN_ROWS`] rows.
+    pub bulk: Bulk,
+}
+
+/// The path a bulk load's rows take (`bulk=auto|sstable|cql`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bulk {
+    Auto,
+    SSTables,
+    Cql,
+}
+
+impl Bulk {
+    /// Rows from which `auto` writes SSTables. Below, the tool's fixed cost
+    /// (a JVM started, Cassandra's classes loaded, one streaming session per
+    /// table: 5-10 s of CPU) is more than the nodes spend putting the rows
+    /// through CQL (about 0.35 ms of the three nodes' CPU a row at RF 3).
+    pub const AUTO_MIN_ROWS: usize = 50_000;
+
+    /// Whether `rows` rows go in as SSTables.
+    pub fn uses_sstables(self, rows: usize) -> bool {
+        match self {
+            Bulk::Auto => rows >= Self::AUTO_MIN_ROWS,
+            Bulk::SSTables => true,
+            Bulk::Cql => false,
+        }
+    }
 }
 
 const DEFAULT_PORT: u16 = 9042;
 
 impl Settings {
     pub fn parse(url: &str) -> Result<Settings> {
-        let bad = |why: &str| Error::Engine(format!("--store {url}: {why} (expected cassandra://HOST[:PORT][,HOST...]/KEYSPACE[?replication_factor=N&consistency=quorum&serial_consistency=serial&lease_ms=N&hold_ms=N&turn_ms=N&batch_reads=on])"));
+        let bad = |why: &str| Error::Engine(format!("--store {url}: {why} (expected cassandra://HOST[:PORT][,HOST...]/KEYSPACE[?replication_factor=N&consistency=quorum&serial_consistency=serial&lease_ms=N&hold_ms=N&turn_ms=N&batch_reads=on&bulk=auto|sstable|cql])"));
         let rest = url.strip_prefix("cassandra://").ok_or_else(|| bad("not a cassandra:// address"))?;
         let (rest, query) = match rest.split_once('?') {
             Some((r, q)) => (r, Some(q)),
@@ -68,6 +98,7 @@ impl Settings {
             batch_reads: true,
             hold_ms: 25,
             turn_ms: 250,
+            bulk: Bulk::Auto,
         };
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             let (name, value) = pair.split_once('=').ok_or_else(|| bad(&format!("setting {pair} has no value")))?;
@@ -99,6 +130,14 @@ impl Settings {
                         _ => return Err(bad("batch_reads is on or off")),
                     }
                 }
+                "bulk" => {
+                    settings.bulk = match value {
+                        "auto" => Bulk::Auto,
+                        "sstable" => Bulk::SSTables,
+                        "cql" => Bulk::Cql,
+                        _ => return Err(bad("bulk is auto, sstable or cql")),
+                    }
+                }
                 other => return Err(bad(&format!("unknown setting {other}"))),
             }
         }
@@ -127,7 +166,11 @@ mod tests {
         assert_eq!((s.hold_ms, s.turn_ms), (25, 250));
         let s = Settings::parse("cassandra://h/ks?hold_ms=0&turn_ms=1000").unwrap();
         assert_eq!((s.hold_ms, s.turn_ms), (0, 1000));
-        for bad in ["cassandra://h", "cassandra:///ks", "cassandra://h/1ks", "cassandra://h/ks?x=1", "cassandra://h/ks?consistency=two", "cassandra://h/ks?batch_reads=1", "cassandra://h/ks?hold_ms=-1", "http://h/ks"] {
+        assert_eq!(s.bulk, Bulk::Auto);
+        assert!(s.bulk.uses_sstables(Bulk::AUTO_MIN_ROWS) && !s.bulk.uses_sstables(Bulk::AUTO_MIN_ROWS - 1));
+        assert_eq!(Settings::parse("cassandra://h/ks?bulk=sstable").unwrap().bulk, Bulk::SSTables);
+        assert!(!Settings::parse("cassandra://h/ks?bulk=cql").unwrap().bulk.uses_sstables(usize::MAX));
+        for bad in ["cassandra://h/ks?bulk=fast", "cassandra://h", "cassandra:///ks", "cassandra://h/1ks", "cassandra://h/ks?x=1", "cassandra://h/ks?consistency=two", "cassandra://h/ks?batch_reads=1", "cassandra://h/ks?hold_ms=-1", "http://h/ks"] {
             assert!(Settings::parse(bad).is_err(), "{bad}");
         }
     }
