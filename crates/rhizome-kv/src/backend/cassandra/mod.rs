@@ -31,6 +31,12 @@
 //! the directory and their first pages together (`cursor.rs`). `reads_are_round_trips` tells the layers above to use
 //! them.
 //!
+//! Bulk loads (`ingest` of 50,000 rows or more, setting `bulk`) do not put
+//! their rows through CQL: they are written offline as SSTables and
+//! streamed to every replica (`sstables.rs`, as CumulusRDF loaded), under
+//! the lease's version like a commit's, and published by the same
+//! compare-and-set once streamed.
+//!
 //! Writers of a store take turns on its lease (taken by compare-and-set,
 //! renewed during long writes, taken over once expired), so transactions
 //! are serializable across every process, as the embedded engine's writer
