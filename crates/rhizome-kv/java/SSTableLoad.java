@@ -26,6 +26,7 @@
 import java.io.BufferedInputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
+import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -40,6 +41,7 @@ import org.apache.cassandra.config.EncryptionOptions;
 import org.apache.cassandra.dht.Murmur3Partitioner;
 import org.apache.cassandra.io.sstable.CQLSSTableWriter;
 import org.apache.cassandra.io.sstable.SSTableLoader;
+import org.apache.cassandra.io.sstable.format.SSTableFormat;
 import org.apache.cassandra.io.util.File;
 import org.apache.cassandra.streaming.StreamResultFuture;
 import org.apache.cassandra.streaming.StreamingChannel;
@@ -52,6 +54,7 @@ public final class SSTableLoad {
     // streaming connects to: the default, as scripts/cassandra's nodes.
     private static final int STORAGE_PORT = Integer.getInteger("rhizome.storage_port", 7000);
     private static final long STARTED = System.nanoTime();
+    private static final String SSTABLE_VERSION = "nb";
 
     public static void main(String[] args) throws Exception {
         if (args.length < 4 || args.length % 2 != 0) {
@@ -114,6 +117,21 @@ public final class SSTableLoad {
 
     private static void run(String[] args) throws Exception {
         say("started");
+        // SSTables in the format of Cassandra 4 ("nb"), which every 5.0
+        // node reads whatever its storage_compatibility_mode: a node in
+        // the default mode (CASSANDRA_4) takes 5.0's own format ("oa") in
+        // by streaming, but then refuses to start ("Detected unreadable
+        // sstables"). A client's configuration always says 5.0's format
+        // (its compatibility mode is forced to NONE), so the format's
+        // latest version is set to "nb" by hand, before any writer asks.
+        DatabaseDescriptor.clientInitialization(false);
+        SSTableFormat<?, ?> format = DatabaseDescriptor.getSelectedSSTableFormat();
+        Field latest = format.getClass().getDeclaredField("latestVersion");
+        latest.setAccessible(true);
+        latest.set(format, format.getVersion(SSTABLE_VERSION));
+        if (!format.getLatestVersion().toString().equals(SSTABLE_VERSION)) {
+            throw new IllegalStateException("could not make " + format.name() + " write version " + SSTABLE_VERSION);
+        }
         Path work = Path.of(args[0]);
         String hosts = args[1];
         int tables = (args.length - 2) / 2;
