@@ -579,6 +579,26 @@ fn a_merge_copies_the_blocks_no_change_falls_in() {
     }
 }
 
+/// Commits `changes` removals of the model's quads and additions of
+/// `new_quad`'s (about half each), in one transaction left in the delta
+/// (the store's merges wait for a delta of `u64::MAX` quads).
+fn commit_scattered_changes(store: &Store, model: &mut BTreeSet<ModelQuad>, rng: &mut Rng, changes: usize, new_quad: impl Fn(&mut Rng) -> ModelQuad) {
+    let mut txn = store.transaction().unwrap();
+    for _ in 0..changes {
+        let q = if rng.below(2) == 0 { *model.iter().nth(rng.below(model.len() as u64) as usize).unwrap() } else { new_quad(rng) };
+        let ids = txn.encode_quad(as_quad(q).as_ref()).unwrap();
+        if model.contains(&q) {
+            assert!(txn.remove(&ids).unwrap());
+            model.remove(&q);
+        } else {
+            assert!(txn.insert(&ids).unwrap());
+            model.insert(q);
+        }
+    }
+    txn.commit().unwrap();
+    assert!(store.segments().unwrap().delta_quads() > 0, "the changes stay in the delta");
+}
+
 /// Scans that read segment blocks ahead (once a scan steps through a
 /// block) stop at every delta entry, at the prefix of a re-pointed scan
 /// and at the block's end: full scans, a reusable scan re-pointed at every
@@ -597,24 +617,7 @@ fn scans_reading_blocks_ahead_see_the_delta_and_their_prefix() {
         model.insert((rng.below(30), rng.below(4), rng.below(4_000), rng.below(2)));
     }
     load(&store, dir.path(), &model.iter().copied().collect::<Vec<_>>(), true);
-    let mut txn = store.transaction().unwrap();
-    for _ in 0..400 {
-        let q = if rng.below(2) == 0 {
-            *model.iter().nth(rng.below(model.len() as u64) as usize).unwrap()
-        } else {
-            (rng.below(32), rng.below(4), rng.below(4_100), rng.below(2))
-        };
-        let ids = txn.encode_quad(as_quad(q).as_ref()).unwrap();
-        if model.contains(&q) {
-            assert!(txn.remove(&ids).unwrap());
-            model.remove(&q);
-        } else {
-            assert!(txn.insert(&ids).unwrap());
-            model.insert(q);
-        }
-    }
-    txn.commit().unwrap();
-    assert!(store.segments().unwrap().delta_quads() > 0, "the changes stay in the delta");
+    commit_scattered_changes(&store, &mut model, &mut rng, 400, |rng| (rng.below(32), rng.below(4), rng.below(4_100), rng.below(2)));
     let snapshot = store.snapshot().unwrap();
     let id = |t: oxrdf::TermRef| snapshot.lookup(t).unwrap().unwrap();
     let ids: BTreeSet<[TermId; 4]> = model
@@ -698,24 +701,7 @@ fn a_reused_scan_looks_up_leading_ids_through_the_delta_and_a_merge() {
         model.insert((rng.below(3_000), rng.below(3), rng.below(2_000), rng.below(2)));
     }
     load(&store, dir.path(), &model.iter().copied().collect::<Vec<_>>(), true);
-    let mut txn = store.transaction().unwrap();
-    for _ in 0..600 {
-        let q = if rng.below(2) == 0 {
-            *model.iter().nth(rng.below(model.len() as u64) as usize).unwrap()
-        } else {
-            (rng.below(3_000), rng.below(3), rng.below(2_050), rng.below(2))
-        };
-        let ids = txn.encode_quad(as_quad(q).as_ref()).unwrap();
-        if model.contains(&q) {
-            assert!(txn.remove(&ids).unwrap());
-            model.remove(&q);
-        } else {
-            assert!(txn.insert(&ids).unwrap());
-            model.insert(q);
-        }
-    }
-    txn.commit().unwrap();
-    assert!(store.segments().unwrap().delta_quads() > 0, "the changes stay in the delta");
+    commit_scattered_changes(&store, &mut model, &mut rng, 600, |rng| (rng.below(3_000), rng.below(3), rng.below(2_050), rng.below(2)));
     let snapshot = store.snapshot().unwrap();
     let ids: BTreeSet<[TermId; 4]> = model.iter().map(|q| quad_ids(&snapshot, *q)).collect();
     let mut keys: Vec<(TermId, TermId)> = ids.iter().map(|q| (q[1], q[2])).collect::<BTreeSet<_>>().into_iter().collect();
