@@ -579,6 +579,26 @@ fn a_merge_copies_the_blocks_no_change_falls_in() {
     }
 }
 
+/// Commits `changes` removals of the model's quads and additions of
+/// `new_quad`'s (about half each), in one transaction left in the delta
+/// (the store's merges wait for a delta of `u64::MAX` quads).
+fn commit_scattered_changes(store: &Store, model: &mut BTreeSet<ModelQuad>, rng: &mut Rng, changes: usize, new_quad: impl Fn(&mut Rng) -> ModelQuad) {
+    let mut txn = store.transaction().unwrap();
+    for _ in 0..changes {
+        let q = if rng.below(2) == 0 { *model.iter().nth(rng.below(model.len() as u64) as usize).unwrap() } else { new_quad(rng) };
+        let ids = txn.encode_quad(as_quad(q).as_ref()).unwrap();
+        if model.contains(&q) {
+            assert!(txn.remove(&ids).unwrap());
+            model.remove(&q);
+        } else {
+            assert!(txn.insert(&ids).unwrap());
+            model.insert(q);
+        }
+    }
+    txn.commit().unwrap();
+    assert!(store.segments().unwrap().delta_quads() > 0, "the changes stay in the delta");
+}
+
 /// Scans that read segment blocks ahead (once a scan steps through a
 /// block) stop at every delta entry, at the prefix of a re-pointed scan
 /// and at the block's end: full scans, a reusable scan re-pointed at every
@@ -597,24 +617,7 @@ fn scans_reading_blocks_ahead_see_the_delta_and_their_prefix() {
         model.insert((rng.below(30), rng.below(4), rng.below(4_000), rng.below(2)));
     }
     load(&store, dir.path(), &model.iter().copied().collect::<Vec<_>>(), true);
-    let mut txn = store.transaction().unwrap();
-    for _ in 0..400 {
-        let q = if rng.below(2) == 0 {
-            *model.iter().nth(rng.below(model.len() as u64) as usize).unwrap()
-        } else {
-            (rng.below(32), rng.below(4), rng.below(4_100), rng.below(2))
-        };
-        let ids = txn.encode_quad(as_quad(q).as_ref()).unwrap();
-        if model.contains(&q) {
-            assert!(txn.remove(&ids).unwrap());
-            model.remove(&q);
-        } else {
-            assert!(txn.insert(&ids).unwrap());
-            model.insert(q);
-        }
-    }
-    txn.commit().unwrap();
-    assert!(store.segments().unwrap().delta_quads() > 0, "the changes stay in the delta");
+    commit_scattered_changes(&store, &mut model, &mut rng, 400, |rng| (rng.below(32), rng.below(4), rng.below(4_100), rng.below(2)));
     let snapshot = store.snapshot().unwrap();
     let id = |t: oxrdf::TermRef| snapshot.lookup(t).unwrap().unwrap();
     let ids: BTreeSet<[TermId; 4]> = model
@@ -677,6 +680,59 @@ fn scans_reading_blocks_ahead_see_the_delta_and_their_prefix() {
         let got = scan.next_quad().unwrap().expect("a quad at the object sought");
         assert_eq!(got[2], *target, "the first quad at or after object {target:?}");
     }
+}
+
+/// One reusable scan re-pointed at every predicate and object (a lookup of
+/// two leading ids in POS: the segment cursor finds the rows of both ids
+/// and decodes just those), in key order (the next lookup in the block the
+/// last one read, or the next block) and back again (before it), over a
+/// delta of removals and additions not merged, on a snapshot taken before
+/// a merge that then runs: every lookup gives the snapshot's quads.
+#[cfg(feature = "rocksdb")]
+#[test]
+fn a_reused_scan_looks_up_leading_ids_through_the_delta_and_a_merge() {
+    on_segments();
+    let dir = tempfile::tempdir().unwrap();
+    let settings = MergeSettings { background: false, delta_quads: u64::MAX, ..MergeSettings::default() };
+    let store = Store::open_or_create_with(&dir.path().join("db"), Some(DatasetMode::Union), settings).unwrap();
+    let mut rng = Rng(4647);
+    let mut model: BTreeSet<ModelQuad> = BTreeSet::new();
+    while model.len() < 12_000 {
+        model.insert((rng.below(3_000), rng.below(3), rng.below(2_000), rng.below(2)));
+    }
+    load(&store, dir.path(), &model.iter().copied().collect::<Vec<_>>(), true);
+    commit_scattered_changes(&store, &mut model, &mut rng, 600, |rng| (rng.below(3_000), rng.below(3), rng.below(2_050), rng.below(2)));
+    let snapshot = store.snapshot().unwrap();
+    let ids: BTreeSet<[TermId; 4]> = model.iter().map(|q| quad_ids(&snapshot, *q)).collect();
+    let mut keys: Vec<(TermId, TermId)> = ids.iter().map(|q| (q[1], q[2])).collect::<BTreeSet<_>>().into_iter().collect();
+    // Absent objects between them too.
+    keys.extend(keys.clone().iter().step_by(5).map(|(p, o)| (*p, TermId(o.0 + 1))));
+    keys.sort();
+    keys.dedup();
+    for round in 0..3 {
+        if round == 1 {
+            // The snapshot stays on the files it was taken on.
+            assert!(store.merge().unwrap(), "the delta merged");
+        }
+        let pattern = |(p, o): (TermId, TermId)| QuadPattern { p: Some(p), o: Some(o), ..QuadPattern::default() };
+        let mut scan = rhizome_rdf::QuadScan::reusable(snapshot.kv(), pattern(keys[0]), snapshot.families());
+        for (n, key) in keys.iter().enumerate() {
+            assert!(scan.rebind(pattern(*key)));
+            let got: Vec<[TermId; 4]> = if n % 3 == 0 {
+                let mut batch = QuadBatch::default();
+                while scan.next_batch(&mut batch, 1 + rng.below(20) as usize).unwrap() > 0 {}
+                (0..batch.len()).map(|i| batch.quad(i)).collect()
+            } else {
+                scan.by_ref().map(|q| q.unwrap()).collect()
+            };
+            let want: BTreeSet<[TermId; 4]> = ids.iter().filter(|q| (q[1], q[2]) == *key).copied().collect();
+            assert_eq!(got.len(), want.len(), "round {round}: {key:?} once each");
+            assert_eq!(got.into_iter().collect::<BTreeSet<_>>(), want, "round {round}: {key:?}");
+        }
+        keys.reverse();
+    }
+    let after = store.snapshot().unwrap();
+    compare_sampled(&after, &model, &mut rng, "after the merge");
 }
 
 /// The quads a transaction sees (its snapshot with its own inserts and

@@ -300,41 +300,111 @@ impl<'a> Column<'a> {
         Ok(())
     }
 
-    /// The first row of `0..rows` whose id is at least `target`
-    /// (`strict`: more than `target`), for a column sorted over those rows
-    /// (a block's leading column). A run-length column searches its runs,
-    /// not its rows: far fewer probes, each a single bit-stream read.
-    pub fn partition_sorted(&self, rows: usize, target: u64, strict: bool) -> usize {
-        let before = |v: u64| if strict { v <= target } else { v < target };
+    /// The rows of `lo..hi` whose id is `target`, as `start..end`, for a
+    /// column sorted over those rows (a block's rows whose earlier columns
+    /// equal a seek's earlier ids): `start` is the first row at or above
+    /// `target`, `end` the first above it. A seek narrows its rows column
+    /// by column this way; a constant column answers at once and a
+    /// run-length one searches its runs between `lo` and `hi`, not its
+    /// rows (a binary search over rows with `get` reads a run's end list
+    /// for every probe: a third of q20's instructions).
+    pub fn equal_range(&self, lo: usize, hi: usize, target: u64) -> (usize, usize) {
+        if lo >= hi {
+            return (lo, lo);
+        }
         match *self {
+            Column::Const(v) => match v.cmp(&target) {
+                std::cmp::Ordering::Less => (hi, hi),
+                std::cmp::Ordering::Equal => (lo, hi),
+                std::cmp::Ordering::Greater => (lo, lo),
+            },
             Column::Runs { base, values, ends, count } => {
-                let (values, ends) = (BitStream { words: values.0, width: values.1 }, BitStream { words: ends.0, width: ends.1 });
-                let (mut lo, mut hi) = (0, count);
-                while lo < hi {
-                    let mid = (lo + hi) / 2;
-                    if before(base.wrapping_add(values.get(mid))) {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
+                let (values, bounds) = (BitStream { words: values.0, width: values.1 }, BitStream { words: ends.0, width: ends.1 });
+                let first = if lo == 0 { 0 } else { run_of(ends, count, lo) };
+                let last = run_of(ends, count, hi - 1);
+                // The first run from `first` to `last` whose value is at
+                // or above (`strict`: above) the target; its first row
+                // within `lo..hi`.
+                let search = |strict: bool| {
+                    let (mut a, mut b) = (first, last + 1);
+                    while a < b {
+                        let mid = (a + b) / 2;
+                        let v = base.wrapping_add(values.get(mid));
+                        if v < target || (strict && v == target) {
+                            a = mid + 1;
+                        } else {
+                            b = mid;
+                        }
                     }
-                }
-                if lo == 0 {
-                    0
-                } else {
-                    ends.get(lo - 1) as usize
-                }
+                    match a {
+                        a if a == first => lo,
+                        a if a > last => hi,
+                        a => bounds.get(a - 1) as usize,
+                    }
+                };
+                let start = search(false);
+                (start, if start == hi { hi } else { search(true) })
+            }
+            Column::Delta { base, descriptor, positions, values, .. } => {
+                // A row costs up to 31 steps to read alone: the search is
+                // over the checkpoints (full ids) between `lo` and `hi`,
+                // then over the at most 32 rows decoded before the first
+                // checkpoint at or above the target.
+                let (_, value_width, count) = delta_shape(descriptor);
+                let checkpoint = |i: usize| base.wrapping_add(BitStream { words: values, width: value_width }.get(i));
+                // The checkpoints strictly inside `lo..hi`.
+                let first = search_positions(positions, count, lo).map_or_else(|i| i, |i| i + 1);
+                let last = search_positions(positions, count, hi).unwrap_or_else(|i| i);
+                let mut rows = [0u64; DELTA_CHECKPOINT_ROWS];
+                let mut search = |strict: bool| {
+                    let below = |v: u64| v < target || (strict && v == target);
+                    let (mut a, mut b) = (first, last.max(first));
+                    while a < b {
+                        let mid = (a + b) / 2;
+                        if below(checkpoint(mid)) {
+                            a = mid + 1;
+                        } else {
+                            b = mid;
+                        }
+                    }
+                    // The rows from the checkpoint before (or `lo`) to it
+                    // (or `hi`): fewer than a checkpoint's reach.
+                    let from = if a == first { lo } else { position(positions, a - 1) };
+                    let to = if a >= last { hi } else { position(positions, a) };
+                    let rows = &mut rows[..to - from];
+                    self.decode_range(from, rows);
+                    from + rows.partition_point(|v| below(*v))
+                };
+                let start = search(false);
+                (start, if start == hi { hi } else { search(true) })
             }
             _ => {
-                let (mut lo, mut hi) = (0, rows);
-                while lo < hi {
-                    let mid = (lo + hi) / 2;
-                    if before(self.get(mid)) {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
+                let below = |row: usize, strict: bool| {
+                    let v = self.get(row);
+                    v < target || (strict && v == target)
+                };
+                let search = |mut a: usize, mut b: usize, strict: bool| {
+                    while a < b {
+                        let mid = (a + b) / 2;
+                        if below(mid, strict) {
+                            a = mid + 1;
+                        } else {
+                            b = mid;
+                        }
                     }
+                    a
+                };
+                let start = search(lo, hi, false);
+                if start == hi || !below(start, true) {
+                    return (start, start);
                 }
-                lo
+                // The rows equal to the target are few (a lookup's): found
+                // by galloping from the first, not by halving to `hi`.
+                let mut step = 1;
+                while start + step < hi && below(start + step, true) {
+                    step *= 2;
+                }
+                (start, search(start + step / 2 + 1, (start + step).min(hi), true))
             }
         }
     }
@@ -913,7 +983,42 @@ mod tests {
             column.decode_range(from, &mut out);
             assert_eq!(out, &values[from..to], "rows {from}..{to}");
         }
+        equal_ranges_match(&column, values);
         words.len()
+    }
+
+    /// `equal_range` over the column's sorted stretches (split where an id
+    /// falls) and parts of them, for ids in them, next to them and past
+    /// both ends, against a linear search.
+    fn equal_ranges_match(column: &Column<'_>, values: &[u64]) {
+        let mut stretches = Vec::new();
+        let mut start = 0;
+        for r in 1..=values.len() {
+            if r == values.len() || values[r] < values[r - 1] {
+                stretches.push((start, r));
+                start = r;
+            }
+        }
+        let mut x = values.len() as u64 + 3;
+        for (lo, hi) in stretches.into_iter().take(40) {
+            let len = hi - lo;
+            for (lo, hi) in [(lo, hi), (lo + len / 3, hi - len / 4), (lo + len / 2, hi)] {
+                if lo >= hi {
+                    assert_eq!(column.equal_range(lo, lo, 0), (lo, lo));
+                    continue;
+                }
+                let mut targets = vec![0, u64::MAX, values[lo], values[hi - 1], values[lo].wrapping_sub(1), values[hi - 1].wrapping_add(1)];
+                for _ in 0..12 {
+                    let v = values[lo + xorshift(&mut x) as usize % (hi - lo)];
+                    targets.extend([v, v.wrapping_sub(1), v.wrapping_add(1)]);
+                }
+                for t in targets {
+                    let start = lo + values[lo..hi].partition_point(|v| *v < t);
+                    let end = lo + values[lo..hi].partition_point(|v| *v <= t);
+                    assert_eq!(column.equal_range(lo, hi, t), (start, end), "rows {lo}..{hi}, target {t}");
+                }
+            }
+        }
     }
 
     fn xorshift(x: &mut u64) -> u64 {

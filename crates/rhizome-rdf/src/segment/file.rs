@@ -149,8 +149,8 @@ impl SegmentWriter {
         block.push(rows as u64 | (self.columns as u64) << 16);
         for c in 0..self.columns {
             // Not the leading column: a seek searches it row by row
-            // (`partition_sorted`), where a `DELTA` row costs up to 31
-            // steps; a run-length column's runs are what a seek wants.
+            // (`equal_range`), where a `DELTA` row costs up to 31 steps;
+            // a run-length column's runs are what a seek wants.
             column::encode(&self.pending[c], self.version >= 2 && c > 0, &mut block);
         }
         self.index.push(self.offset);
@@ -536,7 +536,7 @@ impl Segment {
     }
 
     pub fn cursor(&self) -> SegmentCursor<'_> {
-        SegmentCursor { segment: self, block: self.fences.len(), row: 0, view: None, decoded: None, window_block: usize::MAX, window: 0..0, window_ids: Box::new([[0; WINDOW_ROWS]; MAX_COLUMNS]), random_reads: 0 }
+        SegmentCursor { segment: self, block: self.fences.len(), row: 0, view: None, decoded: None, window_block: usize::MAX, window: 0..0, window_ids: Box::new([[0; WINDOW_ROWS]; MAX_COLUMNS]), random_reads: 0, sought: NOT_SOUGHT }
     }
 
     /// Whether the segment holds `key` (all its ids).
@@ -589,7 +589,14 @@ pub struct SegmentCursor<'a> {
     window_ids: Box<[[u64; WINDOW_ROWS]; MAX_COLUMNS]>,
     /// Rows decoded in windows since the cursor came to the block.
     random_reads: usize,
+    /// The last seek's block, row, and the end of the rows that start
+    /// with its target (a lookup's rows): a window decoded at that row
+    /// ends one row past them.
+    sought: (usize, usize, usize),
 }
+
+/// No seek to size a window by.
+const NOT_SOUGHT: (usize, usize, usize) = (usize::MAX, 0, 0);
 
 impl<'a> SegmentCursor<'a> {
     pub fn valid(&self) -> bool {
@@ -600,12 +607,17 @@ impl<'a> SegmentCursor<'a> {
         self.block = block;
         self.row = 0;
         self.random_reads = 0;
+        self.sought = NOT_SOUGHT;
         self.view = if block < self.segment.fences.len() { Some(self.segment.block(block)?) } else { None };
         Ok(())
     }
 
     /// Positions at the first key at or after `target` (1 to `columns`
-    /// leading ids; a shorter target is a prefix).
+    /// leading ids; a shorter target is a prefix). The rows of the block
+    /// that start with `target` are found column by column (each column
+    /// is sorted over the rows whose earlier ids are the target's), and
+    /// the window a read there decodes ends one row past them: a lookup
+    /// of a course's attendees in POS decodes its few rows, not 32.
     pub fn seek(&mut self, target: &[u64]) -> Result<()> {
         let fences = &self.segment.fences;
         // The last block starting before the target: the key is there, or
@@ -620,34 +632,26 @@ impl<'a> SegmentCursor<'a> {
         }
         let view = self.view.as_ref().expect("entered");
         let decoded = self.decoded.as_ref().filter(|(d, _)| *d == b).map(|(_, d)| d);
-        // The rows whose leading id is the target's: found over the runs
-        // of a run-length column, then narrowed by the other ids.
-        let first_at_or_after = |strict: bool| match decoded {
-            Some(d) => d[0][..view.rows].partition_point(|v| if strict { *v <= target[0] } else { *v < target[0] }),
-            None => view.columns[0].partition_sorted(view.rows, target[0], strict),
-        };
-        let mut lo = first_at_or_after(false);
-        if target.len() > 1 {
-            let mut hi = first_at_or_after(true);
-            let rest = &target[1..];
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                let order = match decoded {
-                    Some(d) => compare_prefix(|c| d[c + 1][mid], rest),
-                    None => compare_prefix(|c| view.columns[c + 1].get(mid), rest),
-                };
-                if order == std::cmp::Ordering::Less {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
+        let (mut lo, mut hi) = (0, view.rows);
+        for (c, &t) in target.iter().enumerate() {
+            (lo, hi) = match decoded {
+                Some(d) => {
+                    let ids = &d[c][lo..hi];
+                    let start = lo + ids.partition_point(|v| *v < t);
+                    (start, lo + ids.partition_point(|v| *v <= t))
                 }
+                None => view.columns[c].equal_range(lo, hi, t),
+            };
+            if lo == hi {
+                break;
             }
         }
-        if lo == self.view.as_ref().expect("entered").rows {
+        if lo == view.rows {
             self.enter(b + 1)
         } else {
             self.row = lo;
             self.random_reads = 0;
+            self.sought = (b, lo, hi);
             Ok(())
         }
     }
@@ -747,7 +751,7 @@ impl<'a> SegmentCursor<'a> {
     /// whole block once the cursor steps through it.
     #[inline(never)]
     fn decode_window(&mut self) {
-        let SegmentCursor { segment, block, row, view, decoded, window_block, window, window_ids, random_reads } = self;
+        let SegmentCursor { segment, block, row, view, decoded, window_block, window, window_ids, random_reads, sought } = self;
         let view = view.as_ref().expect("the cursor is valid");
         if *random_reads > RANDOM_READS {
             let (b, d) = decoded.get_or_insert_with(|| (usize::MAX, Box::new([[0; BLOCK_ROWS]; MAX_COLUMNS])));
@@ -758,10 +762,13 @@ impl<'a> SegmentCursor<'a> {
             return;
         }
         let from = *row;
+        // Rows a seek found to start with its target: the window ends
+        // one past them (where the lookup finds its prefix ends).
+        let limit = if (sought.0, sought.1) == (*block, from) { sought.2 + 1 } else { usize::MAX };
         let (id, _, run_end) = view.columns[0].get_span(from);
         let (to, first) = if run_end > from + 1 {
             // The leading ids up to the run's end are the run's id.
-            let to = (run_end + 1).min(view.rows).min(from + WINDOW_ROWS);
+            let to = (run_end + 1).min(view.rows).min(from + WINDOW_ROWS).min(limit);
             let in_run = run_end.min(to);
             window_ids[0][..in_run - from].fill(id);
             if in_run < to {
@@ -769,7 +776,7 @@ impl<'a> SegmentCursor<'a> {
             }
             (to, 1)
         } else {
-            ((from + WINDOW_ROWS).min(view.rows), 0)
+            ((from + WINDOW_ROWS).min(view.rows).min(limit), 0)
         };
         *random_reads += to - from;
         for c in first..segment.columns {

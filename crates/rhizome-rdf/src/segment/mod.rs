@@ -39,12 +39,15 @@
 //!   time it is read (checksum, encodings, keys strictly increasing and
 //!   between its fences), never again in that process.
 //! - [`SegmentCursor`] finds the first key at or after a target with a
-//!   binary search over the fences and one over the block's rows. It
-//!   decodes the rows it reads in windows: from the current row to the
-//!   end of the leading id's run and one row past it (a lookup's rows and
-//!   the row that ends them), at most 32; once it has read 64 rows of a
-//!   block that way, or stepped off the end of a block it read whole, it
-//!   decodes the block whole, column by column.
+//!   binary search over the fences, then narrows the block's rows to those
+//!   starting with the target column by column (`Column::equal_range`: a
+//!   run-length column searches its runs, a `DELTA` one its checkpoints
+//!   and then at most 32 rows). It decodes the rows it reads in windows:
+//!   from the current row to the end of the rows the seek found (else of
+//!   the leading id's run) and one row past it (a lookup's rows and the
+//!   row that ends them), at most 32; once it has read 64 rows of a block
+//!   that way, or stepped off the end of a block it read whole, it decodes
+//!   the block whole, column by column.
 //!
 //! The checks of a block, made when it is first read in a process (a bit
 //! per block remembers it): its checksum; every column's descriptor and

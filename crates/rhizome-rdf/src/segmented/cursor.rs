@@ -281,7 +281,10 @@ impl<'a> IndexCursor<'a> {
         let Some(seg) = &mut self.segment else { return Ok(()) };
         match from {
             Bound::Unbounded => seg.seek_first()?,
-            Bound::Included(k) => seg.seek(&k[..columns])?,
+            // A prefix padded with zeros: sought as the prefix (the same
+            // first key, as no id is below 0), so that the segment cursor
+            // knows which rows the lookup wants and decodes only those.
+            Bound::Included(k) => seg.seek(&k[..columns - k[1..columns].iter().rev().take_while(|id| **id == 0).count()])?,
             Bound::Excluded(k) => {
                 seg.seek(&k[..columns])?;
                 if seg.valid() && seg.key() == *k {

@@ -97,6 +97,42 @@ fn keys_read_back_in_order_and_every_seek_finds_the_first_key_at_or_after_its_ta
     }
 }
 
+/// One cursor reused for lookups, as a pattern's scan is: each seeks a
+/// prefix and reads the keys starting with it. Lookups in key order land in
+/// the block the last one read (decoded in windows, then whole once read
+/// past the windows' share) or the next one; random ones jump back before
+/// it. Every lookup reads exactly the model's keys, absent prefixes none.
+#[test]
+fn a_cursor_reused_across_lookups_reads_each_lookups_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    for (columns, per_lead) in [(3, 5), (4, 5), (3, 1), (4, 40)] {
+        let keys = keys_spread(5000, columns, 11 + per_lead, per_lead);
+        let segment = Segment::open(&write(dir.path(), &format!("r-{columns}-{per_lead}"), &keys, columns)).unwrap();
+        let lookup = |cursor: &mut SegmentCursor<'_>, prefix: &[u64]| {
+            cursor.seek(prefix).unwrap();
+            let mut out = Vec::new();
+            while cursor.valid() && cursor.key()[..prefix.len()] == *prefix {
+                out.push(cursor.key());
+                cursor.next().unwrap();
+            }
+            out
+        };
+        let model = |prefix: &[u64]| keys.iter().filter(|k| k[..prefix.len()] == *prefix).copied().collect::<Vec<_>>();
+        let mut cursor = segment.cursor();
+        let mut x = 5;
+        let mut targets: Vec<usize> = (0..keys.len()).step_by(3).collect();
+        targets.extend((0..400).map(|_| xorshift(&mut x) as usize % keys.len()));
+        for (i, at) in targets.into_iter().enumerate() {
+            let len = 1 + i % columns;
+            let mut prefix = keys[at][..len].to_vec();
+            assert_eq!(lookup(&mut cursor, &prefix), model(&prefix), "{columns} columns, prefix {prefix:x?}");
+            // A prefix just past it (absent, or another key's).
+            prefix[len - 1] += 1;
+            assert_eq!(lookup(&mut cursor, &prefix), model(&prefix), "{columns} columns, prefix {prefix:x?}");
+        }
+    }
+}
+
 #[test]
 fn sorted_columns_take_a_few_bytes_per_key() {
     // A POS-like ordering: one predicate, objects rising, subjects random.
