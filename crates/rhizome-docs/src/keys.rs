@@ -32,6 +32,8 @@ pub const MANGO_ROWS: Keyspace = Keyspace(36);
 pub const MANGO_DOC_ROWS: Keyspace = Keyspace(37);
 pub const MANGO_STATE: Keyspace = Keyspace(38);
 pub const ATTACHMENT_CHUNKS: Keyspace = Keyspace(39);
+// The embedded engine keeps these in the documents' column family (LZ4).
+const _: () = assert!(rhizome_kv::DOCUMENT_KEYSPACES.start == DOCS.0 && rhizome_kv::DOCUMENT_KEYSPACES.end == ATTACHMENT_CHUNKS.0 + 1);
 
 pub mod meta {
     pub const FORMAT_VERSION: &[u8] = b"format_version";

@@ -1,15 +1,29 @@
 //! The embedded backend on RocksDB.
 //!
-//! All keyspaces live in RocksDB's default column family, each behind a
-//! one-byte prefix: a bulk load then ingests every keyspace's sorted file in
-//! one `IngestExternalFile` call, which RocksDB applies atomically (one
-//! MANIFEST edit), so a load is all or nothing across keyspaces.
+//! Every keyspace is a one-byte key prefix: a bulk load then ingests every
+//! keyspace's sorted file in one `IngestExternalFile` call, which RocksDB
+//! applies atomically (one MANIFEST edit), so a load is all or nothing
+//! across keyspaces. They live in RocksDB's default column family, except
+//! documents' ([`crate::DOCUMENT_KEYSPACES`], the same prefixed keys), in
+//! the `documents` column family: its blocks are LZ4 on every level where
+//! the default column family's bottom level is ZSTD. A transaction's cold
+//! reads of documents decompress LZ4 blocks (12% fewer instructions a TPC-B
+//! transaction than ZSTD, issue 45), and the dictionary, most of an RDF
+//! store, keeps ZSTD's size (LZ4 there: 9.89 -> 11.32 bytes a triple at
+//! 4.8M Faculty triples, issue 46).
+//!
+//! A store made before the `documents` column family holds its documents
+//! in the default one. Opened for writing, it is moved (`move_documents`:
+//! the documents written out as sorted files, ingested into their column
+//! family, then deleted from the default one; rerun whole if killed, as
+//! nothing is written meanwhile). Opened read-only, it is read where its
+//! documents are.
 
 use super::{Backend, Cursor, KvRead, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteOp};
 use crate::{Error, Keyspace, Result};
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, DBRawIteratorWithThreadMode, IngestExternalFileOptions,
-    Options, ReadOptions, SnapshotWithThreadMode, SstFileWriter, WriteOptions, DB,
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, DBRawIteratorWithThreadMode,
+    IngestExternalFileOptions, Options, ReadOptions, SnapshotWithThreadMode, SstFileWriter, WriteOptions, DB,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,7 +45,8 @@ pub struct RocksOptions {
     /// Uncompressed bytes per block: larger compresses better, but a random
     /// read decompresses a whole block.
     pub block_bytes: usize,
-    /// How blocks on the bottom level (nearly all data) are compressed.
+    /// How blocks on the bottom level (nearly all data) are compressed;
+    /// documents' blocks are LZ4 unless this is `None` (see the module doc).
     pub compression: Compression,
 }
 
@@ -107,11 +122,16 @@ impl RocksOptions {
 pub struct RocksBackend {
     // Field order matters: `db` must outlive everything that borrows it.
     db: Arc<DB>,
+    /// The column families of `db` (which creates or drops none while
+    /// open, so the handles live as long as it; see [`Families`]).
+    families: Families,
     /// Bytes committed since the store was opened, until its memtable
     /// filter is turned on ([`MEMTABLE_FILTER_AFTER_BYTES`]).
     committed_bytes: AtomicU64,
     memtable_filter_on: std::sync::atomic::AtomicBool,
     ingest_options: Arc<Options>,
+    /// Those of the documents' column family's files (LZ4).
+    documents_ingest_options: Arc<Options>,
     /// Those of [`Backend::index_run_writer`]'s files: uncompressed.
     index_run_options: Arc<Options>,
     /// Those of [`Backend::unfiltered_run_writer`]'s files: no filter.
@@ -123,6 +143,157 @@ pub struct RocksBackend {
     /// engine takes it) so that no writer opens the store meanwhile.
     _lock: Option<std::fs::File>,
 }
+
+/// The documents' column family (see the module doc).
+const DOCUMENTS_FAMILY: &str = "documents";
+
+/// Files written for the documents' column family are named so (their
+/// runs carry only their path to `ingest`).
+const DOCUMENTS_RUN_PREFIX: &str = "documents-";
+
+/// Where each keyspace lives: the handles of `db`'s column families.
+/// They are borrowed from the `DB` as `'static`: every holder of a
+/// `Families` also holds an `Arc` of that `DB`, and a `DB` shared by
+/// `Arc` never creates or drops a column family (that takes `&mut`).
+#[derive(Clone, Copy)]
+struct Families {
+    default: &'static ColumnFamily,
+    /// The documents' column family, or the default one when a read-only
+    /// open finds the documents there (a store made before it).
+    documents: &'static ColumnFamily,
+    /// Whether the documents have a column family of their own.
+    separate: bool,
+}
+
+impl Families {
+    /// The handles of `db`'s families; the documents read from the
+    /// default family when they are there (or it is the only one).
+    fn of(db: &DB) -> Result<Families> {
+        let handle = |name: &str| -> Result<&'static ColumnFamily> {
+            let cf = db.cf_handle(name).ok_or_else(|| Error::Engine(format!("no column family {name:?}")))?;
+            // SAFETY: see the type's doc: the DB outlives every holder.
+            Ok(unsafe { std::mem::transmute::<&ColumnFamily, &'static ColumnFamily>(cf) })
+        };
+        let default = handle("default")?;
+        let documents = match db.cf_handle(DOCUMENTS_FAMILY) {
+            Some(_) if !holds_documents(db, default)? => handle(DOCUMENTS_FAMILY)?,
+            _ => default,
+        };
+        Ok(Families { default, documents, separate: !std::ptr::eq(default, documents) })
+    }
+
+    /// Each family once.
+    fn all(&self) -> impl Iterator<Item = &'static ColumnFamily> {
+        [Some(self.default), self.separate.then_some(self.documents)].into_iter().flatten()
+    }
+
+    fn of_keyspace(&self, ks: Keyspace) -> &'static ColumnFamily {
+        if crate::DOCUMENT_KEYSPACES.contains(&ks.0) { self.documents } else { self.default }
+    }
+
+    /// Each family, and the part of `from..=to` it holds (`None` if none).
+    fn spans(&self, from: Keyspace, to: Keyspace) -> impl Iterator<Item = (&'static ColumnFamily, Option<(u8, u8)>)> {
+        let docs = &crate::DOCUMENT_KEYSPACES;
+        let in_docs = (from.0.max(docs.start), to.0.min(docs.end - 1));
+        let in_docs = (in_docs.0 <= in_docs.1).then_some(in_docs);
+        let all = Some((from.0, to.0)).filter(|(a, b)| a <= b);
+        if !self.separate {
+            return vec![(self.default, all)].into_iter();
+        }
+        // The default family's part: the range, less the documents'.
+        let outside = all.filter(|&(a, b)| a < docs.start || b >= docs.end);
+        vec![(self.default, outside), (self.documents, in_docs)].into_iter()
+    }
+}
+
+/// Whether `cf` holds a key of a document keyspace.
+fn holds_documents(db: &DB, cf: &ColumnFamily) -> Result<bool> {
+    let mut ro = ReadOptions::default();
+    ro.set_total_order_seek(true);
+    ro.set_iterate_upper_bound(vec![crate::DOCUMENT_KEYSPACES.end]);
+    let mut iter = db.raw_iterator_cf_opt(cf, ro);
+    iter.seek([crate::DOCUMENT_KEYSPACES.start]);
+    iter.status()?;
+    Ok(iter.valid())
+}
+
+/// Bytes of each sorted file [`move_documents`] writes.
+const MOVED_FILE_BYTES: usize = 64 << 20;
+
+/// Moves a store's documents from the default column family, where a
+/// store made before the documents' own family holds them, into that
+/// family: written out as sorted files (so they land on the bottom level,
+/// LZ4) and ingested in one call, then deleted from the default family by
+/// one range tombstone, whose files are then rewritten without them.
+/// Nothing else writes meanwhile (the store is being opened), so a
+/// process killed at any step leaves the documents whole in the default
+/// family (the next open moves them again, first deleting any copy it
+/// made) or moved (the tombstone written).
+fn move_documents(db: &DB, default: &ColumnFamily, documents: &ColumnFamily, options: &Options, dir: &Path) -> Result<()> {
+    if !holds_documents(db, default)? {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_owned(), source })?;
+    let (lower, upper) = ([crate::DOCUMENT_KEYSPACES.start], [crate::DOCUMENT_KEYSPACES.end]);
+    let mut ro = ReadOptions::default();
+    ro.set_total_order_seek(true);
+    ro.set_iterate_upper_bound(upper.to_vec());
+    let mut iter = db.raw_iterator_cf_opt(default, ro);
+    iter.seek(lower);
+    let mut files = Vec::new();
+    while iter.valid() {
+        let path = dir.join(format!("{DOCUMENTS_RUN_PREFIX}moved-{}-{}.sst", std::process::id(), files.len()));
+        let mut writer = SstFileWriter::create(options);
+        writer.open(&path)?;
+        let mut bytes = 0;
+        while bytes < MOVED_FILE_BYTES {
+            let (Some(key), Some(value)) = (iter.key(), iter.value()) else { break };
+            writer.put(key, value)?;
+            bytes += key.len() + value.len();
+            iter.next();
+        }
+        writer.finish()?;
+        files.push(path);
+    }
+    iter.status()?;
+    drop(iter);
+    // Whatever an earlier, killed move left in the documents' family
+    // goes first (the ingested files then lie above the tombstone).
+    let mut wb = rocksdb::WriteBatch::default();
+    wb.delete_range_cf(documents, lower, upper);
+    let mut wo = WriteOptions::default();
+    wo.set_sync(true);
+    db.write_opt(wb, &wo)?;
+    let mut io = IngestExternalFileOptions::default();
+    io.set_move_files(true);
+    db.ingest_external_file_cf_opts(documents, &io, files)?;
+    let mut wb = rocksdb::WriteBatch::default();
+    wb.delete_range_cf(default, lower, upper);
+    let mut wo = WriteOptions::default();
+    wo.set_sync(true);
+    db.write_opt(wb, &wo)?;
+    db.compact_range_cf(default, Some(&lower[..]), Some(&upper[..]));
+    Ok(())
+}
+
+/// Options of the documents' column family: the engine's, with LZ4 on
+/// every level (none if the store's setting is none).
+fn documents_options(tuning: &RocksOptions) -> Options {
+    let mut opts = engine_options(tuning);
+    let lz4 = if tuning.compression == Compression::None { DBCompressionType::None } else { DBCompressionType::Lz4 };
+    opts.set_compression_type(lz4);
+    opts.set_bottommost_compression_type(lz4);
+    // A second memtable per store: its arena grows by 1 MiB blocks by
+    // default, and with a block each, 40 open databases of one document
+    // held 11.7 MB more than with one family (server_databases' budget,
+    // 1 MiB per open database). Smaller blocks cost an allocation per
+    // 128 KiB written.
+    opts.set_arena_block_size(DOCUMENTS_ARENA_BLOCK_BYTES);
+    opts
+}
+
+/// The documents' memtable arena block (see `documents_options`).
+const DOCUMENTS_ARENA_BLOCK_BYTES: usize = 128 << 10;
 
 /// Takes the engine's own lock on `path/LOCK` for this process, as a
 /// writer would: `Error::Locked` if another process holds it.
@@ -182,10 +353,13 @@ const MEMTABLE_FILTER_AFTER_BYTES: u64 = 4 << 20;
 /// The most bytes a write-ahead log is extended by at a time. RocksDB
 /// preallocates (fallocate) a log in steps of 1.1 times the memtable size,
 /// 70 MiB, and a manifest 4 MiB: an empty database took 76 MB of disk,
-/// 500 of them 38 GB. With a single column family, `max_total_wal_size`
-/// only caps that step (it forces flushes only across column families,
-/// `DBImpl::PreprocessWrite`); logs still hold whole memtables.
+/// 500 of them 38 GB. `db_write_buffer_size` caps that step (see
+/// `engine_options_with`); logs still hold whole memtables.
 const WAL_PREALLOCATION_BYTES: u64 = 1 << 20;
+
+/// The write-ahead logs' bytes past which the column families holding
+/// data in the oldest log are flushed (see `engine_options_with`).
+const WAL_LIMIT_BYTES: u64 = 128 << 20;
 const MANIFEST_PREALLOCATION_BYTES: usize = 64 << 10;
 
 /// Options of [`Backend::index_run_writer`]'s files: those of ingestion,
@@ -299,7 +473,16 @@ fn engine_options_with(tuning: &RocksOptions, filters: bool) -> Options {
     // Off until the store has been written to (`MEMTABLE_FILTER_AFTER_BYTES`).
     opts.set_memtable_prefix_bloom_ratio(0.0);
     opts.set_write_buffer_manager(&shared_write_buffers(tuning.memtable_bytes));
-    opts.set_max_total_wal_size(WAL_PREALLOCATION_BYTES);
+    // The preallocation step is capped by `db_write_buffer_size`, which
+    // with a write buffer manager of our own is used for nothing else
+    // (`DBImpl::GetWalPreallocateBlockSize`). Not by `max_total_wal_size`:
+    // with two column families it forces a flush of every family holding
+    // data in the oldest log whenever the logs pass it, which at 1 MiB
+    // would flush the documents' memtable every 1 MiB of writes. It
+    // bounds the logs a rarely written family keeps alive instead (two
+    // memtables' worth).
+    opts.set_db_write_buffer_size(WAL_PREALLOCATION_BYTES as usize);
+    opts.set_max_total_wal_size(WAL_LIMIT_BYTES);
     opts.set_manifest_preallocation_size(MANIFEST_PREALLOCATION_BYTES);
     // A log whose memtable was flushed is kept and written over by the
     // next one, not deleted. Syncing blocks already written is only the
@@ -325,11 +508,15 @@ const LEVEL0_LOAD_LIMIT: u64 = 64;
 
 impl RocksBackend {
     /// A sorted run written with `options` (see [`Backend::sorted_run_writer`]).
+    /// Documents' runs are written with their family's options and named
+    /// for it ([`DOCUMENTS_RUN_PREFIX`]).
     fn run_writer(&self, ks: Keyspace, options: &Arc<Options>) -> Result<Box<dyn SortedRunWriter>> {
         std::fs::create_dir_all(&self.ingest_dir).map_err(|source| Error::Io { path: self.ingest_dir.clone(), source })?;
         let n = self.next_run.fetch_add(1, Ordering::Relaxed);
-        let path = self.ingest_dir.join(format!("run-{}-{n}.sst", std::process::id()));
-        let options = options.clone();
+        let documents = self.families.separate && crate::DOCUMENT_KEYSPACES.contains(&ks.0);
+        let prefix = if documents { DOCUMENTS_RUN_PREFIX } else { "" };
+        let path = self.ingest_dir.join(format!("{prefix}run-{}-{n}.sst", std::process::id()));
+        let options = if documents { self.documents_ingest_options.clone() } else { options.clone() };
         let writer = SstFileWriter::create(&options);
         // SAFETY: the writer borrows `options`, which `RocksRunWriter` owns
         // through an Arc and drops after the writer (field order).
@@ -361,10 +548,12 @@ impl RocksBackend {
             return;
         }
         // A failure leaves the store without the filter: slower, not wrong.
-        if self.db.set_options(&[("memtable_prefix_bloom_size_ratio", MEMTABLE_FILTER_RATIO)]).is_ok() {
-            let mut flush = rocksdb::FlushOptions::default();
-            flush.set_wait(false);
-            let _ = self.db.flush_opt(&flush);
+        for cf in self.families.all() {
+            if self.db.set_options_cf(cf, &[("memtable_prefix_bloom_size_ratio", MEMTABLE_FILTER_RATIO)]).is_ok() {
+                let mut flush = rocksdb::FlushOptions::default();
+                flush.set_wait(false);
+                let _ = self.db.flush_cf_opt(cf, &flush);
+            }
         }
     }
 
@@ -375,13 +564,15 @@ impl RocksBackend {
 
     /// Files on level 0 now.
     pub fn level0_files(&self) -> u64 {
-        self.db.property_int_value("rocksdb.num-files-at-level0").ok().flatten().unwrap_or(0)
+        self.families.all().map(|cf| self.db.property_int_value_cf(cf, "rocksdb.num-files-at-level0").ok().flatten().unwrap_or(0)).sum()
     }
 
     pub fn open(path: &Path, tuning: &RocksOptions) -> Result<Self> {
         std::fs::create_dir_all(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
-        let options = engine_options(tuning);
-        let db = DB::open(&options, path).map_err(|e| {
+        let mut options = engine_options(tuning);
+        options.create_missing_column_families(true);
+        let families = [ColumnFamilyDescriptor::new("default", engine_options(tuning)), ColumnFamilyDescriptor::new(DOCUMENTS_FAMILY, documents_options(tuning))];
+        let db = DB::open_cf_descriptors(&options, path, families).map_err(|e| {
             let msg = e.into_string();
             if msg.contains("lock") || msg.contains("Resource temporarily unavailable") {
                 Error::Locked(path.to_owned())
@@ -395,11 +586,17 @@ impl RocksBackend {
         if ingest_dir.exists() {
             std::fs::remove_dir_all(&ingest_dir).map_err(|source| Error::Io { path: ingest_dir.clone(), source })?;
         }
+        let default = db.cf_handle("default").ok_or_else(|| Error::Engine("no default column family".into()))?;
+        let documents = db.cf_handle(DOCUMENTS_FAMILY).ok_or_else(|| Error::Engine("no documents column family".into()))?;
+        move_documents(&db, default, documents, &documents_options(tuning), &ingest_dir)?;
+        let families = Families::of(&db)?;
         Ok(RocksBackend {
             db: Arc::new(db),
+            families,
             committed_bytes: AtomicU64::new(0),
             memtable_filter_on: Default::default(),
             ingest_options: Arc::new(engine_options(tuning)),
+            documents_ingest_options: Arc::new(documents_options(tuning)),
             index_run_options: Arc::new(index_run_options(tuning)),
             unfiltered_run_options: Arc::new(unfiltered_run_options(tuning)),
             path: path.to_owned(),
@@ -422,12 +619,21 @@ impl RocksBackend {
         // a one-query process more than the files do.
         options.set_max_file_opening_threads(1);
         options.set_skip_stats_update_on_db_open(true);
-        let db = DB::open_for_read_only(&options, path, false).map_err(|e| Error::Engine(e.into_string()))?;
+        // A store made before the documents' family has only the default.
+        let names = DB::list_cf(&options, path).map_err(|e| Error::Engine(e.into_string()))?;
+        let families = names.iter().map(|name| {
+            let cf_options = if name == DOCUMENTS_FAMILY { documents_options(tuning) } else { engine_options(tuning) };
+            ColumnFamilyDescriptor::new(name, cf_options)
+        });
+        let db = DB::open_cf_descriptors_read_only(&options, path, families, false).map_err(|e| Error::Engine(e.into_string()))?;
+        let families = Families::of(&db)?;
         Ok(RocksBackend {
             db: Arc::new(db),
+            families,
             committed_bytes: AtomicU64::new(0),
             memtable_filter_on: Default::default(),
             ingest_options: Arc::new(engine_options(tuning)),
+            documents_ingest_options: Arc::new(documents_options(tuning)),
             index_run_options: Arc::new(index_run_options(tuning)),
             unfiltered_run_options: Arc::new(unfiltered_run_options(tuning)),
             path: path.to_owned(),
@@ -452,7 +658,7 @@ impl Backend for RocksBackend {
         // the same DB and drops the snapshot first (field order), so the
         // borrow never outlives the DB.
         let snapshot: SnapshotWithThreadMode<'static, DB> = unsafe { std::mem::transmute(snapshot) };
-        Ok(Arc::new(RocksSnapshot { snapshot, db: self.db.clone() }))
+        Ok(Arc::new(RocksSnapshot { snapshot, families: self.families, db: self.db.clone() }))
     }
 
     fn commit(&self, batch: WriteBatch) -> Result<()> {
@@ -473,9 +679,10 @@ impl Backend for RocksBackend {
             key.clear();
             key.push(ks.0);
             key.extend_from_slice(k);
+            let cf = self.families.of_keyspace(*ks);
             match op {
-                WriteOp::Put(_, _, v) => wb.put(&key, v),
-                WriteOp::Delete(..) => wb.delete(&key),
+                WriteOp::Put(_, _, v) => wb.put_cf(cf, &key, v),
+                WriteOp::Delete(..) => wb.delete_cf(cf, &key),
             }
         }
         let mut wo = WriteOptions::default();
@@ -527,18 +734,28 @@ impl Backend for RocksBackend {
                 paths.push(path);
             }
         }
+        // One call per family would not be atomic: none mixes them.
+        let (documents, others): (Vec<PathBuf>, Vec<PathBuf>) =
+            paths.into_iter().partition(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(DOCUMENTS_RUN_PREFIX)));
+        let (cf, paths) = match (documents.is_empty(), others.is_empty()) {
+            (true, _) => (self.families.default, others),
+            (false, true) => (self.families.documents, documents),
+            (false, false) => return Err(Error::Engine("an ingestion mixes documents' keyspaces with others: it would not be atomic".into())),
+        };
         let mut io = IngestExternalFileOptions::default();
         io.set_move_files(true);
-        self.db.ingest_external_file_opts(&io, paths)?;
+        self.db.ingest_external_file_cf_opts(cf, &io, paths)?;
         self.stall_while_level0_is_deep();
         Ok(())
     }
 
     fn compact(&self) -> Result<()> {
-        self.db.flush()?;
-        let mut opts = rocksdb::CompactOptions::default();
-        opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
-        self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &opts);
+        for cf in self.families.all() {
+            self.db.flush_cf(cf)?;
+            let mut opts = rocksdb::CompactOptions::default();
+            opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+            self.db.compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &opts);
+        }
         Ok(())
     }
 
@@ -558,20 +775,24 @@ impl Backend for RocksBackend {
 
     fn clear_keyspace(&self, ks: Keyspace) -> Result<()> {
         // One range tombstone, then the files under it rewritten away.
+        let cf = self.families.of_keyspace(ks);
         let mut wb = rocksdb::WriteBatch::default();
-        wb.delete_range([ks.0], [ks.0 + 1]);
+        wb.delete_range_cf(cf, [ks.0], [ks.0 + 1]);
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         self.db.write_opt(wb, &wo)?;
-        self.db.compact_range(Some(&[ks.0][..]), Some(&[ks.0 + 1][..]));
+        self.db.compact_range_cf(cf, Some(&[ks.0][..]), Some(&[ks.0 + 1][..]));
         Ok(())
     }
 
     fn settle(&self, from: Keyspace, to: Keyspace) -> Result<()> {
-        self.db.flush()?;
-        // Without forcing the bottom level to be rewritten: keys with none
-        // of theirs below are moved there whole (a trivial move).
-        self.db.compact_range(Some(&[from.0][..]), Some(&[to.0][..]));
+        for (cf, span) in self.families.spans(from, to) {
+            let Some((from, to)) = span else { continue };
+            self.db.flush_cf(cf)?;
+            // Without forcing the bottom level to be rewritten: keys with
+            // none of theirs below are moved there whole (a trivial move).
+            self.db.compact_range_cf(cf, Some(&[from][..]), Some(&[to][..]));
+        }
         Ok(())
     }
 }
@@ -607,6 +828,7 @@ fn no_perf_counters() {
 
 struct RocksSnapshot {
     snapshot: SnapshotWithThreadMode<'static, DB>,
+    families: Families,
     db: Arc<DB>,
 }
 
@@ -619,7 +841,7 @@ impl Snapshot for RocksSnapshot {
 impl KvRead for RocksSnapshot {
     fn get(&self, ks: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
         no_perf_counters();
-        Ok(self.snapshot.get(prefixed(ks, key))?)
+        Ok(self.snapshot.get_cf(self.families.of_keyspace(ks), prefixed(ks, key))?)
     }
 
     /// One batched `MultiGet`: the keys are sorted and each file's index
@@ -629,8 +851,9 @@ impl KvRead for RocksSnapshot {
     /// `rhizome_rdf::term::Dictionary::decode_many`).
     fn get_many(&self, ks: Keyspace, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
         no_perf_counters();
-        let keys = keys.iter().map(|key| prefixed(ks, key));
-        self.snapshot.multi_get_opt(keys, ReadOptions::default()).into_iter().map(|value| Ok(value?)).collect()
+        let cf = self.families.of_keyspace(ks);
+        let keys = keys.iter().map(|key| (cf, prefixed(ks, key)));
+        self.snapshot.multi_get_cf_opt(keys, ReadOptions::default()).into_iter().map(|value| Ok(value?)).collect()
     }
 
     fn cursor(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Box<dyn Cursor + '_> {
@@ -645,7 +868,7 @@ impl KvRead for RocksSnapshot {
         };
         ro.set_iterate_lower_bound(lower);
         ro.set_iterate_upper_bound(upper);
-        Box::new(RocksCursor { iter: self.snapshot.raw_iterator_opt(ro), seek_key: Vec::new(), ks })
+        Box::new(RocksCursor { iter: self.snapshot.raw_iterator_cf_opt(self.families.of_keyspace(ks), ro), seek_key: Vec::new(), ks })
     }
 
     fn approximate_bytes(&self, ks: Keyspace, lower: &[u8], upper: Option<&[u8]>) -> Option<u64> {
@@ -654,7 +877,7 @@ impl KvRead for RocksSnapshot {
             Some(u) => prefixed(ks, u),
             None => vec![ks.0 + 1],
         };
-        self.db.get_approximate_sizes(&[rocksdb::Range::new(&lower, &upper)]).first().copied()
+        self.db.get_approximate_sizes_cf(self.families.of_keyspace(ks), &[rocksdb::Range::new(&lower, &upper)]).first().copied()
     }
 }
 
@@ -751,6 +974,12 @@ mod tests {
         (0..n).map(|i| (i.to_be_bytes().to_vec(), format!("value {i} of a run that compresses well").into_bytes())).collect()
     }
 
+    fn flush(backend: &RocksBackend) {
+        for cf in backend.families.all() {
+            backend.db.flush_cf(cf).unwrap();
+        }
+    }
+
     fn read_all(backend: &RocksBackend, ks: Keyspace) -> Vec<(Vec<u8>, Vec<u8>)> {
         let snapshot = backend.snapshot().unwrap();
         let mut cursor = snapshot.cursor(ks, &[], None);
@@ -822,8 +1051,8 @@ mod tests {
             }
         }
         backend.commit(batch).unwrap();
-        backend.db.flush().unwrap();
-        let level0 = || backend.db.property_int_value("rocksdb.num-files-at-level0").unwrap().unwrap();
+        flush(&backend);
+        let level0 = || backend.level0_files();
         assert_eq!(level0(), 1);
         backend.settle(Keyspace(30), Keyspace(35)).unwrap();
         assert_eq!(level0(), 0);
@@ -862,7 +1091,7 @@ mod tests {
         backend.commit(batch).unwrap();
         for flushed in [false, true] {
             if flushed {
-                backend.db.flush().unwrap();
+                flush(&backend);
             }
             let snapshot = backend.snapshot().unwrap();
             for ks in keyspaces {
@@ -936,7 +1165,7 @@ mod tests {
                 batch.put(Keyspace(7), &k, value);
             }
             store.commit(batch).unwrap();
-            store.db.flush().unwrap();
+            flush(store);
         };
         let read = |store: &RocksBackend| read_all(store, Keyspace(7)).into_iter().map(|(_, v)| v).collect::<std::collections::BTreeSet<_>>();
         write(&a, b"in a");
@@ -947,6 +1176,109 @@ mod tests {
         write(&b, b"in b");
         assert_eq!(read(&b), [b"in b".to_vec()].into());
         assert_eq!(read(&a), [b"in a".to_vec()].into());
+    }
+
+    /// A store made as before the documents' column family (every
+    /// keyspace in the default one, some keys flushed, some only in the
+    /// log) is read in place when opened read-only, and moved when opened
+    /// for writing: every key reads back as written, the default family
+    /// keeps none of the documents', writes go on, and a move killed after
+    /// copying (the copy there with a stale key of its own, the documents
+    /// still in the default family) is redone whole at the next open.
+    #[test]
+    fn a_store_made_before_the_documents_family_is_read_in_place_and_moved_when_opened_for_writing() {
+        let keyspaces = [Keyspace(2), Keyspace(30), Keyspace(31), Keyspace(39), Keyspace(40)];
+        let tuning = RocksOptions::default();
+        for killed_after_copying in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            {
+                let mut options = engine_options(&tuning);
+                options.create_missing_column_families(true);
+                let mut families = vec![ColumnFamilyDescriptor::new("default", engine_options(&tuning))];
+                if killed_after_copying {
+                    families.push(ColumnFamilyDescriptor::new(DOCUMENTS_FAMILY, documents_options(&tuning)));
+                }
+                let db = DB::open_cf_descriptors(&options, dir.path(), families).unwrap();
+                let default = db.cf_handle("default").unwrap();
+                for (half, (start, end)) in [(0u32, 1_500u32), (1_500, 3_000)].into_iter().enumerate() {
+                    for ks in keyspaces {
+                        for (k, v) in &entries(end)[start as usize..] {
+                            db.put_cf(default, prefixed(ks, k), v).unwrap();
+                        }
+                    }
+                    if half == 0 {
+                        db.flush_cf(default).unwrap();
+                    }
+                }
+                if killed_after_copying {
+                    let documents = db.cf_handle(DOCUMENTS_FAMILY).unwrap();
+                    db.put_cf(documents, prefixed(Keyspace(30), b"stale"), b"left by a killed move").unwrap();
+                    db.put_cf(documents, prefixed(Keyspace(31), &0u32.to_be_bytes()), b"stale").unwrap();
+                }
+            }
+            {
+                let backend = RocksBackend::open_read_only(dir.path(), &tuning).unwrap();
+                assert!(!backend.families.separate, "read where the documents are");
+                for ks in keyspaces {
+                    assert_eq!(read_all(&backend, ks), entries(3_000), "{ks:?} read-only, before the move");
+                }
+            }
+            {
+                let backend = RocksBackend::open(dir.path(), &tuning).unwrap();
+                assert!(backend.families.separate);
+                assert!(!holds_documents(&backend.db, backend.families.default).unwrap());
+                for ks in keyspaces {
+                    assert_eq!(read_all(&backend, ks), entries(3_000), "{ks:?} after the move");
+                }
+                let mut batch = WriteBatch::default();
+                batch.put(Keyspace(30), b"new", b"written after the move");
+                backend.commit(batch).unwrap();
+            }
+            let backend = RocksBackend::open_read_only(dir.path(), &tuning).unwrap();
+            assert!(backend.families.separate);
+            let snapshot = backend.snapshot().unwrap();
+            assert_eq!(snapshot.get(Keyspace(30), b"new").unwrap(), Some(b"written after the move".to_vec()));
+            assert_eq!(snapshot.get(Keyspace(30), b"stale").unwrap(), None);
+            assert_eq!(read_all(&backend, Keyspace(31)), entries(3_000));
+        }
+    }
+
+    /// Documents' keyspaces land in their own family with LZ4 blocks,
+    /// the others in the default family with ZSTD at the bottom.
+    #[test]
+    fn documents_are_lz4_and_the_rest_zstd() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = RocksBackend::open(dir.path(), &RocksOptions::default()).unwrap();
+        for ks in [Keyspace(2), Keyspace(30)] {
+            let mut run = backend.sorted_run_writer(ks).unwrap();
+            for (k, v) in &entries(20_000) {
+                run.put(k, v).unwrap();
+            }
+            backend.ingest(vec![run.finish().unwrap()]).unwrap();
+        }
+        let mut batch = WriteBatch::default();
+        for ks in [Keyspace(2), Keyspace(30)] {
+            batch.put(ks, b"committed", b"too");
+        }
+        backend.commit(batch).unwrap();
+        backend.compact().unwrap();
+        // The same keys and values in each: ZSTD's file is the smaller.
+        let bytes = |family: &str| backend.db.live_files().unwrap().iter().filter(|f| f.column_family_name == family).map(|f| f.size).sum::<usize>();
+        let (zstd, lz4) = (bytes("default"), bytes(DOCUMENTS_FAMILY));
+        assert!(zstd > 0 && lz4 > zstd, "default family {zstd} bytes, documents' {lz4}");
+        for ks in [Keyspace(2), Keyspace(30)] {
+            let mut expected = entries(20_000);
+            expected.push((b"committed".to_vec(), b"too".to_vec()));
+            expected.sort();
+            assert_eq!(read_all(&backend, ks), expected);
+        }
+        let mut runs = Vec::new();
+        for ks in [Keyspace(2), Keyspace(30)] {
+            let mut run = backend.sorted_run_writer(ks).unwrap();
+            run.put(b"mixed", b"").unwrap();
+            runs.push(run.finish().unwrap());
+        }
+        assert!(backend.ingest(runs).is_err(), "an ingestion across families would not be atomic");
     }
 
     /// Loads whose keys fall among keys already stored land on level 0;
