@@ -186,7 +186,7 @@ fn make_executable(path: &Path) {
 }
 
 /// What every machine here has: the packages setup checks besides libclang.
-const BASE: &[&str] = &["g++|install ok installed", "curl|install ok installed", "procps|install ok installed", "chromium|install ok installed"];
+const BASE: &[&str] = &["g++|install ok installed", "curl|install ok installed", "procps|install ok installed", "chromium|install ok installed", "openjdk-17-jdk-headless|install ok installed"];
 
 /// What pip's record in the test venv holds once setup has run (the
 /// repository's own package aside).
@@ -251,6 +251,16 @@ fn installs_chromium_when_dpkg_lacks_it() {
     let m = FakeMachine::new(&record, true);
     m.with_rdflib();
     assert_eq!(m.run_setup(&m.node()), vec!["apt-get install -y -qq chromium"]);
+    assert_eq!(m.run_setup(&m.node()), NOTHING);
+}
+
+/// The Cassandra backend's SSTable tool is compiled: a JDK, by dpkg's record.
+#[test]
+fn installs_the_jdk_when_dpkg_lacks_it() {
+    let record: Vec<&str> = BASE.iter().filter(|p| !p.starts_with("openjdk-17-jdk-headless")).chain(LIBCLANG).copied().collect();
+    let m = FakeMachine::new(&record, true);
+    m.with_rdflib();
+    assert_eq!(m.run_setup(&m.node()), vec!["apt-get install -y -qq openjdk-17-jdk-headless"]);
     assert_eq!(m.run_setup(&m.node()), NOTHING);
 }
 
