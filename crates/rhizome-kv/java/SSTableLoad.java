@@ -121,7 +121,7 @@ public final class SSTableLoad {
     // Cassandra's writer is one thread (and not thread safe), and writing
     // the rows is most of this tool's time (392,447 rows, 6-7 s on one
     // thread), while the nodes are idle until the streams start.
-    private static final int WRITERS = Integer.getInteger("rhizome.sstable_writers", Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors())));
+    private static final int WRITERS = Math.max(1, Integer.getInteger("rhizome.sstable_writers", Math.min(4, Runtime.getRuntime().availableProcessors())));
     // Rows handed from the reading thread to a writer's thread at a time.
     private static final int BATCH_ROWS = 1024;
     private static final List<ByteBuffer[]> END = new ArrayList<>();
