@@ -11,6 +11,9 @@ cassandra_classpath() {
   if [ ! -s "$file" ] || [ "$pom" -nt "$file" ]; then
     maven_ensure "$pom"
     "$MVN" -o -q -f "$pom" dependency:build-classpath -Dmdep.outputFile="$file" >/dev/null
+    # Maven leaves the file as it was when the class path is the same:
+    # touched, so that it is not older than the pom the next time.
+    touch "$file"
   fi
   cat "$file"
 }

@@ -33,6 +33,8 @@ import java.nio.file.Path;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import com.datastax.driver.core.SSLOptions;
@@ -115,6 +117,180 @@ public final class SSTableLoad {
         return out;
     }
 
+    // How many writers each table's rows are split over, by token range:
+    // Cassandra's writer is one thread (and not thread safe), and writing
+    // the rows is most of this tool's time (392,447 rows, 6-7 s on one
+    // thread), while the nodes are idle until the streams start.
+    private static final int WRITERS = Math.max(1, Integer.getInteger("rhizome.sstable_writers", Math.min(4, Runtime.getRuntime().availableProcessors())));
+    // Rows handed from the reading thread to a writer's thread at a time.
+    private static final int BATCH_ROWS = 1024;
+    private static final List<ByteBuffer[]> END = new ArrayList<>();
+
+    // The partition key columns' positions in the INSERT's column list,
+    // from the CREATE's PRIMARY KEY clause: "PRIMARY KEY ((a, b), c)",
+    // "PRIMARY KEY (a, c)" or "a type PRIMARY KEY".
+    static int[] partitionKey(String create, String insert) {
+        java.util.regex.Matcher cols = java.util.regex.Pattern.compile("(?is)^\\s*INSERT\\s+INTO\\s+\\S+\\s*\\(([^)]*)\\)").matcher(insert);
+        if (!cols.find()) {
+            throw new IllegalArgumentException("not an INSERT INTO TABLE (COLUMNS...) statement: " + insert);
+        }
+        List<String> columns = new ArrayList<>();
+        for (String c : cols.group(1).split(",")) {
+            columns.add(c.trim().toLowerCase());
+        }
+        String[] key;
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?is)PRIMARY\\s+KEY\\s*\\(\\s*\\(([^)]*)\\)").matcher(create);
+        java.util.regex.Matcher one = java.util.regex.Pattern.compile("(?is)PRIMARY\\s+KEY\\s*\\(\\s*([A-Za-z0-9_]+)").matcher(create);
+        java.util.regex.Matcher inline = java.util.regex.Pattern.compile("(?is)[(,]\\s*([A-Za-z0-9_]+)\\s+[A-Za-z0-9_<>, ]+?\\s+PRIMARY\\s+KEY").matcher(create);
+        if (m.find()) {
+            key = m.group(1).split(",");
+        } else if (one.find()) {
+            key = new String[] {one.group(1)};
+        } else if (inline.find()) {
+            key = new String[] {inline.group(1)};
+        } else {
+            throw new IllegalArgumentException("no PRIMARY KEY in " + create);
+        }
+        int[] out = new int[key.length];
+        for (int i = 0; i < key.length; i++) {
+            out[i] = columns.indexOf(key[i].trim().toLowerCase());
+            if (out[i] < 0) {
+                throw new IllegalArgumentException("the partition key column " + key[i].trim() + " is not in " + insert);
+            }
+        }
+        return out;
+    }
+
+    // The partition key's bytes as Cassandra hashes them: the column's
+    // value, or for several columns each as a 2-byte length, the bytes
+    // and a 0 (CompositeType's layout).
+    static ByteBuffer partitionKeyBytes(ByteBuffer[] values, int[] key) {
+        if (key.length == 1) {
+            return values[key[0]].duplicate();
+        }
+        int size = 0;
+        for (int k : key) {
+            size += 3 + values[k].remaining();
+        }
+        ByteBuffer out = ByteBuffer.allocate(size);
+        for (int k : key) {
+            ByteBuffer v = values[k].duplicate();
+            out.putShort((short) v.remaining()).put(v).put((byte) 0);
+        }
+        out.flip();
+        return out;
+    }
+
+    // Which of `writers` token ranges (equal slices of Murmur3's) holds
+    // the partition.
+    static int range(ByteBuffer partitionKey, int writers) {
+        long token = ((Murmur3Partitioner.LongToken) Murmur3Partitioner.instance.getToken(partitionKey)).token;
+        return (int) ((((token ^ Long.MIN_VALUE) >>> 32) * writers) >>> 32);
+    }
+
+    // One token range of one table: its writer's thread takes the rows
+    // the reading thread hands it, writes them into its own folder, then
+    // streams its files at once, while the other writers may still write.
+    private static final class RangeWriter implements Runnable {
+        final BlockingQueue<List<ByteBuffer[]>> queue = new ArrayBlockingQueue<>(8);
+        final CQLSSTableWriter writer;
+        final Path dir;
+        final String name;
+        final Client client;
+        final CompletableFuture<Void> ring;
+        final CompletableFuture<Long> done = new CompletableFuture<>();
+        List<ByteBuffer[]> batch = new ArrayList<>(BATCH_ROWS);
+
+        RangeWriter(String name, Path dir, CQLSSTableWriter writer, Client client, CompletableFuture<Void> ring) {
+            this.name = name;
+            this.dir = dir;
+            this.writer = writer;
+            this.client = client;
+            this.ring = ring;
+        }
+
+        void add(ByteBuffer[] row) throws InterruptedException {
+            batch.add(row);
+            if (batch.size() >= BATCH_ROWS) {
+                queue.put(batch);
+                batch = new ArrayList<>(BATCH_ROWS);
+            }
+        }
+
+        void end() throws InterruptedException {
+            if (!batch.isEmpty()) {
+                queue.put(batch);
+            }
+            queue.put(END);
+        }
+
+        @Override
+        public void run() {
+            Throwable failed = null;
+            long rows = 0;
+            // After a failure the queue is still drained, so that the
+            // reading thread never waits on it.
+            while (true) {
+                List<ByteBuffer[]> rowsIn;
+                try {
+                    rowsIn = queue.take();
+                } catch (InterruptedException e) {
+                    failed = e;
+                    break;
+                }
+                if (rowsIn == END) {
+                    break;
+                }
+                if (failed != null) {
+                    continue;
+                }
+                try {
+                    for (ByteBuffer[] row : rowsIn) {
+                        writer.rawAddRow(row);
+                    }
+                    rows += rowsIn.size();
+                } catch (Throwable e) {
+                    failed = e;
+                }
+            }
+            try {
+                writer.close();
+                if (failed == null && rows > 0) {
+                    stream();
+                }
+            } catch (Throwable e) {
+                failed = failed == null ? e : failed;
+            }
+            if (failed != null) {
+                done.completeExceptionally(failed);
+            } else {
+                done.complete(rows);
+            }
+        }
+
+        private void stream() throws Exception {
+            try {
+                ring.get();
+            } catch (ExecutionException e) {
+                throw new IllegalStateException("reading the cluster's ring", e.getCause());
+            }
+            // Its SSTables to every replica of their ranges (whole files
+            // where a node owns all of a file's ranges, as at RF 3 on 3
+            // nodes), through the one client: BulkLoader.main would
+            // connect again for each table and sleep a second after each.
+            SSTableLoader loader = new SSTableLoader(new File(dir.toString()), client, new OutputHandler.SystemOutput(false, true));
+            StreamResultFuture stream = loader.stream();
+            try {
+                stream.get();
+            } catch (ExecutionException e) {
+                throw new IllegalStateException("streaming " + name + " failed to " + loader.getFailedHosts(), e.getCause());
+            }
+            if (!loader.getFailedHosts().isEmpty()) {
+                throw new IllegalStateException("streaming " + name + " failed to " + loader.getFailedHosts());
+            }
+        }
+    }
+
     private static void run(String[] args) throws Exception {
         say("started");
         // SSTables in the format of Cassandra 4 ("nb"), which every 5.0
@@ -132,13 +308,20 @@ public final class SSTableLoad {
         if (!format.getLatestVersion().toString().equals(SSTABLE_VERSION)) {
             throw new IllegalStateException("could not make " + format.name() + " write version " + SSTABLE_VERSION);
         }
+        DatabaseDescriptor.setStreamThroughputOutboundBytesPerSec(0);
+        DatabaseDescriptor.setEntireSSTableStreamThroughputOutboundMebibytesPerSec(0);
         Path work = Path.of(args[0]);
         String hosts = args[1];
         int tables = (args.length - 2) / 2;
-        List<CQLSSTableWriter> writers = new ArrayList<>();
-        List<Path> dirs = new ArrayList<>();
+        // The ring and schema, read while the rows are written (seconds:
+        // the driver's first connection).
+        Client client = new Client(contacts(hosts));
         String keyspace = null;
         int[] columns = new int[tables];
+        int[][] keys = new int[tables][];
+        RangeWriter[][] writers = new RangeWriter[tables][WRITERS];
+        List<RangeWriter> all = new ArrayList<>();
+        CompletableFuture<Void> ring = new CompletableFuture<>();
         for (int t = 0; t < tables; t++) {
             String create = args[2 + 2 * t], insert = args[3 + 2 * t];
             // "CREATE TABLE [IF NOT EXISTS] ks.table (": the folder's name.
@@ -151,23 +334,39 @@ public final class SSTableLoad {
                 throw new IllegalArgumentException("tables of two keyspaces: " + keyspace + ", " + ks);
             }
             keyspace = ks;
-            Path dir = work.resolve(name);
-            Files.createDirectories(dir);
-            dirs.add(dir);
             columns[t] = (int) insert.chars().filter(c -> c == '?').count();
-            writers.add(CQLSSTableWriter.builder()
-                .inDirectory(dir.toString())
-                .forTable(create)
-                .using(insert)
-                .withPartitioner(Murmur3Partitioner.instance)
-                .withBufferSizeInMiB(64)
-                .build());
+            keys[t] = partitionKey(create, insert);
+            for (int r = 0; r < WRITERS; r++) {
+                // A folder per writer (each numbers its files from 1);
+                // the bulk loader takes keyspace and table from the path.
+                Path dir = work.resolve(Integer.toString(r)).resolve(name);
+                Files.createDirectories(dir);
+                CQLSSTableWriter writer = CQLSSTableWriter.builder()
+                    .inDirectory(dir.toString())
+                    .forTable(create)
+                    .using(insert)
+                    .withPartitioner(Murmur3Partitioner.instance)
+                    .withBufferSizeInMiB(Math.max(8, 128 / WRITERS))
+                    .build();
+                writers[t][r] = new RangeWriter(name + " (range " + (r + 1) + " of " + WRITERS + ")", dir, writer, client, ring);
+                all.add(writers[t][r]);
+            }
         }
-        // The ring and schema, read while the rows are written (seconds:
-        // the driver's first connection).
-        Client client = new Client(contacts(hosts));
         String ringOf = keyspace;
-        CompletableFuture<Void> ring = CompletableFuture.runAsync(() -> client.init(ringOf));
+        CompletableFuture.runAsync(() -> client.init(ringOf)).whenComplete((ok, e) -> {
+            if (e != null) {
+                ring.completeExceptionally(e);
+            } else {
+                ring.complete(null);
+            }
+        });
+        List<Thread> threads = new ArrayList<>();
+        for (RangeWriter w : all) {
+            Thread thread = new Thread(w, "writer " + w.name);
+            thread.setDaemon(true);
+            thread.start();
+            threads.add(thread);
+        }
         long rows = 0;
         try (DataInputStream in = new DataInputStream(new BufferedInputStream(System.in, 1 << 20))) {
             while (true) {
@@ -188,52 +387,26 @@ public final class SSTableLoad {
                     in.readFully(value);
                     values[c] = ByteBuffer.wrap(value);
                 }
-                writers.get(t).rawAddRow(values);
+                writers[t][WRITERS == 1 ? 0 : range(partitionKeyBytes(values, keys[t]), WRITERS)].add(values);
                 rows++;
             }
         } catch (EOFException e) {
             throw new IllegalArgumentException("the input ended after " + rows + " rows without its end mark", e);
         }
-        for (CQLSSTableWriter w : writers) {
-            w.close();
+        for (RangeWriter w : all) {
+            w.end();
         }
-        say(rows + " rows written");
-        try {
-            ring.get();
-        } catch (ExecutionException e) {
-            throw new IllegalStateException("reading the cluster's ring from " + hosts, e.getCause());
-        }
-        // Every table at once, through the one client: each loader streams
-        // its SSTables to every replica of their ranges (whole files where a
-        // node owns all of a file's ranges, as at RF 3 on 3 nodes).
-        // BulkLoader.main would connect again for each table, stream them
-        // one after the other and sleep a second after each.
-        DatabaseDescriptor.setStreamThroughputOutboundBytesPerSec(0);
-        DatabaseDescriptor.setEntireSSTableStreamThroughputOutboundMebibytesPerSec(0);
-        List<SSTableLoader> loaders = new ArrayList<>();
-        List<StreamResultFuture> streams = new ArrayList<>();
-        List<Path> streamed = new ArrayList<>();
-        for (Path dir : dirs) {
-            try (var files = Files.list(dir)) {
-                if (files.findAny().isEmpty()) {
-                    continue;
-                }
-            }
-            SSTableLoader loader = new SSTableLoader(new File(dir.toString()), client, new OutputHandler.SystemOutput(false, true));
-            loaders.add(loader);
-            streamed.add(dir.getFileName());
-            streams.add(loader.stream());
-        }
-        for (int i = 0; i < streams.size(); i++) {
+        say(rows + " rows read");
+        for (RangeWriter w : all) {
+            long written;
             try {
-                streams.get(i).get();
+                written = w.done.get();
             } catch (ExecutionException e) {
-                throw new IllegalStateException("streaming failed to " + loaders.get(i).getFailedHosts(), e.getCause());
+                throw new IllegalStateException(w.name + ": " + e.getCause(), e.getCause());
             }
-            if (!loaders.get(i).getFailedHosts().isEmpty()) {
-                throw new IllegalStateException("streaming failed to " + loaders.get(i).getFailedHosts());
+            if (written > 0) {
+                say(w.name + ": " + written + " rows written and streamed");
             }
-            say(streamed.get(i) + " streamed");
         }
     }
 }

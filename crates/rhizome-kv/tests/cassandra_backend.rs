@@ -445,9 +445,50 @@ fn a_transactions_reads_sent_together_wait_once() {
 /// that writes some of its keys again, then a commit that writes and
 /// deletes some of the load's: the versions order the three whichever
 /// way the load's rows came in.
+/// The tests that start the SSTable tool, one at a time: the tool's
+/// folders are named by this process (`rhizome-sstables-PID-...`), which
+/// `a_tool_started_ahead_of_an_ingest_through_cql_is_stopped` counts.
+static SSTABLE_TOOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The SSTable tool's folders of this process in the temporary folder.
+fn tool_folders() -> Vec<std::path::PathBuf> {
+    let prefix = format!("rhizome-sstables-{}-", std::process::id());
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// A bulk load's first sorted run starts the SSTable tool, so that its JVM
+/// starts while the loader sorts (`sstables::start_early`); an ingest
+/// too small for SSTables (`bulk=auto`, under 50,000 rows) goes through
+/// CQL, and the tool waiting for its input is stopped and its folder
+/// removed.
+#[test]
+#[ignore = "needs a Cassandra node and Java: scripts/test-cassandra starts one and runs it"]
+fn a_tool_started_ahead_of_an_ingest_through_cql_is_stopped() {
+    let _one = SSTABLE_TOOL.lock().unwrap_or_else(|p| p.into_inner());
+    let kv = Kv::new(Arc::new(CassandraBackend::open(cluster_with("?bulk=auto"), &unique("early-tool")).unwrap()));
+    assert!(tool_folders().is_empty(), "{:?}", tool_folders());
+    let bulk = kv.bulk_writer().unwrap();
+    let mut w = bulk.sorted_run_writer(Keyspace(10)).unwrap();
+    assert_eq!(tool_folders().len(), 1, "the tool was started with the first run");
+    for i in 0..100u32 {
+        w.put(&i.to_be_bytes(), b"v").unwrap();
+    }
+    let run = w.finish().unwrap();
+    bulk.ingest(vec![run]).unwrap();
+    assert!(tool_folders().is_empty(), "the tool's folder is left: {:?}", tool_folders());
+    let snapshot = kv.snapshot().unwrap();
+    assert_eq!(snapshot.get(Keyspace(10), &7u32.to_be_bytes()).unwrap(), Some(b"v".to_vec()));
+}
+
 #[test]
 #[ignore = "needs a Cassandra node and Java: scripts/test-cassandra starts one and runs it"]
 fn an_ingest_written_as_sstables_reads_as_the_same_ingest_through_cql() {
+    let _one = SSTABLE_TOOL.lock().unwrap_or_else(|p| p.into_inner());
     let (cql, sstables) = (cluster_with("?bulk=cql"), cluster_with("?bulk=sstable"));
     let stores = [
         Kv::memory(),

@@ -118,7 +118,17 @@ fn decode_value_state(b: &[u8]) -> Result<ValueState> {
 pub(crate) fn value_state(reader: &dyn KvRead, p: TermId) -> Result<ValueState> {
     match reader.get(VALUE_COUNTS, &p.to_be_bytes())? {
         Some(b) => decode_value_state(&b),
-        None if reader.get(PREDICATE_STATS, &p.to_be_bytes())?.is_none() => Ok(ValueState::Counted(0)),
+        None => value_state_from(None, reader.get(PREDICATE_STATS, &p.to_be_bytes())?.is_some()),
+    }
+}
+
+/// [`value_state`] from the predicate's two entries read already (a
+/// load reads every predicate's together): its `VALUE_COUNTS` state
+/// entry, and whether it has a `PREDICATE_STATS` entry.
+pub(crate) fn value_state_from(state: Option<&[u8]>, has_predicate_stats: bool) -> Result<ValueState> {
+    match state {
+        Some(b) => decode_value_state(b),
+        None if !has_predicate_stats => Ok(ValueState::Counted(0)),
         None => Ok(ValueState::Uncounted),
     }
 }

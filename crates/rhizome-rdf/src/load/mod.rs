@@ -538,15 +538,24 @@ impl Store {
         }
         drop(entries);
         runs.push(w.finish()?);
+        // Each predicate's statistics and value-count state before the
+        // load, all read together (on a cluster's store a read is a round
+        // trip: two a predicate, one after another, before).
+        let per_predicate: BTreeMap<u64, [u64; 3]> = per_predicate.into_iter().collect();
+        let predicate_keys: Vec<Vec<u8>> = per_predicate.keys().map(|p| p.to_be_bytes().to_vec()).collect();
+        let old_stats = snapshot.get_many(PREDICATE_STATS, &predicate_keys)?;
+        let old_states = snapshot.get_many(VALUE_COUNTS, &predicate_keys)?;
         let mut stats: BTreeMap<u64, [u64; 3]> = BTreeMap::new();
-        for (p, c) in per_predicate {
+        let mut states: FxHashMap<u64, crate::stats::ValueState> = FxHashMap::default();
+        for (((p, c), old), state) in per_predicate.into_iter().zip(&old_stats).zip(&old_states) {
             let mut total = c;
-            if let Some(old) = snapshot.get(PREDICATE_STATS, &p.to_be_bytes())? {
-                let old = crate::stats::decode_predicate_stats(&old)?;
+            if let Some(old) = old {
+                let old = crate::stats::decode_predicate_stats(old)?;
                 for k in 0..3 {
                     total[k] += old[k];
                 }
             }
+            states.insert(p, crate::stats::value_state_from(state.as_deref(), old.is_some())?);
             stats.insert(p, total);
         }
         // Value counts: the load's added to the store's (read from the
@@ -559,7 +568,7 @@ impl Store {
         for p in stats.keys() {
             let p = TermId(*p);
             let loaded = values.remove(&p.0).unwrap_or(Some(Vec::new()));
-            let state = match (crate::stats::value_state(snapshot.as_ref(), p)?, loaded) {
+            let state = match (states.remove(&p.0).expect("every predicate's state was read"), loaded) {
                 (crate::stats::ValueState::Counted(mut objects), Some(loaded)) => {
                     // The counts before the load, read together: on a
                     // cluster's store a read is a round trip, and a load
@@ -603,13 +612,14 @@ impl Store {
             let mut counts: Vec<(u64, u64)> = classes.into_iter().collect();
             counts.sort_unstable();
             let mut w = writer(CLASS_STATS)?;
-            for (class, n) in counts {
-                let key = crate::stats::class_key(t, TermId(class));
-                let before = match snapshot.get(CLASS_STATS, &key)? {
+            let keys: Vec<Vec<u8>> = counts.iter().map(|(class, _)| crate::stats::class_key(t, TermId(*class)).to_vec()).collect();
+            let befores = snapshot.get_many(CLASS_STATS, &keys)?;
+            for ((key, (_, n)), before) in keys.iter().zip(counts).zip(befores) {
+                let before = match before {
                     Some(v) => crate::stats::decode_count(&v)?,
                     None => 0,
                 };
-                w.put(&key, &(before + n).to_be_bytes())?;
+                w.put(key, &(before + n).to_be_bytes())?;
             }
             runs.push(w.finish()?);
         }

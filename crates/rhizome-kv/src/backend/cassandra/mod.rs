@@ -316,15 +316,17 @@ impl Inner {
     async fn connect(settings: Settings) -> Result<Inner> {
         let session = SessionBuilder::new()
             .known_nodes(&settings.hosts)
+            // Agreement is awaited below, once for the tables together.
+            .auto_await_schema_agreement(false)
             .build()
             .await
             .map_err(|e| Error::Engine(format!("cassandra: connecting to {}: {e}", settings.hosts.join(","))))?;
         let ks = &settings.keyspace;
-        let ddl = [
-            format!(
-                "CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {}}}",
-                settings.replication_factor
-            ),
+        let keyspace = format!(
+            "CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {}}}",
+            settings.replication_factor
+        );
+        let tables = [
             format!(
                 "CREATE TABLE IF NOT EXISTS {ks}.heads (store text PRIMARY KEY, id blob, committed bigint, next bigint, \
                  aborted set<bigint>, owner text, lease_until bigint)"
@@ -332,9 +334,18 @@ impl Inner {
             rows_table(ks),
             buckets_table(ks),
         ];
-        for statement in &ddl {
-            session.query_unpaged(statement.as_str(), ()).await.map_err(|e| Error::Engine(format!("cassandra: {statement}: {e}")))?;
-        }
+        let ddl = |statement: &str| {
+            let statement = statement.to_owned();
+            let session = &session;
+            async move { session.query_unpaged(statement.as_str(), ()).await.map(|_| ()).map_err(|e| Error::Engine(format!("cassandra: {statement}: {e}"))) }
+        };
+        // A new keyspace's schema changes took about 2 s each, one after
+        // another (a bench's every load creates one): the keyspace first
+        // (every node must know it before a table goes in), then its
+        // three tables at once, one wait for the nodes' agreement.
+        ddl(&keyspace).await?;
+        session.await_schema_agreement().await.map_err(engine("waiting for schema agreement"))?;
+        futures_util::future::try_join_all(tables.iter().map(|t| ddl(t))).await?;
         session.await_schema_agreement().await.map_err(engine("waiting for schema agreement"))?;
         let st = Statements::prepare(&session, &settings).await?;
         Ok(Inner { session, settings, st, statements: AtomicU64::new(0), driver_ns: AtomicU64::new(0) })
@@ -389,6 +400,9 @@ fn buckets_insert(ks: &str) -> String {
 }
 
 impl Statements {
+    /// Every statement prepared at once: the driver prepares each on every
+    /// node, a round trip each, and a process opening a store (every
+    /// `rhizome load`) waited on 27 of them one after another.
     async fn prepare(session: &Session, settings: &Settings) -> Result<Statements> {
         let ks = &settings.keyspace;
         let prepare = |cql: String, serial: bool| async move {
@@ -398,56 +412,92 @@ impl Statements {
             Ok::<_, Error>(p)
         };
         let head = "id, committed, next, aborted, owner, lease_until";
-        let mut get = prepare(format!("SELECT version, value FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ? AND key = ? AND version <= ? LIMIT ?"), false).await?;
-        get.set_is_idempotent(true);
-        let mut put = prepare(rows_insert(ks), false).await?;
-        put.set_is_idempotent(true);
-        let mut head_read = prepare(format!("SELECT {head} FROM {ks}.heads WHERE store = ?"), false).await?;
-        head_read.set_is_idempotent(true);
-        Ok(Statements {
-            head_read,
-            head_read_serial: {
-                let mut p = prepare(format!("SELECT {head} FROM {ks}.heads WHERE store = ?"), true).await?;
-                p.set_consistency(Consistency::Serial);
-                p.set_consistency(match settings.serial {
-                    SerialConsistency::LocalSerial => Consistency::LocalSerial,
-                    _ => Consistency::Serial,
-                });
-                p
-            },
-            head_create: prepare(format!("INSERT INTO {ks}.heads (store, id, committed, next, aborted) VALUES (?, ?, 0, 1, {{}}) IF NOT EXISTS"), false).await?,
-            acquire: prepare(format!("UPDATE {ks}.heads SET owner = ?, lease_until = ? WHERE store = ? IF owner = null AND next = ? AND id = ?"), false).await?,
-            takeover: prepare(
+        // In the order of the fields taken below.
+        let cqls: Vec<(String, bool)> = vec![
+            (format!("SELECT {head} FROM {ks}.heads WHERE store = ?"), false),
+            (format!("SELECT {head} FROM {ks}.heads WHERE store = ?"), true),
+            (format!("INSERT INTO {ks}.heads (store, id, committed, next, aborted) VALUES (?, ?, 0, 1, {{}}) IF NOT EXISTS"), false),
+            (format!("UPDATE {ks}.heads SET owner = ?, lease_until = ? WHERE store = ? IF owner = null AND next = ? AND id = ?"), false),
+            (
                 format!("UPDATE {ks}.heads SET owner = ?, lease_until = ?, aborted = aborted + ?, next = ? WHERE store = ? IF owner = ? AND lease_until = ? AND next = ? AND id = ?"),
                 false,
-            )
-            .await?,
-            renew: prepare(format!("UPDATE {ks}.heads SET lease_until = ? WHERE store = ? IF owner = ?"), false).await?,
-            commit_release: prepare(format!("UPDATE {ks}.heads SET committed = ?, next = ?, owner = null WHERE store = ? IF owner = ?"), false).await?,
-            commit_keep: prepare(format!("UPDATE {ks}.heads SET committed = ?, next = ?, lease_until = ? WHERE store = ? IF owner = ?"), false).await?,
-            abort_release: prepare(format!("UPDATE {ks}.heads SET aborted = aborted + ?, next = ?, owner = null WHERE store = ? IF owner = ?"), false).await?,
-            release: prepare(format!("UPDATE {ks}.heads SET owner = null WHERE store = ? IF owner = ?"), false).await?,
-            destroy: prepare(format!("DELETE FROM {ks}.heads WHERE store = ? IF EXISTS"), false).await?,
-            names: prepare(format!("SELECT store FROM {ks}.heads"), false).await?,
-            get,
-            scan_forward: prepare(format!("SELECT key, version, value FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ? AND key >= ? AND key < ? LIMIT ?"), false).await?,
-            scan_forward_open: prepare(format!("SELECT key, version, value FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ? AND key >= ? LIMIT ?"), false).await?,
-            scan_reverse: prepare(
+            ),
+            (format!("UPDATE {ks}.heads SET lease_until = ? WHERE store = ? IF owner = ?"), false),
+            (format!("UPDATE {ks}.heads SET committed = ?, next = ?, owner = null WHERE store = ? IF owner = ?"), false),
+            (format!("UPDATE {ks}.heads SET committed = ?, next = ?, lease_until = ? WHERE store = ? IF owner = ?"), false),
+            (format!("UPDATE {ks}.heads SET aborted = aborted + ?, next = ?, owner = null WHERE store = ? IF owner = ?"), false),
+            (format!("UPDATE {ks}.heads SET owner = null WHERE store = ? IF owner = ?"), false),
+            (format!("DELETE FROM {ks}.heads WHERE store = ? IF EXISTS"), false),
+            (format!("SELECT store FROM {ks}.heads"), false),
+            (format!("SELECT version, value FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ? AND key = ? AND version <= ? LIMIT ?"), false),
+            (format!("SELECT key, version, value FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ? AND key >= ? AND key < ? LIMIT ?"), false),
+            (format!("SELECT key, version, value FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ? AND key >= ? LIMIT ?"), false),
+            (
                 format!("SELECT key, version, value FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ? AND key >= ? AND key < ? ORDER BY key DESC, version ASC LIMIT ?"),
                 false,
-            )
-            .await?,
-            bucket_after: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket > ? LIMIT 1"), false).await?,
-            buckets_after: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket > ? LIMIT ?"), false).await?,
-            buckets_between: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket > ? AND bucket <= ? LIMIT ?"), false).await?,
-            bucket_before: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket < ? ORDER BY bucket DESC LIMIT 1"), false).await?,
-            bucket_last: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? ORDER BY bucket DESC LIMIT 1"), false).await?,
-            bucket_range: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket >= ? AND bucket <= ?"), false).await?,
-            bucket_add: prepare(buckets_insert(ks), false).await?,
-            buckets_of: prepare(format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ?"), false).await?,
+            ),
+            (format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket > ? LIMIT 1"), false),
+            (format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket > ? LIMIT ?"), false),
+            (format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket > ? AND bucket <= ? LIMIT ?"), false),
+            (format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket < ? ORDER BY bucket DESC LIMIT 1"), false),
+            (format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? ORDER BY bucket DESC LIMIT 1"), false),
+            (format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ? AND bucket >= ? AND bucket <= ?"), false),
+            (buckets_insert(ks), false),
+            (format!("SELECT bucket FROM {ks}.buckets WHERE id = ? AND ks = ?"), false),
+            (rows_insert(ks), false),
+            (format!("DELETE FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ?"), false),
+            (format!("DELETE FROM {ks}.buckets WHERE id = ? AND ks = ?"), false),
+        ];
+        let count = cqls.len();
+        let prepared = futures_util::future::try_join_all(cqls.into_iter().map(|(cql, serial)| prepare(cql, serial))).await?;
+        debug_assert_eq!(prepared.len(), count);
+        let mut prepared = prepared.into_iter();
+        let mut next = move || prepared.next().expect("one prepared statement per field");
+        let mut head_read = next();
+        head_read.set_is_idempotent(true);
+        let mut head_read_serial = next();
+        head_read_serial.set_consistency(match settings.serial {
+            SerialConsistency::LocalSerial => Consistency::LocalSerial,
+            _ => Consistency::Serial,
+        });
+        let (head_create, acquire, takeover, renew, commit_release, commit_keep, abort_release, release, destroy, names) =
+            (next(), next(), next(), next(), next(), next(), next(), next(), next(), next());
+        let mut get = next();
+        get.set_is_idempotent(true);
+        let (scan_forward, scan_forward_open, scan_reverse) = (next(), next(), next());
+        let (bucket_after, buckets_after, buckets_between, bucket_before, bucket_last, bucket_range, bucket_add, buckets_of) =
+            (next(), next(), next(), next(), next(), next(), next(), next());
+        let mut put = next();
+        put.set_is_idempotent(true);
+        let (drop_partition, drop_buckets) = (next(), next());
+        Ok(Statements {
+            head_read,
+            head_read_serial,
+            head_create,
+            acquire,
+            takeover,
+            renew,
+            commit_release,
+            commit_keep,
+            abort_release,
+            release,
+            destroy,
+            names,
+            get,
+            scan_forward,
+            scan_forward_open,
+            scan_reverse,
+            bucket_after,
+            buckets_after,
+            buckets_between,
+            bucket_before,
+            bucket_last,
+            bucket_range,
+            bucket_add,
+            buckets_of,
             put,
-            drop_partition: prepare(format!("DELETE FROM {ks}.rows WHERE id = ? AND ks = ? AND bucket = ?"), false).await?,
-            drop_buckets: prepare(format!("DELETE FROM {ks}.buckets WHERE id = ? AND ks = ?"), false).await?,
+            drop_partition,
+            drop_buckets,
         })
     }
 }
@@ -481,6 +531,8 @@ pub(crate) struct StoreShared {
     /// waits `hold_ms` from then, so a server polling the head sees the
     /// lease free and takes it.
     turn_ended: Mutex<Option<Instant>>,
+    /// The SSTable tool started ahead of a bulk load's ingest.
+    tool: Mutex<Option<sstables::StartedTool>>,
 }
 
 impl Drop for StoreShared {
@@ -546,6 +598,7 @@ impl CassandraBackend {
                 park_changed: Condvar::new(),
                 parks: AtomicU64::new(0),
                 turn_ended: Mutex::new(None),
+                tool: Mutex::new(None),
             }),
         })
     }
@@ -767,7 +820,16 @@ impl Backend for CassandraBackend {
         lease.commit(batch, true)
     }
 
+    /// A bulk load's runs, kept in memory; the first one starts the
+    /// SSTable tool, so that its JVM starts while the loader sorts.
     fn sorted_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
+        sstables::start_early(&self.shared);
+        Ok(crate::memory_run_writer(ks))
+    }
+
+    /// A derived index's runs (a view built from nothing): no early tool,
+    /// these are rarely a bulk load's size.
+    fn index_run_writer(&self, ks: Keyspace) -> Result<Box<dyn SortedRunWriter>> {
         Ok(crate::memory_run_writer(ks))
     }
 
@@ -1038,6 +1100,7 @@ impl WriteLease for CassandraLease {
             }
             return self.publish(true);
         }
+        sstables::stop_early(&self.shared);
         let mut batch = WriteBatch::default();
         for run in runs {
             match run {

@@ -55,6 +55,12 @@ impl Bulk {
     /// through CQL (about 0.35 ms of the three nodes' CPU a row at RF 3).
     pub const AUTO_MIN_ROWS: usize = 50_000;
 
+    /// Whether some load may go in as SSTables (the tool is then started
+    /// ahead of a big load's ingest, `sstables::start_early`).
+    pub fn may_use_sstables(self) -> bool {
+        self != Bulk::Cql
+    }
+
     /// Whether `rows` rows go in as SSTables.
     pub fn uses_sstables(self, rows: usize) -> bool {
         match self {
