@@ -3,6 +3,7 @@
 
 use crate::absent_keys::AbsentKeys;
 use crate::backend::{Backend, Cursor, KvRead, Snapshot, TupleLayout, WriteBatch, WriteLease, WriteOp, MAX_TUPLE_SLOTS};
+use crate::frozen::{FrozenWrites, Layered, PendingCommit};
 use crate::overlay_key::{KeyBytes, OverlayKey};
 use crate::read_cache::ReadCache;
 use crate::{Keyspace, Result};
@@ -11,10 +12,10 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, MutexGuard, OnceLock};
 
-type Overlay = BTreeMap<OverlayKey, Option<Vec<u8>>>;
+pub(crate) type Overlay = BTreeMap<OverlayKey, Option<Vec<u8>>>;
 /// A slot's keys (words) of the transaction's tuple writes: `true` put,
 /// `false` deleted.
-type TupleKeys = BTreeMap<[u64; 4], bool>;
+pub(crate) type TupleKeys = BTreeMap<[u64; 4], bool>;
 
 pub struct Transaction<'a> {
     _guard: MutexGuard<'a, ()>,
@@ -53,8 +54,14 @@ impl<'a> Transaction<'a> {
             Some(lease) => lease.snapshot()?,
             None => backend.snapshot()?,
         };
+        Ok(Self::at(guard, backend, lease, snapshot))
+    }
+
+    /// A transaction reading `snapshot` (the store's, or one with a frozen
+    /// predecessor's writes laid over it: `crate::frozen`).
+    pub(crate) fn at(guard: MutexGuard<'a, ()>, backend: &'a dyn Backend, lease: Option<Box<dyn WriteLease>>, snapshot: Arc<dyn Snapshot>) -> Self {
         let layout = backend.tuple_layout();
-        Ok(Transaction {
+        Transaction {
             _guard: guard,
             backend,
             lease,
@@ -67,7 +74,30 @@ impl<'a> Transaction<'a> {
             layout,
             tuples: FxHashMap::default(),
             tuple_keys: Default::default(),
-        })
+        }
+    }
+
+    /// Whether [`Transaction::freeze`] may be called: not where the write
+    /// access is shared with other processes (a lease), whose commit must
+    /// go through the lease.
+    pub fn can_freeze(&self) -> bool {
+        self.lease.is_none()
+    }
+
+    /// Ends the transaction without writing it: its writes as a batch to
+    /// write (on any thread: [`PendingCommit::write`]), and the next
+    /// transaction, which keeps the writer lock and reads the store with
+    /// these writes laid over it, as if they were committed. Its commit must
+    /// wait for this one's write, and fail if that failed (see
+    /// `crate::frozen`). Only where [`Transaction::can_freeze`].
+    pub fn freeze(self) -> Result<(PendingCommit<'a>, Transaction<'a>)> {
+        let Transaction { _guard, backend, lease, snapshot, overlay, unread, tuples, layout, .. } = self;
+        assert!(lease.is_none(), "freeze on a transaction with a write lease (checked with can_freeze)");
+        drop(snapshot);
+        let writes = FrozenWrites::new(overlay, unread, tuples, layout);
+        let batch = writes.batch();
+        let snapshot: Arc<dyn Snapshot> = Arc::new(Layered::new(backend.snapshot()?, Arc::new(writes)));
+        Ok((PendingCommit { backend, batch }, Transaction::at(_guard, backend, None, snapshot)))
     }
 
     /// Whether the backend takes tuple writes ([`Transaction::put_tuple`]).
@@ -336,7 +366,7 @@ impl KvRead for Transaction<'_> {
 
 /// Writes a [`MergedCursor`] lays over its base: entries in key order, a
 /// `None` value a deletion.
-trait Layer<'a> {
+pub(crate) trait Layer<'a> {
     type Entry: Copy;
     /// The first entry from `from` and below `upper`.
     fn first(&self, from: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<Self::Entry>;
@@ -347,7 +377,7 @@ trait Layer<'a> {
 }
 
 /// The overlay of a keyspace.
-struct OverlayLayer<'a>(&'a Overlay);
+pub(crate) struct OverlayLayer<'a>(pub(crate) &'a Overlay);
 
 impl<'a> Layer<'a> for OverlayLayer<'a> {
     type Entry = (&'a OverlayKey, &'a Option<Vec<u8>>);
@@ -368,9 +398,9 @@ impl<'a> Layer<'a> for OverlayLayer<'a> {
 }
 
 /// A slot's tuple writes as keys of `bytes` bytes with empty values.
-struct TupleLayer<'a> {
-    keys: &'a TupleKeys,
-    bytes: usize,
+pub(crate) struct TupleLayer<'a> {
+    pub(crate) keys: &'a TupleKeys,
+    pub(crate) bytes: usize,
 }
 
 /// A tuple key's bytes, the length and whether it is there.
@@ -460,7 +490,7 @@ impl<'a> Layer<'a> for TupleLayer<'a> {
 /// Merges the snapshot's cursor with a layer of writes (the overlay, or
 /// the tuple writes); the layer wins on equal keys and its deletions hide
 /// the base's keys.
-struct MergedCursor<'a, L: Layer<'a>> {
+pub(crate) struct MergedCursor<'a, L: Layer<'a>> {
     base: Box<dyn Cursor + 'a>,
     layer: L,
     lower: Vec<u8>,
@@ -471,7 +501,7 @@ struct MergedCursor<'a, L: Layer<'a>> {
 }
 
 impl<'a, L: Layer<'a>> MergedCursor<'a, L> {
-    fn new(base: Box<dyn Cursor + 'a>, layer: L, lower: &[u8], upper: Option<&[u8]>) -> Self {
+    pub(crate) fn new(base: Box<dyn Cursor + 'a>, layer: L, lower: &[u8], upper: Option<&[u8]>) -> Self {
         MergedCursor { base, layer, lower: lower.to_vec(), upper: upper.map(|u| u.to_vec()), ov: None, forward: true, on_overlay: false }
     }
     fn upper_bound(&self) -> Bound<&[u8]> {
