@@ -1,33 +1,136 @@
 //! A transaction frozen before its commit ([`crate::Transaction::freeze`]),
-//! so that the next one runs while its write (and fsync) does: a pipelined
-//! group commit (`rhizome-server`'s `group_commit`, issue 45).
+//! so that the next writer runs while its write (and fsync) does: a
+//! pipelined group commit (`rhizome-server`'s `group_commit`, issue 45).
 //!
-//! The frozen writes become a batch, written by whoever holds the
-//! [`PendingCommit`], and a read view laid over the store's snapshot
-//! ([`Layered`]) for the next transaction, which takes over the writer
-//! lock. The engine sees each batch only once its synced write returns
-//! (RocksDB shows a synced write to readers only once its log is synced),
-//! so readers never see the frozen writes early. The next transaction's
-//! commit must wait for this write, and must not happen if it failed: the
-//! caller orders them (the next one reads writes that may never land).
+//! Freezing turns the writes into a batch, which the caller writes on its
+//! own thread ([`PendingCommit`]), and a read view ([`Layered`]) that the
+//! next writer lays over the store's snapshot while that write runs (the
+//! store's [`LandingSlot`]); the writer lock is released at once. The next
+//! writer's commit (or freeze, or a bulk job) waits for the write to land,
+//! and fails if it failed: every commit still lands in writer order, one
+//! at a time. The engine shows a batch to readers only once its synced
+//! write returns (RocksDB publishes a synced write once its log is synced),
+//! so readers never see frozen writes early.
 
 use crate::backend::{Backend, Cursor, CursorSeek, KvRead, Snapshot, TupleLayout, WriteBatch, WriteOp, MAX_TUPLE_SLOTS};
 use crate::overlay_key::{KeyBytes, OverlayKey};
 use crate::transaction::{MergedCursor, Overlay, OverlayLayer, TupleKeys, TupleLayer};
-use crate::{Keyspace, Result};
+use crate::{Error, Keyspace, Result};
 use rustc_hash::FxHashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
-/// A frozen transaction's batch, to write once (on any thread).
-pub struct PendingCommit<'a> {
-    pub(crate) backend: &'a dyn Backend,
-    pub(crate) batch: WriteBatch,
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl PendingCommit<'_> {
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum LandState {
+    Writing,
+    Landed,
+    Failed,
+}
+
+/// A frozen transaction's write: its writes, read back, and whether the
+/// write has landed.
+pub(crate) struct Landing {
+    writes: Arc<FrozenWrites>,
+    state: Mutex<LandState>,
+    landed: Condvar,
+}
+
+impl Landing {
+    pub(crate) fn new(writes: Arc<FrozenWrites>) -> Arc<Self> {
+        Arc::new(Landing { writes, state: Mutex::new(LandState::Writing), landed: Condvar::new() })
+    }
+    pub(crate) fn writes(&self) -> &Arc<FrozenWrites> {
+        &self.writes
+    }
+    pub(crate) fn is_writing(&self) -> bool {
+        *lock(&self.state) == LandState::Writing
+    }
+    fn set(&self, state: LandState) {
+        *lock(&self.state) = state;
+        self.landed.notify_all();
+    }
+    /// Waits for the write; an error if it failed.
+    pub(crate) fn wait(&self) -> Result<()> {
+        let mut state = lock(&self.state);
+        while *state == LandState::Writing {
+            state = self.landed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        match *state {
+            LandState::Failed => Err(Error::Engine("the write of the transaction this one read through failed".into())),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The store's last frozen write, set and taken under the writer lock.
+#[derive(Default)]
+pub(crate) struct LandingSlot(Mutex<Option<Arc<Landing>>>);
+
+impl LandingSlot {
+    pub(crate) fn set(&self, landing: Arc<Landing>) {
+        *lock(&self.0) = Some(landing);
+    }
+    /// For a writer about to begin: the last frozen write if it still
+    /// runs, and whether it failed (once: the slot is emptied once landed).
+    pub(crate) fn take_writing(&self) -> (Option<Arc<Landing>>, bool) {
+        let mut slot = lock(&self.0);
+        let state = match slot.as_ref() {
+            Some(l) => *lock(&l.state),
+            None => return (None, false),
+        };
+        match state {
+            LandState::Writing => (slot.clone(), false),
+            LandState::Landed => {
+                *slot = None;
+                (None, false)
+            }
+            LandState::Failed => {
+                *slot = None;
+                (None, true)
+            }
+        }
+    }
+    /// Waits for the last frozen write (a bulk job, which goes past
+    /// transactions); an error if it failed.
+    pub(crate) fn wait(&self) -> Result<()> {
+        let last = lock(&self.0).take();
+        match last {
+            Some(l) => l.wait(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A frozen transaction's batch, to write once (on any thread). Dropped
+/// unwritten, it counts as failed (the writer reading through it fails).
+pub struct PendingCommit<'a> {
+    backend: &'a dyn Backend,
+    batch: Option<WriteBatch>,
+    landing: Arc<Landing>,
+}
+
+impl<'a> PendingCommit<'a> {
+    pub(crate) fn new(backend: &'a dyn Backend, batch: WriteBatch, landing: Arc<Landing>) -> Self {
+        PendingCommit { backend, batch: Some(batch), landing }
+    }
+
     /// Writes the batch atomically and durably.
-    pub fn write(self) -> Result<()> {
-        self.backend.commit(self.batch)
+    pub fn write(mut self) -> Result<()> {
+        let batch = self.batch.take().expect("written once");
+        let out = self.backend.commit(batch);
+        self.landing.set(if out.is_ok() { LandState::Landed } else { LandState::Failed });
+        out
+    }
+}
+
+impl Drop for PendingCommit<'_> {
+    fn drop(&mut self) {
+        if self.batch.is_some() {
+            self.landing.set(LandState::Failed);
+        }
     }
 }
 
@@ -170,11 +273,12 @@ mod tests {
 
     const KS: Keyspace = Keyspace(3);
 
-    /// The next transaction reads the frozen one's writes (puts, deletes,
+    /// The next writer reads the frozen one's writes (puts, deletes,
     /// unread writes) as committed, while the store shows none of them
-    /// until the pending write; its own commit then lands after it.
+    /// until the pending write lands; its own commit comes after it, and
+    /// fails if that write never landed.
     #[test]
-    fn the_next_transaction_reads_the_frozen_writes_and_the_store_does_not_until_written() {
+    fn the_next_writer_reads_the_frozen_writes_and_the_store_does_not_until_written() {
         let dir = tempfile::tempdir().unwrap();
         for kv in [Kv::memory(), Kv::open(dir.path()).unwrap()] {
             let mut t = kv.transaction().unwrap();
@@ -185,7 +289,9 @@ mod tests {
             first.put(KS, b"c", b"first");
             first.delete(KS, b"a");
             first.put_unread(KS, b"n", b"1");
-            let (pending, mut next) = first.freeze().unwrap();
+            let pending = first.freeze().unwrap();
+            let mut next = kv.transaction().unwrap();
+            assert!(next.predecessor_writing());
             assert_eq!(next.get(KS, b"a").unwrap(), None);
             assert_eq!(next.get(KS, b"c").unwrap().as_deref(), Some(&b"first"[..]));
             assert_eq!(next.get(KS, b"n").unwrap().as_deref(), Some(&b"1"[..]), "an unread write is read by the next");
@@ -204,16 +310,34 @@ mod tests {
             assert_eq!(s.get(KS, b"a").unwrap().as_deref(), Some(&b"base"[..]), "not written yet");
             assert_eq!(s.get(KS, b"c").unwrap(), None);
             drop(s);
-            pending.write().unwrap();
+            // The frozen write on another thread: the next commit waits.
+            std::thread::scope(|scope| {
+                let written = scope.spawn(move || pending.write());
+                next.commit().unwrap();
+                written.join().unwrap().unwrap();
+            });
             let s = kv.snapshot().unwrap();
             assert_eq!(s.get(KS, b"a").unwrap(), None);
-            assert_eq!(s.get(KS, b"n").unwrap().as_deref(), Some(&b"1"[..]));
-            drop(s);
-            next.commit().unwrap();
-            let s = kv.snapshot().unwrap();
             assert_eq!(s.get(KS, b"n").unwrap().as_deref(), Some(&b"2"[..]));
             assert_eq!(s.get(KS, b"d").unwrap().as_deref(), Some(&b"next"[..]));
             assert_eq!(s.get(KS, b"c").unwrap().as_deref(), Some(&b"first"[..]));
+            drop(s);
+            // A frozen write that never lands: the writer that read
+            // through it fails, and the one after it is told.
+            let mut lost = kv.transaction().unwrap();
+            lost.put(KS, b"lost", b"1");
+            let pending = lost.freeze().unwrap();
+            let mut after = kv.transaction().unwrap();
+            assert_eq!(after.get(KS, b"lost").unwrap().as_deref(), Some(&b"1"[..]));
+            after.put(KS, b"after", b"1");
+            drop(pending);
+            assert!(after.commit().is_err(), "a commit over a write that never landed fails");
+            let t = kv.transaction().unwrap();
+            assert!(t.follows_failed_write());
+            assert_eq!(t.get(KS, b"lost").unwrap(), None);
+            assert_eq!(t.get(KS, b"after").unwrap(), None);
+            drop(t);
+            assert!(!kv.transaction().unwrap().follows_failed_write(), "told once");
         }
     }
 }

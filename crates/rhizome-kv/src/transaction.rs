@@ -3,7 +3,7 @@
 
 use crate::absent_keys::AbsentKeys;
 use crate::backend::{Backend, Cursor, KvRead, Snapshot, TupleLayout, WriteBatch, WriteLease, WriteOp, MAX_TUPLE_SLOTS};
-use crate::frozen::{FrozenWrites, Layered, PendingCommit};
+use crate::frozen::{FrozenWrites, Landing, LandingSlot, Layered, PendingCommit};
 use crate::overlay_key::{KeyBytes, OverlayKey};
 use crate::read_cache::ReadCache;
 use crate::{Keyspace, Result};
@@ -24,6 +24,12 @@ pub struct Transaction<'a> {
     /// [`Backend::begin_write`]); the snapshot and the commit go through it.
     lease: Option<Box<dyn WriteLease>>,
     snapshot: Arc<dyn Snapshot>,
+    /// The store's last frozen write (see [`Transaction::freeze`]).
+    landing: &'a LandingSlot,
+    /// That write, if it still ran when this transaction began: read
+    /// through, and waited for before this one commits.
+    after: Option<Arc<Landing>>,
+    follows_failed: bool,
     /// By keyspace: FxHash, since every put and get hashes the keyspace
     /// (SipHash was 120 instructions a put, 1,300 puts an LDP PUT).
     overlay: FxHashMap<Keyspace, Overlay>,
@@ -48,24 +54,25 @@ pub struct Transaction<'a> {
 }
 
 impl<'a> Transaction<'a> {
-    pub(crate) fn new(guard: MutexGuard<'a, ()>, backend: &'a dyn Backend) -> Result<Self> {
+    pub(crate) fn new(guard: MutexGuard<'a, ()>, backend: &'a dyn Backend, landing: &'a LandingSlot) -> Result<Self> {
         let lease = backend.begin_write()?;
-        let snapshot = match &lease {
-            Some(lease) => lease.snapshot()?,
-            None => backend.snapshot()?,
+        // The last frozen transaction's write, if it still runs: read
+        // through (its writes laid over the store), committed after it.
+        let (after, follows_failed) = landing.take_writing();
+        let snapshot = match (&lease, &after) {
+            (Some(lease), _) => lease.snapshot()?,
+            (None, Some(after)) => Arc::new(Layered::new(backend.snapshot()?, after.writes().clone())),
+            (None, None) => backend.snapshot()?,
         };
-        Ok(Self::at(guard, backend, lease, snapshot))
-    }
-
-    /// A transaction reading `snapshot` (the store's, or one with a frozen
-    /// predecessor's writes laid over it: `crate::frozen`).
-    pub(crate) fn at(guard: MutexGuard<'a, ()>, backend: &'a dyn Backend, lease: Option<Box<dyn WriteLease>>, snapshot: Arc<dyn Snapshot>) -> Self {
         let layout = backend.tuple_layout();
-        Transaction {
+        Ok(Transaction {
             _guard: guard,
             backend,
             lease,
             snapshot,
+            landing,
+            after,
+            follows_failed,
             overlay: FxHashMap::default(),
             empty: Overlay::new(),
             reads: ReadCache::default(),
@@ -74,7 +81,13 @@ impl<'a> Transaction<'a> {
             layout,
             tuples: FxHashMap::default(),
             tuple_keys: Default::default(),
-        }
+        })
+    }
+
+    /// Whether the last frozen transaction's write failed since the last
+    /// writer: what a layer above kept of it (a writer's cache) is wrong.
+    pub fn follows_failed_write(&self) -> bool {
+        self.follows_failed
     }
 
     /// Whether [`Transaction::freeze`] may be called: not where the write
@@ -84,20 +97,39 @@ impl<'a> Transaction<'a> {
         self.lease.is_none()
     }
 
-    /// Ends the transaction without writing it: its writes as a batch to
-    /// write (on any thread: [`PendingCommit::write`]), and the next
-    /// transaction, which keeps the writer lock and reads the store with
-    /// these writes laid over it, as if they were committed. Its commit must
-    /// wait for this one's write, and fail if that failed (see
-    /// `crate::frozen`). Only where [`Transaction::can_freeze`].
-    pub fn freeze(self) -> Result<(PendingCommit<'a>, Transaction<'a>)> {
-        let Transaction { _guard, backend, lease, snapshot, overlay, unread, tuples, layout, .. } = self;
-        assert!(lease.is_none(), "freeze on a transaction with a write lease (checked with can_freeze)");
+    /// Whether this transaction reads through a frozen one's write that
+    /// has not landed yet (its commit will wait for it).
+    pub fn predecessor_writing(&self) -> bool {
+        self.after.as_ref().is_some_and(|a| a.is_writing())
+    }
+
+    /// Waits for the frozen write this transaction reads through, if any;
+    /// an error if it failed (this one read writes that never landed).
+    fn wait_for_predecessor(&self) -> Result<()> {
+        match &self.after {
+            Some(after) => after.wait(),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the transaction without writing it and releases the writer
+    /// lock: its writes as a batch for the caller to write, on its own
+    /// thread ([`PendingCommit::write`]). The next writer reads the store
+    /// with these writes laid over it until they land, and its commit
+    /// waits for them (and fails if they failed): see `crate::frozen`.
+    /// Waits first for the write this one reads through. Only where
+    /// [`Transaction::can_freeze`].
+    pub fn freeze(self) -> Result<PendingCommit<'a>> {
+        assert!(self.lease.is_none(), "freeze on a transaction with a write lease (checked with can_freeze)");
+        self.wait_for_predecessor()?;
+        let Transaction { _guard, backend, landing, snapshot, overlay, unread, tuples, layout, .. } = self;
         drop(snapshot);
-        let writes = FrozenWrites::new(overlay, unread, tuples, layout);
+        let writes = Arc::new(FrozenWrites::new(overlay, unread, tuples, layout));
         let batch = writes.batch();
-        let snapshot: Arc<dyn Snapshot> = Arc::new(Layered::new(backend.snapshot()?, Arc::new(writes)));
-        Ok((PendingCommit { backend, batch }, Transaction::at(_guard, backend, None, snapshot)))
+        let pending = Landing::new(writes);
+        landing.set(pending.clone());
+        drop(_guard);
+        Ok(PendingCommit::new(backend, batch, pending))
     }
 
     /// Whether the backend takes tuple writes ([`Transaction::put_tuple`]).
@@ -266,6 +298,7 @@ impl<'a> Transaction<'a> {
         // The read snapshot goes first: the memory backend copies its whole
         // map on a commit while any snapshot of the old version is alive.
         // The writer's lock (`_guard`) is held to the end.
+        self.wait_for_predecessor()?;
         let Transaction { _guard, backend, lease, snapshot, mut overlay, unread, tuples, layout, .. } = self;
         drop(snapshot);
         debug_assert!(tuples.is_empty() || layout.is_some());

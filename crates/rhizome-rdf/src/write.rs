@@ -142,9 +142,10 @@ impl Store {
         let txn = self.kv().transaction()?;
         // After the writer lock: every user of the cache holds that first.
         let mut cache = self.writer_cache();
-        if txn.changed_elsewhere() {
-            // Another process wrote the store (a shared store): what the
-            // cache carried from this process's last write may be stale.
+        if txn.changed_elsewhere() || txn.follows_failed_write() {
+            // Another process wrote the store (a shared store), or the last
+            // frozen write failed: what the cache carried from this
+            // process's last write may be stale.
             cache.clear();
         }
         StoreTransaction::begin(txn, cache, self.family_marks().clone(), self.mode(), self.id_cache().clone())
@@ -152,7 +153,8 @@ impl Store {
 }
 
 /// A frozen transaction's write (see [`StoreTransaction::freeze`]): its
-/// batch, and its new terms, which join the store's id cache once written.
+/// batch, and its new terms, which join the store's id cache once written
+/// (a writer reading through it finds them in the dictionary).
 pub struct PendingStoreCommit<'a> {
     kv: rhizome_kv::PendingCommit<'a>,
     ids: std::sync::Arc<IdCache>,
@@ -661,7 +663,11 @@ impl<'a> StoreTransaction<'a> {
         let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, first_id, rdf_type, .. } = self;
         // `cache` is held until the end: the next writer waits for it after
         // taking the writer lock that `commit` releases.
-        txn.commit()?;
+        if let Err(e) = txn.commit() {
+            // It may hold what a frozen write that failed left it.
+            cache.clear();
+            return Err(e.into());
+        }
         for (tag, bytes, id) in created {
             ids.insert(tag, &bytes, id);
         }
@@ -675,26 +681,29 @@ impl<'a> StoreTransaction<'a> {
         self.txn.can_freeze()
     }
 
-    /// Ends the transaction without writing it: its write, to run on any
-    /// thread ([`PendingStoreCommit::write`]), and the next transaction,
-    /// which reads the store as if this one were committed (its writes,
-    /// counters and statistics; the writer cache already holds what this
-    /// one leaves it). The caller commits the next one only after this
-    /// write returned, and abandons it ([`Self::abandon`]) if it failed.
-    pub fn freeze(mut self) -> Result<(PendingStoreCommit<'a>, StoreTransaction<'a>)> {
+    /// Ends the transaction without writing it: its write, for the caller
+    /// to run on its own thread ([`PendingStoreCommit::write`]), the writer
+    /// lock released at once. The next writer reads the store as if this
+    /// one were committed (its writes, counters and statistics; the writer
+    /// cache already holds what this one leaves it) and commits after it:
+    /// see `rhizome_kv::Transaction::freeze`.
+    pub fn freeze(mut self) -> Result<PendingStoreCommit<'a>> {
         self.write_counts()?;
-        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, first_id, rdf_type, families, mode, .. } = self;
+        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, first_id, rdf_type, .. } = self;
         remember(&mut cache, rdf_type, predicate_stats, value_states, value_pairs, present, first_id);
-        let (kv, next) = txn.freeze()?;
-        let pending = PendingStoreCommit { kv, ids: ids.clone(), created };
-        Ok((pending, StoreTransaction::begin(next, cache, families, mode, ids)?))
+        match txn.freeze() {
+            Ok(kv) => Ok(PendingStoreCommit { kv, ids, created }),
+            Err(e) => {
+                cache.clear();
+                Err(e.into())
+            }
+        }
     }
 
-    /// Drops a transaction that followed a frozen one whose write failed:
-    /// the writer cache holds what that one would have left, so it is
-    /// cleared.
-    pub fn abandon(mut self) {
-        self.cache.clear();
+    /// Whether this transaction reads through a frozen one's write that
+    /// has not landed yet.
+    pub fn predecessor_writing(&self) -> bool {
+        self.txn.predecessor_writing()
     }
 
     /// The commit's last writes: what removals emptied, the statistics and

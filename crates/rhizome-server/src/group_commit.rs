@@ -89,17 +89,16 @@
 //! its log is synced), so the engine holds only synced commits.
 //!
 //! Built for server-side transactions (`Work::Ops`, the TPC-B door; see
-//! `GroupCommit::lead`): a group's transaction is frozen
-//! (`StoreTransaction::freeze`: its batch to write, and the next
-//! transaction, which keeps the writer lock and reads the store with the
-//! batch laid over it), its synced write runs on a scoped thread, and the
-//! leader applies to the next transaction every request that queues until
-//! that write lands; then it answers the landed group and freezes the next.
-//! A write that fails fails its group and reruns the one that read through
-//! it. Any other kind of request, a failure in a request, or a store that
-//! shares its writes with other processes drains the pipeline (the open
-//! group keeps the writer lock until the last write landed) and runs as
-//! `run` does.
+//! `GroupCommit::run_frozen`): the leader applies its group in a
+//! transaction that reads through the last group's write while that runs
+//! (`rhizome_kv::Transaction::freeze`: the writer lock is released at
+//! the freeze, the next writer lays the frozen writes over its snapshot and
+//! commits only after they land), adding every request that queues until
+//! that write lands; then it freezes its group, hands leadership over, and
+//! writes and answers its group itself while the next leader applies the
+//! next one. A write that fails fails its group and reruns the one that
+//! read through it. Any other kind of request, or a failure in a request,
+//! runs as `run` does.
 
 use crate::error::HttpError;
 use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};
@@ -159,15 +158,13 @@ struct Request {
 struct Queue {
     leader_active: bool,
     pending: Vec<Arc<Request>>,
-    /// The group being written (`lead`) has landed.
-    synced: bool,
 }
 
 #[derive(Default)]
 pub struct GroupCommit {
     queue: Mutex<Queue>,
-    /// Wakes a leader waiting for its group's write to land or for a
-    /// request to queue, whichever comes first.
+    /// Wakes a leader waiting for the last group's write to land or for a
+    /// request to queue, whichever comes first (`run_frozen`).
     arrived: Condvar,
 }
 
@@ -257,7 +254,30 @@ impl GroupCommit {
         // Each hand-over wakes another thread (0.08-0.11 ms a group of 20,
         // measured); the limit bounds how long the leader's own caller
         // waits past its outcome.
-        std::thread::scope(|s| self.lead(s, db));
+        for groups in 1.. {
+            let batch = std::mem::take(&mut lock(&self.queue).pending);
+            if only_ops(&batch) {
+                if let Some((write, applied)) = self.run_frozen(db, batch) {
+                    // The next leader applies its group while this one's
+                    // write runs: hand over first.
+                    self.hand_over(true);
+                    let out = write.write();
+                    // Wakes a leader waiting for this write to land.
+                    drop(lock(&self.queue));
+                    self.arrived.notify_all();
+                    let out = out.map_err(|e| HttpError::from(DocError::from(e)));
+                    for (r, done) in applied {
+                        finish(&r, out.clone().map(|()| done));
+                    }
+                    break;
+                }
+            } else {
+                run(db, batch);
+            }
+            if self.hand_over(groups == GROUPS_PER_LEADER) {
+                break;
+            }
+        }
         let role = std::mem::replace(&mut *lock(&me.role), Role::Waiting);
         match role {
             Role::Done(out) => out,
@@ -266,162 +286,79 @@ impl GroupCommit {
     }
 }
 
-/// A group applied in a transaction not yet frozen.
-struct Open<'d> {
-    txn: StoreTransaction<'d>,
-    applied: Vec<(Arc<Request>, Done)>,
-}
-
-/// A frozen group being written by a thread of its own.
-struct Inflight<'s> {
-    write: std::thread::ScopedJoinHandle<'s, rhizome_rdf::Result<()>>,
-    applied: Vec<(Arc<Request>, Done)>,
-}
-
 fn only_ops(batch: &[Arc<Request>]) -> bool {
     batch.iter().all(|r| matches!(lock(&r.work).as_ref(), Some(Work::Ops(..))))
 }
 
 impl GroupCommit {
-    /// The leader's groups. Server-side transactions (`Work::Ops`: the
-    /// TPC-B door) are pipelined: while a group's synced write runs on a
-    /// thread of its own, the next group is applied in a transaction that
-    /// reads through it (`StoreTransaction::freeze`), taking every request
-    /// that queues until the write lands; only then is it frozen and
-    /// written in turn, and the first group's requests answered. Any other
-    /// request, a failure, or a store whose writes go through a lease
-    /// drains the pipeline and runs its group as `run` does.
-    fn lead<'s, 'd: 's>(&'s self, scope: &'s std::thread::Scope<'s, 'd>, db: &'d Database) {
-        let mut open: Option<Open<'d>> = None;
-        let mut inflight: Option<Inflight<'s>> = None;
-        let mut groups = 0;
+    /// Ends a leader's turn if nothing is queued, or if `now`, handing
+    /// over to the first request queued; whether it ended.
+    fn hand_over(&self, now: bool) -> bool {
+        let mut q = lock(&self.queue);
+        if q.pending.is_empty() {
+            q.leader_active = false;
+            return true;
+        }
+        if now {
+            let next = q.pending[0].clone();
+            *lock(&next.role) = Role::Leader;
+            next.wake.notify_one();
+        }
+        now
+    }
+
+    /// Runs a group of server-side transactions (the TPC-B door) pipelined
+    /// (see the module's doc): applied in a transaction that reads through
+    /// the last group's write while it runs, taking every such request
+    /// that queues until it lands, then frozen; its write and its
+    /// requests' outcomes to hand out once it returns. `None` when the
+    /// group ran otherwise (`run`): a request failed, the write read
+    /// through failed (the group runs again), or the store cannot freeze.
+    fn run_frozen<'d>(&self, db: &'d Database, batch: Vec<Arc<Request>>) -> Option<(rhizome_rdf::PendingStoreCommit<'d>, Vec<(Arc<Request>, Done)>)> {
+        let mut txn = match db.store().transaction() {
+            Ok(txn) if txn.can_freeze() => txn,
+            _ => {
+                run(db, batch);
+                return None;
+            }
+        };
+        let mut applied: Vec<(Arc<Request>, Done)> = Vec::with_capacity(batch.len());
+        let mut todo = batch;
         loop {
+            let mut requests = todo.into_iter();
+            while let Some(r) = requests.next() {
+                let done = apply(db, &mut txn, lock(&r.work).as_mut());
+                match done {
+                    Ok(done) => applied.push((r, done)),
+                    Err(_) => {
+                        // A failure may leave a part of the request in the
+                        // transaction: the group runs as `run` does (the
+                        // operations are kept; each failure runs alone).
+                        drop(txn);
+                        let mut all: Vec<Arc<Request>> = applied.into_iter().map(|(r, _)| r).collect();
+                        all.push(r);
+                        all.extend(requests);
+                        run(db, all);
+                        return None;
+                    }
+                }
+            }
+            // Every request that queues until the write read through lands.
             let mut q = lock(&self.queue);
-            while (q.pending.is_empty() || groups >= GROUPS_PER_LEADER) && inflight.is_some() && !q.synced {
+            while q.pending.is_empty() && txn.predecessor_writing() {
                 q = self.arrived.wait(q).unwrap_or_else(|p| p.into_inner());
             }
-            let landed = inflight.is_none() || q.synced;
-            let batch = if groups < GROUPS_PER_LEADER { std::mem::take(&mut q.pending) } else { Vec::new() };
-            drop(q);
-            if !batch.is_empty() {
-                if let Err(rest) = self.apply_open(db, &mut open, batch) {
-                    // Drain (the open group keeps the writer lock until the
-                    // last write landed: a writer of another door must not
-                    // read the store without it), then run what was not
-                    // written as one group.
-                    let mut all = self.land(inflight.take(), &mut open);
-                    all.extend(open.take().into_iter().flat_map(|o| o.applied).map(|(r, _)| r));
-                    all.extend(rest);
-                    run(db, all);
-                    groups += 1;
-                }
-                continue;
+            if q.pending.is_empty() || !only_ops(&q.pending) {
+                break;
             }
-            if !landed {
-                continue;
-            }
-            let again = self.land(inflight.take(), &mut open);
-            if !again.is_empty() {
-                run(db, again);
-                groups += 1;
-                continue;
-            }
-            match open.take() {
-                Some(o) if !o.applied.is_empty() => match o.txn.freeze() {
-                    Ok((pending, next)) => {
-                        lock(&self.queue).synced = false;
-                        let write = scope.spawn(move || {
-                            let out = pending.write();
-                            lock(&self.queue).synced = true;
-                            self.arrived.notify_one();
-                            out
-                        });
-                        inflight = Some(Inflight { write, applied: o.applied });
-                        open = Some(Open { txn: next, applied: Vec::new() });
-                        groups += 1;
-                        continue;
-                    }
-                    Err(e) => {
-                        let e = HttpError::from(DocError::from(e));
-                        for (r, _) in o.applied {
-                            finish(&r, Err(e.clone()));
-                        }
-                    }
-                },
-                _ => {}
-            }
-            let mut q = lock(&self.queue);
-            if q.pending.is_empty() {
-                q.leader_active = false;
-                return;
-            }
-            if groups >= GROUPS_PER_LEADER {
-                let next = q.pending[0].clone();
-                *lock(&next.role) = Role::Leader;
-                next.wake.notify_one();
-                return;
-            }
+            todo = std::mem::take(&mut q.pending);
         }
-    }
-
-    /// Applies `batch` to the open group (opened if none); gives back the
-    /// requests not applied if any cannot be (not all server-side
-    /// transactions, a failure, a store that cannot freeze), the open
-    /// group's own left in it.
-    fn apply_open<'d>(&self, db: &'d Database, open: &mut Option<Open<'d>>, batch: Vec<Arc<Request>>) -> Result<(), Vec<Arc<Request>>> {
-        if !only_ops(&batch) {
-            return Err(batch);
-        }
-        if open.is_none() {
-            match db.store().transaction() {
-                Ok(txn) if txn.can_freeze() => *open = Some(Open { txn, applied: Vec::with_capacity(batch.len()) }),
-                _ => return Err(batch),
-            }
-        }
-        let o = open.as_mut().expect("opened just above");
-        let mut batch = batch.into_iter();
-        while let Some(r) = batch.next() {
-            let done = apply(db, &mut o.txn, lock(&r.work).as_mut());
-            match done {
-                Ok(done) => o.applied.push((r, done)),
-                Err(_) => {
-                    // A failure past the checks may leave a part of the
-                    // request in the transaction: the group runs again.
-                    let mut rest = vec![r];
-                    rest.extend(batch);
-                    return Err(rest);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Waits for the group being written, then answers its requests. If
-    /// its write failed: fails them, and drops the open group that read
-    /// through it, whose requests it gives back to run again, and the
-    /// writer cache it filled.
-    fn land<'d>(&self, inflight: Option<Inflight<'_>>, open: &mut Option<Open<'d>>) -> Vec<Arc<Request>> {
-        let Some(f) = inflight else { return Vec::new() };
-        let out = f.write.join().unwrap_or_else(|_| Err(rhizome_kv::Error::Engine("a group commit's writer panicked".into()).into()));
-        match out {
-            Ok(()) => {
-                for (r, done) in f.applied {
-                    finish(&r, Ok(done));
-                }
-                Vec::new()
-            }
-            Err(e) => {
-                let e = HttpError::from(DocError::from(e));
-                for (r, _) in f.applied {
-                    finish(&r, Err(e.clone()));
-                }
-                match open.take() {
-                    Some(o) => {
-                        o.txn.abandon();
-                        o.applied.into_iter().map(|(r, _)| r).collect()
-                    }
-                    None => Vec::new(),
-                }
+        match txn.freeze() {
+            Ok(write) => Some((write, applied)),
+            Err(_) => {
+                // The write it read through failed: run again from the store.
+                run(db, applied.into_iter().map(|(r, _)| r).collect());
+                None
             }
         }
     }
