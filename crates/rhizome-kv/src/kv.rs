@@ -6,7 +6,6 @@
 //! sequences (counters, dictionary ids, revision trees) need no retry logic.
 
 use crate::backend::{Backend, Snapshot, SortedRun, SortedRunWriter, WriteBatch, WriteLease};
-use crate::frozen::LandingSlot;
 use crate::{Keyspace, MemoryBackend, Result, Transaction};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,14 +13,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub struct Kv {
     backend: Arc<dyn Backend>,
     writer: Mutex<()>,
-    /// The last frozen transaction's write (`crate::frozen`): the next
-    /// writer reads through it while it runs.
-    landing: LandingSlot,
 }
 
 impl Kv {
     pub fn new(backend: Arc<dyn Backend>) -> Self {
-        Kv { backend, writer: Mutex::new(()), landing: LandingSlot::default() }
+        Kv { backend, writer: Mutex::new(()) }
     }
 
     /// Opens (creating if missing) the embedded store at `path`, tuned by
@@ -89,14 +85,12 @@ impl Kv {
     /// Starts a read-write transaction; waits for the writer lock.
     pub fn transaction(&self) -> Result<Transaction<'_>> {
         let guard = self.lock_writer();
-        Transaction::new(guard, self.backend.as_ref(), &self.landing)
+        Transaction::new(guard, self.backend.as_ref())
     }
 
     /// Takes the writer lock for a bulk job that writes through ingestion.
     pub fn bulk_writer(&self) -> Result<BulkWriter<'_>> {
         let guard = self.lock_writer();
-        // Ingestion goes past any transaction: the last one's write first.
-        self.landing.wait()?;
         let lease = self.backend.begin_write()?;
         let snapshot = match &lease {
             Some(lease) => lease.snapshot()?,

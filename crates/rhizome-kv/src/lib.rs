@@ -101,7 +101,6 @@
 mod absent_keys;
 mod backend;
 mod error;
-mod frozen;
 mod kv;
 mod overlay_key;
 mod read_cache;
@@ -122,7 +121,6 @@ pub use backend::{Backend, Cursor, CursorSeek, KvRead, Snapshot, SortedRun, Sort
 pub use error::{Error, Result};
 pub use kv::{BulkWriter, Kv};
 pub use read_cache::{seeded as seeded_fx, CachedRead, ReadCache};
-pub use frozen::PendingCommit;
 pub use transaction::{Transaction, WritingMisses};
 
 /// A keyspace: an independent ordered map of keys. Backends map keyspaces to

@@ -3,7 +3,6 @@
 
 use crate::absent_keys::AbsentKeys;
 use crate::backend::{Backend, Cursor, KvRead, Snapshot, TupleLayout, WriteBatch, WriteLease, WriteOp, MAX_TUPLE_SLOTS};
-use crate::frozen::{FrozenWrites, Landing, LandingSlot, Layered, PendingCommit};
 use crate::overlay_key::{KeyBytes, OverlayKey};
 use crate::read_cache::ReadCache;
 use crate::{Keyspace, Result};
@@ -12,10 +11,10 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, MutexGuard, OnceLock};
 
-pub(crate) type Overlay = BTreeMap<OverlayKey, Option<Vec<u8>>>;
+type Overlay = BTreeMap<OverlayKey, Option<Vec<u8>>>;
 /// A slot's keys (words) of the transaction's tuple writes: `true` put,
 /// `false` deleted.
-pub(crate) type TupleKeys = BTreeMap<[u64; 4], bool>;
+type TupleKeys = BTreeMap<[u64; 4], bool>;
 
 pub struct Transaction<'a> {
     _guard: MutexGuard<'a, ()>,
@@ -24,12 +23,6 @@ pub struct Transaction<'a> {
     /// [`Backend::begin_write`]); the snapshot and the commit go through it.
     lease: Option<Box<dyn WriteLease>>,
     snapshot: Arc<dyn Snapshot>,
-    /// The store's last frozen write (see [`Transaction::freeze`]).
-    landing: &'a LandingSlot,
-    /// That write, if it still ran when this transaction began: read
-    /// through, and waited for before this one commits.
-    after: Option<Arc<Landing>>,
-    follows_failed: bool,
     /// By keyspace: FxHash, since every put and get hashes the keyspace
     /// (SipHash was 120 instructions a put, 1,300 puts an LDP PUT).
     overlay: FxHashMap<Keyspace, Overlay>,
@@ -54,15 +47,11 @@ pub struct Transaction<'a> {
 }
 
 impl<'a> Transaction<'a> {
-    pub(crate) fn new(guard: MutexGuard<'a, ()>, backend: &'a dyn Backend, landing: &'a LandingSlot) -> Result<Self> {
+    pub(crate) fn new(guard: MutexGuard<'a, ()>, backend: &'a dyn Backend) -> Result<Self> {
         let lease = backend.begin_write()?;
-        // The last frozen transaction's write, if it still runs: read
-        // through (its writes laid over the store), committed after it.
-        let (after, follows_failed) = landing.take_writing();
-        let snapshot = match (&lease, &after) {
-            (Some(lease), _) => lease.snapshot()?,
-            (None, Some(after)) => Arc::new(Layered::new(backend.snapshot()?, after.writes().clone())),
-            (None, None) => backend.snapshot()?,
+        let snapshot = match &lease {
+            Some(lease) => lease.snapshot()?,
+            None => backend.snapshot()?,
         };
         let layout = backend.tuple_layout();
         Ok(Transaction {
@@ -70,9 +59,6 @@ impl<'a> Transaction<'a> {
             backend,
             lease,
             snapshot,
-            landing,
-            after,
-            follows_failed,
             overlay: FxHashMap::default(),
             empty: Overlay::new(),
             reads: ReadCache::default(),
@@ -82,54 +68,6 @@ impl<'a> Transaction<'a> {
             tuples: FxHashMap::default(),
             tuple_keys: Default::default(),
         })
-    }
-
-    /// Whether the last frozen transaction's write failed since the last
-    /// writer: what a layer above kept of it (a writer's cache) is wrong.
-    pub fn follows_failed_write(&self) -> bool {
-        self.follows_failed
-    }
-
-    /// Whether [`Transaction::freeze`] may be called: not where the write
-    /// access is shared with other processes (a lease), whose commit must
-    /// go through the lease.
-    pub fn can_freeze(&self) -> bool {
-        self.lease.is_none()
-    }
-
-    /// Whether this transaction reads through a frozen one's write that
-    /// has not landed yet (its commit will wait for it).
-    pub fn predecessor_writing(&self) -> bool {
-        self.after.as_ref().is_some_and(|a| a.is_writing())
-    }
-
-    /// Waits for the frozen write this transaction reads through, if any;
-    /// an error if it failed (this one read writes that never landed).
-    fn wait_for_predecessor(&self) -> Result<()> {
-        match &self.after {
-            Some(after) => after.wait(),
-            None => Ok(()),
-        }
-    }
-
-    /// Ends the transaction without writing it and releases the writer
-    /// lock: its writes as a batch for the caller to write, on its own
-    /// thread ([`PendingCommit::write`]). The next writer reads the store
-    /// with these writes laid over it until they land, and its commit
-    /// waits for them (and fails if they failed): see `crate::frozen`.
-    /// Waits first for the write this one reads through. Only where
-    /// [`Transaction::can_freeze`].
-    pub fn freeze(self) -> Result<PendingCommit<'a>> {
-        assert!(self.lease.is_none(), "freeze on a transaction with a write lease (checked with can_freeze)");
-        self.wait_for_predecessor()?;
-        let Transaction { _guard, backend, landing, snapshot, overlay, unread, tuples, layout, .. } = self;
-        drop(snapshot);
-        let writes = Arc::new(FrozenWrites::new(overlay, unread, tuples, layout));
-        let batch = writes.batch();
-        let pending = Landing::new(writes);
-        landing.set(pending.clone());
-        drop(_guard);
-        Ok(PendingCommit::new(backend, batch, pending))
     }
 
     /// Whether the backend takes tuple writes ([`Transaction::put_tuple`]).
@@ -298,7 +236,6 @@ impl<'a> Transaction<'a> {
         // The read snapshot goes first: the memory backend copies its whole
         // map on a commit while any snapshot of the old version is alive.
         // The writer's lock (`_guard`) is held to the end.
-        self.wait_for_predecessor()?;
         let Transaction { _guard, backend, lease, snapshot, mut overlay, unread, tuples, layout, .. } = self;
         drop(snapshot);
         debug_assert!(tuples.is_empty() || layout.is_some());
@@ -399,7 +336,7 @@ impl KvRead for Transaction<'_> {
 
 /// Writes a [`MergedCursor`] lays over its base: entries in key order, a
 /// `None` value a deletion.
-pub(crate) trait Layer<'a> {
+trait Layer<'a> {
     type Entry: Copy;
     /// The first entry from `from` and below `upper`.
     fn first(&self, from: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<Self::Entry>;
@@ -410,7 +347,7 @@ pub(crate) trait Layer<'a> {
 }
 
 /// The overlay of a keyspace.
-pub(crate) struct OverlayLayer<'a>(pub(crate) &'a Overlay);
+struct OverlayLayer<'a>(&'a Overlay);
 
 impl<'a> Layer<'a> for OverlayLayer<'a> {
     type Entry = (&'a OverlayKey, &'a Option<Vec<u8>>);
@@ -431,9 +368,9 @@ impl<'a> Layer<'a> for OverlayLayer<'a> {
 }
 
 /// A slot's tuple writes as keys of `bytes` bytes with empty values.
-pub(crate) struct TupleLayer<'a> {
-    pub(crate) keys: &'a TupleKeys,
-    pub(crate) bytes: usize,
+struct TupleLayer<'a> {
+    keys: &'a TupleKeys,
+    bytes: usize,
 }
 
 /// A tuple key's bytes, the length and whether it is there.
@@ -523,7 +460,7 @@ impl<'a> Layer<'a> for TupleLayer<'a> {
 /// Merges the snapshot's cursor with a layer of writes (the overlay, or
 /// the tuple writes); the layer wins on equal keys and its deletions hide
 /// the base's keys.
-pub(crate) struct MergedCursor<'a, L: Layer<'a>> {
+struct MergedCursor<'a, L: Layer<'a>> {
     base: Box<dyn Cursor + 'a>,
     layer: L,
     lower: Vec<u8>,
@@ -534,7 +471,7 @@ pub(crate) struct MergedCursor<'a, L: Layer<'a>> {
 }
 
 impl<'a, L: Layer<'a>> MergedCursor<'a, L> {
-    pub(crate) fn new(base: Box<dyn Cursor + 'a>, layer: L, lower: &[u8], upper: Option<&[u8]>) -> Self {
+    fn new(base: Box<dyn Cursor + 'a>, layer: L, lower: &[u8], upper: Option<&[u8]>) -> Self {
         MergedCursor { base, layer, lower: lower.to_vec(), upper: upper.map(|u| u.to_vec()), ov: None, forward: true, on_overlay: false }
     }
     fn upper_bound(&self) -> Bound<&[u8]> {

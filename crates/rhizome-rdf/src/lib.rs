@@ -189,4 +189,4 @@ pub use oxrdfio::RdfFormat;
 pub use stats::{quads_counted, value_counts, PredicateStats, Stats, ValueCounts, VALUE_COUNT_LIMIT};
 pub use store::{DatasetMode, Store, StoreSnapshot};
 pub use term::TermId;
-pub use write::{PendingStoreCommit, StoreTransaction};
+pub use write::StoreTransaction;

@@ -142,38 +142,11 @@ impl Store {
         let txn = self.kv().transaction()?;
         // After the writer lock: every user of the cache holds that first.
         let mut cache = self.writer_cache();
-        if txn.changed_elsewhere() || txn.follows_failed_write() {
-            // Another process wrote the store (a shared store), or the last
-            // frozen write failed: what the cache carried from this
-            // process's last write may be stale.
+        if txn.changed_elsewhere() {
+            // Another process wrote the store (a shared store): what the
+            // cache carried from this process's last write may be stale.
             cache.clear();
         }
-        StoreTransaction::begin(txn, cache, self.family_marks().clone(), self.mode(), self.id_cache().clone())
-    }
-}
-
-/// A frozen transaction's write (see [`StoreTransaction::freeze`]): its
-/// batch, and its new terms, which join the store's id cache once written
-/// (a writer reading through it finds them in the dictionary).
-pub struct PendingStoreCommit<'a> {
-    kv: rhizome_kv::PendingCommit<'a>,
-    ids: std::sync::Arc<IdCache>,
-    created: Vec<(u8, Box<[u8]>, TermId)>,
-}
-
-impl PendingStoreCommit<'_> {
-    /// Writes it, atomically and durably (on any thread).
-    pub fn write(self) -> Result<()> {
-        self.kv.write()?;
-        for (tag, bytes, id) in self.created {
-            self.ids.insert(tag, &bytes, id);
-        }
-        Ok(())
-    }
-}
-
-impl<'a> StoreTransaction<'a> {
-    fn begin(txn: Transaction<'a>, cache: std::sync::MutexGuard<'a, WriterCache>, families: std::sync::Arc<FamilyMarks>, mode: DatasetMode, ids: std::sync::Arc<IdCache>) -> Result<Self> {
         let read = |k| read_u64(&txn, k);
         let (next_id, quads, terms, graphs) = (read(meta::NEXT_ID)?.max(1), read(meta::QUADS)?, read(meta::TERMS)?, read(meta::GRAPHS)?);
         let rdf_type = match cache.rdf_type {
@@ -182,8 +155,8 @@ impl<'a> StoreTransaction<'a> {
         };
         Ok(StoreTransaction {
             txn,
-            families,
-            mode,
+            families: self.family_marks().clone(),
+            mode: self.mode(),
             next_id,
             first_id: next_id,
             quads,
@@ -196,7 +169,7 @@ impl<'a> StoreTransaction<'a> {
             maybe_gone: MaybeGone::default(),
             present: MaybeGone::default(),
             rdf_type,
-            ids,
+            ids: self.id_cache().clone(),
             created: Vec::new(),
             created_index: FxHashMap::default(),
             absent: std::cell::RefCell::new(None),
@@ -659,56 +632,6 @@ impl<'a> StoreTransaction<'a> {
 
     /// Durable when it returns.
     pub fn commit(mut self) -> Result<()> {
-        self.write_counts()?;
-        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, first_id, rdf_type, .. } = self;
-        // `cache` is held until the end: the next writer waits for it after
-        // taking the writer lock that `commit` releases.
-        if let Err(e) = txn.commit() {
-            // It may hold what a frozen write that failed left it.
-            cache.clear();
-            return Err(e.into());
-        }
-        for (tag, bytes, id) in created {
-            ids.insert(tag, &bytes, id);
-        }
-        remember(&mut cache, rdf_type, predicate_stats, value_states, value_pairs, present, first_id);
-        Ok(())
-    }
-
-    /// Whether [`Self::freeze`] may be called (see
-    /// [`Transaction::can_freeze`]).
-    pub fn can_freeze(&self) -> bool {
-        self.txn.can_freeze()
-    }
-
-    /// Ends the transaction without writing it: its write, for the caller
-    /// to run on its own thread ([`PendingStoreCommit::write`]), the writer
-    /// lock released at once. The next writer reads the store as if this
-    /// one were committed (its writes, counters and statistics; the writer
-    /// cache already holds what this one leaves it) and commits after it:
-    /// see `rhizome_kv::Transaction::freeze`.
-    pub fn freeze(mut self) -> Result<PendingStoreCommit<'a>> {
-        self.write_counts()?;
-        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, first_id, rdf_type, .. } = self;
-        remember(&mut cache, rdf_type, predicate_stats, value_states, value_pairs, present, first_id);
-        match txn.freeze() {
-            Ok(kv) => Ok(PendingStoreCommit { kv, ids, created }),
-            Err(e) => {
-                cache.clear();
-                Err(e.into())
-            }
-        }
-    }
-
-    /// Whether this transaction reads through a frozen one's write that
-    /// has not landed yet.
-    pub fn predecessor_writing(&self) -> bool {
-        self.txn.predecessor_writing()
-    }
-
-    /// The commit's last writes: what removals emptied, the statistics and
-    /// the counters.
-    fn write_counts(&mut self) -> Result<()> {
         let maybe_gone = std::mem::take(&mut self.maybe_gone);
         for g in maybe_gone.graphs {
             if !graph_exists_in(&self.txn, g)? {
@@ -788,38 +711,41 @@ impl<'a> StoreTransaction<'a> {
         self.txn.put_unread(META, meta::QUADS, &self.quads.to_be_bytes());
         self.txn.put_unread(META, meta::TERMS, &self.terms.to_be_bytes());
         self.txn.put_unread(META, meta::GRAPHS, &self.graphs.to_be_bytes());
+        let StoreTransaction { txn, ids, created, mut cache, predicate_stats, value_states, value_pairs, present, first_id, rdf_type, .. } = self;
+        // `cache` is held until the end: the next writer waits for it after
+        // taking the writer lock that `commit` releases.
+        txn.commit()?;
+        cache.rdf_type = Some(rdf_type);
+        for (tag, bytes, id) in created {
+            ids.insert(tag, &bytes, id);
+        }
+        if cache.predicates.len() + predicate_stats.len() > WRITER_CACHE_ENTRIES {
+            cache.predicates.clear();
+        }
+        cache.predicates.extend(predicate_stats);
+        if cache.value_states.len() + value_states.len() > WRITER_CACHE_ENTRIES || cache.value_pairs.len() + value_pairs.len() > WRITER_CACHE_ENTRIES {
+            cache.value_states.clear();
+            cache.value_pairs.clear();
+        }
+        for (p, (state, _)) in value_states {
+            if state == ValueState::Uncounted || state == ValueState::Counted(0) {
+                // Counts of it kept from before are no longer the store's.
+                cache.value_pairs.retain(|k, _| k.0 != p);
+            }
+            cache.value_states.insert(p, state);
+        }
+        let cache = &mut *cache;
+        let states = &cache.value_states;
+        cache.value_pairs.extend(value_pairs.into_iter().filter(|((p, _), _)| states.get(p).is_some_and(|s| *s != ValueState::Uncounted)));
+        // Pairs with a term of this transaction's own are left out: only a
+        // later write of that new term can meet them again, and a document
+        // rewritten finds them among the pairs its removals may have
+        // emptied (no seek). A new document's were most of the cache's
+        // growth, and 6% of the work all group commits wait on.
+        if cache.pairs.len() + present.pairs.len() > WRITER_CACHE_ENTRIES {
+            cache.pairs.clear();
+        }
+        cache.pairs.extend(present.pairs.into_iter().filter(|(_, term, _)| !is_fresh(*term, first_id)));
         Ok(())
     }
-}
-
-/// What a transaction leaves the next writer in the cache, once its
-/// writes are committed (or frozen: [`StoreTransaction::freeze`]).
-fn remember(cache: &mut WriterCache, rdf_type: Option<TermId>, predicate_stats: FxHashMap<TermId, [u64; 3]>, value_states: FxHashMap<TermId, (ValueState, ValueState)>, value_pairs: FxHashMap<(TermId, TermId), u64>, present: MaybeGone, first_id: u64) {
-    cache.rdf_type = Some(rdf_type);
-    if cache.predicates.len() + predicate_stats.len() > WRITER_CACHE_ENTRIES {
-        cache.predicates.clear();
-    }
-    cache.predicates.extend(predicate_stats);
-    if cache.value_states.len() + value_states.len() > WRITER_CACHE_ENTRIES || cache.value_pairs.len() + value_pairs.len() > WRITER_CACHE_ENTRIES {
-        cache.value_states.clear();
-        cache.value_pairs.clear();
-    }
-    for (p, (state, _)) in value_states {
-        if state == ValueState::Uncounted || state == ValueState::Counted(0) {
-            // Counts of it kept from before are no longer the store's.
-            cache.value_pairs.retain(|k, _| k.0 != p);
-        }
-        cache.value_states.insert(p, state);
-    }
-    let states = &cache.value_states;
-    cache.value_pairs.extend(value_pairs.into_iter().filter(|((p, _), _)| states.get(p).is_some_and(|s| *s != ValueState::Uncounted)));
-    // Pairs with a term of this transaction's own are left out: only a
-    // later write of that new term can meet them again, and a document
-    // rewritten finds them among the pairs its removals may have
-    // emptied (no seek). A new document's were most of the cache's
-    // growth, and 6% of the work all group commits wait on.
-    if cache.pairs.len() + present.pairs.len() > WRITER_CACHE_ENTRIES {
-        cache.pairs.clear();
-    }
-    cache.pairs.extend(present.pairs.into_iter().filter(|(_, term, _)| !is_fresh(*term, first_id)));
 }

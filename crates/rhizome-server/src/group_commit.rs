@@ -87,18 +87,6 @@
 //! next group is applied in memory (reading the last group's batch) while
 //! that one's synced write runs (RocksDB shows a synced write only once
 //! its log is synced), so the engine holds only synced commits.
-//!
-//! Built for server-side transactions (`Work::Ops`, the TPC-B door; see
-//! `GroupCommit::run_frozen`): the leader applies its group in a
-//! transaction that reads through the last group's write while that runs
-//! (`rhizome_kv::Transaction::freeze`: the writer lock is released at
-//! the freeze, the next writer lays the frozen writes over its snapshot and
-//! commits only after they land), adding every request that queues until
-//! that write lands; then it freezes its group, hands leadership over, and
-//! writes and answers its group itself while the next leader applies the
-//! next one. A write that fails fails its group and reruns the one that
-//! read through it. Any other kind of request, or a failure in a request,
-//! runs as `run` does.
 
 use crate::error::HttpError;
 use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};
@@ -163,9 +151,6 @@ struct Queue {
 #[derive(Default)]
 pub struct GroupCommit {
     queue: Mutex<Queue>,
-    /// Wakes a leader waiting for the last group's write to land or for a
-    /// request to queue, whichever comes first (`run_frozen`).
-    arrived: Condvar,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -236,7 +221,6 @@ impl GroupCommit {
             q.pending.push(me.clone());
             if q.leader_active {
                 drop(q);
-                self.arrived.notify_one();
                 let mut role = lock(&me.role);
                 loop {
                     match std::mem::replace(&mut *role, Role::Waiting) {
@@ -256,25 +240,16 @@ impl GroupCommit {
         // waits past its outcome.
         for groups in 1.. {
             let batch = std::mem::take(&mut lock(&self.queue).pending);
-            if only_ops(&batch) {
-                if let Some((write, applied)) = self.run_frozen(db, batch) {
-                    // The next leader applies its group while this one's
-                    // write runs: hand over first.
-                    self.hand_over(true);
-                    let out = write.write();
-                    // Wakes a leader waiting for this write to land.
-                    drop(lock(&self.queue));
-                    self.arrived.notify_all();
-                    let out = out.map_err(|e| HttpError::from(DocError::from(e)));
-                    for (r, done) in applied {
-                        finish(&r, out.clone().map(|()| done));
-                    }
-                    break;
-                }
-            } else {
-                run(db, batch);
+            run(db, batch);
+            let mut q = lock(&self.queue);
+            if q.pending.is_empty() {
+                q.leader_active = false;
+                break;
             }
-            if self.hand_over(groups == GROUPS_PER_LEADER) {
+            if groups == GROUPS_PER_LEADER {
+                let next = q.pending[0].clone();
+                *lock(&next.role) = Role::Leader;
+                next.wake.notify_one();
                 break;
             }
         }
@@ -282,84 +257,6 @@ impl GroupCommit {
         match role {
             Role::Done(out) => out,
             _ => Err(HttpError::internal("group commit lost a request's outcome")),
-        }
-    }
-}
-
-fn only_ops(batch: &[Arc<Request>]) -> bool {
-    batch.iter().all(|r| matches!(lock(&r.work).as_ref(), Some(Work::Ops(..))))
-}
-
-impl GroupCommit {
-    /// Ends a leader's turn if nothing is queued, or if `now`, handing
-    /// over to the first request queued; whether it ended.
-    fn hand_over(&self, now: bool) -> bool {
-        let mut q = lock(&self.queue);
-        if q.pending.is_empty() {
-            q.leader_active = false;
-            return true;
-        }
-        if now {
-            let next = q.pending[0].clone();
-            *lock(&next.role) = Role::Leader;
-            next.wake.notify_one();
-        }
-        now
-    }
-
-    /// Runs a group of server-side transactions (the TPC-B door) pipelined
-    /// (see the module's doc): applied in a transaction that reads through
-    /// the last group's write while it runs, taking every such request
-    /// that queues until it lands, then frozen; its write and its
-    /// requests' outcomes to hand out once it returns. `None` when the
-    /// group ran otherwise (`run`): a request failed, the write read
-    /// through failed (the group runs again), or the store cannot freeze.
-    fn run_frozen<'d>(&self, db: &'d Database, batch: Vec<Arc<Request>>) -> Option<(rhizome_rdf::PendingStoreCommit<'d>, Vec<(Arc<Request>, Done)>)> {
-        let mut txn = match db.store().transaction() {
-            Ok(txn) if txn.can_freeze() => txn,
-            _ => {
-                run(db, batch);
-                return None;
-            }
-        };
-        let mut applied: Vec<(Arc<Request>, Done)> = Vec::with_capacity(batch.len());
-        let mut todo = batch;
-        loop {
-            let mut requests = todo.into_iter();
-            while let Some(r) = requests.next() {
-                let done = apply(db, &mut txn, lock(&r.work).as_mut());
-                match done {
-                    Ok(done) => applied.push((r, done)),
-                    Err(_) => {
-                        // A failure may leave a part of the request in the
-                        // transaction: the group runs as `run` does (the
-                        // operations are kept; each failure runs alone).
-                        drop(txn);
-                        let mut all: Vec<Arc<Request>> = applied.into_iter().map(|(r, _)| r).collect();
-                        all.push(r);
-                        all.extend(requests);
-                        run(db, all);
-                        return None;
-                    }
-                }
-            }
-            // Every request that queues until the write read through lands.
-            let mut q = lock(&self.queue);
-            while q.pending.is_empty() && txn.predecessor_writing() {
-                q = self.arrived.wait(q).unwrap_or_else(|p| p.into_inner());
-            }
-            if q.pending.is_empty() || !only_ops(&q.pending) {
-                break;
-            }
-            todo = std::mem::take(&mut q.pending);
-        }
-        match txn.freeze() {
-            Ok(write) => Some((write, applied)),
-            Err(_) => {
-                // The write it read through failed: run again from the store.
-                run(db, applied.into_iter().map(|(r, _)| r).collect());
-                None
-            }
         }
     }
 }
@@ -491,64 +388,5 @@ mod tests {
         let won: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
         assert_eq!(won, 50, "each shared id is created exactly once");
         assert_eq!(db.info().unwrap().doc_count, 8 * 50 + 50);
-    }
-
-    fn inc(id: &str, by: i64) -> TxnOp {
-        TxnOp { id: id.into(), rev: None, kind: rhizome_docs::OpKind::Inc(json!({"balance": by}).as_object().cloned().unwrap()) }
-    }
-
-    /// Transfers from many threads through server-side transactions, which
-    /// are pipelined (a group applied while the last one's write runs, on a
-    /// store on disk), with plain writes and a refused transaction mixed in
-    /// (which drain the pipeline and run as `run` does): every transfer
-    /// answered is in the history exactly once, and every account's
-    /// balance is the sum of its history.
-    #[test]
-    fn pipelined_transfers_keep_every_balance_equal_to_its_history() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(Database::open(dir.path(), Arc::new(rhizome_docs::NoProjection)).unwrap());
-        let group = Arc::new(GroupCommit::default());
-        const ACCOUNTS: usize = 5;
-        let threads: Vec<_> = (0..8)
-            .map(|t| {
-                let (db, group) = (db.clone(), group.clone());
-                std::thread::spawn(move || {
-                    for i in 0..60 {
-                        let (from, to, amount) = ((t + i) % ACCOUNTS, (t * 3 + i + 1) % ACCOUNTS, (i % 7 + 1) as i64);
-                        let history = json!({"from": from, "to": to, "amount": amount}).as_object().cloned().unwrap();
-                        let ops = vec![inc(&format!("a:{from}"), -amount), inc(&format!("a:{to}"), amount), TxnOp { id: format!("h:{t}:{i}"), rev: None, kind: rhizome_docs::OpKind::Put(history) }];
-                        let out = group.apply_ops(&db, ops, Writer::Member).unwrap();
-                        assert!(out.is_ok(), "transfer {t}:{i}: {:?}", out.err());
-                        if i % 10 == 3 {
-                            let doc = json!({"_id": format!("plain-{t}-{i}")}).as_object().cloned().unwrap();
-                            assert!(group.write(&db, vec![doc], true, Writer::Member).unwrap()[0].1.is_ok());
-                        }
-                        if i % 10 == 7 {
-                            // A history row written again: refused, nothing of it written.
-                            let ops = vec![inc(&format!("a:{from}"), -1000), TxnOp { id: format!("h:{t}:{i}"), rev: None, kind: rhizome_docs::OpKind::Put(Map::new()) }];
-                            assert!(group.apply_ops(&db, ops, Writer::Member).unwrap().is_err());
-                        }
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        let opts = rhizome_docs::ReadOptions::default();
-        let mut expected = [0i64; ACCOUNTS];
-        for t in 0..8 {
-            for i in 0..60 {
-                let h = db.get_doc(&format!("h:{t}:{i}"), &opts).unwrap();
-                let amount = h["amount"].as_i64().unwrap();
-                expected[h["from"].as_u64().unwrap() as usize] -= amount;
-                expected[h["to"].as_u64().unwrap() as usize] += amount;
-            }
-        }
-        for (a, want) in expected.iter().enumerate() {
-            let doc = db.get_doc(&format!("a:{a}"), &opts).unwrap();
-            assert_eq!(doc["balance"].as_i64().unwrap(), *want, "account {a}");
-        }
-        assert_eq!(db.info().unwrap().doc_count as usize, ACCOUNTS + 8 * 60 + 8 * 6);
     }
 }
