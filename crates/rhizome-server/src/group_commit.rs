@@ -87,6 +87,22 @@
 //! next group is applied in memory (reading the last group's batch) while
 //! that one's synced write runs (RocksDB shows a synced write only once
 //! its log is synced), so the engine holds only synced commits.
+//!
+//! That design, built (h/tpcb15, 2026-12-01; the code is at 1422efd,
+//! reverted in 1f19c5c): a kv transaction frozen after its group (writer
+//! lock released, its writes kept in a slot on the store), the next writer
+//! of any door reading through the frozen writes and committing only
+//! after they land (failing if they failed), the leader adding requests
+//! until the previous write lands, then freezing, handing over and writing
+//! its own group. Only `Work::Ops` groups used it. Alternated with main at
+//! load 9.4-11.8 (a test build beside it), 1 / 8 / 32 clients: 306 / 1,195
+//! / 1,840 and 166 / 1,535 / 1,158 transactions/s against 163 / 1,836 /
+//! 1,196 and 240 / 1,071 / 1,635: noise larger than any difference, so no
+//! gain shown; a first version with a thread per synced write lost 2-3x
+//! (the thread waits for a core). One run of its concurrent-transfer test
+//! refused every transfer and was not explained. Next, if taken up: a quiet
+//! A/B first, and a per-request undo (savepoint) so that plain document
+//! groups can be formed while a write lands without shrinking.
 
 use crate::error::HttpError;
 use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};
