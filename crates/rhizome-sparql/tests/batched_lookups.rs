@@ -4,10 +4,12 @@
 //! loaded to segments, with lookups whose quads cross every batch size,
 //! lookups abandoned part-way (EXISTS, LIMIT) whose scans are then
 //! re-pointed, and delta entries between the segment rows, every answer
-//! must be the one the data gives.
+//! must be the one the data gives. Stars read their subjects through one
+//! cursor kept from row to row (the second test).
 
 use rhizome_rdf::{DatasetMode, LoadInput, LoadOptions, Store};
 use rhizome_sparql::{execute_update, parse_query, parse_update, PreparedQuery, QueryResults, Statistics};
+use std::collections::BTreeSet;
 use std::io::Write;
 
 const EX: &str = "http://ex/";
@@ -40,22 +42,30 @@ impl Drop for Loaded {
     }
 }
 
-fn loaded() -> Loaded {
-    let dir = std::env::temp_dir().join(format!("rhizome-batched-lookups-{}", std::process::id()));
+/// A new store folder named `name` with the N-Triples `write` gives bulk
+/// loaded into it.
+fn load_nt(name: &str, mode: DatasetMode, write: impl FnOnce(&mut dyn Write)) -> Loaded {
+    let dir = std::env::temp_dir().join(format!("rhizome-{name}-{}", std::process::id()));
     std::fs::remove_dir_all(&dir).ok();
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("data.nt");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    for i in 0..ITEMS {
-        writeln!(f, "<{EX}i{i}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{EX}Item> .").unwrap();
-        for t in 0..tags_of(i) {
-            writeln!(f, "<{EX}i{i}> <{EX}tag> <{EX}t{t}> .").unwrap();
-        }
-    }
+    write(&mut f);
     drop(f);
-    let store = Store::open_or_create(&dir.join("db"), Some(DatasetMode::Plain)).unwrap();
+    let store = Store::open_or_create(&dir.join("db"), Some(mode)).unwrap();
     store.load(&[LoadInput { path }], &LoadOptions::default()).unwrap();
     Loaded { store, dir }
+}
+
+fn loaded() -> Loaded {
+    load_nt("batched-lookups", DatasetMode::Plain, |f| {
+        for i in 0..ITEMS {
+            writeln!(f, "<{EX}i{i}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{EX}Item> .").unwrap();
+            for t in 0..tags_of(i) {
+                writeln!(f, "<{EX}i{i}> <{EX}tag> <{EX}t{t}> .").unwrap();
+            }
+        }
+    })
 }
 
 /// The single integer a `SELECT (COUNT(..) AS ?n)` query gives, with
@@ -128,4 +138,184 @@ fn lookups_in_growing_batches_give_every_quad_once() {
         }
         tags
     });
+}
+
+// A star (`?x :name ?n ; :email ?e` with `?x` bound on the left) reads
+// its subjects' quads through one cursor kept from row to row, moving
+// along the subject index while the rows come in subject order and
+// seeking otherwise. On random data loaded to segments, with rows in
+// subject order and out of it, subjects asked for several times in a row,
+// subjects with no quads and with more than a star reads at once, stars
+// inside OPTIONAL and under FILTER, and delta entries (deletes and
+// inserts) between the segment rows, every answer must be the one the
+// data gives, computed here from the data itself.
+
+const SUBJECTS: usize = 700;
+
+/// splitmix64: deterministic numbers without a dependency.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Triples as (subject number, predicate, object as written in N-Triples).
+type Triples = BTreeSet<(usize, &'static str, String)>;
+
+fn random_data(seed: u64) -> Triples {
+    let mut state = seed;
+    let mut below = |n: usize| (splitmix(&mut state) % n as u64) as usize;
+    let mut t = Triples::new();
+    for i in 0..SUBJECTS {
+        // Every seventh subject is not an item (a gap in the rows the
+        // items drive), every eleventh has no quads besides its type.
+        t.insert((i, "type", format!("<{EX}{}>", if i % 7 == 3 { "Other" } else { "Item" })));
+        if i % 11 == 5 {
+            continue;
+        }
+        for _ in 0..below(3) {
+            t.insert((i, "name", format!("\"n{}\"", below(5))));
+        }
+        for _ in 0..below(3) {
+            t.insert((i, "email", format!("\"e{}@x\"", below(4))));
+        }
+        // Some subjects have more quads than a star reads at once (64).
+        let tags = if i % 50 == 7 { 90 } else { below(4) };
+        for k in 0..tags {
+            t.insert((i, "tag", format!("<{EX}t{k}>")));
+        }
+        for _ in 0..below(3) {
+            t.insert((i, "next", format!("<{EX}s{}>", below(SUBJECTS + 20))));
+        }
+    }
+    t
+}
+
+/// The triples bulk loaded (into segments) into a new store.
+fn load(triples: &Triples, mode: DatasetMode) -> Loaded {
+    load_nt(&format!("star-runs-{mode:?}"), mode, |f| {
+        for (s, p, o) in triples {
+            let p = if *p == "type" { "http://www.w3.org/1999/02/22-rdf-syntax-ns#type".to_owned() } else { format!("{EX}{p}") };
+            writeln!(f, "<{EX}s{s}> <{p}> {o} .").unwrap();
+        }
+    })
+}
+
+/// A query's rows, each as its terms written out ("-" unbound), sorted.
+fn rows(store: &Store, text: &str) -> Vec<Vec<String>> {
+    let snapshot = store.snapshot().unwrap();
+    let stats = Statistics::from_store(&store.planner_stats().unwrap());
+    let prepared = PreparedQuery::new(&snapshot, stats, &parse_query(&format!("PREFIX : <{EX}> {text}"), None).unwrap()).unwrap();
+    let QueryResults::Solutions { solutions, .. } = prepared.execute().unwrap() else { panic!("not a SELECT") };
+    let mut out: Vec<Vec<String>> = solutions.map(|r| r.unwrap().iter().map(|t| t.as_ref().map_or("-".to_owned(), |t| t.to_string())).collect()).collect();
+    out.sort();
+    out
+}
+
+/// What the data gives for each query.
+struct Expected<'a>(&'a Triples);
+
+impl Expected<'_> {
+    fn values(&self, s: usize, p: &str) -> Vec<String> {
+        self.0.iter().filter(|(x, q, _)| *x == s && *q == p).map(|(_, _, o)| o.clone()).collect()
+    }
+    fn subject(s: usize) -> String {
+        format!("<{EX}s{s}>")
+    }
+    fn items(&self) -> Vec<usize> {
+        (0..SUBJECTS).filter(|s| self.values(*s, "type").contains(&format!("<{EX}Item>"))).collect()
+    }
+    /// Subjects each `?y :next ?x` row gives, in the data's order (not the
+    /// subjects' order), duplicates kept; those without quads too.
+    fn linked(&self) -> Vec<usize> {
+        self.0.iter().filter(|(_, p, _)| *p == "next").map(|(_, _, o)| o.trim_start_matches(&format!("<{EX}s")).trim_end_matches('>').parse().unwrap()).collect()
+    }
+    fn star(&self, subjects: &[usize], preds: &[&str]) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        for &s in subjects {
+            let mut rows = vec![vec![Self::subject(s)]];
+            for p in preds {
+                let vals = self.values(s, p);
+                rows = rows.iter().flat_map(|r| vals.iter().map(move |v| [r.clone(), vec![v.clone()]].concat())).collect();
+            }
+            out.extend(rows);
+        }
+        out.sort();
+        out
+    }
+}
+
+fn check_stars(store: &Store, data: &Triples, what: &str) {
+    let e = Expected(data);
+    let items = e.items();
+    // Rows in subject order (the items' POS scan).
+    assert_eq!(rows(store, "SELECT ?x ?n ?m { ?x a :Item ; :name ?n ; :email ?m }"), e.star(&items, &["name", "email"]), "{what}: star on items");
+    // Subjects with more quads than a star reads at once.
+    assert_eq!(rows(store, "SELECT ?x ?t ?n { ?x a :Item ; :tag ?t ; :name ?n }"), e.star(&items, &["tag", "name"]), "{what}: star with big subjects");
+    // Rows out of subject order, subjects repeated and without quads.
+    let linked = e.linked();
+    let mut expected: Vec<Vec<String>> = e.star(&linked, &["name", "tag"]);
+    expected.sort();
+    assert_eq!(rows(store, "SELECT ?x ?n ?t { ?y :next ?x . ?x :name ?n ; :tag ?t }"), expected, "{what}: star on linked subjects");
+    // OPTIONAL around a star: an item without both keeps one row.
+    let mut expected = Vec::new();
+    for &s in &items {
+        let star = e.star(&[s], &["name", "email"]);
+        if star.is_empty() {
+            expected.push(vec![Expected::subject(s), "-".to_owned(), "-".to_owned()]);
+        }
+        expected.extend(star);
+    }
+    expected.sort();
+    assert_eq!(rows(store, "SELECT ?x ?n ?m { ?x a :Item OPTIONAL { ?x :name ?n ; :email ?m } }"), expected, "{what}: OPTIONAL star");
+    // A subject asked for once per row of its `:next` values, rows of
+    // one subject together (a star in OPTIONAL, evaluated per row).
+    let mut expected = Vec::new();
+    for &s in &items {
+        let star = e.star(&[s], &["name", "email"]);
+        for y in e.values(s, "next") {
+            if star.is_empty() {
+                expected.push(vec![Expected::subject(s), y.clone(), "-".to_owned(), "-".to_owned()]);
+            }
+            expected.extend(star.iter().map(|r| vec![r[0].clone(), y.clone(), r[1].clone(), r[2].clone()]));
+        }
+    }
+    expected.sort();
+    assert_eq!(rows(store, "SELECT ?x ?y ?n ?m { ?x a :Item ; :next ?y OPTIONAL { ?x :name ?n ; :email ?m } }"), expected, "{what}: star on repeated subjects");
+    // FILTER on a star's values.
+    let filtered: Vec<Vec<String>> = e.star(&items, &["name", "email"]).into_iter().filter(|r| r[1] != "\"n1\"").collect();
+    assert_eq!(rows(store, "SELECT ?x ?n ?m { ?x a :Item ; :name ?n ; :email ?m FILTER(?n != \"n1\") }"), filtered, "{what}: FILTER star");
+    // Counted.
+    let n = e.star(&items, &["name", "email"]).len();
+    assert_eq!(rows(store, "SELECT (COUNT(*) AS ?c) { ?x a :Item ; :name ?n ; :email ?m }"), vec![vec![format!("\"{n}\"^^<http://www.w3.org/2001/XMLSchema#integer>")]], "{what}: count");
+}
+
+#[test]
+fn a_star_read_through_one_cursor_gives_what_the_data_gives() {
+    for (seed, mode) in [(0x5eed_0001u64, DatasetMode::Plain), (0x5eed_0002, DatasetMode::Union), (7, DatasetMode::Plain), (8, DatasetMode::Union)] {
+        let mut data = random_data(seed);
+        let loaded = load(&data, mode);
+        check_stars(&loaded.store, &data, &format!("{mode:?} loaded"));
+        // Delta entries between the segment rows: names and emails
+        // deleted, others added (some to subjects that had none).
+        let (mut delete, mut insert) = (String::new(), String::new());
+        let existing: Vec<_> = data.iter().filter(|(_, p, _)| *p == "name" || *p == "email").cloned().collect();
+        for (k, (s, p, o)) in existing.iter().enumerate() {
+            if k % 5 == 0 {
+                delete.push_str(&format!(":s{s} :{p} {o} . "));
+                data.remove(&(*s, p, o.clone()));
+            }
+        }
+        for s in (0..SUBJECTS).step_by(9) {
+            let o = format!("\"added{s}\"");
+            insert.push_str(&format!(":s{s} :name {o} . :s{s} :email {o} . "));
+            data.insert((s, "name", o.clone()));
+            data.insert((s, "email", o));
+        }
+        let update = format!("PREFIX : <{EX}> DELETE DATA {{ {delete} }} ; INSERT DATA {{ {insert} }}");
+        execute_update(&loaded.store, &parse_update(&update, None).unwrap()).unwrap();
+        check_stars(&loaded.store, &data, &format!("{mode:?} with a delta"));
+    }
 }

@@ -718,6 +718,17 @@ impl<'a> QuadScan<'a> {
         Ok(())
     }
 
+    /// [`QuadScan::seek_component`] that may also move back: every stream
+    /// is put on the first quad whose `component` is at least `value`,
+    /// wherever it stands (a scan that serves lookups in mostly rising
+    /// order, now and then an earlier one). Needs `sorted_by(component)`.
+    pub fn seek_component_anywhere(&mut self, component: usize, value: TermId) -> Result<()> {
+        for s in &mut self.streams {
+            s.current = None;
+        }
+        self.seek_component(component, value)
+    }
+
     pub fn next_quad(&mut self) -> Result<Option<[TermId; 4]>> {
         if let [only] = self.streams.as_mut_slice() {
             // One stream (most scans: a store of one family): no merge.

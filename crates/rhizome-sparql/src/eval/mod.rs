@@ -9,6 +9,7 @@ mod path;
 mod pattern;
 mod semi_scan;
 mod sort;
+mod star;
 pub(crate) use pattern::{LOOKUPS, ROWS_OUT, pattern_key};
 pub(crate) use semi_scan::SEMI_JOIN_SCAN;
 

@@ -1,6 +1,7 @@
 //! Quad patterns: one index scan per pattern, bound from the row on the
 //! left; basic graph patterns as chains of such scans (index nested loops).
 
+use super::star::SubjectRuns;
 use super::{one, Evaluator, Rows};
 use crate::error::Result;
 use crate::plan::{GraphSlot, Plan, QuadPlan, Row, Slot, Var};
@@ -128,25 +129,43 @@ impl<'a> Evaluator<'a> {
         let pattern = QuadPattern { s: Some(subject), p: None, o: None, g };
         let mut quads = std::mem::take(&mut pools[0].borrow_mut().star_quads);
         quads.clear();
-        let mut small = true;
-        // The subject's quads are read whole (up to STAR_MAX_QUADS): in
-        // batches from the first quad, not stepped one at a time.
-        let mut lookup = Lookup::new(self, &pools[0], pattern);
-        lookup.singles_left = 0;
-        for q in lookup {
-            if let Err(e) = self.limits.check() {
+        if let Err(e) = self.limits.check() {
+            return super::fail(e);
+        }
+        // The subject's quads are read whole (up to STAR_MAX_QUADS): through
+        // the star's one cursor over the subjects (`SubjectRuns`), else by a
+        // lookup, in batches from the first quad.
+        let runs = {
+            let mut state = pools[0].borrow_mut();
+            if !state.subject_runs_tried {
+                state.subject_runs_tried = true;
+                state.subject_runs = SubjectRuns::new(self.space.lookup_scan(QuadPattern { s: None, ..pattern }));
+            }
+            state.subject_runs.take()
+        };
+        if let Some(mut runs) = runs {
+            let read = runs.quads_of(subject, &mut quads, STAR_MAX_QUADS);
+            pools[0].borrow_mut().subject_runs = Some(runs);
+            if let Err(e) = read {
                 return super::fail(e);
             }
-            match q {
-                Ok(q) => quads.push(q),
-                Err(e) => return super::fail(e.into()),
-            }
-            if quads.len() > STAR_MAX_QUADS {
-                small = false;
-                break;
+        } else {
+            let mut lookup = Lookup::new(self, &pools[0], pattern);
+            lookup.singles_left = 0;
+            for q in lookup {
+                if let Err(e) = self.limits.check() {
+                    return super::fail(e);
+                }
+                match q {
+                    Ok(q) => quads.push(q),
+                    Err(e) => return super::fail(e.into()),
+                }
+                if quads.len() > STAR_MAX_QUADS {
+                    break;
+                }
             }
         }
-        if !small {
+        if quads.len() > STAR_MAX_QUADS {
             let mut rows = one(row);
             for (p, pool) in group.iter().zip(pools) {
                 let (ev, pool) = (self.clone(), pool.clone());
@@ -815,6 +834,10 @@ pub(super) struct PatternState<'a> {
     /// A star's subject quads (the first pattern of a star keeps the
     /// buffer, reused from row to row).
     star_quads: Vec<[TermId; 4]>,
+    /// A star's one cursor over its subjects' quads (kept by its first
+    /// pattern), once tried: `None` when the scan is not in subject order.
+    subject_runs: Option<SubjectRuns<'a>>,
+    subject_runs_tried: bool,
     /// Lookups' batch buffers, reused from lookup to lookup.
     batches: Vec<rhizome_rdf::QuadBatch>,
 }
