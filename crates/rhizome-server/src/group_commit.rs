@@ -120,8 +120,15 @@
 //! leader's time. Alternated 10 s runs: main 4,330 / 3,618 / 3,097 /
 //! 2,640, layered 3,230 / 2,374 / 2,909 / 2,898; two alternated
 //! `bench/tpcb/run` rounds (pgbench in each): main 3,573 and 3,202 (pgbench
-//! 1,318 and 872), layered 3,239 and 5,026 (1,460 and 1,775). Still no
-//! gain shown; a quiet A/B is still owed.
+//! 1,318 and 872), layered 3,239 and 5,026 (1,460 and 1,775). Then,
+//! with the load down to 2.3-3.2, it lost in every round: 8 clients 6,039
+//! / 5,884 / 5,240 / 5,000 against 5,788 / 3,876 / 3,446 / 3,269, CPU per
+//! transaction 132-145 us against 144-197 (the kernel's share rising most:
+//! more syncs and wake-ups); 32 clients (load 3.4-4.8) 8,590 / 7,954 against
+//! 6,834 / 6,020; one `bench/tpcb/run` each (load 5): 8 / 32 clients
+//! 5,526 (2.47x pgbench) / 9,021 (3.62x) against 4,414 (1.82x) / 5,869
+//! (2.15x). Graph writes (25 writers) even: 7,968 / 8,961 against 10,448
+//! / 7,764. Settled: it does not pay as built, at 8 clients or at 32.
 //!
 //! Scale 10 against scale 1 (same build): alternated 10 s runs gave
 //! 3,994 / 4,396 / 3,987 transactions/s against 4,243 / 4,478 / 3,883, so
