@@ -103,6 +103,53 @@
 //! refused every transfer and was not explained. Next, if taken up: a quiet
 //! A/B first, and a per-request undo (savepoint) so that plain document
 //! groups can be formed while a write lands without shrinking.
+//!
+//! Measured since (h/tpcb16, 2026-12-01, scale 10, in process, 8 clients;
+//! never quiet: load 4-10, Cassandra and builds beside it). The transfer
+//! test's failure is explained: it never created its accounts, and an
+//! `inc` of a missing document is refused, so it failed on every run;
+//! with the accounts made it passed 30 of 30, and the CLI's transactions
+//! tests (kill test included) 25 of 25 on that build (scratch branch
+//! scratch/tpcb16-layered, 3b463d9). The layered commit costs no instructions
+//! (whole process 329.7k per transaction against 327.6k, callgrind); what
+//! it changes is the groups: 4.7 transactions per fdatasync against 6.3
+//! (strace, 10 s), since a group closes when the last one lands, before
+//! that one's requests are answered, so two groups share the 8 clients.
+//! That pays only where a sync is short against applying a group; on this
+//! loaded disk an fdatasync took 1.0 ms on average (p50 0.42 ms), half the
+//! leader's time. Alternated 10 s runs: main 4,330 / 3,618 / 3,097 /
+//! 2,640, layered 3,230 / 2,374 / 2,909 / 2,898; two alternated
+//! `bench/tpcb/run` rounds (pgbench in each): main 3,573 and 3,202 (pgbench
+//! 1,318 and 872), layered 3,239 and 5,026 (1,460 and 1,775). Then,
+//! with the load down to 2.3-3.2, it lost in every round: 8 clients 6,039
+//! / 5,884 / 5,240 / 5,000 against 5,788 / 3,876 / 3,446 / 3,269, CPU per
+//! transaction 132-145 us against 144-197 (the kernel's share rising most:
+//! more syncs and wake-ups); 32 clients (load 3.4-4.8) 8,590 / 7,954 against
+//! 6,834 / 6,020; one `bench/tpcb/run` each (load 5): 8 / 32 clients
+//! 5,526 (2.47x pgbench) / 9,021 (3.62x) against 4,414 (1.82x) / 5,869
+//! (2.15x). Graph writes (25 writers) even: 7,968 / 8,961 against 10,448
+//! / 7,764. Settled: it does not pay as built, at 8 clients or at 32.
+//!
+//! Scale 10 against scale 1 (same build): alternated 10 s runs gave
+//! 3,994 / 4,396 / 3,987 transactions/s against 4,243 / 4,478 / 3,883, so
+//! most of the 30% between the published runs (6,627 and 4,694, made on
+//! different days) is the runs' own spread. What differs: 10% more
+//! instructions (327.6k against 298.0k: cold account blocks' LZ4 and
+//! checksums, a longer memtable search), and more CPU time per transaction
+//! in 2 of those 3 rounds (148 and 150 us against 123 and 118; the third
+//! 146 against 149): cycles more than instructions. The
+//! memtable's skiplist insert (`FindSpliceForLevel`, 9-10% of cycles at
+//! both scales, the largest single item) misses the caches more while a
+//! million accounts' blocks are read. Not the block cache's size (the
+//! accounts' blocks, 18 MB compressed, fit the 256 MiB cache: nothing is
+//! evicted in a run), nor compaction (flushes and compactions 3-4% of the
+//! instructions). Tried, not kept: 4 KiB blocks (tps lower in 3 of 3
+//! rounds), a 32 MiB memtable budget (CPU per transaction +17%, tps lower
+//! in 2 of 2). Per transaction the memtable takes 12 puts and 3 deletes
+//! (44.7k instructions); the deletes, each the old `SEQS` entry of a
+//! rewritten document, cost 3.8k each, the most of any insert (random
+//! positions): a changes index that skips stale entries on read instead
+//! of deleting them would save about 11k (3.4%), not built.
 
 use crate::error::HttpError;
 use rhizome_docs::{is_aborted, Database, DocError, EmptiedGraphs, OpResult, PreparedDoc, Refusals, Rev, TxnOp, WriteOutcome, Writer};
