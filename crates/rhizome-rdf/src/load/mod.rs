@@ -16,6 +16,7 @@ mod blank_owners;
 mod dictionary;
 mod input;
 mod parse;
+mod radix;
 mod renumber;
 mod runs;
 mod sort;
