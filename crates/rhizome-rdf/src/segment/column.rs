@@ -839,6 +839,7 @@ fn plan_for(sorted: &[u64], limit: usize) -> (usize, (u64, usize)) {
     let (min, max) = (sorted[0], sorted[rows - 1]);
     let whole = 2 + packed_words(bits(max - min));
     let mut best = (whole.min(limit.saturating_add(1)), (min, bits(max - min)));
+    let longest = longest_runs_of_steps(sorted);
     for width in 0..bits(max - min) {
         // Words left for exceptions if this width is to win.
         let Some(room) = best.0.checked_sub(2 + packed_words(width) + 1) else { break };
@@ -850,6 +851,11 @@ fn plan_for(sorted: &[u64], limit: usize) -> (usize, (u64, usize)) {
         let span = 1u64 << width;
         // At least `least` values kept: starts 0..=allowed.
         let least = rows - allowed;
+        // A window's values are neighbours whose steps are all narrower
+        // than it: none holds more than the longest such run.
+        if longest[width] + 1 < least {
+            continue;
+        }
         let (mut j, mut kept, mut base) = (0, 0, min);
         for i in 0..=allowed {
             if i + least > rows {
@@ -877,6 +883,51 @@ fn plan_for(sorted: &[u64], limit: usize) -> (usize, (u64, usize)) {
         }
     }
     best
+}
+
+/// For each width `w`, the most consecutive steps between the `sorted`
+/// values that are all below `2^w` (of at most `w` bits): the steps are
+/// taken from the narrowest up, each joining the runs on either side of
+/// it.
+fn longest_runs_of_steps(sorted: &[u64]) -> [usize; 65] {
+    let steps = sorted.len() - 1;
+    // The steps ordered by their bit lengths (a counting sort).
+    let mut step_bits = [0u8; BLOCK_ROWS];
+    let mut starts = [0usize; 66];
+    for (k, pair) in sorted.windows(2).enumerate() {
+        step_bits[k] = bits(pair[1] - pair[0]) as u8;
+        starts[step_bits[k] as usize + 1] += 1;
+    }
+    for b in 0..65 {
+        starts[b + 1] += starts[b];
+    }
+    let mut order = [0u16; BLOCK_ROWS];
+    let mut next = starts;
+    for (k, b) in step_bits[..steps].iter().enumerate() {
+        order[next[*b as usize]] = k as u16;
+        next[*b as usize] += 1;
+    }
+    // For a run of taken steps from `a` to `b`: start_of[b] = a and
+    // end_of[a] = b (exact at the runs' ends only).
+    let mut taken = [false; BLOCK_ROWS];
+    let mut start_of = [0u16; BLOCK_ROWS];
+    let mut end_of = [0u16; BLOCK_ROWS];
+    let mut longest = [0usize; 65];
+    let mut most = 0;
+    for b in 0..65 {
+        for &k in &order[starts[b]..starts[b + 1]] {
+            let k = k as usize;
+            taken[k] = true;
+            let a = if k > 0 && taken[k - 1] { start_of[k - 1] as usize } else { k };
+            let e = if k + 1 < steps && taken[k + 1] { end_of[k + 1] as usize } else { k };
+            start_of[e] = a as u16;
+            end_of[a] = e as u16;
+            most = most.max(e - a + 1);
+        }
+        // Width `b` holds the steps of at most `b` bits.
+        longest[b] = most;
+    }
+    longest
 }
 
 fn encode_for(values: &[u64], (base, width): (u64, usize), out: &mut Vec<u64>) {
@@ -1245,6 +1296,16 @@ mod tests {
             let mut sorted = values.clone();
             sorted.sort_unstable();
             let every_for = plan_for_every_window(values);
+            let longest = longest_runs_of_steps(&sorted);
+            for width in [0, 1, 5, 17, 40, 64] {
+                let mut run = 0;
+                let mut most = 0;
+                for pair in sorted.windows(2) {
+                    run = if bits(pair[1] - pair[0]) <= width { run + 1 } else { 0 };
+                    most = most.max(run);
+                }
+                assert_eq!(longest[width], most, "{values:?}");
+            }
             assert_eq!(plan_for(&sorted, usize::MAX), every_for, "{values:?}");
             // Up to a limit: the same plan when it is that small, else a
             // size past the limit.
