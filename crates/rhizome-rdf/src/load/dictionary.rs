@@ -16,7 +16,6 @@
 //! (1.04M new terms, resolved about 10M times) the old map's misses were
 //! 17% of a load's CPU.
 
-use super::parse::LocalTerm;
 use crate::term::{tag, Dictionary, TermId, TermKey};
 use crate::{Error, Result};
 use rhizome_kv::KvRead;
@@ -160,22 +159,28 @@ impl<'a> LoadDictionary<'a> {
         }
     }
 
-    pub fn resolve(&mut self, t: LocalTerm) -> Result<TermId> {
-        debug_assert_ne!(t.tag, 0, "the default graph is not a dictionary term");
-        let empty = match self.find(t.tag, t.hash, &t.bytes) {
+    /// The id of a dictionary term (`hash` is `TermKey::hash` of its tag
+    /// and bytes).
+    pub fn resolve(&mut self, tag: u8, hash: u64, bytes: &[u8]) -> Result<TermId> {
+        debug_assert_ne!(tag, 0, "the default graph is not a dictionary term");
+        let empty = match self.find(tag, hash, bytes) {
             Ok(i) => return Ok(TermId(self.slots[i].id)),
             Err(i) => i,
         };
-        let id = self.find_or_create(t.tag, &t.bytes)?;
-        let len = u32::try_from(t.bytes.len()).map_err(|_| Error::Invalid(format!("a term of {} bytes (at most 4 GiB)", t.bytes.len())))?;
+        let id = self.find_or_create(tag, bytes)?;
+        let len = u32::try_from(bytes.len()).map_err(|_| Error::Invalid(format!("a term of {} bytes (at most 4 GiB)", bytes.len())))?;
         let start = self.arena.len() as u64;
-        self.arena.extend_from_slice(&t.bytes);
-        self.slots[empty] = Slot { hash: t.hash, id: id.0, start, len, tag: t.tag };
+        self.arena.extend_from_slice(bytes);
+        self.slots[empty] = Slot { hash, id: id.0, start, len, tag };
         self.used += 1;
         if self.used * 2 > self.slots.len() {
             self.grow();
         }
         Ok(id)
+    }
+
+    pub fn resolve_iri(&mut self, iri: &str) -> Result<TermId> {
+        self.resolve(tag::IRI, TermKey::hash(tag::IRI, iri.as_bytes()), iri.as_bytes())
     }
 
     fn grow(&mut self) {
@@ -230,8 +235,8 @@ impl<'a> LoadDictionary<'a> {
 mod tests {
     use super::*;
 
-    fn term(tag: u8, text: &str) -> LocalTerm {
-        LocalTerm { tag, hash: TermKey::hash(tag, text.as_bytes()), bytes: text.as_bytes().into() }
+    fn resolve(dict: &mut LoadDictionary<'_>, tag: u8, text: &str) -> TermId {
+        dict.resolve(tag, TermKey::hash(tag, text.as_bytes()), text.as_bytes()).unwrap()
     }
 
     #[test]
@@ -242,21 +247,21 @@ mod tests {
         let n = 3 * FIRST_SLOTS;
         let mut ids = Vec::new();
         for i in 0..n {
-            ids.push(dict.resolve(term(tag::IRI, &format!("http://example.org/{i}"))).unwrap());
+            ids.push(resolve(&mut dict, tag::IRI, &format!("http://example.org/{i}")));
         }
         // Same hash, other bytes or tag: other terms (a forced collision).
-        let a = LocalTerm { tag: tag::IRI, hash: 7, bytes: b"http://a".as_slice().into() };
-        let b = LocalTerm { tag: tag::IRI, hash: 7, bytes: b"http://b".as_slice().into() };
-        let c = LocalTerm { tag: tag::STRING, hash: 7, bytes: b"http://a".as_slice().into() };
-        let (ia, ib, ic) = (dict.resolve(a).unwrap(), dict.resolve(b).unwrap(), dict.resolve(c).unwrap());
+        let ia = dict.resolve(tag::IRI, 7, b"http://a").unwrap();
+        let ib = dict.resolve(tag::IRI, 7, b"http://b").unwrap();
+        let ic = dict.resolve(tag::STRING, 7, b"http://a").unwrap();
         assert!(ia != ib && ib != ic && ia != ic);
         for i in (0..n).rev() {
-            let t = term(tag::IRI, &format!("http://example.org/{i}"));
-            dict.prefetch(Some(t.hash), Some(t.hash));
-            assert_eq!(dict.resolve(t).unwrap(), ids[i]);
+            let text = format!("http://example.org/{i}");
+            let hash = TermKey::hash(tag::IRI, text.as_bytes());
+            dict.prefetch(Some(hash), Some(hash));
+            assert_eq!(resolve(&mut dict, tag::IRI, &text), ids[i]);
         }
-        assert_eq!(dict.resolve(LocalTerm { tag: tag::IRI, hash: 7, bytes: b"http://b".as_slice().into() }).unwrap(), ib);
-        assert_eq!(dict.resolve(LocalTerm { tag: tag::STRING, hash: 7, bytes: b"http://a".as_slice().into() }).unwrap(), ic);
+        assert_eq!(dict.resolve(tag::IRI, 7, b"http://b").unwrap(), ib);
+        assert_eq!(dict.resolve(tag::STRING, 7, b"http://a").unwrap(), ic);
         assert_eq!(dict.existing(tag::IRI, b"http://example.org/5").unwrap(), Some(ids[5]));
         assert_eq!(dict.existing(tag::IRI, b"http://example.org/none").unwrap(), None);
         assert_eq!(dict.new_terms, n as u64 + 3);

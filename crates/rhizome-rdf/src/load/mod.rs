@@ -16,6 +16,7 @@ mod blank_owners;
 mod dictionary;
 mod input;
 mod parse;
+mod radix;
 mod renumber;
 mod runs;
 mod sort;
@@ -161,20 +162,12 @@ impl Store {
         let mut spill_dir: Option<tempfile::TempDir> = None;
         let mut summary = LoadSummary::default();
         let forced_graph = match &options.graph {
-            Some(g) => Some(dict.resolve(parse::LocalTerm {
-                tag: crate::term::tag::IRI,
-                hash: crate::term::TermKey::hash(crate::term::tag::IRI, g.as_str().as_bytes()),
-                bytes: g.as_str().as_bytes().into(),
-            })?),
+            Some(g) => Some(dict.resolve_iri(g.as_str())?),
             None => None,
         };
         let plain = self.mode() == crate::DatasetMode::Plain;
         let orphan_graph = match &options.orphan_graph {
-            Some(g) if forced_graph.is_none() && !plain => Some(dict.resolve(parse::LocalTerm {
-                tag: crate::term::tag::IRI,
-                hash: crate::term::TermKey::hash(crate::term::tag::IRI, g.as_str().as_bytes()),
-                bytes: g.as_str().as_bytes().into(),
-            })?),
+            Some(g) if forced_graph.is_none() && !plain => Some(dict.resolve_iri(g.as_str())?),
             _ => None,
         };
         let mut blanks = BlankOwners::default();
@@ -228,7 +221,6 @@ impl Store {
             drop(chunk_tx);
             let mut ids: Vec<TermId> = Vec::new();
             let mut blank_ids: Vec<TermId> = Vec::new();
-            let mut hashes: Vec<u64> = Vec::new();
             let mut result = Ok(());
             for mut chunk in chunk_rx.iter() {
                 if result.is_err() {
@@ -251,7 +243,7 @@ impl Store {
                     lines.dedup_by_key(|l| l.0);
                     summary.skipped += if chunk.errors.iter().all(|e| e.line > 0) { lines.len() } else { chunk.errors.len() } as u64;
                     let mut last_line = None;
-                    for e in chunk.errors {
+                    for e in std::mem::take(&mut chunk.errors) {
                         if e.line > 0 && last_line == Some(e.line) {
                             continue;
                         }
@@ -272,12 +264,16 @@ impl Store {
                     }
                 }
                 ids.clear();
-                hashes.clear();
-                hashes.extend(chunk.terms.iter().map(|t| t.hash));
-                for (k, t) in std::mem::take(&mut chunk.terms).into_iter().enumerate() {
-                    dict.prefetch(hashes.get(k + PREFETCH_AHEAD).copied(), hashes.get(k + PREFETCH_AHEAD / 2).copied());
-                    let t = if t.tag == crate::term::tag::TRIPLE { t.resolve_triple(&ids, &blank_ids) } else { t };
-                    match dict.resolve(t) {
+                let hash = |k: usize| chunk.terms.get(k).map(|t| t.hash);
+                for (k, t) in chunk.terms.iter().enumerate() {
+                    dict.prefetch(hash(k + PREFETCH_AHEAD), hash(k + PREFETCH_AHEAD / 2));
+                    let resolved = if t.tag == crate::term::tag::TRIPLE {
+                        let bytes = chunk.resolve_triple(t, &ids, &blank_ids);
+                        dict.resolve(t.tag, crate::term::TermKey::hash(t.tag, &bytes), &bytes)
+                    } else {
+                        dict.resolve(t.tag, t.hash, chunk.bytes(t))
+                    };
+                    match resolved {
                         Ok(id) => ids.push(id),
                         Err(e) => {
                             result = Err(e);

@@ -1,14 +1,18 @@
 //! Parsing and local encoding, in worker threads.
 //!
 //! N-Triples and N-Quads are split at line ends into chunks that workers
-//! parse in parallel; other formats are parsed by one thread. Either way a
-//! worker turns each chunk into `EncodedChunk`: inlined literals become ids
-//! right there, dictionary terms are serialized, hashed and deduplicated
-//! within the chunk, so the single thread that assigns ids does one map
-//! lookup per distinct term of a chunk and nothing else.
+//! parse in parallel (with oxttl); other formats are parsed by one thread.
+//! Either way a worker turns each chunk into `EncodedChunk`: inlined
+//! literals become ids right there, dictionary terms are serialized,
+//! hashed and deduplicated within the chunk, so the single thread that
+//! assigns ids does one map lookup per distinct term of a chunk and
+//! nothing else. A chunk's terms are
+//! serialized one after the other into one buffer (`EncodedChunk::arena`),
+//! not each into its own allocation.
 
 use super::input::{self, LoadInput};
-use crate::term::{tag, term_key, TermId, TermKey};
+use crate::term::inline::{inline_literal, XSD_STRING};
+use crate::term::{serialize_with_head, tag, term_key, TermId, TermKey};
 use crate::{Error, Result, SyntaxIssue};
 use oxrdf::{GraphNameRef, NamedOrBlankNodeRef, QuadRef, TermRef};
 use oxrdfio::{RdfFormat, RdfParseError, RdfParser};
@@ -30,41 +34,48 @@ pub(crate) enum Slot {
     DefaultGraph,
 }
 
+/// A dictionary term of a chunk: its serialized bytes are
+/// `EncodedChunk::arena[start..start + len]`; for a triple term
+/// (`tag::TRIPLE`), until the id assigner numbers its parts, their three
+/// slots ([`triple_of_slots`]).
 pub(crate) struct LocalTerm {
     pub tag: u8,
     pub hash: u64,
-    /// The serialized term; for a triple term (`tag::TRIPLE`), until the
-    /// id assigner numbers its parts, their three slots
-    /// ([`LocalTerm::triple_of_slots`]).
-    pub bytes: Box<[u8]>,
+    start: usize,
+    len: usize,
 }
 
-impl LocalTerm {
-    /// A triple term whose parts are slots of its chunk (terms the chunk
-    /// lists before it, so the id assigner has numbered them by the time
-    /// it reaches this one): 9 bytes a part, a kind then a number.
-    fn triple_of_slots(parts: [Slot; 3]) -> Box<[u8]> {
-        let mut bytes = Vec::with_capacity(27);
-        for part in parts {
-            let (kind, n) = match part {
-                Slot::Id(id) => (0u8, id.0),
-                Slot::Term(i) => (1, i as u64),
-                Slot::Blank(i) => (2, i as u64),
-                Slot::DefaultGraph => (3, 0),
-            };
-            bytes.push(kind);
-            bytes.extend_from_slice(&n.to_be_bytes());
-        }
-        bytes.into_boxed_slice()
+/// A triple term whose parts are slots of its chunk (terms the chunk
+/// lists before it, so the id assigner has numbered them by the time it
+/// reaches this one): 9 bytes a part, a kind then a number.
+fn triple_of_slots(parts: [Slot; 3], out: &mut Vec<u8>) {
+    for part in parts {
+        let (kind, n) = match part {
+            Slot::Id(id) => (0u8, id.0),
+            Slot::Term(i) => (1, i as u64),
+            Slot::Blank(i) => (2, i as u64),
+            Slot::DefaultGraph => (3, 0),
+        };
+        out.push(kind);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+impl EncodedChunk {
+    /// A term's serialized bytes.
+    pub fn bytes(&self, t: &LocalTerm) -> &[u8] {
+        &self.arena[t.start..t.start + t.len]
     }
 
-    /// A triple term's real entry once its parts have ids (`terms` for the
-    /// chunk's terms numbered so far, `blanks` for its blank nodes).
-    pub fn resolve_triple(&self, terms: &[TermId], blanks: &[TermId]) -> LocalTerm {
-        debug_assert_eq!(self.tag, tag::TRIPLE);
+    /// A triple term's real serialized form once its parts have ids
+    /// (`terms` for the chunk's terms numbered so far, `blanks` for its
+    /// blank nodes).
+    pub fn resolve_triple(&self, t: &LocalTerm, terms: &[TermId], blanks: &[TermId]) -> [u8; 24] {
+        debug_assert_eq!(t.tag, tag::TRIPLE);
+        let slots = self.bytes(t);
         let mut ids = [TermId::DEFAULT_GRAPH; 3];
         for (k, id) in ids.iter_mut().enumerate() {
-            let part = &self.bytes[k * 9..k * 9 + 9];
+            let part = &slots[k * 9..k * 9 + 9];
             let n = u64::from_be_bytes(part[1..9].try_into().expect("8 bytes"));
             *id = match part[0] {
                 0 => TermId(n),
@@ -73,14 +84,15 @@ impl LocalTerm {
                 _ => TermId::DEFAULT_GRAPH,
             };
         }
-        let bytes = crate::term::triple_bytes(ids[0], ids[1], ids[2]);
-        LocalTerm { tag: tag::TRIPLE, hash: TermKey::hash(tag::TRIPLE, &bytes), bytes: Box::new(bytes) }
+        crate::term::triple_bytes(ids[0], ids[1], ids[2])
     }
 }
 
 pub(crate) struct EncodedChunk {
     pub file: usize,
     pub terms: Vec<LocalTerm>,
+    /// The serialized bytes of `terms`, one after the other.
+    arena: Vec<u8>,
     pub blanks: Vec<Box<str>>,
     pub quads: Vec<[Slot; 4]>,
     pub errors: Vec<SyntaxIssue>,
@@ -94,15 +106,19 @@ struct ChunkEncoder {
     /// one that the strict parser rejects.
     suspicious: bool,
     by_hash: FxHashMap<u64, u32>,
+    /// The slot of the last subject IRI: lines of the same subject follow
+    /// one another, and comparing with it is cheaper than a lookup.
+    last_subject: Option<u32>,
     blank_index: FxHashMap<Box<str>, u32>,
 }
 
 impl ChunkEncoder {
     fn new(file: usize) -> Self {
         ChunkEncoder {
-            chunk: EncodedChunk { file, terms: Vec::new(), blanks: Vec::new(), quads: Vec::new(), errors: Vec::new(), fatal: None },
+            chunk: EncodedChunk { file, terms: Vec::new(), arena: Vec::new(), blanks: Vec::new(), quads: Vec::new(), errors: Vec::new(), fatal: None },
             suspicious: false,
             by_hash: FxHashMap::default(),
+            last_subject: None,
             blank_index: FxHashMap::default(),
         }
     }
@@ -111,6 +127,21 @@ impl ChunkEncoder {
         if let TermRef::Literal(l) = term {
             if memchr::memchr2(b'\n', b'\r', l.value().as_bytes()).is_some() {
                 self.suspicious = true;
+            }
+            // term_key's cases, serialized straight into the arena (a
+            // directional string goes through term_key itself).
+            if l.direction().is_none() {
+                if let Some(language) = l.language() {
+                    return self.serialized_term(tag::LANG_STRING, |out| serialize_with_head(language, l.value(), out));
+                }
+                let datatype = l.datatype().as_str();
+                if let Some(id) = inline_literal(l.value(), datatype) {
+                    return Slot::Id(id);
+                }
+                if datatype == XSD_STRING {
+                    return self.dictionary_term(tag::STRING, l.value().as_bytes());
+                }
+                return self.serialized_term(tag::TYPED, |out| serialize_with_head(datatype, l.value(), out));
             }
         }
         match term_key(term) {
@@ -126,31 +157,74 @@ impl ChunkEncoder {
             }
             TermKey::Triple(t) => {
                 let parts = [self.term(t.subject.as_ref().into()), self.term(t.predicate.as_ref().into()), self.term(t.object.as_ref())];
-                self.dictionary_term(tag::TRIPLE, LocalTerm::triple_of_slots(parts).into_vec().into())
+                self.serialized_term(tag::TRIPLE, |out| triple_of_slots(parts, out))
             }
-            TermKey::Dictionary { tag, bytes } => self.dictionary_term(tag, bytes),
+            TermKey::Dictionary { tag, bytes } => self.dictionary_term(tag, &bytes),
         }
     }
 
-    fn dictionary_term(&mut self, tag: u8, bytes: std::borrow::Cow<'_, [u8]>) -> Slot {
-        let hash = TermKey::hash(tag, &bytes);
-        if let Some(&i) = self.by_hash.get(&hash) {
-            let t = &self.chunk.terms[i as usize];
-            if t.tag == tag && *t.bytes == *bytes {
-                return Slot::Term(i);
-            }
-            // A hash collision inside the chunk: keep both; the id
-            // assigner tells them apart by their bytes.
+    /// The chunk's slot of a term, added if the chunk does not have it.
+    fn dictionary_term(&mut self, tag: u8, bytes: &[u8]) -> Slot {
+        let hash = TermKey::hash(tag, bytes);
+        if let Some(i) = self.known(tag, hash, bytes) {
+            return Slot::Term(i);
         }
+        let start = self.chunk.arena.len();
+        self.chunk.arena.extend_from_slice(bytes);
+        self.add(tag, hash, start)
+    }
+
+    /// [`Self::dictionary_term`] for a term that `write` serializes (into
+    /// the arena, taken back if the chunk has the term already).
+    fn serialized_term(&mut self, tag: u8, write: impl FnOnce(&mut Vec<u8>)) -> Slot {
+        let start = self.chunk.arena.len();
+        write(&mut self.chunk.arena);
+        let hash = TermKey::hash(tag, &self.chunk.arena[start..]);
+        let (before, bytes) = self.chunk.arena.split_at(start);
+        if let Some(i) = Self::known_in(&self.by_hash, &self.chunk.terms, before, tag, hash, bytes) {
+            self.chunk.arena.truncate(start);
+            return Slot::Term(i);
+        }
+        self.add(tag, hash, start)
+    }
+
+    fn known(&self, tag: u8, hash: u64, bytes: &[u8]) -> Option<u32> {
+        Self::known_in(&self.by_hash, &self.chunk.terms, &self.chunk.arena, tag, hash, bytes)
+    }
+
+    fn known_in(by_hash: &FxHashMap<u64, u32>, terms: &[LocalTerm], arena: &[u8], tag: u8, hash: u64, bytes: &[u8]) -> Option<u32> {
+        let &i = by_hash.get(&hash)?;
+        let t = &terms[i as usize];
+        // A hash collision inside the chunk keeps both terms; the id
+        // assigner tells them apart by their bytes.
+        (t.tag == tag && arena[t.start..t.start + t.len] == *bytes).then_some(i)
+    }
+
+    /// Adds the term whose bytes are the arena's from `start` on.
+    fn add(&mut self, tag: u8, hash: u64, start: usize) -> Slot {
         let i = self.chunk.terms.len() as u32;
-        self.chunk.terms.push(LocalTerm { tag, hash, bytes: bytes.into_owned().into_boxed_slice() });
+        self.chunk.terms.push(LocalTerm { tag, hash, start, len: self.chunk.arena.len() - start });
         self.by_hash.entry(hash).or_insert(i);
         Slot::Term(i)
     }
 
+    fn subject_iri(&mut self, iri: &[u8]) -> Slot {
+        if let Some(i) = self.last_subject {
+            let t = &self.chunk.terms[i as usize];
+            if t.tag == tag::IRI && self.chunk.arena[t.start..t.start + t.len] == *iri {
+                return Slot::Term(i);
+            }
+        }
+        let slot = self.dictionary_term(tag::IRI, iri);
+        if let Slot::Term(i) = slot {
+            self.last_subject = Some(i);
+        }
+        slot
+    }
+
     fn quad(&mut self, q: QuadRef<'_>) {
         let s = match q.subject {
-            NamedOrBlankNodeRef::NamedNode(n) => self.term(n.into()),
+            NamedOrBlankNodeRef::NamedNode(n) => self.subject_iri(n.as_str().as_bytes()),
             NamedOrBlankNodeRef::BlankNode(b) => self.term(b.into()),
         };
         let p = self.term(q.predicate.into());
@@ -262,7 +336,7 @@ pub(crate) fn parse_line_chunks(rx: &Mutex<Receiver<LineChunk>>, out: &SyncSende
 fn parse_line_chunk(chunk: &LineChunk) -> EncodedChunk {
     if !might_differ_when_lenient(&chunk.bytes) {
         let enc = parse_with(chunk, true);
-        if enc.chunk.errors.is_empty() && !enc.suspicious && enc.chunk.terms.iter().all(is_valid_term) {
+        if enc.chunk.errors.is_empty() && !enc.suspicious && enc.chunk.terms.iter().all(|t| is_valid_term(t, &enc.chunk.arena)) {
             return enc.chunk;
         }
     }
@@ -276,8 +350,8 @@ fn might_differ_when_lenient(bytes: &[u8]) -> bool {
 }
 
 /// What strict N-Triples/N-Quads parsing checks and lenient parsing skips.
-fn is_valid_term(t: &LocalTerm) -> bool {
-    let Ok(text) = std::str::from_utf8(&t.bytes) else { return false };
+fn is_valid_term(t: &LocalTerm, arena: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(&arena[t.start..t.start + t.len]) else { return false };
     let split = || text.split_once('\0');
     match t.tag {
         tag::IRI => oxiri::Iri::parse(text).is_ok(),
@@ -295,6 +369,8 @@ fn is_valid_term(t: &LocalTerm) -> bool {
 
 fn parse_with(chunk: &LineChunk, lenient: bool) -> ChunkEncoder {
     let mut enc = ChunkEncoder::new(chunk.file);
+    // About one distinct term per 256 bytes of N-Triples.
+    enc.by_hash.reserve(chunk.bytes.len() / 256);
     if chunk.quads {
         let parser = if lenient { NQuadsParser::new().lenient() } else { NQuadsParser::new() };
         for r in parser.for_slice(&chunk.bytes) {

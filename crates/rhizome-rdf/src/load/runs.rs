@@ -171,26 +171,12 @@ pub(crate) fn merge_into<const N: usize>(
     mut writer: Box<dyn SortedRunWriter>,
     observe: Observe,
 ) -> Result<(SortedRun, Observed)> {
-    let mut sources: Vec<Source<N>> = vec![Source::Memory(buffer_keys, 0)];
-    for f in files {
-        let file = std::fs::File::open(f).map_err(|source| Error::Io { path: f.clone(), source })?;
-        sources.push(Source::File(BufReader::with_capacity(1 << 20, file), f.clone()));
-    }
-    let mut heap = BinaryHeap::new();
-    for (i, s) in sources.iter_mut().enumerate() {
-        if let Some(k) = s.next()? {
-            heap.push(std::cmp::Reverse((k, i)));
-        }
-    }
     let mut observed = Observed::default();
     let mut last: Option<[u64; N]> = None;
     let mut key = [0u8; 32];
-    while let Some(std::cmp::Reverse((k, i))) = heap.pop() {
-        if let Some(next) = sources[i].next()? {
-            heap.push(std::cmp::Reverse((next, i)));
-        }
+    let mut emit = |k: [u64; N]| -> Result<()> {
         if last == Some(k) {
-            continue;
+            return Ok(());
         }
         match observe {
             Observe::Nothing => {}
@@ -225,6 +211,32 @@ pub(crate) fn merge_into<const N: usize>(
         writer.put(&key[..N * 8], &[])?;
         observed.keys += 1;
         last = Some(k);
+        Ok(())
+    };
+    if files.is_empty() {
+        // Nothing spilled (the usual load): the sorted buffer as it is,
+        // without a heap of one source.
+        for i in 0..buffer_keys.len() {
+            emit(buffer_keys.get(i))?;
+        }
+    } else {
+        let mut sources: Vec<Source<N>> = vec![Source::Memory(buffer_keys, 0)];
+        for f in files {
+            let file = std::fs::File::open(f).map_err(|source| Error::Io { path: f.clone(), source })?;
+            sources.push(Source::File(BufReader::with_capacity(1 << 20, file), f.clone()));
+        }
+        let mut heap = BinaryHeap::new();
+        for (i, s) in sources.iter_mut().enumerate() {
+            if let Some(k) = s.next()? {
+                heap.push(std::cmp::Reverse((k, i)));
+            }
+        }
+        while let Some(std::cmp::Reverse((k, i))) = heap.pop() {
+            if let Some(next) = sources[i].next()? {
+                heap.push(std::cmp::Reverse((next, i)));
+            }
+            emit(k)?;
+        }
     }
     Ok((writer.finish()?, observed))
 }

@@ -10,8 +10,10 @@
 //! (a comparison per id, 24 bytes moved) roughly halves the sorts, which
 //! were 14% of a load's CPU; the packed keys also take 16 bytes, not 24,
 //! while the merge reads them (unpacked one at a time). Keys whose varying
-//! bits do not fit are sorted as they are.
+//! bits do not fit are sorted as they are. The packed keys are sorted by
+//! `radix`, not by comparisons.
 
+use super::radix::radix_sort;
 use crate::index::layout::Ordering;
 
 /// Keys in sorted order, packed or not.
@@ -49,6 +51,11 @@ impl<const N: usize> Packing<N> {
         }
         let widths = differ.map(|d| 64 - d.leading_zeros());
         (widths.iter().sum::<u32>() <= 128).then_some(Packing { widths, base })
+    }
+
+    /// Bits of a packed key (all above are zero).
+    fn bits(&self) -> u32 {
+        self.widths.iter().sum()
     }
 
     fn pack(&self, k: &[u64; N]) -> u128 {
@@ -105,7 +112,7 @@ pub(crate) fn sorted_keys<const N: usize>(buffer: &[[u64; N]], ordering: &Orderi
     match Packing::of(keys.clone()) {
         Some(packing) => {
             let mut packed: Vec<u128> = keys.map(|k| packing.pack(&k)).collect();
-            packed.sort_unstable();
+            radix_sort(&mut packed, packing.bits());
             SortedKeys::Packed(packed, packing)
         }
         None => {
@@ -122,7 +129,7 @@ pub(crate) fn sort_dedup<const N: usize>(keys: &mut Vec<[u64; N]>) {
     match Packing::of(keys.iter().copied()) {
         Some(packing) => {
             let mut packed: Vec<u128> = keys.iter().map(|k| packing.pack(k)).collect();
-            packed.sort_unstable();
+            radix_sort(&mut packed, packing.bits());
             packed.dedup();
             keys.clear();
             keys.extend(packed.into_iter().map(|p| packing.unpack(p)));

@@ -659,11 +659,14 @@ pub(super) fn encode(values: &[u64], delta: bool, out: &mut Vec<u64>) {
     let sorted = &mut sorted[..values.len()];
     sorted.copy_from_slice(values);
     sorted.sort_unstable();
-    let (for_words, for_plan) = plan_for(sorted);
     let runs = plan_runs(values).map_or(usize::MAX, |(words, _)| words);
+    let delta = plan_delta(values).filter(|_| delta);
+    // A frame of reference larger than runs or deltas is never chosen; its
+    // exact size then changes no choice below (a larger one is reported).
+    let (for_words, for_plan) = plan_for(sorted, runs.min(delta.map_or(usize::MAX, |(words, _)| words)));
     // Clusters no smaller than these are never chosen.
     let (clustered, cluster_width) = plan_clusters(sorted, for_words.min(runs));
-    if let Some((words, width)) = plan_delta(values).filter(|_| delta) {
+    if let Some((words, width)) = delta {
         if words < for_words.min(runs).min(clustered) {
             return encode_delta(values, width, out);
         }
@@ -721,7 +724,18 @@ fn plan_clusters(sorted: &[u64], words_to_beat: usize) -> (usize, usize) {
         if words(at_least.max(2), width) >= best.0 {
             continue;
         }
-        let n = count_clusters(sorted, width);
+        // The fewest clusters that lose to the best so far (or every
+        // row's own): counting need not go past them.
+        let (mut lo, mut enough) = (at_least.max(2), rows);
+        while lo < enough {
+            let mid = (lo + enough) / 2;
+            if words(mid, width) >= best.0 {
+                enough = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let n = count_clusters(sorted, width, enough);
         if n <= 1 {
             break; // and so every wider width
         }
@@ -733,32 +747,71 @@ fn plan_clusters(sorted: &[u64], words_to_beat: usize) -> (usize, usize) {
     best
 }
 
-/// How many clusters [`clusters`] makes, without making them.
-fn count_clusters(sorted: &[u64], width: usize) -> usize {
+/// How many clusters [`clusters`] makes, without making them, or some
+/// number past `enough` once the count passes it. Each cluster's end is
+/// found by galloping through the sorted values, so a width of few
+/// clusters (the widths that can win) costs a few steps a cluster, not a
+/// step a row.
+fn count_clusters(sorted: &[u64], width: usize, enough: usize) -> usize {
+    if width >= 64 {
+        return 1;
+    }
     let mut n = 1;
-    let mut base = sorted[0];
-    for v in &sorted[1..] {
-        if width < 64 && (v - base) >> width != 0 {
-            n += 1;
-            base = *v;
+    let mut start = 0;
+    while let Some(end) = sorted[start].checked_add(1 << width) {
+        start = first_at_least(sorted, start + 1, end);
+        if start == sorted.len() || n > enough {
+            break;
         }
+        n += 1;
     }
     n
+}
+
+/// The least index from `from` on whose value is at least `bound` in the
+/// ascending `sorted` (its length if none): galloping, then a binary
+/// search of the last stride.
+fn first_at_least(sorted: &[u64], from: usize, bound: u64) -> usize {
+    let mut lo = from;
+    // Near ones first: a few steps before galloping.
+    for _ in 0..4 {
+        if lo == sorted.len() || sorted[lo] >= bound {
+            return lo;
+        }
+        lo += 1;
+    }
+    let mut stride = 1;
+    while lo + stride <= sorted.len() && sorted[lo + stride - 1] < bound {
+        lo += stride;
+        stride *= 2;
+    }
+    let hi = (lo + stride).min(sorted.len());
+    lo + sorted[lo..hi].partition_point(|v| *v < bound)
 }
 
 /// `sorted`: the block's values sorted, as `encode` has them (a value
 /// repeated starts no cluster of its own).
 fn encode_clustered(values: &[u64], sorted: &[u64], width: usize, out: &mut Vec<u64>) {
     let bases = clusters(sorted, width);
-    let cluster_of = |v: u64| bases.partition_point(|b| *b <= v) - 1;
     let index_width = bits(bases.len() as u64 - 1);
     out.push(CLUSTERED as u64 | (width as u64) << 8 | (bases.len() as u64) << 16 | (index_width as u64) << 32);
     out.push(0);
     out.extend_from_slice(&bases);
-    BitStream::pack(values.iter().map(|v| cluster_of(*v) as u64), index_width, out);
+    // Each row's cluster (the last base not above it), searched for once
+    // and only when the row before's does not hold it.
+    let mut cluster = [0usize; BLOCK_ROWS];
+    let mut c = 0;
+    for (i, v) in values.iter().enumerate() {
+        if bases[c] > *v || bases.get(c + 1).is_some_and(|next| next <= v) {
+            c = bases.partition_point(|b| b <= v) - 1;
+        }
+        cluster[i] = c;
+    }
+    let cluster = &cluster[..values.len()];
+    BitStream::pack(cluster.iter().map(|c| *c as u64), index_width, out);
     let mut input = [0u64; BLOCK_ROWS];
     for (i, v) in values.iter().enumerate() {
-        input[i] = v - bases[cluster_of(*v)];
+        input[i] = v - bases[cluster[i]];
     }
     let start = out.len();
     out.resize(start + packed_words(width), 0);
@@ -778,10 +831,15 @@ fn encode_clustered(values: &[u64], sorted: &[u64], width: usize, out: &mut Vec<
 /// at most `allowed` exceptions: such a window starts at one of the first
 /// `allowed + 1` values and reaches `rows - allowed` values on, which
 /// one comparison tells before any counting.
-fn plan_for(sorted: &[u64]) -> (usize, (u64, usize)) {
+///
+/// Only sizes up to `limit` are looked for: when no plan is that small,
+/// the size returned is larger than `limit` (and the plan one of no use).
+fn plan_for(sorted: &[u64], limit: usize) -> (usize, (u64, usize)) {
     let rows = sorted.len();
     let (min, max) = (sorted[0], sorted[rows - 1]);
-    let mut best = (2 + packed_words(bits(max - min)), (min, bits(max - min)));
+    let whole = 2 + packed_words(bits(max - min));
+    let mut best = (whole.min(limit.saturating_add(1)), (min, bits(max - min)));
+    let longest = longest_runs_of_steps(sorted);
     for width in 0..bits(max - min) {
         // Words left for exceptions if this width is to win.
         let Some(room) = best.0.checked_sub(2 + packed_words(width) + 1) else { break };
@@ -793,6 +851,11 @@ fn plan_for(sorted: &[u64]) -> (usize, (u64, usize)) {
         let span = 1u64 << width;
         // At least `least` values kept: starts 0..=allowed.
         let least = rows - allowed;
+        // A window's values are neighbours whose steps are all narrower
+        // than it: none holds more than the longest such run.
+        if longest[width] + 1 < least {
+            continue;
+        }
         let (mut j, mut kept, mut base) = (0, 0, min);
         for i in 0..=allowed {
             if i + least > rows {
@@ -801,10 +864,10 @@ fn plan_for(sorted: &[u64]) -> (usize, (u64, usize)) {
             if sorted[i + least - 1] - sorted[i] >= span {
                 continue;
             }
-            j = j.max(i + least);
-            while j < rows && sorted[j] - sorted[i] < span {
-                j += 1;
-            }
+            j = match sorted[i].checked_add(span) {
+                Some(end) => first_at_least(sorted, j.max(i + least), end),
+                None => rows,
+            };
             if j - i > kept {
                 kept = j - i;
                 base = sorted[i];
@@ -820,6 +883,51 @@ fn plan_for(sorted: &[u64]) -> (usize, (u64, usize)) {
         }
     }
     best
+}
+
+/// For each width `w`, the most consecutive steps between the `sorted`
+/// values that are all below `2^w` (of at most `w` bits): the steps are
+/// taken from the narrowest up, each joining the runs on either side of
+/// it.
+fn longest_runs_of_steps(sorted: &[u64]) -> [usize; 65] {
+    let steps = sorted.len() - 1;
+    // The steps ordered by their bit lengths (a counting sort).
+    let mut step_bits = [0u8; BLOCK_ROWS];
+    let mut starts = [0usize; 66];
+    for (k, pair) in sorted.windows(2).enumerate() {
+        step_bits[k] = bits(pair[1] - pair[0]) as u8;
+        starts[step_bits[k] as usize + 1] += 1;
+    }
+    for b in 0..65 {
+        starts[b + 1] += starts[b];
+    }
+    let mut order = [0u16; BLOCK_ROWS];
+    let mut next = starts;
+    for (k, b) in step_bits[..steps].iter().enumerate() {
+        order[next[*b as usize]] = k as u16;
+        next[*b as usize] += 1;
+    }
+    // For a run of taken steps from `a` to `b`: start_of[b] = a and
+    // end_of[a] = b (exact at the runs' ends only).
+    let mut taken = [false; BLOCK_ROWS];
+    let mut start_of = [0u16; BLOCK_ROWS];
+    let mut end_of = [0u16; BLOCK_ROWS];
+    let mut longest = [0usize; 65];
+    let mut most = 0;
+    for b in 0..65 {
+        for &k in &order[starts[b]..starts[b + 1]] {
+            let k = k as usize;
+            taken[k] = true;
+            let a = if k > 0 && taken[k - 1] { start_of[k - 1] as usize } else { k };
+            let e = if k + 1 < steps && taken[k + 1] { end_of[k + 1] as usize } else { k };
+            start_of[e] = a as u16;
+            end_of[a] = e as u16;
+            most = most.max(e - a + 1);
+        }
+        // Width `b` holds the steps of at most `b` bits.
+        longest[b] = most;
+    }
+    longest
 }
 
 fn encode_for(values: &[u64], (base, width): (u64, usize), out: &mut Vec<u64>) {
@@ -1187,12 +1295,33 @@ mod tests {
         for values in &cases {
             let mut sorted = values.clone();
             sorted.sort_unstable();
-            assert_eq!(plan_for(&sorted), plan_for_every_window(values), "{values:?}");
+            let every_for = plan_for_every_window(values);
+            let longest = longest_runs_of_steps(&sorted);
+            for width in [0, 1, 5, 17, 40, 64] {
+                let mut run = 0;
+                let mut most = 0;
+                for pair in sorted.windows(2) {
+                    run = if bits(pair[1] - pair[0]) <= width { run + 1 } else { 0 };
+                    most = most.max(run);
+                }
+                assert_eq!(longest[width], most, "{values:?}");
+            }
+            assert_eq!(plan_for(&sorted, usize::MAX), every_for, "{values:?}");
+            // Up to a limit: the same plan when it is that small, else a
+            // size past the limit.
+            for limit in [every_for.0, every_for.0 - 1, every_for.0 / 2, 40, 0] {
+                let plan = plan_for(&sorted, limit);
+                if every_for.0 <= limit {
+                    assert_eq!(plan, every_for, "{values:?}");
+                } else {
+                    assert!(plan.0 > limit, "{values:?}");
+                }
+            }
             let every = plan_clusters_every_width(values);
             assert_eq!(plan_clusters(&sorted, usize::MAX), every, "{values:?}");
             // With a size to beat, as `encode` asks: the same plan when
             // it wins, else none smaller than the size.
-            for to_beat in [every.0, every.0 + 1, plan_for(&sorted).0, 40] {
+            for to_beat in [every.0, every.0 + 1, every_for.0, 40] {
                 let plan = plan_clusters(&sorted, to_beat);
                 if every.0 < to_beat {
                     assert_eq!(plan, every, "{values:?}");

@@ -111,9 +111,7 @@ pub fn term_key(term: TermRef<'_>) -> TermKey<'_> {
             }
             if let Some(lang) = l.language() {
                 let mut bytes = Vec::with_capacity(lang.len() + 1 + l.value().len());
-                bytes.extend_from_slice(lang.as_bytes());
-                bytes.push(0);
-                bytes.extend_from_slice(l.value().as_bytes());
+                serialize_with_head(lang, l.value(), &mut bytes);
                 return TermKey::Dictionary { tag: tag::LANG_STRING, bytes: bytes.into() };
             }
             let datatype = l.datatype().as_str();
@@ -124,13 +122,20 @@ pub fn term_key(term: TermRef<'_>) -> TermKey<'_> {
                 return TermKey::Dictionary { tag: tag::STRING, bytes: l.value().as_bytes().into() };
             }
             let mut bytes = Vec::with_capacity(datatype.len() + 1 + l.value().len());
-            bytes.extend_from_slice(datatype.as_bytes());
-            bytes.push(0);
-            bytes.extend_from_slice(l.value().as_bytes());
+            serialize_with_head(datatype, l.value(), &mut bytes);
             TermKey::Dictionary { tag: tag::TYPED, bytes: bytes.into() }
         }
         TermRef::Triple(t) => TermKey::Triple(t),
     }
+}
+
+/// Appends the serialized form of a language-tagged string (`head` its
+/// language) or a typed literal (`head` its datatype) to `out`:
+/// `head NUL lexical`.
+pub(crate) fn serialize_with_head(head: &str, lexical: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(head.as_bytes());
+    out.push(0);
+    out.extend_from_slice(lexical.as_bytes());
 }
 
 /// The id a new dictionary term gets from its sequence number: a

@@ -7,6 +7,7 @@ mod cache;
 pub mod inline;
 pub mod range;
 
+pub(crate) use dictionary::serialize_with_head;
 pub use dictionary::{decode_entry, decode_term, new_dictionary_id, triple_bytes, triple_ids, term2id_key, term_key, Dictionary, TermKey, KEYED_BY_BYTES};
 pub use cache::{IdCache, TermCache};
 pub use id::{lang_code, tag, TermId};
