@@ -331,6 +331,16 @@ pub trait Cursor {
 /// Writes one sorted run.
 pub trait SortedRunWriter: Send {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Puts the key of `ids` (at most eight), each big-endian, with an
+    /// empty value: a quad index's row. A writer that stores rows as ids
+    /// (a segment) takes them without the round trip through bytes.
+    fn put_ids(&mut self, ids: &[u64]) -> Result<()> {
+        let mut key = [0u8; 64];
+        for (j, id) in ids.iter().enumerate() {
+            key[j * 8..j * 8 + 8].copy_from_slice(&id.to_be_bytes());
+        }
+        self.put(&key[..ids.len() * 8], &[])
+    }
     /// Number of entries written so far.
     fn len(&self) -> u64;
     fn finish(self: Box<Self>) -> Result<SortedRun>;

@@ -39,6 +39,11 @@ impl NewTerms {
     pub fn bytes(&self, t: &NewTerm) -> &[u8] {
         &self.arena[t.start..t.start + t.len]
     }
+
+    /// The bytes of every term together.
+    pub fn arena_len(&self) -> usize {
+        self.arena.len()
+    }
 }
 
 /// A resolved term. `tag` 0 (the default graph's, which no dictionary

@@ -173,7 +173,6 @@ pub(crate) fn merge_into<const N: usize>(
 ) -> Result<(SortedRun, Observed)> {
     let mut observed = Observed::default();
     let mut last: Option<[u64; N]> = None;
-    let mut key = [0u8; 32];
     let mut emit = |k: [u64; N]| -> Result<()> {
         if last == Some(k) {
             return Ok(());
@@ -205,10 +204,7 @@ pub(crate) fn merge_into<const N: usize>(
                 }
             }
         }
-        for (j, id) in k.iter().enumerate() {
-            key[j * 8..j * 8 + 8].copy_from_slice(&id.to_be_bytes());
-        }
-        writer.put(&key[..N * 8], &[])?;
+        writer.put_ids(&k)?;
         observed.keys += 1;
         last = Some(k);
         Ok(())

@@ -915,15 +915,23 @@ impl SortedRunWriter for SegmentRunWriter {
         if key.len() != columns * 8 {
             return Err(rhizome_kv::Error::Engine(format!("a key of {} bytes in the {} index", key.len(), ORDERINGS[self.slot].name())));
         }
-        let writer = match &mut self.writer {
-            Some(w) => w,
-            None => self.writer.insert(SegmentWriter::create(&self.path, columns).map_err(engine)?),
-        };
         let mut words = [0u64; 4];
         for (i, chunk) in key.chunks_exact(8).enumerate() {
             words[i] = u64::from_be_bytes(chunk.try_into().expect("8 bytes"));
         }
-        writer.push(&words[..columns]).map_err(engine)?;
+        self.put_ids(&words[..columns])
+    }
+
+    fn put_ids(&mut self, ids: &[u64]) -> rhizome_kv::Result<()> {
+        let columns = columns(self.slot);
+        if ids.len() != columns {
+            return Err(rhizome_kv::Error::Engine(format!("a key of {} ids in the {} index", ids.len(), ORDERINGS[self.slot].name())));
+        }
+        let writer = match &mut self.writer {
+            Some(w) => w,
+            None => self.writer.insert(SegmentWriter::create(&self.path, columns).map_err(engine)?),
+        };
+        writer.push(ids).map_err(engine)?;
         self.rows += 1;
         Ok(())
     }

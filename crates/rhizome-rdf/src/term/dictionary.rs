@@ -77,17 +77,22 @@ const HASHED: u8 = 0xFF;
 /// The `term2id` key of a dictionary term, and whether it is a hash (its
 /// value then lists every id with that hash).
 pub fn term2id_key(tag: u8, bytes: &[u8]) -> (Vec<u8>, bool) {
+    let mut key = Vec::with_capacity(1 + bytes.len().min(KEYED_BY_BYTES));
+    let hashed = term2id_key_into(tag, bytes, &mut key);
+    (key, hashed)
+}
+
+/// [`term2id_key`] appended to `out` (a loader writes a million of them).
+pub fn term2id_key_into(tag: u8, bytes: &[u8], out: &mut Vec<u8>) -> bool {
     if bytes.len() <= KEYED_BY_BYTES {
-        let mut key = Vec::with_capacity(1 + bytes.len());
-        key.push(tag);
-        key.extend_from_slice(bytes);
-        (key, false)
+        out.push(tag);
+        out.extend_from_slice(bytes);
+        false
     } else {
-        let mut key = Vec::with_capacity(10);
-        key.push(HASHED);
-        key.push(tag);
-        key.extend_from_slice(&TermKey::hash(tag, bytes).to_be_bytes());
-        (key, true)
+        out.push(HASHED);
+        out.push(tag);
+        out.extend_from_slice(&TermKey::hash(tag, bytes).to_be_bytes());
+        true
     }
 }
 
