@@ -524,28 +524,43 @@ impl<'a> Column<'a> {
                     return;
                 }
                 let (values, deltas) = (BitStream { words: values, width: value_width }, BitStream { words: deltas, width });
-                // From the last exception at or before `from`, row by row.
+                // From the last exception at or before `from`: its steps up
+                // to `from` summed, then each stretch between exceptions
+                // read as one run of the step stream (a step of row r after
+                // exception i is the stream's value r - i - 1), not a bit
+                // lookup per row.
                 let mut i = search_positions(positions, count, from).unwrap_or_else(|after| after - 1);
                 let mut row = position(positions, i);
                 let mut id = base.wrapping_add(values.get(i));
-                let mut step = row - i;
-                let mut next = if i + 1 < count { position(positions, i + 1) } else { usize::MAX };
+                if row == from {
+                    out[0] = id;
+                }
                 loop {
-                    if row >= from {
-                        out[row - from] = id;
+                    let next = if i + 1 < count { position(positions, i + 1) } else { usize::MAX };
+                    let stretch_end = next.min(to);
+                    if stretch_end > row + 1 {
+                        if width > 0 {
+                            // Rows before `from` (in the first stretch only)
+                            // are summed, not written.
+                            let first = row + 1;
+                            deltas.for_each_from(row - i, stretch_end - first, |k, step| {
+                                id = id.wrapping_add(step);
+                                if first + k >= from {
+                                    out[first + k - from] = id;
+                                }
+                            });
+                        } else {
+                            let at = (row + 1).max(from) - from;
+                            out[at..stretch_end - from].fill(id);
+                        }
                     }
-                    row += 1;
-                    if row == to {
+                    if next >= to {
                         break;
                     }
-                    if row == next {
-                        i += 1;
-                        id = base.wrapping_add(values.get(i));
-                        next = if i + 1 < count { position(positions, i + 1) } else { usize::MAX };
-                    } else {
-                        id = id.wrapping_add(deltas.get(step));
-                        step += 1;
-                    }
+                    i += 1;
+                    id = base.wrapping_add(values.get(i));
+                    out[next - from] = id;
+                    row = next;
                 }
             }
         }
@@ -1090,6 +1105,16 @@ mod tests {
             let mut out = vec![0u64; to - from];
             column.decode_range(from, &mut out);
             assert_eq!(out, &values[from..to], "rows {from}..{to}");
+        }
+        // Lookup-sized windows (1 to 40 rows) from rows on and between
+        // a DELTA column's full ids.
+        for from in (0..n).step_by(7) {
+            for len in [1, 2, 3, 17, 33, 40] {
+                let to = (from + len).min(n);
+                let mut out = vec![0u64; to - from];
+                column.decode_range(from, &mut out);
+                assert_eq!(out, &values[from..to], "rows {from}..{to}");
+            }
         }
         equal_ranges_match(&column, values);
         words.len()
