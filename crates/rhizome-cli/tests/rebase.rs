@@ -146,15 +146,19 @@ fn fill(s: &Served) -> String {
     base
 }
 
-/// Runs `/work/shared/peers/couchdb/start` in a folder of its own, and
-/// `stop` when dropped.
+/// Runs the peer CouchDB's `start` (`$RHIZOME_SHARED/peers/couchdb`, or
+/// `../shared` beside the clone) in a folder of its own, and `stop` when
+/// dropped.
 struct CouchDb {
     dir: PathBuf,
     url: String,
 }
 
 fn couchdb_peer() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/couchdb")
+    let shared = std::env::var_os("RHIZOME_SHARED").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+    let peer = shared.join("peers/couchdb");
+    assert!(peer.join("start").exists(), "no peer CouchDB at {} (set RHIZOME_SHARED)", peer.display());
+    peer
 }
 
 impl CouchDb {

@@ -6,8 +6,9 @@
 //!
 //! The data is the `rdf-tests` checkout described in
 //! `shared/conformance/README.md`: `$RHIZOME_CONFORMANCE` (the folder holding
-//! `rdf-tests/`, or `rdf-tests` itself), or else `shared/conformance` beside
-//! the repository. Missing data fails the test, never passes it.
+//! `rdf-tests/`, or `rdf-tests` itself), or else `conformance` in
+//! `$RHIZOME_SHARED` or in `shared` beside the repository. Missing data fails
+//! the test, never passes it.
 
 use oxrdf::vocab::rdf;
 use oxrdf::{Graph, NamedNode, NamedNodeRef, NamedOrBlankNode, Term, TermRef};
@@ -26,8 +27,11 @@ pub const MF: &str = "http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#"
 pub fn conformance_root(marker: &str) -> PathBuf {
     let dir = match std::env::var_os("RHIZOME_CONFORMANCE") {
         Some(d) => PathBuf::from(d),
-        // Every crate of the workspace sits two folders below its root.
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
+        None => match std::env::var_os("RHIZOME_SHARED") {
+            Some(shared) => PathBuf::from(shared).join("conformance"),
+            // Every crate of the workspace sits two folders below its root.
+            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
+        },
     };
     for candidate in [dir.join("rdf-tests"), dir.clone()] {
         if candidate.join(marker).exists() {
@@ -36,7 +40,7 @@ pub fn conformance_root(marker: &str) -> PathBuf {
     }
     panic!(
         "the W3C conformance data is missing: no {marker} under {} (set RHIZOME_CONFORMANCE to the folder holding rdf-tests/, \
-         or put shared/conformance beside the repository)",
+         RHIZOME_SHARED to the folder holding conformance/, or put shared/conformance beside the repository)",
         dir.display()
     );
 }
