@@ -24,10 +24,7 @@ const PEER_ADMIN: &str = "admin:secret";
 
 impl CouchPeer {
     fn start() -> CouchPeer {
-        let shared = std::env::var_os("RHIZOME_SHARED")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-        let scripts = shared.join("peers/couchdb");
+        let scripts = common::couchdb::peer_folder();
         assert!(scripts.join("start").exists(), "the CouchDB peer is missing at {}", scripts.display());
         let dir = tempfile::tempdir().expect("a temporary folder");
         let port = free_port();

@@ -155,8 +155,7 @@ struct CouchDb {
 }
 
 fn couchdb_peer() -> PathBuf {
-    let shared = std::env::var_os("RHIZOME_SHARED").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    let peer = shared.join("peers/couchdb");
+    let peer = common::couchdb::peer_folder();
     assert!(peer.join("start").exists(), "no peer CouchDB at {} (set RHIZOME_SHARED)", peer.display());
     peer
 }

@@ -15,7 +15,7 @@ pub struct CouchDbPeer {
 }
 
 /// The peer's folder: `RHIZOME_SHARED` or `../shared` beside the clone.
-fn peer_folder() -> PathBuf {
+pub fn peer_folder() -> PathBuf {
     let shared = std::env::var_os("RHIZOME_SHARED")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
