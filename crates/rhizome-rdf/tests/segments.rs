@@ -107,6 +107,11 @@ fn compare(snapshot: &StoreSnapshot, model: &BTreeSet<ModelQuad>, context: &str)
             let want: BTreeSet<[TermId; 4]> = model_ids.iter().filter(|c| (0..4).all(|i| mask & (1 << i) == 0 || c[i] == probe[i])).copied().collect();
             assert_eq!(got.iter().copied().collect::<BTreeSet<_>>(), want, "{context}: pattern {pattern:?}");
             assert_eq!(got.len(), want.len(), "{context}: a quad twice for {pattern:?}");
+            // A reusable scan's count from the blocks, where it gives one.
+            let scan = rhizome_rdf::QuadScan::reusable(snapshot.kv(), pattern, snapshot.families());
+            if let Some(n) = scan.count_pattern(pattern).unwrap() {
+                assert_eq!(n as usize, want.len(), "{context}: count of {pattern:?}");
+            }
         }
         assert_eq!(snapshot.contains(probe).unwrap(), model_ids.contains(probe), "{context}: contains {probe:?}");
     }
@@ -716,7 +721,16 @@ fn a_reused_scan_looks_up_leading_ids_through_the_delta_and_a_merge() {
         }
         let pattern = |(p, o): (TermId, TermId)| QuadPattern { p: Some(p), o: Some(o), ..QuadPattern::default() };
         let mut scan = rhizome_rdf::QuadScan::reusable(snapshot.kv(), pattern(keys[0]), snapshot.families());
+        let (mut counted, mut read) = (0, 0);
         for (n, key) in keys.iter().enumerate() {
+            // Counted from the blocks before the rebind, the scan unmoved:
+            // keys no delta entry falls among; the others are read.
+            let count = scan.count_pattern(pattern(*key)).unwrap();
+            if count.is_some() {
+                counted += 1
+            } else {
+                read += 1
+            }
             assert!(scan.rebind(pattern(*key)));
             let got: Vec<[TermId; 4]> = if n % 3 == 0 {
                 let mut batch = QuadBatch::default();
@@ -728,7 +742,11 @@ fn a_reused_scan_looks_up_leading_ids_through_the_delta_and_a_merge() {
             let want: BTreeSet<[TermId; 4]> = ids.iter().filter(|q| (q[1], q[2]) == *key).copied().collect();
             assert_eq!(got.len(), want.len(), "round {round}: {key:?} once each");
             assert_eq!(got.into_iter().collect::<BTreeSet<_>>(), want, "round {round}: {key:?}");
+            if let Some(c) = count {
+                assert_eq!(c as usize, want.len(), "round {round}: {key:?} counted");
+            }
         }
+        assert!(counted > 0 && read > 0, "round {round}: {counted} keys counted, {read} read");
         keys.reverse();
     }
     let after = store.snapshot().unwrap();

@@ -647,6 +647,36 @@ impl<'a> QuadScan<'a> {
         true
     }
 
+    /// How many quads match `pattern`, counted from the segments' blocks
+    /// without reading them (a COUNT's last pattern, whose quads are
+    /// only counted), when this reusable scan's streams would read it on
+    /// segments with no delta entry among its keys; `None` otherwise (the
+    /// caller rebinds and reads). The scan does not move.
+    pub fn count_pattern(&self, pattern: QuadPattern) -> Result<Option<u64>> {
+        let plan = stream_plan(pattern, self.families);
+        if plan.streams.len() != self.streams.len() {
+            return Ok(None);
+        }
+        let mut n = 0;
+        for (s, (ordering, bound)) in self.streams.iter().zip(&plan.streams) {
+            let KeyCursor::Index(cursor) = &s.cursor else { return Ok(None) };
+            if !s.check_prefix || s.ordering.ks != ordering.ks {
+                return Ok(None);
+            }
+            let prefix = key_prefix(ordering, bound);
+            // Every bound component in the prefix: the keys are then
+            // exactly the pattern's quads (no filter after the index).
+            if prefix.len() / 8 != bound.iter().filter(|b| b.is_some()).count() {
+                return Ok(None);
+            }
+            match cursor.count_prefix(&prefix)? {
+                Some(k) => n += k,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(n))
+    }
+
     /// Every quad whose subject is `start` or after it in id order, in
     /// subject order (range scans over documents), reading only the
     /// families `families` says hold quads.

@@ -539,6 +539,60 @@ impl Segment {
         SegmentCursor { segment: self, block: self.fences.len(), row: 0, view: None, decoded: None, window_block: usize::MAX, window: 0..0, window_ids: Box::new([[0; WINDOW_ROWS]; MAX_COLUMNS]), random_reads: 0, sought: NOT_SOUGHT }
     }
 
+    /// How many keys start with `target` (1 to `columns` leading ids),
+    /// without decoding them: the rows are found as a seek finds them
+    /// (the fences, then the block's columns one by one); when they run
+    /// past the block, the first key after them is found the same way
+    /// and the fences' row counts give the rows between.
+    pub fn count_prefix(&self, target: &[u64]) -> Result<u64> {
+        let (b, lo, hi) = self.locate(target)?;
+        if b == self.fences.len() {
+            return Ok(0);
+        }
+        if hi < self.fences[b].rows {
+            return Ok((hi - lo) as u64);
+        }
+        let from = self.fences[b].before + lo as u64;
+        // The prefix after `target` (its last id plus one, carried).
+        let mut next = target.to_vec();
+        while let Some(last) = next.pop() {
+            if let Some(up) = last.checked_add(1) {
+                next.push(up);
+                break;
+            }
+        }
+        if next.is_empty() {
+            return Ok(self.rows - from);
+        }
+        let (b2, lo2, _) = self.locate(&next)?;
+        let until = match self.fences.get(b2) {
+            Some(f) => f.before + lo2 as u64,
+            None => self.rows,
+        };
+        Ok(until - from)
+    }
+
+    /// The last block starting before `target`, the first of its rows at
+    /// or after `target`, and the end of the rows starting with it (a
+    /// block's row count when they may go on into the next); the block
+    /// is `blocks()` when there are none.
+    fn locate(&self, target: &[u64]) -> Result<(usize, usize, usize)> {
+        if self.fences.is_empty() {
+            return Ok((0, 0, 0));
+        }
+        let before = self.fences.partition_point(|f| compare_prefix(|c| f.first[c], target) == std::cmp::Ordering::Less);
+        let b = before.saturating_sub(1);
+        let block = self.block(b)?;
+        let (mut lo, mut hi) = (0, block.rows);
+        for (c, &t) in target.iter().enumerate() {
+            (lo, hi) = block.columns[c].equal_range(lo, hi, t);
+            if lo == hi {
+                break;
+            }
+        }
+        Ok((b, lo, hi))
+    }
+
     /// Whether the segment holds `key` (all its ids).
     pub fn contains(&self, key: &[u64]) -> Result<bool> {
         let mut cursor = self.cursor();
@@ -599,6 +653,11 @@ pub struct SegmentCursor<'a> {
 const NOT_SOUGHT: (usize, usize, usize) = (usize::MAX, 0, 0);
 
 impl<'a> SegmentCursor<'a> {
+    /// The segment the cursor reads.
+    pub fn segment(&self) -> &'a Segment {
+        self.segment
+    }
+
     pub fn valid(&self) -> bool {
         self.block < self.segment.fences.len()
     }

@@ -151,6 +151,39 @@ impl<'a> IndexCursor<'a> {
         }
     }
 
+    /// How many keys a reader at the cursor's sequence sees that start
+    /// with `prefix` (whole ids), counted from the segment's blocks
+    /// without reading the keys, when the segment alone holds them: `None`
+    /// when a delta entry falls among them (the caller reads them), or the
+    /// cursor is bounded (it answers for its bounds, not a prefix). The
+    /// cursor does not move.
+    pub fn count_prefix(&self, prefix: &[u8]) -> crate::Result<Option<u64>> {
+        if prefix.len() % 8 != 0 || prefix.len() > self.columns * 8 || self.lower != Bound::Unbounded || self.upper != Bound::Unbounded {
+            return Ok(None);
+        }
+        let ids: Vec<u64> = prefix.chunks(8).map(|c| u64::from_be_bytes(c.try_into().expect("eight bytes"))).collect();
+        let mut from = [0u64; 4];
+        from[..ids.len()].copy_from_slice(&ids);
+        // The first key after the prefix's (its last id plus one, carried).
+        let mut until = None;
+        for i in (0..ids.len()).rev() {
+            if let Some(up) = ids[i].checked_add(1) {
+                let mut k = [0u64; 4];
+                k[..i].copy_from_slice(&ids[..i]);
+                k[i] = up;
+                until = Some(k);
+                break;
+            }
+        }
+        if self.delta.any_between(&from, until.as_ref()) {
+            return Ok(None);
+        }
+        match &self.segment {
+            Some(seg) => Ok(Some(seg.segment().count_prefix(&ids)?)),
+            None => Ok(Some(0)),
+        }
+    }
+
     /// The current key as ids (for merges, which write them as ids).
     pub fn current_key(&self) -> Option<Key> {
         self.current

@@ -265,6 +265,17 @@ impl Delta {
         Self::get_in(&runs, &last, at).map(|there| (last, there))
     }
 
+    /// Whether any run holds an entry (of any version, seen by a reader
+    /// or not) from `from` on and below `until`: when none does, the
+    /// segment alone answers for those keys (a count from its blocks).
+    pub fn any_between(&self, from: &Key, until: Option<&Key>) -> bool {
+        !self.is_empty()
+            && self.runs().iter().any(|run| {
+                let p = run.partition_point(|e| e.key < *from);
+                run.get(p).is_some_and(|e| until.is_none_or(|u| e.key < *u))
+            })
+    }
+
     /// Whether a reader at `at` sees any entry.
     pub fn any_at(&self, at: u64) -> bool {
         !self.is_empty() && self.runs().iter().any(|r| r.iter().any(|e| seq_of(e.version) <= at))

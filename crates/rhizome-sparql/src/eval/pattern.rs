@@ -351,27 +351,38 @@ impl<'a> Evaluator<'a> {
     /// is then built where the caller keeps it, not moved once per lookup.
     #[inline(always)]
     fn pattern_quads(self: &Rc<Self>, p: &'a QuadPlan, row: &Row, pool: &ScanPool<'a>, g: Option<TermId>, hashable: bool) -> Result<Option<PatternQuads<'a>>> {
-        let (s, pr, o) = (p.s.value(row), p.p.value(row), p.o.value(row));
-        let pattern = QuadPattern { s, p: pr, o, g };
-        Ok(Some(match hashable.then(|| self.hashed_pattern(p, pool, pattern)) {
-            Some(Err(e)) => return Err(e),
-            Some(Ok(Some(hashed))) => {
-                let group = hashed.group(pattern);
-                if group.is_empty() {
-                    return Ok(None);
-                }
-                PatternQuads::Hashed(hashed, group)
-            }
-            _ => {
-                let mut scan = Lookup::new(self, pool, pattern);
-                if o.is_none() {
-                    if let Some(ranges) = &p.o_ranges {
-                        scan.restrict(ranges.clone(), s.is_some());
-                    }
-                }
-                PatternQuads::Lookup(Box::new(scan))
-            }
+        let pattern = QuadPattern { s: p.s.value(row), p: p.p.value(row), o: p.o.value(row), g };
+        match self.hashed_group(p, pool, pattern, hashable)? {
+            Some(found) => Ok(found),
+            None => Ok(Some(self.lookup_quads(p, pool, pattern))),
+        }
+    }
+
+    /// The group of the pattern hashed that `pattern` (the row's values)
+    /// probes (`Some(None)`: none), or `None` when the pattern is not
+    /// hashed (yet): the caller looks up.
+    #[inline(always)]
+    fn hashed_group(self: &Rc<Self>, p: &'a QuadPlan, pool: &ScanPool<'a>, pattern: QuadPattern, hashable: bool) -> Result<Option<Option<PatternQuads<'a>>>> {
+        if !hashable {
+            return Ok(None);
+        }
+        Ok(self.hashed_pattern(p, pool, pattern)?.map(|hashed| {
+            let group = hashed.group(pattern);
+            (!group.is_empty()).then(|| PatternQuads::Hashed(hashed, group))
         }))
+    }
+
+    /// A lookup of `pattern`'s quads (its object restricted to the
+    /// pattern's ranges when unbound).
+    #[inline(always)]
+    fn lookup_quads(&self, p: &'a QuadPlan, pool: &ScanPool<'a>, pattern: QuadPattern) -> PatternQuads<'a> {
+        let mut scan = Lookup::new(self, pool, pattern);
+        if pattern.o.is_none() {
+            if let Some(ranges) = &p.o_ranges {
+                scan.restrict(ranges.clone(), pattern.s.is_some());
+            }
+        }
+        PatternQuads::Lookup(Box::new(scan))
     }
 
     /// How many rows `row` extends to with the quads of `p`, without
@@ -379,9 +390,33 @@ impl<'a> Evaluator<'a> {
     /// COUNT over a BGP whose last pattern binds nothing read above it.
     pub(super) fn count_quad(self: &Rc<Self>, p: &'a QuadPlan, row: &Row, pool: &ScanPool<'a>) -> Result<u64> {
         let (graphs, skip_default, graph_var, hashable) = self.quad_scope(p, row);
+        // Every quad of a lookup counts (no graph to skip or bind, no
+        // variable repeated, no object range to filter): the index's
+        // blocks count them without reading them, when they can.
+        let [s, pr, o] = [p.s, p.p, p.o].map(|slot| slot.var().filter(|v| row[*v].is_none()));
+        let repeats = (s.is_some() && (s == pr || s == o)) || (pr.is_some() && pr == o);
+        let every_quad_counts = !skip_default && graph_var.is_none() && !repeats && (p.o_ranges.is_none() || o.is_none());
         let mut n = 0;
         for &g in graphs.iter() {
-            let Some(mut quads) = self.pattern_quads(p, row, pool, g, hashable)? else { continue };
+            let pattern = QuadPattern { s: p.s.value(row), p: p.p.value(row), o: p.o.value(row), g };
+            let found = match self.hashed_group(p, pool, pattern, hashable)? {
+                Some(found) => found,
+                None => {
+                    // A scan kept from an earlier lookup counts without
+                    // moving; the first lookup reads (and leaves its scan).
+                    let counted = match pool.borrow().scans.last() {
+                        Some(scan) if every_quad_counts => scan.count_pattern(pattern)?,
+                        _ => None,
+                    };
+                    if let Some(k) = counted {
+                        self.limits.check_weighted(k as usize)?;
+                        n += k;
+                        continue;
+                    }
+                    Some(self.lookup_quads(p, pool, pattern))
+                }
+            };
+            let Some(mut quads) = found else { continue };
             if let PatternQuads::Hashed(_, group) = &quads {
                 // The group agrees with the row on every position the row
                 // binds (its key), and the graph is not bound: each quad

@@ -81,6 +81,9 @@ fn keys_read_back_in_order_and_every_seek_finds_the_first_key_at_or_after_its_ta
             let mut lower = [0u64; MAX_COLUMNS];
             lower[..len].copy_from_slice(&target[..len]);
             let expected = set.range(lower..).next().copied();
+            // The keys starting with the target, counted from the blocks.
+            let starting = keys.iter().filter(|k| k[..len] == target[..len]).count();
+            assert_eq!(segment.count_prefix(&target[..len]).unwrap(), starting as u64, "n {n}, count of {:x?}", &target[..len]);
             // Seeks from wherever the cursor was, as reused scans do.
             cursor.seek(&target[..len]).unwrap();
             assert_eq!(cursor.valid().then(|| cursor.key()), expected, "n {n}, target {:x?}", &target[..len]);
@@ -94,6 +97,36 @@ fn keys_read_back_in_order_and_every_seek_finds_the_first_key_at_or_after_its_ta
         for k in keys.iter().step_by(97) {
             assert!(segment.contains(&k[..columns]).unwrap());
         }
+    }
+}
+
+/// Counts of prefixes whose keys run over several blocks (a predicate's
+/// thousands of quads), end at a block's last row, or sit before every
+/// key and after the last, against the keys themselves.
+#[test]
+fn a_prefix_count_spans_blocks_from_the_fences() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut keys = Vec::new();
+    for lead in 0..12u64 {
+        // 0, 1, 2, ... 3,300 keys under a leading id: within one block, to
+        // its very end, and over up to four blocks.
+        let n = [0, 1, 2, 1023, 1024, 1025, 2048, 3300, 5, 700, 1500, 64][lead as usize];
+        for i in 0..n {
+            keys.push([10 + lead * 2, 5 + i / 300, 1000 + i, 0]);
+        }
+    }
+    let segment = Segment::open(&write(dir.path(), "spans", &keys, 3)).unwrap();
+    let mut targets: Vec<Vec<u64>> = vec![vec![], vec![0], vec![u64::MAX], vec![9], vec![u64::MAX, u64::MAX]];
+    for lead in 8..36u64 {
+        targets.push(vec![lead]);
+        for second in 4..17u64 {
+            targets.push(vec![lead, second]);
+            targets.push(vec![lead, second, 1000 + (second - 5) * 300]);
+        }
+    }
+    for target in targets {
+        let want = keys.iter().filter(|k| k[..target.len()] == target[..]).count() as u64;
+        assert_eq!(segment.count_prefix(&target).unwrap(), want, "count of {target:?}");
     }
 }
 
