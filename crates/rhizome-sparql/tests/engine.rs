@@ -965,6 +965,14 @@ fn check_counts(store: &Store, mode: DatasetMode, merged: bool) {
         "?s :advisor ?p . GRAPH ?g { ?p :memberOf ?d }",
         "GRAPH ?g { ?s :advisor ?p } GRAPH ?g { ?p :memberOf ?d }",
         "?s :advisor ?p . ?p :memberOf ?d . ?x :memberOf ?d",
+        // The last pattern on the subject the one before binds (counted),
+        // and on a subject bound before both (a star, read together).
+        "?s :advisor :p3 . ?s :advisor ?p",
+        "?p :memberOf :d2 . ?s :advisor ?p . ?s :advisor ?q",
+        "?s :advisor :p3 . ?s :advisor ?p . ?s :advisor ?q",
+        // A union's count is its sides' counts added.
+        "{ ?s :advisor ?p . ?p :memberOf ?d } UNION { ?s :memberOf ?d }",
+        "{ ?s :advisor ?p } UNION { { ?s :advisor ?p . ?p :memberOf :d1 } UNION { ?s :advisor ?s } }",
     ] {
         let rows_query = format!("PREFIX : <http://ex/> SELECT * {{ {body} }}");
         let count_query = format!("PREFIX : <http://ex/> SELECT (COUNT(*) AS ?n) {{ {body} }}");

@@ -138,6 +138,12 @@ impl<'a> Evaluator<'a> {
         if let Plan::Project(projected, _) = inner {
             return self.count_rows(projected);
         }
+        // A union's rows are its two sides' rows, one after the other:
+        // each side counted the way it can be (a join's last pattern from
+        // its index blocks).
+        if let Plan::Union(left, right) = inner {
+            return Ok(self.count_rows(left)? + self.count_rows(right)?);
+        }
         if let Plan::Bgp(patterns) = inner {
             if let [p @ crate::plan::QuadPlan { o_ranges: None, .. }] = patterns.as_slice() {
                 let vars: Vec<Var> = [p.s.var(), p.p.var(), p.o.var(), self.graph_var_to_bind(p.g)].into_iter().flatten().collect();
@@ -174,8 +180,15 @@ impl<'a> Evaluator<'a> {
             // runs the rows, to count what every pattern gives).
             if let [prefix @ .., last] = patterns.as_slice() {
                 // Not a pattern a star on the previous one's subject would
-                // read with it (one seek for both).
-                let star = last.s.var().is_some() && prefix.last().is_some_and(|p| p.s == last.s);
+                // read with it (one seek for both): a subject bound before
+                // that pattern (it binds it itself: no star).
+                let bound_before = |v: Var, patterns: &[crate::plan::QuadPlan]| {
+                    use crate::plan::{GraphSlot, Slot};
+                    patterns.iter().any(|q| [q.s, q.p, q.o].iter().any(|slot| slot.var() == Some(v)) || matches!(q.g, GraphSlot::Named(Slot::Var(g)) if g == v))
+                };
+                let star = last.s.var().is_some_and(|x| {
+                    prefix.split_last().is_some_and(|(previous, before)| previous.s == last.s && bound_before(x, before))
+                });
                 if !prefix.is_empty() && !star && self.profile.is_none() {
                     let pool = super::pattern::ScanPool::default();
                     let mut n = 0;
