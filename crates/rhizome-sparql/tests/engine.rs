@@ -970,6 +970,11 @@ fn check_counts(store: &Store, mode: DatasetMode, merged: bool) {
         "?s :advisor :p3 . ?s :advisor ?p",
         "?p :memberOf :d2 . ?s :advisor ?p . ?s :advisor ?q",
         "?s :advisor :p3 . ?s :advisor ?p . ?s :advisor ?q",
+        // An OPTIONAL's: each left row's extensions, or the row itself.
+        "?s :advisor ?p OPTIONAL { ?p :memberOf ?d }",
+        "?p :memberOf ?d OPTIONAL { ?s :advisor ?p }",
+        "?s :advisor ?p OPTIONAL { ?p :memberOf ?d FILTER(?d = :d1) }",
+        "?s :advisor ?p OPTIONAL { ?p :memberOf ?d . ?d :nothing ?x }",
         // A union's count is its sides' counts added.
         "{ ?s :advisor ?p . ?p :memberOf ?d } UNION { ?s :memberOf ?d }",
         "{ ?s :advisor ?p } UNION { { ?s :advisor ?p . ?p :memberOf :d1 } UNION { ?s :advisor ?s } }",

@@ -144,6 +144,22 @@ impl<'a> Evaluator<'a> {
         if let Plan::Union(left, right) = inner {
             return Ok(self.count_rows(left)? + self.count_rows(right)?);
         }
+        // An OPTIONAL of one pattern, without a filter: each row on the
+        // left counts as the quads that extend it, or once when none does
+        // (the pattern's quads counted from its index blocks where they
+        // can be, not built into rows).
+        if let Plan::LeftJoin(left, right, None) = inner {
+            if let (Plan::Bgp(patterns), None) = (&**right, &self.profile) {
+                if let [p] = patterns.as_slice() {
+                    let pool = super::pattern::ScanPool::default();
+                    let mut n = 0;
+                    for r in self.eval(left, self.empty_row()) {
+                        n += self.count_quad(p, &r?, &pool)?.max(1);
+                    }
+                    return Ok(n);
+                }
+            }
+        }
         if let Plan::Bgp(patterns) = inner {
             if let [p @ crate::plan::QuadPlan { o_ranges: None, .. }] = patterns.as_slice() {
                 let vars: Vec<Var> = [p.s.var(), p.p.var(), p.o.var(), self.graph_var_to_bind(p.g)].into_iter().flatten().collect();
