@@ -139,9 +139,14 @@
 //!   `{ ?s <p> ?o } GROUP BY ?o` with only counts reads the value counts.
 //!   COUNT(*) over a join of patterns builds the rows of all but the last
 //!   and counts the last one's quads per row (`count_quad`: a hashed
-//!   group's length when no free variable repeats), so the rows it would
-//!   give are never built; not for a last pattern a star would read with
-//!   the one before it, nor under EXPLAIN.
+//!   group's length when no free variable repeats, or on segments the
+//!   rows under the lookup's prefix counted from the fences and one or
+//!   two blocks, `QuadScan::count_pattern`, when no delta entry falls
+//!   among them), so the rows it would give are never built; not for a
+//!   last pattern a star would read with the one before it, nor under
+//!   EXPLAIN. A UNION's count is its sides' counts added; an OPTIONAL of
+//!   one pattern without a filter counts each left row's extensions, or
+//!   the row once.
 //! - **Semi- and anti-joins**: MINUS groups its right side by the variables
 //!   each row binds and probes a hash set per group (one lookup per left
 //!   row, not a scan of the right side; a group sharing one variable is a
