@@ -14,7 +14,7 @@
 use super::delta::Delta;
 use super::Key;
 use crate::segment::{Segment, SegmentCursor, MAX_COLUMNS};
-use rhizome_kv::Cursor;
+use rhizome_kv::{prefix_upper_bound, Cursor};
 use std::ops::Bound;
 
 /// Delta entries a cursor takes per visit to the delta.
@@ -161,25 +161,16 @@ impl<'a> IndexCursor<'a> {
         if prefix.len() % 8 != 0 || prefix.len() > self.columns * 8 || self.lower != Bound::Unbounded || self.upper != Bound::Unbounded {
             return Ok(None);
         }
-        let ids: Vec<u64> = prefix.chunks(8).map(|c| u64::from_be_bytes(c.try_into().expect("eight bytes"))).collect();
-        let mut from = [0u64; 4];
-        from[..ids.len()].copy_from_slice(&ids);
-        // The first key after the prefix's (its last id plus one, carried).
-        let mut until = None;
-        for i in (0..ids.len()).rev() {
-            if let Some(up) = ids[i].checked_add(1) {
-                let mut k = [0u64; 4];
-                k[..i].copy_from_slice(&ids[..i]);
-                k[i] = up;
-                until = Some(k);
-                break;
+        if !self.delta.is_empty() {
+            let key_bytes = self.columns * 8;
+            let until = prefix_upper_bound(prefix).map_or(Bound::Unbounded, |u| until_bytes(&u, key_bytes));
+            if self.delta.any_between(&from_bytes(prefix, key_bytes), &until) {
+                return Ok(None);
             }
         }
-        if self.delta.any_between(&from, until.as_ref()) {
-            return Ok(None);
-        }
+        let (ids, _) = words_of(prefix, self.columns * 8);
         match &self.segment {
-            Some(seg) => Ok(Some(seg.segment().count_prefix(&ids)?)),
+            Some(seg) => Ok(Some(seg.segment().count_prefix(&ids[..prefix.len() / 8])?)),
             None => Ok(Some(0)),
         }
     }

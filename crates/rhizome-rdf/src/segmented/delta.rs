@@ -268,11 +268,14 @@ impl Delta {
     /// Whether any run holds an entry (of any version, seen by a reader
     /// or not) from `from` on and below `until`: when none does, the
     /// segment alone answers for those keys (a count from its blocks).
-    pub fn any_between(&self, from: &Key, until: Option<&Key>) -> bool {
+    pub fn any_between(&self, from: &Bound<Key>, until: &Bound<Key>) -> bool {
         !self.is_empty()
             && self.runs().iter().any(|run| {
-                let p = run.partition_point(|e| e.key < *from);
-                run.get(p).is_some_and(|e| until.is_none_or(|u| e.key < *u))
+                run.get(start_of(run, from)).is_some_and(|e| match until {
+                    Bound::Included(u) => e.key <= *u,
+                    Bound::Excluded(u) => e.key < *u,
+                    Bound::Unbounded => true,
+                })
             })
     }
 

@@ -148,8 +148,8 @@ impl<'a> Evaluator<'a> {
         // left counts as the quads that extend it, or once when none does
         // (the pattern's quads counted from its index blocks where they
         // can be, not built into rows).
-        if let Plan::LeftJoin(left, right, None) = inner {
-            if let (Plan::Bgp(patterns), None) = (&**right, &self.profile) {
+        if let (Plan::LeftJoin(left, right, None), None) = (inner, &self.profile) {
+            if let Plan::Bgp(patterns) = &**right {
                 if let [p] = patterns.as_slice() {
                     let pool = super::pattern::ScanPool::default();
                     let mut n = 0;

@@ -390,9 +390,11 @@ impl<'a> Evaluator<'a> {
     /// COUNT over a BGP whose last pattern binds nothing read above it.
     pub(super) fn count_quad(self: &Rc<Self>, p: &'a QuadPlan, row: &Row, pool: &ScanPool<'a>) -> Result<u64> {
         let (graphs, skip_default, graph_var, hashable) = self.quad_scope(p, row);
-        // Every quad of a lookup counts (no graph to skip or bind, no
-        // variable repeated, no object range to filter): the index's
-        // blocks count them without reading them, when they can.
+        // A free variable repeated: a quad extends the row only where its
+        // positions agree. Every quad of a lookup counts when none repeats
+        // and there is no graph to skip or bind and no object range to
+        // filter: the index's blocks count them without reading them, when
+        // they can.
         let [s, pr, o] = [p.s, p.p, p.o].map(|slot| slot.var().filter(|v| row[*v].is_none()));
         let repeats = (s.is_some() && (s == pr || s == o)) || (pr.is_some() && pr == o);
         let every_quad_counts = !skip_default && graph_var.is_none() && !repeats && (p.o_ranges.is_none() || o.is_none());
@@ -421,8 +423,6 @@ impl<'a> Evaluator<'a> {
                 // The group agrees with the row on every position the row
                 // binds (its key), and the graph is not bound: each quad
                 // extends the row unless a free variable repeats.
-                let [s, pr, o] = [p.s, p.p, p.o].map(|slot| slot.var().filter(|v| row[*v].is_none()));
-                let repeats = (s.is_some() && (s == pr || s == o)) || (pr.is_some() && pr == o);
                 if !repeats {
                     self.limits.check_weighted(group.len())?;
                     n += group.len() as u64;
