@@ -314,6 +314,10 @@ impl<'a> Evaluator<'a> {
     /// the pattern may be hashed (one graph, nothing bound from it).
     #[inline]
     pub(super) fn quad_scope(&self, p: &QuadPlan, row: &Row) -> (Graphs, bool, Option<Var>, bool) {
+        // The common case, once per row on the left: the one default graph.
+        if p.g == GraphSlot::Default && self.dataset.default.is_none() {
+            return (Graphs::One([self.space.default_graph()]), false, None, true);
+        }
         let (graphs, skip_default) = self.graphs_of(p.g, row);
         let graph_var = self.graph_var_to_bind(p.g);
         let hashable = graphs.len() == 1 && !skip_default && graph_var.is_none() && matches!(p.g, GraphSlot::Default | GraphSlot::Named(Slot::Const(_)));
@@ -506,21 +510,38 @@ impl<'a> Evaluator<'a> {
             4 => whole_scan.sorted_by(2),
             _ => false,
         };
-        let mut scan = Lookup::with_scan(ScanPool::default(), whole_scan);
-        if mask & 4 == 0 {
-            if let Some(ranges) = &p.o_ranges {
-                scan.restrict(ranges.clone(), false);
-            }
-        }
         // Sized by the estimate, within the cap: growing a vector of
         // 100k quads copies it about 17 times.
         let mut quads = Vec::with_capacity((alone as usize).min(cap));
-        for q in scan {
-            self.limits.check()?;
-            quads.push(q?);
-            if quads.len() > cap {
-                pool.borrow_mut().refused |= 1 << mask;
-                return Ok(None);
+        let ranges = p.o_ranges.as_ref().filter(|_| mask & 4 == 0);
+        if let Some(ranges) = ranges {
+            let mut scan = Lookup::with_scan(ScanPool::default(), whole_scan);
+            scan.restrict(ranges.clone(), false);
+            for q in scan {
+                self.limits.check()?;
+                quads.push(q?);
+                if quads.len() > cap {
+                    pool.borrow_mut().refused |= 1 << mask;
+                    return Ok(None);
+                }
+            }
+        } else {
+            // Read whole, a block's columns at a time (a step and a check
+            // per quad cost more than hashing it).
+            let (mut scan, mut batch) = (whole_scan, rhizome_rdf::QuadBatch::default());
+            loop {
+                batch.clear();
+                let n = scan.next_batch(&mut batch, LOOKUP_BATCH_MAX)?;
+                if n == 0 {
+                    break;
+                }
+                self.limits.check_weighted(n)?;
+                let [cs, cp, co, cg] = [0, 1, 2, 3].map(|c| batch.column(c));
+                quads.extend(cs.iter().zip(cp).zip(co).zip(cg).map(|(((s, p), o), g)| [*s, *p, *o, *g]));
+                if quads.len() > cap {
+                    pool.borrow_mut().refused |= 1 << mask;
+                    return Ok(None);
+                }
             }
         }
         let hashed = Rc::new(if grouped { HashedQuads::of_runs(mask, quads) } else { HashedQuads::new(mask, quads) });
